@@ -1,0 +1,85 @@
+//! Process-wide settings resolved once from the environment.
+//!
+//! This is the only module that reads environment variables; everything else
+//! receives a [`Settings`] value. Precedence rules follow `huggingface_hub`
+//! (see `docs/` for the table).
+
+use std::path::PathBuf;
+
+/// Default Hub endpoint when `HF_ENDPOINT` is unset.
+pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
+
+/// Settings shared by the network and cache commands.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Hub base URL without a trailing `/` (`HF_ENDPOINT`).
+    pub endpoint: String,
+    /// Bearer token (`HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the file at
+    /// `HF_TOKEN_PATH` or `$HF_HOME/token`), unless `HF_HUB_DISABLE_IMPLICIT_TOKEN` is set.
+    pub token: Option<String>,
+    /// Hub cache root: `KERNELS_CACHE`, else `HF_HUB_CACHE`, else
+    /// `HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, where `HF_HOME` defaults to
+    /// `$XDG_CACHE_HOME/huggingface` or `~/.cache/huggingface`.
+    pub cache_dir: PathBuf,
+    /// `HF_HUB_OFFLINE` (or `TRANSFORMERS_OFFLINE`) is truthy: no request may be made.
+    pub offline: bool,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Whether an environment value counts as true (`1`, `ON`, `YES`, `TRUE`, any case),
+/// as `huggingface_hub` reads its boolean variables.
+pub fn is_truthy(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_uppercase().as_str(),
+        "1" | "ON" | "YES" | "TRUE"
+    )
+}
+
+fn flag(name: &str) -> bool {
+    var(name).is_some_and(|v| is_truthy(&v))
+}
+
+impl Settings {
+    /// Reads the settings from the process environment.
+    pub fn from_env() -> Self {
+        let home = var("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+        let hf_home = var("HF_HOME").map(PathBuf::from).unwrap_or_else(|| {
+            var("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join(".cache"))
+                .join("huggingface")
+        });
+        let cache_dir = var("KERNELS_CACHE")
+            .or_else(|| var("HF_HUB_CACHE"))
+            .or_else(|| var("HUGGINGFACE_HUB_CACHE"))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| hf_home.join("hub"));
+        let token = if flag("HF_HUB_DISABLE_IMPLICIT_TOKEN") {
+            None
+        } else {
+            var("HF_TOKEN")
+                .or_else(|| var("HUGGING_FACE_HUB_TOKEN"))
+                .or_else(|| {
+                    let path = var("HF_TOKEN_PATH")
+                        .map(PathBuf::from)
+                        .unwrap_or_else(|| hf_home.join("token"));
+                    std::fs::read_to_string(path)
+                        .ok()
+                        .map(|t| t.trim().to_owned())
+                        .filter(|t| !t.is_empty())
+                })
+        };
+        Settings {
+            endpoint: var("HF_ENDPOINT")
+                .unwrap_or_else(|| DEFAULT_ENDPOINT.to_owned())
+                .trim_end_matches('/')
+                .to_owned(),
+            token,
+            cache_dir,
+            offline: flag("HF_HUB_OFFLINE") || flag("TRANSFORMERS_OFFLINE"),
+        }
+    }
+}
