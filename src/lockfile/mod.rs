@@ -376,26 +376,18 @@ fn span_at(text: &str, line: usize, column: usize) -> Option<SourceSpan> {
 mod tests {
     use super::*;
 
-    const REAL_INPUTS: &str = "/work/shared/real-inputs";
+    /// Real projects with their committed locks (`fixtures/projects/*/kernels.lock.real`).
+    fn projects_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects")
+    }
 
     fn real_lock_files() -> Vec<PathBuf> {
-        let mut files = Vec::new();
-        for sub in ["lock-pairs/old-format", "lock-pairs/new-format-0.17"] {
-            for dir in std::fs::read_dir(Path::new(REAL_INPUTS).join(sub)).unwrap() {
-                files.push(dir.unwrap().path().join(LOCK_FILE_NAME));
-            }
-        }
-        for file in std::fs::read_dir(Path::new(REAL_INPUTS).join("lock")).unwrap() {
-            let path = file.unwrap().path();
-            if path
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("kernels.lock")
-            {
-                files.push(path);
-            }
-        }
+        let mut files: Vec<PathBuf> = std::fs::read_dir(projects_dir())
+            .expect("fixtures/projects")
+            .map(|dir| dir.unwrap().path().join("kernels.lock.real"))
+            .filter(|path| path.exists())
+            .collect();
+        files.sort();
         files
     }
 
@@ -404,10 +396,7 @@ mod tests {
     #[test]
     fn real_lock_files_round_trip() {
         let files = real_lock_files();
-        if !Path::new(REAL_INPUTS).exists() {
-            panic!("{REAL_INPUTS} is missing");
-        }
-        assert!(files.len() >= 15, "found only {} files", files.len());
+        assert!(files.len() >= 14, "found only {} files", files.len());
         for path in files {
             let text = std::fs::read_to_string(&path).unwrap();
             let lock =
@@ -452,16 +441,26 @@ mod tests {
         assert!(error_text(strings).contains("holds a string"));
         let wrong = r#"[{"name": "x"}]"#;
         assert!(error_text(wrong).contains("`name`"));
-        let legacy = std::fs::read_to_string(format!(
-            "{REAL_INPUTS}/lock/hf-kernels.lock--huggingface--text-generation-inference--aab6141b--legacy-files-format.json"
-        ))
+        let legacy = std::fs::read_to_string(
+            projects_dir().join("tgi-server-aab6141b/hf-kernels.lock.real"),
+        )
         .unwrap();
         assert!(error_text(&legacy).contains("legacy `hf-kernels`"));
-        let nix = std::fs::read_to_string(format!(
-            "{REAL_INPUTS}/lock-pairs/nix-format/kernels-97dab31e-examples-kernel-deps/kernels.lock"
-        ))
-        .unwrap();
-        assert!(error_text(&nix).contains("nix-builder"));
+        // Shape of nix-builder's `examples/kernels/kernel-deps/kernels.lock`.
+        let nix = r#"[
+  {
+    "dependency": {
+      "repo-id": "kernels-community/einops",
+      "version": 1
+    },
+    "lock": {
+      "commit": "0bd00775195dda6f84c16c31f6d94564232d08b3",
+      "hash": "sha256-lAQANGFUvfOe71Ikrt3BaJ5vPgnmwxRbTqji6LNXt6s="
+    }
+  }
+]
+"#;
+        assert!(error_text(nix).contains("nix-builder"));
         for text in [checksum.as_str(), object, wrong] {
             assert!(error_text(text).contains("proj/kernels.lock"));
             assert!(error_text(text).contains("expected a JSON array"));
