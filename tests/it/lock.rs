@@ -1,7 +1,7 @@
 //! Integration tests for `kernels lock` against `kernels serve` on the bundled
 //! mirror, compared with the real locks of the fixture projects, with Python
-//! `kernels` 0.10.5, and with golden files for integer-version projects (which
-//! 0.10.5 cannot read).
+//! `kernels` 0.10.5 (string specifiers), and with golden files and Python
+//! `kernels` 0.12.3 for integer-version projects (which 0.10.5 cannot read).
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -137,6 +137,31 @@ fn every_fixture_project_locks_like_its_real_lock() {
     );
 }
 
+/// Runs `kernels lock` of a Python reference environment on a copy of the
+/// project's `pyproject.toml`; returns the lock it wrote.
+fn python_lock(env: &str, server: &Server, project: &Path, name: &str) -> Vec<u8> {
+    let reference = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        project.join("pyproject.toml"),
+        reference.path().join("pyproject.toml"),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let script = common::pyref_root().join(env).join("bin/kernels");
+    let python = common::python(env, &server.endpoint, cache.path())
+        .arg(&script)
+        .arg("lock")
+        .arg(reference.path())
+        .output()
+        .unwrap();
+    assert!(
+        python.status.success(),
+        "{name}: Python {env} failed:\n{}",
+        stderr(&python)
+    );
+    std::fs::read(reference.path().join("kernels.lock")).unwrap()
+}
+
 /// Extra specifier projects exercising pre-release and range rules.
 const SPECIFIER_CASES: &[&str] = &[
     ">=0.1.0,<0.2.0",
@@ -161,28 +186,9 @@ fn matches_python_kernels_0_10_5_for_specifier_projects() {
         let text = format!("[tool.kernels.dependencies]\n\"kernels-test/versions\" = \"{spec}\"\n");
         dirs.push((format!("versions {spec:?}"), project_with(&text)));
     }
-    let script = common::pyref_root().join("kernels-0.10.5/bin/kernels");
     for (name, ours) in &dirs {
-        let reference = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            ours.path().join("pyproject.toml"),
-            reference.path().join("pyproject.toml"),
-        )
-        .unwrap();
-        let cache = tempfile::tempdir().unwrap();
-        let python = common::python("kernels-0.10.5", &server.endpoint, cache.path())
-            .arg(&script)
-            .arg("lock")
-            .arg(reference.path())
-            .output()
-            .unwrap();
-        assert!(
-            python.status.success(),
-            "{name}: Python kernels 0.10.5 failed:\n{}",
-            stderr(&python)
-        );
+        let expected = python_lock("kernels-0.10.5", &server, ours.path(), name);
         assert_success(&lock(&server, ours.path(), &[]));
-        let expected = std::fs::read(reference.path().join("kernels.lock")).unwrap();
         let got = std::fs::read(ours.path().join("kernels.lock")).unwrap();
         assert_eq!(
             String::from_utf8_lossy(&got),
@@ -193,7 +199,7 @@ fn matches_python_kernels_0_10_5_for_specifier_projects() {
 }
 
 #[test]
-fn integer_version_projects_match_golden_locks() {
+fn integer_version_projects_match_golden_locks_and_python_0_12_3() {
     let server = Server::bundled();
     let golden_dir = common::repo_root().join("fixtures/golden/lock");
     let mut count = 0;
@@ -213,6 +219,14 @@ fn integer_version_projects_match_golden_locks() {
         let expected = std::fs::read_to_string(&golden)
             .unwrap_or_else(|_| panic!("{} is missing: run with {BLESS}=1", golden.display()));
         assert_eq!(got, expected, "{name}");
+        // Integer versions exist from reference 0.12 on; 0.12.3 still writes the
+        // variant-hash format and reads model repositories.
+        let python = python_lock("kernels-0.12.3", &server, dir.path(), &name);
+        assert_eq!(
+            got,
+            String::from_utf8_lossy(&python),
+            "{name}: kernels.lock differs from Python kernels 0.12.3"
+        );
         count += 1;
     }
     assert!(count >= 5, "only {count} integer-version projects");
