@@ -454,3 +454,76 @@ fn offline_mode_makes_no_request() {
     );
     assert!(!dir.path().join("kernels.lock").exists());
 }
+
+/// A plain HTTP GET over loopback; returns the body (the server sends JSON with a
+/// `content-length`, not chunked).
+fn http_get(endpoint: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let host = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    body.to_owned()
+}
+
+#[test]
+fn paginated_listings_and_request_headers() {
+    let project = common::repo_root().join("fixtures/projects/tgi-server-db931fcf");
+    let plain = Server::bundled();
+    let expected_dir = project_copy(&project);
+    assert_success(&lock(&plain, expected_dir.path(), &[]));
+
+    let paged = Server::start_with_args(
+        &common::mirror_dir(),
+        &["--page-size", "7", "--test-control"],
+    );
+    let dir = project_copy(&project);
+    let cache = tempfile::tempdir().unwrap();
+    let output = common::kernels(&paged.endpoint, cache.path())
+        .env("HF_TOKEN", "hf_test_secret_token")
+        .arg("lock")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_success(&output);
+    assert!(!stderr(&output).contains("hf_test_secret_token"));
+    assert_eq!(
+        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
+        std::fs::read(expected_dir.path().join("kernels.lock")).unwrap(),
+        "paginated listing gave a different lock"
+    );
+
+    let body = http_get(&paged.endpoint, "/__fixture/requests");
+    let log: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
+    let tree_pages = log
+        .iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").contains("/tree/"))
+        .filter(|r| r["query"].as_str().unwrap_or("").contains("cursor="))
+        .count();
+    assert!(
+        tree_pages >= 6,
+        "expected follow-up tree pages, saw {tree_pages}"
+    );
+    let api: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("/api/kernels/")
+        })
+        .collect();
+    assert!(!api.is_empty());
+    for record in api {
+        assert_eq!(record["authorization"], true, "{record}");
+        let agent = record["headers"]["user-agent"].as_str().unwrap_or("");
+        assert!(agent.starts_with("kernels/"), "{record}");
+    }
+}
