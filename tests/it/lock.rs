@@ -348,7 +348,7 @@ fn manifest_errors_exit_1_and_keep_the_lock() {
         ("true", "is a boolean"),
         ("[1]", "found an array"),
         ("\">=0.1,nope\"", "invalid PEP 440 specifier `nope`"),
-        ("\"1\"", "bare version"),
+        ("\"1\"", "write the integer without quotes: `= 1`"),
         ("{ version = 1, revision = \"main\" }", "mutually exclusive"),
         ("{ branch = \"main\" }", "unknown key `branch`"),
         ("-1", "negative"),
