@@ -58,8 +58,7 @@ struct Unresolved {
 /// written unless every dependency resolved. Status goes to stderr.
 pub fn run(args: LockArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
     let manifest = Manifest::read(&args.project_dir)?;
-    let client = HubClient::new(settings)
-        .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?;
+    let client = HubClient::new(settings)?;
     let resolver = Resolver::new(client, args.repo_type.into());
     let results = super::runtime()?.block_on(resolver.resolve_all(&manifest.dependencies));
 

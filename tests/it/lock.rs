@@ -527,3 +527,56 @@ fn paginated_listings_and_request_headers() {
         assert!(agent.starts_with("kernels/"), "{record}");
     }
 }
+
+/// A plain HTTP POST of a JSON body over loopback.
+fn http_post(endpoint: &str, path: &str, body: &str) {
+    use std::io::{Read, Write};
+    let host = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 2"), "{response}");
+}
+
+#[test]
+fn transient_server_errors_are_retried_and_persistent_ones_reported() {
+    let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
+    http_post(
+        &server.endpoint,
+        "/__fixture/faults",
+        r#"[{"path": "/api/kernels/kernels-test/versions/refs", "count": 2, "status": 503},
+            {"path": "/api/kernels/kernels-test/versions/tree/*", "count": 1, "status": 429, "retry_after": 1}]"#,
+    );
+    let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/versions\" = 2\n");
+    assert_success(&lock(&server, dir.path(), &[]));
+    assert!(dir.path().join("kernels.lock").exists());
+    let log: Vec<serde_json::Value> =
+        serde_json::from_str(&http_get(&server.endpoint, "/__fixture/requests")).unwrap();
+    let statuses: Vec<u64> = log
+        .iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/api/"))
+        .map(|r| r["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [503, 503, 200, 429, 200], "{log:#?}");
+
+    http_post(
+        &server.endpoint,
+        "/__fixture/faults",
+        r#"{"path": "/api/kernels/kernels-test/versions/tree/*", "status": 500}"#,
+    );
+    assert_lock_fails(
+        &server,
+        Some("[tool.kernels.dependencies]\n\"kernels-test/versions\" = 2\n"),
+        &[],
+        &[
+            "the Hub server failed: HTTP 500",
+            "/api/kernels/kernels-test/versions/tree/",
+        ],
+    );
+}
