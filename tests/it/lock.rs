@@ -580,3 +580,32 @@ fn transient_server_errors_are_retried_and_persistent_ones_reported() {
         ],
     );
 }
+
+#[test]
+fn empty_table_and_kernel_locks_rewrite() {
+    let server = Server::bundled();
+    let dir = project_with("[tool.kernels.dependencies]\n");
+    assert_success(&lock(&server, dir.path(), &[]));
+    assert_eq!(
+        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
+        b"[]"
+    );
+
+    let project =
+        common::repo_root().join("fixtures/projects/kernels-tests-layer_locking-97dab31e");
+    let dir = project_copy(&project);
+    std::fs::copy(
+        project.join("kernels.lock.real"),
+        dir.path().join("kernels.lock"),
+    )
+    .unwrap();
+    let output = lock(&server, dir.path(), &[]);
+    assert_success(&output);
+    assert!(
+        squash(&stderr(&output)).contains(&squash("was in the KernelLocks format of kernels 0.17")),
+        "{}",
+        stderr(&output)
+    );
+    let lock = Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
+    assert_eq!(lock.format(), kernels::lockfile::LockFormat::VariantHash);
+}
