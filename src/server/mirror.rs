@@ -4,7 +4,7 @@
 //! shas. File bodies stay on disk (or are generated, for `[synthetic]` files)
 //! and are streamed per request.
 //!
-//! Layout (`docs/mirror-format.md` describes it for mirror authors):
+//! Layout (`kernels serve --help` summarises it for mirror authors):
 //! `orgs/<org>.toml`, `repos/<kernels|models>/<owner>/<name>/repo.toml` and
 //! `repos/…/commits/<label>/{commit.toml,tree/…}`.
 
@@ -43,7 +43,7 @@ pub enum MirrorError {
     #[error("{} is not valid: {message}", path.display())]
     #[diagnostic(
         code(kernels::serve::bad_toml),
-        help("fix the entry named above; the mirror format is described in docs/mirror-format.md")
+        help("fix the entry named above; `kernels serve --help` describes the mirror layout")
     )]
     Toml {
         /// The file.

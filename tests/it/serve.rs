@@ -118,10 +118,10 @@ v1 = "c1"
         let metadata = br#"{"python-depends": []}"#.to_vec();
         let mut c1: BTreeMap<String, Expected> = BTreeMap::new();
         let add = |map: &mut BTreeMap<String, Expected>,
-                       commit: &str,
-                       path: &str,
-                       bytes: Vec<u8>,
-                       lfs: bool| {
+                   commit: &str,
+                   path: &str,
+                   bytes: Vec<u8>,
+                   lfs: bool| {
             write(
                 &relu.join("commits").join(commit).join("tree").join(path),
                 &bytes,
@@ -1194,4 +1194,65 @@ fn hub_compat_huggingface_hub_0_35_3_model() {
 #[test]
 fn hub_compat_huggingface_hub_2_4_0_kernel() {
     hub_compat("hub-2.4.0", "kernel");
+}
+
+#[tokio::test]
+async fn paths_info_accepts_form_and_json() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let url = format!("{}/api/kernels/acme/relu/paths-info/v1", server.endpoint);
+    let form = http
+        .client
+        .post(&url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("paths=README.md&paths=build&paths=missing&expand=False")
+        .send()
+        .await
+        .unwrap();
+    let form: Value = form.json().await.unwrap();
+    let paths: Vec<&str> = form
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["README.md", "build"]);
+    assert_eq!(form[0]["oid"], mirror.c1["README.md"].oid.as_str());
+    assert_eq!(form[1]["type"], "directory");
+
+    let json_body = http
+        .client
+        .post(&url)
+        .json(&json!({"paths": ["build/torch-cuda/relu/_ops.abi3.so"], "expand": true}))
+        .send()
+        .await
+        .unwrap();
+    let entries: Value = json_body.json().await.unwrap();
+    let so = &mirror.c1["build/torch-cuda/relu/_ops.abi3.so"];
+    assert_eq!(entries[0]["lfs"]["oid"], so.sha256.as_deref().unwrap());
+    assert_eq!(entries[0]["lastCommit"]["id"], C1);
+}
+
+#[tokio::test]
+async fn cdn_host_differs_from_a_localhost_hub() {
+    let mirror = TestMirror::new();
+    let server = Server::start_with_args(mirror.path(), &["--host", "localhost"]);
+    assert!(
+        server.endpoint.starts_with("http://localhost:"),
+        "{}",
+        server.endpoint
+    );
+    let http = Http::new();
+    let hub = &server.endpoint;
+    let redirect = http
+        .send(
+            "HEAD",
+            &format!("{hub}/kernels/acme/relu/resolve/v1/build/torch-cuda/relu/_ops.abi3.so"),
+            &[],
+        )
+        .await;
+    let location = redirect.header("location").unwrap();
+    assert!(location.starts_with("http://127.0.0.1:"), "{location}");
+    assert_eq!(http.get(location).await.status, 200);
 }
