@@ -609,3 +609,69 @@ fn empty_table_and_kernel_locks_rewrite() {
     let lock = Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
     assert_eq!(lock.format(), kernels::lockfile::LockFormat::VariantHash);
 }
+
+/// The Hub client used by `lock` and `download`, called directly.
+#[test]
+fn hub_client_against_serve() {
+    use kernels::hub::types::RepoType;
+    use kernels::hub::{HubClient, HubError};
+    use kernels::repo_id::RepoId;
+
+    let server = Server::start_with_args(&common::mirror_dir(), &["--page-size", "5"]);
+    let mut settings = kernels::settings::Settings::from_env();
+    settings.endpoint = server.endpoint.clone();
+    settings.token = None;
+    settings.offline = false;
+    let client = HubClient::new(&settings).unwrap();
+    let relu: RepoId = "kernels-community/relu".parse().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let refs = client.list_refs(RepoType::Kernel, &relu).await.unwrap();
+        let v1 = refs.branches.iter().find(|b| b.name == "v1").unwrap();
+        // A full ref name travels as one %2F-encoded segment.
+        let info = client
+            .repo_info(RepoType::Kernel, &relu, "refs/heads/v1")
+            .await
+            .unwrap();
+        assert_eq!(info.sha, v1.target_commit);
+
+        let top = client
+            .list_tree(RepoType::Kernel, &relu, &info.sha, "build", false)
+            .await
+            .unwrap();
+        assert!(top.len() > 5, "expected several pages, got {}", top.len());
+        assert!(
+            top.iter()
+                .all(|e| !e.is_file() && e.path.starts_with("build/"))
+        );
+        let all = client
+            .list_tree(RepoType::Model, &relu, &info.sha, "", true)
+            .await
+            .unwrap();
+        assert!(all.iter().any(|e| e.lfs.is_some()));
+
+        let missing = client
+            .list_tree(RepoType::Kernel, &relu, &info.sha, "no/such/dir", false)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(missing, HubError::EntryNotFound { .. }),
+            "{missing}"
+        );
+        let bad_rev = client
+            .repo_info(RepoType::Kernel, &relu, "no-such-rev")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(bad_rev, HubError::RevisionNotFound { .. }),
+            "{bad_rev}"
+        );
+
+        let org = client.org_overview("kernels-community").await.unwrap();
+        assert!(org.trusted_kernel_publisher);
+
+        let url = client.resolve_url(RepoType::Kernel, &relu, &info.sha, "README.md");
+        let response = client.send(client.get(&url).unwrap(), None).await.unwrap();
+        assert_eq!(response.status(), 200);
+    });
+}
