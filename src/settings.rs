@@ -17,6 +17,8 @@ pub struct Settings {
     /// Bearer token (`HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the file at
     /// `HF_TOKEN_PATH` or `$HF_HOME/token`), unless `HF_HUB_DISABLE_IMPLICIT_TOKEN` is set.
     pub token: Option<String>,
+    /// `VIRTUAL_ENV`: the active Python environment, whose interpreter detects torch.
+    pub virtual_env: Option<PathBuf>,
     /// Hub cache root: `KERNELS_CACHE`, else `HF_HUB_CACHE`, else
     /// `HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, where `HF_HOME` defaults to
     /// `$XDG_CACHE_HOME/huggingface` or `~/.cache/huggingface`.
@@ -45,7 +47,9 @@ fn flag(name: &str) -> bool {
 impl Settings {
     /// Reads the settings from the process environment.
     pub fn from_env() -> Self {
-        let home = var("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+        let home = var("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."));
         let hf_home = var("HF_HOME").map(PathBuf::from).unwrap_or_else(|| {
             var("XDG_CACHE_HOME")
                 .map(PathBuf::from)
@@ -78,6 +82,7 @@ impl Settings {
                 .trim_end_matches('/')
                 .to_owned(),
             token,
+            virtual_env: var("VIRTUAL_ENV").map(PathBuf::from),
             cache_dir,
             offline: flag("HF_HUB_OFFLINE") || flag("TRANSFORMERS_OFFLINE"),
         }
