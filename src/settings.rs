@@ -5,6 +5,7 @@
 //! (see `docs/` for the table).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Default Hub endpoint when `HF_ENDPOINT` is unset.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
@@ -25,6 +26,11 @@ pub struct Settings {
     pub cache_dir: PathBuf,
     /// `HF_HUB_OFFLINE` (or `TRANSFORMERS_OFFLINE`) is truthy: no request may be made.
     pub offline: bool,
+    /// Connect timeout for Hub requests: `HF_HUB_ETAG_TIMEOUT` seconds, default 10.
+    pub etag_timeout: Duration,
+    /// Read timeout (longest pause between received bytes) for Hub requests:
+    /// `HF_HUB_DOWNLOAD_TIMEOUT` seconds, default 10.
+    pub download_timeout: Duration,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -38,6 +44,15 @@ pub fn is_truthy(value: &str) -> bool {
         value.trim().to_ascii_uppercase().as_str(),
         "1" | "ON" | "YES" | "TRUE"
     )
+}
+
+/// A timeout in (possibly fractional) seconds; unparsable, negative or zero values
+/// fall back to `default_secs`.
+fn seconds(name: &str, default_secs: u64) -> Duration {
+    var(name)
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(Duration::from_secs(default_secs), Duration::from_secs_f64)
 }
 
 fn flag(name: &str) -> bool {
@@ -85,6 +100,8 @@ impl Settings {
             virtual_env: var("VIRTUAL_ENV").map(PathBuf::from),
             cache_dir,
             offline: flag("HF_HUB_OFFLINE") || flag("TRANSFORMERS_OFFLINE"),
+            etag_timeout: seconds("HF_HUB_ETAG_TIMEOUT", 10),
+            download_timeout: seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10),
         }
     }
 }
