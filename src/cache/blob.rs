@@ -132,6 +132,8 @@ impl BlobWriter {
     pub fn write(&mut self, chunk: &[u8], repo_path: &str) -> Result<(), CacheError> {
         let total = self.hasher.0.len() + chunk.len() as u64;
         if total > self.expected.size {
+            // The data is wrong; keep nothing a later run would resume from.
+            self.restart()?;
             return Err(CacheError::Mismatch {
                 path: repo_path.to_owned(),
                 kind: self.expected.kind,

@@ -147,9 +147,13 @@ impl RepoCache {
     }
 
     /// `<root>/<folder>/snapshots/<commit>/<path>` with `/` mapped to the OS
-    /// separator. Errors when `path` could escape the snapshot.
+    /// separator. Errors when `commit` is not 40 (sha1) or 64 (sha256 repos)
+    /// lowercase hex, or when `path` could escape the snapshot.
     pub fn snapshot_path(&self, commit: &str, path: &str) -> Result<PathBuf, CacheError> {
-        if !is_commit_id(commit) {
+        let hex = commit
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !hex || !matches!(commit.len(), 40 | 64) {
             return Err(CacheError::BadCommit {
                 commit: commit.to_owned(),
             });

@@ -63,7 +63,9 @@ pub enum CacheError {
     },
 
     /// A commit id is not 40 lowercase hex characters.
-    #[error("`{commit}` is not a 40-character lowercase hex commit id")]
+    #[error(
+        "`{commit}` is not a lowercase hex commit id (40 characters, or 64 for sha256 repositories)"
+    )]
     #[diagnostic(code(kernels::cache::bad_commit))]
     BadCommit {
         /// The rejected value.
