@@ -51,7 +51,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Download(args) => download::run(args, &settings, cli.quiet),
         Command::Lock(args) => lock::run(args, &settings, cli.quiet),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(args, cli.quiet),
     };
     match result {
         Ok(code) => code,
