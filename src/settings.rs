@@ -18,8 +18,6 @@ pub struct Settings {
     /// Bearer token (`HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the file at
     /// `HF_TOKEN_PATH` or `$HF_HOME/token`), unless `HF_HUB_DISABLE_IMPLICIT_TOKEN` is set.
     pub token: Option<String>,
-    /// `VIRTUAL_ENV`: the active Python environment, whose interpreter detects torch.
-    pub virtual_env: Option<PathBuf>,
     /// Hub cache root: `KERNELS_CACHE`, else `HF_HUB_CACHE`, else
     /// `HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, where `HF_HOME` defaults to
     /// `$XDG_CACHE_HOME/huggingface` or `~/.cache/huggingface`.
@@ -53,6 +51,12 @@ fn seconds(name: &str, default_secs: u64) -> Duration {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0)
         .map_or(Duration::from_secs(default_secs), Duration::from_secs_f64)
+}
+
+/// `VIRTUAL_ENV`: the active Python environment, whose interpreter detects torch
+/// for `kernels download` (kept out of [`Settings`], which only the Hub commands need).
+pub fn virtual_env() -> Option<PathBuf> {
+    var("VIRTUAL_ENV").map(PathBuf::from)
 }
 
 fn flag(name: &str) -> bool {
@@ -97,7 +101,6 @@ impl Settings {
                 .trim_end_matches('/')
                 .to_owned(),
             token,
-            virtual_env: var("VIRTUAL_ENV").map(PathBuf::from),
             cache_dir,
             offline: flag("HF_HUB_OFFLINE") || flag("TRANSFORMERS_OFFLINE"),
             etag_timeout: seconds("HF_HUB_ETAG_TIMEOUT", 10),

@@ -12,7 +12,7 @@ pub enum PartialBlob {
     /// `blobs/<etag>` exists and its size and digest verify: nothing to do.
     Complete,
     /// The blob must be (re)fetched; write the bytes from `writer.offset()` on.
-    Missing(BlobWriter),
+    Missing(Box<BlobWriter>),
 }
 
 /// Streams content into `blobs/<etag>.incomplete` while hashing it, then
@@ -89,7 +89,7 @@ impl RepoCache {
         }
         let offset = hasher.len();
         file.seek(SeekFrom::Start(offset))?;
-        Ok(PartialBlob::Missing(BlobWriter {
+        Ok(PartialBlob::Missing(Box::new(BlobWriter {
             file,
             partial,
             blob,
@@ -97,7 +97,7 @@ impl RepoCache {
             hasher: HasherCell(hasher),
             offset,
             _lock: lock,
-        }))
+        })))
     }
 }
 

@@ -5,7 +5,9 @@ use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
-use sha1::Digest as _;
+use sha2::Digest as _;
+
+use crate::hash::GitBlobHasher;
 
 /// Which digest names a blob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,7 +60,7 @@ pub struct Hasher {
 }
 
 enum Inner {
-    Sha1(sha1::Sha1),
+    GitBlob(GitBlobHasher),
     Sha256(sha2::Sha256),
 }
 
@@ -66,11 +68,7 @@ impl Hasher {
     /// A hasher for content announced to be `size` bytes long.
     pub fn new(kind: DigestKind, size: u64) -> Hasher {
         let inner = match kind {
-            DigestKind::GitBlobSha1 => {
-                let mut h = sha1::Sha1::new();
-                h.update(format!("blob {size}\0").as_bytes());
-                Inner::Sha1(h)
-            }
+            DigestKind::GitBlobSha1 => Inner::GitBlob(GitBlobHasher::new(size)),
             DigestKind::Sha256 => Inner::Sha256(sha2::Sha256::new()),
         };
         Hasher { inner, len: 0 }
@@ -80,7 +78,7 @@ impl Hasher {
     pub fn update(&mut self, bytes: &[u8]) {
         self.len += bytes.len() as u64;
         match &mut self.inner {
-            Inner::Sha1(h) => h.update(bytes),
+            Inner::GitBlob(h) => h.update(bytes),
             Inner::Sha256(h) => h.update(bytes),
         }
     }
@@ -98,7 +96,7 @@ impl Hasher {
     /// Lowercase hex digest of everything fed.
     pub fn finish(self) -> String {
         match self.inner {
-            Inner::Sha1(h) => hex::encode(h.finalize()),
+            Inner::GitBlob(h) => hex::encode(h.finalize()),
             Inner::Sha256(h) => hex::encode(h.finalize()),
         }
     }
