@@ -769,3 +769,122 @@ fn python_hub_2_4_reads_kernel_type_download_offline() {
     python_reads_snapshot(&world, "hub-2.4.0", "kernel", "acme/gelu", GELU_SHA, &gelu);
     assert!(world.requests().is_empty(), "offline Python made requests");
 }
+
+#[test]
+fn interrupted_download_resumes_with_range() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let so = gelu_files()[1].clone();
+    world.fault(serde_json::json!({"listener": "cdn", "count": 2, "truncate_after_bytes": 20000}));
+    let out = world.download(&["--variant", "torch-cuda"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("acme/gelu@2222222"),
+        "{}",
+        stderr(&out)
+    );
+    let repo_dir = world.repo_dir("kernel", "acme/gelu");
+    let partial = repo_dir
+        .join("blobs")
+        .join(format!("{}.incomplete", so.etag()));
+    let kept = std::fs::metadata(&partial).unwrap().len();
+    assert!(
+        kept > 0 && kept < so.content.len() as u64,
+        "kept {kept} bytes"
+    );
+    assert!(!repo_dir.join("blobs").join(so.etag()).exists());
+    assert!(
+        !repo_dir
+            .join("snapshots")
+            .join(GELU_SHA)
+            .join(&so.path)
+            .exists()
+    );
+
+    world.reset();
+    assert_ok(&world.download(&["--variant", "torch-cuda"]));
+    let log = world.requests();
+    let cdn = cdn_requests(&log);
+    assert_eq!(cdn.len(), 1, "{cdn:#?}");
+    assert_eq!(cdn[0]["headers"]["range"], format!("bytes={kept}-"));
+    assert_eq!(cdn[0]["status"], 206);
+    assert_layout(&repo_dir, GELU_SHA, &gelu_files()[1..]);
+}
+
+#[test]
+fn cache_written_by_python_is_verified_and_reused() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let out = common::python("hub-2.4.0", &world.server.endpoint, &world.cache)
+        .args([
+            "-c",
+            "import sys; from huggingface_hub import snapshot_download; \
+             snapshot_download('acme/gelu', repo_type='kernel', revision=sys.argv[1], allow_patterns=['build/*'])",
+            GELU_SHA,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    world.reset();
+    assert_ok(&world.download(&["--all-variants"]));
+    let log = world.requests();
+    assert!(resolve_requests(&log).is_empty(), "re-downloaded: {log:#?}");
+    assert_layout(
+        &world.repo_dir("kernel", "acme/gelu"),
+        GELU_SHA,
+        &gelu_files(),
+    );
+}
+
+/// The reference `kernels` 0.10.5 locks the bundled mirror, we download, and the
+/// reference validates our cache offline against its own lock hashes.
+#[test]
+fn reference_0_10_5_validates_our_download() {
+    let server = Server::bundled();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("project");
+    let cache = tmp.path().join("cache");
+    fs_err::create_dir_all(&project).unwrap();
+    fs_err::write(
+        project.join("pyproject.toml"),
+        "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.2\"\n",
+    )
+    .unwrap();
+    let reference = |args: &[&str], offline: bool| {
+        let python = common::pyref_python("kernels-0.10.5");
+        let mut cmd = common::python("kernels-0.10.5", &server.endpoint, &cache);
+        cmd.arg(python.with_file_name("kernels")).args(args);
+        if offline {
+            cmd.env("HF_HUB_OFFLINE", "1");
+        }
+        cmd.output().unwrap()
+    };
+    let out = reference(&["lock", project.to_str().unwrap()], false);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = common::kernels(&server.endpoint, &cache)
+        .arg("download")
+        .arg(&project)
+        .args(["--all-variants", "--repo-type", "model"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+
+    let out = reference(
+        &["download", project.to_str().unwrap(), "--all-variants"],
+        true,
+    );
+    assert!(
+        out.status.success(),
+        "the reference rejected our cache:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
