@@ -124,7 +124,7 @@ impl Digest {
     /// Whether the file at `path` has exactly this size and digest. A missing
     /// file is `Ok(false)`; other read errors are returned.
     pub fn matches_file(&self, path: &Path) -> std::io::Result<bool> {
-        match std::fs::metadata(path) {
+        match fs_err::metadata(path) {
             Ok(meta) if meta.is_file() && meta.len() == self.size => {}
             Ok(_) => return Ok(false),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),

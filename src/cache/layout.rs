@@ -192,7 +192,7 @@ impl RepoCache {
             )
             .into());
         }
-        match std::fs::symlink_metadata(&pointer) {
+        match fs_err::symlink_metadata(&pointer) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 if std::fs::read_link(&pointer).is_ok_and(|t| t == target) {
                     return Ok(false);

@@ -55,13 +55,7 @@ impl Progress {
             _ => ProgressDrawTarget::hidden(),
         });
         let overall = multi.add(ProgressBar::new(0));
-        overall.set_style(
-            ProgressStyle::with_template(
-                "{prefix:>12.bold} [{bar:30}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
-            )
-            .expect("static template")
-            .progress_chars("=> "),
-        );
+        overall.set_style(overall_style());
         overall.set_prefix("Downloading");
         Progress {
             mode,
@@ -84,13 +78,7 @@ impl Progress {
     pub fn file(&self, name: &str, size: u64) -> FileBar {
         let bar = (self.mode == ProgressMode::Bars).then(|| {
             let bar = self.multi.add(ProgressBar::new(size));
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{msg:40!} [{bar:20}] {binary_bytes}/{binary_total_bytes}",
-                )
-                .expect("static template")
-                .progress_chars("=> "),
-            );
+            bar.set_style(file_style());
             bar.set_message(name.to_owned());
             bar
         });
@@ -145,7 +133,43 @@ impl Drop for FileBar {
     }
 }
 
+fn overall_style() -> ProgressStyle {
+    ProgressStyle::with_template(
+        "{prefix:>12.bold} [{bar:30}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
+    )
+    .expect("valid static template")
+    .progress_chars("=> ")
+}
+
+fn file_style() -> ProgressStyle {
+    ProgressStyle::with_template("{msg:40!} [{bar:20}] {binary_bytes}/{binary_total_bytes}")
+        .expect("valid static template")
+        .progress_chars("=> ")
+}
+
 /// `1234567` → `1.2 MiB`.
 pub fn human_bytes(bytes: u64) -> String {
     indicatif::BinaryBytes(bytes).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_parse_and_bytes_are_human() {
+        let _ = (overall_style(), file_style());
+        assert_eq!(human_bytes(1536), "1.50 KiB");
+        let progress = Progress::new(ProgressMode::Quiet);
+        progress.add_total(10);
+        let mut bar = progress.file("f", 10);
+        bar.inc(4);
+        assert_eq!(progress.overall.position(), 4);
+        drop(bar);
+        assert_eq!(
+            progress.overall.position(),
+            0,
+            "a failed fetch gives its bytes back"
+        );
+    }
 }
