@@ -1,1 +1,512 @@
-//! TODO(owner): manifest.
+//! The project manifest: `[tool.kernels.dependencies]` of `pyproject.toml`.
+//!
+//! Keys are Hub repo ids (`owner/name`), kept in file order (the order the
+//! reference iterates in). Values:
+//!
+//! | TOML value | meaning |
+//! |---|---|
+//! | integer `N` (≥ 0) | branch `vN` (reference 0.12+) |
+//! | string | PEP 440 specifier set against `v<version>` tags (reference 0.1.7–0.13), or a Cargo-style `^1.2` / `~1.2.3` requirement (extension) |
+//! | `{ version = N }` / `{ version = "..." }` | same as the bare value |
+//! | `{ revision = "..." }` | a branch, tag or commit |
+//!
+//! Booleans are rejected (the Python reference silently reads `true` as 1). Every
+//! problem in the table is reported at once, each pointing at its span.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use miette::{NamedSource, SourceSpan};
+use toml_edit::{Item, TableLike, Value};
+
+use crate::repo_id::RepoId;
+use crate::requirement::Requirement;
+
+/// File name of the manifest inside a project directory.
+pub const MANIFEST_FILE_NAME: &str = "pyproject.toml";
+
+/// The kernels a project depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The `pyproject.toml` that was read.
+    pub path: PathBuf,
+    /// Dependencies in file order.
+    pub dependencies: Vec<Dependency>,
+}
+
+/// One `[tool.kernels.dependencies]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dependency {
+    /// Hub repository id.
+    pub repo_id: RepoId,
+    /// What it asks for.
+    pub requirement: Requirement,
+}
+
+/// One invalid entry of `[tool.kernels.dependencies]`, pointing into the file.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(kernels::manifest::invalid_dependency))]
+pub struct EntryProblem {
+    /// What is wrong, naming the file and the entry.
+    pub message: String,
+    #[source_code]
+    source_code: Arc<NamedSource<String>>,
+    #[label("{label}")]
+    span: SourceSpan,
+    label: String,
+    #[help]
+    help: Option<String>,
+}
+
+/// Why the manifest cannot be used.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum ManifestError {
+    /// `pyproject.toml` does not exist.
+    #[error("{} does not exist", path.display())]
+    #[diagnostic(
+        code(kernels::manifest::missing),
+        help(
+            "pass the project directory that holds pyproject.toml, for example `kernels lock path/to/project`"
+        )
+    )]
+    Missing {
+        /// The expected file.
+        path: PathBuf,
+    },
+
+    /// `pyproject.toml` cannot be read.
+    #[error("cannot read {}", path.display())]
+    #[diagnostic(code(kernels::manifest::io))]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Not valid TOML.
+    #[error("{} is not valid TOML: {message}", path.display())]
+    #[diagnostic(code(kernels::manifest::syntax))]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+        /// The file text.
+        #[source_code]
+        source_code: Arc<NamedSource<String>>,
+        /// Where parsing failed.
+        #[label("here")]
+        span: Option<SourceSpan>,
+    },
+
+    /// There is no `[tool.kernels.dependencies]` table.
+    #[error("{} has no [tool.kernels.dependencies] table", path.display())]
+    #[diagnostic(
+        code(kernels::manifest::no_dependencies),
+        help(
+            "declare the kernels to lock, for example:\n\n    [tool.kernels.dependencies]\n    \"kernels-community/activation\" = 1"
+        )
+    )]
+    NoDependencies {
+        /// The file.
+        path: PathBuf,
+    },
+
+    /// Exactly one invalid entry.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Entry(Box<EntryProblem>),
+
+    /// Several invalid entries, all reported.
+    #[error("{} has {} invalid entries in [tool.kernels.dependencies]", path.display(), problems.len())]
+    #[diagnostic(code(kernels::manifest::invalid_dependencies))]
+    Entries {
+        /// The file.
+        path: PathBuf,
+        /// Every problem found.
+        #[related]
+        problems: Vec<EntryProblem>,
+    },
+}
+
+struct Problem {
+    span: Range<usize>,
+    what: String,
+    label: &'static str,
+    help: Option<String>,
+}
+
+impl Problem {
+    fn new(span: Option<Range<usize>>, what: String, label: &'static str) -> Self {
+        Problem {
+            span: span.unwrap_or(0..0),
+            what,
+            label,
+            help: None,
+        }
+    }
+
+    fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+impl Manifest {
+    /// Reads `<project_dir>/pyproject.toml`.
+    pub fn read(project_dir: &Path) -> Result<Manifest, ManifestError> {
+        let path = project_dir.join(MANIFEST_FILE_NAME);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ManifestError::Missing { path });
+            }
+            Err(source) => return Err(ManifestError::Io { path, source }),
+        };
+        Self::parse(&text, &path)
+    }
+
+    /// Parses manifest text; `path` names the file in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+        let source = Arc::new(NamedSource::new(
+            path.display().to_string(),
+            text.to_owned(),
+        ));
+        let doc = toml_edit::Document::parse(text).map_err(|err| ManifestError::Syntax {
+            path: path.to_owned(),
+            message: err.message().trim().to_owned(),
+            source_code: source.clone(),
+            span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
+        })?;
+        let deps_item = doc
+            .get("tool")
+            .and_then(|tool| tool.get("kernels"))
+            .and_then(|kernels| kernels.get("dependencies"));
+        let Some(deps_item) = deps_item else {
+            return Err(ManifestError::NoDependencies {
+                path: path.to_owned(),
+            });
+        };
+        let to_entry = |problem: Problem, key: Option<&str>| {
+            let entry = key.map_or_else(String::new, |k| format!(" entry `{k}`"));
+            EntryProblem {
+                message: format!(
+                    "{}: [tool.kernels.dependencies]{entry}: {}",
+                    path.display(),
+                    problem.what
+                ),
+                source_code: source.clone(),
+                span: SourceSpan::from(problem.span),
+                label: problem.label.to_owned(),
+                help: problem.help,
+            }
+        };
+        let Some(table) = deps_item.as_table_like() else {
+            let problem = Problem::new(
+                deps_item.span(),
+                format!("expected a table, found {}", type_name(deps_item)),
+                "not a table",
+            )
+            .help("write `[tool.kernels.dependencies]` followed by `\"owner/name\" = 1` lines");
+            return Err(ManifestError::Entry(Box::new(to_entry(problem, None))));
+        };
+
+        let mut dependencies = Vec::new();
+        let mut problems = Vec::new();
+        for (key, item) in table.iter() {
+            let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
+            let repo_id = key.parse::<RepoId>().map_err(|err| {
+                Problem::new(key_span.clone(), err.to_string(), "invalid repo id")
+                    .help("keys are Hub repository ids such as `kernels-community/activation`")
+            });
+            let requirement = parse_item(item, text);
+            match (repo_id, requirement) {
+                (Ok(repo_id), Ok(requirement)) => dependencies.push(Dependency {
+                    repo_id,
+                    requirement,
+                }),
+                (repo_id, requirement) => {
+                    problems.extend(repo_id.err().map(|p| to_entry(p, Some(key))));
+                    problems.extend(requirement.err().map(|p| to_entry(p, Some(key))));
+                }
+            }
+        }
+        match problems.len() {
+            0 => Ok(Manifest {
+                path: path.to_owned(),
+                dependencies,
+            }),
+            1 => Err(ManifestError::Entry(Box::new(
+                problems.pop().expect("one problem"),
+            ))),
+            _ => Err(ManifestError::Entries {
+                path: path.to_owned(),
+                problems,
+            }),
+        }
+    }
+}
+
+fn type_name(item: &Item) -> &'static str {
+    match item {
+        Item::None => "nothing",
+        Item::Table(_) => "a table",
+        Item::ArrayOfTables(_) => "an array of tables",
+        Item::Value(value) => value_type_name(value),
+    }
+}
+
+fn value_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a date-time",
+        Value::Array(_) => "an array",
+        Value::InlineTable(_) => "an inline table",
+    }
+}
+
+const VALUE_HELP: &str = "use an integer such as `1` (branch `v1`), a version specifier string such as `\">=0.1.0\"`, or `{ revision = \"<branch, tag or commit>\" }`";
+
+/// Parses a dependency value (bare or a table with `version`/`revision`).
+fn parse_item(item: &Item, text: &str) -> Result<Requirement, Problem> {
+    match item {
+        Item::Value(Value::InlineTable(table)) => parse_table(table, table.span(), text),
+        Item::Table(table) => parse_table(table, table.span(), text),
+        Item::Value(value) => parse_version(value, text),
+        other => Err(Problem::new(
+            other.span(),
+            format!("expected a version, found {}", type_name(other)),
+            "not a version",
+        )
+        .help(VALUE_HELP)),
+    }
+}
+
+fn parse_table(
+    table: &dyn TableLike,
+    span: Option<Range<usize>>,
+    text: &str,
+) -> Result<Requirement, Problem> {
+    for (key, _) in table.iter() {
+        if key != "version" && key != "revision" {
+            let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
+            return Err(
+                Problem::new(key_span, format!("unknown key `{key}`"), "unknown key")
+                    .help("a dependency table takes either `version` or `revision`"),
+            );
+        }
+    }
+    match (table.get("version"), table.get("revision")) {
+        (Some(_), Some(_)) => Err(Problem::new(
+            span,
+            "`version` and `revision` are mutually exclusive".into(),
+            "both given",
+        )
+        .help("keep only one of them")),
+        (None, None) => Err(Problem::new(
+            span,
+            "a dependency table needs `version` or `revision`".into(),
+            "empty",
+        )
+        .help(VALUE_HELP)),
+        (Some(version), None) => match version {
+            Item::Value(value) if !matches!(value, Value::InlineTable(_)) => {
+                parse_version(value, text)
+            }
+            other => Err(Problem::new(
+                other.span(),
+                format!(
+                    "`version` must be an integer or a string, found {}",
+                    type_name(other)
+                ),
+                "not a version",
+            )
+            .help(VALUE_HELP)),
+        },
+        (None, Some(revision)) => match revision.as_str() {
+            Some(rev) if !rev.trim().is_empty() => Ok(Requirement::Revision(rev.to_owned())),
+            Some(_) => Err(Problem::new(
+                revision.span(),
+                "`revision` is empty".into(),
+                "empty revision",
+            )
+            .help("name a branch, a tag or a full commit id")),
+            None => Err(Problem::new(
+                revision.span(),
+                format!("`revision` must be a string, found {}", type_name(revision)),
+                "not a string",
+            )
+            .help("name a branch, a tag or a full commit id, for example `revision = \"v1\"`")),
+        },
+    }
+}
+
+/// Parses a bare version value: integer or string.
+fn parse_version(value: &Value, text: &str) -> Result<Requirement, Problem> {
+    let span = value.span();
+    match value {
+        Value::Integer(n) => {
+            let n = *n.value();
+            u64::try_from(n).map(Requirement::Branch).map_err(|_| {
+                Problem::new(span, format!("version {n} is negative"), "negative version")
+                    .help("versions are branch numbers: `1` means branch `v1`")
+            })
+        }
+        Value::String(s) => Requirement::parse_str(s.value()).map_err(|err| {
+            let inner = span.map(|r| string_content_span(text, r, s.value(), err.range.clone()));
+            Problem::new(inner, err.message, "invalid version requirement").help(
+                "write a PEP 440 specifier set such as `\">=0.1.0,<0.2.0\"`, or an integer such as `1` for branch `v1`",
+            )
+        }),
+        Value::Boolean(b) => Err(Problem::new(
+            span,
+            format!("`{}` is a boolean, not a version", b.value()),
+            "boolean",
+        )
+        .help("write an integer such as `1` for branch `v1` (the Python reference reads `true` as 1; `kernels` does not guess)")),
+        Value::Float(f) => Err(Problem::new(
+            span,
+            format!("`{}` is a float, not a version", f.value()),
+            "float",
+        )
+        .help("write an integer such as `1` for branch `v1`, or a quoted specifier such as `\">=1.5\"`")),
+        other => Err(Problem::new(
+            span,
+            format!("expected a version, found {}", value_type_name(other)),
+            "not a version",
+        )
+        .help(VALUE_HELP)),
+    }
+}
+
+/// Maps a byte range of a string's value to the file, when the raw string has no
+/// escapes (value and raw content are identical); else the whole string literal.
+fn string_content_span(
+    text: &str,
+    literal: Range<usize>,
+    value: &str,
+    range: Range<usize>,
+) -> Range<usize> {
+    let raw = text.get(literal.clone()).unwrap_or("");
+    let quote = if raw.starts_with("\"\"\"") || raw.starts_with("'''") {
+        3
+    } else {
+        1
+    };
+    let content = raw
+        .get(quote..raw.len().saturating_sub(quote))
+        .unwrap_or("");
+    if content == value && range.end <= value.len() {
+        let start = literal.start + quote + range.start;
+        start..literal.start + quote + range.end
+    } else {
+        literal
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        Manifest::parse(text, Path::new("proj/pyproject.toml"))
+    }
+
+    #[test]
+    fn reads_all_value_forms_in_file_order() {
+        let manifest = parse(
+            r#"
+[project]
+name = "x"
+
+[tool.kernels.dependencies]
+"kernels-community/relu" = 1
+"kernels-community/activation" = ">=0.0.2"
+"kernels-test/versions" = { version = "^0.1" }
+"kernels-test/pinned" = { revision = "refs/pr/1" }
+"#,
+        )
+        .unwrap();
+        let got: Vec<String> = manifest
+            .dependencies
+            .iter()
+            .map(|d| format!("{} {}", d.repo_id, d.requirement))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "kernels-community/relu version 1 (branch `v1`)",
+                "kernels-community/activation `>=0.0.2`",
+                "kernels-test/versions `^0.1`",
+                "kernels-test/pinned revision `refs/pr/1`",
+            ]
+        );
+    }
+
+    #[test]
+    fn real_manifests_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects");
+        let mut count = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let manifest = Manifest::read(&entry.unwrap().path()).unwrap();
+            assert!(!manifest.dependencies.is_empty());
+            count += 1;
+        }
+        assert!(count >= 10);
+    }
+
+    #[test]
+    fn missing_table() {
+        let err = parse("[project]\nname = \"x\"\n").unwrap_err();
+        assert!(matches!(err, ManifestError::NoDependencies { .. }));
+        assert!(err.to_string().contains("proj/pyproject.toml"));
+    }
+
+    #[test]
+    fn all_problems_in_one_pass() {
+        let text = r#"[tool.kernels.dependencies]
+relu = 1
+"a/b" = true
+"a/c" = 1.5
+"a/d" = ">=0.1, nope"
+"a/e" = [1]
+"a/f" = { version = 1, revision = "main" }
+"a/g" = -1
+"a/h" = 2
+"#;
+        let err = parse(text).unwrap_err();
+        let ManifestError::Entries { problems, .. } = err else {
+            panic!("expected several problems: {err:?}");
+        };
+        let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(messages.len(), 7, "{messages:#?}");
+        assert!(messages[0].contains("entry `relu`") && messages[0].contains("no `/`"));
+        assert!(messages[1].contains("boolean"));
+        assert!(messages[2].contains("float"));
+        assert!(messages[3].contains("`nope`"));
+        assert!(messages[4].contains("an array"));
+        assert!(messages[5].contains("mutually exclusive"));
+        assert!(messages[6].contains("negative"));
+        for message in messages {
+            assert!(
+                message.starts_with("proj/pyproject.toml: [tool.kernels.dependencies] entry `")
+            );
+        }
+        let spec_problem = &problems[3];
+        let start = text.find("nope").unwrap();
+        assert_eq!(spec_problem.span, SourceSpan::from(start..start + 4));
+    }
+
+    #[test]
+    fn syntax_error_points_into_file() {
+        let err = parse("[tool.kernels.dependencies]\n\"a/b\" = \n").unwrap_err();
+        assert!(matches!(err, ManifestError::Syntax { span: Some(_), .. }));
+    }
+}

@@ -11,8 +11,27 @@ use std::process::ExitCode;
 
 use crate::server;
 
+/// Mirror layout, shown by `kernels serve --help`.
+const LAYOUT_HELP: &str = r#"Mirror layout:
+  <MIRROR_DIR>/orgs/<org>.toml        fullname, trusted_kernel_publisher
+  <MIRROR_DIR>/repos/<kernels|models>/<owner>/<name>/repo.toml
+    commits = ["c1", "c2"]            commit folders, oldest first
+    [branches] main = "c2"            branch -> commit label or 40-hex sha
+    [tags] "v1.0.0" = "c1"            also [converts] and [pull_requests]
+    also_serve_as = ["model"]         also answer on /api/models/...
+    private, allowed_tokens           hidden unless a listed token is sent
+    gated = "auto" | "manual"         downloads need a listed token
+    default_branch = "main"
+    lfs = ["*.so"]                    default: filter=lfs lines of .gitattributes
+    [synthetic]                       "c1:big.bin" = { size = N, seed = S, lfs = true }
+  .../commits/<label>/commit.toml     optional: sha, title, date (UTC, ...Z)
+  .../commits/<label>/tree/...        the files of that commit
+
+The first line on stdout is the Hub URL to use as HF_ENDPOINT."#;
+
 /// Arguments of `kernels serve`.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = LAYOUT_HELP)]
 pub struct ServeArgs {
     /// Mirror directory to serve (the layout of `kernels/`).
     pub mirror_dir: PathBuf,
@@ -22,9 +41,14 @@ pub struct ServeArgs {
     /// Port of the Hub listener; 0 picks a free port.
     #[arg(long, default_value_t = 0)]
     pub port: u16,
-    /// Port of the LFS CDN listener on `localhost`; 0 picks a free port.
+    /// Port of the LFS CDN listener; 0 picks a free port.
     #[arg(long, default_value_t = 0)]
     pub cdn_port: u16,
+    /// Host name of the LFS CDN listener, bound and used in LFS redirects
+    /// [default: localhost, or 127.0.0.1 when --host is localhost]. It must be a
+    /// different host name from the one clients use for the Hub.
+    #[arg(long)]
+    pub cdn_host: Option<String>,
     /// Tree listing page size (tests).
     #[arg(long, hide = true)]
     pub page_size: Option<usize>,
@@ -43,6 +67,7 @@ pub fn run(args: ServeArgs, quiet: bool) -> miette::Result<ExitCode> {
         host: args.host,
         port: args.port,
         cdn_port: args.cdn_port,
+        cdn_host: args.cdn_host,
         page_size: args.page_size,
         test_control: args.test_control,
         cdn_allow_auth: args.cdn_allow_auth,

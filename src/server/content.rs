@@ -30,39 +30,23 @@ pub enum Content {
 /// Fills `buf` with the synthetic bytes at `offset..offset + buf.len()` of the
 /// stream for `seed`.
 ///
-/// The stream is a sequence of little-endian 64-bit words; word `w` is the
-/// `w + 1`-th output of SplitMix64 started at state `seed`, i.e.
-/// `mix(seed + (w + 1) * 0x9E3779B97F4A7C15)`. Any byte can be computed
-/// directly, which makes ranged reads of multi-GiB files cheap.
+/// The stream is the output of `rand_chacha` 0.9's
+/// `ChaCha8Rng::seed_from_u64(seed)` (`fill_bytes`). ChaCha can seek, so any
+/// range of a multi-GiB file is cheap to produce.
 pub fn synthetic_fill(seed: u64, offset: u64, buf: &mut [u8]) {
-    let mut pos = offset;
-    let mut i = 0;
-    while i < buf.len() {
-        let word = synthetic_word(seed, pos / 8).to_le_bytes();
-        let skip = (pos % 8) as usize;
-        let n = (8 - skip).min(buf.len() - i);
-        buf[i..i + n].copy_from_slice(&word[skip..skip + n]);
-        i += n;
-        pos += n as u64;
+    use rand::{RngCore, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    rng.set_word_pos(u128::from(offset / 4));
+    let skip = (offset % 4) as usize;
+    if skip == 0 {
+        rng.fill_bytes(buf);
+        return;
     }
-}
-
-fn synthetic_word(seed: u64, index: u64) -> u64 {
-    let mut z = seed.wrapping_add(index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Digests of a file body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Digests {
-    /// Content length in bytes.
-    pub size: u64,
-    /// Git blob sha1 of the content, 40 lowercase hex.
-    pub git_sha1: String,
-    /// sha256 of the content (64 lowercase hex), only when asked for.
-    pub sha256: Option<String>,
+    let mut head = [0u8; 4];
+    rng.fill_bytes(&mut head);
+    let n = (4 - skip).min(buf.len());
+    buf[..n].copy_from_slice(&head[skip..skip + n]);
+    rng.fill_bytes(&mut buf[n..]);
 }
 
 /// The git object id of a blob: `sha1("blob <len>\0" + content)`, as hex.
@@ -78,24 +62,40 @@ pub fn lfs_pointer(sha256: &str, size: u64) -> String {
     format!("version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n")
 }
 
-/// Computes the digests of `content`, streaming it (blocking I/O).
-/// `with_sha256` also computes the sha256 (needed for LFS files only).
-pub fn digest(content: &Content, with_sha256: bool) -> std::io::Result<Digests> {
+/// Which digest [`digest`] computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DigestKind {
+    /// Git blob sha1 (`sha1("blob <len>\0" + content)`), for ordinary files.
+    GitBlob,
+    /// sha256 of the content, for LFS files.
+    Sha256,
+}
+
+/// Streams `content` through one hash (blocking I/O) and returns its length
+/// and the lowercase hex digest.
+pub fn digest(content: &Content, kind: DigestKind) -> std::io::Result<(u64, String)> {
     let size = match content {
         Content::Disk(path) => fs_err::metadata(path)?.len(),
         Content::Synthetic { size, .. } => *size,
     };
-    let mut sha1 = Sha1::new();
-    sha1.update(format!("blob {size}\0"));
-    let mut sha256 = with_sha256.then(Sha256::new);
+    enum Hasher {
+        Sha1(Sha1),
+        Sha256(Sha256),
+    }
+    let mut hasher = match kind {
+        DigestKind::GitBlob => {
+            let mut h = Sha1::new();
+            h.update(format!("blob {size}\0"));
+            Hasher::Sha1(h)
+        }
+        DigestKind::Sha256 => Hasher::Sha256(Sha256::new()),
+    };
+    let mut update = |chunk: &[u8]| match &mut hasher {
+        Hasher::Sha1(h) => h.update(chunk),
+        Hasher::Sha256(h) => h.update(chunk),
+    };
     let mut buf = vec![0u8; 1 << 20];
     let mut seen = 0u64;
-    let mut update = |chunk: &[u8]| {
-        sha1.update(chunk);
-        if let Some(h) = sha256.as_mut() {
-            h.update(chunk);
-        }
-    };
     match content {
         Content::Disk(path) => {
             let mut file = fs_err::File::open(path)?;
@@ -123,11 +123,11 @@ pub fn digest(content: &Content, with_sha256: bool) -> std::io::Result<Digests> 
             }
         }
     }
-    Ok(Digests {
-        size,
-        git_sha1: hex::encode(sha1.finalize()),
-        sha256: sha256.map(|h| hex::encode(h.finalize())),
-    })
+    let hex = match hasher {
+        Hasher::Sha1(h) => hex::encode(h.finalize()),
+        Hasher::Sha256(h) => hex::encode(h.finalize()),
+    };
+    Ok((size, hex))
 }
 
 /// Outcome of reading a `Range` header against a body of known size.

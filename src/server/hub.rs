@@ -26,16 +26,26 @@ const QUERY_VALUE: &percent_encoding::AsciiSet = &NON_ALPHANUMERIC
 type Result<T> = std::result::Result<T, ApiError>;
 
 /// Routes one Hub request on its raw path.
-pub(super) async fn route(app: &App, parts: &Parts, faults: &Faults) -> Result<Response> {
+pub(super) async fn route(
+    app: &App,
+    parts: &Parts,
+    body: &[u8],
+    faults: &Faults,
+) -> Result<Response> {
     let raw = parts.uri.path();
     let segs: Vec<&str> = raw.split('/').filter(|s| !s.is_empty()).collect();
-    let get_like = parts.method == Method::GET || parts.method == Method::HEAD;
-    if !get_like {
-        return Err(ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            None,
-            "Method Not Allowed",
-        ));
+    let not_allowed = || ApiError::new(StatusCode::METHOD_NOT_ALLOWED, None, "Method Not Allowed");
+    if parts.method == Method::POST {
+        return match segs.as_slice() {
+            ["api", kind, owner, name, "paths-info", rev @ ..] if !rev.is_empty() => {
+                let repo = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
+                paths_info(repo, &decode_joined(rev)?, body)
+            }
+            _ => Err(not_allowed()),
+        };
+    }
+    if parts.method != Method::GET && parts.method != Method::HEAD {
+        return Err(not_allowed());
     }
     match segs.as_slice() {
         ["api", "agent-harnesses"] => {
@@ -418,6 +428,47 @@ fn tree(
         );
     }
     Ok(resp)
+}
+
+/// R8: `POST …/paths-info/<rev>` with a form (`paths=a&paths=b&expand=…`) or
+/// JSON (`{"paths": [...], "expand": bool}`) body. Missing paths are skipped.
+fn paths_info(repo: &Repo, rev: &str, body: &[u8]) -> Result<Response> {
+    let commit = &repo.commits[resolve_rev(repo, rev)?];
+    let (paths, expand) = match serde_json::from_slice::<Value>(body) {
+        Ok(doc) => {
+            let paths = doc["paths"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|p| p.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (paths, doc["expand"].as_bool().unwrap_or(false))
+        }
+        Err(_) => {
+            let form: Vec<(String, String)> = url::form_urlencoded::parse(body)
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+            let paths: Vec<String> = form
+                .iter()
+                .filter(|(k, _)| k == "paths")
+                .map(|(_, v)| v.clone())
+                .collect();
+            (paths, flag(&form, "expand"))
+        }
+    };
+    let entries: Vec<Value> = paths
+        .iter()
+        .filter_map(|p| {
+            let p = p.trim_matches('/');
+            commit
+                .tree
+                .get(p)
+                .map(|node| tree_entry(repo, p, node, expand))
+        })
+        .collect();
+    Ok(axum::Json(entries).into_response())
 }
 
 fn decode_cursor(cursor: &str) -> Option<usize> {

@@ -4,7 +4,7 @@
 //! shas. File bodies stay on disk (or are generated, for `[synthetic]` files)
 //! and are streamed per request.
 //!
-//! Layout (`docs/mirror-format.md` describes it for mirror authors):
+//! Layout (`kernels serve --help` summarises it for mirror authors):
 //! `orgs/<org>.toml`, `repos/<kernels|models>/<owner>/<name>/repo.toml` and
 //! `repos/…/commits/<label>/{commit.toml,tree/…}`.
 
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha1::{Digest, Sha1};
 
-use super::content::{self, Content};
+use super::content::{self, Content, DigestKind};
 use super::glob::fnmatch;
 use crate::hub::types::RepoType;
 
@@ -43,7 +43,7 @@ pub enum MirrorError {
     #[error("{} is not valid: {message}", path.display())]
     #[diagnostic(
         code(kernels::serve::bad_toml),
-        help("fix the entry named above; the mirror format is described in docs/mirror-format.md")
+        help("fix the entry named above; `kernels serve --help` describes the mirror layout")
     )]
     Toml {
         /// The file.
@@ -297,6 +297,7 @@ impl Mirror {
             by_id: HashMap::new(),
             objects: HashMap::new(),
         };
+        let digester = Digester::default();
         for (folder, kind) in [("kernels", RepoType::Kernel), ("models", RepoType::Model)] {
             let dir = repos_dir.join(folder);
             if !dir.is_dir() {
@@ -304,7 +305,7 @@ impl Mirror {
             }
             for owner in sorted_dirs(&dir)? {
                 for name in sorted_dirs(&owner)? {
-                    let repo = load_repo(&name, kind)?;
+                    let repo = load_repo(&name, kind, &digester)?;
                     mirror.add(repo, &name)?;
                 }
             }
@@ -476,7 +477,7 @@ fn is_hub_date(s: &str) -> bool {
             && tail[1..].bytes().all(|c| c.is_ascii_digit())))
 }
 
-fn load_repo(dir: &Path, primary: RepoType) -> Result<Repo, MirrorError> {
+fn load_repo(dir: &Path, primary: RepoType, digester: &Digester) -> Result<Repo, MirrorError> {
     let toml_path = dir.join("repo.toml");
     let parsed: RepoToml = read_toml(&toml_path)?;
     let owner = dir
@@ -621,7 +622,7 @@ fn load_repo(dir: &Path, primary: RepoType) -> Result<Repo, MirrorError> {
             None => gitattributes_lfs(&tree_dir.join(".gitattributes"))?,
         };
 
-        let mut files: BTreeMap<String, FileMeta> = BTreeMap::new();
+        let mut jobs: Vec<(String, Content, bool)> = Vec::new();
         for entry in walkdir::WalkDir::new(&tree_dir).follow_links(true) {
             let entry = entry.map_err(|e| std::io::Error::other(e.to_string()))?;
             if !entry.file_type().is_file() {
@@ -643,16 +644,17 @@ fn load_repo(dir: &Path, primary: RepoType) -> Result<Repo, MirrorError> {
                 ));
             };
             let lfs = patterns.iter().any(|p| lfs_match(p, &rel));
-            let file = describe(Content::Disk(entry.path().to_owned()), lfs)?;
-            files.insert(rel, file);
+            jobs.push((rel, Content::Disk(entry.path().to_owned()), lfs));
         }
         for (path, spec) in synthetic.get(label.as_str()).into_iter().flatten() {
             let content = Content::Synthetic {
                 seed: spec.seed,
                 size: spec.size,
             };
-            files.insert((*path).to_owned(), describe(content, spec.lfs)?);
+            jobs.retain(|(p, _, _)| p != path);
+            jobs.push(((*path).to_owned(), content, spec.lfs));
         }
+        let files: BTreeMap<String, FileMeta> = digester.describe_all(jobs)?.into_iter().collect();
 
         let parent = commits.last().map(|c| c.sha.clone()).unwrap_or_default();
         let sha = match meta.sha {
@@ -772,13 +774,72 @@ fn gitattributes_lfs(path: &Path) -> Result<Vec<String>, MirrorError> {
         .collect())
 }
 
-fn describe(content: Content, lfs: bool) -> Result<FileMeta, MirrorError> {
-    let digests = content::digest(&content, lfs)?;
-    Ok(match digests.sha256 {
-        Some(sha256) => {
-            let pointer = content::lfs_pointer(&sha256, digests.size);
+/// Hashes files in parallel (one worker per core); synthetic files with the
+/// same `(seed, size, lfs)` are hashed once per load.
+#[derive(Default)]
+struct Digester {
+    synthetic: std::sync::Mutex<HashMap<(u64, u64, bool), FileMeta>>,
+}
+
+impl Digester {
+    /// Describes every `(path, content, lfs)` job, keeping the input order.
+    fn describe_all(
+        &self,
+        jobs: Vec<(String, Content, bool)>,
+    ) -> Result<Vec<(String, FileMeta)>, MirrorError> {
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(jobs.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<std::sync::Mutex<Option<std::io::Result<FileMeta>>>> =
+            jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((_, content, lfs)) = jobs.get(i) else {
+                            break;
+                        };
+                        let described = self.describe(content.clone(), *lfs);
+                        if let Ok(mut slot) = results[i].lock() {
+                            *slot = Some(described);
+                        }
+                    }
+                });
+            }
+        });
+        let mut out = Vec::with_capacity(jobs.len());
+        for ((path, _, _), slot) in jobs.into_iter().zip(results) {
+            let described = slot
+                .into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err(std::io::Error::other("a hashing worker panicked")))?;
+            out.push((path, described));
+        }
+        Ok(out)
+    }
+
+    fn describe(&self, content: Content, lfs: bool) -> std::io::Result<FileMeta> {
+        let key = match content {
+            Content::Synthetic { seed, size } => Some((seed, size, lfs)),
+            Content::Disk(_) => None,
+        };
+        if let Some(key) = key
+            && let Some(hit) = self
+                .synthetic
+                .lock()
+                .ok()
+                .and_then(|m| m.get(&key).cloned())
+        {
+            return Ok(hit);
+        }
+        let meta = if lfs {
+            let (size, sha256) = content::digest(&content, DigestKind::Sha256)?;
+            let pointer = content::lfs_pointer(&sha256, size);
             FileMeta {
-                size: digests.size,
+                size,
                 oid: content::git_blob_sha1(pointer.as_bytes()),
                 lfs: Some(Lfs {
                     sha256,
@@ -786,14 +847,22 @@ fn describe(content: Content, lfs: bool) -> Result<FileMeta, MirrorError> {
                 }),
                 content,
             }
+        } else {
+            let (size, oid) = content::digest(&content, DigestKind::GitBlob)?;
+            FileMeta {
+                size,
+                oid,
+                lfs: None,
+                content,
+            }
+        };
+        if let Some(key) = key
+            && let Ok(mut cache) = self.synthetic.lock()
+        {
+            cache.insert(key, meta.clone());
         }
-        None => FileMeta {
-            size: digests.size,
-            oid: digests.git_sha1,
-            lfs: None,
-            content,
-        },
-    })
+        Ok(meta)
+    }
 }
 
 /// `sha1("commit\0" + label + "\0" + parent_sha + "\0" + "<path>:<oid>\n"…)`

@@ -40,7 +40,7 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 
-use control::{Control, Listener, LogEntry, StatusFault};
+use control::{Control, Faults, Listener, LogEntry, StatusFault};
 pub use mirror::{Mirror, MirrorError};
 
 /// Options of [`serve`].
@@ -52,8 +52,13 @@ pub struct ServeOptions {
     pub host: String,
     /// Port of the Hub listener (0: any free port).
     pub port: u16,
-    /// Port of the CDN listener on `localhost` (0: any free port).
+    /// Port of the CDN listener (0: any free port).
     pub cdn_port: u16,
+    /// Host name of the CDN listener, used both to bind and in redirect URLs.
+    /// `None`: `localhost` (bound on `127.0.0.1` and `::1`), or `127.0.0.1`
+    /// when the Hub itself is on `localhost`. It must differ from the host name
+    /// clients use for the Hub (see the module docs).
+    pub cdn_host: Option<String>,
     /// Tree listing page size; `None` means the Hub's 1000 (50 with `expand=true`).
     pub page_size: Option<usize>,
     /// Serve `/__fixture/…` (request log, fault rules). Tests only.
@@ -221,14 +226,31 @@ pub async fn serve(
 
     let hub_listener = bind(&options.host, options.port).await?;
     let hub_addr = hub_listener.local_addr()?;
-    let cdn_v4 = bind("127.0.0.1", options.cdn_port).await?;
-    let cdn_port = cdn_v4.local_addr()?.port();
-    // `localhost` may resolve to ::1 first; serve there too when IPv6 exists.
-    let cdn_v6 = TcpListener::bind(("::1", cdn_port)).await.ok();
+    let cdn_host = options.cdn_host.clone().unwrap_or_else(|| {
+        if options.host.eq_ignore_ascii_case("localhost") {
+            "127.0.0.1".to_owned()
+        } else {
+            "localhost".to_owned()
+        }
+    });
+    let (cdn_main, cdn_extra) = if cdn_host.eq_ignore_ascii_case("localhost") {
+        let v4 = bind("127.0.0.1", options.cdn_port).await?;
+        let port = v4.local_addr()?.port();
+        // `localhost` may resolve to ::1 first; serve there too when IPv6 exists.
+        (v4, TcpListener::bind(("::1", port)).await.ok())
+    } else {
+        (bind(&cdn_host, options.cdn_port).await?, None)
+    };
+    let cdn_port = cdn_main.local_addr()?.port();
+    let cdn_authority = if cdn_host.contains(':') {
+        format!("[{cdn_host}]:{cdn_port}")
+    } else {
+        format!("{cdn_host}:{cdn_port}")
+    };
 
     let endpoints = Endpoints {
-        hub: format!("http://{}", url_authority(hub_addr)),
-        cdn: format!("http://localhost:{cdn_port}"),
+        hub: format!("http://{}", hub_authority(&options.host, hub_addr)),
+        cdn: format!("http://{cdn_authority}"),
     };
     let mut secret = [0u8; 16];
     rand::fill(&mut secret);
@@ -246,9 +268,9 @@ pub async fn serve(
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    let listeners = [(hub_listener, Listener::Hub), (cdn_v4, Listener::Cdn)]
+    let listeners = [(hub_listener, Listener::Hub), (cdn_main, Listener::Cdn)]
         .into_iter()
-        .chain(cdn_v6.map(|l| (l, Listener::Cdn)));
+        .chain(cdn_extra.map(|l| (l, Listener::Cdn)));
     for (listener, kind) in listeners {
         let router = axum::Router::new()
             .fallback(move |state: State<Arc<App>>, req: Request| dispatch(state, kind, req))
@@ -284,6 +306,18 @@ async fn bind(host: &str, port: u16) -> Result<TcpListener, ServeError> {
             addr: format!("{host}:{port}"),
             source,
         })
+}
+
+/// The Hub's URL authority: a host name is kept as given (clients must see the
+/// same name the CDN is distinguished from), an unspecified address becomes
+/// the loopback address, other addresses are used as bound.
+fn hub_authority(host: &str, addr: SocketAddr) -> String {
+    match host.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+        Ok(ip) if ip.is_unspecified() && ip.is_ipv4() => format!("127.0.0.1:{}", addr.port()),
+        Ok(ip) if ip.is_unspecified() => format!("[::1]:{}", addr.port()),
+        Ok(_) => url_authority(addr),
+        Err(_) => format!("{host}:{}", addr.port()),
+    }
 }
 
 fn url_authority(addr: SocketAddr) -> String {
@@ -328,27 +362,65 @@ async fn dispatch(State(app): State<Arc<App>>, listener: Listener, req: Request)
         app.next_request.fetch_add(1, Ordering::Relaxed)
     );
     let method = parts.method.as_str().to_owned();
-    let faults = app.control.take_faults(listener, &method, &path);
+    let faults = if app.test_control {
+        app.control.take_faults(listener, &method, &path)
+    } else {
+        Faults::default()
+    };
     if faults.latency_ms > 0 {
         tokio::time::sleep(Duration::from_millis(faults.latency_ms)).await;
     }
-    let resp = if faults.reset_connection {
+    if faults.reset_connection {
         // A body that fails before its first byte makes the connection close
-        // without a response being sent.
+        // without a response being sent (also for HEAD, hence no `finish`).
         let stream = futures_util::stream::once(async {
             Err::<bytes::Bytes, _>(std::io::Error::other("fault injection: connection reset"))
         });
-        Response::new(Body::from_stream(stream))
-    } else if let Some((status, retry_after)) = &faults.status {
+        log(&app, listener, &parts, 0, Arc::default());
+        return Response::new(Body::from_stream(stream));
+    }
+    let resp = if let Some((status, retry_after)) = &faults.status {
         canned(status, *retry_after, &request_id)
     } else {
         let result = match listener {
-            Listener::Hub => hub::route(&app, &parts, &faults).await,
+            Listener::Hub => {
+                // Only `paths-info` reads a request body (a small form or JSON document).
+                let body = if parts.method == axum::http::Method::POST {
+                    axum::body::to_bytes(body, 1 << 20)
+                        .await
+                        .unwrap_or_default()
+                } else {
+                    bytes::Bytes::new()
+                };
+                hub::route(&app, &parts, &body, &faults).await
+            }
             Listener::Cdn => Ok(cdn::route(&app, &parts, &faults)),
         };
         result.unwrap_or_else(|err| err.into_response(&request_id))
     };
     finish(&app, listener, &parts, resp)
+}
+
+/// Adds a request to the log (only kept with `--test-control`).
+fn log(
+    app: &App,
+    listener: Listener,
+    parts: &axum::http::request::Parts,
+    status: u16,
+    bytes: Arc<AtomicU64>,
+) {
+    if !app.test_control {
+        return;
+    }
+    app.control.record(LogEntry {
+        listener,
+        method: parts.method.as_str().to_owned(),
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().map(str::to_owned),
+        headers: lower_headers(&parts.headers),
+        status,
+        bytes,
+    });
 }
 
 /// Strips the body of HEAD answers (keeping `Content-Length`), counts body
@@ -380,15 +452,7 @@ fn finish(
             chunk
         }))
     };
-    app.control.record(LogEntry {
-        listener,
-        method: parts.method.as_str().to_owned(),
-        path: parts.uri.path().to_owned(),
-        query: parts.uri.query().map(str::to_owned),
-        headers: lower_headers(&parts.headers),
-        status: head.status.as_u16(),
-        bytes,
-    });
+    log(app, listener, parts, head.status.as_u16(), bytes);
     Response::from_parts(head, body)
 }
 

@@ -1,1 +1,442 @@
-//! Integration tests for `kernels lock`.
+//! Integration tests for `kernels lock` against `kernels serve` on the bundled
+//! mirror, compared with the real locks of the fixture projects, with Python
+//! `kernels` 0.10.5, and with golden files for integer-version projects (which
+//! 0.10.5 cannot read).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use kernels::lockfile::{LockedKernel, Lockfile};
+
+use crate::common::{self, Server};
+
+/// Set to regenerate `fixtures/golden/lock/*` from our own output.
+const BLESS: &str = "KERNELS_BLESS";
+
+fn projects() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(common::repo_root().join("fixtures/projects"))
+        .expect("fixtures/projects")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("pyproject.toml").exists())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// A temporary copy of a project's `pyproject.toml`.
+fn project_copy(project: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        project.join("pyproject.toml"),
+        dir.path().join("pyproject.toml"),
+    )
+    .unwrap();
+    dir
+}
+
+/// A temporary project with the given `pyproject.toml` text.
+fn project_with(pyproject: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+    dir
+}
+
+fn lock(server: &Server, dir: &Path, extra: &[&str]) -> Output {
+    let cache = tempfile::tempdir().unwrap();
+    common::kernels(&server.endpoint, cache.path())
+        .arg("lock")
+        .args(extra)
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "kernels lock failed ({:?}):\n{}",
+        output.status,
+        stderr(output)
+    );
+    assert!(output.stdout.is_empty(), "kernels lock printed on stdout");
+}
+
+fn read_lock(path: &Path) -> Vec<LockedKernel> {
+    Lockfile::read(path).unwrap().locked_kernels(path).unwrap()
+}
+
+/// Whether every dependency value is a string (the only form 0.10.5 reads).
+fn string_specifiers_only(project: &Path) -> bool {
+    let text = std::fs::read_to_string(project.join("pyproject.toml")).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    doc["tool"]["kernels"]["dependencies"]
+        .as_table()
+        .unwrap()
+        .values()
+        .all(|v| v.is_str())
+}
+
+#[test]
+fn every_fixture_project_locks_like_its_real_lock() {
+    let server = Server::bundled();
+    let mut compared_commits = 0;
+    for project in projects() {
+        let dir = project_copy(&project);
+        let output = lock(&server, dir.path(), &[]);
+        assert_success(&output);
+        let ours = read_lock(&dir.path().join("kernels.lock"));
+        assert!(!ours.is_empty(), "{}", project.display());
+        for kernel in &ours {
+            assert!(
+                stderr(&output).contains(&format!("Locked {} ", kernel.repo_id)),
+                "no status line for {} in:\n{}",
+                kernel.repo_id,
+                stderr(&output)
+            );
+        }
+        let real_path = project.join("kernels.lock.real");
+        if !real_path.exists() {
+            continue;
+        }
+        let real = read_lock(&real_path);
+        for kernel in &ours {
+            let real_kernel = real
+                .iter()
+                .find(|r| r.repo_id == kernel.repo_id)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{}: {} is not in the real lock",
+                        project.display(),
+                        kernel.repo_id
+                    )
+                });
+            if real_kernel.commit != kernel.commit {
+                continue;
+            }
+            compared_commits += 1;
+            if let Some(real_variants) = &real_kernel.variants {
+                let ours: Vec<&String> = kernel.variants.as_ref().unwrap().keys().collect();
+                let real: Vec<&String> = real_variants.keys().collect();
+                assert_eq!(ours, real, "{}: {}", project.display(), kernel.repo_id);
+            }
+        }
+        // Repo ids in pyproject order, as in every real variant-hash lock.
+        if real.iter().all(|r| r.variants.is_some()) {
+            let ours: Vec<String> = ours.iter().map(|k| k.repo_id.to_string()).collect();
+            let real: Vec<String> = real.iter().map(|k| k.repo_id.to_string()).collect();
+            assert_eq!(ours, real, "{}", project.display());
+        }
+    }
+    assert!(
+        compared_commits >= 10,
+        "only {compared_commits} locks resolved to the real commit"
+    );
+}
+
+/// Extra specifier projects exercising pre-release and range rules.
+const SPECIFIER_CASES: &[&str] = &[
+    ">=0.1.0,<0.2.0",
+    ">=0.1.2rc1",
+    "==0.1.2rc1",
+    ">0.1.0,<0.2",
+    "~=0.1.0",
+    "",
+    "<0.1.1",
+];
+
+#[test]
+fn matches_python_kernels_0_10_5_for_specifier_projects() {
+    let server = Server::bundled();
+    let mut dirs: Vec<(String, tempfile::TempDir)> = projects()
+        .into_iter()
+        .filter(|p| string_specifiers_only(p))
+        .map(|p| (p.display().to_string(), project_copy(&p)))
+        .collect();
+    assert!(dirs.len() >= 8, "only {} specifier projects", dirs.len());
+    for spec in SPECIFIER_CASES {
+        let text = format!("[tool.kernels.dependencies]\n\"kernels-test/versions\" = \"{spec}\"\n");
+        dirs.push((format!("versions {spec:?}"), project_with(&text)));
+    }
+    let script = common::pyref_root().join("kernels-0.10.5/bin/kernels");
+    for (name, ours) in &dirs {
+        let reference = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            ours.path().join("pyproject.toml"),
+            reference.path().join("pyproject.toml"),
+        )
+        .unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let python = common::python("kernels-0.10.5", &server.endpoint, cache.path())
+            .arg(&script)
+            .arg("lock")
+            .arg(reference.path())
+            .output()
+            .unwrap();
+        assert!(
+            python.status.success(),
+            "{name}: Python kernels 0.10.5 failed:\n{}",
+            stderr(&python)
+        );
+        assert_success(&lock(&server, ours.path(), &[]));
+        let expected = std::fs::read(reference.path().join("kernels.lock")).unwrap();
+        let got = std::fs::read(ours.path().join("kernels.lock")).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&expected),
+            "{name}: kernels.lock differs from Python kernels 0.10.5"
+        );
+    }
+}
+
+#[test]
+fn integer_version_projects_match_golden_locks() {
+    let server = Server::bundled();
+    let golden_dir = common::repo_root().join("fixtures/golden/lock");
+    let mut count = 0;
+    for project in projects()
+        .into_iter()
+        .filter(|p| !string_specifiers_only(p))
+    {
+        let dir = project_copy(&project);
+        assert_success(&lock(&server, dir.path(), &[]));
+        let got = std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap();
+        let name = project.file_name().unwrap().to_string_lossy().into_owned();
+        let golden = golden_dir.join(format!("{name}.kernels.lock"));
+        if std::env::var_os(BLESS).is_some() {
+            std::fs::create_dir_all(&golden_dir).unwrap();
+            std::fs::write(&golden, &got).unwrap();
+        }
+        let expected = std::fs::read_to_string(&golden)
+            .unwrap_or_else(|_| panic!("{} is missing: run with {BLESS}=1", golden.display()));
+        assert_eq!(got, expected, "{name}");
+        count += 1;
+    }
+    assert!(count >= 5, "only {count} integer-version projects");
+}
+
+#[test]
+fn revision_and_model_repo_type() {
+    let server = Server::bundled();
+    let dir = project_with(
+        "[tool.kernels.dependencies]\n\"kernels-test/versions\" = { revision = \"v0.1.1\" }\n\"kernels-community/relu\" = { version = 1 }\n",
+    );
+    let output = lock(&server, dir.path(), &["--repo-type", "model"]);
+    assert_success(&output);
+    let locked = read_lock(&dir.path().join("kernels.lock"));
+    assert_eq!(locked[0].commit, "dc142fd6c9920c993d32be6358b78957c58681c3");
+    assert_eq!(locked[1].repo_id.as_str(), "kernels-community/relu");
+}
+
+#[test]
+fn unchanged_lock_is_not_rewritten() {
+    let server = Server::bundled();
+    let dir = project_with(
+        "[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=0.1.0,<0.2.0\"\n",
+    );
+    assert_success(&lock(&server, dir.path(), &[]));
+    let path = dir.path().join("kernels.lock");
+    let before = std::fs::metadata(&path).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let output = lock(&server, dir.path(), &[]);
+    assert_success(&output);
+    assert!(
+        stderr(&output).contains("up to date"),
+        "{}",
+        stderr(&output)
+    );
+    let after = std::fs::metadata(&path).unwrap();
+    assert_eq!(before.modified().unwrap(), after.modified().unwrap());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(before.ino(), after.ino());
+    }
+}
+
+#[test]
+fn newer_branch_version_warns() {
+    let server = Server::bundled();
+    let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/versions\" = 1\n");
+    let output = lock(&server, dir.path(), &[]);
+    assert_success(&output);
+    assert!(
+        stderr(&output).contains("version 10 is available"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Drops whitespace and the `│` gutter that miette inserts where it wraps long
+/// messages, so that needles match whatever the terminal width.
+fn squash(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_whitespace() && *c != '│')
+        .collect()
+}
+
+/// Runs `kernels lock` on a project that must fail; checks exit 1, the message
+/// parts, and that an existing lock stays byte-identical.
+fn assert_lock_fails(server: &Server, pyproject: Option<&str>, extra: &[&str], needles: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(text) = pyproject {
+        std::fs::write(dir.path().join("pyproject.toml"), text).unwrap();
+    }
+    let old_lock = b"[\n  {\n    \"repo_id\": \"a/b\",\n    \"sha\": \"0123456789012345678901234567890123456789\",\n    \"variants\": {}\n  }\n]";
+    let lock_path = dir.path().join("kernels.lock");
+    std::fs::write(&lock_path, old_lock).unwrap();
+    let output = lock(server, dir.path(), extra);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{pyproject:?}: {text}");
+    assert!(output.stdout.is_empty());
+    for needle in needles {
+        assert!(
+            squash(&text).contains(&squash(needle)),
+            "{pyproject:?}: missing {needle:?} in:\n{text}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&lock_path).unwrap(),
+        old_lock,
+        "the old lock was modified"
+    );
+}
+
+#[test]
+fn manifest_errors_exit_1_and_keep_the_lock() {
+    let server = Server::bundled();
+    assert_lock_fails(&server, None, &[], &["pyproject.toml does not exist"]);
+    assert_lock_fails(
+        &server,
+        Some("[project]\nname = \"x\"\n"),
+        &[],
+        &["pyproject.toml has no [tool.kernels.dependencies] table"],
+    );
+    assert_lock_fails(
+        &server,
+        Some("[tool.kernels]\nfoo = 1\n"),
+        &[],
+        &["has no [tool.kernels.dependencies] table"],
+    );
+    assert_lock_fails(
+        &server,
+        Some("[tool.kernels.dependencies\n"),
+        &[],
+        &["pyproject.toml is not valid TOML"],
+    );
+    let entry =
+        |value: &str| format!("[tool.kernels.dependencies]\n\"kernels-test/versions\" = {value}\n");
+    for (value, needle) in [
+        ("1.5", "is a float"),
+        ("true", "is a boolean"),
+        ("[1]", "found an array"),
+        ("\">=0.1,nope\"", "invalid PEP 440 specifier `nope`"),
+        ("\"1\"", "bare version"),
+        ("{ version = 1, revision = \"main\" }", "mutually exclusive"),
+        ("{ branch = \"main\" }", "unknown key `branch`"),
+        ("-1", "negative"),
+    ] {
+        assert_lock_fails(
+            &server,
+            Some(&entry(value)),
+            &[],
+            &[
+                "pyproject.toml",
+                "entry `kernels-test/versions`",
+                needle,
+                "help:",
+            ],
+        );
+    }
+    assert_lock_fails(
+        &server,
+        Some("[tool.kernels.dependencies]\nrelu = 1\n"),
+        &[],
+        &["pyproject.toml", "entry `relu`", "has no `/`"],
+    );
+    assert_lock_fails(
+        &server,
+        Some("[tool.kernels.dependencies]\nrelu = 1\n\"a/b\" = true\n"),
+        &[],
+        &["2 invalid entries", "entry `relu`", "entry `a/b`"],
+    );
+}
+
+#[test]
+fn resolution_errors_exit_1_and_keep_the_lock() {
+    let server = Server::bundled();
+    let entry =
+        |key: &str, value: &str| format!("[tool.kernels.dependencies]\n\"{key}\" = {value}\n");
+    assert_lock_fails(
+        &server,
+        Some(&entry("kernels-test/versions", "\">=5\"")),
+        &[],
+        &[
+            "no version of `kernels-test/versions` satisfies `>=5`",
+            "available versions: 0.1.0, 0.1.1",
+            "closest: 0.2.0",
+        ],
+    );
+    assert_lock_fails(
+        &server,
+        Some(&entry("kernels-test/versions", "7")),
+        &[],
+        &[
+            "version 7 of `kernels-test/versions` not found",
+            "available versions: 1, 2, 10",
+        ],
+    );
+    assert_lock_fails(
+        &server,
+        Some(&entry("kernels-test/does-not-exist", "1")),
+        &[],
+        &["kernel repository `kernels-test/does-not-exist` was not found"],
+    );
+    assert_lock_fails(
+        &server,
+        Some(&entry("kernels-test/does-not-exist", "1")),
+        &["--repo-type", "model"],
+        &["model repository `kernels-test/does-not-exist` was not found"],
+    );
+    assert_lock_fails(
+        &server,
+        Some(&entry(
+            "kernels-test/versions",
+            "{ revision = \"no-such-branch\" }",
+        )),
+        &[],
+        &["revision `no-such-branch` does not exist in kernel repository `kernels-test/versions`"],
+    );
+    assert_lock_fails(
+        &server,
+        Some(&format!(
+            "{}\"kernels-test/nope\" = 1\n",
+            entry("kernels-test/versions", "7")
+        )),
+        &[],
+        &["2 of the kernels", "version 7", "kernels-test/nope"],
+    );
+}
+
+#[test]
+fn offline_mode_makes_no_request() {
+    let server = Server::bundled();
+    let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/versions\" = 1\n");
+    let cache = tempfile::tempdir().unwrap();
+    let output = common::kernels(&server.endpoint, cache.path())
+        .env("HF_HUB_OFFLINE", "1")
+        .arg("lock")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("offline mode is enabled"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.path().join("kernels.lock").exists());
+}

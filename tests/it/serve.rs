@@ -1,1 +1,1258 @@
-//! Integration tests for `kernels serve`.
+//! Integration tests for `kernels serve`: a small mirror built in a temporary
+//! directory, served by the real binary, queried over HTTP and with unmodified
+//! `huggingface_hub` releases.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+use sha1::{Digest, Sha1};
+use sha2::Sha256;
+
+use crate::common::{self, Server};
+
+const C1: &str = "1111111111111111111111111111111111111111";
+
+/// Writes a file, creating its parent folders.
+fn write(path: &Path, bytes: &[u8]) {
+    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+    fs_err::write(path, bytes).unwrap();
+}
+
+/// Deterministic filler bytes for "binary" files.
+fn filler(len: usize, salt: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt))
+        .collect()
+}
+
+fn git_sha1(bytes: &[u8]) -> String {
+    let mut h = Sha1::new();
+    h.update(format!("blob {}\0", bytes.len()));
+    h.update(bytes);
+    hex::encode(h.finalize())
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn synthetic(seed: u64, size: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; size];
+    kernels::server::content::synthetic_fill(seed, 0, &mut buf);
+    buf
+}
+
+/// Expected digests of one file.
+#[derive(Debug, Clone)]
+struct Expected {
+    bytes: Vec<u8>,
+    oid: String,
+    sha256: Option<String>,
+}
+
+fn expected(bytes: Vec<u8>, lfs: bool) -> Expected {
+    if lfs {
+        let sha = sha256(&bytes);
+        let pointer = format!(
+            "version https://git-lfs.github.com/spec/v1\noid sha256:{sha}\nsize {}\n",
+            bytes.len()
+        );
+        Expected {
+            oid: git_sha1(pointer.as_bytes()),
+            sha256: Some(sha),
+            bytes,
+        }
+    } else {
+        Expected {
+            oid: git_sha1(&bytes),
+            sha256: None,
+            bytes,
+        }
+    }
+}
+
+/// A mirror with `acme/relu` (kernel, also a model; c1 and c2), a private and a
+/// gated kernel repo, a model-only repo and two organizations.
+struct TestMirror {
+    dir: tempfile::TempDir,
+    /// Files of `acme/relu` at c1 (`v1`).
+    c1: BTreeMap<String, Expected>,
+    /// Files of `acme/relu` at c2 (`main`).
+    c2: BTreeMap<String, Expected>,
+}
+
+impl TestMirror {
+    fn new() -> TestMirror {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let relu = root.join("repos/kernels/acme/relu");
+        write(
+            &relu.join("repo.toml"),
+            br#"commits = ["c1", "c2"]
+also_serve_as = ["model"]
+
+[branches]
+main = "c2"
+v1 = "c1"
+"feature/x" = "c2"
+
+[tags]
+"v1.0.0" = "c1"
+
+[pull_requests]
+"1" = "c2"
+
+[synthetic]
+"c1:build/torch-cuda/relu/_data.bin" = { size = 200003, seed = 11, lfs = true }
+"c2:big.bin" = { size = 300001, seed = 7, lfs = true }
+"#,
+        );
+        write(
+            &relu.join("commits/c1/commit.toml"),
+            format!("sha = \"{C1}\"\ntitle = \"First\"\ndate = \"2025-05-21T10:00:00Z\"\n")
+                .as_bytes(),
+        );
+        let metadata = br#"{"python-depends": []}"#.to_vec();
+        let mut c1: BTreeMap<String, Expected> = BTreeMap::new();
+        let add = |map: &mut BTreeMap<String, Expected>,
+                   commit: &str,
+                   path: &str,
+                   bytes: Vec<u8>,
+                   lfs: bool| {
+            write(
+                &relu.join("commits").join(commit).join("tree").join(path),
+                &bytes,
+            );
+            map.insert(path.to_owned(), expected(bytes, lfs));
+        };
+        let attrs = b"*.so filter=lfs diff=lfs merge=lfs -text\n".to_vec();
+        for (path, bytes, lfs) in [
+            (".gitattributes", attrs.clone(), false),
+            ("README.md", b"# relu\nfirst\n".to_vec(), false),
+            ("build/torch-cuda/metadata.json", metadata.clone(), false),
+            (
+                "build/torch-cuda/relu/__init__.py",
+                b"from ._ops import ops\n".to_vec(),
+                false,
+            ),
+            ("build/torch-cuda/relu/_ops.abi3.so", filler(3000, 1), true),
+            ("build/torch-cpu/metadata.json", metadata.clone(), false),
+            (
+                "build/torch-cpu/relu/__init__.py",
+                b"# cpu\n".to_vec(),
+                false,
+            ),
+        ] {
+            add(&mut c1, "c1", path, bytes, lfs);
+        }
+        c1.insert(
+            "build/torch-cuda/relu/_data.bin".to_owned(),
+            expected(synthetic(11, 200003), true),
+        );
+        let mut c2: BTreeMap<String, Expected> = BTreeMap::new();
+        for (path, bytes, lfs) in [
+            (".gitattributes", attrs, false),
+            ("README.md", b"# relu\nsecond\n".to_vec(), false),
+            ("build/torch-cuda/metadata.json", metadata.clone(), false),
+            (
+                "build/torch-cuda/relu/__init__.py",
+                b"from ._ops import ops\n".to_vec(),
+                false,
+            ),
+            ("build/torch-cuda/relu/_ops.abi3.so", filler(4000, 2), true),
+        ] {
+            add(&mut c2, "c2", path, bytes, lfs);
+        }
+        c2.insert("big.bin".to_owned(), expected(synthetic(7, 300001), true));
+
+        for (name, extra) in [
+            ("private", "private = true\nallowed_tokens = [\"hf_ok\"]\n"),
+            (
+                "gated",
+                "gated = \"manual\"\nallowed_tokens = [\"hf_ok\"]\n",
+            ),
+        ] {
+            let repo = root.join("repos/kernels/acme").join(name);
+            write(
+                &repo.join("repo.toml"),
+                format!("commits = [\"c1\"]\n{extra}\n[branches]\nmain = \"c1\"\n").as_bytes(),
+            );
+            write(&repo.join("commits/c1/tree/README.md"), b"hidden\n");
+        }
+        let model = root.join("repos/models/other/plain-model");
+        write(
+            &model.join("repo.toml"),
+            b"commits = [\"c1\"]\nlfs = [\"*.bin\"]\n[branches]\nmain = \"c1\"\n",
+        );
+        write(&model.join("commits/c1/tree/config.json"), b"{}\n");
+        write(&model.join("commits/c1/tree/weights.bin"), &filler(100, 3));
+        write(
+            &root.join("orgs/acme.toml"),
+            b"fullname = \"Acme Kernels\"\ntrusted_kernel_publisher = true\n",
+        );
+        write(&root.join("orgs/other.toml"), b"fullname = \"Other\"\n");
+        TestMirror { dir, c1, c2 }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn start(&self) -> Server {
+        Server::start_with_args(self.path(), &["--test-control", "--page-size", "3"])
+    }
+}
+
+/// Minimal HTTP client: never follows redirects, never decompresses.
+struct Http {
+    client: reqwest::Client,
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+impl Http {
+    fn new() -> Http {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        Http { client }
+    }
+
+    async fn send(&self, method: &str, url: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut req = self
+            .client
+            .request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let body = resp.bytes().await.unwrap().to_vec();
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    async fn get(&self, url: &str) -> Reply {
+        self.send("GET", url, &[]).await
+    }
+}
+
+fn sha_of(reply: &Reply) -> String {
+    reply.json()["sha"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn refs_list_branches_tags_and_pull_requests() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+    let main = sha_of(
+        &http
+            .get(&format!("{e}/api/kernels/acme/relu/revision/main"))
+            .await,
+    );
+    assert_ne!(main, C1);
+
+    let refs = http.get(&format!("{e}/api/kernels/acme/relu/refs")).await;
+    assert_eq!(refs.status, 200);
+    assert_eq!(
+        refs.json(),
+        json!({
+            "branches": [
+                {"name": "feature/x", "ref": "refs/heads/feature/x", "targetCommit": main},
+                {"name": "main", "ref": "refs/heads/main", "targetCommit": main},
+                {"name": "v1", "ref": "refs/heads/v1", "targetCommit": C1},
+            ],
+            "converts": [],
+            "tags": [{"name": "v1.0.0", "ref": "refs/tags/v1.0.0", "targetCommit": C1}],
+        })
+    );
+    let with_prs = http
+        .get(&format!("{e}/api/models/acme/relu/refs?include_prs=1"))
+        .await;
+    assert_eq!(
+        with_prs.json()["pullRequests"],
+        json!([{"name": "1", "ref": "refs/pr/1", "targetCommit": main}])
+    );
+}
+
+#[tokio::test]
+async fn repo_info_kernel_slim_and_model_with_blobs() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+
+    let kernel = http
+        .get(&format!("{e}/api/kernels/acme/relu/revision/v1"))
+        .await
+        .json();
+    assert_eq!(kernel["id"], "acme/relu");
+    assert_eq!(kernel["sha"], C1);
+    assert_eq!(kernel["author"], "acme");
+    assert_eq!(kernel["lastModified"], "2025-05-21T10:00:00Z");
+    assert_eq!(kernel["trustedPublisher"], true);
+    assert_eq!(kernel["supportedDriverFamilies"], json!(["cpu", "cuda"]));
+    assert!(
+        kernel.get("siblings").is_none(),
+        "kernel info is slim: {kernel}"
+    );
+
+    // Default revision is the default branch.
+    let head = http.get(&format!("{e}/api/kernels/acme/relu")).await.json();
+    assert_ne!(head["sha"], C1);
+
+    let plain = http
+        .get(&format!("{e}/api/models/acme/relu/revision/v1"))
+        .await
+        .json();
+    for key in [
+        "_id",
+        "id",
+        "sha",
+        "lastModified",
+        "private",
+        "gated",
+        "siblings",
+        "tags",
+    ] {
+        assert!(plain.get(key).is_some(), "model info lacks {key}: {plain}");
+    }
+    assert_eq!(plain["library_name"], "kernels");
+    let names: Vec<&str> = plain["siblings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            assert_eq!(
+                s.as_object().unwrap().len(),
+                1,
+                "no blobs without blobs=true: {s}"
+            );
+            s["rfilename"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        mirror.c1.keys().map(String::as_str).collect::<Vec<_>>()
+    );
+
+    for flag in ["true", "True", "1"] {
+        let info = http
+            .get(&format!(
+                "{e}/api/models/acme/relu/revision/v1?blobs={flag}"
+            ))
+            .await
+            .json();
+        for sibling in info["siblings"].as_array().unwrap() {
+            let path = sibling["rfilename"].as_str().unwrap();
+            let want = &mirror.c1[path];
+            assert_eq!(sibling["blobId"], want.oid.as_str(), "{path}");
+            assert_eq!(sibling["size"], want.bytes.len(), "{path}");
+            match &want.sha256 {
+                Some(sha) => {
+                    assert_eq!(sibling["lfs"]["sha256"], sha.as_str(), "{path}");
+                    assert_eq!(sibling["lfs"]["size"], want.bytes.len());
+                    assert!(sibling["lfs"]["pointerSize"].as_u64().unwrap() > 100);
+                }
+                None => assert!(sibling.get("lfs").is_none(), "{path}"),
+            }
+        }
+    }
+
+    // A model-only repo is not a kernel.
+    let r = http
+        .get(&format!("{e}/api/kernels/other/plain-model"))
+        .await;
+    assert_eq!(r.header("x-error-code"), Some("RepoNotFound"));
+    let model = http
+        .get(&format!("{e}/api/models/other/plain-model?blobs=1"))
+        .await
+        .json();
+    assert!(model.get("library_name").is_none());
+    assert!(model["siblings"][1]["lfs"]["sha256"].is_string(), "{model}");
+}
+
+/// Follows `Link: <…>; rel="next"` and returns every entry plus the page count.
+async fn list_all(http: &Http, url: &str) -> (Vec<Value>, usize) {
+    let mut entries = Vec::new();
+    let mut pages = 0;
+    let mut next = Some(url.to_owned());
+    while let Some(url) = next.take() {
+        let reply = http.get(&url).await;
+        assert_eq!(
+            reply.status,
+            200,
+            "{url}: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        pages += 1;
+        let page = reply.json();
+        assert!(page.as_array().unwrap().len() <= 3);
+        entries.extend(page.as_array().unwrap().iter().cloned());
+        if let Some(link) = reply.header("link") {
+            let target = link
+                .strip_prefix('<')
+                .and_then(|l| l.split_once(">; rel=\"next\""))
+                .map(|(u, _)| u.to_owned())
+                .unwrap_or_else(|| panic!("bad Link header {link}"));
+            assert!(
+                target.starts_with("http://"),
+                "Link must be absolute: {target}"
+            );
+            next = Some(target);
+        }
+    }
+    (entries, pages)
+}
+
+#[tokio::test]
+async fn tree_lists_recursively_with_pagination() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+
+    let (entries, pages) = list_all(
+        &http,
+        &format!("{e}/api/kernels/acme/relu/tree/v1?recursive=True"),
+    )
+    .await;
+    assert!(pages >= 4, "page size 3 must paginate, got {pages} pages");
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    let first_file = kinds.iter().position(|k| *k == "file").unwrap();
+    assert!(kinds[..first_file].iter().all(|k| *k == "directory"));
+    assert!(
+        kinds[first_file..].iter().all(|k| *k == "file"),
+        "directories first: {kinds:?}"
+    );
+    let dirs: Vec<&str> = entries[..first_file]
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        dirs,
+        [
+            "build",
+            "build/torch-cpu",
+            "build/torch-cpu/relu",
+            "build/torch-cuda",
+            "build/torch-cuda/relu"
+        ]
+    );
+    for dir in &entries[..first_file] {
+        assert_eq!(dir["oid"].as_str().unwrap().len(), 40);
+    }
+    let files: Vec<&Value> = entries[first_file..].iter().collect();
+    assert_eq!(
+        files
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        mirror.c1.keys().map(String::as_str).collect::<Vec<_>>()
+    );
+    for f in files {
+        let want = &mirror.c1[f["path"].as_str().unwrap()];
+        assert_eq!(f["oid"], want.oid.as_str());
+        assert_eq!(f["size"], want.bytes.len());
+        match &want.sha256 {
+            Some(sha) => assert_eq!(
+                f["lfs"],
+                json!({"oid": sha, "size": want.bytes.len(), "pointerSize": f["lfs"]["pointerSize"]})
+            ),
+            None => assert!(f.get("lfs").is_none()),
+        }
+        assert!(f.get("xetHash").is_none());
+    }
+
+    // expand=true adds lastCommit (files and folders) and securityFileStatus (files).
+    let (expanded, _) = list_all(
+        &http,
+        &format!("{e}/api/kernels/acme/relu/tree/main?recursive=true&expand=true"),
+    )
+    .await;
+    let metadata = expanded
+        .iter()
+        .find(|e| e["path"] == "build/torch-cuda/metadata.json")
+        .unwrap();
+    assert_eq!(metadata["lastCommit"]["id"], C1, "unchanged since c1");
+    assert_eq!(metadata["lastCommit"]["title"], "First");
+    assert_eq!(metadata["securityFileStatus"]["status"], "safe");
+    let readme = expanded.iter().find(|e| e["path"] == "README.md").unwrap();
+    assert_ne!(readme["lastCommit"]["id"], C1);
+    assert!(expanded.iter().all(|e| e["lastCommit"]["date"].is_string()));
+}
+
+#[tokio::test]
+async fn tree_paths_both_encodings_and_errors() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+    let base = format!("{e}/api/kernels/acme/relu/tree/v1");
+
+    let (top, _) = list_all(&http, &format!("{base}/build?recursive=false")).await;
+    let names: Vec<&str> = top.iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(names, ["build/torch-cpu", "build/torch-cuda"]);
+
+    let (encoded, _) = list_all(&http, &format!("{base}/build%2Ftorch-cuda")).await;
+    let (literal, _) = list_all(&http, &format!("{base}/build/torch-cuda")).await;
+    assert_eq!(encoded, literal);
+    let names: Vec<&str> = literal
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["build/torch-cuda/relu", "build/torch-cuda/metadata.json"]
+    );
+
+    let missing = http.get(&format!("{base}/nope")).await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.header("x-error-code"), Some("EntryNotFound"));
+
+    let file = http.get(&format!("{base}/README.md")).await;
+    assert_eq!(file.json(), json!([]));
+
+    let bad_rev = http
+        .get(&format!("{e}/api/kernels/acme/relu/tree/v9"))
+        .await;
+    assert_eq!(bad_rev.status, 404);
+    assert_eq!(bad_rev.header("x-error-code"), Some("RevisionNotFound"));
+}
+
+#[tokio::test]
+async fn revisions_accept_full_refs_with_encoded_slashes() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+    let main = sha_of(&http.get(&format!("{e}/api/kernels/acme/relu")).await);
+    for (rev, want) in [
+        ("v1", C1),
+        ("refs%2Fheads%2Fv1", C1),
+        ("refs%2Ftags%2Fv1.0.0", C1),
+        ("v1.0.0", C1),
+        (C1, C1),
+        ("feature%2Fx", main.as_str()),
+        ("refs%2Fheads%2Ffeature%2Fx", main.as_str()),
+        ("refs%2Fpr%2F1", main.as_str()),
+    ] {
+        let info = http
+            .get(&format!("{e}/api/kernels/acme/relu/revision/{rev}"))
+            .await;
+        assert_eq!(info.status, 200, "{rev}");
+        assert_eq!(sha_of(&info), want, "{rev}");
+        let file = http
+            .send(
+                "HEAD",
+                &format!("{e}/kernels/acme/relu/resolve/{rev}/README.md"),
+                &[],
+            )
+            .await;
+        assert_eq!(file.header("x-repo-commit"), Some(want), "{rev}");
+        let tree = http
+            .get(&format!("{e}/api/kernels/acme/relu/tree/{rev}/build"))
+            .await;
+        assert_eq!(tree.status, 200, "{rev}");
+    }
+}
+
+#[tokio::test]
+async fn resolve_head_get_range_and_not_modified() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+    let readme = &mirror.c1["README.md"];
+    let size = readme.bytes.len();
+
+    for url in [
+        format!("{e}/kernels/acme/relu/resolve/v1/README.md"),
+        format!("{e}/acme/relu/resolve/v1/README.md"),
+        format!("{e}/api/resolve-cache/models/acme/relu/{C1}/README.md?etag=x"),
+    ] {
+        let head = http.send("HEAD", &url, &[]).await;
+        assert_eq!(head.status, 200, "{url}");
+        assert_eq!(
+            head.header("etag"),
+            Some(format!("\"{}\"", readme.oid).as_str())
+        );
+        assert_eq!(
+            head.header("content-length"),
+            Some(size.to_string().as_str())
+        );
+        assert_eq!(head.header("x-repo-commit"), Some(C1));
+        assert_eq!(head.header("accept-ranges"), Some("bytes"));
+        assert!(
+            head.header("content-disposition")
+                .unwrap()
+                .contains("README.md")
+        );
+        assert!(head.body.is_empty());
+        assert!(head.header("x-xet-hash").is_none());
+
+        let get = http.get(&url).await;
+        assert_eq!(get.status, 200);
+        assert_eq!(get.body, readme.bytes);
+    }
+    let url = format!("{e}/kernels/acme/relu/resolve/v1/README.md");
+    let nested = http
+        .get(&format!(
+            "{e}/kernels/acme/relu/resolve/v1/build/torch-cuda/relu/__init__.py"
+        ))
+        .await;
+    assert_eq!(
+        nested.body,
+        mirror.c1["build/torch-cuda/relu/__init__.py"].bytes
+    );
+
+    for (range, start, end) in [
+        ("bytes=2-5", 2, 5),
+        ("bytes=3-", 3, size - 1),
+        ("bytes=-4", size - 4, size - 1),
+        ("bytes=1-1000", 1, size - 1),
+    ] {
+        let r = http.send("GET", &url, &[("range", range)]).await;
+        assert_eq!(r.status, 206, "{range}");
+        assert_eq!(
+            r.header("content-range"),
+            Some(format!("bytes {start}-{end}/{size}").as_str())
+        );
+        assert_eq!(r.body, readme.bytes[start..=end], "{range}");
+    }
+    let r = http
+        .send("GET", &url, &[("range", &format!("bytes={size}-"))])
+        .await;
+    assert_eq!(r.status, 416);
+    assert_eq!(
+        r.header("content-range"),
+        Some(format!("bytes */{size}").as_str())
+    );
+
+    let etag = format!("\"{}\"", readme.oid);
+    let r = http.send("GET", &url, &[("if-none-match", &etag)]).await;
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("x-repo-commit"), Some(C1));
+    assert!(r.body.is_empty());
+    let r = http
+        .send("GET", &url, &[("if-none-match", "\"0000\"")])
+        .await;
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn lfs_redirects_to_cdn_which_rejects_auth() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+
+    for (rev, path, want) in [
+        (
+            "v1",
+            "build/torch-cuda/relu/_ops.abi3.so",
+            &mirror.c1["build/torch-cuda/relu/_ops.abi3.so"],
+        ),
+        (
+            "v1",
+            "build/torch-cuda/relu/_data.bin",
+            &mirror.c1["build/torch-cuda/relu/_data.bin"],
+        ),
+        ("main", "big.bin", &mirror.c2["big.bin"]),
+    ] {
+        let sha = want.sha256.as_deref().unwrap();
+        let url = format!("{e}/kernels/acme/relu/resolve/{rev}/{path}");
+        let head = http
+            .send("HEAD", &url, &[("authorization", "Bearer hf_x")])
+            .await;
+        assert_eq!(head.status, 302, "{path}");
+        assert_eq!(
+            head.header("x-linked-etag"),
+            Some(format!("\"{sha}\"").as_str())
+        );
+        assert_eq!(
+            head.header("x-linked-size"),
+            Some(want.bytes.len().to_string().as_str())
+        );
+        assert_eq!(head.header("x-repo-commit").map(str::len), Some(40));
+        let location = head.header("location").unwrap().to_owned();
+        assert!(
+            location.starts_with("http://localhost:") && location.contains(&format!("/lfs/{sha}?")),
+            "{location}"
+        );
+        assert!(location.contains("X-Amz-Signature="));
+
+        let cdn = http.get(&location).await;
+        assert_eq!(cdn.status, 200);
+        assert_eq!(cdn.body, want.bytes, "{path}");
+        assert_eq!(sha256(&cdn.body), sha);
+        for forbidden in [
+            "x-repo-commit",
+            "x-linked-etag",
+            "x-linked-size",
+            "x-error-code",
+        ] {
+            assert!(cdn.header(forbidden).is_none(), "CDN sent {forbidden}");
+        }
+        assert_ne!(cdn.header("etag"), Some(format!("\"{sha}\"").as_str()));
+
+        let part = http
+            .send("GET", &location, &[("range", "bytes=100-")])
+            .await;
+        assert_eq!(part.status, 206);
+        assert_eq!(part.body, want.bytes[100..]);
+        let head = http.send("HEAD", &location, &[]).await;
+        assert_eq!(
+            head.header("content-length"),
+            Some(want.bytes.len().to_string().as_str())
+        );
+
+        let with_auth = http
+            .send("GET", &location, &[("authorization", "Bearer hf_x")])
+            .await;
+        assert_eq!(with_auth.status, 400);
+        assert!(String::from_utf8_lossy(&with_auth.body).contains("<Code>InvalidArgument</Code>"));
+    }
+    let cdn = http
+        .get(&format!(
+            "{e}/kernels/acme/relu/resolve/v1/build/torch-cuda/relu/_ops.abi3.so"
+        ))
+        .await;
+    let location = cdn.header("location").unwrap();
+    let base = &location[..location.find("/lfs/").unwrap()];
+    let unknown = http.get(&format!("{base}/lfs/{}", "0".repeat(64))).await;
+    assert_eq!(unknown.status, 404);
+    assert!(String::from_utf8_lossy(&unknown.body).contains("NoSuchKey"));
+    let forged = http
+        .get(&location.replace("X-Amz-Signature=", "X-Amz-Signature=00"))
+        .await;
+    assert_eq!(forged.status, 403);
+}
+
+#[tokio::test]
+async fn errors_carry_codes() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+
+    let anon = http.get(&format!("{e}/api/kernels/acme/nope/refs")).await;
+    assert_eq!(anon.status, 401);
+    assert_eq!(anon.header("x-error-code"), Some("RepoNotFound"));
+    assert!(anon.header("x-request-id").is_some());
+    assert!(anon.header("x-error-message").is_some());
+    assert_eq!(anon.json(), json!({"error": "Repository not found"}));
+    let authed = http
+        .send(
+            "GET",
+            &format!("{e}/kernels/acme/nope/resolve/main/x"),
+            &[("authorization", "Bearer t")],
+        )
+        .await;
+    assert_eq!(authed.status, 404);
+    assert_eq!(authed.header("x-error-code"), Some("RepoNotFound"));
+    let datasets = http.get(&format!("{e}/api/datasets/acme/relu")).await;
+    assert_eq!(datasets.header("x-error-code"), Some("RepoNotFound"));
+
+    let rev = http
+        .get(&format!("{e}/kernels/acme/relu/resolve/v7/README.md"))
+        .await;
+    assert_eq!(rev.status, 404);
+    assert_eq!(rev.header("x-error-code"), Some("RevisionNotFound"));
+
+    let entry = http
+        .send(
+            "HEAD",
+            &format!("{e}/kernels/acme/relu/resolve/v1/kernel-status.toml"),
+            &[],
+        )
+        .await;
+    assert_eq!(entry.status, 404);
+    assert_eq!(entry.header("x-error-code"), Some("EntryNotFound"));
+    assert_eq!(entry.header("x-repo-commit"), Some(C1));
+    let dir = http
+        .get(&format!("{e}/kernels/acme/relu/resolve/v1/build"))
+        .await;
+    assert_eq!(dir.header("x-error-code"), Some("EntryNotFound"));
+
+    let unknown = http.get(&format!("{e}/api/whatever")).await;
+    assert_eq!(unknown.status, 404);
+    assert!(unknown.header("x-error-code").is_none());
+}
+
+#[tokio::test]
+async fn private_and_gated_repositories() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+    let private = format!("{e}/api/kernels/acme/private");
+    assert_eq!(http.get(&private).await.status, 401);
+    let wrong = http
+        .send("GET", &private, &[("authorization", "Bearer hf_bad")])
+        .await;
+    assert_eq!(
+        (wrong.status.as_u16(), wrong.header("x-error-code")),
+        (404, Some("RepoNotFound"))
+    );
+    let ok = http
+        .send("GET", &private, &[("authorization", "Bearer hf_ok")])
+        .await;
+    assert_eq!(ok.status, 200);
+
+    let gated = format!("{e}/kernels/acme/gated/resolve/main/README.md");
+    let anon = http.get(&gated).await;
+    assert_eq!(
+        (anon.status.as_u16(), anon.header("x-error-code")),
+        (401, Some("GatedRepo"))
+    );
+    let denied = http
+        .send("GET", &gated, &[("authorization", "Bearer hf_bad")])
+        .await;
+    assert_eq!(
+        (denied.status.as_u16(), denied.header("x-error-code")),
+        (403, Some("GatedRepo"))
+    );
+    let allowed = http
+        .send("GET", &gated, &[("authorization", "Bearer hf_ok")])
+        .await;
+    assert_eq!(allowed.body, b"hidden\n");
+    assert_eq!(
+        http.get(&format!("{e}/api/kernels/acme/gated"))
+            .await
+            .json()["gated"],
+        "manual"
+    );
+}
+
+#[tokio::test]
+async fn organization_overview_and_agent_harnesses() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+    let acme = http
+        .get(&format!("{e}/api/organizations/acme/overview"))
+        .await
+        .json();
+    assert_eq!(acme["name"], "acme");
+    assert_eq!(acme["fullname"], "Acme Kernels");
+    assert_eq!(acme["trustedKernelPublisher"], true);
+    let other = http
+        .get(&format!("{e}/api/organizations/other/overview"))
+        .await
+        .json();
+    assert_eq!(other["trustedKernelPublisher"], false);
+    let missing = http
+        .get(&format!("{e}/api/organizations/nobody/overview"))
+        .await;
+    assert_eq!(missing.status, 404);
+    assert!(missing.json()["error"].is_string());
+    let harnesses = http.get(&format!("{e}/api/agent-harnesses")).await.json();
+    assert_eq!(harnesses, json!({"standardEnvVars": [], "harnesses": {}}));
+}
+
+#[tokio::test]
+async fn request_log_and_fault_rules() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let e = &server.endpoint;
+    let file = format!("{e}/kernels/acme/relu/resolve/v1/README.md");
+    http.send(
+        "GET",
+        &file,
+        &[("authorization", "Bearer t"), ("user-agent", "probe/1")],
+    )
+    .await;
+    let log = http.get(&format!("{e}/__fixture/requests")).await.json();
+    assert_eq!(
+        log,
+        json!([{
+            "listener": "hub", "method": "GET", "path": "/kernels/acme/relu/resolve/v1/README.md",
+            "query": null, "headers": log[0]["headers"].clone(), "status": 200,
+            "bytes": mirror.c1["README.md"].bytes.len(), "authorization": true,
+        }])
+    );
+    assert_eq!(log[0]["headers"]["user-agent"], "probe/1");
+
+    let rules = json!([
+        {"path": "/kernels/*/README.md", "method": "GET", "status": 503, "count": 1},
+        {"listener": "hub", "path": "/api/*/refs", "status": 429, "retry_after": 2, "count": 1},
+        {"listener": "cdn", "corrupt": {"offset": 10, "xor": 255}, "count": 1},
+        {"path": "*/torch-cpu/relu/__init__.py", "ignore_range": true, "count": 1},
+        {"path": "*/metadata.json", "range_416": true, "count": 1},
+        {"path": "*/torch-cuda/relu/__init__.py", "truncate_after_bytes": 5, "count": 1},
+    ]);
+    let added = http
+        .client
+        .post(format!("{e}/__fixture/faults"))
+        .json(&rules)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), 200);
+
+    assert_eq!(http.get(&file).await.status, 503);
+    assert_eq!(http.get(&file).await.status, 200, "count=1 applies once");
+    let limited = http.get(&format!("{e}/api/kernels/acme/relu/refs")).await;
+    assert_eq!(
+        (limited.status.as_u16(), limited.header("retry-after")),
+        (429, Some("2"))
+    );
+
+    let so = &mirror.c1["build/torch-cuda/relu/_ops.abi3.so"];
+    let redirect = http
+        .get(&format!(
+            "{e}/kernels/acme/relu/resolve/v1/build/torch-cuda/relu/_ops.abi3.so"
+        ))
+        .await;
+    let corrupted = http.get(redirect.header("location").unwrap()).await;
+    assert_eq!(corrupted.body.len(), so.bytes.len());
+    assert_eq!(corrupted.body[10], so.bytes[10] ^ 255);
+    assert_eq!(corrupted.body[11..], so.bytes[11..]);
+
+    let init = format!("{e}/kernels/acme/relu/resolve/v1/build/torch-cpu/relu/__init__.py");
+    let full = http.send("GET", &init, &[("range", "bytes=2-")]).await;
+    assert_eq!(full.status, 200);
+    let r416 = http
+        .get(&format!(
+            "{e}/kernels/acme/relu/resolve/v1/build/torch-cpu/metadata.json"
+        ))
+        .await;
+    assert_eq!(r416.status, 416);
+
+    let truncated = http
+        .client
+        .get(format!(
+            "{e}/kernels/acme/relu/resolve/v1/build/torch-cuda/relu/__init__.py"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        truncated.bytes().await.is_err(),
+        "the body must be cut short"
+    );
+
+    let reset = http.client.post(format!("{e}/__fixture/faults"));
+    reset
+        .json(&json!({"path": "/api/kernels/acme/relu", "reset_connection": true, "count": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        http.client
+            .get(format!("{e}/api/kernels/acme/relu"))
+            .send()
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        http.get(&format!("{e}/api/kernels/acme/relu")).await.status,
+        200
+    );
+
+    let cleared = http
+        .client
+        .delete(format!("{e}/__fixture/faults"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cleared.status(), 200);
+    http.client
+        .post(format!("{e}/__fixture/reset"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        http.get(&format!("{e}/__fixture/requests")).await.json(),
+        json!([])
+    );
+}
+
+#[test]
+fn control_routes_need_the_hidden_flag() {
+    let mirror = TestMirror::new();
+    let server = Server::start(mirror.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let reply = rt.block_on(Http::new().get(&format!("{}/__fixture/requests", server.endpoint)));
+    assert_eq!(reply.status, 404);
+}
+
+fn serve_output(mirror: &Path) -> std::process::Output {
+    std::process::Command::new(common::kernels_bin())
+        .arg("serve")
+        .arg(mirror)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn malformed_mirrors_name_file_entry_and_fix() {
+    let mirror = TestMirror::new();
+    let repo_toml = mirror.path().join("repos/kernels/acme/relu/repo.toml");
+    let original = fs_err::read_to_string(&repo_toml).unwrap();
+
+    fs_err::write(&repo_toml, original.replace("v1 = \"c1\"", "v1 = \"c9\"")).unwrap();
+    let out = serve_output(mirror.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.contains("repo.toml") && stderr.contains("branches.\"v1\"") && stderr.contains("c9"),
+        "{stderr}"
+    );
+
+    fs_err::write(
+        &repo_toml,
+        original.replace("commits = [\"c1\", \"c2\"]", "commits = [\"c1\"]"),
+    )
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&serve_output(mirror.path()).stderr).into_owned();
+    assert!(stderr.contains("commits/c2"), "{stderr}");
+
+    fs_err::write(&repo_toml, "commits = [").unwrap();
+    let stderr = String::from_utf8_lossy(&serve_output(mirror.path()).stderr).into_owned();
+    assert!(
+        stderr.contains("repo.toml") && stderr.contains("not valid"),
+        "{stderr}"
+    );
+
+    let out = serve_output(&mirror.path().join("repos"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no `repos/` folder"));
+}
+
+#[cfg(unix)]
+#[test]
+fn prints_endpoint_first_and_stops_on_sigterm() {
+    use std::io::{BufRead, BufReader};
+    let mirror = TestMirror::new();
+    let mut child = std::process::Command::new(common::kernels_bin())
+        .arg("serve")
+        .arg(mirror.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("http://127.0.0.1:"), "{line:?}");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Serving 4 repositories from")
+            && stderr.contains("LFS CDN http://localhost:"),
+        "{stderr}"
+    );
+}
+
+/// Writes the expectations file of `tests/python/hub_compat.py`.
+fn compat_expectations(mirror: &TestMirror, dir: &Path, repo_type: &str) -> PathBuf {
+    let mut files = serde_json::Map::new();
+    for (path, want) in &mirror.c1 {
+        let local = dir.join("expected").join(path);
+        write(&local, &want.bytes);
+        files.insert(
+            path.clone(),
+            json!({"oid": want.oid, "size": want.bytes.len(), "sha256": want.sha256, "local": local}),
+        );
+    }
+    let expectations = json!({
+        "repo_id": "acme/relu",
+        "repo_type": repo_type,
+        "revision": "v1",
+        "commit": C1,
+        "files": files,
+        "variant": "torch-cuda",
+        "plain_file": "build/torch-cuda/metadata.json",
+        "lfs_file": "build/torch-cuda/relu/_ops.abi3.so",
+        "missing_file": "kernel-status.toml",
+    });
+    let path = dir.join("expected.json");
+    fs_err::write(&path, serde_json::to_vec_pretty(&expectations).unwrap()).unwrap();
+    path
+}
+
+fn hub_compat(env: &str, repo_type: &str) {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let http = Http::new();
+    let main = rt.block_on(async {
+        sha_of(
+            &http
+                .get(&format!("{}/api/kernels/acme/relu", server.endpoint))
+                .await,
+        )
+    });
+
+    let work = tempfile::tempdir().unwrap();
+    let expectations = compat_expectations(&mirror, work.path(), repo_type);
+    // Add the refs the script compares against.
+    let mut exp: Value = serde_json::from_slice(&fs_err::read(&expectations).unwrap()).unwrap();
+    exp["branches"] = json!({"main": main, "v1": C1, "feature/x": main});
+    exp["tags"] = json!({"v1.0.0": C1});
+    exp["pull_requests"] = json!({"1": main});
+    fs_err::write(&expectations, serde_json::to_vec_pretty(&exp).unwrap()).unwrap();
+
+    let cache = work.path().join("cache");
+    let script = common::repo_root().join("tests/python/hub_compat.py");
+    let out = common::python(env, &server.endpoint, &cache)
+        // A token proves it is sent to the Hub and stripped on the CDN hop.
+        .env("HF_TOKEN", "hf_compat_token")
+        .arg(&script)
+        .arg(&expectations)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.trim_end().ends_with("ok"),
+        "{env} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+
+    let log = rt
+        .block_on(http.get(&format!("{}/__fixture/requests", server.endpoint)))
+        .json();
+    let log = log.as_array().unwrap();
+    let cdn: Vec<&Value> = log.iter().filter(|r| r["listener"] == "cdn").collect();
+    assert!(!cdn.is_empty(), "LFS files came from the CDN");
+    assert!(
+        cdn.iter()
+            .all(|r| r["authorization"] == false && r["status"] == 200),
+        "{cdn:?}"
+    );
+    assert!(
+        log.iter()
+            .any(|r| r["listener"] == "hub" && r["authorization"] == true)
+    );
+    let pages = log
+        .iter()
+        .filter(|r| {
+            r["path"].as_str().unwrap().contains("/tree/")
+                && r["query"].as_str().is_some_and(|q| q.contains("cursor="))
+        })
+        .count();
+    assert!(pages > 0, "the client followed Link pagination");
+    let prefix = if repo_type == "kernel" {
+        "/api/kernels/"
+    } else {
+        "/api/models/"
+    };
+    assert!(
+        log.iter()
+            .any(|r| r["path"].as_str().unwrap().starts_with(prefix))
+    );
+}
+
+#[test]
+fn hub_compat_huggingface_hub_0_35_3_model() {
+    hub_compat("hub-0.35.3", "model");
+}
+
+#[test]
+fn hub_compat_huggingface_hub_2_4_0_kernel() {
+    hub_compat("hub-2.4.0", "kernel");
+}
+
+#[tokio::test]
+async fn paths_info_accepts_form_and_json() {
+    let mirror = TestMirror::new();
+    let server = mirror.start();
+    let http = Http::new();
+    let url = format!("{}/api/kernels/acme/relu/paths-info/v1", server.endpoint);
+    let form = http
+        .client
+        .post(&url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("paths=README.md&paths=build&paths=missing&expand=False")
+        .send()
+        .await
+        .unwrap();
+    let form: Value = form.json().await.unwrap();
+    let paths: Vec<&str> = form
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["README.md", "build"]);
+    assert_eq!(form[0]["oid"], mirror.c1["README.md"].oid.as_str());
+    assert_eq!(form[1]["type"], "directory");
+
+    let json_body = http
+        .client
+        .post(&url)
+        .json(&json!({"paths": ["build/torch-cuda/relu/_ops.abi3.so"], "expand": true}))
+        .send()
+        .await
+        .unwrap();
+    let entries: Value = json_body.json().await.unwrap();
+    let so = &mirror.c1["build/torch-cuda/relu/_ops.abi3.so"];
+    assert_eq!(entries[0]["lfs"]["oid"], so.sha256.as_deref().unwrap());
+    assert_eq!(entries[0]["lastCommit"]["id"], C1);
+}
+
+#[tokio::test]
+async fn cdn_host_differs_from_a_localhost_hub() {
+    let mirror = TestMirror::new();
+    let server = Server::start_with_args(mirror.path(), &["--host", "localhost"]);
+    assert!(
+        server.endpoint.starts_with("http://localhost:"),
+        "{}",
+        server.endpoint
+    );
+    let http = Http::new();
+    let hub = &server.endpoint;
+    let redirect = http
+        .send(
+            "HEAD",
+            &format!("{hub}/kernels/acme/relu/resolve/v1/build/torch-cuda/relu/_ops.abi3.so"),
+            &[],
+        )
+        .await;
+    let location = redirect.header("location").unwrap();
+    assert!(location.starts_with("http://127.0.0.1:"), "{location}");
+    assert_eq!(http.get(location).await.status, 200);
+}
