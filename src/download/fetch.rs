@@ -15,6 +15,15 @@ use super::progress::Progress;
 /// How many times a file is fetched from byte 0 before giving up.
 const ATTEMPTS: u32 = 2;
 
+/// Pause before retrying after a transient HTTP status.
+const RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Statuses worth one more try: timeouts, rate limits and server errors.
+fn transient(err: &HubError) -> bool {
+    err.status()
+        .is_some_and(|s| s == 408 || s == 429 || s >= 500)
+}
+
 /// Where a blob comes from.
 pub(crate) struct Source<'a> {
     pub client: &'a HubClient,
@@ -68,6 +77,10 @@ pub(crate) async fn ensure_blob(
             Err(DownloadError::Cache(CacheError::Mismatch { .. })) if attempt < ATTEMPTS => {}
             // Interrupted transfer: the partial data stays; resume once.
             Err(DownloadError::Hub(HubError::Transport { .. })) if attempt < ATTEMPTS => {}
+            // Overloaded or failing server (408, 429, 5xx): wait, then try once more.
+            Err(DownloadError::Hub(err)) if attempt < ATTEMPTS && transient(&err) => {
+                tokio::time::sleep(RETRY_DELAY).await;
+            }
             Err(err) => return Err(err),
         }
         attempt += 1;

@@ -888,3 +888,18 @@ fn reference_0_10_5_validates_our_download() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn transient_server_errors_are_retried_once() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    world.fault(serde_json::json!({"listener": "cdn", "count": 1, "status": 503}));
+    assert_ok(&world.download(&["--variant", "torch-cuda"]));
+
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    world.fault(serde_json::json!({"listener": "cdn", "count": 2, "status": 503}));
+    let out = world.download(&["--variant", "torch-cuda"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("503"), "{}", stderr(&out));
+}
