@@ -47,8 +47,9 @@ impl RepoCache {
     /// Takes the blob lock for `expected` and checks `blobs/<etag>`.
     ///
     /// * Present with the right size and digest → [`PartialBlob::Complete`].
-    /// * Present but wrong (corrupted, truncated) → it is deleted and a writer
-    ///   starting from zero is returned.
+    /// * Present but wrong (corrupted, truncated) → a writer is returned; the bad
+    ///   blob stays until [`BlobWriter::finish`] renames verified content over
+    ///   it, so snapshot links never dangle even when the fetch fails.
     /// * Absent → a writer that resumes from a `blobs/<etag>.incomplete` left
     ///   behind by an interrupted download, if one exists and is not longer than
     ///   the expected size.
@@ -59,11 +60,6 @@ impl RepoCache {
         let blob = self.blob_path(&expected.hex);
         if expected.matches_file(&blob)? {
             return Ok(PartialBlob::Complete);
-        }
-        match fs_err::remove_file(&blob) {
-            Ok(()) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-            Err(err) => return Err(err.into()),
         }
         fs_err::create_dir_all(self.blobs_dir())?;
         let partial = self.incomplete_path(&expected.hex);
@@ -241,12 +237,11 @@ mod tests {
         w.write(b" world", "f").unwrap();
         w.finish("f").unwrap();
 
-        // A corrupted blob is detected, deleted and rewritten.
+        // A corrupted blob is detected and replaced only by verified content.
         fs_err::write(repo.blob_path(&d.hex), b"hello WORLD").unwrap();
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("corrupted blob should be refetched")
         };
-        assert!(!repo.blob_path(&d.hex).exists());
         w.write(b"hello WORLD", "f").unwrap();
         let err = w.finish("build/x/f.so").unwrap_err().to_string();
         assert!(
@@ -254,7 +249,16 @@ mod tests {
             "{err}"
         );
         assert!(!repo.incomplete_path(&d.hex).exists());
-        assert!(!repo.blob_path(&d.hex).exists());
+        assert!(repo.blob_path(&d.hex).exists(), "links must not dangle");
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("corrupted blob should be refetched")
+        };
+        w.write(b"hello world", "f").unwrap();
+        w.finish("f").unwrap();
+        assert_eq!(
+            std::fs::read(repo.blob_path(&d.hex)).unwrap(),
+            b"hello world"
+        );
     }
 
     #[test]

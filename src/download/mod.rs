@@ -7,6 +7,11 @@
 //! variant locked with a `git_lfs_concat` hash is reported done only after the
 //! hash recomputed from the linked blobs equals the lock's. All kernels are
 //! tried; failures are collected in the [`DownloadSummary`].
+//!
+//! In offline mode (`HF_HUB_OFFLINE`) no request is made: the selection is
+//! taken from the snapshot already in the cache, every linked blob is
+//! re-verified against its name and variant hashes are checked, so an offline
+//! run verifies a cache written by us or by `huggingface_hub`.
 
 mod fetch;
 pub mod plan;
@@ -174,6 +179,30 @@ pub enum DownloadError {
         actual: String,
     },
 
+    /// Offline mode and the kernel (or the selected variant) is not in the cache.
+    #[error("{repo_id}@{commit} is not in the cache and offline mode is on (HF_HUB_OFFLINE)")]
+    #[diagnostic(
+        code(kernels::download::not_cached),
+        help("unset HF_HUB_OFFLINE (and TRANSFORMERS_OFFLINE) to download it")
+    )]
+    NotCached {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+    },
+
+    /// A snapshot entry is a link that does not point into this repo's `blobs/`.
+    #[error("`{}` is not a Hugging Face cache link into `blobs/`", path.display())]
+    #[diagnostic(
+        code(kernels::download::foreign_link),
+        help("delete that file from the cache and run `kernels download` online")
+    )]
+    ForeignLink {
+        /// The snapshot entry.
+        path: std::path::PathBuf,
+    },
+
     /// A bug or runtime failure (a worker task died).
     #[error("internal error: {0}")]
     #[diagnostic(code(kernels::download::internal))]
@@ -227,12 +256,16 @@ async fn download_kernel(
     permits: &Semaphore,
     progress: &Progress,
 ) -> Result<KernelReport, DownloadError> {
-    let entries = client
-        .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
-        .await?;
-    let plan = plan_kernel(kernel, &entries, &options.selection)?;
-    progress.add_total(plan.total_bytes());
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
+    let plan = if client.is_offline() {
+        plan::plan_from_snapshot(&repo, kernel, &options.selection)?
+    } else {
+        let entries = client
+            .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
+            .await?;
+        plan_kernel(kernel, &entries, &options.selection)?
+    };
+    progress.add_total(plan.total_bytes());
 
     let blobs = plan.blobs();
     let outcomes = join_all(blobs.values().map(|(digest, paths)| {

@@ -903,3 +903,50 @@ fn transient_server_errors_are_retried_once() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("503"), "{}", stderr(&out));
 }
+
+#[test]
+fn offline_run_verifies_the_cache_without_requests() {
+    let world = World::new();
+    let relu = relu_files();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
+    assert_ok(&world.download(&["--all-variants"]));
+    world.reset();
+    let offline = [("HF_HUB_OFFLINE", "1")];
+    let out = world.download_with(&["--all-variants"], &offline);
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains("4 variants, 8 files"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(world.requests().is_empty());
+
+    // A corrupted blob fails the offline run, names the file, and stays linked.
+    let cuda = variants(&relu).remove("torch-cuda").unwrap();
+    let so = cuda.iter().find(|f| f.lfs()).unwrap();
+    let repo_dir = world.repo_dir("kernel", "acme/relu");
+    let blob = repo_dir.join("blobs").join(so.etag());
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&blob, &bytes).unwrap();
+    let out = world.download_with(&["--variant", "torch-cuda"], &offline);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("offline"), "{}", stderr(&out));
+    assert!(
+        blob.exists(),
+        "a failed refetch must not leave a dangling link"
+    );
+    assert!(world.requests().is_empty());
+
+    // Online, the blob is replaced; a kernel never downloaded fails offline.
+    assert_ok(&world.download(&["--variant", "torch-cuda"]));
+    assert_eq!(std::fs::read(&blob).unwrap(), so.content);
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let out = world.download_with(&["--all-variants"], &offline);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("acme/gelu@2222222") && err.contains("is not in the cache"),
+        "{err}"
+    );
+}
