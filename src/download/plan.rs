@@ -250,7 +250,7 @@ impl KernelPlan {
     }
 }
 
-/// Checks a repo id / commit pair for messages; used by tests and errors.
+/// The first 7 characters of a commit id, as git abbreviates it in messages.
 pub(crate) fn short(commit: &str) -> &str {
     commit.get(..7).unwrap_or(commit)
 }
