@@ -317,6 +317,55 @@ mod tests {
     }
 
     #[test]
+    fn lock_hash_picks_the_file_set() {
+        let entries = vec![
+            file("build/torch-cpu/x/__init__.py", &"a".repeat(40), 3, None),
+            file(
+                "build/torch-cpu/x/__pycache__/i.pyc",
+                &"b".repeat(40),
+                3,
+                None,
+            ),
+        ];
+        let kernel = |hash: Option<String>| LockedKernel {
+            repo_id: "acme/x".parse().unwrap(),
+            commit: "1".repeat(40),
+            variants: hash.map(|h| [("torch-cpu".to_owned(), h)].into_iter().collect()),
+        };
+        let all: Vec<PlannedFile> = entries
+            .iter()
+            .map(|e| PlannedFile {
+                path: e.path.clone(),
+                digest: entry_digest(e).unwrap(),
+            })
+            .collect();
+        let named = VariantSelection::Named(vec!["torch-cpu".into()]);
+        let count = |k: &LockedKernel| plan_kernel(k, &entries, &named).map(|p| p.file_count());
+        // A <=0.15 lock hashed the bytecode too; a 0.16 lock did not; 0.17 has no hash.
+        assert_eq!(
+            count(&kernel(Some(variant_hash("torch-cpu", &all)))).unwrap(),
+            2
+        );
+        assert_eq!(
+            count(&kernel(Some(variant_hash("torch-cpu", &all[..1])))).unwrap(),
+            1
+        );
+        assert_eq!(count(&kernel(None)).unwrap(), 1);
+        assert!(matches!(
+            count(&kernel(Some(format!("sha256-{}", "0".repeat(64))))),
+            Err(DownloadError::ListingMismatch { .. })
+        ));
+        let unlocked = LockedKernel {
+            variants: Some(Default::default()),
+            ..kernel(None)
+        };
+        assert!(matches!(
+            count(&unlocked),
+            Err(DownloadError::VariantNotLocked { .. })
+        ));
+    }
+
+    #[test]
     fn bytecode_paths() {
         assert!(is_bytecode("build/v/x/__pycache__/a.cpython-311.pyc"));
         assert!(is_bytecode("build/v/x/a.pyc"));
