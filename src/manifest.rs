@@ -361,9 +361,13 @@ fn parse_version(value: &Value, text: &str) -> Result<Requirement, Problem> {
         }
         Value::String(s) => Requirement::parse_str(s.value()).map_err(|err| {
             let inner = span.map(|r| string_content_span(text, r, s.value(), err.range.clone()));
-            Problem::new(inner, err.message, "invalid version requirement").help(
-                "write a PEP 440 specifier set such as `\">=0.1.0,<0.2.0\"`, or an integer such as `1` for branch `v1`",
-            )
+            let help = match s.value().trim().parse::<u64>() {
+                Ok(n) => format!(
+                    "for branch `v{n}` write the integer without quotes: `= {n}`; for tags write a specifier such as `\"=={n}\"`"
+                ),
+                Err(_) => "write a PEP 440 specifier set such as `\">=0.1.0,<0.2.0\"`, or an integer such as `1` for branch `v1`".to_owned(),
+            };
+            Problem::new(inner, err.message, "invalid version requirement").help(help)
         }),
         Value::Boolean(b) => Err(Problem::new(
             span,

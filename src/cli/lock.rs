@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use crate::fs::write_atomic;
 use crate::hub::HubClient;
 use crate::hub::types::RepoType;
-use crate::lockfile::LOCK_FILE_NAME;
 use crate::lockfile::variant_hash::{self, KernelHashLock, VariantHash};
+use crate::lockfile::{LOCK_FILE_NAME, LockFormat, Lockfile};
 use crate::manifest::Manifest;
 use crate::resolver::{ResolveError, Resolver};
 use crate::settings::Settings;
@@ -58,8 +58,7 @@ struct Unresolved {
 /// written unless every dependency resolved. Status goes to stderr.
 pub fn run(args: LockArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
     let manifest = Manifest::read(&args.project_dir)?;
-    let client = HubClient::new(settings)
-        .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?;
+    let client = HubClient::new(settings)?;
     let resolver = Resolver::new(client, args.repo_type.into());
     let results = super::runtime()?.block_on(resolver.resolve_all(&manifest.dependencies));
 
@@ -113,7 +112,19 @@ pub fn run(args: LockArgs, settings: &Settings, quiet: bool) -> miette::Result<E
     }
 
     let lock_path = args.project_dir.join(LOCK_FILE_NAME);
-    let unchanged = std::fs::read(&lock_path).is_ok_and(|old| old == json.as_bytes());
+    let old = std::fs::read(&lock_path).ok();
+    let unchanged = old.as_deref() == Some(json.as_bytes());
+    let was_kernel_locks = old
+        .as_deref()
+        .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        .and_then(|text| Lockfile::parse(text, &lock_path).ok())
+        .is_some_and(|lock| lock.format() == LockFormat::KernelLocks);
+    if was_kernel_locks && !quiet {
+        eprintln!(
+            "warning: {} was in the KernelLocks format of kernels 0.17; it is rewritten in the variant-hash format that kernels 0.1.7–0.16 read",
+            lock_path.display()
+        );
+    }
     if unchanged {
         if !quiet {
             eprintln!("{} is up to date", lock_path.display());

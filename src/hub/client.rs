@@ -6,6 +6,8 @@
 //! CDN. In offline mode every call fails with [`HubError::Offline`] before any
 //! connection is made.
 
+use std::time::Duration;
+
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, LINK};
 use serde::de::DeserializeOwned;
@@ -41,15 +43,29 @@ pub fn quote_path(path: &str) -> String {
 pub struct HubClient {
     http: reqwest::Client,
     endpoint: String,
-    token: Option<String>,
+    auth: HeaderMap,
     offline: bool,
 }
+
+/// How often an API call is retried after a retryable failure
+/// ([`HubError::is_retryable`]).
+pub const MAX_RETRIES: u32 = 3;
+
+/// Longest wait between retries, whatever `Retry-After` says.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(10);
 
 impl HubClient {
     /// Builds a client from the settings: endpoint, optional token, offline flag,
     /// connect timeout `settings.etag_timeout` and read timeout
-    /// `settings.download_timeout`.
+    /// `settings.download_timeout`. Fails if the token cannot be sent as a header.
     pub fn new(settings: &Settings) -> Result<Self, HubError> {
+        let mut auth = HeaderMap::new();
+        if let Some(token) = &settings.token {
+            let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+                .map_err(|_| HubError::InvalidToken)?;
+            value.set_sensitive(true);
+            auth.insert(AUTHORIZATION, value);
+        }
         let http = reqwest::Client::builder()
             .user_agent(concat!("kernels/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(settings.etag_timeout)
@@ -62,7 +78,7 @@ impl HubClient {
         Ok(HubClient {
             http,
             endpoint: settings.endpoint.trim_end_matches('/').to_owned(),
-            token: settings.token.clone(),
+            auth,
             offline: settings.offline,
         })
     }
@@ -80,18 +96,6 @@ impl HubClient {
     /// The underlying reqwest client (no auth header attached; prefer [`HubClient::get`]).
     pub fn http(&self) -> &reqwest::Client {
         &self.http
-    }
-
-    /// Headers attached to every request: the bearer token if one is configured.
-    fn auth_headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        if let Some(token) = &self.token
-            && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {token}"))
-        {
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
-        headers
     }
 
     /// A GET request to `url` carrying the auth header, for streaming downloads.
@@ -113,7 +117,7 @@ impl HubClient {
                 url: url.to_owned(),
             });
         }
-        Ok(self.http.request(method, url).headers(self.auth_headers()))
+        Ok(self.http.request(method, url).headers(self.auth.clone()))
     }
 
     /// Sends a request, mapping transport errors and unsuccessful statuses to
@@ -158,7 +162,30 @@ impl HubClient {
         ))
     }
 
+    /// GETs a JSON document, retrying retryable failures up to [`MAX_RETRIES`]
+    /// times (waiting 0.5 s, 1 s, 2 s, or the server's `Retry-After`, at most 10 s).
     async fn get_json<T: DeserializeOwned>(
+        &self,
+        url: &str,
+        target: Option<&Target>,
+    ) -> Result<(T, HeaderMap), HubError> {
+        let mut attempt = 0;
+        loop {
+            match self.get_json_once(url, target).await {
+                Err(err) if attempt < MAX_RETRIES && err.is_retryable() => {
+                    let wait = err
+                        .retry_after()
+                        .map_or(Duration::from_millis(500 << attempt), Duration::from_secs);
+                    tracing::debug!("retrying {url} after {wait:?}: {err}");
+                    tokio::time::sleep(wait.min(MAX_RETRY_WAIT)).await;
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn get_json_once<T: DeserializeOwned>(
         &self,
         url: &str,
         target: Option<&Target>,
@@ -371,6 +398,22 @@ mod tests {
             client.resolve_url(RepoType::Model, &id, "main", "a.py"),
             "http://127.0.0.1:1/acme/relu/resolve/main/a.py"
         );
+    }
+
+    #[test]
+    fn rejects_unsendable_tokens() {
+        let settings = Settings {
+            endpoint: "http://127.0.0.1:1".into(),
+            token: Some("bad\ntoken".into()),
+            cache_dir: ".".into(),
+            offline: false,
+            etag_timeout: std::time::Duration::from_secs(1),
+            download_timeout: std::time::Duration::from_secs(1),
+        };
+        assert!(matches!(
+            HubClient::new(&settings),
+            Err(HubError::InvalidToken)
+        ));
     }
 
     #[tokio::test]

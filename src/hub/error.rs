@@ -68,6 +68,8 @@ pub struct ErrorResponse {
     pub message: Option<String>,
     /// `X-Request-Id` header (or `X-Amz-Cf-Id`), for support requests.
     pub request_id: Option<String>,
+    /// `Retry-After` header in seconds, if the server sent one.
+    pub retry_after: Option<u64>,
 }
 
 impl ErrorResponse {
@@ -88,6 +90,7 @@ impl ErrorResponse {
             code: header("x-error-code"),
             message,
             request_id: header("x-request-id").or_else(|| header("x-amz-cf-id")),
+            retry_after: header("retry-after").and_then(|v| v.parse().ok()),
         }
     }
 }
@@ -157,6 +160,14 @@ pub enum HubError {
         /// URL that would have been requested.
         url: String,
     },
+
+    /// The configured token cannot be sent in an HTTP header.
+    #[error("the Hub token contains characters that cannot be sent in an HTTP header")]
+    #[diagnostic(
+        code(kernels::hub::invalid_token),
+        help("check HF_TOKEN (or the token file at HF_TOKEN_PATH / $HF_HOME/token)")
+    )]
+    InvalidToken,
 
     /// The repository does not exist for this repo type, or is private.
     #[error("{} repository `{}` was not found: {response}", target.repo_type.as_str(), target.repo_id)]
@@ -292,6 +303,26 @@ impl HubError {
         }
     }
 
+    /// Whether trying again may succeed: 408, 429 and 500/502/503/504 answers,
+    /// and connection or transfer failures.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            HubError::Transport { .. } => true,
+            HubError::Server { response } | HubError::Status { response } => {
+                matches!(response.status, 408 | 429 | 500 | 502 | 503 | 504)
+            }
+            _ => false,
+        }
+    }
+
+    /// The server's `Retry-After`, in seconds, if it sent one.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            HubError::Server { response } | HubError::Status { response } => response.retry_after,
+            _ => None,
+        }
+    }
+
     /// HTTP status of the failed answer, if there was one.
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -303,7 +334,9 @@ impl HubError {
             | HubError::Server { response }
             | HubError::Status { response } => Some(response.status),
             HubError::Transport { source, .. } => source.status().map(|s| s.as_u16()),
-            HubError::Offline { .. } | HubError::InvalidResponse { .. } => None,
+            HubError::Offline { .. }
+            | HubError::InvalidResponse { .. }
+            | HubError::InvalidToken => None,
         }
     }
 }

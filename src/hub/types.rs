@@ -28,7 +28,11 @@ pub struct GitRefs {
     /// Tags (`refs/tags/*`).
     pub tags: Vec<GitRefInfo>,
     /// Pull requests (`refs/pr/*`), only when requested.
-    #[serde(rename = "pullRequests", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "pullRequests",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub pull_requests: Option<Vec<GitRefInfo>>,
 }
 

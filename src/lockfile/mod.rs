@@ -174,7 +174,11 @@ impl Lockfile {
                     ));
                 }
                 let span = span_at(text, err.line(), err.column());
-                return Err(not_a_lockfile(format!("invalid JSON: {err}"), span));
+                let mut detail = format!("invalid JSON: {err}");
+                if text.lines().any(|l| l.trim_start().starts_with("//")) {
+                    detail.push_str(" (JSON has no comments: remove the `//` lines)");
+                }
+                return Err(not_a_lockfile(detail, span));
             }
         };
         let Value::Array(items) = &value else {
@@ -435,6 +439,8 @@ mod tests {
         assert!(error_text(&checksum).contains("checksum list"));
         let conflict = "[\n<<<<<<< HEAD\n]\n=======\n[]\n>>>>>>> other\n";
         assert!(error_text(conflict).contains("conflict markers (line 2)"));
+        let commented = "[\n  {\n    \"repo_id\": \"a/b\",\n    // ...\n  }\n]";
+        assert!(error_text(commented).contains("JSON has no comments"));
         let object = r#"{"repo_id": "a/b"}"#;
         assert!(error_text(object).contains("top level is an object"));
         let strings = r#"["a"]"#;

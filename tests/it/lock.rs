@@ -1,7 +1,7 @@
 //! Integration tests for `kernels lock` against `kernels serve` on the bundled
 //! mirror, compared with the real locks of the fixture projects, with Python
-//! `kernels` 0.10.5, and with golden files for integer-version projects (which
-//! 0.10.5 cannot read).
+//! `kernels` 0.10.5 (string specifiers), and with golden files and Python
+//! `kernels` 0.12.3 for integer-version projects (which 0.10.5 cannot read).
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -137,6 +137,31 @@ fn every_fixture_project_locks_like_its_real_lock() {
     );
 }
 
+/// Runs `kernels lock` of a Python reference environment on a copy of the
+/// project's `pyproject.toml`; returns the lock it wrote.
+fn python_lock(env: &str, server: &Server, project: &Path, name: &str) -> Vec<u8> {
+    let reference = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        project.join("pyproject.toml"),
+        reference.path().join("pyproject.toml"),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let script = common::pyref_root().join(env).join("bin/kernels");
+    let python = common::python(env, &server.endpoint, cache.path())
+        .arg(&script)
+        .arg("lock")
+        .arg(reference.path())
+        .output()
+        .unwrap();
+    assert!(
+        python.status.success(),
+        "{name}: Python {env} failed:\n{}",
+        stderr(&python)
+    );
+    std::fs::read(reference.path().join("kernels.lock")).unwrap()
+}
+
 /// Extra specifier projects exercising pre-release and range rules.
 const SPECIFIER_CASES: &[&str] = &[
     ">=0.1.0,<0.2.0",
@@ -161,28 +186,9 @@ fn matches_python_kernels_0_10_5_for_specifier_projects() {
         let text = format!("[tool.kernels.dependencies]\n\"kernels-test/versions\" = \"{spec}\"\n");
         dirs.push((format!("versions {spec:?}"), project_with(&text)));
     }
-    let script = common::pyref_root().join("kernels-0.10.5/bin/kernels");
     for (name, ours) in &dirs {
-        let reference = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            ours.path().join("pyproject.toml"),
-            reference.path().join("pyproject.toml"),
-        )
-        .unwrap();
-        let cache = tempfile::tempdir().unwrap();
-        let python = common::python("kernels-0.10.5", &server.endpoint, cache.path())
-            .arg(&script)
-            .arg("lock")
-            .arg(reference.path())
-            .output()
-            .unwrap();
-        assert!(
-            python.status.success(),
-            "{name}: Python kernels 0.10.5 failed:\n{}",
-            stderr(&python)
-        );
+        let expected = python_lock("kernels-0.10.5", &server, ours.path(), name);
         assert_success(&lock(&server, ours.path(), &[]));
-        let expected = std::fs::read(reference.path().join("kernels.lock")).unwrap();
         let got = std::fs::read(ours.path().join("kernels.lock")).unwrap();
         assert_eq!(
             String::from_utf8_lossy(&got),
@@ -193,7 +199,7 @@ fn matches_python_kernels_0_10_5_for_specifier_projects() {
 }
 
 #[test]
-fn integer_version_projects_match_golden_locks() {
+fn integer_version_projects_match_golden_locks_and_python_0_12_3() {
     let server = Server::bundled();
     let golden_dir = common::repo_root().join("fixtures/golden/lock");
     let mut count = 0;
@@ -213,6 +219,14 @@ fn integer_version_projects_match_golden_locks() {
         let expected = std::fs::read_to_string(&golden)
             .unwrap_or_else(|_| panic!("{} is missing: run with {BLESS}=1", golden.display()));
         assert_eq!(got, expected, "{name}");
+        // Integer versions exist from reference 0.12 on; 0.12.3 still writes the
+        // variant-hash format and reads model repositories.
+        let python = python_lock("kernels-0.12.3", &server, dir.path(), &name);
+        assert_eq!(
+            got,
+            String::from_utf8_lossy(&python),
+            "{name}: kernels.lock differs from Python kernels 0.12.3"
+        );
         count += 1;
     }
     assert!(count >= 5, "only {count} integer-version projects");
@@ -334,7 +348,7 @@ fn manifest_errors_exit_1_and_keep_the_lock() {
         ("true", "is a boolean"),
         ("[1]", "found an array"),
         ("\">=0.1,nope\"", "invalid PEP 440 specifier `nope`"),
-        ("\"1\"", "bare version"),
+        ("\"1\"", "write the integer without quotes: `= 1`"),
         ("{ version = 1, revision = \"main\" }", "mutually exclusive"),
         ("{ branch = \"main\" }", "unknown key `branch`"),
         ("-1", "negative"),
@@ -439,4 +453,225 @@ fn offline_mode_makes_no_request() {
         stderr(&output)
     );
     assert!(!dir.path().join("kernels.lock").exists());
+}
+
+/// A plain HTTP GET over loopback; returns the body (the server sends JSON with a
+/// `content-length`, not chunked).
+fn http_get(endpoint: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let host = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    body.to_owned()
+}
+
+#[test]
+fn paginated_listings_and_request_headers() {
+    let project = common::repo_root().join("fixtures/projects/tgi-server-db931fcf");
+    let plain = Server::bundled();
+    let expected_dir = project_copy(&project);
+    assert_success(&lock(&plain, expected_dir.path(), &[]));
+
+    let paged = Server::start_with_args(
+        &common::mirror_dir(),
+        &["--page-size", "7", "--test-control"],
+    );
+    let dir = project_copy(&project);
+    let cache = tempfile::tempdir().unwrap();
+    let output = common::kernels(&paged.endpoint, cache.path())
+        .env("HF_TOKEN", "hf_test_secret_token")
+        .arg("lock")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_success(&output);
+    assert!(!stderr(&output).contains("hf_test_secret_token"));
+    assert_eq!(
+        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
+        std::fs::read(expected_dir.path().join("kernels.lock")).unwrap(),
+        "paginated listing gave a different lock"
+    );
+
+    let body = http_get(&paged.endpoint, "/__fixture/requests");
+    let log: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
+    let tree_pages = log
+        .iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").contains("/tree/"))
+        .filter(|r| r["query"].as_str().unwrap_or("").contains("cursor="))
+        .count();
+    assert!(
+        tree_pages >= 6,
+        "expected follow-up tree pages, saw {tree_pages}"
+    );
+    let api: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("/api/kernels/")
+        })
+        .collect();
+    assert!(!api.is_empty());
+    for record in api {
+        assert_eq!(record["authorization"], true, "{record}");
+        let agent = record["headers"]["user-agent"].as_str().unwrap_or("");
+        assert!(agent.starts_with("kernels/"), "{record}");
+    }
+}
+
+/// A plain HTTP POST of a JSON body over loopback.
+fn http_post(endpoint: &str, path: &str, body: &str) {
+    use std::io::{Read, Write};
+    let host = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 2"), "{response}");
+}
+
+#[test]
+fn transient_server_errors_are_retried_and_persistent_ones_reported() {
+    let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
+    http_post(
+        &server.endpoint,
+        "/__fixture/faults",
+        r#"[{"path": "/api/kernels/kernels-test/versions/refs", "count": 2, "status": 503},
+            {"path": "/api/kernels/kernels-test/versions/tree/*", "count": 1, "status": 429, "retry_after": 1}]"#,
+    );
+    let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/versions\" = 2\n");
+    assert_success(&lock(&server, dir.path(), &[]));
+    assert!(dir.path().join("kernels.lock").exists());
+    let log: Vec<serde_json::Value> =
+        serde_json::from_str(&http_get(&server.endpoint, "/__fixture/requests")).unwrap();
+    let statuses: Vec<u64> = log
+        .iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/api/"))
+        .map(|r| r["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [503, 503, 200, 429, 200], "{log:#?}");
+
+    http_post(
+        &server.endpoint,
+        "/__fixture/faults",
+        r#"{"path": "/api/kernels/kernels-test/versions/tree/*", "status": 500}"#,
+    );
+    assert_lock_fails(
+        &server,
+        Some("[tool.kernels.dependencies]\n\"kernels-test/versions\" = 2\n"),
+        &[],
+        &[
+            "the Hub server failed: HTTP 500",
+            "/api/kernels/kernels-test/versions/tree/",
+        ],
+    );
+}
+
+#[test]
+fn empty_table_and_kernel_locks_rewrite() {
+    let server = Server::bundled();
+    let dir = project_with("[tool.kernels.dependencies]\n");
+    assert_success(&lock(&server, dir.path(), &[]));
+    assert_eq!(
+        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
+        b"[]"
+    );
+
+    let project =
+        common::repo_root().join("fixtures/projects/kernels-tests-layer_locking-97dab31e");
+    let dir = project_copy(&project);
+    std::fs::copy(
+        project.join("kernels.lock.real"),
+        dir.path().join("kernels.lock"),
+    )
+    .unwrap();
+    let output = lock(&server, dir.path(), &[]);
+    assert_success(&output);
+    assert!(
+        squash(&stderr(&output)).contains(&squash("was in the KernelLocks format of kernels 0.17")),
+        "{}",
+        stderr(&output)
+    );
+    let lock = Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
+    assert_eq!(lock.format(), kernels::lockfile::LockFormat::VariantHash);
+}
+
+/// The Hub client used by `lock` and `download`, called directly.
+#[test]
+fn hub_client_against_serve() {
+    use kernels::hub::types::RepoType;
+    use kernels::hub::{HubClient, HubError};
+    use kernels::repo_id::RepoId;
+
+    let server = Server::start_with_args(&common::mirror_dir(), &["--page-size", "5"]);
+    let mut settings = kernels::settings::Settings::from_env();
+    settings.endpoint = server.endpoint.clone();
+    settings.token = None;
+    settings.offline = false;
+    let client = HubClient::new(&settings).unwrap();
+    let relu: RepoId = "kernels-community/relu".parse().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let refs = client.list_refs(RepoType::Kernel, &relu).await.unwrap();
+        let v1 = refs.branches.iter().find(|b| b.name == "v1").unwrap();
+        // A full ref name travels as one %2F-encoded segment.
+        let info = client
+            .repo_info(RepoType::Kernel, &relu, "refs/heads/v1")
+            .await
+            .unwrap();
+        assert_eq!(info.sha, v1.target_commit);
+
+        let top = client
+            .list_tree(RepoType::Kernel, &relu, &info.sha, "build", false)
+            .await
+            .unwrap();
+        assert!(top.len() > 5, "expected several pages, got {}", top.len());
+        assert!(
+            top.iter()
+                .all(|e| !e.is_file() && e.path.starts_with("build/"))
+        );
+        let all = client
+            .list_tree(RepoType::Model, &relu, &info.sha, "", true)
+            .await
+            .unwrap();
+        assert!(all.iter().any(|e| e.lfs.is_some()));
+
+        let missing = client
+            .list_tree(RepoType::Kernel, &relu, &info.sha, "no/such/dir", false)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(missing, HubError::EntryNotFound { .. }),
+            "{missing}"
+        );
+        let bad_rev = client
+            .repo_info(RepoType::Kernel, &relu, "no-such-rev")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(bad_rev, HubError::RevisionNotFound { .. }),
+            "{bad_rev}"
+        );
+
+        let org = client.org_overview("kernels-community").await.unwrap();
+        assert!(org.trusted_kernel_publisher);
+
+        let url = client.resolve_url(RepoType::Kernel, &relu, &info.sha, "README.md");
+        let response = client.send(client.get(&url).unwrap(), None).await.unwrap();
+        assert_eq!(response.status(), 200);
+    });
 }

@@ -101,6 +101,7 @@ v1 = "c1"
 
 [tags]
 "v1.0.0" = "c1"
+"v1" = "c2"
 
 [pull_requests]
 "1" = "c2"
@@ -291,7 +292,10 @@ async fn refs_list_branches_tags_and_pull_requests() {
                 {"name": "v1", "ref": "refs/heads/v1", "targetCommit": C1},
             ],
             "converts": [],
-            "tags": [{"name": "v1.0.0", "ref": "refs/tags/v1.0.0", "targetCommit": C1}],
+            "tags": [
+                {"name": "v1", "ref": "refs/tags/v1", "targetCommit": main},
+                {"name": "v1.0.0", "ref": "refs/tags/v1.0.0", "targetCommit": C1},
+            ],
         })
     );
     let with_prs = http
@@ -561,6 +565,7 @@ async fn revisions_accept_full_refs_with_encoded_slashes() {
     for (rev, want) in [
         ("v1", C1),
         ("refs%2Fheads%2Fv1", C1),
+        ("refs%2Ftags%2Fv1", main.as_str()),
         ("refs%2Ftags%2Fv1.0.0", C1),
         ("v1.0.0", C1),
         (C1, C1),
@@ -926,6 +931,15 @@ async fn request_log_and_fault_rules() {
 
     assert_eq!(http.get(&file).await.status, 503);
     assert_eq!(http.get(&file).await.status, 200, "count=1 applies once");
+    http.client
+        .post(format!("{e}/__fixture/faults"))
+        .json(&json!({"method": "HEAD", "latency_ms": 300, "count": 1}))
+        .send()
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(http.send("HEAD", &file, &[]).await.status, 200);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
     let limited = http.get(&format!("{e}/api/kernels/acme/relu/refs")).await;
     assert_eq!(
         (limited.status.as_u16(), limited.header("retry-after")),
@@ -1132,7 +1146,7 @@ fn hub_compat(env: &str, repo_type: &str) {
     // Add the refs the script compares against.
     let mut exp: Value = serde_json::from_slice(&fs_err::read(&expectations).unwrap()).unwrap();
     exp["branches"] = json!({"main": main, "v1": C1, "feature/x": main});
-    exp["tags"] = json!({"v1.0.0": C1});
+    exp["tags"] = json!({"v1.0.0": C1, "v1": main});
     exp["pull_requests"] = json!({"1": main});
     fs_err::write(&expectations, serde_json::to_vec_pretty(&exp).unwrap()).unwrap();
 
@@ -1255,4 +1269,23 @@ async fn cdn_host_differs_from_a_localhost_hub() {
     let location = redirect.header("location").unwrap();
     assert!(location.starts_with("http://127.0.0.1:"), "{location}");
     assert_eq!(http.get(location).await.status, 200);
+}
+
+#[tokio::test]
+async fn bundled_mirror_loads() {
+    let server = Server::bundled();
+    let http = Http::new();
+    let e = &server.endpoint;
+    let refs = http
+        .get(&format!(
+            "{e}/api/kernels/kernels-community/activation/refs"
+        ))
+        .await;
+    assert_eq!(refs.status, 200);
+    assert!(!refs.json()["branches"].as_array().unwrap().is_empty());
+    let org = http
+        .get(&format!("{e}/api/organizations/kernels-community/overview"))
+        .await
+        .json();
+    assert_eq!(org["trustedKernelPublisher"], true);
 }
