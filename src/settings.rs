@@ -53,6 +53,12 @@ fn seconds(name: &str, default_secs: u64) -> Duration {
         .map_or(Duration::from_secs(default_secs), Duration::from_secs_f64)
 }
 
+/// `VIRTUAL_ENV`: the active Python environment, whose interpreter detects torch
+/// for `kernels download` (kept out of [`Settings`], which only the Hub commands need).
+pub fn virtual_env() -> Option<PathBuf> {
+    var("VIRTUAL_ENV").map(PathBuf::from)
+}
+
 fn flag(name: &str) -> bool {
     var(name).is_some_and(|v| is_truthy(&v))
 }
