@@ -25,3 +25,4 @@ pub mod resolver;
 pub mod server;
 pub mod settings;
 pub mod variant;
+pub mod wheel;
