@@ -256,7 +256,8 @@ impl WheelSpec {
         )
     }
 
-    /// The text of `<dist-info>/METADATA` (core metadata 2.1).
+    /// The text of `<dist-info>/METADATA` (core metadata 2.1): the header
+    /// fields, then a short Markdown description naming the kernel and variant.
     pub fn metadata_text(&self, repo_id: &RepoId, variant: &str, extra: &KernelMetadata) -> String {
         let mut text = format!(
             "Metadata-Version: 2.1\nName: {}\nVersion: {}\nSummary: Kernel {repo_id} from the Hugging Face Hub, build variant {variant}\nRequires-Python: {}\n",
@@ -271,6 +272,10 @@ impl WheelSpec {
         if let Some(requirement) = &self.requires_dist {
             text.push_str(&format!("Requires-Dist: {requirement}\n"));
         }
+        text.push_str(&format!(
+            "Description-Content-Type: text/markdown\n\n# {}\n\nBuild variant `{variant}` of the Hugging Face Hub kernel `{repo_id}`, packaged by `kernels to-wheel`.\n",
+            self.project_name
+        ));
         text
     }
 }
@@ -458,7 +463,10 @@ mod tests {
             "Metadata-Version: 2.1\nName: flash-attn2\nVersion: 0.0.3+torch27cu126cxx11\n\
              Summary: Kernel kernels-community/flash-attn2 from the Hugging Face Hub, build variant torch27-cxx11-cu126-x86_64-linux\n\
              Requires-Python: >=3.9\nLicense: BSD-3-Clause\n\
-             Project-URL: Upstream, https://github.com/x/y.git\nRequires-Dist: torch==2.7.*\n"
+             Project-URL: Upstream, https://github.com/x/y.git\nRequires-Dist: torch==2.7.*\n\
+             Description-Content-Type: text/markdown\n\n# flash-attn2\n\n\
+             Build variant `torch27-cxx11-cu126-x86_64-linux` of the Hugging Face Hub kernel \
+             `kernels-community/flash-attn2`, packaged by `kernels to-wheel`.\n"
         );
         assert!(
             spec.wheel_text()
