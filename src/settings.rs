@@ -5,6 +5,7 @@
 //! (see `docs/` for the table).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Default Hub endpoint when `HF_ENDPOINT` is unset.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
@@ -23,6 +24,11 @@ pub struct Settings {
     pub cache_dir: PathBuf,
     /// `HF_HUB_OFFLINE` (or `TRANSFORMERS_OFFLINE`) is truthy: no request may be made.
     pub offline: bool,
+    /// Connect timeout for Hub requests: `HF_HUB_ETAG_TIMEOUT` seconds, default 10.
+    pub etag_timeout: Duration,
+    /// Read timeout (longest pause between received bytes) for Hub requests:
+    /// `HF_HUB_DOWNLOAD_TIMEOUT` seconds, default 10.
+    pub download_timeout: Duration,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -38,6 +44,21 @@ pub fn is_truthy(value: &str) -> bool {
     )
 }
 
+/// A timeout in (possibly fractional) seconds; unparsable, negative or zero values
+/// fall back to `default_secs`.
+fn seconds(name: &str, default_secs: u64) -> Duration {
+    var(name)
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(Duration::from_secs(default_secs), Duration::from_secs_f64)
+}
+
+/// `VIRTUAL_ENV`: the active Python environment, whose interpreter detects torch
+/// for `kernels download` (kept out of [`Settings`], which only the Hub commands need).
+pub fn virtual_env() -> Option<PathBuf> {
+    var("VIRTUAL_ENV").map(PathBuf::from)
+}
+
 fn flag(name: &str) -> bool {
     var(name).is_some_and(|v| is_truthy(&v))
 }
@@ -45,7 +66,9 @@ fn flag(name: &str) -> bool {
 impl Settings {
     /// Reads the settings from the process environment.
     pub fn from_env() -> Self {
-        let home = var("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+        let home = var("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."));
         let hf_home = var("HF_HOME").map(PathBuf::from).unwrap_or_else(|| {
             var("XDG_CACHE_HOME")
                 .map(PathBuf::from)
@@ -80,6 +103,8 @@ impl Settings {
             token,
             cache_dir,
             offline: flag("HF_HUB_OFFLINE") || flag("TRANSFORMERS_OFFLINE"),
+            etag_timeout: seconds("HF_HUB_ETAG_TIMEOUT", 10),
+            download_timeout: seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10),
         }
     }
 }

@@ -3,7 +3,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::cache::HubCache;
+use crate::download::{
+    DEFAULT_CONCURRENCY, DownloadError, DownloadOptions, Progress, ProgressMode, download,
+};
+use crate::hub::HubClient;
+use crate::hub::types::RepoType;
+use crate::lockfile::{LOCK_FILE_NAME, Lockfile};
 use crate::settings::Settings;
+use crate::variant::{VariantRequest, VariantSelection, project_python};
 
 /// Arguments of `kernels download`.
 #[derive(Debug, clap::Args)]
@@ -11,8 +19,143 @@ pub struct DownloadArgs {
     /// Project directory holding `kernels.lock`.
     #[arg(default_value = ".")]
     pub project_dir: PathBuf,
+
+    /// Download this build variant (a directory under `build/`); repeatable.
+    /// Without it, the variant is chosen for the project's torch.
+    #[arg(long = "variant", value_name = "NAME", conflicts_with = "all_variants")]
+    pub variants: Vec<String>,
+
+    /// Download every build variant of every kernel.
+    #[arg(long)]
+    pub all_variants: bool,
+
+    /// Maximum number of files downloaded at the same time.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONCURRENCY,
+          value_parser = parse_concurrency)]
+    pub concurrency: usize,
+
+    /// Hub repository type of the kernels; also the cache folder prefix
+    /// (`kernels--` or `models--`).
+    #[arg(long, value_enum, default_value_t = RepoTypeArg::Kernel)]
+    pub repo_type: RepoTypeArg,
 }
 
-pub fn run(_args: DownloadArgs, _settings: &Settings, _quiet: bool) -> miette::Result<ExitCode> {
-    Err(super::InternalError("download: not implemented".into()).into())
+/// `--repo-type` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RepoTypeArg {
+    /// Kernel repos (`/api/kernels/…`, cache `kernels--…`), read by kernels ≥0.14.
+    Kernel,
+    /// Model repos (`/api/models/…`, cache `models--…`), read by kernels ≤0.13.
+    Model,
+}
+
+impl From<RepoTypeArg> for RepoType {
+    fn from(arg: RepoTypeArg) -> RepoType {
+        match arg {
+            RepoTypeArg::Kernel => RepoType::Kernel,
+            RepoTypeArg::Model => RepoType::Model,
+        }
+    }
+}
+
+fn parse_concurrency(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a positive number of parallel downloads"
+        )),
+    }
+}
+
+/// `kernels download` failures that are not about one kernel.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+enum DownloadCliError {
+    #[error("no kernels.lock in {}: expected {}", dir.display(), path.display())]
+    #[diagnostic(
+        code(kernels::download::no_lock),
+        help("create it with `kernels lock {}`", dir.display())
+    )]
+    NoLock { dir: PathBuf, path: PathBuf },
+
+    #[error("{} of {} kernels failed to download: {}", failures.len(), total, failures.join("; "))]
+    #[diagnostic(code(kernels::download::failed))]
+    Failed {
+        total: usize,
+        failures: Vec<String>,
+        #[help]
+        help: String,
+    },
+}
+
+/// Reads `<project>/kernels.lock`, selects variants and downloads every kernel.
+/// Exit 0 when all kernels are in the cache and verified, 1 when any failed
+/// (each is named on stderr), 2 on internal errors.
+pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
+    let lock_path = args.project_dir.join(LOCK_FILE_NAME);
+    if !lock_path.is_file() {
+        return Err(DownloadCliError::NoLock {
+            dir: args.project_dir.clone(),
+            path: lock_path,
+        }
+        .into());
+    }
+    let kernels = Lockfile::read(&lock_path)?.locked_kernels(&lock_path)?;
+
+    let request = if args.all_variants {
+        VariantRequest::All
+    } else if !args.variants.is_empty() {
+        VariantRequest::Named(args.variants.clone())
+    } else {
+        VariantRequest::Detect
+    };
+    let selection = if kernels.is_empty() {
+        // Nothing to select from: do not require torch for an empty lock.
+        VariantSelection::All
+    } else {
+        let python = project_python(&args.project_dir, crate::settings::virtual_env().as_deref());
+        request.resolve(&python)?
+    };
+
+    let options = DownloadOptions {
+        repo_type: args.repo_type.into(),
+        selection,
+        concurrency: args.concurrency,
+    };
+    let client = HubClient::new(settings)
+        .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?;
+    let cache = HubCache::new(&settings.cache_dir);
+    let progress = Progress::new(ProgressMode::detect(quiet));
+    let summary =
+        super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
+
+    if summary.failed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut failures = Vec::new();
+    let mut internal = None;
+    for failure in summary.failed {
+        let label = failure.label();
+        failures.push(format!("{label} ({})", failure.error));
+        if let DownloadError::Internal(msg) = &failure.error {
+            internal.get_or_insert_with(|| format!("{label}: {msg}"));
+        }
+        eprintln!("{label}: {:?}", miette::Report::new(failure.error));
+    }
+    if let Some(msg) = internal {
+        return Err(super::InternalError(msg).into());
+    }
+    let done = kernels.len() - failures.len();
+    let help = if done == 0 {
+        "fix the causes above and run `kernels download` again".to_owned()
+    } else {
+        format!(
+            "the other {done} kernel(s) are in the cache; fix the causes above and run `kernels download` again"
+        )
+    };
+    Err(DownloadCliError::Failed {
+        total: kernels.len(),
+        failures,
+        help,
+    }
+    .into())
 }

@@ -54,7 +54,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Download(args) => download::run(args, &settings, cli.quiet),
         Command::Lock(args) => lock::run(args, &settings, cli.quiet),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(args, cli.quiet),
         Command::ToWheel(args) => to_wheel::run(args, &settings, cli.quiet),
     };
     match result {

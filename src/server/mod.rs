@@ -1,1 +1,480 @@
-//! TODO(owner): server.
+//! `kernels serve`: a read-only Hugging Face Hub over a mirror directory.
+//!
+//! Two listeners run side by side:
+//!
+//! * the **Hub** (`http://<host>:<port>`, default `127.0.0.1` and a free port):
+//!   `/api/{kernels,models}/<owner>/<name>[/refs|/revision/<rev>|/tree/<rev>[/<path>]]`,
+//!   `/[kernels/]<owner>/<name>/resolve/<rev>/<path>`, `/api/resolve-cache/…`,
+//!   `/api/agent-harnesses` and `/api/organizations/<org>/overview`;
+//! * the **LFS CDN** on the host name `localhost` (bound on `127.0.0.1` and, when
+//!   available, `::1`, same port): `/lfs/<sha256>`. LFS files on the Hub answer
+//!   with a `302` there. The host name differs from the Hub's on purpose:
+//!   `huggingface_hub` 1.30–2.1 compare host names, not ports, when deciding
+//!   whether to follow a redirect during the metadata `HEAD`.
+//!
+//! Routing works on the raw request path (a revision such as
+//! `refs%2Fheads%2Fv1` is one segment), and captured segments are
+//! percent-decoded afterwards. Every error carries `X-Error-Code`,
+//! because `huggingface_hub` maps errors by that header first and its URL-based
+//! fallback never matches `http://` endpoints.
+
+mod cdn;
+pub mod content;
+pub mod control;
+mod glob;
+mod hub;
+pub mod mirror;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::body::HttpBody as _;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+
+use control::{Control, Listener, LogEntry, StatusFault};
+pub use mirror::{Mirror, MirrorError};
+
+/// Options of [`serve`].
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Mirror root.
+    pub mirror_dir: PathBuf,
+    /// Address of the Hub listener.
+    pub host: String,
+    /// Port of the Hub listener (0: any free port).
+    pub port: u16,
+    /// Port of the CDN listener on `localhost` (0: any free port).
+    pub cdn_port: u16,
+    /// Tree listing page size; `None` means the Hub's 1000 (50 with `expand=true`).
+    pub page_size: Option<usize>,
+    /// Serve `/__fixture/…` (request log, fault rules). Tests only.
+    pub test_control: bool,
+    /// Let the CDN accept requests carrying `Authorization` (rejected with 400 by default).
+    pub cdn_allow_auth: bool,
+}
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum ServeError {
+    /// The mirror is malformed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Mirror(#[from] MirrorError),
+    /// A listener could not bind.
+    #[error("cannot listen on {addr}: {source}")]
+    #[diagnostic(
+        code(kernels::serve::bind),
+        help(
+            "choose another address or port (`--host`, `--port`, `--cdn-port`); port 0 picks a free one"
+        )
+    )]
+    Bind {
+        /// The address that failed.
+        addr: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A listener failed while running.
+    #[error("the server failed: {0}")]
+    #[diagnostic(code(kernels::serve::io))]
+    Io(#[from] std::io::Error),
+}
+
+/// Base URLs of a running server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoints {
+    /// Hub base URL, for `HF_ENDPOINT`, e.g. `http://127.0.0.1:41234`.
+    pub hub: String,
+    /// CDN base URL, e.g. `http://localhost:41235`.
+    pub cdn: String,
+}
+
+/// Shared state of both listeners.
+pub(crate) struct App {
+    mirror: Mirror,
+    endpoints: Endpoints,
+    page_size: Option<usize>,
+    test_control: bool,
+    cdn_allow_auth: bool,
+    /// Per-process key of the (fake) signed CDN URLs.
+    secret: [u8; 16],
+    control: Control,
+    next_request: AtomicU64,
+}
+
+impl App {
+    /// Signature of a CDN URL for an object.
+    fn signature(&self, sha256: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(self.secret);
+        h.update(sha256.as_bytes());
+        hex::encode(h.finalize())
+    }
+}
+
+/// A JSON API error (`{"error": message}` plus `X-Error-Code`/`X-Error-Message`).
+#[derive(Debug, Clone)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    code: Option<&'static str>,
+    message: String,
+    repo_commit: Option<String>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: Option<&'static str>, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            repo_commit: None,
+        }
+    }
+
+    /// Unknown or hidden repo: 401 without credentials (as the Hub does), 404 with.
+    fn repo_not_found(authorized: bool) -> Self {
+        let status = if authorized {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::UNAUTHORIZED
+        };
+        Self::new(status, Some("RepoNotFound"), "Repository not found")
+    }
+
+    fn revision_not_found(rev: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            Some("RevisionNotFound"),
+            format!("Invalid rev id: {rev}"),
+        )
+    }
+
+    fn entry_not_found(repo_commit: Option<String>) -> Self {
+        ApiError {
+            repo_commit,
+            ..Self::new(
+                StatusCode::NOT_FOUND,
+                Some("EntryNotFound"),
+                "Entry not found",
+            )
+        }
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, None, message)
+    }
+
+    fn not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, None, "Not Found")
+    }
+
+    fn into_response(self, request_id: &str) -> Response {
+        let mut resp = (
+            self.status,
+            axum::Json(serde_json::json!({ "error": self.message })),
+        )
+            .into_response();
+        let headers = resp.headers_mut();
+        if let Some(code) = self.code {
+            headers.insert("x-error-code", HeaderValue::from_static(code));
+        }
+        headers.insert("x-error-message", header_value(&self.message));
+        headers.insert("x-request-id", header_value(request_id));
+        if let Some(sha) = &self.repo_commit {
+            headers.insert("x-repo-commit", header_value(sha));
+            headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            headers.insert(header::VARY, HeaderValue::from_static("Origin, Accept"));
+        }
+        resp
+    }
+}
+
+/// A header value from arbitrary text, replacing characters HTTP does not allow.
+pub(crate) fn header_value(text: &str) -> HeaderValue {
+    let clean: String = text
+        .chars()
+        .map(|c| if (' '..='~').contains(&c) { c } else { '?' })
+        .collect();
+    HeaderValue::from_str(&clean).unwrap_or_else(|_| HeaderValue::from_static("?"))
+}
+
+/// Runs the server until SIGINT or SIGTERM. `on_ready` is called once both
+/// listeners are bound and the mirror is loaded (the CLI prints the endpoints
+/// there).
+pub async fn serve(
+    options: ServeOptions,
+    on_ready: impl FnOnce(&Endpoints, &Mirror),
+) -> Result<(), ServeError> {
+    let dir = options.mirror_dir.clone();
+    let mirror = tokio::task::spawn_blocking(move || Mirror::load(&dir))
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))??;
+
+    let hub_listener = bind(&options.host, options.port).await?;
+    let hub_addr = hub_listener.local_addr()?;
+    let cdn_v4 = bind("127.0.0.1", options.cdn_port).await?;
+    let cdn_port = cdn_v4.local_addr()?.port();
+    // `localhost` may resolve to ::1 first; serve there too when IPv6 exists.
+    let cdn_v6 = TcpListener::bind(("::1", cdn_port)).await.ok();
+
+    let endpoints = Endpoints {
+        hub: format!("http://{}", url_authority(hub_addr)),
+        cdn: format!("http://localhost:{cdn_port}"),
+    };
+    let mut secret = [0u8; 16];
+    rand::fill(&mut secret);
+    let app = Arc::new(App {
+        mirror,
+        endpoints: endpoints.clone(),
+        page_size: options.page_size,
+        test_control: options.test_control,
+        cdn_allow_auth: options.cdn_allow_auth,
+        secret,
+        control: Control::default(),
+        next_request: AtomicU64::new(1),
+    });
+    on_ready(&endpoints, &app.mirror);
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut tasks = tokio::task::JoinSet::new();
+    let listeners = [(hub_listener, Listener::Hub), (cdn_v4, Listener::Cdn)]
+        .into_iter()
+        .chain(cdn_v6.map(|l| (l, Listener::Cdn)));
+    for (listener, kind) in listeners {
+        let router = axum::Router::new()
+            .fallback(move |state: State<Arc<App>>, req: Request| dispatch(state, kind, req))
+            .with_state(app.clone());
+        let mut stop = stop_rx.clone();
+        tasks.spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
+                .await
+        });
+    }
+
+    let stopped_early = tokio::select! {
+        () = shutdown_signal() => None,
+        res = tasks.join_next() => res,
+    };
+    let _ = stop_tx.send(true);
+    if let Some(Ok(Err(err))) = stopped_early {
+        return Err(ServeError::Io(err));
+    }
+    // Give in-flight downloads a moment, then stop regardless.
+    let drain = async { while tasks.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
+    Ok(())
+}
+
+async fn bind(host: &str, port: u16) -> Result<TcpListener, ServeError> {
+    TcpListener::bind((host, port))
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: format!("{host}:{port}"),
+            source,
+        })
+}
+
+fn url_authority(addr: SocketAddr) -> String {
+    match addr {
+        SocketAddr::V4(a) => a.to_string(),
+        SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Entry point of both listeners: control routes, faults, routing, HEAD
+/// handling and the request log.
+async fn dispatch(State(app): State<Arc<App>>, listener: Listener, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_owned();
+    if listener == Listener::Hub && app.test_control && path.starts_with("/__fixture/") {
+        return control_route(&app, &parts.method, &path, body).await;
+    }
+    let request_id = format!(
+        "Root=1-{:08x}",
+        app.next_request.fetch_add(1, Ordering::Relaxed)
+    );
+    let method = parts.method.as_str().to_owned();
+    let faults = app.control.take_faults(listener, &method, &path);
+    if faults.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(faults.latency_ms)).await;
+    }
+    let resp = if faults.reset_connection {
+        // A body that fails before its first byte makes the connection close
+        // without a response being sent.
+        let stream = futures_util::stream::once(async {
+            Err::<bytes::Bytes, _>(std::io::Error::other("fault injection: connection reset"))
+        });
+        Response::new(Body::from_stream(stream))
+    } else if let Some((status, retry_after)) = &faults.status {
+        canned(status, *retry_after, &request_id)
+    } else {
+        let result = match listener {
+            Listener::Hub => hub::route(&app, &parts, &faults).await,
+            Listener::Cdn => Ok(cdn::route(&app, &parts, &faults)),
+        };
+        result.unwrap_or_else(|err| err.into_response(&request_id))
+    };
+    finish(&app, listener, &parts, resp)
+}
+
+/// Strips the body of HEAD answers (keeping `Content-Length`), counts body
+/// bytes and logs the request.
+fn finish(
+    app: &App,
+    listener: Listener,
+    parts: &axum::http::request::Parts,
+    resp: Response,
+) -> Response {
+    let (mut head, body) = resp.into_parts();
+    let bodyless_status = head.status == StatusCode::NOT_MODIFIED || head.status.is_informational();
+    if !bodyless_status
+        && !head.headers.contains_key(header::CONTENT_LENGTH)
+        && let Some(n) = body.size_hint().exact()
+    {
+        head.headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(n));
+    }
+    let bytes = Arc::new(AtomicU64::new(0));
+    let body = if parts.method == axum::http::Method::HEAD {
+        Body::empty()
+    } else {
+        let counter = bytes.clone();
+        Body::from_stream(body.into_data_stream().map(move |chunk| {
+            if let Ok(data) = &chunk {
+                counter.fetch_add(data.len() as u64, Ordering::Relaxed);
+            }
+            chunk
+        }))
+    };
+    app.control.record(LogEntry {
+        listener,
+        method: parts.method.as_str().to_owned(),
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().map(str::to_owned),
+        headers: lower_headers(&parts.headers),
+        status: head.status.as_u16(),
+        bytes,
+    });
+    Response::from_parts(head, body)
+}
+
+fn lower_headers(headers: &HeaderMap) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::<String, String>::new();
+    for (name, value) in headers {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        out.entry(name.as_str().to_ascii_lowercase())
+            .and_modify(|v| {
+                v.push_str(", ");
+                v.push_str(&value);
+            })
+            .or_insert(value);
+    }
+    out
+}
+
+fn canned(status: &StatusFault, retry_after: Option<u64>, request_id: &str) -> Response {
+    let (code, headers, body) = match status {
+        StatusFault::Code(code) => (*code, Default::default(), None),
+        StatusFault::Full {
+            code,
+            headers,
+            body,
+        } => (*code, headers.clone(), body.clone()),
+    };
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let message = format!("fault injection: {status}");
+    let mut resp = match body {
+        Some(body) => (status, body).into_response(),
+        None => (status, axum::Json(serde_json::json!({ "error": message }))).into_response(),
+    };
+    let map = resp.headers_mut();
+    map.insert("x-request-id", header_value(request_id));
+    if let Some(secs) = retry_after {
+        map.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    for (name, value) in headers {
+        if let Ok(name) = axum::http::HeaderName::from_bytes(name.as_bytes()) {
+            map.insert(name, header_value(&value));
+        }
+    }
+    resp
+}
+
+/// `/__fixture/requests|reset|faults` (only with `--test-control`).
+async fn control_route(app: &App, method: &axum::http::Method, path: &str, body: Body) -> Response {
+    use axum::http::Method;
+    let json = |value: serde_json::Value| axum::Json(value).into_response();
+    match (method, path) {
+        (&Method::GET, "/__fixture/requests") => json(app.control.log_json()),
+        (&Method::POST, "/__fixture/reset") => {
+            app.control.reset();
+            json(serde_json::json!({ "ok": true }))
+        }
+        (&Method::DELETE, "/__fixture/faults") => {
+            app.control.clear_rules();
+            json(serde_json::json!({ "ok": true }))
+        }
+        (&Method::POST, "/__fixture/faults") => {
+            let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+                return (StatusCode::BAD_REQUEST, "unreadable body").into_response();
+            };
+            #[derive(serde::Deserialize)]
+            #[serde(untagged)]
+            enum OneOrMany {
+                Many(Vec<control::FaultRule>),
+                One(Box<control::FaultRule>),
+            }
+            match serde_json::from_slice::<OneOrMany>(&bytes) {
+                Ok(rules) => {
+                    let rules = match rules {
+                        OneOrMany::Many(r) => r,
+                        OneOrMany::One(r) => vec![*r],
+                    };
+                    let n = rules.len();
+                    app.control.add_rules(rules);
+                    json(serde_json::json!({ "added": n }))
+                }
+                Err(err) => (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(serde_json::json!({ "error": format!("bad fault rule: {err}") })),
+                )
+                    .into_response(),
+            }
+        }
+        _ => ApiError::not_found().into_response("control"),
+    }
+}

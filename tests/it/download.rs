@@ -1,1 +1,771 @@
-//! Integration tests for `kernels download`.
+//! Integration tests for `kernels download`: the built binary against
+//! `kernels serve --test-control` over a small mirror written in a tempdir,
+//! checked against the exact Hugging Face cache layout and against Python
+//! `huggingface_hub` reading the result offline.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use kernels::hash::{FileDigest, git_blob_sha1, git_lfs_concat, sha256};
+use serde_json::Value;
+
+use crate::common::{self, Server};
+
+const RELU_SHA: &str = "1111111111111111111111111111111111111111";
+const GELU_SHA: &str = "2222222222222222222222222222222222222222";
+const TOKEN: &str = "hf_download_test_token";
+
+/// One file of the test mirror.
+#[derive(Clone)]
+struct MirrorFile {
+    path: String,
+    content: Vec<u8>,
+}
+
+impl MirrorFile {
+    fn lfs(&self) -> bool {
+        self.path.ends_with(".so")
+    }
+
+    /// The blob name the HF cache must use.
+    fn etag(&self) -> String {
+        if self.lfs() {
+            hex(&sha256(&self.content))
+        } else {
+            hex(&git_blob_sha1(&self.content))
+        }
+    }
+
+    fn digest(&self) -> FileDigest {
+        if self.lfs() {
+            FileDigest::Sha256(sha256(&self.content))
+        } else {
+            FileDigest::GitSha1(git_blob_sha1(&self.content))
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Deterministic pseudo-random bytes (xorshift) standing in for a shared object.
+fn so_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = b"\x7fELF".to_vec();
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.push(x as u8);
+    }
+    out
+}
+
+/// The machine name Python's `platform.machine()` reports on this Linux host.
+fn machine() -> &'static str {
+    std::env::consts::ARCH
+}
+
+fn arch_variant() -> String {
+    format!("torch27-cxx11-cu126-{}-linux", machine())
+}
+
+fn relu_files() -> Vec<MirrorFile> {
+    let f = |path: &str, content: Vec<u8>| MirrorFile {
+        path: path.to_owned(),
+        content,
+    };
+    let init = b"from ._ops import ops\n".to_vec();
+    let arch = arch_variant();
+    vec![
+        f("README.md", b"# relu\n".to_vec()),
+        f(
+            ".gitattributes",
+            b"*.so filter=lfs diff=lfs merge=lfs -text\n".to_vec(),
+        ),
+        f("build/torch-cpu/relu/__init__.py", init.clone()),
+        f("build/torch-cpu/relu/_ops.abi3.so", so_bytes(1, 70_000)),
+        f(
+            "build/torch-cpu/relu/__pycache__/__init__.cpython-311.pyc",
+            b"bytecode".to_vec(),
+        ),
+        f("build/torch-cuda/relu/__init__.py", init.clone()),
+        f("build/torch-cuda/relu/_ops.abi3.so", so_bytes(2, 300_000)),
+        f(
+            "build/torch-cuda/metadata.json",
+            b"{\"python-depends\":[]}\n".to_vec(),
+        ),
+        f(&format!("build/{arch}/relu/__init__.py"), init.clone()),
+        f(
+            &format!("build/{arch}/relu/_ops.abi3.so"),
+            so_bytes(3, 120_000),
+        ),
+        f(
+            "build/torch-universal/relu/__init__.py",
+            b"x = 1\n".to_vec(),
+        ),
+    ]
+}
+
+fn gelu_files() -> Vec<MirrorFile> {
+    vec![
+        MirrorFile {
+            path: "build/torch-universal/gelu/__init__.py".into(),
+            content: b"def gelu(x):\n    return x\n".to_vec(),
+        },
+        MirrorFile {
+            path: "build/torch-cuda/gelu/_ops.abi3.so".into(),
+            content: so_bytes(4, 50_000),
+        },
+    ]
+}
+
+/// Variants of a file list with their files (bytecode excluded, as the
+/// reference ≥0.16 lock and download do).
+fn variants(files: &[MirrorFile]) -> BTreeMap<String, Vec<MirrorFile>> {
+    let mut out: BTreeMap<String, Vec<MirrorFile>> = BTreeMap::new();
+    for file in files {
+        let Some(rest) = file.path.strip_prefix("build/") else {
+            continue;
+        };
+        if file.path.ends_with(".pyc") {
+            continue;
+        }
+        let variant = rest.split('/').next().unwrap().to_owned();
+        out.entry(variant).or_default().push(file.clone());
+    }
+    out
+}
+
+/// The `git_lfs_concat` lock hash of one variant.
+fn variant_hash(variant: &str, files: &[MirrorFile]) -> String {
+    let prefix = format!("build/{variant}/");
+    git_lfs_concat(
+        files
+            .iter()
+            .map(|f| (f.path.strip_prefix(&prefix).unwrap(), f.digest())),
+    )
+}
+
+/// Writes a repo of the mirror format (`repos/kernels/<owner>/<name>`, one commit).
+fn write_repo(mirror: &Path, repo: &str, sha: &str, files: &[MirrorFile]) {
+    let dir = mirror.join("repos/kernels").join(repo);
+    let tree = dir.join("commits/c1/tree");
+    for file in files {
+        let path = tree.join(&file.path);
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(path, &file.content).unwrap();
+    }
+    fs_err::write(
+        dir.join("commits/c1/commit.toml"),
+        format!("sha = \"{sha}\"\ntitle = \"Build\"\n"),
+    )
+    .unwrap();
+    fs_err::write(
+        dir.join("repo.toml"),
+        "commits = [\"c1\"]\nalso_serve_as = [\"model\"]\nlfs = [\"*.so\"]\n\n[branches]\nmain = \"c1\"\n",
+    )
+    .unwrap();
+}
+
+/// A test world: mirror, server with the request log, project dir and cache.
+struct World {
+    _tmp: tempfile::TempDir,
+    server: Server,
+    project: PathBuf,
+    cache: PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        let tmp = tempfile::tempdir().unwrap();
+        let mirror = tmp.path().join("mirror");
+        write_repo(&mirror, "acme/relu", RELU_SHA, &relu_files());
+        write_repo(&mirror, "acme/gelu", GELU_SHA, &gelu_files());
+        let server = Server::start_with_args(&mirror, &["--test-control"]);
+        let project = tmp.path().join("project");
+        let cache = tmp.path().join("cache");
+        fs_err::create_dir_all(&project).unwrap();
+        World {
+            _tmp: tmp,
+            server,
+            project,
+            cache,
+        }
+    }
+
+    /// Writes a variant-hash (format A) lock with the given kernels.
+    fn lock_a(&self, kernels: &[(&str, &str, &[MirrorFile])]) {
+        let entries: Vec<Value> = kernels
+            .iter()
+            .map(|(repo, sha, files)| {
+                let variants: serde_json::Map<String, Value> = variants(files)
+                    .iter()
+                    .map(|(v, fs)| {
+                        (
+                            v.clone(),
+                            serde_json::json!({"hash": variant_hash(v, fs), "hash_type": "git_lfs_concat"}),
+                        )
+                    })
+                    .collect();
+                serde_json::json!({"repo_id": repo, "sha": sha, "variants": variants})
+            })
+            .collect();
+        fs_err::write(
+            self.project.join("kernels.lock"),
+            serde_json::to_string_pretty(&entries).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// Writes a `KernelLocks` (format B, 0.17) lock.
+    fn lock_b(&self, kernels: &[(&str, &str)]) {
+        let entries: Vec<Value> = kernels
+            .iter()
+            .map(|(repo, sha)| {
+                serde_json::json!({"dependency": {"repo-id": repo, "version": 1}, "lock": {"commit": sha}})
+            })
+            .collect();
+        fs_err::write(
+            self.project.join("kernels.lock"),
+            serde_json::to_string_pretty(&entries).unwrap(),
+        )
+        .unwrap();
+    }
+
+    fn download(&self, args: &[&str]) -> Output {
+        self.download_with(args, &[])
+    }
+
+    fn download_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = common::kernels(&self.server.endpoint, &self.cache);
+        cmd.arg("download").arg(&self.project).args(args);
+        cmd.env("HF_TOKEN", TOKEN);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+
+    fn control(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}/__fixture/{path}", self.server.endpoint);
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let mut req = reqwest::Client::new().request(method, &url);
+                if let Some(body) = body {
+                    req = req.json(&body);
+                }
+                let resp = req.send().await.unwrap();
+                assert!(resp.status().is_success(), "{url}: {}", resp.status());
+                let text = resp.text().await.unwrap();
+                serde_json::from_str(&text).unwrap_or(Value::Null)
+            })
+    }
+
+    /// The server's request log.
+    fn requests(&self) -> Vec<Value> {
+        match self.control(reqwest::Method::GET, "requests", None) {
+            Value::Array(items) => items,
+            other => panic!("request log is not an array: {other}"),
+        }
+    }
+
+    fn reset(&self) {
+        self.control(reqwest::Method::POST, "reset", None);
+    }
+
+    fn fault(&self, rule: Value) {
+        self.control(reqwest::Method::POST, "faults", Some(rule));
+    }
+
+    fn repo_dir(&self, repo_type: &str, repo: &str) -> PathBuf {
+        self.cache
+            .join(format!("{repo_type}s--{}", repo.replace('/', "--")))
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "kernels download failed ({}):\n{}",
+        out.status,
+        stderr(out)
+    );
+}
+
+/// Asserts the exact HF layout for `files` under `repo_dir` at `sha`.
+fn assert_layout(repo_dir: &Path, sha: &str, files: &[MirrorFile]) {
+    for file in files {
+        let pointer = repo_dir.join("snapshots").join(sha).join(&file.path);
+        let meta = std::fs::symlink_metadata(&pointer)
+            .unwrap_or_else(|e| panic!("{}: {e}", pointer.display()));
+        assert!(
+            meta.file_type().is_symlink(),
+            "{} is not a symlink",
+            pointer.display()
+        );
+        let depth = file.path.split('/').count() + 1;
+        let expected = format!("{}blobs/{}", "../".repeat(depth), file.etag());
+        assert_eq!(
+            std::fs::read_link(&pointer).unwrap(),
+            PathBuf::from(&expected),
+            "link target of {}",
+            file.path
+        );
+        let blob = repo_dir.join("blobs").join(file.etag());
+        assert!(blob.is_file() && !std::fs::symlink_metadata(&blob).unwrap().is_symlink());
+        assert_eq!(
+            std::fs::read(&pointer).unwrap(),
+            file.content,
+            "{}",
+            file.path
+        );
+    }
+    assert!(
+        !repo_dir.join("refs").exists(),
+        "refs/ written for a commit revision"
+    );
+    for entry in walkdir::WalkDir::new(repo_dir.parent().unwrap()) {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy();
+        assert!(
+            !name.ends_with(".incomplete"),
+            "leftover {}",
+            entry.path().display()
+        );
+        assert!(
+            !name.ends_with(".tmp"),
+            "leftover {}",
+            entry.path().display()
+        );
+    }
+}
+
+/// Files linked under `snapshots/<sha>/`, as repo paths.
+fn snapshot_paths(repo_dir: &Path, sha: &str) -> Vec<String> {
+    let root = repo_dir.join("snapshots").join(sha);
+    let mut out: Vec<String> = walkdir::WalkDir::new(&root)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| !e.file_type().is_dir())
+        .map(|e| {
+            e.path()
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/")
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn expected_paths(files: &[MirrorFile]) -> Vec<String> {
+    let mut out: Vec<String> = variants(files)
+        .values()
+        .flatten()
+        .map(|f| f.path.clone())
+        .collect();
+    out.sort();
+    out
+}
+
+fn cdn_requests(log: &[Value]) -> Vec<&Value> {
+    log.iter().filter(|r| r["listener"] == "cdn").collect()
+}
+
+fn resolve_requests(log: &[Value]) -> Vec<&Value> {
+    log.iter()
+        .filter(|r| r["path"].as_str().is_some_and(|p| p.contains("/resolve/")))
+        .collect()
+}
+
+#[test]
+fn all_variants_writes_the_hf_layout_and_second_run_fetches_nothing() {
+    let world = World::new();
+    let relu = relu_files();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
+    let out = world.download(&["--all-variants"]);
+    assert_ok(&out);
+    let err = stderr(&out);
+    assert!(
+        err.contains("Downloaded acme/relu@1111111: 4 variants, 8 files"),
+        "{err}"
+    );
+
+    let repo_dir = world.repo_dir("kernel", "acme/relu");
+    let wanted: Vec<MirrorFile> = variants(&relu).into_values().flatten().collect();
+    assert_layout(&repo_dir, RELU_SHA, &wanted);
+    assert_eq!(snapshot_paths(&repo_dir, RELU_SHA), expected_paths(&relu));
+    // Identical files share one blob; README and bytecode are not downloaded.
+    let blobs = std::fs::read_dir(repo_dir.join("blobs")).unwrap().count();
+    assert_eq!(blobs, 6);
+    assert!(world.cache.join(".locks/kernels--acme--relu").is_dir());
+
+    let log = world.requests();
+    let cdn = cdn_requests(&log);
+    assert_eq!(cdn.len(), 3, "one CDN GET per LFS blob: {cdn:#?}");
+    for request in &cdn {
+        assert_eq!(
+            request["authorization"], false,
+            "token reached the CDN: {request}"
+        );
+        assert_eq!(request["status"], 200, "{request}");
+    }
+    assert!(
+        log.iter()
+            .filter(|r| r["listener"] == "hub")
+            .all(|r| r["authorization"] == true),
+        "the hub did not receive the token"
+    );
+
+    world.reset();
+    let again = world.download(&["--all-variants"]);
+    assert_ok(&again);
+    assert!(
+        stderr(&again).contains("(0 B fetched)"),
+        "{}",
+        stderr(&again)
+    );
+    let log = world.requests();
+    assert!(
+        resolve_requests(&log).is_empty(),
+        "second run fetched: {log:#?}"
+    );
+    assert!(cdn_requests(&log).is_empty());
+    assert_eq!(log.len(), 1, "only the tree listing: {log:#?}");
+}
+
+#[test]
+fn cdn_rejects_leaked_authorization() {
+    // The CDN answers 400 to a request carrying Authorization (the default), so a
+    // successful LFS download with HF_TOKEN set proves the header was stripped.
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let out = world.download(&["--variant", "torch-cuda"]);
+    assert_ok(&out);
+    let log = world.requests();
+    let cdn = cdn_requests(&log);
+    assert_eq!(cdn.len(), 1);
+    assert_eq!(cdn[0]["authorization"], false);
+    assert_eq!(cdn[0]["headers"].get("authorization"), None);
+}
+
+#[test]
+fn explicit_variant_and_corrupted_blob_is_refetched() {
+    let world = World::new();
+    let relu = relu_files();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
+    assert_ok(&world.download(&["--variant", "torch-cuda"]));
+    let repo_dir = world.repo_dir("kernel", "acme/relu");
+    let cuda = variants(&relu).remove("torch-cuda").unwrap();
+    assert_layout(&repo_dir, RELU_SHA, &cuda);
+    assert_eq!(snapshot_paths(&repo_dir, RELU_SHA), {
+        let mut p: Vec<String> = cuda.iter().map(|f| f.path.clone()).collect();
+        p.sort();
+        p
+    });
+
+    // Flip bytes of the cached shared object, keeping its length.
+    let so = cuda.iter().find(|f| f.lfs()).unwrap();
+    let blob = repo_dir.join("blobs").join(so.etag());
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&blob, &bytes).unwrap();
+
+    world.reset();
+    assert_ok(&world.download(&["--variant", "torch-cuda"]));
+    assert_eq!(std::fs::read(&blob).unwrap(), so.content);
+    let log = world.requests();
+    assert_eq!(
+        resolve_requests(&log).len(),
+        1,
+        "only the corrupted file: {log:#?}"
+    );
+    assert_layout(&repo_dir, RELU_SHA, &cuda);
+}
+
+#[test]
+fn corrupt_transfer_is_retried_once_then_named() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    world.fault(serde_json::json!({"listener": "cdn", "count": 1, "corrupt": {"offset": 10}}));
+    assert_ok(&world.download(&["--variant", "torch-cuda"]));
+    assert_eq!(cdn_requests(&world.requests()).len(), 2);
+
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    world.fault(serde_json::json!({"listener": "cdn", "count": 2, "corrupt": {"offset": 10}}));
+    let out = world.download(&["--variant", "torch-cuda"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let so = &gelu_files()[1];
+    assert!(err.contains("build/torch-cuda/gelu/_ops.abi3.so"), "{err}");
+    assert!(err.contains(&so.etag()), "expected digest missing: {err}");
+    assert!(err.contains("acme/gelu"), "{err}");
+    let repo_dir = world.repo_dir("kernel", "acme/gelu");
+    assert!(!repo_dir.join("blobs").join(so.etag()).exists());
+    assert!(
+        !repo_dir
+            .join("snapshots")
+            .join(GELU_SHA)
+            .join(&so.path)
+            .exists()
+    );
+}
+
+#[test]
+fn failures_name_every_failing_kernel() {
+    let world = World::new();
+    let relu = relu_files();
+    let mut wrong = gelu_files();
+    wrong[0].content = b"stale\n".to_vec();
+    world.lock_a(&[
+        ("acme/relu", RELU_SHA, &relu),
+        ("acme/missing", RELU_SHA, &relu),
+        ("acme/gelu", GELU_SHA, &wrong),
+    ]);
+    let out = world.download(&["--variant", "torch-universal"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("2 of 3 kernels failed"), "{err}");
+    assert!(err.contains("acme/missing@1111111"), "{err}");
+    assert!(err.contains("acme/gelu@2222222"), "{err}");
+    assert!(!err.contains("acme/relu@1111111 ("), "{err}");
+    // The good kernel is in place anyway.
+    let relu_dir = world.repo_dir("kernel", "acme/relu");
+    assert!(
+        relu_dir
+            .join("snapshots")
+            .join(RELU_SHA)
+            .join("build/torch-universal/relu/__init__.py")
+            .exists()
+    );
+}
+
+#[test]
+fn unknown_variant_lists_available_ones() {
+    let world = World::new();
+    world.lock_b(&[("acme/relu", RELU_SHA)]);
+    let out = world.download(&["--variant", "torch-npu"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("torch-npu"), "{err}");
+    assert!(err.contains("torch-cpu, torch-cuda"), "{err}");
+}
+
+#[test]
+fn missing_or_broken_lock_is_a_clear_error() {
+    let world = World::new();
+    let out = world.download(&["--all-variants"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("kernels.lock") && err.contains("kernels lock"),
+        "{err}"
+    );
+    assert!(!world.cache.exists(), "cache touched");
+
+    fs_err::write(world.project.join("kernels.lock"), "{not json").unwrap();
+    let out = world.download(&["--all-variants"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("kernels.lock"), "{}", stderr(&out));
+    assert!(!world.cache.exists(), "cache touched");
+    assert!(world.requests().is_empty());
+}
+
+fn stub_torch() -> PathBuf {
+    common::repo_root().join("tests/python/stub_torch")
+}
+
+#[test]
+fn default_selection_follows_the_reference_order() {
+    let world = World::new();
+    world.lock_b(&[("acme/relu", RELU_SHA), ("acme/gelu", GELU_SHA)]);
+    let stub = stub_torch();
+    let stub = stub.to_str().unwrap();
+    /// (stub torch environment, kernel, expected variant; `ARCH` = this host's arch variant)
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: &[Case] = &[
+        (&[("STUB_TORCH_CUDA", "12.6")], "relu", "ARCH"),
+        (&[("STUB_TORCH_CUDA", "12.8")], "relu", "torch-cuda"),
+        (
+            &[("STUB_TORCH_HIP", "6.3.4-abc")],
+            "relu",
+            "torch-universal",
+        ),
+        (&[("STUB_TORCH_CUDA", "12.6")], "gelu", "torch-cuda"),
+    ];
+    for (env, kernel, expected) in cases {
+        let expected = if *expected == "ARCH" {
+            arch_variant()
+        } else {
+            (*expected).to_owned()
+        };
+        // The reference (kernels 0.10.5) computes the same preference list.
+        let mut py = std::process::Command::new(common::pyref_python("kernels-0.10.5"));
+        py.env("PYTHONPATH", stub).args([
+            "-c",
+            "from kernels.utils import build_variants; print(','.join(build_variants()))",
+        ]);
+        for (k, v) in *env {
+            py.env(k, v);
+        }
+        let out = py.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let reference: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .split(',')
+            .map(str::to_owned)
+            .collect();
+        let files = if *kernel == "relu" {
+            relu_files()
+        } else {
+            gelu_files()
+        };
+        let available = variants(&files);
+        let reference_pick = reference
+            .iter()
+            .find(|v| available.contains_key(*v))
+            .unwrap();
+        assert_eq!(reference_pick, &expected, "reference order {reference:?}");
+
+        let _ = std::fs::remove_dir_all(&world.cache);
+        let mut env_all: Vec<(&str, &str)> = vec![("PYTHONPATH", stub)];
+        env_all.extend_from_slice(env);
+        let out = world.download_with(&[], &env_all);
+        assert_ok(&out);
+        let repo_dir = world.repo_dir("kernel", &format!("acme/{kernel}"));
+        let sha = if *kernel == "relu" {
+            RELU_SHA
+        } else {
+            GELU_SHA
+        };
+        let picked: Vec<String> = snapshot_paths(&repo_dir, sha)
+            .iter()
+            .map(|p| p.split('/').nth(1).unwrap().to_owned())
+            .collect();
+        assert!(!picked.is_empty());
+        assert!(
+            picked.iter().all(|v| v == &expected),
+            "{env:?}: picked {picked:?}"
+        );
+    }
+}
+
+#[test]
+fn no_torch_names_the_explicit_options() {
+    let world = World::new();
+    world.lock_b(&[("acme/relu", RELU_SHA)]);
+    let no_torch = world.project.join("no_torch");
+    fs_err::create_dir_all(no_torch.join("torch")).unwrap();
+    fs_err::write(
+        no_torch.join("torch/__init__.py"),
+        "raise ModuleNotFoundError(\"No module named 'torch'\")\n",
+    )
+    .unwrap();
+    let out = world.download_with(&[], &[("PYTHONPATH", no_torch.to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("torch"), "{err}");
+    assert!(
+        err.contains("--variant") && err.contains("--all-variants"),
+        "{err}"
+    );
+    assert!(!world.cache.exists(), "cache touched");
+}
+
+/// Python `huggingface_hub` loads what we wrote, offline, with identical bytes.
+fn python_reads_snapshot(
+    world: &World,
+    env: &str,
+    repo_type: &str,
+    repo: &str,
+    sha: &str,
+    files: &[MirrorFile],
+) {
+    let script = r#"
+import hashlib, json, os, sys
+from huggingface_hub import hf_hub_download, snapshot_download
+repo_id, repo_type, sha = sys.argv[1], sys.argv[2], sys.argv[3]
+paths = json.loads(sys.argv[4])
+root = snapshot_download(repo_id, repo_type=repo_type, revision=sha, local_files_only=True)
+out = {}
+for path in paths:
+    with open(os.path.join(root, path), "rb") as f:
+        a = hashlib.sha256(f.read()).hexdigest()
+    single = hf_hub_download(repo_id, path, repo_type=repo_type, revision=sha, local_files_only=True)
+    with open(single, "rb") as f:
+        b = hashlib.sha256(f.read()).hexdigest()
+    out[path] = [a, b]
+print(json.dumps(out))
+"#;
+    let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let out = common::python(env, &world.server.endpoint, &world.cache)
+        .env("HF_HUB_OFFLINE", "1")
+        .args(["-c", script, repo, repo_type, sha])
+        .arg(serde_json::to_string(&paths).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{env} could not load the snapshot:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: BTreeMap<String, [String; 2]> = serde_json::from_slice(&out.stdout).unwrap();
+    for file in files {
+        let want = hex(&sha256(&file.content));
+        assert_eq!(
+            seen[&file.path],
+            [want.clone(), want],
+            "{env}: {}",
+            file.path
+        );
+    }
+}
+
+#[test]
+fn python_hub_0_35_reads_model_type_download_offline() {
+    let world = World::new();
+    let relu = relu_files();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
+    let out = world.download(&["--all-variants", "--repo-type", "model"]);
+    assert_ok(&out);
+    assert!(world.repo_dir("model", "acme/relu").is_dir());
+    assert!(!world.repo_dir("kernel", "acme/relu").exists());
+    let wanted: Vec<MirrorFile> = variants(&relu).into_values().flatten().collect();
+    world.reset();
+    python_reads_snapshot(
+        &world,
+        "hub-0.35.3",
+        "model",
+        "acme/relu",
+        RELU_SHA,
+        &wanted,
+    );
+    assert!(world.requests().is_empty(), "offline Python made requests");
+}
+
+#[test]
+fn python_hub_2_4_reads_kernel_type_download_offline() {
+    let world = World::new();
+    let gelu = gelu_files();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    assert_ok(&world.download(&["--all-variants", "--concurrency", "1"]));
+    world.reset();
+    python_reads_snapshot(&world, "hub-2.4.0", "kernel", "acme/gelu", GELU_SHA, &gelu);
+    assert!(world.requests().is_empty(), "offline Python made requests");
+}

@@ -1,0 +1,8 @@
+import torch
+ops = torch.ops._einops_metal_b24bde1
+
+def add_op_namespace_prefix(op_name: str):
+    """
+    Prefix op by namespace.
+    """
+    return f"_einops_metal_b24bde1::{op_name}"

@@ -1,0 +1,9 @@
+import torch
+from . import _rotary_cuda_196da9f
+ops = torch.ops._rotary_cuda_196da9f
+
+def add_op_namespace_prefix(op_name: str):
+    """
+    Prefix op by namespace.
+    """
+    return f"_rotary_cuda_196da9f::{op_name}"

@@ -1,0 +1,12 @@
+"""Test kernel whose builds only report their own version (kernels test suite)."""
+
+import torch
+
+from ._ops import ops
+
+
+def version() -> int:
+    return 10
+
+
+__all__ = ["version"]

@@ -1,0 +1,151 @@
+//! Progress reporting on stderr: indicatif bars on a terminal, one plain line
+//! per finished kernel otherwise, nothing when quiet.
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// Bars per file plus an overall bar (stderr is a terminal).
+    Bars,
+    /// One line per finished kernel.
+    Lines,
+    /// Nothing.
+    Quiet,
+}
+
+impl ProgressMode {
+    /// Bars when stderr is a terminal, lines otherwise; quiet wins.
+    pub fn detect(quiet: bool) -> ProgressMode {
+        use std::io::IsTerminal;
+        if quiet {
+            ProgressMode::Quiet
+        } else if std::io::stderr().is_terminal() {
+            ProgressMode::Bars
+        } else {
+            ProgressMode::Lines
+        }
+    }
+}
+
+/// Shared progress state of one `download` run.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    mode: ProgressMode,
+    multi: MultiProgress,
+    overall: ProgressBar,
+}
+
+/// The bar of one file being fetched (a no-op outside [`ProgressMode::Bars`]).
+/// Bytes it added to the overall bar are taken back if it is dropped before
+/// [`FileBar::done`] (the fetch failed and will be retried or reported).
+#[derive(Debug)]
+pub struct FileBar {
+    bar: Option<ProgressBar>,
+    overall: ProgressBar,
+    counted: u64,
+    done: bool,
+}
+
+impl Progress {
+    /// Progress in `mode`; the overall bar starts at zero bytes.
+    pub fn new(mode: ProgressMode) -> Progress {
+        let multi = MultiProgress::with_draw_target(match mode {
+            ProgressMode::Bars => ProgressDrawTarget::stderr(),
+            _ => ProgressDrawTarget::hidden(),
+        });
+        let overall = multi.add(ProgressBar::new(0));
+        overall.set_style(
+            ProgressStyle::with_template(
+                "{prefix:>12.bold} [{bar:30}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
+        );
+        overall.set_prefix("Downloading");
+        Progress {
+            mode,
+            multi,
+            overall,
+        }
+    }
+
+    /// Adds `bytes` to the overall total (called once per planned kernel).
+    pub fn add_total(&self, bytes: u64) {
+        self.overall.inc_length(bytes);
+    }
+
+    /// Counts bytes that were already in the cache.
+    pub fn cached(&self, bytes: u64) {
+        self.overall.inc(bytes);
+    }
+
+    /// A bar for one file fetch of `size` bytes.
+    pub fn file(&self, name: &str, size: u64) -> FileBar {
+        let bar = (self.mode == ProgressMode::Bars).then(|| {
+            let bar = self.multi.add(ProgressBar::new(size));
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{msg:40!} [{bar:20}] {binary_bytes}/{binary_total_bytes}",
+                )
+                .expect("static template")
+                .progress_chars("=> "),
+            );
+            bar.set_message(name.to_owned());
+            bar
+        });
+        FileBar {
+            bar,
+            overall: self.overall.clone(),
+            counted: 0,
+            done: false,
+        }
+    }
+
+    /// Prints a status line (above the bars on a terminal; plain otherwise).
+    pub fn line(&self, message: &str) {
+        match self.mode {
+            ProgressMode::Quiet => {}
+            ProgressMode::Bars => self.multi.suspend(|| eprintln!("{message}")),
+            ProgressMode::Lines => eprintln!("{message}"),
+        }
+    }
+
+    /// Removes the overall bar.
+    pub fn finish(&self) {
+        self.overall.finish_and_clear();
+    }
+}
+
+impl FileBar {
+    /// `n` more bytes are present (received, or kept from an earlier run).
+    pub fn inc(&mut self, n: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc(n);
+        }
+        self.overall.inc(n);
+        self.counted += n;
+    }
+
+    /// The file is complete and verified.
+    pub fn done(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for FileBar {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        if !self.done {
+            let pos = self.overall.position();
+            self.overall.set_position(pos.saturating_sub(self.counted));
+        }
+    }
+}
+
+/// `1234567` → `1.2 MiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    indicatif::BinaryBytes(bytes).to_string()
+}

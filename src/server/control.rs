@@ -1,0 +1,232 @@
+//! Test-only instrumentation (`--test-control`): the request log and fault
+//! injection rules, driven through `/__fixture/…` on the Hub listener.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+
+use super::content::BodyFaults;
+use super::glob::fnmatch;
+
+/// Which listener a request arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Listener {
+    /// The Hub API and `/resolve/` listener.
+    Hub,
+    /// The LFS "CDN" listener.
+    Cdn,
+}
+
+/// One logged request. `bytes` grows while the body is streamed.
+#[derive(Debug)]
+pub struct LogEntry {
+    /// Listener that served it.
+    pub listener: Listener,
+    /// HTTP method.
+    pub method: String,
+    /// Raw (undecoded) path.
+    pub path: String,
+    /// Raw query string, if any.
+    pub query: Option<String>,
+    /// Headers with lower-cased names; repeated headers are joined with `, `.
+    pub headers: BTreeMap<String, String>,
+    /// Response status.
+    pub status: u16,
+    /// Body bytes handed to the connection so far.
+    pub bytes: Arc<AtomicU64>,
+}
+
+/// JSON shape of a log entry in `GET /__fixture/requests`.
+#[derive(Debug, Serialize)]
+struct LogRecord<'a> {
+    listener: Listener,
+    method: &'a str,
+    path: &'a str,
+    query: Option<&'a str>,
+    headers: &'a BTreeMap<String, String>,
+    status: u16,
+    bytes: u64,
+    authorization: bool,
+}
+
+/// A canned response: a bare status code or `{code, headers, body}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum StatusFault {
+    /// Only the status code (500, 502, 503, 504, 408, 429…).
+    Code(u16),
+    /// Status code with extra headers and a body.
+    Full {
+        /// Status code.
+        code: u16,
+        /// Extra response headers.
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+        /// Response body (default: a JSON error naming the fault).
+        body: Option<String>,
+    },
+}
+
+/// `corrupt` action: XOR the byte at `offset` (of the file) with `xor`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct Corrupt {
+    /// File offset of the byte to flip.
+    pub offset: u64,
+    /// Mask (default `0xff`).
+    #[serde(default = "default_xor")]
+    pub xor: u8,
+}
+
+fn default_xor() -> u8 {
+    0xff
+}
+
+/// A fault rule (`POST /__fixture/faults` takes one rule or an array).
+///
+/// Matchers: `listener` (`hub`|`cdn`), `method`, `path` (an `fnmatch` glob on
+/// the raw path, `*` crossing `/`), and `count` (apply to the first N matching
+/// requests only). Actions may be combined in one rule.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultRule {
+    /// Only requests on this listener.
+    pub listener: Option<Listener>,
+    /// Only this method (case-insensitive).
+    pub method: Option<String>,
+    /// Only raw paths matching this glob.
+    pub path: Option<String>,
+    /// Apply to at most this many matching requests.
+    pub count: Option<u64>,
+    /// Delay before answering, in milliseconds.
+    pub latency_ms: Option<u64>,
+    /// Answer with this status instead of the real response.
+    pub status: Option<StatusFault>,
+    /// `Retry-After` seconds on the canned response (meant for 429).
+    pub retry_after: Option<u64>,
+    /// Advertise the full length, send this many body bytes, then cut the connection.
+    pub truncate_after_bytes: Option<u64>,
+    /// Flip one byte of the body, same length.
+    pub corrupt: Option<Corrupt>,
+    /// Answer Range requests with `200` and the whole body.
+    #[serde(default)]
+    pub ignore_range: bool,
+    /// Answer every file request with `416`.
+    #[serde(default)]
+    pub range_416: bool,
+    /// Close the connection without answering.
+    #[serde(default)]
+    pub reset_connection: bool,
+}
+
+impl FaultRule {
+    fn matches(&self, listener: Listener, method: &str, path: &str) -> bool {
+        self.listener.is_none_or(|l| l == listener)
+            && self
+                .method
+                .as_deref()
+                .is_none_or(|m| m.eq_ignore_ascii_case(method))
+            && self.path.as_deref().is_none_or(|p| fnmatch(p, path))
+            && self.count != Some(0)
+    }
+}
+
+/// The faults that apply to one request (the union of every matching rule).
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// Total delay before answering.
+    pub latency_ms: u64,
+    /// Canned status, with `Retry-After` seconds.
+    pub status: Option<(StatusFault, Option<u64>)>,
+    /// Body changes.
+    pub body: BodyFaults,
+    /// Serve `200` to Range requests.
+    pub ignore_range: bool,
+    /// Serve `416` to file requests.
+    pub range_416: bool,
+    /// Drop the connection.
+    pub reset_connection: bool,
+}
+
+/// Request log and fault rules shared by both listeners.
+#[derive(Debug, Default)]
+pub struct Control {
+    log: Mutex<Vec<LogEntry>>,
+    rules: Mutex<Vec<FaultRule>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Control {
+    /// Appends a log entry.
+    pub fn record(&self, entry: LogEntry) {
+        lock(&self.log).push(entry);
+    }
+
+    /// The log as a JSON array.
+    pub fn log_json(&self) -> serde_json::Value {
+        let log = lock(&self.log);
+        let records: Vec<LogRecord<'_>> = log
+            .iter()
+            .map(|e| LogRecord {
+                listener: e.listener,
+                method: &e.method,
+                path: &e.path,
+                query: e.query.as_deref(),
+                headers: &e.headers,
+                status: e.status,
+                bytes: e.bytes.load(Ordering::Relaxed),
+                authorization: e.headers.contains_key("authorization"),
+            })
+            .collect();
+        serde_json::to_value(records).unwrap_or_default()
+    }
+
+    /// Clears the log and every fault rule.
+    pub fn reset(&self) {
+        lock(&self.log).clear();
+        lock(&self.rules).clear();
+    }
+
+    /// Adds fault rules.
+    pub fn add_rules(&self, rules: Vec<FaultRule>) {
+        lock(&self.rules).extend(rules);
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_rules(&self) {
+        lock(&self.rules).clear();
+    }
+
+    /// Collects (and counts down) the rules matching a request.
+    pub fn take_faults(&self, listener: Listener, method: &str, path: &str) -> Faults {
+        let mut faults = Faults::default();
+        for rule in lock(&self.rules).iter_mut() {
+            if !rule.matches(listener, method, path) {
+                continue;
+            }
+            if let Some(n) = rule.count.as_mut() {
+                *n -= 1;
+            }
+            faults.latency_ms += rule.latency_ms.unwrap_or(0);
+            if faults.status.is_none()
+                && let Some(status) = &rule.status
+            {
+                faults.status = Some((status.clone(), rule.retry_after));
+            }
+            faults.body.truncate_after = faults.body.truncate_after.or(rule.truncate_after_bytes);
+            faults.body.corrupt = faults
+                .body
+                .corrupt
+                .or(rule.corrupt.map(|c| (c.offset, c.xor)));
+            faults.ignore_range |= rule.ignore_range;
+            faults.range_416 |= rule.range_416;
+            faults.reset_connection |= rule.reset_connection;
+        }
+        faults
+    }
+}
