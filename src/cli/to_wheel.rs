@@ -3,9 +3,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::cache::HubCache;
+use crate::download::{Progress, ProgressMode};
+use crate::hub::HubClient;
 use crate::repo_id::RepoId;
 use crate::settings::Settings;
-use crate::wheel::{self, Kernel, Snapshot, TagVersion, WheelOptions, ZIP_EPOCH};
+use crate::wheel::{self, Kernel, Snapshot, TagVersion, WheelError, WheelOptions, ZIP_EPOCH};
+
+use super::download::RepoTypeArg;
 
 /// Arguments of `kernels to-wheel`.
 #[derive(Debug, clap::Args)]
@@ -14,7 +19,7 @@ pub struct ToWheelArgs {
     pub repo_id: RepoId,
 
     /// Version the wheels carry (PEP 440, for example `0.0.3`). Unless
-    /// `--revision` is given, the snapshot is the one of tag or branch `v<VERSION>`.
+    /// `--revision` is given, the files come from tag or branch `v<VERSION>`.
     #[arg(value_name = "VERSION")]
     pub kernel_version: String,
 
@@ -40,12 +45,17 @@ pub struct ToWheelArgs {
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub out_dir: PathBuf,
 
-    /// Branch, tag or commit to read from the Hub cache instead of `v<VERSION>`.
+    /// Branch, tag or commit to build instead of `v<VERSION>`.
     #[arg(long, conflicts_with = "from_dir")]
     pub revision: Option<String>,
 
+    /// Hub repository type of the kernel; also the cache folder prefix
+    /// (`kernels--` or `models--`).
+    #[arg(long, value_enum, default_value_t = RepoTypeArg::Kernel, conflicts_with = "from_dir")]
+    pub repo_type: RepoTypeArg,
+
     /// Read the variants from a local snapshot (a directory containing
-    /// `build/`) instead of the Hub cache.
+    /// `build/`) instead of downloading them.
     #[arg(long, value_name = "SNAPSHOT_DIR")]
     pub from_dir: Option<PathBuf>,
 
@@ -55,23 +65,14 @@ pub struct ToWheelArgs {
     pub source_date_epoch: u64,
 }
 
-/// Plans every wheel, then writes them one by one, printing each wheel's
+/// Gets the snapshot (local directory, or downloaded into the Hub cache),
+/// plans every wheel, then writes them one by one, printing each wheel's
 /// path on stdout.
 pub fn run(args: ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
     let kernel = Kernel::new(args.repo_id.clone(), &args.kernel_version)?;
     let snapshot = match &args.from_dir {
         Some(dir) => Snapshot::from_dir(dir)?,
-        None => {
-            let revision = args.revision.clone().unwrap_or_else(|| {
-                format!(
-                    "v{}",
-                    args.kernel_version
-                        .strip_prefix('v')
-                        .unwrap_or(&args.kernel_version)
-                )
-            });
-            Snapshot::from_cache(&settings.cache_dir, &args.repo_id, &revision)?
-        }
+        None => hub_snapshot(&args, settings, quiet)?,
     };
     let options = WheelOptions {
         python: args.python_version,
@@ -85,7 +86,7 @@ pub fn run(args: ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Resul
             eprintln!("warning: skipping `{variant}`: not a build-variant name");
         }
     }
-    fs_err::create_dir_all(&args.out_dir).map_err(wheel::WheelError::Io)?;
+    fs_err::create_dir_all(&args.out_dir).map_err(WheelError::Io)?;
     for planned in &plan.wheels {
         let path = planned.build(&args.out_dir)?;
         if !quiet {
@@ -98,6 +99,51 @@ pub fn run(args: ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Resul
         println!("{}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Downloads the snapshot into the Hub cache. Offline (`HF_HUB_OFFLINE`),
+/// or when the download fails, a snapshot already in the cache for the
+/// revision is used instead (with a warning naming the failure); without one
+/// the download error is reported.
+fn hub_snapshot(args: &ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Result<Snapshot> {
+    let revision = args.revision.clone().unwrap_or_else(|| {
+        let version = &args.kernel_version;
+        format!("v{}", version.strip_prefix('v').unwrap_or(version))
+    });
+    if settings.offline {
+        return Ok(Snapshot::from_cache(
+            &settings.cache_dir,
+            &args.repo_id,
+            &revision,
+        )?);
+    }
+    let client = HubClient::new(settings).map_err(|err| super::InternalError(err.to_string()))?;
+    let cache = HubCache::new(&settings.cache_dir);
+    let progress = Progress::new(ProgressMode::detect(quiet));
+    let fetched = super::runtime()?.block_on(Snapshot::fetch(
+        &client,
+        &cache,
+        &args.repo_id,
+        &revision,
+        args.repo_type.into(),
+        &args.variants,
+        &progress,
+    ));
+    match fetched {
+        Ok(snapshot) => Ok(snapshot),
+        Err(err) => match Snapshot::from_cache(&settings.cache_dir, &args.repo_id, &revision) {
+            Ok(snapshot) => {
+                if !quiet {
+                    eprintln!(
+                        "warning: using the cached snapshot of `{}` at `{revision}`: {err}",
+                        args.repo_id
+                    );
+                }
+                Ok(snapshot)
+            }
+            Err(_) => Err(err.into()),
+        },
+    }
 }
 
 #[cfg(test)]

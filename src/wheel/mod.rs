@@ -1,8 +1,9 @@
 //! `kernels to-wheel`: turn the build variants of a kernel snapshot into
 //! installable Python wheels (PEP 427), one wheel per variant.
 //!
-//! Input is a snapshot directory holding `build/<variant>/…` (a local
-//! checkout or a Hugging Face cache snapshot, see [`Snapshot`]). Each variant
+//! Input is a snapshot directory holding `build/<variant>/…`: a local
+//! checkout, a Hugging Face cache snapshot, or one downloaded into the cache
+//! first (see [`Snapshot`]). Each variant
 //! becomes `{name}-{version}[+{local}]-{python}-{abi}-{platform}.whl`, with
 //! names and tags from [`WheelSpec`]. Output is reproducible: entries are
 //! sorted, timestamps come from `SOURCE_DATE_EPOCH`, and generated files have
@@ -190,6 +191,10 @@ pub enum WheelError {
         #[source]
         source: io::Error,
     },
+    /// Fetching the snapshot from the Hub failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Download(Box<crate::download::DownloadError>),
     /// Reading the snapshot failed (the message names the path).
     #[error(transparent)]
     #[diagnostic(code(kernels::wheel::io))]
@@ -198,6 +203,12 @@ pub enum WheelError {
     #[error("zip writer failed: {0}")]
     #[diagnostic(code(kernels::wheel::zip))]
     Zip(#[from] zip::result::ZipError),
+}
+
+impl From<crate::download::DownloadError> for WheelError {
+    fn from(err: crate::download::DownloadError) -> Self {
+        WheelError::Download(Box::new(err))
+    }
 }
 
 /// The wheels one run will build, checked before anything is written.

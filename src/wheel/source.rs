@@ -4,7 +4,14 @@
 use std::path::{Path, PathBuf};
 
 use crate::build_variant::BuildVariant;
+use crate::cache::{HubCache, is_commit_id};
+use crate::download::{
+    DEFAULT_CONCURRENCY, DownloadError, DownloadOptions, LockedKernel, Progress, download,
+};
+use crate::hub::HubClient;
+use crate::hub::types::RepoType;
 use crate::repo_id::RepoId;
+use crate::variant::VariantSelection;
 
 use super::WheelError;
 
@@ -79,6 +86,66 @@ impl Snapshot {
             revision: revision.to_owned(),
             cache_dir: cache_dir.to_path_buf(),
         })
+    }
+
+    /// Downloads `build/` of `repo_id` at `revision` into the Hub cache and
+    /// returns that snapshot.
+    ///
+    /// `revision` (branch, tag or commit) is resolved to a commit through the
+    /// Hub; a name gets its `refs/` file, as `huggingface_hub` writes it.
+    /// `variants` limits the download to those directories (empty: every
+    /// directory under `build/`). Files already in the cache are verified and
+    /// not fetched again.
+    pub async fn fetch(
+        client: &HubClient,
+        cache: &HubCache,
+        repo_id: &RepoId,
+        revision: &str,
+        repo_type: RepoType,
+        variants: &[String],
+        progress: &Progress,
+    ) -> Result<Self, WheelError> {
+        let commit = if is_commit_id(revision) {
+            revision.to_owned()
+        } else {
+            client
+                .repo_info(repo_type, repo_id, revision)
+                .await
+                .map_err(DownloadError::from)?
+                .sha
+                .to_ascii_lowercase()
+        };
+        let kernel = LockedKernel {
+            repo_id: repo_id.clone(),
+            commit: commit.clone(),
+            variants: None,
+        };
+        let options = DownloadOptions {
+            repo_type,
+            selection: if variants.is_empty() {
+                VariantSelection::All
+            } else {
+                VariantSelection::Named(variants.to_vec())
+            },
+            concurrency: DEFAULT_CONCURRENCY,
+        };
+        let mut summary = download(
+            client,
+            cache,
+            std::slice::from_ref(&kernel),
+            &options,
+            progress,
+        )
+        .await;
+        if let Some(failure) = summary.failed.pop() {
+            return Err(failure.error.into());
+        }
+        let repo = cache.repo(repo_id, repo_type);
+        if !is_commit_id(revision) {
+            repo.write_ref(revision, &commit)
+                .map_err(DownloadError::from)?;
+        }
+        Self::from_dir(&repo.snapshot_dir(&commit))
     }
 
     /// The `build/` directory.

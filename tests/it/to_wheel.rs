@@ -12,7 +12,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use crate::common::{kernels, pyref_python};
+use crate::common::{Server, kernels, pyref_python};
 
 const REPO: &str = "kernels-community/activation";
 /// An endpoint nothing listens on: to-wheel must not need the network here.
@@ -656,8 +656,22 @@ fn reads_a_hub_cache_snapshot() {
         assert_eq!(entries["activation/__init__.py"].1, b"VARIANT = 'cached'\n");
     }
 
-    // A revision that is not cached is a user error naming the way out.
+    // Unreachable Hub: the cached snapshot is used, with a warning.
+    let output = run_ok(
+        to_wheel(&cache)
+            .args([REPO, "0.0.3", "--out-dir"])
+            .arg(tmp.path().join("fallback")),
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("warning: using the cached snapshot"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // A revision that is not cached: offline, a user error naming the way out;
+    // online, the download error.
     let output = to_wheel(&cache)
+        .env("HF_HUB_OFFLINE", "1")
         .args([REPO, "9.9.9", "--out-dir"])
         .arg(tmp.path().join("none"))
         .output()
@@ -667,6 +681,106 @@ fn reads_a_hub_cache_snapshot() {
     assert!(
         stderr.contains("`v9.9.9`") && stderr.contains("--from-dir"),
         "{stderr}"
+    );
+    let output = to_wheel(&cache)
+        .args([REPO, "9.9.9", "--out-dir"])
+        .arg(tmp.path().join("none"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot reach"), "{stderr}");
+    assert!(!tmp.path().join("none").exists());
+}
+
+/// Copies `from` into `to`, following nothing (plain files and directories).
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn downloads_the_variants_from_the_hub() {
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = snapshot(tmp.path());
+    let mirror = tmp.path().join("mirror");
+    let repo = mirror.join("repos/kernels/kernels-community/activation");
+    copy_tree(&snap, &repo.join("commits/c1/tree"));
+    write(
+        &repo.join("repo.toml"),
+        "commits = [\"c1\"]\nlfs = [\"*.so\", \"*.pyd\"]\n\n[branches]\nmain = \"c1\"\n\n[tags]\n\"v0.0.3\" = \"c1\"\n",
+    );
+    let server = Server::start(&mirror);
+    let cache = tmp.path().join("cache");
+
+    let out = tmp.path().join("hub");
+    let output = run_ok(
+        kernels(&server.endpoint, &cache)
+            .env_remove("SOURCE_DATE_EPOCH")
+            .args(["to-wheel", REPO, "0.0.3", "--out-dir"])
+            .arg(&out),
+    );
+    let from_hub: Vec<PathBuf> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    // Same wheels, same contents as from the local snapshot (the Hub does not
+    // carry file modes, so whole-file bytes may differ for executables).
+    let local = build_all(tmp.path(), &snap, &tmp.path().join("local"));
+    assert_eq!(from_hub.len(), 7);
+    for (hub, local) in from_hub.iter().zip(&local) {
+        assert_eq!(hub.file_name(), local.file_name());
+        let strip = |entries: BTreeMap<String, (u32, Vec<u8>)>| {
+            entries
+                .into_iter()
+                .map(|(name, (_, content))| (name, content))
+                .collect::<BTreeMap<_, _>>()
+        };
+        assert_eq!(strip(read_wheel(hub)), strip(read_wheel(local)));
+    }
+    // The tag got its ref file, and the snapshot is in the cache.
+    let commit =
+        std::fs::read_to_string(cache.join("kernels--kernels-community--activation/refs/v0.0.3"))
+            .unwrap();
+    assert_eq!(commit.len(), 40);
+
+    // `--variant` downloads only what is needed; then offline works from the cache.
+    let cache2 = tmp.path().join("cache2");
+    let variant = "torch27-cxx11-cu126-x86_64-linux";
+    run_ok(
+        kernels(&server.endpoint, &cache2)
+            .args(["to-wheel", REPO, "0.0.3", "--variant", variant, "--out-dir"])
+            .arg(tmp.path().join("one")),
+    );
+    let build = cache2
+        .join("kernels--kernels-community--activation/snapshots")
+        .join(&commit)
+        .join("build");
+    let fetched: Vec<String> = std::fs::read_dir(&build)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(fetched, [variant]);
+    let output = run_ok(
+        kernels(&server.endpoint, &cache2)
+            .env("HF_HUB_OFFLINE", "1")
+            .args(["to-wheel", REPO, "0.0.3", "--variant", variant, "--out-dir"])
+            .arg(tmp.path().join("offline")),
+    );
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap().trim(),
+        tmp.path()
+            .join("offline/activation-0.0.3+torch27cu126cxx11-cp39-abi3-manylinux_2_28_x86_64.whl")
+            .to_str()
+            .unwrap()
     );
 }
 
