@@ -8,7 +8,9 @@ use crate::download::{Progress, ProgressMode};
 use crate::hub::HubClient;
 use crate::repo_id::RepoId;
 use crate::settings::Settings;
-use crate::wheel::{self, Kernel, Snapshot, TagVersion, WheelError, WheelOptions, ZIP_EPOCH};
+use crate::wheel::{
+    self, HubRevision, Kernel, Snapshot, TagVersion, WheelError, WheelOptions, ZIP_EPOCH,
+};
 
 use super::download::RepoTypeArg;
 
@@ -101,49 +103,52 @@ pub fn run(args: ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Resul
     Ok(ExitCode::SUCCESS)
 }
 
-/// Downloads the snapshot into the Hub cache. Offline (`HF_HUB_OFFLINE`),
-/// or when the download fails, a snapshot already in the cache for the
-/// revision is used instead (with a warning naming the failure); without one
-/// the download error is reported.
+/// Downloads the snapshot into the Hub cache. Offline (`HF_HUB_OFFLINE`), or
+/// when the revision cannot be resolved (Hub unreachable), a snapshot already
+/// in the cache for the revision is used instead, with a warning naming the
+/// failure. A download that fails after it started is an error: the cached
+/// snapshot may be incomplete.
 fn hub_snapshot(args: &ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Result<Snapshot> {
     let revision = args.revision.clone().unwrap_or_else(|| {
         let version = &args.kernel_version;
         format!("v{}", version.strip_prefix('v').unwrap_or(version))
     });
+    let cached = || Snapshot::from_cache(&settings.cache_dir, &args.repo_id, &revision);
     if settings.offline {
-        return Ok(Snapshot::from_cache(
-            &settings.cache_dir,
-            &args.repo_id,
-            &revision,
-        )?);
+        return Ok(cached()?);
     }
+    let at = HubRevision {
+        repo_id: &args.repo_id,
+        revision: &revision,
+        repo_type: args.repo_type.into(),
+    };
     let client = HubClient::new(settings).map_err(|err| super::InternalError(err.to_string()))?;
+    let runtime = super::runtime()?;
+    let commit = match runtime.block_on(Snapshot::resolve(&client, &at)) {
+        Ok(commit) => commit,
+        Err(err) => {
+            let Ok(snapshot) = cached() else {
+                return Err(err.into());
+            };
+            if !quiet {
+                eprintln!(
+                    "warning: using the cached snapshot of `{}` at `{revision}`: {err}",
+                    args.repo_id
+                );
+            }
+            return Ok(snapshot);
+        }
+    };
     let cache = HubCache::new(&settings.cache_dir);
     let progress = Progress::new(ProgressMode::detect(quiet));
-    let fetched = super::runtime()?.block_on(Snapshot::fetch(
+    Ok(runtime.block_on(Snapshot::fetch(
         &client,
         &cache,
-        &args.repo_id,
-        &revision,
-        args.repo_type.into(),
+        &at,
+        &commit,
         &args.variants,
         &progress,
-    ));
-    match fetched {
-        Ok(snapshot) => Ok(snapshot),
-        Err(err) => match Snapshot::from_cache(&settings.cache_dir, &args.repo_id, &revision) {
-            Ok(snapshot) => {
-                if !quiet {
-                    eprintln!(
-                        "warning: using the cached snapshot of `{}` at `{revision}`: {err}",
-                        args.repo_id
-                    );
-                }
-                Ok(snapshot)
-            }
-            Err(_) => Err(err.into()),
-        },
-    }
+    ))?)
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use archive::ZIP_EPOCH;
-pub use source::Snapshot;
+pub use source::{HubRevision, Snapshot};
 pub use spec::{Kernel, KernelMetadata, TagVersion, WheelOptions, WheelSpec};
 
 use crate::build_variant::BuildVariant;

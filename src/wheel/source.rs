@@ -15,6 +15,17 @@ use crate::variant::VariantSelection;
 
 use super::WheelError;
 
+/// A revision of a kernel repository on the Hub.
+#[derive(Debug, Clone, Copy)]
+pub struct HubRevision<'a> {
+    /// The repository.
+    pub repo_id: &'a RepoId,
+    /// Branch, tag or commit.
+    pub revision: &'a str,
+    /// Repository type (API path and cache folder prefix).
+    pub repo_type: RepoType,
+}
+
 /// A kernel snapshot on disk: a directory with `build/<variant>/…`.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -88,40 +99,40 @@ impl Snapshot {
         })
     }
 
-    /// Downloads `build/` of `repo_id` at `revision` into the Hub cache and
-    /// returns that snapshot.
-    ///
-    /// `revision` (branch, tag or commit) is resolved to a commit through the
-    /// Hub; a name gets its `refs/` file, as `huggingface_hub` writes it.
-    /// `variants` limits the download to those directories (empty: every
-    /// directory under `build/`). Files already in the cache are verified and
-    /// not fetched again.
+    /// The commit `at.revision` names: itself for a full commit id, else
+    /// asked of the Hub.
+    pub async fn resolve(client: &HubClient, at: &HubRevision<'_>) -> Result<String, WheelError> {
+        if is_commit_id(at.revision) {
+            return Ok(at.revision.to_owned());
+        }
+        let info = client
+            .repo_info(at.repo_type, at.repo_id, at.revision)
+            .await
+            .map_err(DownloadError::from)?;
+        Ok(info.sha.to_ascii_lowercase())
+    }
+
+    /// Downloads `build/` of `at.repo_id` at `commit` (what `at.revision`
+    /// resolved to, see [`Snapshot::resolve`]) into the Hub cache and returns
+    /// that snapshot. A revision name gets its `refs/` file, as
+    /// `huggingface_hub` writes it. `variants` limits the download to those
+    /// directories (empty: every directory under `build/`). Files already in
+    /// the cache are verified and not fetched again.
     pub async fn fetch(
         client: &HubClient,
         cache: &HubCache,
-        repo_id: &RepoId,
-        revision: &str,
-        repo_type: RepoType,
+        at: &HubRevision<'_>,
+        commit: &str,
         variants: &[String],
         progress: &Progress,
     ) -> Result<Self, WheelError> {
-        let commit = if is_commit_id(revision) {
-            revision.to_owned()
-        } else {
-            client
-                .repo_info(repo_type, repo_id, revision)
-                .await
-                .map_err(DownloadError::from)?
-                .sha
-                .to_ascii_lowercase()
-        };
         let kernel = LockedKernel {
-            repo_id: repo_id.clone(),
-            commit: commit.clone(),
+            repo_id: at.repo_id.clone(),
+            commit: commit.to_owned(),
             variants: None,
         };
         let options = DownloadOptions {
-            repo_type,
+            repo_type: at.repo_type,
             selection: if variants.is_empty() {
                 VariantSelection::All
             } else {
@@ -140,12 +151,12 @@ impl Snapshot {
         if let Some(failure) = summary.failed.pop() {
             return Err(failure.error.into());
         }
-        let repo = cache.repo(repo_id, repo_type);
-        if !is_commit_id(revision) {
-            repo.write_ref(revision, &commit)
+        let repo = cache.repo(at.repo_id, at.repo_type);
+        if !is_commit_id(at.revision) {
+            repo.write_ref(at.revision, commit)
                 .map_err(DownloadError::from)?;
         }
-        Self::from_dir(&repo.snapshot_dir(&commit))
+        Self::from_dir(&repo.snapshot_dir(commit))
     }
 
     /// The `build/` directory.

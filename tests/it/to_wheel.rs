@@ -640,11 +640,12 @@ fn reads_a_hub_cache_snapshot() {
     )
     .unwrap();
 
-    // By tag `v<version>` through refs/, and by commit.
+    // Offline: by tag `v<version>` through refs/, and by commit.
     for extra in [&[][..], &["--revision", commit][..]] {
         let out = tmp.path().join("dist");
         let output = run_ok(
             to_wheel(&cache)
+                .env("HF_HUB_OFFLINE", "1")
                 .args([REPO, "0.0.3"])
                 .args(extra)
                 .arg("--out-dir")
@@ -656,7 +657,8 @@ fn reads_a_hub_cache_snapshot() {
         assert_eq!(entries["activation/__init__.py"].1, b"VARIANT = 'cached'\n");
     }
 
-    // Unreachable Hub: the cached snapshot is used, with a warning.
+    // Unreachable Hub: a tag that cannot be resolved falls back to the
+    // cached snapshot, with a warning.
     let output = run_ok(
         to_wheel(&cache)
             .args([REPO, "0.0.3", "--out-dir"])
