@@ -26,7 +26,7 @@ pub struct ToWheelArgs {
     pub kernel_version: String,
 
     /// Lowest CPython version: compiled wheels are tagged `cp<XY>-abi3` and
-    /// every wheel says `Requires-Python: >=<VERSION>`.
+    /// every wheel says `Requires-Python: >=X.Y`.
     #[arg(long, value_name = "X.Y", default_value = "3.9")]
     pub python_version: TagVersion,
 

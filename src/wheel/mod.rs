@@ -121,7 +121,7 @@ pub enum WheelError {
     #[diagnostic(
         code(kernels::wheel::not_cached),
         help(
-            "download it first (for example `hf download {repo_id} --revision {revision} --include 'build/*'`), or pass a local snapshot with `--from-dir`"
+            "run online (without HF_HUB_OFFLINE) so that to-wheel downloads it, or pass a local snapshot with `--from-dir`"
         )
     )]
     NotCached {
