@@ -10,6 +10,7 @@
 //! `kernels serve` ([`server`]) is a read-only Hub-compatible server over a mirror
 //! directory; the tests and the README demo run everything against it.
 
+pub mod build_variant;
 pub mod cache;
 pub mod cli;
 pub mod download;
@@ -24,3 +25,4 @@ pub mod resolver;
 pub mod server;
 pub mod settings;
 pub mod variant;
+pub mod wheel;

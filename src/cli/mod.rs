@@ -7,6 +7,7 @@
 mod download;
 mod lock;
 mod serve;
+mod to_wheel;
 
 use std::process::ExitCode;
 
@@ -34,6 +35,8 @@ enum Command {
     Lock(lock::LockArgs),
     /// Serve a mirror directory over the Hugging Face Hub HTTP API.
     Serve(serve::ServeArgs),
+    /// Build Python wheels from the build variants of a kernel snapshot.
+    ToWheel(to_wheel::ToWheelArgs),
 }
 
 /// Marks an error as a bug or environment failure: the process exits with 2
@@ -52,6 +55,7 @@ pub fn main() -> ExitCode {
         Command::Download(args) => download::run(args, &settings, cli.quiet),
         Command::Lock(args) => lock::run(args, &settings, cli.quiet),
         Command::Serve(args) => serve::run(args, cli.quiet),
+        Command::ToWheel(args) => to_wheel::run(args, &settings, cli.quiet),
     };
     match result {
         Ok(code) => code,

@@ -5,3 +5,4 @@ mod common;
 mod download;
 mod lock;
 mod serve;
+mod to_wheel;

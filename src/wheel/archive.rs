@@ -1,0 +1,317 @@
+//! Collecting a variant's files and writing them, with the generated
+//! `.dist-info` files, into a reproducible zip.
+
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, DateTime, ZipWriter};
+
+use super::WheelError;
+
+/// The earliest time a zip entry can carry: 1980-01-01T00:00:00Z.
+pub const ZIP_EPOCH: u64 = 315_532_800;
+
+/// One file of the variant, to be stored at `arcname`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// Path inside the wheel, `/`-separated.
+    pub arcname: String,
+    /// Where the content is read from (symlinks are followed).
+    pub path: PathBuf,
+    /// Permission bits (`0o644`, `0o755`, …).
+    pub mode: u32,
+}
+
+/// Lists the files under `root`, stored below `prefix` in the wheel, sorted
+/// by archive name. Skips `__pycache__` directories and `*.pyc` files.
+///
+/// Every path must stay inside `trust_root` once symlinks are resolved (a Hub
+/// cache snapshot's files point into the repository's `blobs/`, so the
+/// trust root of a snapshot is its repository folder), be valid UTF-8 and
+/// name only regular files and directories.
+pub(crate) fn collect(
+    root: &Path,
+    prefix: &str,
+    trust_root: &Path,
+) -> Result<Vec<Entry>, WheelError> {
+    let trust_root = fs_err::canonicalize(trust_root)?;
+    let unsafe_path = |path: &Path, reason: &str| WheelError::UnsafePath {
+        path: path.to_path_buf(),
+        reason: reason.to_owned(),
+    };
+    let mut entries = Vec::new();
+    let walk = walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .into_iter()
+        .filter_entry(|e| !(e.file_type().is_dir() && e.file_name() == "__pycache__"));
+    for item in walk {
+        let item = item.map_err(|err| match err.loop_ancestor() {
+            Some(_) => unsafe_path(
+                err.path().unwrap_or(root),
+                "the symlink points back at one of its parent directories",
+            ),
+            None => WheelError::Io(err.into()),
+        })?;
+        let path = item.path();
+        let real = fs_err::canonicalize(path)?;
+        if !real.starts_with(&trust_root) {
+            return Err(unsafe_path(
+                path,
+                &format!(
+                    "it resolves to {}, outside {}",
+                    real.display(),
+                    trust_root.display()
+                ),
+            ));
+        }
+        if item.file_type().is_dir() {
+            continue;
+        }
+        if !item.file_type().is_file() {
+            return Err(unsafe_path(path, "it is not a regular file"));
+        }
+        if item.file_name().to_string_lossy().ends_with(".pyc") {
+            continue;
+        }
+        let relative = path
+            .strip_prefix(root)
+            .map_err(|_| unsafe_path(path, "it is not below the variant directory"))?;
+        let mut arcname = prefix.to_owned();
+        for component in relative.components() {
+            let Component::Normal(part) = component else {
+                return Err(unsafe_path(path, "it contains `..` or an absolute part"));
+            };
+            let part = part
+                .to_str()
+                .ok_or_else(|| unsafe_path(path, "its name is not valid UTF-8"))?;
+            if part.contains(['\n', '\r', '\\']) {
+                return Err(unsafe_path(
+                    path,
+                    "its name contains a newline or a backslash",
+                ));
+            }
+            arcname.push('/');
+            arcname.push_str(part);
+        }
+        let metadata = item.metadata().map_err(|err| WheelError::Io(err.into()))?;
+        entries.push(Entry {
+            arcname,
+            path: path.to_path_buf(),
+            mode: mode_of(&metadata),
+        });
+    }
+    entries.sort_by(|a, b| a.arcname.cmp(&b.arcname));
+    Ok(entries)
+}
+
+#[cfg(unix)]
+fn mode_of(metadata: &std::fs::Metadata) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    metadata.permissions().mode() & 0o777
+}
+
+#[cfg(not(unix))]
+fn mode_of(metadata: &std::fs::Metadata) -> u32 {
+    if metadata.permissions().readonly() {
+        0o444
+    } else {
+        0o644
+    }
+}
+
+/// The zip timestamp for `epoch` seconds (UTC), clamped to the range a zip
+/// entry can hold (1980-01-01 to 2107-12-31).
+pub(crate) fn zip_time(epoch: u64) -> DateTime {
+    let epoch = epoch.max(ZIP_EPOCH);
+    let days = i64::try_from(epoch / 86_400).unwrap_or(i64::MAX);
+    let secs = epoch % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    let clamped = if year > 2107 {
+        DateTime::from_date_and_time(2107, 12, 31, 23, 59, 58)
+    } else {
+        // Every component is in range by construction.
+        DateTime::from_date_and_time(
+            year as u16,
+            month as u8,
+            day as u8,
+            (secs / 3600) as u8,
+            (secs % 3600 / 60) as u8,
+            (secs % 60) as u8,
+        )
+    };
+    clamped.unwrap_or_default()
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian `(year, month, day)`
+/// (H. Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days.saturating_add(719_468);
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Quotes a RECORD field the way Python's `csv` module does.
+fn csv_field(field: &str) -> String {
+    if field.contains([',', '"']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_owned()
+    }
+}
+
+/// A reader that hashes and counts what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: Sha256,
+    size: u64,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.size += n as u64;
+        Ok(n)
+    }
+}
+
+/// Writes the wheel to `dest` atomically (a temporary file in the same
+/// directory, renamed at the end): the variant's `entries` in order, then
+/// `generated` (`METADATA`, `WHEEL`), then `<dist_info>/RECORD` listing
+/// everything with its sha256 and size. Every entry is deflated and carries
+/// the timestamp of `epoch`; the result depends only on the inputs.
+pub(crate) fn write_wheel(
+    dest: &Path,
+    entries: &[Entry],
+    generated: &[(String, String)],
+    dist_info: &str,
+    epoch: u64,
+) -> Result<(), WheelError> {
+    let dir = dest.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".kernels-wheel-")
+        .suffix(".part")
+        .tempfile_in(dir)
+        .map_err(|err| WheelError::Write {
+            path: dest.to_path_buf(),
+            source: err,
+        })?;
+    let base = SimpleFileOptions::default()
+        .compression_method(CompressionMethod::Deflated)
+        .last_modified_time(zip_time(epoch));
+    let mut record = String::new();
+    {
+        let mut zip = ZipWriter::new(BufWriter::new(tmp.as_file_mut()));
+        for entry in entries {
+            let file = fs_err::File::open(&entry.path)?;
+            let large = file.metadata()?.len() >= u64::from(u32::MAX);
+            zip.start_file(
+                entry.arcname.as_str(),
+                base.unix_permissions(entry.mode).large_file(large),
+            )?;
+            let mut reader = Hashing {
+                inner: file,
+                hasher: Sha256::new(),
+                size: 0,
+            };
+            io::copy(&mut reader, &mut zip).map_err(|err| WheelError::Write {
+                path: dest.to_path_buf(),
+                source: err,
+            })?;
+            record.push_str(&format!(
+                "{},sha256={},{}\n",
+                csv_field(&entry.arcname),
+                URL_SAFE_NO_PAD.encode(reader.hasher.finalize()),
+                reader.size
+            ));
+        }
+        for (name, text) in generated {
+            zip.start_file(name.as_str(), base.unix_permissions(0o644))?;
+            zip.write_all(text.as_bytes())
+                .map_err(|err| WheelError::Write {
+                    path: dest.to_path_buf(),
+                    source: err,
+                })?;
+            record.push_str(&format!(
+                "{},sha256={},{}\n",
+                csv_field(name),
+                URL_SAFE_NO_PAD.encode(Sha256::digest(text.as_bytes())),
+                text.len()
+            ));
+        }
+        let record_name = format!("{dist_info}/RECORD");
+        record.push_str(&format!("{},,\n", csv_field(&record_name)));
+        zip.start_file(record_name, base.unix_permissions(0o644))?;
+        zip.write_all(record.as_bytes())
+            .map_err(|err| WheelError::Write {
+                path: dest.to_path_buf(),
+                source: err,
+            })?;
+        let mut out = zip.finish()?;
+        out.flush().map_err(|err| WheelError::Write {
+            path: dest.to_path_buf(),
+            source: err,
+        })?;
+    }
+    set_readable(tmp.as_file())?;
+    tmp.persist(dest).map_err(|err| WheelError::Write {
+        path: dest.to_path_buf(),
+        source: err.error,
+    })?;
+    Ok(())
+}
+
+/// Temporary files are created `0600`; a wheel is an ordinary `0644` file.
+#[cfg(unix)]
+fn set_readable(file: &std::fs::File) -> Result<(), WheelError> {
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(std::fs::Permissions::from_mode(0o644))
+        .map_err(WheelError::Io)
+}
+
+#[cfg(not(unix))]
+fn set_readable(_file: &std::fs::File) -> Result<(), WheelError> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zip_times() {
+        let dos = |t: DateTime| {
+            (
+                t.year(),
+                t.month(),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second(),
+            )
+        };
+        assert_eq!(dos(zip_time(0)), (1980, 1, 1, 0, 0, 0));
+        assert_eq!(dos(zip_time(ZIP_EPOCH)), (1980, 1, 1, 0, 0, 0));
+        // 2024-02-29T12:34:56Z (seconds are stored in 2-second steps).
+        assert_eq!(dos(zip_time(1_709_210_096)), (2024, 2, 29, 12, 34, 56));
+        assert_eq!(dos(zip_time(u64::MAX)), (2107, 12, 31, 23, 59, 58));
+    }
+
+    #[test]
+    fn csv_quoting() {
+        assert_eq!(csv_field("a/b.py"), "a/b.py");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
+    }
+}

@@ -1,0 +1,190 @@
+//! Where the variant files come from: a local snapshot directory or a
+//! snapshot already in the Hugging Face cache.
+
+use std::path::{Path, PathBuf};
+
+use crate::build_variant::BuildVariant;
+use crate::cache::{HubCache, is_commit_id};
+use crate::download::{
+    DEFAULT_CONCURRENCY, DownloadError, DownloadOptions, LockedKernel, Progress, download,
+};
+use crate::hub::HubClient;
+use crate::hub::types::RepoType;
+use crate::repo_id::RepoId;
+use crate::variant::VariantSelection;
+
+use super::WheelError;
+
+/// A revision of a kernel repository on the Hub.
+#[derive(Debug, Clone, Copy)]
+pub struct HubRevision<'a> {
+    /// The repository.
+    pub repo_id: &'a RepoId,
+    /// Branch, tag or commit.
+    pub revision: &'a str,
+    /// Repository type (API path and cache folder prefix).
+    pub repo_type: RepoType,
+}
+
+/// A kernel snapshot on disk: a directory with `build/<variant>/…`.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    build_dir: PathBuf,
+    trust_root: PathBuf,
+}
+
+impl Snapshot {
+    /// A snapshot rooted at `dir` (the directory containing `build/`).
+    ///
+    /// Files may be symlinks as long as they resolve inside `dir`, or, when
+    /// `dir` is a Hub cache snapshot (`…/snapshots/<commit>`), inside that
+    /// repository's cache folder, where the `blobs/` they point at live.
+    pub fn from_dir(dir: &Path) -> Result<Self, WheelError> {
+        let build_dir = dir.join("build");
+        if !build_dir.is_dir() {
+            return Err(WheelError::NoBuildDir {
+                dir: dir.to_path_buf(),
+            });
+        }
+        let dir = fs_err::canonicalize(dir)?;
+        let trust_root = match dir.parent() {
+            Some(parent) if parent.file_name().is_some_and(|n| n == "snapshots") => {
+                parent.parent().unwrap_or(parent).to_path_buf()
+            }
+            _ => dir.clone(),
+        };
+        Ok(Snapshot {
+            build_dir: dir.join("build"),
+            trust_root,
+        })
+    }
+
+    /// The snapshot of `repo_id` at `revision` in the Hub cache rooted at
+    /// `cache_dir`. `revision` is a 40-hex commit or a branch or tag name
+    /// resolved through `refs/`. Both cache folder prefixes are tried:
+    /// `kernels--owner--name` (reference 0.14+) first, then
+    /// `models--owner--name` (≤0.13).
+    pub fn from_cache(
+        cache_dir: &Path,
+        repo_id: &RepoId,
+        revision: &str,
+    ) -> Result<Self, WheelError> {
+        let is_commit = revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit());
+        let safe_ref = !revision.is_empty()
+            && Path::new(revision)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        for repo_type in ["kernel", "model"] {
+            let repo_dir = cache_dir.join(repo_id.folder_name(repo_type));
+            let commit = if is_commit {
+                Some(revision.to_ascii_lowercase())
+            } else if safe_ref {
+                std::fs::read_to_string(repo_dir.join("refs").join(revision))
+                    .ok()
+                    .map(|c| c.trim().to_owned())
+                    .filter(|c| !c.is_empty() && !c.contains(['/', '\\']) && c != "..")
+            } else {
+                None
+            };
+            let Some(commit) = commit else { continue };
+            let snapshot = repo_dir.join("snapshots").join(commit);
+            if snapshot.join("build").is_dir() {
+                return Self::from_dir(&snapshot);
+            }
+        }
+        Err(WheelError::NotCached {
+            repo_id: repo_id.to_string(),
+            revision: revision.to_owned(),
+            cache_dir: cache_dir.to_path_buf(),
+        })
+    }
+
+    /// The commit `at.revision` names: itself for a full commit id, else
+    /// asked of the Hub.
+    pub async fn resolve(client: &HubClient, at: &HubRevision<'_>) -> Result<String, WheelError> {
+        if is_commit_id(at.revision) {
+            return Ok(at.revision.to_owned());
+        }
+        let info = client
+            .repo_info(at.repo_type, at.repo_id, at.revision)
+            .await
+            .map_err(DownloadError::from)?;
+        Ok(info.sha.to_ascii_lowercase())
+    }
+
+    /// Downloads `build/` of `at.repo_id` at `commit` (what `at.revision`
+    /// resolved to, see [`Snapshot::resolve`]) into the Hub cache and returns
+    /// that snapshot. A revision name gets its `refs/` file, as
+    /// `huggingface_hub` writes it. `variants` limits the download to those
+    /// directories (empty: every directory under `build/`). Files already in
+    /// the cache are verified and not fetched again.
+    pub async fn fetch(
+        client: &HubClient,
+        cache: &HubCache,
+        at: &HubRevision<'_>,
+        commit: &str,
+        variants: &[String],
+        progress: &Progress,
+    ) -> Result<Self, WheelError> {
+        let kernel = LockedKernel {
+            repo_id: at.repo_id.clone(),
+            commit: commit.to_owned(),
+            variants: None,
+        };
+        let options = DownloadOptions {
+            repo_type: at.repo_type,
+            selection: if variants.is_empty() {
+                VariantSelection::All
+            } else {
+                VariantSelection::Named(variants.to_vec())
+            },
+            concurrency: DEFAULT_CONCURRENCY,
+        };
+        let mut summary = download(
+            client,
+            cache,
+            std::slice::from_ref(&kernel),
+            &options,
+            progress,
+        )
+        .await;
+        if let Some(failure) = summary.failed.pop() {
+            return Err(failure.error.into());
+        }
+        let repo = cache.repo(at.repo_id, at.repo_type);
+        if !is_commit_id(at.revision) {
+            repo.write_ref(at.revision, commit)
+                .map_err(DownloadError::from)?;
+        }
+        Self::from_dir(&repo.snapshot_dir(commit))
+    }
+
+    /// The `build/` directory.
+    pub fn build_dir(&self) -> &Path {
+        &self.build_dir
+    }
+
+    /// The directory every packed file must resolve into.
+    pub fn trust_root(&self) -> &Path {
+        &self.trust_root
+    }
+
+    /// The subdirectories of `build/`, sorted by name (files are ignored).
+    pub fn variants(&self) -> Result<Vec<BuildVariant>, WheelError> {
+        let mut variants = Vec::new();
+        for entry in fs_err::read_dir(&self.build_dir)? {
+            let entry = entry?;
+            if !entry.path().is_dir() {
+                continue;
+            }
+            let name = entry.file_name();
+            let name = name.to_str().ok_or_else(|| WheelError::UnsafePath {
+                path: entry.path(),
+                reason: "its name is not valid UTF-8".to_owned(),
+            })?;
+            variants.push(BuildVariant::parse(name));
+        }
+        variants.sort_by(|a, b| a.name().cmp(b.name()));
+        Ok(variants)
+    }
+}

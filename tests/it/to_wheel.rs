@@ -1,0 +1,851 @@
+//! Integration tests for `kernels to-wheel`: wheels for every kind of build
+//! variant from a snapshot made here, checked by reading them back, by
+//! rebuilding, by pip and `importlib.metadata`, by check-wheel-contents and
+//! twine, and against the reference wheel builder of `kernels` 0.11.3.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+use crate::common::{Server, kernels, pyref_python};
+
+const REPO: &str = "kernels-community/activation";
+/// An endpoint nothing listens on: to-wheel must not need the network here.
+const NO_ENDPOINT: &str = "http://127.0.0.1:9";
+
+fn write(path: &Path, content: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A flat build: the module is the variant directory itself, plus the
+/// compatibility package `activation/` and `metadata.json`.
+fn flat_variant(build: &Path, variant: &str, library: &str) {
+    let dir = build.join(variant);
+    write(
+        &dir.join("__init__.py"),
+        &format!("VARIANT = {variant:?}\n"),
+    );
+    write(&dir.join("_ops.py"), "import torch\nops = torch.ops\n");
+    write(&dir.join(library), &format!("binary for {variant}\n"));
+    write(
+        &dir.join("metadata.json"),
+        "{\n  \"version\": 1,\n  \"license\": \"Apache-2.0\",\n  \"upstream\": \"https://github.com/example/activation.git\",\n  \"python-depends\": []\n}\n",
+    );
+    write(&dir.join("activation/__init__.py"), "from .. import *\n");
+    write(&dir.join("__pycache__/_ops.cpython-311.pyc"), "bytecode");
+}
+
+/// A nested build: the package is `build/<variant>/activation/`.
+fn nested_variant(build: &Path, variant: &str, library: Option<&str>) {
+    let pkg = build.join(variant).join("activation");
+    write(
+        &pkg.join("__init__.py"),
+        &format!("VARIANT = {variant:?}\n"),
+    );
+    write(
+        &pkg.join("layers/__init__.py"),
+        "class SiluAndMul:\n    pass\n",
+    );
+    write(&pkg.join("stale.pyc"), "bytecode");
+    write(
+        &pkg.join("__pycache__/__init__.cpython-311.pyc"),
+        "bytecode",
+    );
+    if let Some(library) = library {
+        let so = pkg.join(library);
+        write(&so, &format!("binary for {variant}\n"));
+        #[cfg(unix)]
+        make_executable(&so);
+    }
+}
+
+/// `snap/build/` with one variant of every kind, plus the stray `torch-ext`.
+fn snapshot(root: &Path) -> PathBuf {
+    let snap = root.join("snap");
+    let build = snap.join("build");
+    nested_variant(
+        &build,
+        "torch27-cxx11-cu126-x86_64-linux",
+        Some("_activation_0a1b2c3.abi3.so"),
+    );
+    flat_variant(
+        &build,
+        "torch210-cxx11-rocm71-x86_64-linux",
+        "_activation_rocm.abi3.so",
+    );
+    flat_variant(
+        &build,
+        "torch210-metal-aarch64-darwin",
+        "_activation_metal.abi3.so",
+    );
+    flat_variant(
+        &build,
+        "torch29-cu130-x86_64-windows",
+        "_activation_win.pyd",
+    );
+    flat_variant(
+        &build,
+        "torch-stable-abi29-cu126-x86_64-linux",
+        "_activation_stable.abi3.so",
+    );
+    flat_variant(&build, "torch-cuda", "layers.py");
+    nested_variant(&build, "torch-universal", None);
+    write(&build.join("torch-ext/README.md"), "not a variant\n");
+    write(&build.join("stray-file.txt"), "ignored\n");
+    snap
+}
+
+/// Expected wheels: variant → (file name, METADATA version, Requires-Dist).
+fn expected() -> Vec<(
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+)> {
+    vec![
+        (
+            "torch-cuda",
+            "activation-0.0.3+cuda-py3-none-any.whl",
+            "0.0.3+cuda",
+            Some("torch"),
+        ),
+        (
+            "torch-stable-abi29-cu126-x86_64-linux",
+            "activation-0.0.3+torchstableabi29cu126-cp39-abi3-manylinux_2_28_x86_64.whl",
+            "0.0.3+torchstableabi29cu126",
+            Some("torch>=2.9"),
+        ),
+        (
+            "torch-universal",
+            "activation-0.0.3-py3-none-any.whl",
+            "0.0.3",
+            None,
+        ),
+        (
+            "torch210-cxx11-rocm71-x86_64-linux",
+            "activation-0.0.3+torch210rocm71cxx11-cp39-abi3-manylinux_2_28_x86_64.whl",
+            "0.0.3+torch210rocm71cxx11",
+            Some("torch==2.10.*"),
+        ),
+        (
+            "torch210-metal-aarch64-darwin",
+            "activation-0.0.3+torch210metal-cp39-abi3-macosx_11_0_arm64.whl",
+            "0.0.3+torch210metal",
+            Some("torch==2.10.*"),
+        ),
+        (
+            "torch27-cxx11-cu126-x86_64-linux",
+            "activation-0.0.3+torch27cu126cxx11-cp39-abi3-manylinux_2_28_x86_64.whl",
+            "0.0.3+torch27cu126cxx11",
+            Some("torch==2.7.*"),
+        ),
+        (
+            "torch29-cu130-x86_64-windows",
+            "activation-0.0.3+torch29cu130-cp39-abi3-win_amd64.whl",
+            "0.0.3+torch29cu130",
+            Some("torch==2.9.*"),
+        ),
+    ]
+}
+
+fn to_wheel(cache: &Path) -> Command {
+    let mut cmd = kernels(NO_ENDPOINT, cache);
+    cmd.env_remove("SOURCE_DATE_EPOCH").arg("to-wheel");
+    cmd
+}
+
+fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run command");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed with {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Builds every wheel of `snap` into `out` and returns the printed paths.
+fn build_all(tmp: &Path, snap: &Path, out: &Path) -> Vec<PathBuf> {
+    let output = run_ok(
+        to_wheel(&tmp.join("cache"))
+            .args([REPO, "0.0.3", "--from-dir"])
+            .arg(snap)
+            .arg("--out-dir")
+            .arg(out),
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Every entry of a wheel: name → (unix mode, content).
+fn read_wheel(path: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut entries = BTreeMap::new();
+    for i in 0..archive.len() {
+        let mut file = archive.by_index(i).unwrap();
+        let name = file.name().unwrap().into_owned();
+        assert_eq!(file.compression(), zip::CompressionMethod::Deflated);
+        let time = file.last_modified().unwrap();
+        assert_eq!(
+            (
+                time.year(),
+                time.month(),
+                time.day(),
+                time.hour(),
+                time.minute()
+            ),
+            (1980, 1, 1, 0, 0),
+            "{} in {}",
+            name,
+            path.display()
+        );
+        let mut content = Vec::new();
+        file.read_to_end(&mut content).unwrap();
+        entries.insert(name, (file.unix_mode().unwrap() & 0o777, content));
+    }
+    entries
+}
+
+fn names_in_order(path: &Path) -> Vec<String> {
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    (0..archive.len())
+        .map(|i| archive.by_index(i).unwrap().name().unwrap().into_owned())
+        .collect()
+}
+
+fn sha256_file(path: &Path) -> String {
+    hex::encode(Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+#[test]
+fn builds_a_wheel_for_every_variant_kind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = snapshot(tmp.path());
+    let out = tmp.path().join("dist");
+    let output = run_ok(
+        to_wheel(&tmp.path().join("cache"))
+            .args([REPO, "0.0.3", "--from-dir"])
+            .arg(&snap)
+            .arg("--out-dir")
+            .arg(&out),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("skipping `torch-ext`"), "{stderr}");
+    let printed: Vec<PathBuf> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    let expected = expected();
+    assert_eq!(
+        printed,
+        expected
+            .iter()
+            .map(|(_, file, _, _)| out.join(file))
+            .collect::<Vec<_>>()
+    );
+
+    for (variant, file, version, requirement) in expected {
+        let path = out.join(file);
+        let entries = read_wheel(&path);
+        let dist_info = format!("activation-{version}.dist-info");
+
+        // Generated files come last, RECORD at the very end; package files are sorted.
+        let order = names_in_order(&path);
+        let package: Vec<&String> = order
+            .iter()
+            .filter(|n| !n.contains(".dist-info/"))
+            .collect();
+        let mut sorted = package.clone();
+        sorted.sort();
+        assert_eq!(package, sorted, "{file}");
+        assert_eq!(order.last().unwrap(), &format!("{dist_info}/RECORD"));
+
+        let text = |name: &str| {
+            String::from_utf8(entries[&format!("{dist_info}/{name}")].1.clone()).unwrap()
+        };
+        let metadata = text("METADATA");
+        assert!(metadata.starts_with(&format!(
+            "Metadata-Version: 2.1\nName: activation\nVersion: {version}\nSummary: "
+        )));
+        assert!(metadata.contains("Requires-Python: >=3.9\n"), "{metadata}");
+        match requirement {
+            Some(req) => assert!(
+                metadata.contains(&format!("Requires-Dist: {req}\n")),
+                "{metadata}"
+            ),
+            None => assert!(!metadata.contains("Requires-Dist"), "{metadata}"),
+        }
+        let wheel = text("WHEEL");
+        let tag = file
+            .trim_end_matches(".whl")
+            .splitn(3, '-')
+            .nth(2)
+            .unwrap()
+            .to_owned();
+        assert!(wheel.contains(&format!("Tag: {tag}\n")), "{wheel}");
+        assert!(wheel.contains(&format!(
+            "Root-Is-Purelib: {}\n",
+            tag.ends_with("-none-any")
+        )));
+
+        // RECORD lists every other entry with its urlsafe sha256 and size.
+        let record = text("RECORD");
+        let mut lines: Vec<&str> = record.lines().collect();
+        assert_eq!(lines.pop(), Some(format!("{dist_info}/RECORD,,").as_str()));
+        let listed: BTreeSet<&str> = lines
+            .iter()
+            .map(|line| line.split(',').next().unwrap())
+            .collect();
+        let stored: BTreeSet<&str> = entries
+            .keys()
+            .map(String::as_str)
+            .filter(|n| !n.ends_with("/RECORD"))
+            .collect();
+        assert_eq!(listed, stored, "{file}");
+        for line in lines {
+            let [name, hash, size] = line.split(',').collect::<Vec<_>>()[..] else {
+                panic!("bad RECORD line {line:?}");
+            };
+            let content = &entries[name].1;
+            assert_eq!(
+                hash,
+                format!("sha256={}", URL_SAFE_NO_PAD.encode(Sha256::digest(content)))
+            );
+            assert_eq!(size, content.len().to_string());
+        }
+
+        // No bytecode; the package lives under `activation/`.
+        assert!(
+            entries
+                .keys()
+                .all(|n| !n.ends_with(".pyc") && !n.contains("__pycache__")),
+            "{file}: {:?}",
+            entries.keys()
+        );
+        assert!(entries.contains_key("activation/__init__.py"), "{file}");
+        let flat = !variant.starts_with("torch27") && variant != "torch-universal";
+        if flat {
+            // Flat builds pack the whole variant directory under the package.
+            assert!(entries.contains_key("activation/metadata.json"));
+            assert!(entries.contains_key("activation/activation/__init__.py"));
+            assert!(metadata.contains("License: Apache-2.0\n"), "{metadata}");
+            assert!(
+                metadata
+                    .contains("Project-URL: Upstream, https://github.com/example/activation.git\n"),
+                "{metadata}"
+            );
+        } else {
+            assert!(entries.contains_key("activation/layers/__init__.py"));
+            assert!(!metadata.contains("License:"));
+        }
+        if variant == "torch27-cxx11-cu126-x86_64-linux" {
+            // File modes are kept.
+            assert_eq!(entries["activation/_activation_0a1b2c3.abi3.so"].0, 0o755);
+            assert_eq!(entries["activation/__init__.py"].0, 0o644);
+        }
+    }
+}
+
+#[test]
+fn rebuilds_are_byte_identical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = snapshot(tmp.path());
+    let first = build_all(tmp.path(), &snap, &tmp.path().join("a"));
+    // Touch every file: mtimes must not leak into the wheels.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    for entry in walkdir::WalkDir::new(&snap) {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file() {
+            let content = std::fs::read(entry.path()).unwrap();
+            std::fs::write(entry.path(), content).unwrap();
+        }
+    }
+    let second = build_all(tmp.path(), &snap, &tmp.path().join("b"));
+    assert_eq!(first.len(), 7);
+    for (a, b) in first.iter().zip(&second) {
+        assert_eq!(a.file_name(), b.file_name());
+        assert_eq!(sha256_file(a), sha256_file(b), "{}", a.display());
+    }
+
+    // SOURCE_DATE_EPOCH sets the entry timestamps (2024-02-29T12:34:56Z).
+    let out = tmp.path().join("dated");
+    run_ok(
+        to_wheel(&tmp.path().join("cache"))
+            .env("SOURCE_DATE_EPOCH", "1709210096")
+            .args([REPO, "0.0.3", "--variant", "torch-universal", "--from-dir"])
+            .arg(&snap)
+            .arg("--out-dir")
+            .arg(&out),
+    );
+    let dated = out.join("activation-0.0.3-py3-none-any.whl");
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&dated).unwrap()).unwrap();
+    let time = archive.by_index(0).unwrap().last_modified().unwrap();
+    assert_eq!(
+        (
+            time.year(),
+            time.month(),
+            time.day(),
+            time.hour(),
+            time.minute(),
+            time.second()
+        ),
+        (2024, 2, 29, 12, 34, 56)
+    );
+}
+
+/// Runs a Python program with `python`, returning stdout.
+fn python_ok(python: &Path, args: &[&str]) -> String {
+    let output = run_ok(
+        Command::new(python)
+            .args(args)
+            .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+            .env("PIP_NO_INDEX", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1"),
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+const REPORT_METADATA: &str = "import importlib.metadata as m, json, sys\n\
+    paths = sys.argv[1:] or None\n\
+    d = next(iter(m.distributions(name='activation', path=paths) if paths else [m.distribution('activation')]))\n\
+    print(json.dumps({'name': d.metadata['Name'], 'version': d.version, 'files': sorted(str(f) for f in d.files)}))";
+
+fn assert_reported(report: &str, version: &str, wheel: &Path) {
+    let report: serde_json::Value = serde_json::from_str(report.trim()).unwrap();
+    assert_eq!(report["name"], "activation");
+    assert_eq!(report["version"], version);
+    let files: BTreeSet<String> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_owned())
+        .collect();
+    let mut stored: BTreeSet<String> = read_wheel(wheel).into_keys().collect();
+    // pip adds its own bookkeeping files to the installed dist-info.
+    let dist_info = format!("activation-{version}.dist-info");
+    for extra in ["INSTALLER", "REQUESTED", "direct_url.json"] {
+        stored.insert(format!("{dist_info}/{extra}"));
+    }
+    let missing: Vec<&String> = files.difference(&stored).collect();
+    assert!(missing.is_empty(), "unexpected installed files {missing:?}");
+    for name in read_wheel(wheel).keys() {
+        assert!(
+            files.contains(name),
+            "{name} not installed from {}",
+            wheel.display()
+        );
+    }
+}
+
+#[test]
+fn pip_installs_the_wheels_and_tools_accept_them() {
+    let tools = pyref_python("wheel-tools");
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = snapshot(tmp.path());
+    let wheels = build_all(tmp.path(), &snap, &tmp.path().join("dist"));
+
+    let host_tag = format!("manylinux_2_28_{}", std::env::consts::ARCH);
+    for ((_, file, version, _), wheel) in expected().into_iter().zip(&wheels) {
+        assert_eq!(wheel.file_name().unwrap(), file);
+        let native = file.ends_with("-py3-none-any.whl")
+            || (cfg!(target_os = "linux") && file.contains(&host_tag));
+        let report = if native {
+            // A fresh virtual environment per wheel.
+            let venv = tmp.path().join(format!("venv-{version}"));
+            python_ok(
+                &tools,
+                &["-m", "venv", "--without-pip", venv.to_str().unwrap()],
+            );
+            let venv_python = venv.join("bin/python");
+            python_ok(
+                &tools,
+                &[
+                    "-m",
+                    "pip",
+                    "--python",
+                    venv_python.to_str().unwrap(),
+                    "install",
+                    "--no-deps",
+                    "--no-compile",
+                    wheel.to_str().unwrap(),
+                ],
+            );
+            python_ok(&venv_python, &["-c", REPORT_METADATA])
+        } else {
+            // Other platforms: let pip check the tags against the target
+            // platform and unpack into a directory.
+            let platform = file
+                .trim_end_matches(".whl")
+                .rsplit('-')
+                .next()
+                .unwrap()
+                .to_owned();
+            let target = tmp.path().join(format!("target-{version}"));
+            python_ok(
+                &tools,
+                &[
+                    "-m",
+                    "pip",
+                    "install",
+                    "--no-deps",
+                    "--no-compile",
+                    "--only-binary=:all:",
+                    "--platform",
+                    &platform,
+                    "--python-version",
+                    "3.9",
+                    "--implementation",
+                    "cp",
+                    "--abi",
+                    "abi3",
+                    "--target",
+                    target.to_str().unwrap(),
+                    wheel.to_str().unwrap(),
+                ],
+            );
+            python_ok(&tools, &["-c", REPORT_METADATA, target.to_str().unwrap()])
+        };
+        assert_reported(&report, version, wheel);
+    }
+
+    // check-wheel-contents and twine check read every wheel.
+    let wheel_args: Vec<&str> = wheels.iter().map(|w| w.to_str().unwrap()).collect();
+    let mut args = vec!["-m", "check_wheel_contents"];
+    args.extend(&wheel_args);
+    let report = python_ok(&tools, &args);
+    assert_eq!(report.matches(": OK").count(), 7, "{report}");
+    let mut args = vec!["-m", "twine", "check", "--strict"];
+    args.extend(&wheel_args);
+    let report = python_ok(&tools, &args);
+    assert_eq!(report.matches("PASSED").count(), 7, "{report}");
+}
+
+/// The package files of a wheel's RECORD: path → `sha256=…,size`.
+fn package_record(path: &Path) -> BTreeMap<String, String> {
+    let entries = read_wheel(path);
+    let (_, (_, record)) = entries
+        .iter()
+        .find(|(name, _)| name.ends_with(".dist-info/RECORD"))
+        .unwrap();
+    String::from_utf8(record.clone())
+        .unwrap()
+        .lines()
+        .filter(|line| !line.contains(".dist-info/"))
+        .map(|line| {
+            let (name, rest) = line.split_once(',').unwrap();
+            (name.to_owned(), rest.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn package_contents_match_the_reference_builder() {
+    let reference = pyref_python("kernels-0.11.3");
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = tmp.path().join("snap");
+    let build = snap.join("build");
+    // Without bytecode: the reference keeps non-`.pyc` files in `__pycache__`.
+    let nested = "torch27-cxx11-cu126-x86_64-linux";
+    let pkg = build.join(nested).join("activation");
+    write(&pkg.join("__init__.py"), "from ._ops import ops\n");
+    write(&pkg.join("_ops.py"), "ops = None\n");
+    write(
+        &pkg.join("layers/__init__.py"),
+        "class SiluAndMul:\n    pass\n",
+    );
+    write(&pkg.join("_activation_0a1b2c3.abi3.so"), "binary\n");
+    let flat = "torch28-cxx11-cu128-x86_64-linux";
+    let dir = build.join(flat);
+    write(&dir.join("__init__.py"), "from ._ops import ops\n");
+    write(&dir.join("_ops.py"), "ops = None\n");
+    write(
+        &dir.join("metadata.json"),
+        "{\"version\": 1, \"python-depends\": []}\n",
+    );
+    write(&dir.join("activation/__init__.py"), "from .. import *\n");
+
+    let ours = tmp.path().join("ours");
+    run_ok(
+        to_wheel(&tmp.path().join("cache"))
+            .args([REPO, "0.0.3", "--from-dir"])
+            .arg(&snap)
+            .arg("--out-dir")
+            .arg(&ours),
+    );
+    let theirs = tmp.path().join("theirs");
+    std::fs::create_dir_all(&theirs).unwrap();
+    let script = "import sys\nfrom pathlib import Path\n\
+        from kernels.wheel import build_variant_to_wheel\n\
+        print(build_variant_to_wheel(sys.argv[1], version='0.0.3', variant_path=Path(sys.argv[2]), wheel_dir=Path(sys.argv[3])))";
+    for variant in [nested, flat] {
+        let output = run_ok(
+            Command::new(&reference)
+                .args(["-c", script, REPO])
+                .arg(build.join(variant))
+                .arg(&theirs)
+                .env("SOURCE_DATE_EPOCH", "315532800"),
+        );
+        let their_wheel = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+        // The reference names these two variants as we do.
+        let our_wheel = ours.join(their_wheel.file_name().unwrap());
+        assert!(
+            our_wheel.exists(),
+            "{} not built by us",
+            our_wheel.display()
+        );
+        assert_eq!(
+            package_record(&our_wheel),
+            package_record(&their_wheel),
+            "{variant}"
+        );
+    }
+}
+
+#[test]
+fn reads_a_hub_cache_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let repo = cache.join("kernels--kernels-community--activation");
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    let blob = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
+    write(&repo.join("blobs").join(blob), "VARIANT = 'cached'\n");
+    write(&repo.join("refs/v0.0.3"), commit);
+    let pkg = repo
+        .join("snapshots")
+        .join(commit)
+        .join("build/torch-universal/activation");
+    std::fs::create_dir_all(&pkg).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(
+        format!("../../../../../blobs/{blob}"),
+        pkg.join("__init__.py"),
+    )
+    .unwrap();
+
+    // Offline: by tag `v<version>` through refs/, and by commit.
+    for extra in [&[][..], &["--revision", commit][..]] {
+        let out = tmp.path().join("dist");
+        let output = run_ok(
+            to_wheel(&cache)
+                .env("HF_HUB_OFFLINE", "1")
+                .args([REPO, "0.0.3"])
+                .args(extra)
+                .arg("--out-dir")
+                .arg(&out),
+        );
+        let path = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+        assert_eq!(path, out.join("activation-0.0.3-py3-none-any.whl"));
+        let entries = read_wheel(&path);
+        assert_eq!(entries["activation/__init__.py"].1, b"VARIANT = 'cached'\n");
+    }
+
+    // Unreachable Hub: a tag that cannot be resolved falls back to the
+    // cached snapshot, with a warning.
+    let output = run_ok(
+        to_wheel(&cache)
+            .args([REPO, "0.0.3", "--out-dir"])
+            .arg(tmp.path().join("fallback")),
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("warning: using the cached snapshot"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // A revision that is not cached: offline, a user error naming the way out;
+    // online, the download error.
+    let output = to_wheel(&cache)
+        .env("HF_HUB_OFFLINE", "1")
+        .args([REPO, "9.9.9", "--out-dir"])
+        .arg(tmp.path().join("none"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`v9.9.9`") && stderr.contains("--from-dir"),
+        "{stderr}"
+    );
+    let output = to_wheel(&cache)
+        .args([REPO, "9.9.9", "--out-dir"])
+        .arg(tmp.path().join("none"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot reach"), "{stderr}");
+    assert!(!tmp.path().join("none").exists());
+}
+
+/// Copies `from` into `to`, following nothing (plain files and directories).
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn downloads_the_variants_from_the_hub() {
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = snapshot(tmp.path());
+    let mirror = tmp.path().join("mirror");
+    let repo = mirror.join("repos/kernels/kernels-community/activation");
+    copy_tree(&snap, &repo.join("commits/c1/tree"));
+    write(
+        &repo.join("repo.toml"),
+        "commits = [\"c1\"]\nlfs = [\"*.so\", \"*.pyd\"]\n\n[branches]\nmain = \"c1\"\n\n[tags]\n\"v0.0.3\" = \"c1\"\n",
+    );
+    let server = Server::start(&mirror);
+    let cache = tmp.path().join("cache");
+
+    let out = tmp.path().join("hub");
+    let output = run_ok(
+        kernels(&server.endpoint, &cache)
+            .env_remove("SOURCE_DATE_EPOCH")
+            .args(["to-wheel", REPO, "0.0.3", "--out-dir"])
+            .arg(&out),
+    );
+    let from_hub: Vec<PathBuf> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    // Same wheels, same contents as from the local snapshot (the Hub does not
+    // carry file modes, so whole-file bytes may differ for executables).
+    let local = build_all(tmp.path(), &snap, &tmp.path().join("local"));
+    assert_eq!(from_hub.len(), 7);
+    for (hub, local) in from_hub.iter().zip(&local) {
+        assert_eq!(hub.file_name(), local.file_name());
+        let strip = |entries: BTreeMap<String, (u32, Vec<u8>)>| {
+            entries
+                .into_iter()
+                .map(|(name, (_, content))| (name, content))
+                .collect::<BTreeMap<_, _>>()
+        };
+        assert_eq!(strip(read_wheel(hub)), strip(read_wheel(local)));
+    }
+    // The tag got its ref file, and the snapshot is in the cache.
+    let commit =
+        std::fs::read_to_string(cache.join("kernels--kernels-community--activation/refs/v0.0.3"))
+            .unwrap();
+    assert_eq!(commit.len(), 40);
+
+    // `--variant` downloads only what is needed; then offline works from the cache.
+    let cache2 = tmp.path().join("cache2");
+    let variant = "torch27-cxx11-cu126-x86_64-linux";
+    run_ok(
+        kernels(&server.endpoint, &cache2)
+            .args(["to-wheel", REPO, "0.0.3", "--variant", variant, "--out-dir"])
+            .arg(tmp.path().join("one")),
+    );
+    let build = cache2
+        .join("kernels--kernels-community--activation/snapshots")
+        .join(&commit)
+        .join("build");
+    let fetched: Vec<String> = std::fs::read_dir(&build)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(fetched, [variant]);
+    let output = run_ok(
+        kernels(&server.endpoint, &cache2)
+            .env("HF_HUB_OFFLINE", "1")
+            .args(["to-wheel", REPO, "0.0.3", "--variant", variant, "--out-dir"])
+            .arg(tmp.path().join("offline")),
+    );
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap().trim(),
+        tmp.path()
+            .join("offline/activation-0.0.3+torch27cu126cxx11-cp39-abi3-manylinux_2_28_x86_64.whl")
+            .to_str()
+            .unwrap()
+    );
+}
+
+#[test]
+fn refuses_bad_variants_and_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = snapshot(tmp.path());
+    let out = tmp.path().join("dist");
+    let fail = |args: &[&str]| {
+        let output = to_wheel(&tmp.path().join("cache"))
+            .args([REPO, "0.0.3", "--from-dir"])
+            .arg(&snap)
+            .arg("--out-dir")
+            .arg(&out)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert!(output.stdout.is_empty());
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+
+    let stderr = fail(&["--variant", "torch-cuda", "--variant", "torch-ext"]);
+    assert!(
+        stderr.contains("`torch-ext` cannot become a wheel"),
+        "{stderr}"
+    );
+    let stderr = fail(&["--variant", "torch99-cxx11-cu126-x86_64-linux"]);
+    assert!(
+        stderr.contains("is not in") && stderr.contains("torch27-cxx11-cu126-x86_64-linux"),
+        "{stderr}"
+    );
+    // Nothing is written when planning fails.
+    assert!(!out.exists());
+
+    // A symlink out of the snapshot is refused.
+    #[cfg(unix)]
+    {
+        let secret = tmp.path().join("secret.txt");
+        write(&secret, "secret\n");
+        std::os::unix::fs::symlink(&secret, snap.join("build/torch-cuda/leak.txt")).unwrap();
+        let stderr = fail(&[]);
+        assert!(
+            stderr.contains("refusing to pack") && stderr.contains("leak.txt"),
+            "{stderr}"
+        );
+        std::fs::remove_file(snap.join("build/torch-cuda/leak.txt")).unwrap();
+    }
+
+    // A variant without its package.
+    std::fs::create_dir_all(snap.join("build/torch-rocm/other")).unwrap();
+    let stderr = fail(&["--variant", "torch-rocm"]);
+    assert!(
+        stderr.contains("`activation/` package directory"),
+        "{stderr}"
+    );
+
+    // A version with a local part: the local part is derived per variant.
+    let output = to_wheel(&tmp.path().join("cache"))
+        .args([REPO, "0.0.3+mine", "--from-dir"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("local part"));
+}
