@@ -17,6 +17,8 @@ pub mod download;
 pub mod fs;
 pub mod hash;
 pub mod hub;
+pub mod lock_check;
+pub mod lock_conflict;
 pub mod lockfile;
 pub mod manifest;
 pub mod repo_id;

@@ -22,7 +22,8 @@ pub struct Settings {
     /// `HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, where `HF_HOME` defaults to
     /// `$XDG_CACHE_HOME/huggingface` or `~/.cache/huggingface`.
     pub cache_dir: PathBuf,
-    /// `HF_HUB_OFFLINE` (or `TRANSFORMERS_OFFLINE`) is truthy: no request may be made.
+    /// No request may be made: `KERNELS_OFFLINE`, `HF_HUB_OFFLINE` or
+    /// `TRANSFORMERS_OFFLINE` is truthy (the CLI's `--offline` also sets it).
     pub offline: bool,
     /// Connect timeout for Hub requests: `HF_HUB_ETAG_TIMEOUT` seconds, default 10.
     pub etag_timeout: Duration,
@@ -61,6 +62,26 @@ pub fn virtual_env() -> Option<PathBuf> {
 
 fn flag(name: &str) -> bool {
     var(name).is_some_and(|v| is_truthy(&v))
+}
+
+/// Lock-state switches from the environment (uv's meanings); the CLI's `--locked`
+/// and `--frozen` flags add to them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LockFlags {
+    /// `KERNELS_LOCKED` is truthy: fail when `kernels.lock` is missing or would change.
+    pub locked: bool,
+    /// `KERNELS_FROZEN` is truthy: use `kernels.lock` as it is, without a freshness check.
+    pub frozen: bool,
+}
+
+impl LockFlags {
+    /// Reads `KERNELS_LOCKED` and `KERNELS_FROZEN`.
+    pub fn from_env() -> Self {
+        LockFlags {
+            locked: flag("KERNELS_LOCKED"),
+            frozen: flag("KERNELS_FROZEN"),
+        }
+    }
 }
 
 impl Settings {
@@ -102,7 +123,9 @@ impl Settings {
                 .to_owned(),
             token,
             cache_dir,
-            offline: flag("HF_HUB_OFFLINE") || flag("TRANSFORMERS_OFFLINE"),
+            offline: flag("KERNELS_OFFLINE")
+                || flag("HF_HUB_OFFLINE")
+                || flag("TRANSFORMERS_OFFLINE"),
             etag_timeout: seconds("HF_HUB_ETAG_TIMEOUT", 10),
             download_timeout: seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10),
         }
