@@ -4,5 +4,6 @@
 mod common;
 mod download;
 mod lock;
+mod precommit;
 mod serve;
 mod to_wheel;
