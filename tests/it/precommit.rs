@@ -30,23 +30,43 @@ fn fixture_repo() -> tempfile::TempDir {
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
         .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
         .current_dir(dir)
         .status()
         .unwrap();
     assert!(status.success(), "git {args:?} failed");
 }
 
-/// Runs `pre-commit try-repo <this repository> <hook>` in `dir` with the `kernels`
-/// under test first on PATH, an unreachable Hub and an empty cache.
+/// A git repository holding only this repository's `.pre-commit-hooks.yaml`:
+/// `pre-commit try-repo` clones its argument, and cloning the whole repository
+/// (with the bundled mirror) takes over a minute; the hooks are the same.
+fn hook_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        common::repo_root().join(".pre-commit-hooks.yaml"),
+        dir.path().join(".pre-commit-hooks.yaml"),
+    )
+    .unwrap();
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["commit", "-q", "-m", "hooks"]);
+    dir
+}
+
+/// Runs `pre-commit try-repo <hooks of this repository> <hook>` in `dir` with the
+/// `kernels` under test first on PATH, an unreachable Hub and an empty cache.
 fn try_repo(dir: &Path, hook: &str) -> Output {
+    let hooks = hook_repo();
     let pre_commit = common::pyref_python("pre-commit-4.7.0").with_file_name("pre-commit");
     let home = dir.join(".home");
     let bin_dir = common::kernels_bin().parent().unwrap().to_owned();
-    let path = std::env::join_paths(
-        std::iter::once(bin_dir).chain(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        )),
-    )
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
     .unwrap();
     let cache = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(pre_commit);
@@ -57,7 +77,7 @@ fn try_repo(dir: &Path, hook: &str) -> Output {
         };
     }
     cmd.arg("try-repo")
-        .arg(common::repo_root())
+        .arg(hooks.path())
         .arg(hook)
         .current_dir(dir)
         .env("PATH", path)
