@@ -55,7 +55,8 @@ pub(super) async fn route(
         ["api", "resolve-cache", kind, owner, name, sha, rest @ ..] if !rest.is_empty() => {
             let kind = api_kind(kind);
             let repo = find_repo(app, kind, owner, name, &parts.headers)?;
-            resolve(app, repo, &decode(sha)?, rest, parts, faults)
+            let target = ResolveTarget { repo, kind: None };
+            resolve(app, target, &decode(sha)?, rest, parts, faults)
         }
         ["api", kind, owner, name, rest @ ..] => {
             let kind = api_kind(kind);
@@ -87,11 +88,19 @@ pub(super) async fn route(
         }
         ["kernels", owner, name, "resolve", rev, rest @ ..] if !rest.is_empty() => {
             let repo = find_repo(app, Some(RepoType::Kernel), owner, name, &parts.headers)?;
-            resolve(app, repo, &decode(rev)?, rest, parts, faults)
+            let target = ResolveTarget {
+                repo,
+                kind: Some(RepoType::Kernel),
+            };
+            resolve(app, target, &decode(rev)?, rest, parts, faults)
         }
         [owner, name, "resolve", rev, rest @ ..] if !rest.is_empty() => {
             let repo = find_repo(app, Some(RepoType::Model), owner, name, &parts.headers)?;
-            resolve(app, repo, &decode(rev)?, rest, parts, faults)
+            let target = ResolveTarget {
+                repo,
+                kind: Some(RepoType::Model),
+            };
+            resolve(app, target, &decode(rev)?, rest, parts, faults)
         }
         _ => Err(ApiError::not_found()),
     }
@@ -536,14 +545,22 @@ fn check_gate(repo: &Repo, headers: &HeaderMap) -> Result<()> {
 }
 
 /// R4/R5: `HEAD|GET …/resolve/<rev>/<path>`.
+/// The repo of a download, and the type it was asked as (`None` on
+/// `/api/resolve-cache/…`, which never redirects again).
+struct ResolveTarget<'a> {
+    repo: &'a Repo,
+    kind: Option<RepoType>,
+}
+
 fn resolve(
     app: &App,
-    repo: &Repo,
+    target: ResolveTarget<'_>,
     rev: &str,
     path_segments: &[&str],
     parts: &Parts,
     faults: &Faults,
 ) -> Result<Response> {
+    let repo = target.repo;
     check_gate(repo, &parts.headers)?;
     let commit = &repo.commits[resolve_rev(repo, rev)?];
     let path = decode_joined(path_segments)?;
@@ -581,6 +598,30 @@ fn resolve(
 
     let etag = format!("\"{}\"", file.oid);
     headers.insert(header::ETAG, header_value(&etag));
+    if app.resolve_cache
+        && let Some(kind) = target.kind
+    {
+        // The current Hub's answer for non-LFS files: a relative 307 to a
+        // commit-pinned URL that then answers like a direct 200.
+        let location = format!(
+            "/api/resolve-cache/{}/{}/{}/{}?etag={}",
+            kind.api_segment(),
+            repo.id,
+            commit.sha,
+            path.split('/')
+                .map(|s| utf8_percent_encode(s, QUERY_VALUE).to_string())
+                .collect::<Vec<_>>()
+                .join("/"),
+            utf8_percent_encode(&etag, QUERY_VALUE)
+        );
+        headers.insert(header::LOCATION, header_value(&location));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        let body = format!("Temporary Redirect. Redirecting to {location}");
+        return Ok((StatusCode::TEMPORARY_REDIRECT, headers, body).into_response());
+    }
     let if_none_match = parts
         .headers
         .get(header::IF_NONE_MATCH)

@@ -1128,9 +1128,11 @@ fn compat_expectations(mirror: &TestMirror, dir: &Path, repo_type: &str) -> Path
     path
 }
 
-fn hub_compat(env: &str, repo_type: &str) {
+fn hub_compat(env: &str, repo_type: &str, extra_args: &[&str]) {
     let mirror = TestMirror::new();
-    let server = mirror.start();
+    let mut args = vec!["--test-control", "--page-size", "3"];
+    args.extend_from_slice(extra_args);
+    let server = Server::start_with_args(mirror.path(), &args);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let http = Http::new();
     let main = rt.block_on(async {
@@ -1202,12 +1204,22 @@ fn hub_compat(env: &str, repo_type: &str) {
 
 #[test]
 fn hub_compat_huggingface_hub_0_35_3_model() {
-    hub_compat("hub-0.35.3", "model");
+    hub_compat("hub-0.35.3", "model", &[]);
+}
+
+#[test]
+fn hub_compat_huggingface_hub_0_35_3_resolve_cache_redirects() {
+    hub_compat("hub-0.35.3", "model", &["--resolve-cache"]);
+}
+
+#[test]
+fn hub_compat_huggingface_hub_2_4_0_resolve_cache_redirects() {
+    hub_compat("hub-2.4.0", "kernel", &["--resolve-cache"]);
 }
 
 #[test]
 fn hub_compat_huggingface_hub_2_4_0_kernel() {
-    hub_compat("hub-2.4.0", "kernel");
+    hub_compat("hub-2.4.0", "kernel", &[]);
 }
 
 #[tokio::test]
@@ -1288,4 +1300,56 @@ async fn bundled_mirror_loads() {
         .await
         .json();
     assert_eq!(org["trustedKernelPublisher"], true);
+}
+
+#[tokio::test]
+async fn resolve_cache_mode_redirects_plain_files() {
+    let mirror = TestMirror::new();
+    let server = Server::start_with_args(mirror.path(), &["--resolve-cache"]);
+    let http = Http::new();
+    let e = &server.endpoint;
+    let readme = &mirror.c1["README.md"];
+    let head = http
+        .send(
+            "HEAD",
+            &format!("{e}/kernels/acme/relu/resolve/v1/README.md"),
+            &[],
+        )
+        .await;
+    assert_eq!(head.status, 307);
+    assert_eq!(head.header("x-repo-commit"), Some(C1));
+    assert_eq!(
+        head.header("etag"),
+        Some(format!("\"{}\"", readme.oid).as_str())
+    );
+    let location = head.header("location").unwrap();
+    assert_eq!(
+        location,
+        format!(
+            "/api/resolve-cache/kernels/acme/relu/{C1}/README.md?etag=%22{}%22",
+            readme.oid
+        )
+    );
+    let target = http.get(&format!("{e}{location}")).await;
+    assert_eq!(target.status, 200);
+    assert_eq!(target.body, readme.bytes);
+    // Clients up to 1.29 drop the query string.
+    let bare = http
+        .send(
+            "HEAD",
+            &format!("{e}{}", location.split('?').next().unwrap()),
+            &[],
+        )
+        .await;
+    assert_eq!(bare.status, 200);
+    assert_eq!(bare.header("x-repo-commit"), Some(C1));
+    // LFS files still go to the CDN.
+    let lfs = http
+        .send(
+            "HEAD",
+            &format!("{e}/acme/relu/resolve/v1/build/torch-cuda/relu/_ops.abi3.so"),
+            &[],
+        )
+        .await;
+    assert_eq!(lfs.status, 302);
 }
