@@ -38,7 +38,7 @@ pub(super) async fn route(
     if parts.method == Method::POST {
         return match segs.as_slice() {
             ["api", kind, owner, name, "paths-info", rev @ ..] if !rev.is_empty() => {
-                let repo = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
+                let (repo, _) = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
                 paths_info(repo, &decode_joined(rev)?, body)
             }
             _ => Err(not_allowed()),
@@ -53,26 +53,17 @@ pub(super) async fn route(
         }
         ["api", "organizations", org, "overview"] => org_overview(app, &decode(org)?),
         ["api", "resolve-cache", kind, owner, name, sha, rest @ ..] if !rest.is_empty() => {
-            let kind = api_kind(kind);
-            let repo = find_repo(app, kind, owner, name, &parts.headers)?;
+            let (repo, _) = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
             let target = ResolveTarget { repo, kind: None };
             resolve(app, target, &decode(sha)?, rest, parts, faults)
         }
         ["api", kind, owner, name, rest @ ..] => {
-            let kind = api_kind(kind);
-            let repo = find_repo(app, kind, owner, name, &parts.headers)?;
+            let (repo, kind) = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
             let query = parse_query(parts.uri.query());
             match rest {
-                [] => info(app, repo, kind.unwrap_or(RepoType::Model), None, &query),
+                [] => info(app, repo, kind, None, &query),
                 ["revision", rev @ ..] if !rev.is_empty() => {
-                    let rev = decode_joined(rev)?;
-                    info(
-                        app,
-                        repo,
-                        kind.unwrap_or(RepoType::Model),
-                        Some(&rev),
-                        &query,
-                    )
+                    info(app, repo, kind, Some(&decode_joined(rev)?), &query)
                 }
                 ["refs"] => Ok(refs(repo, &query)),
                 ["tree", rev, path @ ..] => tree(
@@ -87,18 +78,18 @@ pub(super) async fn route(
             }
         }
         ["kernels", owner, name, "resolve", rev, rest @ ..] if !rest.is_empty() => {
-            let repo = find_repo(app, Some(RepoType::Kernel), owner, name, &parts.headers)?;
+            let (repo, kind) = find_repo(app, Some(RepoType::Kernel), owner, name, &parts.headers)?;
             let target = ResolveTarget {
                 repo,
-                kind: Some(RepoType::Kernel),
+                kind: Some(kind),
             };
             resolve(app, target, &decode(rev)?, rest, parts, faults)
         }
         [owner, name, "resolve", rev, rest @ ..] if !rest.is_empty() => {
-            let repo = find_repo(app, Some(RepoType::Model), owner, name, &parts.headers)?;
+            let (repo, kind) = find_repo(app, Some(RepoType::Model), owner, name, &parts.headers)?;
             let target = ResolveTarget {
                 repo,
-                kind: Some(RepoType::Model),
+                kind: Some(kind),
             };
             resolve(app, target, &decode(rev)?, rest, parts, faults)
         }
@@ -146,23 +137,25 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     Some(value.strip_prefix("Bearer ").unwrap_or(value).trim())
 }
 
+/// The repo asked for as `kind` (`None`: a type this server does not serve),
+/// hidden as `RepoNotFound` when private and the request lacks an allowed token.
 fn find_repo<'a>(
     app: &'a App,
     kind: Option<RepoType>,
     owner: &str,
     name: &str,
     headers: &HeaderMap,
-) -> Result<&'a Repo> {
+) -> Result<(&'a Repo, RepoType)> {
     let authorized = headers.contains_key(header::AUTHORIZATION);
     let id = format!("{}/{}", decode(owner)?, decode(name)?);
-    let repo = kind
-        .and_then(|k| app.mirror.repo(k, &id))
-        .ok_or_else(|| ApiError::repo_not_found(authorized))?;
-    if repo.private && !bearer(headers).is_some_and(|t| repo.allowed_tokens.iter().any(|a| a == t))
-    {
-        return Err(ApiError::repo_not_found(authorized));
+    let not_found = || ApiError::repo_not_found(authorized);
+    let kind = kind.ok_or_else(not_found)?;
+    let repo = app.mirror.repo(kind, &id).ok_or_else(not_found)?;
+    let token_ok = bearer(headers).is_some_and(|t| repo.allowed_tokens.iter().any(|a| a == t));
+    if repo.private && !token_ok {
+        return Err(not_found());
     }
-    Ok(repo)
+    Ok((repo, kind))
 }
 
 fn resolve_rev(repo: &Repo, rev: &str) -> Result<usize> {
