@@ -101,6 +101,12 @@ pub enum ManifestError {
         /// Where parsing failed.
         #[label("here")]
         span: Option<SourceSpan>,
+        /// For a duplicate key: its first definition.
+        #[label("first defined here")]
+        first: Option<SourceSpan>,
+        /// How to fix it.
+        #[help]
+        help: Option<String>,
     },
 
     /// There is no `[tool.kernels.dependencies]` table.
@@ -122,8 +128,11 @@ pub enum ManifestError {
     Entry(Box<EntryProblem>),
 
     /// Several invalid entries, all reported.
-    #[error("{} has {} invalid entries in [tool.kernels.dependencies]", path.display(), problems.len())]
-    #[diagnostic(code(kernels::manifest::invalid_dependencies))]
+    #[error("{} has {} invalid entries in [tool.kernels]", path.display(), problems.len())]
+    #[diagnostic(
+        code(kernels::manifest::invalid_dependencies),
+        help("fix every entry listed below, then run `kernels lock`")
+    )]
     Entries {
         /// The file.
         path: PathBuf,
@@ -176,19 +185,47 @@ impl Manifest {
             path.display().to_string(),
             text.to_owned(),
         ));
-        let doc = toml_edit::Document::parse(text).map_err(|err| ManifestError::Syntax {
-            path: path.to_owned(),
-            message: err.message().trim().to_owned(),
-            source_code: source.clone(),
-            span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
-        })?;
-        let deps_item = doc
-            .get("tool")
-            .and_then(|tool| tool.get("kernels"))
-            .and_then(|kernels| kernels.get("dependencies"));
-        let Some(deps_item) = deps_item else {
-            return Err(ManifestError::NoDependencies {
+        let doc = toml_edit::Document::parse(text).map_err(|err| {
+            let message = err.message().trim().to_owned();
+            let span = err.span();
+            let duplicate = message.starts_with("duplicate key");
+            let first = span
+                .clone()
+                .filter(|_| duplicate)
+                .and_then(|r| first_definition(text, r));
+            let help = if duplicate {
+                let key = span.and_then(|r| text.get(r)).unwrap_or("the key");
+                Some(format!(
+                    "a key may appear only once per table: keep one `{key}` line (for a kernel: the requirement you want), then run `kernels lock`"
+                ))
+            } else {
+                Some("fix the TOML syntax at the marked position, then run `kernels lock`".to_owned())
+            };
+            ManifestError::Syntax {
                 path: path.to_owned(),
+                message,
+                source_code: source.clone(),
+                span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
+                first: first.map(SourceSpan::from),
+                help,
+            }
+        })?;
+        let kernels_item = doc.get("tool").and_then(|tool| tool.get("kernels"));
+        let mut problems = Vec::new();
+        if let Some(kernels) = kernels_item {
+            problems.extend(check_kernels_table(kernels, path, &source));
+        }
+        let deps_item = kernels_item.and_then(|kernels| kernels.get("dependencies"));
+        let Some(deps_item) = deps_item else {
+            return Err(match problems.len() {
+                0 => ManifestError::NoDependencies {
+                    path: path.to_owned(),
+                },
+                1 => ManifestError::Entry(Box::new(problems.remove(0))),
+                _ => ManifestError::Entries {
+                    path: path.to_owned(),
+                    problems,
+                },
             });
         };
         let to_entry = |problem: Problem, key: Option<&str>| {
@@ -216,7 +253,6 @@ impl Manifest {
         };
 
         let mut dependencies = Vec::new();
-        let mut problems = Vec::new();
         for (key, item) in table.iter() {
             let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
             let repo_id = key.parse::<RepoId>().map_err(|err| {
@@ -249,6 +285,120 @@ impl Manifest {
             }),
         }
     }
+}
+
+/// Keys `[tool.kernels]` may hold (`target-runtime` and `trust` are read by the
+/// commands that use them).
+pub const KNOWN_KERNELS_KEYS: &[&str] = &["dependencies", "target-runtime", "trust"];
+
+/// Problems of the `[tool.kernels]` table itself: not a table, or unknown keys
+/// (with the closest known key as a suggestion).
+fn check_kernels_table(
+    kernels: &Item,
+    path: &Path,
+    source: &Arc<NamedSource<String>>,
+) -> Vec<EntryProblem> {
+    let problem =
+        |message: String, span: Option<Range<usize>>, label: &str, help: String| EntryProblem {
+            message: format!("{}: {message}", path.display()),
+            source_code: source.clone(),
+            span: SourceSpan::from(span.unwrap_or(0..0)),
+            label: label.to_owned(),
+            help: Some(help),
+        };
+    let Some(table) = kernels.as_table_like() else {
+        return vec![problem(
+            format!("[tool.kernels] must be a table, found {}", type_name(kernels)),
+            kernels.span(),
+            "not a table",
+            "write a `[tool.kernels.dependencies]` table of `\"owner/name\" = 1` lines, then run `kernels lock`".to_owned(),
+        )];
+    };
+    let mut problems = Vec::new();
+    for (key, _) in table.iter() {
+        if KNOWN_KERNELS_KEYS.contains(&key) {
+            continue;
+        }
+        let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
+        let known = KNOWN_KERNELS_KEYS
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let help = match did_you_mean(key, KNOWN_KERNELS_KEYS) {
+            Some(best) => format!(
+                "did you mean `{best}`? Rename the key, then run `kernels lock` (known keys: {known})"
+            ),
+            None => format!("remove the key; [tool.kernels] knows {known}"),
+        };
+        problems.push(problem(
+            format!("[tool.kernels]: unknown key `{key}`"),
+            key_span,
+            "unknown key",
+            help,
+        ));
+    }
+    problems
+}
+
+/// The candidate closest to `word` by edit distance, when it is close enough to be
+/// a likely typo (at most a third of the word's length, at least 1).
+pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .iter()
+        .map(|c| (edit_distance(word, c), *c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance with adjacent transpositions counted as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// For a duplicate key at `dup`, the span of the same key text on an earlier line
+/// of the same table (the lines since the last `[header]`).
+fn first_definition(text: &str, dup: Range<usize>) -> Option<Range<usize>> {
+    let key = text.get(dup.clone())?;
+    let before = text.get(..dup.start)?;
+    let table_start = before
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .filter(|&i| text[i..].trim_start().starts_with('['))
+        .next_back()
+        .unwrap_or(0);
+    let mut offset = table_start;
+    for line in text[table_start..dup.start].split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with(key) && trimmed[key.len()..].trim_start().starts_with(['=', '.']) {
+            let start = offset + (line.len() - trimmed.len());
+            return Some(start..start + key.len());
+        }
+        offset += line.len();
+    }
+    None
 }
 
 fn type_name(item: &Item) -> &'static str {
@@ -298,8 +448,14 @@ fn parse_table(
         if key != "version" && key != "revision" {
             let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
             return Err(
-                Problem::new(key_span, format!("unknown key `{key}`"), "unknown key")
-                    .help("a dependency table takes either `version` or `revision`"),
+                Problem::new(key_span, format!("unknown key `{key}`"), "unknown key").help(
+                    match did_you_mean(key, &["version", "revision"]) {
+                        Some(best) => format!(
+                            "did you mean `{best}`? A dependency table takes either `version` or `revision`"
+                        ),
+                        None => "a dependency table takes either `version` or `revision`".to_owned(),
+                    },
+                ),
             );
         }
     }
@@ -506,6 +662,50 @@ relu = 1
         let spec_problem = &problems[3];
         let start = text.find("nope").unwrap();
         assert_eq!(spec_problem.span, SourceSpan::from(start..start + 4));
+    }
+
+    #[test]
+    fn unknown_kernels_keys_suggest_the_closest() {
+        let err =
+            parse("[tool.kernels]\ntrsut = 1\nzzz = 2\n[tool.kernels.dependencies]\n\"a/b\" = 1\n")
+                .unwrap_err();
+        let ManifestError::Entries { problems, .. } = err else {
+            panic!("expected two problems: {err:?}");
+        };
+        assert!(problems[0].message.contains("unknown key `trsut`"));
+        assert!(
+            problems[0]
+                .help
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `trust`?")
+        );
+        assert!(
+            problems[1]
+                .help
+                .as_deref()
+                .unwrap()
+                .starts_with("remove the key")
+        );
+        let typo = parse("[tool.kernels.dependecies]\n\"a/b\" = 1\n").unwrap_err();
+        assert!(matches!(typo, ManifestError::Entry(_)), "{typo:?}");
+        assert_eq!(
+            did_you_mean("dependancies", KNOWN_KERNELS_KEYS),
+            Some("dependencies")
+        );
+        assert_eq!(did_you_mean("x", KNOWN_KERNELS_KEYS), None);
+    }
+
+    #[test]
+    fn duplicate_keys_point_at_both_definitions() {
+        let text = "[tool.kernels.dependencies]\n\"a/b\" = 1\n\"a/c\" = 1\n\"a/b\" = 2\n";
+        let err = parse(text).unwrap_err();
+        let ManifestError::Syntax { first, help, .. } = err else {
+            panic!("{err:?}");
+        };
+        let start = text.find("\"a/b\"").unwrap();
+        assert_eq!(first, Some(SourceSpan::from(start..start + 5)));
+        assert!(help.unwrap().contains("keep one `\"a/b\"` line"));
     }
 
     #[test]
