@@ -106,7 +106,7 @@ pub enum ManifestError {
         first: Option<SourceSpan>,
         /// How to fix it.
         #[help]
-        help: Option<String>,
+        help: Option<&'static str>,
     },
 
     /// There is no `[tool.kernels.dependencies]` table.
@@ -193,14 +193,11 @@ impl Manifest {
                 .clone()
                 .filter(|_| duplicate)
                 .and_then(|r| first_definition(text, r));
-            let help = if duplicate {
-                let key = span.and_then(|r| text.get(r)).unwrap_or("the key");
-                Some(format!(
-                    "a key may appear only once per table: keep one `{key}` line (for a kernel: the requirement you want), then run `kernels lock`"
-                ))
+            let help = Some(if duplicate {
+                "a key may appear only once per table: keep one of the two marked lines (for a kernel: the requirement you want), then run `kernels lock`"
             } else {
-                Some("fix the TOML syntax at the marked position, then run `kernels lock`".to_owned())
-            };
+                "fix the TOML syntax at the marked position, then run `kernels lock`"
+            });
             ManifestError::Syntax {
                 path: path.to_owned(),
                 message,
@@ -361,8 +358,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
@@ -386,8 +383,7 @@ fn first_definition(text: &str, dup: Range<usize>) -> Option<Range<usize>> {
     let table_start = before
         .match_indices('\n')
         .map(|(i, _)| i + 1)
-        .filter(|&i| text[i..].trim_start().starts_with('['))
-        .next_back()
+        .rfind(|&i| text[i..].trim_start().starts_with('['))
         .unwrap_or(0);
     let mut offset = table_start;
     for line in text[table_start..dup.start].split_inclusive('\n') {
@@ -705,7 +701,7 @@ relu = 1
         };
         let start = text.find("\"a/b\"").unwrap();
         assert_eq!(first, Some(SourceSpan::from(start..start + 5)));
-        assert!(help.unwrap().contains("keep one `\"a/b\"` line"));
+        assert!(help.unwrap().contains("keep one of the two marked lines"));
     }
 
     #[test]
