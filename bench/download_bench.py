@@ -58,12 +58,11 @@ def variant_names(count: int) -> list[str]:
         "rocm64-x86_64-linux",
         "cpu-x86_64-linux",
     ]
-    names = [f"{t}-cxx11-{a}" for a in accels for t in torches]
+    # Torch-major, so that any count mixes backends and architectures.
+    names = [f"{t}-cxx11-{a}" for t in torches for a in accels]
     if count > len(names):
         sys.exit(f"bench: at most {len(names)} variants are supported, not {count}")
-    # Interleave so that a small count still mixes torch versions and backends.
-    ordered = sorted(names, key=lambda n: (names.index(n) % len(torches), names.index(n)))
-    return ordered[:count]
+    return names[:count]
 
 
 def so_sizes(count: int, lo: float, hi: float, total: float) -> list[int]:
@@ -125,7 +124,7 @@ TEXT_FILES = {
 
 
 def write_mirror(root: Path, kernels: list[Kernel], variants: list[str]) -> None:
-    """Writes a mirror (layout of docs/MIRROR-FORMAT / `kernels serve --help`) whose
+    """Writes a mirror (the layout in `kernels serve --help`) whose
     shared objects are `[synthetic]` entries: only small text files hit the disk."""
     (root / "orgs").mkdir(parents=True)
     (root / "orgs" / f"{OWNER}.toml").write_text('fullname = "Benchmark Kernels"\n')
