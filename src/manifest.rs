@@ -214,6 +214,22 @@ impl Manifest {
         }
         let deps_item = kernels_item.and_then(|kernels| kernels.get("dependencies"));
         let Some(deps_item) = deps_item else {
+            if !problems.is_empty() {
+                problems.push(EntryProblem {
+                    message: format!(
+                        "{} has no [tool.kernels.dependencies] table",
+                        path.display()
+                    ),
+                    source_code: source.clone(),
+                    span: SourceSpan::from(
+                        kernels_item.and_then(Item::span).unwrap_or(0..0),
+                    ),
+                    label: "no `dependencies` in here".to_owned(),
+                    help: Some(
+                        "declare the kernels to lock as `[tool.kernels.dependencies]` with `\"owner/name\" = 1` lines, then run `kernels lock`".to_owned(),
+                    ),
+                });
+            }
             return Err(match problems.len() {
                 0 => ManifestError::NoDependencies {
                     path: path.to_owned(),
@@ -684,7 +700,21 @@ relu = 1
                 .starts_with("remove the key")
         );
         let typo = parse("[tool.kernels.dependecies]\n\"a/b\" = 1\n").unwrap_err();
-        assert!(matches!(typo, ManifestError::Entry(_)), "{typo:?}");
+        let ManifestError::Entries { problems, .. } = typo else {
+            panic!("{typo:?}");
+        };
+        assert!(
+            problems[0]
+                .help
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `dependencies`?")
+        );
+        assert!(
+            problems[1]
+                .message
+                .ends_with("has no [tool.kernels.dependencies] table")
+        );
         assert_eq!(
             did_you_mean("dependancies", KNOWN_KERNELS_KEYS),
             Some("dependencies")
