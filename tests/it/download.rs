@@ -776,7 +776,10 @@ fn interrupted_download_resumes_with_range() {
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let so = gelu_files()[1].clone();
     world.fault(serde_json::json!({"listener": "cdn", "count": 2, "truncate_after_bytes": 20000}));
-    let out = world.download(&["--variant", "torch-cuda"]);
+    let out = world.download_with(
+        &["--variant", "torch-cuda"],
+        &[("KERNELS_MAX_RETRIES", "1")],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("acme/gelu@2222222"),
@@ -890,7 +893,7 @@ fn reference_0_10_5_validates_our_download() {
 }
 
 #[test]
-fn transient_server_errors_are_retried_once() {
+fn transient_server_errors_are_retried_within_the_budget() {
     let world = World::new();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     world.fault(serde_json::json!({"listener": "cdn", "count": 1, "status": 503}));
@@ -899,7 +902,10 @@ fn transient_server_errors_are_retried_once() {
     let world = World::new();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     world.fault(serde_json::json!({"listener": "cdn", "count": 2, "status": 503}));
-    let out = world.download(&["--variant", "torch-cuda"]);
+    let out = world.download_with(
+        &["--variant", "torch-cuda"],
+        &[("KERNELS_MAX_RETRIES", "1")],
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("503"), "{}", stderr(&out));
 }
