@@ -307,13 +307,9 @@ async fn attempt(
     loop {
         let chunk = match tokio::time::timeout(stall, response.chunk()).await {
             Err(_) => {
-                return Err(timeout(
-                    &final_url,
-                    "no data received",
-                    stall,
-                    "KERNELS_STALL_TIMEOUT",
-                )
-                .into());
+                return Err(
+                    timeout(&url, "no data received", stall, "KERNELS_STALL_TIMEOUT").into(),
+                );
             }
             Ok(Ok(Some(chunk))) => chunk,
             Ok(Ok(None)) => break,

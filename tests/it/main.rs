@@ -3,6 +3,7 @@
 
 mod common;
 mod download;
+mod faults;
 mod lock;
 mod serve;
 mod to_wheel;
