@@ -6,7 +6,10 @@
 //!   "headers": {lower-cased name: value}, "status" (0 = connection reset),
 //!   "bytes" (body bytes sent so far), "authorization": bool}`.
 //!   Control requests themselves are not logged.
-//! * `POST /__fixture/reset` clears the log and every rule.
+//! * `POST /__fixture/reset` clears the log, every rule and every moved branch.
+//! * `POST /__fixture/refs` moves a branch: `{"repo": "acme/relu", "ref": "main",
+//!   "to_commit": "<40 hex>"}` (the `move_ref` action does the same when its
+//!   rule fires).
 //! * `POST /__fixture/faults` adds one rule object or an array of them
 //!   (see [`FaultRule`]), for example
 //!   `{"listener": "cdn", "path": "/lfs/*", "truncate_after_bytes": 12582912, "count": 1}` or
