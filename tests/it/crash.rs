@@ -2,7 +2,8 @@
 //! a throttled transfer (seeded, so a failure replays). After every kill no
 //! snapshot link may point at a missing or unverified blob; the next run must
 //! complete and fetch at most the bytes that were missing (complete blobs are
-//! reused, `.incomplete` data is resumed).
+//! reused, `.incomplete` data is resumed), and Python `huggingface_hub` must
+//! read the result.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,7 +13,9 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use crate::download::{RELU_SHA, World, assert_layout, assert_ok, relu_files, variants};
+use crate::download::{
+    RELU_SHA, World, assert_layout, assert_ok, python_reads_snapshot, relu_files, variants,
+};
 use crate::faults::assert_cache_verified;
 
 /// Kill trials (the issue asks for at least 30).
@@ -74,6 +77,9 @@ fn sigkill_at_random_points_keeps_the_cache_valid_and_resumable() {
             assert_cache_verified(&world.cache);
         }
 
+        // Let requests the killed process had already sent reach the server
+        // before the log is cleared, so they are not counted below.
+        std::thread::sleep(Duration::from_millis(250));
         let present = present_bytes(&blobs_dir, &wanted);
         if present > 0 && present < total {
             resumed_trials += 1;
@@ -81,8 +87,8 @@ fn sigkill_at_random_points_keeps_the_cache_valid_and_resumable() {
         world.reset();
         let out = world.download(&["--all-variants"]);
         assert_ok(&out);
-        let sent: u64 = world
-            .requests()
+        let log = world.requests();
+        let sent: u64 = log
             .iter()
             .filter(|r| r["listener"] == "cdn" || r["status"] == 200 || r["status"] == 206)
             .filter(|r| r["listener"] == "cdn" || r["path"].as_str().unwrap().contains("/resolve/"))
@@ -90,7 +96,7 @@ fn sigkill_at_random_points_keeps_the_cache_valid_and_resumable() {
             .sum();
         assert!(
             sent <= total - present,
-            "trial {trial}: {sent} bytes fetched, but only {} were missing",
+            "trial {trial}: {sent} bytes fetched, but only {} were missing: {log:#?}",
             total - present
         );
         for files in variants(&relu).values() {
@@ -98,6 +104,9 @@ fn sigkill_at_random_points_keeps_the_cache_valid_and_resumable() {
         }
         assert_cache_verified(&world.cache);
     }
+    // The cache the last recovery run completed is what Python reads.
+    let files: Vec<_> = variants(&relu).into_values().flatten().collect();
+    python_reads_snapshot(&world, "hub-2.4.0", "kernel", "acme/relu", RELU_SHA, &files);
     assert!(
         resumed_trials >= TRIALS / 4,
         "only {resumed_trials} kills landed mid-transfer; the throttle is too fast"

@@ -700,7 +700,7 @@ fn no_torch_names_the_explicit_options() {
 }
 
 /// Python `huggingface_hub` loads what we wrote, offline, with identical bytes.
-fn python_reads_snapshot(
+pub(crate) fn python_reads_snapshot(
     world: &World,
     env: &str,
     repo_type: &str,
