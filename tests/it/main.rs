@@ -3,7 +3,10 @@
 
 mod cli;
 mod common;
+#[cfg(unix)]
+mod crash;
 mod download;
+mod faults;
 mod lock;
 mod precommit;
 mod serve;
