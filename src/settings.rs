@@ -59,6 +59,11 @@ pub fn virtual_env() -> Option<PathBuf> {
     var("VIRTUAL_ENV").map(PathBuf::from)
 }
 
+/// Whether coloured output is allowed: `NO_COLOR` unset or empty (no-color.org).
+pub fn color_enabled() -> bool {
+    var("NO_COLOR").is_none()
+}
+
 fn flag(name: &str) -> bool {
     var(name).is_some_and(|v| is_truthy(&v))
 }

@@ -8,6 +8,7 @@ mod download;
 mod lock;
 mod serve;
 mod to_wheel;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -37,6 +38,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Build Python wheels from the build variants of a kernel snapshot.
     ToWheel(to_wheel::ToWheelArgs),
+    /// Re-hash the kernels pinned in `kernels.lock` in the cache; no network.
+    Verify(verify::VerifyArgs),
 }
 
 /// Marks an error as a bug or environment failure: the process exits with 2
@@ -56,6 +59,7 @@ pub fn main() -> ExitCode {
         Command::Lock(args) => lock::run(args, &settings, cli.quiet),
         Command::Serve(args) => serve::run(args, cli.quiet),
         Command::ToWheel(args) => to_wheel::run(args, &settings, cli.quiet),
+        Command::Verify(args) => verify::run(args, &settings, cli.quiet),
     };
     match result {
         Ok(code) => code,
