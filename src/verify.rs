@@ -545,7 +545,8 @@ mod tests {
 
         // Clean cache: the 0.16-style hash without bytecode is accepted.
         let all = VariantSelection::All;
-        let [ok] = &verify_kernels(&cache, RepoType::Kernel, &[k.clone()], &all)[..] else {
+        let [ok] = &verify_kernels(&cache, RepoType::Kernel, std::slice::from_ref(&k), &all)[..]
+        else {
             panic!()
         };
         assert!(ok.is_ok(), "{:?}", ok.problems);
@@ -596,7 +597,7 @@ mod tests {
         let [v] = &verify_kernels(
             &cache,
             RepoType::Kernel,
-            &[k.clone()],
+            std::slice::from_ref(&k),
             &VariantSelection::All,
         )[..] else {
             panic!()
@@ -610,7 +611,8 @@ mod tests {
             DigestKind::GitBlobSha1,
         );
         let pref = VariantSelection::Preferred(vec!["torch-cuda".into(), "torch-universal".into()]);
-        let [v] = &verify_kernels(&cache, RepoType::Kernel, &[k.clone()], &pref)[..] else {
+        let [v] = &verify_kernels(&cache, RepoType::Kernel, std::slice::from_ref(&k), &pref)[..]
+        else {
             panic!()
         };
         assert!(v.is_ok());

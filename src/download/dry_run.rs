@@ -53,13 +53,13 @@ pub async fn dry_run(
     cache: &HubCache,
     kernels: &[LockedKernel],
     options: &DownloadOptions,
-) -> Vec<Result<DryRunKernel, KernelFailure>> {
+) -> Vec<Result<DryRunKernel, Box<KernelFailure>>> {
     if client.is_offline() {
         return verify_kernels(cache, options.repo_type, kernels, &options.selection)
             .into_iter()
             .map(|check| {
                 if !check.is_ok() {
-                    return Err(KernelFailure {
+                    return Err(Box::new(KernelFailure {
                         error: DownloadError::NotCached {
                             repo_id: check.repo_id.clone(),
                             commit: check.commit.clone(),
@@ -67,7 +67,7 @@ pub async fn dry_run(
                         },
                         repo_id: check.repo_id,
                         commit: check.commit,
-                    });
+                    }));
                 }
                 let variants = check
                     .variants
@@ -96,10 +96,12 @@ pub async fn dry_run(
     join_all(kernels.iter().map(|kernel| async move {
         plan_one(client, cache, kernel, options)
             .await
-            .map_err(|error| KernelFailure {
-                repo_id: kernel.repo_id.clone(),
-                commit: kernel.commit.clone(),
-                error,
+            .map_err(|error| {
+                Box::new(KernelFailure {
+                    repo_id: kernel.repo_id.clone(),
+                    commit: kernel.commit.clone(),
+                    error,
+                })
             })
     }))
     .await
