@@ -263,13 +263,25 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         }
     };
     let chosen: Vec<String> = match selection {
-        VariantSelection::All => {
-            if cached.is_empty() {
+        // A lock with variant hashes names every variant of the commit.
+        VariantSelection::All => match &kernel.variants {
+            Some(hashes) if !hashes.is_empty() => {
+                let mut names: Vec<String> = hashes.keys().cloned().collect();
+                names.sort();
+                for name in names.iter().filter(|n| !cached.contains(*n)) {
+                    listing.problems.push(Problem::MissingVariant {
+                        variant: name.clone(),
+                    });
+                }
+                names.retain(|name| cached.contains(name));
+                names
+            }
+            _ if cached.is_empty() => {
                 listing.problems.push(Problem::NotCached { dir: build });
                 return listing;
             }
-            cached.iter().cloned().collect()
-        }
+            _ => cached.iter().cloned().collect(),
+        },
         VariantSelection::Named(names) => {
             let mut out: Vec<String> = Vec::new();
             for name in names {

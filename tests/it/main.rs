@@ -6,3 +6,4 @@ mod download;
 mod lock;
 mod serve;
 mod to_wheel;
+mod verify;
