@@ -1,6 +1,7 @@
 //! Integration tests: the real `kernels` binary against `kernels serve` on loopback,
 //! and against the pinned Python reference where an issue asks for parity.
 
+mod auth;
 mod common;
 mod download;
 mod lock;
