@@ -3,6 +3,7 @@
 
 mod auth;
 mod common;
+mod concurrency;
 mod download;
 mod lock;
 mod serve;
