@@ -403,9 +403,17 @@ fn verify_variant(
 ) -> Result<(), DownloadError> {
     let mut linked = Vec::with_capacity(files.len());
     for file in files {
-        let etag = repo
-            .linked_etag(&kernel.commit, &file.path)
-            .filter(|etag| repo.blob_path(etag).is_file())
+        let current = || {
+            repo.linked_etag(&kernel.commit, &file.path)
+                .filter(|etag| repo.blob_path(etag).is_file())
+        };
+        // `huggingface_hub` replaces a link by removing it first; if another
+        // process is doing that right now, put ours back (the blob is in place).
+        let etag = current()
+            .or_else(|| {
+                repo.link(&kernel.commit, &file.path, &file.digest.hex).ok()?;
+                current()
+            })
             .ok_or_else(|| DownloadError::VariantMismatch {
                 repo_id: kernel.repo_id.clone(),
                 commit: kernel.commit.clone(),
