@@ -220,6 +220,11 @@ pub fn verify_kernels(
                 .map(|file| (listing.repo.blob_path(&file.etag), file.etag.clone()))
         })
         .collect();
+    tracing::debug!(
+        "verifying {} kernel(s) in the cache: hashing {} blob(s)",
+        kernels.len(),
+        blobs.len()
+    );
     let hashed: HashMap<BlobKey, HashOutcome> = blobs
         .into_par_iter()
         .map(|(path, etag)| {

@@ -258,10 +258,18 @@ async fn download_kernel(
     progress: &Progress,
 ) -> Result<KernelReport, DownloadError> {
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
+    let label = plan::label(&kernel.repo_id, &kernel.commit);
+    tracing::debug!("{label}: listing the files of the locked commit");
     let entries = client
         .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
         .await?;
     let plan = plan_kernel(kernel, &entries, &options.selection)?;
+    tracing::debug!(
+        "{label}: {} file(s), {} blob(s) in variant(s) {}",
+        plan.file_count(),
+        plan.blobs().len(),
+        plan.variants.keys().cloned().collect::<Vec<_>>().join(", ")
+    );
     progress.add_total(plan.total_bytes());
 
     let blobs = plan.blobs();
@@ -280,6 +288,12 @@ async fn download_kernel(
                 path: &paths[0],
             };
             let fetched = ensure_blob(repo, digest, &source, progress).await?;
+            match &fetched {
+                Fetched::Cached => tracing::debug!("{}: cached and verified", paths[0]),
+                Fetched::Downloaded { bytes } => {
+                    tracing::debug!("{}: downloaded {bytes} bytes, verified", paths[0]);
+                }
+            }
             // Links only after the blob is in place.
             for path in paths {
                 repo.link(&kernel.commit, path, &digest.hex)?;
@@ -411,7 +425,8 @@ fn verify_variant(
         // process is doing that right now, put ours back (the blob is in place).
         let etag = current()
             .or_else(|| {
-                repo.link(&kernel.commit, &file.path, &file.digest.hex).ok()?;
+                repo.link(&kernel.commit, &file.path, &file.digest.hex)
+                    .ok()?;
                 current()
             })
             .ok_or_else(|| DownloadError::VariantMismatch {

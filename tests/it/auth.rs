@@ -128,6 +128,20 @@ fn token_never_appears_in_output() {
         "dry-run",
     );
     check(&run(&["verify", "--all-variants"], &[]), "verify");
+    // `-v` logs requests, retries and checks; still no token.
+    std::fs::remove_dir_all(&world.cache).unwrap();
+    world.fault(serde_json::json!({"listener": "hub", "status": 503, "count": 1}));
+    world.fault(serde_json::json!({"listener": "cdn", "status": 503, "count": 1}));
+    let out = run(&["download", "-vv", "--all-variants"], &[]);
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains("listing the files") && stderr(&out).contains("retrying"),
+        "{}",
+        stderr(&out)
+    );
+    check(&out, "download -vv");
+    check(&run(&["verify", "-v", "--all-variants"], &[]), "verify -v");
+    world.reset();
 
     // Failures: a repo the token cannot see, a server error, the offline hint,
     // and a token that cannot be sent as a header.
