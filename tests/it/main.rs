@@ -4,7 +4,10 @@
 mod auth;
 mod common;
 mod concurrency;
+#[cfg(unix)]
+mod crash;
 mod download;
+mod faults;
 mod lock;
 mod serve;
 mod to_wheel;
