@@ -87,7 +87,24 @@ fn token_sources_in_order_and_never_sent_to_the_cdn() {
 #[test]
 fn token_never_appears_in_output() {
     const SECRET: &str = "hf_SeCrEtToKeN4242xyzzy";
-    let world = World::new();
+    const SECRET_SHA: &str = "3333333333333333333333333333333333333333";
+    // A private repo that only another token may read, next to the public ones.
+    let world = World::with_mirror(|mirror| {
+        let repo = mirror.join("repos/kernels/acme/secret");
+        let tree = repo.join("commits/c1/tree/build/torch-cpu");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("x.py"), "x = 1\n").unwrap();
+        std::fs::write(
+            repo.join("commits/c1/commit.toml"),
+            format!("sha = \"{SECRET_SHA}\"\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            repo.join("repo.toml"),
+            "commits = [\"c1\"]\nprivate = true\nallowed_tokens = [\"hf_other\"]\n\n[branches]\nmain = \"c1\"\n",
+        )
+        .unwrap();
+    });
     let home = world.cache.parent().unwrap().join("home");
     let run = |sub: &[&str], env: &[(&str, &str)]| {
         let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
@@ -145,15 +162,16 @@ fn token_never_appears_in_output() {
 
     // Failures: a repo the token cannot see, a server error, the offline hint,
     // and a token that cannot be sent as a header.
-    world.lock_b(&[
-        ("acme/gelu", GELU_SHA),
-        ("acme/secret", "3333333333333333333333333333333333333333"),
-    ]);
-    let out = run(&["download", "--all-variants"], &[]);
+    world.lock_b(&[("acme/gelu", GELU_SHA), ("acme/secret", SECRET_SHA)]);
+    let out = run(&["download", "-v", "--all-variants"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("acme/secret"), "{}", stderr(&out));
     check(&out, "unauthorized download");
     world.fault(serde_json::json!({"listener": "hub", "status": 500, "count": 10}));
-    let out = run(&["download", "--all-variants"], &[]);
+    let out = run(
+        &["download", "--all-variants"],
+        &[("KERNELS_MAX_RETRIES", "0")],
+    );
     assert_eq!(out.status.code(), Some(1));
     check(&out, "server error");
     world.reset();
