@@ -149,6 +149,18 @@ fn offline_flag_makes_no_request_and_names_what_is_missing() {
         stderr(&out)
     );
     assert!(world.requests().is_empty());
+    let out = world.download(&[
+        "--all-variants",
+        "--offline",
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    assert_ok(&out);
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["download_files"], 0, "{doc}");
+    assert_eq!(doc["kernels"][0]["variants"][1]["cached_files"], 1, "{doc}");
+    assert!(world.requests().is_empty());
 
     let gelu_so = &gelu_files()[1];
     let repo_dir = world.repo_dir("kernel", "acme/gelu");
