@@ -41,15 +41,14 @@ pub enum Problem {
         variant: String,
     },
 
-    /// No variant of the selection is cached (default selection only).
+    /// No variant the environment accepts is cached (default selection only).
     #[error(
-        "none of the build variants for this environment ({}) is in the cache; cached: {}",
-        preferred.join(", "),
+        "no build variant for this environment is in the cache (cached: {}): {reason}",
         if cached.is_empty() { "none".to_owned() } else { cached.join(", ") }
     )]
     NoCachedVariant {
-        /// The variants tried, in order.
-        preferred: Vec<String>,
+        /// Why the selection failed among the cached variants.
+        reason: String,
         /// The variants in the snapshot.
         cached: Vec<String>,
     },
@@ -303,11 +302,12 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
             out.retain(|name| cached.contains(name));
             out
         }
-        VariantSelection::Preferred(order) => match order.iter().find(|v| cached.contains(*v)) {
-            Some(variant) => vec![variant.clone()],
-            None => {
+        // The environment's choice, made among the cached variants only.
+        _ => match selection.choose(&kernel.repo_id, &kernel.commit, &cached) {
+            Ok(chosen) => chosen,
+            Err(err) => {
                 listing.problems.push(Problem::NoCachedVariant {
-                    preferred: order.clone(),
+                    reason: err.to_string(),
                     cached: cached.iter().cloned().collect(),
                 });
                 return listing;
