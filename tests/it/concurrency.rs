@@ -104,3 +104,60 @@ fn python_waits_for_our_blob_lock() {
     );
     assert_eq!(std::fs::read(&blob).unwrap(), gelu_so.content);
 }
+
+/// The other way round: while Python's `filelock` holds a blob's lock, our
+/// download of that blob waits.
+#[test]
+fn we_wait_for_pythons_filelock() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let gelu_so = gelu_files()[1].clone();
+    let repo = kernels::cache::HubCache::new(&world.cache).repo(
+        &"acme/gelu".parse().unwrap(),
+        kernels::hub::types::RepoType::Kernel,
+    );
+    let lock_path = repo.lock_path(&gelu_so.etag());
+    std::fs::create_dir_all(lock_path.parent().unwrap()).unwrap();
+    let mut python = common::python("hub-2.4.0", &world.server.endpoint, &world.cache);
+    python
+        .args([
+            "-c",
+            "import sys; from filelock import FileLock\n\
+             with FileLock(sys.argv[1]):\n    print('locked', flush=True)\n    sys.stdin.readline()",
+        ])
+        .arg(&lock_path)
+        .stdin(Stdio::piped());
+    let mut holder = spawn(python);
+    let mut line = String::new();
+    BufReader::new(holder.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "locked");
+
+    let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
+    cmd.arg("download")
+        .arg(&world.project)
+        .args(["--variant", "torch-cuda"]);
+    let ours = spawn(cmd);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let blob = repo.blob_path(&gelu_so.etag());
+    assert!(
+        !blob.exists(),
+        "we wrote the blob while Python held its lock"
+    );
+    assert!(
+        world.requests().iter().all(|r| r["listener"] != "cdn"),
+        "we fetched content while Python held the lock"
+    );
+    holder.stdin.take().unwrap().write_all(b"\n").unwrap();
+    assert!(holder.wait().unwrap().success());
+    let out = ours.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&blob).unwrap(), gelu_so.content);
+}
