@@ -19,6 +19,7 @@ pub mod hash;
 pub mod hub;
 pub mod lockfile;
 pub mod manifest;
+pub mod profile;
 pub mod repo_id;
 pub mod requirement;
 pub mod resolver;
