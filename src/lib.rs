@@ -18,6 +18,7 @@ pub mod fs;
 pub mod hash;
 pub mod hub;
 pub mod lockfile;
+pub mod locking;
 pub mod manifest;
 pub mod profile;
 pub mod repo_id;

@@ -3,13 +3,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::lock::{RepoTypeArg, choose_profile};
 use crate::cache::HubCache;
 use crate::download::{
     DEFAULT_CONCURRENCY, DownloadError, DownloadOptions, Progress, ProgressMode, download,
 };
 use crate::hub::HubClient;
-use crate::hub::types::RepoType;
 use crate::lockfile::{LOCK_FILE_NAME, Lockfile};
+use crate::manifest::ToolSettings;
+use crate::profile::VariantPreference;
 use crate::settings::Settings;
 use crate::variant::{VariantRequest, VariantSelection, project_python};
 
@@ -34,28 +36,18 @@ pub struct DownloadArgs {
           value_parser = parse_concurrency)]
     pub concurrency: usize,
 
-    /// Hub repository type of the kernels; also the cache folder prefix
-    /// (`kernels--` or `models--`).
-    #[arg(long, value_enum, default_value_t = RepoTypeArg::Kernel)]
-    pub repo_type: RepoTypeArg,
-}
+    /// Download for this `kernels` runtime version (for example `0.10.5`): it
+    /// decides the repository type and cache folder prefix (`models--` up to
+    /// 0.13, `kernels--` from 0.14) and the variant order. Default:
+    /// `target-runtime` under `[tool.kernels]`, else the lock's format refined
+    /// by the `kernels` installed in the project's Python environment.
+    #[arg(long, value_name = "VERSION")]
+    pub target_runtime: Option<String>,
 
-/// `--repo-type` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RepoTypeArg {
-    /// Kernel repos (`/api/kernels/…`, cache `kernels--…`), read by kernels ≥0.14.
-    Kernel,
-    /// Model repos (`/api/models/…`, cache `models--…`), read by kernels ≤0.13.
-    Model,
-}
-
-impl From<RepoTypeArg> for RepoType {
-    fn from(arg: RepoTypeArg) -> RepoType {
-        match arg {
-            RepoTypeArg::Kernel => RepoType::Kernel,
-            RepoTypeArg::Model => RepoType::Model,
-        }
-    }
+    /// Override the target runtime's Hub repository type, which is also the
+    /// cache folder prefix (`kernels--` or `models--`).
+    #[arg(long, value_enum)]
+    pub repo_type: Option<RepoTypeArg>,
 }
 
 fn parse_concurrency(s: &str) -> Result<usize, String> {
@@ -99,7 +91,20 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         }
         .into());
     }
-    let kernels = Lockfile::read(&lock_path)?.locked_kernels(&lock_path)?;
+    let lockfile = Lockfile::read(&lock_path)?;
+    let kernels = lockfile.locked_kernels(&lock_path)?;
+    let tool = ToolSettings::read(&args.project_dir)?;
+    let manifest_path = args.project_dir.join(crate::manifest::MANIFEST_FILE_NAME);
+    let profile = choose_profile(
+        &args.project_dir,
+        args.target_runtime.as_deref(),
+        tool.as_ref()
+            .and_then(|t| t.target_runtime.as_deref())
+            .map(|v| (v, manifest_path.as_path())),
+        Some(lockfile.format()),
+        args.repo_type,
+        quiet,
+    )?;
 
     let request = if args.all_variants {
         VariantRequest::All
@@ -113,11 +118,22 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         VariantSelection::All
     } else {
         let python = project_python(&args.project_dir, crate::settings::virtual_env().as_deref());
-        request.resolve(&python)?
+        match (request.resolve(&python)?, profile.variant_preference) {
+            // Releases without the noarch back-port try `[arch, universal]`.
+            (VariantSelection::Preferred(order), VariantPreference::Exact { noarch: false }) => {
+                VariantSelection::Preferred(
+                    order
+                        .into_iter()
+                        .filter(|v| !v.starts_with("torch-") || v == crate::variant::UNIVERSAL)
+                        .collect(),
+                )
+            }
+            (selection, _) => selection,
+        }
     };
 
     let options = DownloadOptions {
-        repo_type: args.repo_type.into(),
+        repo_type: profile.repo_type,
         selection,
         concurrency: args.concurrency,
     };
