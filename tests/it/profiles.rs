@@ -128,6 +128,10 @@ fn profile_is_chosen_by_each_source() {
         target_line(&text).contains("the existing kernels.lock is in the variant-hash format"),
         "{text}"
     );
+    assert!(
+        text.contains("warning: kernels 0.17.2 installed in VIRTUAL_ENV cannot read this lock format; pass `--target-runtime 0.17.2`"),
+        "{text}"
+    );
     // ... but is used when there is no lock (VIRTUAL_ENV before .venv).
     std::fs::remove_file(dir.path().join("kernels.lock")).unwrap();
     let output = command(&server, cache, &cache.join("empty-path"))
