@@ -2,7 +2,10 @@
 //! and against the pinned Python reference where an issue asks for parity.
 
 mod common;
+#[cfg(unix)]
+mod crash;
 mod download;
+mod faults;
 mod lock;
 mod profiles;
 mod serve;
