@@ -75,6 +75,12 @@ pub fn color_enabled() -> bool {
     var("NO_COLOR").is_none()
 }
 
+/// `PATH`, searched for `python3` when looking for an installed `kernels`
+/// package ([`crate::profile::installed_kernels`]).
+pub fn path_var() -> Option<std::ffi::OsString> {
+    std::env::var_os("PATH")
+}
+
 fn flag(name: &str) -> bool {
     var(name).is_some_and(|v| is_truthy(&v))
 }

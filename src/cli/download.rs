@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::lock::{RepoTypeArg, choose_profile};
 use crate::cache::HubCache;
 use crate::download::{
     DEFAULT_CONCURRENCY, DRY_RUN_SCHEMA, DownloadError, DownloadOptions, Progress, ProgressMode,
@@ -11,6 +12,8 @@ use crate::download::{
 use crate::hub::HubClient;
 use crate::hub::types::RepoType;
 use crate::lockfile::{LOCK_FILE_NAME, LockedKernel, Lockfile};
+use crate::manifest::ToolSettings;
+use crate::profile::VariantPreference;
 use crate::settings::Settings;
 use crate::variant::{VariantRequest, VariantSelection, project_python};
 
@@ -66,10 +69,18 @@ pub struct SelectArgs {
     #[arg(long)]
     pub all_variants: bool,
 
-    /// Hub repository type of the kernels; also the cache folder prefix
-    /// (`kernels--` or `models--`).
-    #[arg(long, value_enum, default_value_t = RepoTypeArg::Kernel)]
-    pub repo_type: RepoTypeArg,
+    /// Target this `kernels` runtime version (for example `0.10.5`): it
+    /// decides the repository type and cache folder prefix (`models--` up to
+    /// 0.13, `kernels--` from 0.14) and the variant order. Default:
+    /// `target-runtime` under `[tool.kernels]`, else the lock's format refined
+    /// by the `kernels` installed in the project's Python environment.
+    #[arg(long, value_name = "VERSION")]
+    pub target_runtime: Option<String>,
+
+    /// Override the target runtime's Hub repository type, which is also the
+    /// cache folder prefix (`kernels--` or `models--`).
+    #[arg(long, value_enum)]
+    pub repo_type: Option<RepoTypeArg>,
 }
 
 impl SelectArgs {
@@ -83,19 +94,27 @@ impl SelectArgs {
         for v in &self.variants {
             out.push_str(&format!(" --variant {v}"));
         }
-        if self.repo_type == RepoTypeArg::Model {
-            out.push_str(" --repo-type model");
+        if let Some(version) = &self.target_runtime {
+            out.push_str(&format!(" --target-runtime {version}"));
+        }
+        match self.repo_type {
+            Some(RepoTypeArg::Model) => out.push_str(" --repo-type model"),
+            Some(RepoTypeArg::Kernel) => out.push_str(" --repo-type kernel"),
+            None => {}
         }
         out
     }
 }
 
-/// Reads `<project>/kernels.lock` and resolves the variant selection (detecting
-/// torch only when the lock has kernels and no variant flag is given).
+/// Reads `<project>/kernels.lock`, chooses the target profile (which prints
+/// its `Target runtime: …` line unless `quiet`) and resolves the variant
+/// selection (detecting torch only when the lock has kernels and no variant
+/// flag is given). Returns the kernels, the selection and the repository type.
 pub(super) fn read_lock(
     project_dir: &Path,
     select: &SelectArgs,
-) -> miette::Result<(Vec<LockedKernel>, VariantSelection)> {
+    quiet: bool,
+) -> miette::Result<(Vec<LockedKernel>, VariantSelection, RepoType)> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if !lock_path.is_file() {
         return Err(DownloadCliError::NoLock {
@@ -104,7 +123,20 @@ pub(super) fn read_lock(
         }
         .into());
     }
-    let kernels = Lockfile::read(&lock_path)?.locked_kernels(&lock_path)?;
+    let lockfile = Lockfile::read(&lock_path)?;
+    let kernels = lockfile.locked_kernels(&lock_path)?;
+    let tool = ToolSettings::read(project_dir)?;
+    let manifest_path = project_dir.join(crate::manifest::MANIFEST_FILE_NAME);
+    let profile = choose_profile(
+        project_dir,
+        select.target_runtime.as_deref(),
+        tool.as_ref()
+            .and_then(|t| t.target_runtime.as_deref())
+            .map(|v| (v, manifest_path.as_path())),
+        Some(lockfile.format()),
+        select.repo_type,
+        quiet,
+    )?;
     let request = if select.all_variants {
         VariantRequest::All
     } else if !select.variants.is_empty() {
@@ -117,27 +149,20 @@ pub(super) fn read_lock(
         VariantSelection::All
     } else {
         let python = project_python(project_dir, crate::settings::virtual_env().as_deref());
-        request.resolve(&python)?
-    };
-    Ok((kernels, selection))
-}
-
-/// `--repo-type` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RepoTypeArg {
-    /// Kernel repos (`/api/kernels/…`, cache `kernels--…`), read by kernels ≥0.14.
-    Kernel,
-    /// Model repos (`/api/models/…`, cache `models--…`), read by kernels ≤0.13.
-    Model,
-}
-
-impl From<RepoTypeArg> for RepoType {
-    fn from(arg: RepoTypeArg) -> RepoType {
-        match arg {
-            RepoTypeArg::Kernel => RepoType::Kernel,
-            RepoTypeArg::Model => RepoType::Model,
+        match (request.resolve(&python)?, profile.variant_preference) {
+            // Releases without the noarch back-port try `[arch, universal]`.
+            (VariantSelection::Preferred(order), VariantPreference::Exact { noarch: false }) => {
+                VariantSelection::Preferred(
+                    order
+                        .into_iter()
+                        .filter(|v| !v.starts_with("torch-") || v == crate::variant::UNIVERSAL)
+                        .collect(),
+                )
+            }
+            (selection, _) => selection,
         }
-    }
+    };
+    Ok((kernels, selection, profile.repo_type))
 }
 
 fn parse_concurrency(s: &str) -> Result<usize, String> {
@@ -173,9 +198,9 @@ enum DownloadCliError {
 /// Exit 0 when all kernels are in the cache and verified, 1 when any failed
 /// (each is named on stderr), 2 on internal errors.
 pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
-    let (kernels, selection) = read_lock(&args.project_dir, &args.select)?;
+    let (kernels, selection, repo_type) = read_lock(&args.project_dir, &args.select, quiet)?;
     let options = DownloadOptions {
-        repo_type: args.select.repo_type.into(),
+        repo_type,
         selection,
         concurrency: args.concurrency,
     };

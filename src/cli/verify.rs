@@ -41,9 +41,9 @@ struct VerifyFailed {
 /// line per verified kernel goes to stderr. Exit 0 when everything verifies,
 /// 1 on any difference.
 pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
-    let (kernels, selection) = read_lock(&args.project_dir, &args.select)?;
+    let (kernels, selection, repo_type) = read_lock(&args.project_dir, &args.select, quiet)?;
     let cache = HubCache::new(&settings.cache_dir);
-    let checks = verify_kernels(&cache, args.select.repo_type.into(), &kernels, &selection);
+    let checks = verify_kernels(&cache, repo_type, &kernels, &selection);
     let mut problems = 0;
     let mut failed = 0;
     let mut needs_lock = false;

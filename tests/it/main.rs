@@ -9,6 +9,7 @@ mod crash;
 mod download;
 mod faults;
 mod lock;
+mod profiles;
 mod serve;
 mod to_wheel;
 mod verify;

@@ -295,10 +295,12 @@ fn quiet_prints_nothing_and_lines_name_each_kernel() {
     );
     let out = world.download(&["--all-variants"]);
     let err = stderr(&out);
+    // The target-runtime line, then one line per kernel.
     let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 2, "{err}");
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].starts_with("Target runtime: "), "{err}");
     assert!(
-        lines.iter().all(|l| l.starts_with("Downloaded acme/")),
+        lines[1..].iter().all(|l| l.starts_with("Downloaded acme/")),
         "{err}"
     );
     assert!(
