@@ -71,6 +71,17 @@ pub fn virtual_env() -> Option<PathBuf> {
     var("VIRTUAL_ENV").map(PathBuf::from)
 }
 
+/// Whether coloured output is allowed: `NO_COLOR` unset or empty (no-color.org).
+pub fn color_enabled() -> bool {
+    var("NO_COLOR").is_none()
+}
+
+/// `PATH`, searched for `python3` when looking for an installed `kernels`
+/// package ([`crate::profile::installed_kernels`]).
+pub fn path_var() -> Option<std::ffi::OsString> {
+    std::env::var_os("PATH")
+}
+
 fn flag(name: &str) -> bool {
     var(name).is_some_and(|v| is_truthy(&v))
 }

@@ -9,6 +9,7 @@ mod lock;
 mod reference;
 mod serve;
 mod to_wheel;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -34,7 +35,8 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
-    /// Print more detail, for example every entry `kernels lock --check` looked at.
+    /// Also log what happens (requests, retries, checks) on stderr; `-vv` for more.
+    /// `kernels lock --check -v` also lists every entry it looked at.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
@@ -50,18 +52,9 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub frozen: bool,
 
-    /// Make no network request: use only local files and the Hub cache. Also set by
-    /// a true `KERNELS_OFFLINE` or `HF_HUB_OFFLINE`.
-    #[arg(long, global = true)]
-    pub offline: bool,
-
     /// When to colour diagnostics (`auto` follows the terminal and `NO_COLOR`).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
-
-    /// Output format of the data printed on stdout (schemas in docs/json-output.md).
-    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Text)]
-    pub format: OutputFormat,
 }
 
 /// `--color` values.
@@ -94,6 +87,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Build Python wheels from the build variants of a kernel snapshot.
     ToWheel(to_wheel::ToWheelArgs),
+    /// Re-hash the kernels pinned in `kernels.lock` in the cache; no network.
+    Verify(verify::VerifyArgs),
     /// Print a shell completion script on stdout.
     Completions(CompletionsArgs),
     /// Print the Markdown command-line reference (docs/cli.md) on stdout.
@@ -126,9 +121,8 @@ pub struct InternalError(pub String);
 pub fn main() -> ExitCode {
     let mut cli = Cli::parse();
     install_report_handler(cli.global.color);
-    let mut settings = Settings::from_env();
-    settings.offline |= cli.global.offline;
-    cli.global.offline = settings.offline;
+    let settings = Settings::from_env();
+    init_logging(cli.global.verbose);
     let env = LockFlags::from_env();
     if !cli.global.frozen {
         cli.global.locked |= env.locked;
@@ -140,12 +134,20 @@ pub fn main() -> ExitCode {
     let quiet = global.quiet;
     let result = match cli.command {
         Command::Download(args) => {
-            lock::ensure_locked(&args.project_dir, args.repo_type.into(), &settings, &global)
-                .and_then(|()| download::run(args, &settings, quiet))
+            let mut check_settings = settings.clone();
+            check_settings.offline |= args.offline;
+            lock::ensure_locked(
+                &args.project_dir,
+                args.select.repo_type.map(Into::into),
+                &check_settings,
+                &global,
+            )
+            .and_then(|()| download::run(args, &settings, quiet))
         }
         Command::Lock(args) => lock::run(args, &settings, &global),
         Command::Serve(args) => serve::run(args, quiet),
         Command::ToWheel(args) => to_wheel::run(args, &settings, quiet),
+        Command::Verify(args) => verify::run(args, &settings, quiet),
         Command::Completions(args) => {
             clap_complete::generate(
                 args.shell,
@@ -182,6 +184,30 @@ fn install_report_handler(color: ColorChoice) {
         };
         Box::new(opts.build())
     }));
+}
+
+/// `-v`: debug events of this crate on stderr (`-vv`: trace). Events carry
+/// URLs and paths, never request headers, so no token is logged.
+fn init_logging(verbose: u8) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let level = match verbose {
+        0 => return,
+        1 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    let ansi = crate::settings::color_enabled() && std::io::stderr().is_terminal();
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false);
+    let filter = tracing_subscriber::filter::Targets::new().with_target("kernels", level);
+    // Fails only if a subscriber is already set, which `main` never does twice.
+    let _ = tracing_subscriber::registry()
+        .with(layer)
+        .with(filter)
+        .try_init();
 }
 
 /// Builds the tokio runtime used by the network commands.

@@ -12,7 +12,7 @@ use crate::wheel::{
     self, HubRevision, Kernel, Snapshot, TagVersion, WheelError, WheelOptions, ZIP_EPOCH,
 };
 
-use super::download::RepoTypeArg;
+use super::lock::RepoTypeArg;
 
 /// Arguments of `kernels to-wheel`.
 #[derive(Debug, clap::Args)]
@@ -140,7 +140,10 @@ fn hub_snapshot(args: &ToWheelArgs, settings: &Settings, quiet: bool) -> miette:
         }
     };
     let cache = HubCache::new(&settings.cache_dir);
-    let progress = Progress::new(ProgressMode::detect(quiet));
+    let progress = Progress::new(
+        ProgressMode::detect(quiet),
+        crate::settings::color_enabled(),
+    );
     Ok(runtime.block_on(Snapshot::fetch(
         &client,
         &cache,

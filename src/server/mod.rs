@@ -269,6 +269,7 @@ pub async fn serve(
         control: Control::default(),
         next_request: AtomicU64::new(1),
     });
+    let shutdown = shutdown_signal();
     on_ready(&endpoints, &app.mirror);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -291,7 +292,7 @@ pub async fn serve(
     }
 
     let stopped_early = tokio::select! {
-        () = shutdown_signal() => None,
+        () = shutdown => None,
         res = tasks.join_next() => res,
     };
     let _ = stop_tx.send(true);
@@ -332,25 +333,34 @@ fn url_authority(addr: SocketAddr) -> String {
     }
 }
 
-async fn shutdown_signal() {
+/// Installs the SIGINT/SIGTERM handlers now and returns a future that completes
+/// when one of them arrives. Installing before the endpoint is printed means a
+/// signal sent right after that line still shuts the server down gracefully.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut int), Ok(mut term)) => {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

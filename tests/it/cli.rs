@@ -466,7 +466,8 @@ fn lock_format_json() {
     assert_eq!(doc["command"], "lock");
     assert_eq!(doc["written"], true);
     assert_eq!(doc["kernels"][0]["repo_id"], "kernels-community/activation");
-    assert_eq!(doc["kernels"][1]["chosen"], "v1");
+    assert_eq!(doc["kernels"][1]["repo_id"], "kernels-community/relu");
+    assert_eq!(doc["format"], "variant-hash");
     assert_eq!(doc["kernels"][1]["commit"].as_str().unwrap().len(), 40);
     assert!(
         doc["kernels"][0]["variants"]
