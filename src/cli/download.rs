@@ -9,9 +9,9 @@ use crate::download::{
 };
 use crate::hub::HubClient;
 use crate::hub::types::RepoType;
-use crate::lockfile::{LOCK_FILE_NAME, Lockfile};
+use crate::lockfile::{LOCK_FILE_NAME, LockFormat, Lockfile};
 use crate::settings::Settings;
-use crate::variant::{VariantRequest, VariantSelection, project_python};
+use crate::variant::{Preference, VariantRequest, VariantSelection, project_python};
 
 /// Arguments of `kernels download`.
 #[derive(Debug, clap::Args)]
@@ -99,7 +99,14 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         }
         .into());
     }
-    let kernels = Lockfile::read(&lock_path)?.locked_kernels(&lock_path)?;
+    let lockfile = Lockfile::read(&lock_path)?;
+    let kernels = lockfile.locked_kernels(&lock_path)?;
+    // Until target profiles exist: a 0.17 lock is read by the 0.15+ resolver,
+    // a variant-hash lock by a runtime with the exact order.
+    let preference = match lockfile.format() {
+        LockFormat::KernelLocks => Preference::ResolverStableAbi,
+        LockFormat::VariantHash => Preference::Exact,
+    };
 
     let request = if args.all_variants {
         VariantRequest::All
@@ -113,8 +120,17 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         VariantSelection::All
     } else {
         let python = project_python(&args.project_dir, crate::settings::virtual_env().as_deref());
-        request.resolve(&python)?
+        request.resolve(&python, preference)?
     };
+    if let VariantSelection::Detected { env, preference } = &selection
+        && !quiet
+    {
+        eprintln!(
+            "Environment: {}; variants ranked by the {}",
+            env.describe(),
+            preference.describe()
+        );
+    }
 
     let options = DownloadOptions {
         repo_type: args.repo_type.into(),
