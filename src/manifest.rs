@@ -33,6 +33,20 @@ pub struct Manifest {
     pub path: PathBuf,
     /// Dependencies in file order.
     pub dependencies: Vec<Dependency>,
+    /// The other `[tool.kernels]` keys this tool reads.
+    pub settings: ToolSettings,
+}
+
+/// `[tool.kernels]` keys other than `dependencies` (extensions; the Python
+/// reference reads none of them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// `target-runtime = "0.10.5"`: the `kernels` runtime to write for
+    /// ([`crate::profile`]); validated when the profile is chosen.
+    pub target_runtime: Option<String>,
+    /// `trust = ["org/name", ...]`: repositories locked even when their
+    /// publisher is not a trusted kernel publisher (0.17 profile).
+    pub trust: Vec<RepoId>,
 }
 
 /// One `[tool.kernels.dependencies]` entry.
@@ -182,6 +196,7 @@ impl Manifest {
             source_code: source.clone(),
             span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
         })?;
+        let settings = parse_settings(&doc, path, &source)?;
         let deps_item = doc
             .get("tool")
             .and_then(|tool| tool.get("kernels"))
@@ -239,6 +254,7 @@ impl Manifest {
             0 => Ok(Manifest {
                 path: path.to_owned(),
                 dependencies,
+                settings,
             }),
             1 => Err(ManifestError::Entry(Box::new(
                 problems.pop().expect("one problem"),
@@ -249,6 +265,93 @@ impl Manifest {
             }),
         }
     }
+}
+
+impl ToolSettings {
+    /// Reads the `[tool.kernels]` settings of `<project_dir>/pyproject.toml`
+    /// without requiring a dependency table; `None` when the file does not exist.
+    pub fn read(project_dir: &Path) -> Result<Option<ToolSettings>, ManifestError> {
+        let path = project_dir.join(MANIFEST_FILE_NAME);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(ManifestError::Io { path, source }),
+        };
+        let source = Arc::new(NamedSource::new(path.display().to_string(), text.clone()));
+        let doc =
+            toml_edit::Document::parse(text.as_str()).map_err(|err| ManifestError::Syntax {
+                path: path.clone(),
+                message: err.message().trim().to_owned(),
+                source_code: source.clone(),
+                span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
+            })?;
+        parse_settings(&doc, &path, &source).map(Some)
+    }
+}
+
+/// Reads `target-runtime` and `trust` of `[tool.kernels]`.
+fn parse_settings(
+    doc: &toml_edit::Document<&str>,
+    path: &Path,
+    source: &Arc<NamedSource<String>>,
+) -> Result<ToolSettings, ManifestError> {
+    let mut settings = ToolSettings::default();
+    let Some(table) = doc
+        .get("tool")
+        .and_then(|tool| tool.get("kernels"))
+        .and_then(Item::as_table_like)
+    else {
+        return Ok(settings);
+    };
+    let problem = |key: &str, item: &Item, what: String, help: &str| {
+        ManifestError::Entry(Box::new(EntryProblem {
+            message: format!("{}: [tool.kernels] `{key}`: {what}", path.display()),
+            source_code: source.clone(),
+            span: SourceSpan::from(item.span().unwrap_or(0..0)),
+            label: "invalid".to_owned(),
+            help: Some(help.to_owned()),
+        }))
+    };
+    if let Some(item) = table.get("target-runtime") {
+        match item.as_str() {
+            Some(version) => settings.target_runtime = Some(version.to_owned()),
+            None => {
+                return Err(problem(
+                    "target-runtime",
+                    item,
+                    format!("expected a version string, found {}", type_name(item)),
+                    "write the kernels version the project runs, for example `target-runtime = \"0.17.2\"`",
+                ));
+            }
+        }
+    }
+    if let Some(item) = table.get("trust") {
+        let help = "list repository ids, for example `trust = [\"my-org/my-kernel\"]`";
+        let Some(array) = item.as_array() else {
+            return Err(problem(
+                "trust",
+                item,
+                format!("expected an array of repo ids, found {}", type_name(item)),
+                help,
+            ));
+        };
+        for value in array.iter() {
+            let repo = value
+                .as_str()
+                .ok_or_else(|| {
+                    format!(
+                        "expected a repo id string, found {}",
+                        value_type_name(value)
+                    )
+                })
+                .and_then(|s| s.parse::<RepoId>().map_err(|err| format!("`{s}`: {err}")));
+            match repo {
+                Ok(repo) => settings.trust.push(repo),
+                Err(what) => return Err(problem("trust", item, what, help)),
+            }
+        }
+    }
+    Ok(settings)
 }
 
 fn type_name(item: &Item) -> &'static str {

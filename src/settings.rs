@@ -59,6 +59,12 @@ pub fn virtual_env() -> Option<PathBuf> {
     var("VIRTUAL_ENV").map(PathBuf::from)
 }
 
+/// `PATH`, searched for `python3` when looking for an installed `kernels`
+/// package ([`crate::profile::installed_kernels`]).
+pub fn path_var() -> Option<std::ffi::OsString> {
+    std::env::var_os("PATH")
+}
+
 fn flag(name: &str) -> bool {
     var(name).is_some_and(|v| is_truthy(&v))
 }

@@ -3,12 +3,12 @@
 //!
 //! The default choice detects the environment's torch build ([`TorchEnv`]) and
 //! ranks the kernel's variants the way the target runtime does
-//! ([`Preference`]):
+//! ([`VariantPreference`], part of the target profile):
 //!
-//! - reference ≤0.12 ([`Preference::Exact`]): form `[arch, noarch,
+//! - reference ≤0.12 ([`VariantPreference::Exact`]): form `[arch, noarch,
 //!   "torch-universal"]` (`utils.py::build_variants`) and take the first of
 //!   them the kernel has; only exact names match.
-//! - reference 0.13+ ([`Preference::Resolver`]): parse every directory name
+//! - reference 0.13+ ([`VariantPreference::Resolver`]): parse every directory name
 //!   ([`BuildVariant`]), keep those compatible with the environment (CUDA
 //!   builds of the same major version with a minor version up to the
 //!   runtime's are accepted; ROCm, XPU and CANN need the exact version) and
@@ -24,6 +24,7 @@ use serde::Deserialize;
 use crate::build_variant::{
     ArchVariant, Backend, BuildVariant, CxxAbi, Framework, MinorVersion, NoarchBackend, VariantKind,
 };
+use crate::profile::VariantPreference;
 use crate::repo_id::RepoId;
 
 /// The legacy variant every torch environment accepts last.
@@ -123,33 +124,17 @@ pub enum VariantRequest {
     Named(Vec<String>),
 }
 
-/// How the target runtime ranks the variants of a kernel for an environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preference {
-    /// Reference ≤0.12: the exact names `[arch, noarch, "torch-universal"]`
-    /// ([`TorchEnv::preference`]), first existing one wins.
-    Exact,
-    /// Reference 0.13–0.14 resolver: Torch arch variants of the same Torch
-    /// minor series (cxx tag, when present, equal to the environment's ABI),
-    /// then tvm-ffi, then noarch for the environment's backend, then
-    /// `torch-universal`; higher backend minor versions first. Stable-ABI
-    /// names are not understood (never chosen).
-    Resolver,
-    /// Reference 0.15+ resolver: like [`Preference::Resolver`], plus
-    /// `torch-stable-abi{MAJ}{MIN}` variants for any Torch at least that
-    /// version (ranked first, newest ABI first) and tagless Torch arch
-    /// variants ranked before cxx-tagged ones.
-    ResolverStableAbi,
-}
-
-impl Preference {
-    /// Short description for status lines.
-    pub fn describe(&self) -> &'static str {
-        match self {
-            Preference::Exact => "exact names (kernels ≤0.12)",
-            Preference::Resolver => "variant resolver of kernels 0.13–0.14",
-            Preference::ResolverStableAbi => "variant resolver of kernels 0.15+",
+/// How `preference` ranks variants, for status lines.
+pub fn describe_preference(preference: VariantPreference) -> &'static str {
+    match preference {
+        VariantPreference::Exact { noarch: true } => {
+            "exact names [arch, noarch, universal] (kernels ≤0.12)"
         }
+        VariantPreference::Exact { noarch: false } => {
+            "exact names [arch, universal] (kernels before the noarch back-port)"
+        }
+        VariantPreference::Resolver => "resolver of kernels 0.13–0.14",
+        VariantPreference::ResolverStableAbi => "resolver of kernels 0.15+",
     }
 }
 
@@ -162,7 +147,7 @@ pub enum VariantSelection {
         /// The detected (or given) torch build.
         env: TorchEnv,
         /// How the target runtime ranks variants.
-        preference: Preference,
+        preference: VariantPreference,
     },
     /// Every directory under `build/`.
     All,
@@ -206,11 +191,11 @@ impl VariantSelection {
             }
             VariantSelection::Detected { env, preference } => {
                 let best = match preference {
-                    Preference::Exact => {
-                        let order = env.preference();
-                        order.iter().find(|v| available.contains(*v)).cloned()
-                    }
-                    Preference::Resolver | Preference::ResolverStableAbi => {
+                    VariantPreference::Exact { noarch } => env
+                        .preference(*noarch)
+                        .into_iter()
+                        .find(|v| available.contains(v)),
+                    VariantPreference::Resolver | VariantPreference::ResolverStableAbi => {
                         let variants: Vec<BuildVariant> =
                             available.iter().map(|n| BuildVariant::parse(n)).collect();
                         for unknown in variants.iter().filter(|v| !v.is_known()) {
@@ -228,8 +213,10 @@ impl VariantSelection {
                         repo_id: repo_id.clone(),
                         commit: commit.to_owned(),
                         wanted: match preference {
-                            Preference::Exact => env.preference().join(", "),
-                            _ => format!("{}; {}", env.describe(), preference.describe()),
+                            VariantPreference::Exact { noarch } => {
+                                env.preference(*noarch).join(", ")
+                            }
+                            _ => env.describe(),
                         },
                         available: avail(),
                     })
@@ -445,13 +432,15 @@ impl TorchEnv {
         }
     }
 
-    /// The reference ≤0.12 preference order: arch, noarch, universal.
-    pub fn preference(&self) -> Vec<String> {
-        vec![
-            self.arch_variant(),
-            self.noarch_variant(),
-            UNIVERSAL.to_owned(),
-        ]
+    /// The reference ≤0.12 preference order: arch, noarch, universal; without
+    /// `noarch` (releases before the December 2025 back-port) arch, universal.
+    pub fn preference(&self, noarch: bool) -> Vec<String> {
+        let mut order = vec![self.arch_variant()];
+        if noarch {
+            order.push(self.noarch_variant());
+        }
+        order.push(UNIVERSAL.to_owned());
+        order
     }
 
     /// One line describing the environment, for status output, for example
@@ -483,14 +472,14 @@ impl TorchEnv {
 
     /// The variants the reference resolver (0.13+) accepts for this
     /// environment, best first. `preference` selects the 0.13–0.14 or the
-    /// 0.15+ rules; [`Preference::Exact`] is treated as 0.15+. Equal ranks
+    /// 0.15+ rules; [`VariantPreference::Exact`] is treated as 0.15+. Equal ranks
     /// keep the order of `variants` (the reference leaves them unordered).
     pub fn resolve<'a>(
         &self,
         variants: &'a [BuildVariant],
-        preference: Preference,
+        preference: VariantPreference,
     ) -> Vec<&'a BuildVariant> {
-        let newer = preference != Preference::Resolver;
+        let newer = preference != VariantPreference::Resolver;
         let mut ranked: Vec<(RankKey, &BuildVariant)> = variants
             .iter()
             .filter_map(|v| self.rank(v, newer).map(|key| (key, v)))
@@ -582,7 +571,7 @@ impl VariantRequest {
     pub fn resolve(
         &self,
         python: &Path,
-        preference: Preference,
+        preference: VariantPreference,
     ) -> Result<VariantSelection, VariantError> {
         Ok(match self {
             VariantRequest::Detect => VariantSelection::Detected {
@@ -620,7 +609,7 @@ mod tests {
         let cuda = env(Some("12.6"), "Linux", "x86_64");
         assert_eq!(cuda.arch_variant(), "torch27-cxx11-cu126-x86_64-linux");
         assert_eq!(
-            cuda.preference(),
+            cuda.preference(true),
             [
                 "torch27-cxx11-cu126-x86_64-linux",
                 "torch-cuda",
@@ -666,7 +655,7 @@ mod tests {
         .into();
         let exact = |cuda| VariantSelection::Detected {
             env: env(Some(cuda), "Linux", "x86_64"),
-            preference: Preference::Exact,
+            preference: VariantPreference::Exact { noarch: true },
         };
         assert_eq!(
             exact("12.6").choose(&id, "c", &available).unwrap(),
@@ -698,7 +687,7 @@ mod tests {
     }
 
     /// The names `env` accepts among `names` under `preference`, best first.
-    fn ranked(env: &TorchEnv, preference: Preference, names: &[&str]) -> Vec<String> {
+    fn ranked(env: &TorchEnv, preference: VariantPreference, names: &[&str]) -> Vec<String> {
         let variants: Vec<BuildVariant> = names.iter().map(|n| BuildVariant::parse(n)).collect();
         env.resolve(&variants, preference)
             .iter()
@@ -727,7 +716,10 @@ mod tests {
             "torch28-cxx11-cu128-x86_64-linux",
             "torch29-metal-aarch64-darwin",
         ];
-        for preference in [Preference::Resolver, Preference::ResolverStableAbi] {
+        for preference in [
+            VariantPreference::Resolver,
+            VariantPreference::ResolverStableAbi,
+        ] {
             // CUDA 12.9: 12.8 and 12.6 qualify (higher minor first); 11.8 and
             // 13.0 do not, nor other Torch versions, CPUs or systems.
             assert_eq!(
@@ -755,9 +747,12 @@ mod tests {
             .choose(&id, "c", &available)
             .unwrap()
         };
-        assert_eq!(pick(Preference::Exact), ["torch-cuda"]);
         assert_eq!(
-            pick(Preference::ResolverStableAbi),
+            pick(VariantPreference::Exact { noarch: true }),
+            ["torch-cuda"]
+        );
+        assert_eq!(
+            pick(VariantPreference::ResolverStableAbi),
             ["torch29-cxx11-cu128-x86_64-linux"]
         );
     }
@@ -781,7 +776,7 @@ mod tests {
         assert_eq!(
             ranked(
                 &rocm("6.4.43482-0f2d60242"),
-                Preference::ResolverStableAbi,
+                VariantPreference::ResolverStableAbi,
                 &names
             ),
             [
@@ -791,7 +786,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            ranked(&rocm("6.2.1"), Preference::Resolver, &names),
+            ranked(&rocm("6.2.1"), VariantPreference::Resolver, &names),
             ["torch-rocm", "torch-universal"]
         );
         let xpu = |v: &str| TorchEnv {
@@ -800,17 +795,21 @@ mod tests {
         };
         // `torch.version.xpu` `20250001` is oneAPI 2025.0, `20250101` 2025.1.
         assert_eq!(
-            ranked(&xpu("20250001"), Preference::ResolverStableAbi, &names),
+            ranked(
+                &xpu("20250001"),
+                VariantPreference::ResolverStableAbi,
+                &names
+            ),
             ["torch-xpu", "torch-universal"]
         );
         assert_eq!(
-            ranked(&xpu("20250101"), Preference::Resolver, &names)[0],
+            ranked(&xpu("20250101"), VariantPreference::Resolver, &names)[0],
             "torch28-cxx11-xpu20251-x86_64-linux"
         );
         // A cxx98 build only suits a torch without the C++11 ABI.
         let cuda = linux(2, 8, Some("12.6"));
         assert_eq!(
-            ranked(&cuda, Preference::ResolverStableAbi, &names),
+            ranked(&cuda, VariantPreference::ResolverStableAbi, &names),
             ["torch-cuda", "torch-universal"]
         );
         let old_abi = TorchEnv {
@@ -818,7 +817,7 @@ mod tests {
             ..cuda
         };
         assert_eq!(
-            ranked(&old_abi, Preference::Resolver, &names)[0],
+            ranked(&old_abi, VariantPreference::Resolver, &names)[0],
             "torch28-cxx98-cu126-x86_64-linux"
         );
     }
@@ -838,7 +837,7 @@ mod tests {
         // 0.15+: stable ABI up to the torch version first (newest ABI first),
         // then tagless before cxx-tagged Torch builds, then noarch.
         assert_eq!(
-            ranked(&env, Preference::ResolverStableAbi, &names),
+            ranked(&env, VariantPreference::ResolverStableAbi, &names),
             [
                 "torch-stable-abi29-cu130-x86_64-linux",
                 "torch210-cxx11-cu130-x86_64-linux",
@@ -847,7 +846,7 @@ mod tests {
         );
         let env = linux(2, 10, Some("12.8"));
         assert_eq!(
-            ranked(&env, Preference::ResolverStableAbi, &names),
+            ranked(&env, VariantPreference::ResolverStableAbi, &names),
             [
                 "torch-stable-abi210-cu128-x86_64-linux",
                 "torch-stable-abi29-cu128-x86_64-linux",
@@ -857,7 +856,7 @@ mod tests {
         );
         // 0.13–0.14 do not know stable-ABI names; tags do not rank.
         assert_eq!(
-            ranked(&env, Preference::Resolver, &names),
+            ranked(&env, VariantPreference::Resolver, &names),
             ["torch210-cu126-x86_64-linux", "torch-cuda"]
         );
         let tags = [
@@ -865,14 +864,14 @@ mod tests {
             "torch210-cu126-x86_64-linux",
         ];
         assert_eq!(
-            ranked(&env, Preference::ResolverStableAbi, &tags),
+            ranked(&env, VariantPreference::ResolverStableAbi, &tags),
             [
                 "torch210-cu126-x86_64-linux",
                 "torch210-cxx11-cu128-x86_64-linux"
             ]
         );
         assert_eq!(
-            ranked(&env, Preference::Resolver, &tags),
+            ranked(&env, VariantPreference::Resolver, &tags),
             [
                 "torch210-cxx11-cu128-x86_64-linux",
                 "torch210-cu126-x86_64-linux"
@@ -896,7 +895,10 @@ mod tests {
             tvm_ffi: Some("0.1.9".to_owned()),
             ..plain.clone()
         };
-        for preference in [Preference::Resolver, Preference::ResolverStableAbi] {
+        for preference in [
+            VariantPreference::Resolver,
+            VariantPreference::ResolverStableAbi,
+        ] {
             assert_eq!(
                 ranked(&with_tvm, preference, &names),
                 [
@@ -917,7 +919,7 @@ mod tests {
         }
         let cpu = linux(2, 7, None);
         assert_eq!(
-            ranked(&cpu, Preference::ResolverStableAbi, &names),
+            ranked(&cpu, VariantPreference::ResolverStableAbi, &names),
             ["torch-cpu", "torch-universal"]
         );
         // `torch-ext` is never chosen, only skipped.
@@ -925,7 +927,7 @@ mod tests {
         let available: BTreeSet<String> = ["torch-ext", "torch-universal"].map(String::from).into();
         let selection = VariantSelection::Detected {
             env: cpu,
-            preference: Preference::Resolver,
+            preference: VariantPreference::Resolver,
         };
         assert_eq!(
             selection.choose(&id, "c", &available).unwrap(),
@@ -956,12 +958,12 @@ mod tests {
         };
         // A cxx-tagged macOS build has an ABI tag the environment lacks.
         assert_eq!(
-            ranked(&mac, Preference::ResolverStableAbi, &names),
+            ranked(&mac, VariantPreference::ResolverStableAbi, &names),
             ["torch27-metal-aarch64-darwin", "torch-metal"]
         );
         let win = env(Some("12.9"), "Windows", "AMD64");
         assert_eq!(
-            ranked(&win, Preference::Resolver, &names),
+            ranked(&win, VariantPreference::Resolver, &names),
             ["torch27-cu128-x86_64-windows"]
         );
         assert_eq!(win.describe(), "torch 2.7, CUDA 12.9, x86_64-windows");

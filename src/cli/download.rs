@@ -3,15 +3,16 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::lock::{RepoTypeArg, choose_profile};
 use crate::cache::HubCache;
 use crate::download::{
     DEFAULT_CONCURRENCY, DownloadError, DownloadOptions, Progress, ProgressMode, download,
 };
 use crate::hub::HubClient;
-use crate::hub::types::RepoType;
-use crate::lockfile::{LOCK_FILE_NAME, LockFormat, Lockfile};
+use crate::lockfile::{LOCK_FILE_NAME, Lockfile};
+use crate::manifest::ToolSettings;
 use crate::settings::Settings;
-use crate::variant::{Preference, VariantRequest, VariantSelection, project_python};
+use crate::variant::{VariantRequest, VariantSelection, describe_preference, project_python};
 
 /// Arguments of `kernels download`.
 #[derive(Debug, clap::Args)]
@@ -34,28 +35,18 @@ pub struct DownloadArgs {
           value_parser = parse_concurrency)]
     pub concurrency: usize,
 
-    /// Hub repository type of the kernels; also the cache folder prefix
-    /// (`kernels--` or `models--`).
-    #[arg(long, value_enum, default_value_t = RepoTypeArg::Kernel)]
-    pub repo_type: RepoTypeArg,
-}
+    /// Download for this `kernels` runtime version (for example `0.10.5`): it
+    /// decides the repository type and cache folder prefix (`models--` up to
+    /// 0.13, `kernels--` from 0.14) and the variant order. Default:
+    /// `target-runtime` under `[tool.kernels]`, else the lock's format refined
+    /// by the `kernels` installed in the project's Python environment.
+    #[arg(long, value_name = "VERSION")]
+    pub target_runtime: Option<String>,
 
-/// `--repo-type` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RepoTypeArg {
-    /// Kernel repos (`/api/kernels/…`, cache `kernels--…`), read by kernels ≥0.14.
-    Kernel,
-    /// Model repos (`/api/models/…`, cache `models--…`), read by kernels ≤0.13.
-    Model,
-}
-
-impl From<RepoTypeArg> for RepoType {
-    fn from(arg: RepoTypeArg) -> RepoType {
-        match arg {
-            RepoTypeArg::Kernel => RepoType::Kernel,
-            RepoTypeArg::Model => RepoType::Model,
-        }
-    }
+    /// Override the target runtime's Hub repository type, which is also the
+    /// cache folder prefix (`kernels--` or `models--`).
+    #[arg(long, value_enum)]
+    pub repo_type: Option<RepoTypeArg>,
 }
 
 fn parse_concurrency(s: &str) -> Result<usize, String> {
@@ -101,12 +92,18 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     }
     let lockfile = Lockfile::read(&lock_path)?;
     let kernels = lockfile.locked_kernels(&lock_path)?;
-    // Until target profiles exist: a 0.17 lock is read by the 0.15+ resolver,
-    // a variant-hash lock by a runtime with the exact order.
-    let preference = match lockfile.format() {
-        LockFormat::KernelLocks => Preference::ResolverStableAbi,
-        LockFormat::VariantHash => Preference::Exact,
-    };
+    let tool = ToolSettings::read(&args.project_dir)?;
+    let manifest_path = args.project_dir.join(crate::manifest::MANIFEST_FILE_NAME);
+    let profile = choose_profile(
+        &args.project_dir,
+        args.target_runtime.as_deref(),
+        tool.as_ref()
+            .and_then(|t| t.target_runtime.as_deref())
+            .map(|v| (v, manifest_path.as_path())),
+        Some(lockfile.format()),
+        args.repo_type,
+        quiet,
+    )?;
 
     let request = if args.all_variants {
         VariantRequest::All
@@ -120,20 +117,20 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         VariantSelection::All
     } else {
         let python = project_python(&args.project_dir, crate::settings::virtual_env().as_deref());
-        request.resolve(&python, preference)?
+        request.resolve(&python, profile.variant_preference)?
     };
     if let VariantSelection::Detected { env, preference } = &selection
         && !quiet
     {
         eprintln!(
-            "Environment: {}; variants ranked by the {}",
+            "Environment: {}; variants ranked by {}",
             env.describe(),
-            preference.describe()
+            describe_preference(*preference)
         );
     }
 
     let options = DownloadOptions {
-        repo_type: args.repo_type.into(),
+        repo_type: profile.repo_type,
         selection,
         concurrency: args.concurrency,
     };

@@ -12,7 +12,7 @@ use crate::wheel::{
     self, HubRevision, Kernel, Snapshot, TagVersion, WheelError, WheelOptions, ZIP_EPOCH,
 };
 
-use super::download::RepoTypeArg;
+use super::lock::RepoTypeArg;
 
 /// Arguments of `kernels to-wheel`.
 #[derive(Debug, clap::Args)]
