@@ -4,5 +4,6 @@
 mod common;
 mod download;
 mod lock;
+mod matrix;
 mod serve;
 mod to_wheel;
