@@ -157,6 +157,9 @@ pub struct Profile {
     pub transitive: bool,
     /// Check the publisher's `trustedKernelPublisher` flag when locking (0.17+).
     pub check_trust: bool,
+    /// An installed `kernels` that was not used because the existing lock is in
+    /// a format it cannot read (commands warn about it).
+    pub ignored_installed: Option<Installed>,
 }
 
 impl Profile {
@@ -196,6 +199,7 @@ impl Profile {
             },
             transitive: v017,
             check_trust: v017,
+            ignored_installed: None,
         }
     }
 
@@ -215,6 +219,7 @@ impl Profile {
             requirements: RequirementSupport::IntegersAndStrings,
             transitive: false,
             check_trust: false,
+            ignored_installed: None,
         }
     }
 
@@ -240,6 +245,15 @@ impl Profile {
             self.repo_type_overridden = true;
         }
         self
+    }
+
+    /// A warning when an installed `kernels` cannot read the lock format in use.
+    pub fn warning(&self) -> Option<String> {
+        let installed = self.ignored_installed.as_ref()?;
+        Some(format!(
+            "kernels {} installed in {} cannot read this lock format; pass `--target-runtime {}` to write for it",
+            installed.version, installed.environment, installed.version
+        ))
     }
 
     /// The cache folder prefix: `kernels--` or `models--`.
@@ -390,7 +404,10 @@ pub fn detect(inputs: &DetectInputs<'_>) -> Result<Profile, ProfileError> {
                     ..profile
                 })
             } else {
-                Ok(Profile::for_lock_format(format))
+                Ok(Profile {
+                    ignored_installed: Some(installed),
+                    ..Profile::for_lock_format(format)
+                })
             }
         }
         (Some(format), None) => Ok(Profile::for_lock_format(format)),
@@ -624,6 +641,12 @@ mod tests {
         let profile = detect(&locked).unwrap();
         assert_eq!(profile.lock_format, LockFormat::VariantHash);
         assert_eq!(profile.runtime, None);
+        assert!(
+            profile
+                .warning()
+                .unwrap()
+                .contains("kernels 0.17.2 installed in VIRTUAL_ENV cannot read this lock format")
+        );
         // ... and is refined by an installed version that writes it.
         let refined = DetectInputs {
             lock_format: Some(LockFormat::VariantHash),

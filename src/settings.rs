@@ -10,6 +10,9 @@ use std::time::Duration;
 /// Default Hub endpoint when `HF_ENDPOINT` is unset.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
+/// Retries after a transient failure when `KERNELS_MAX_RETRIES` is unset.
+pub const DEFAULT_MAX_RETRIES: u32 = 5;
+
 /// Settings shared by the network and cache commands.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -29,6 +32,14 @@ pub struct Settings {
     /// Read timeout (longest pause between received bytes) for Hub requests:
     /// `HF_HUB_DOWNLOAD_TIMEOUT` seconds, default 10.
     pub download_timeout: Duration,
+    /// Stall watchdog of file downloads: a transfer that receives no body byte
+    /// for this long is abandoned and retried (resuming with `Range`):
+    /// `KERNELS_STALL_TIMEOUT` seconds, default the download timeout.
+    pub stall_timeout: Duration,
+    /// How often a failed request is retried after a transient failure
+    /// (connection error, timeout, 408, 429, 500, 502, 503, 504):
+    /// `KERNELS_MAX_RETRIES`, default 5; 0 disables retries.
+    pub max_retries: u32,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -101,6 +112,7 @@ impl Settings {
                         .filter(|t| !t.is_empty())
                 })
         };
+        let download_timeout = seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10);
         Settings {
             endpoint: var("HF_ENDPOINT")
                 .unwrap_or_else(|| DEFAULT_ENDPOINT.to_owned())
@@ -110,7 +122,12 @@ impl Settings {
             cache_dir,
             offline: flag("HF_HUB_OFFLINE") || flag("TRANSFORMERS_OFFLINE"),
             etag_timeout: seconds("HF_HUB_ETAG_TIMEOUT", 10),
-            download_timeout: seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10),
+            download_timeout,
+            stall_timeout: var("KERNELS_STALL_TIMEOUT")
+                .map_or(download_timeout, |_| seconds("KERNELS_STALL_TIMEOUT", 10)),
+            max_retries: var("KERNELS_MAX_RETRIES")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(DEFAULT_MAX_RETRIES),
         }
     }
 }

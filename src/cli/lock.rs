@@ -89,6 +89,9 @@ pub(crate) fn choose_profile(
     }
     if !quiet {
         eprintln!("{}", profile.describe());
+        if let Some(warning) = profile.warning() {
+            eprintln!("warning: {warning}");
+        }
     }
     Ok(profile)
 }

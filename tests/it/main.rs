@@ -2,8 +2,12 @@
 //! and against the pinned Python reference where an issue asks for parity.
 
 mod common;
+#[cfg(unix)]
+mod crash;
 mod download;
+mod faults;
 mod lock;
 mod matrix;
+mod profiles;
 mod serve;
 mod to_wheel;
