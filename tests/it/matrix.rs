@@ -365,7 +365,7 @@ fn candidates(variants: &BTreeSet<String>, bump: bool) -> Vec<StubEnv> {
             _ => None,
         })
         .collect();
-    arch.sort_by(|a, b| b.0.cmp(&a.0));
+    arch.sort_by_key(|a| std::cmp::Reverse(a.0));
     let make = |torch: (u32, u32), cxx11: bool, backend: &Backend, cuda_minor_bump: u32| {
         let mut vars = vec![
             ("STUB_TORCH_VERSION", format!("{}.{}.0", torch.0, torch.1)),
