@@ -753,3 +753,166 @@ fn differential_matrix_against_reference_releases() {
     }
     assert_eq!(failed_total, 0, "differential matrix failures (see above)");
 }
+
+/// Every build-variant name of the bundled mirror plus a few kinds it lacks.
+fn all_variant_names() -> Vec<String> {
+    let mut names: BTreeSet<String> = [
+        "tvm-ffi01-cu128-x86_64-linux",
+        "tvm-ffi01-cu126-x86_64-linux",
+        "torch210-cu126-x86_64-linux",
+        "torch29-cu128-x86_64-linux",
+        "torch-stable-abi29-cu126-x86_64-linux",
+        "torch-stable-abi210-cu128-x86_64-linux",
+        "torch-stable-abi210-cu130-aarch64-linux",
+        "torch-npu",
+    ]
+    .map(String::from)
+    .into();
+    for entry in walkdir::WalkDir::new(common::mirror_dir().join("repos")) {
+        let entry = entry.unwrap();
+        let parent = entry.path().parent().and_then(|p| p.file_name());
+        if entry.file_type().is_dir() && parent.is_some_and(|p| p == "build") {
+            names.insert(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// Our resolver ranks like the reference resolvers (0.13.0 and 0.16.2/0.17.2)
+/// for a grid of environments over every variant name of the mirror: the same
+/// accepted variants in the same order (names handed over sorted, so both
+/// sides break ties alike).
+#[test]
+fn resolver_ranks_like_the_reference_resolvers() {
+    use kernels::profile::VariantPreference;
+    let names = all_variant_names();
+    let parsed: Vec<BuildVariant> = names.iter().map(|n| BuildVariant::parse(n)).collect();
+    let mut envs: Vec<(TorchEnv, Value)> = Vec::new();
+    let backends: &[(&str, Option<&str>)] = &[
+        ("cuda", Some("11.8")),
+        ("cuda", Some("12.6")),
+        ("cuda", Some("12.9")),
+        ("cuda", Some("13.0")),
+        ("rocm", Some("6.3")),
+        ("rocm", Some("7.1")),
+        ("xpu", Some("2025.3")),
+        ("cpu", None),
+    ];
+    for (system, machine) in [("Linux", "x86_64"), ("Linux", "aarch64")] {
+        for torch in [(2, 7), (2, 8), (2, 9), (2, 10), (2, 13)] {
+            for (backend, version) in backends {
+                for cxx11 in [true, false] {
+                    for tvm in [None, Some("0.1")] {
+                        let env = TorchEnv {
+                            major: torch.0,
+                            minor: torch.1,
+                            cuda: (*backend == "cuda").then(|| version.unwrap().to_owned()),
+                            hip: (*backend == "rocm").then(|| version.unwrap().to_owned()),
+                            xpu: (*backend == "xpu").then(|| "20250301".to_owned()),
+                            mps: false,
+                            neuron: false,
+                            cxx11_abi: cxx11,
+                            tvm_ffi: tvm.map(str::to_owned),
+                            system: system.to_owned(),
+                            machine: machine.to_owned(),
+                        };
+                        let case = serde_json::json!({
+                            "names": names, "backend": [backend, version], "cpu": machine,
+                            "os": "linux", "torch": format!("{}.{}", torch.0, torch.1),
+                            "cxx11": cxx11, "tvm": tvm,
+                        });
+                        envs.push((env, case));
+                    }
+                }
+            }
+        }
+    }
+    for (backend, mps) in [("metal", true), ("cpu", false)] {
+        let env = TorchEnv {
+            major: 2,
+            minor: 10,
+            cuda: None,
+            hip: None,
+            xpu: None,
+            mps,
+            neuron: false,
+            cxx11_abi: true,
+            tvm_ffi: None,
+            system: "Darwin".to_owned(),
+            machine: "arm64".to_owned(),
+        };
+        let case = serde_json::json!({
+            "names": names, "backend": [backend, null], "cpu": "aarch64", "os": "darwin",
+            "torch": "2.10", "cxx11": null, "tvm": null,
+        });
+        envs.push((env, case));
+    }
+    let windows = TorchEnv {
+        major: 2,
+        minor: 10,
+        cuda: Some("12.9".to_owned()),
+        hip: None,
+        xpu: None,
+        mps: false,
+        neuron: false,
+        cxx11_abi: true,
+        tvm_ffi: None,
+        system: "Windows".to_owned(),
+        machine: "AMD64".to_owned(),
+    };
+    let case = serde_json::json!({
+        "names": names, "backend": ["cuda", "12.9"], "cpu": "x86_64", "os": "windows",
+        "torch": "2.10", "cxx11": null, "tvm": null,
+    });
+    envs.push((windows, case));
+
+    let cases: Vec<&Value> = envs.iter().map(|(_, c)| c).collect();
+    let input = serde_json::to_vec(&cases).unwrap();
+    for (version, preference) in [
+        ("0.13.0", VariantPreference::Resolver),
+        ("0.16.2", VariantPreference::ResolverStableAbi),
+        ("0.17.2", VariantPreference::ResolverStableAbi),
+    ] {
+        let mut child = Command::new(common::pyref_python(&format!("kernels-{version}")))
+            .arg(common::repo_root().join("tests/python/resolve_variants.py"))
+            .env(
+                "PYTHONPATH",
+                common::repo_root().join("tests/python/stub_torch"),
+            )
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(&input).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "kernels {version}: {}",
+            describe(&out)
+        );
+        let lines: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), envs.len());
+        for ((env, case), reference) in envs.iter().zip(lines) {
+            let ours: Vec<String> = env
+                .resolve(&parsed, preference)
+                .iter()
+                .map(|v| v.name().to_owned())
+                .collect();
+            // 0.17 also rejects Metal arch builds below macOS 26, which
+            // `kernels` does not model (docs/variants.md).
+            if version == "0.17.2" && case["backend"][0] == "metal" {
+                continue;
+            }
+            let mut case = case.clone();
+            case["names"] = Value::Null;
+            assert_eq!(ours, reference, "kernels {version}, {case}");
+        }
+    }
+}
