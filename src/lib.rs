@@ -27,4 +27,5 @@ pub mod resolver;
 pub mod server;
 pub mod settings;
 pub mod variant;
+pub mod verify;
 pub mod wheel;

@@ -70,6 +70,11 @@ pub fn virtual_env() -> Option<PathBuf> {
     var("VIRTUAL_ENV").map(PathBuf::from)
 }
 
+/// Whether coloured output is allowed: `NO_COLOR` unset or empty (no-color.org).
+pub fn color_enabled() -> bool {
+    var("NO_COLOR").is_none()
+}
+
 /// `PATH`, searched for `python3` when looking for an installed `kernels`
 /// package ([`crate::profile::installed_kernels`]).
 pub fn path_var() -> Option<std::ffi::OsString> {

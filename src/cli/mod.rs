@@ -8,6 +8,7 @@ mod download;
 mod lock;
 mod serve;
 mod to_wheel;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -25,6 +26,10 @@ pub struct Cli {
     /// Print only errors.
     #[arg(short, long, global = true)]
     quiet: bool,
+
+    /// Also log what happens (requests, retries, checks) on stderr; `-vv` for more.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    verbose: u8,
 }
 
 #[derive(Debug, Subcommand)]
@@ -37,6 +42,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Build Python wheels from the build variants of a kernel snapshot.
     ToWheel(to_wheel::ToWheelArgs),
+    /// Re-hash the kernels pinned in `kernels.lock` in the cache; no network.
+    Verify(verify::VerifyArgs),
 }
 
 /// Marks an error as a bug or environment failure: the process exits with 2
@@ -51,11 +58,13 @@ pub struct InternalError(pub String);
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let settings = Settings::from_env();
+    init_logging(cli.verbose);
     let result = match cli.command {
         Command::Download(args) => download::run(args, &settings, cli.quiet),
         Command::Lock(args) => lock::run(args, &settings, cli.quiet),
         Command::Serve(args) => serve::run(args, cli.quiet),
         Command::ToWheel(args) => to_wheel::run(args, &settings, cli.quiet),
+        Command::Verify(args) => verify::run(args, &settings, cli.quiet),
     };
     match result {
         Ok(code) => code,
@@ -65,6 +74,30 @@ pub fn main() -> ExitCode {
             ExitCode::from(if internal { 2 } else { 1 })
         }
     }
+}
+
+/// `-v`: debug events of this crate on stderr (`-vv`: trace). Events carry
+/// URLs and paths, never request headers, so no token is logged.
+fn init_logging(verbose: u8) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let level = match verbose {
+        0 => return,
+        1 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    let ansi = crate::settings::color_enabled() && std::io::stderr().is_terminal();
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false);
+    let filter = tracing_subscriber::filter::Targets::new().with_target("kernels", level);
+    // Fails only if a subscriber is already set, which `main` never does twice.
+    let _ = tracing_subscriber::registry()
+        .with(layer)
+        .with(filter)
+        .try_init();
 }
 
 /// Builds the tokio runtime used by the network commands.

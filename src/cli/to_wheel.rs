@@ -140,7 +140,10 @@ fn hub_snapshot(args: &ToWheelArgs, settings: &Settings, quiet: bool) -> miette:
         }
     };
     let cache = HubCache::new(&settings.cache_dir);
-    let progress = Progress::new(ProgressMode::detect(quiet));
+    let progress = Progress::new(
+        ProgressMode::detect(quiet),
+        crate::settings::color_enabled(),
+    );
     Ok(runtime.block_on(Snapshot::fetch(
         &client,
         &cache,

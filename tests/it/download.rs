@@ -140,7 +140,7 @@ pub(crate) fn variants(files: &[MirrorFile]) -> BTreeMap<String, Vec<MirrorFile>
 }
 
 /// The `git_lfs_concat` lock hash of one variant.
-fn variant_hash(variant: &str, files: &[MirrorFile]) -> String {
+pub(crate) fn variant_hash(variant: &str, files: &[MirrorFile]) -> String {
     let prefix = format!("build/{variant}/");
     git_lfs_concat(
         files
@@ -172,7 +172,7 @@ pub(crate) fn write_repo(mirror: &Path, repo: &str, sha: &str, files: &[MirrorFi
 
 /// A test world: mirror, server with the request log, project dir and cache.
 pub(crate) struct World {
-    _tmp: tempfile::TempDir,
+    pub(crate) _tmp: tempfile::TempDir,
     pub(crate) server: Server,
     pub(crate) project: PathBuf,
     pub(crate) cache: PathBuf,
@@ -362,7 +362,7 @@ pub(crate) fn assert_layout(repo_dir: &Path, sha: &str, files: &[MirrorFile]) {
 }
 
 /// Files linked under `snapshots/<sha>/`, as repo paths.
-fn snapshot_paths(repo_dir: &Path, sha: &str) -> Vec<String> {
+pub(crate) fn snapshot_paths(repo_dir: &Path, sha: &str) -> Vec<String> {
     let root = repo_dir.join("snapshots").join(sha);
     let mut out: Vec<String> = walkdir::WalkDir::new(&root)
         .into_iter()

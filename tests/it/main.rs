@@ -1,7 +1,9 @@
 //! Integration tests: the real `kernels` binary against `kernels serve` on loopback,
 //! and against the pinned Python reference where an issue asks for parity.
 
+mod auth;
 mod common;
+mod concurrency;
 #[cfg(unix)]
 mod crash;
 mod download;
@@ -11,3 +13,4 @@ mod matrix;
 mod profiles;
 mod serve;
 mod to_wheel;
+mod verify;
