@@ -627,14 +627,37 @@ mod tests {
             b"x",
             DigestKind::GitBlobSha1,
         );
-        let pref = VariantSelection::Preferred(vec!["torch-cuda".into(), "torch-universal".into()]);
+        // A CUDA torch tries [arch, torch-cuda, torch-universal]; only the last is cached.
+        let pref = VariantSelection::Detected {
+            env: crate::variant::TorchEnv {
+                major: 2,
+                minor: 7,
+                cuda: Some("12.6".into()),
+                hip: None,
+                xpu: None,
+                mps: false,
+                neuron: false,
+                cxx11_abi: true,
+                tvm_ffi: None,
+                system: "Linux".into(),
+                machine: "x86_64".into(),
+            },
+            preference: crate::profile::VariantPreference::Exact { noarch: true },
+        };
         let [v] = &verify_kernels(&cache, RepoType::Kernel, std::slice::from_ref(&k), &pref)[..]
         else {
             panic!()
         };
         assert!(v.is_ok());
         assert_eq!(v.variants.keys().collect::<Vec<_>>(), ["torch-universal"]);
-        let pref = VariantSelection::Preferred(vec!["torch-cuda".into()]);
+        // With only a ROCm build cached, the CUDA torch finds nothing.
+        fs_err::remove_dir_all(repo.snapshot_dir(&k.commit).join("build/torch-universal")).unwrap();
+        put(
+            &repo,
+            "build/torch-rocm/relu/__init__.py",
+            b"y",
+            DigestKind::GitBlobSha1,
+        );
         let [v] = &verify_kernels(&cache, RepoType::Kernel, &[k], &pref)[..] else {
             panic!()
         };

@@ -13,9 +13,8 @@ use crate::hub::HubClient;
 use crate::hub::types::RepoType;
 use crate::lockfile::{LOCK_FILE_NAME, LockedKernel, Lockfile};
 use crate::manifest::ToolSettings;
-use crate::profile::VariantPreference;
 use crate::settings::Settings;
-use crate::variant::{VariantRequest, VariantSelection, project_python};
+use crate::variant::{VariantRequest, VariantSelection, describe_preference, project_python};
 
 /// Arguments of `kernels download`.
 #[derive(Debug, clap::Args)]
@@ -149,19 +148,17 @@ pub(super) fn read_lock(
         VariantSelection::All
     } else {
         let python = project_python(project_dir, crate::settings::virtual_env().as_deref());
-        match (request.resolve(&python)?, profile.variant_preference) {
-            // Releases without the noarch back-port try `[arch, universal]`.
-            (VariantSelection::Preferred(order), VariantPreference::Exact { noarch: false }) => {
-                VariantSelection::Preferred(
-                    order
-                        .into_iter()
-                        .filter(|v| !v.starts_with("torch-") || v == crate::variant::UNIVERSAL)
-                        .collect(),
-                )
-            }
-            (selection, _) => selection,
-        }
+        request.resolve(&python, profile.variant_preference)?
     };
+    if let VariantSelection::Detected { env, preference } = &selection
+        && !quiet
+    {
+        eprintln!(
+            "Environment: {}; variants ranked by {}",
+            env.describe(),
+            describe_preference(*preference)
+        );
+    }
     Ok((kernels, selection, profile.repo_type))
 }
 

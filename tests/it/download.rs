@@ -601,7 +601,11 @@ fn stub_torch() -> PathBuf {
 #[test]
 fn default_selection_follows_the_reference_order() {
     let world = World::new();
-    world.lock_b(&[("acme/relu", RELU_SHA), ("acme/gelu", GELU_SHA)]);
+    // A variant-hash lock: read by runtimes with the exact (≤0.12) order.
+    world.lock_a(&[
+        ("acme/relu", RELU_SHA, &relu_files()),
+        ("acme/gelu", GELU_SHA, &gelu_files()),
+    ]);
     let stub = stub_torch();
     let stub = stub.to_str().unwrap();
     /// (stub torch environment, kernel, expected variant; `ARCH` = this host's arch variant)

@@ -10,6 +10,7 @@ mod crash;
 mod download;
 mod faults;
 mod lock;
+mod matrix;
 mod precommit;
 mod profiles;
 mod serve;

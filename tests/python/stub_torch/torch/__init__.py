@@ -1,8 +1,10 @@
 """Stub `torch` for tests: reports the build described by environment variables.
 
 STUB_TORCH_VERSION (default "2.7.0"), STUB_TORCH_CUDA, STUB_TORCH_HIP, STUB_TORCH_XPU,
-STUB_TORCH_MPS ("1" = available), STUB_TORCH_CXX11 ("0" = pre-cxx11 ABI).
-Only what variant detection reads is provided.
+STUB_TORCH_MPS ("1" = available), STUB_TORCH_CXX11 ("0" = pre-cxx11 ABI),
+STUB_TORCH_NEURON ("1" = the AWS Neuron extension is present).
+Only what variant detection (kernels 0.10 to 0.17) reads, plus `Tensor` and `ops` for
+importing pure-Python kernels, is provided.
 """
 
 import os
@@ -28,3 +30,24 @@ backends = types.SimpleNamespace(mps=_Mps())
 
 def compiled_with_cxx11_abi():
     return os.environ.get("STUB_TORCH_CXX11", "1") != "0"
+
+
+# kernels 0.13+ asks for the private-use backend (Ascend NPU reports "npu").
+_C = types.SimpleNamespace(_get_privateuse1_backend_name=lambda: "privateuseone")
+
+if os.environ.get("STUB_TORCH_NEURON") == "1":
+    neuron = types.SimpleNamespace()
+
+
+# Enough for the pure-Python kernels of the bundled mirror to import:
+# `torch.Tensor` in annotations and `torch.ops.<namespace>` lookups.
+class Tensor:
+    pass
+
+
+class _OpNamespace(types.SimpleNamespace):
+    def __getattr__(self, name):
+        return _OpNamespace()
+
+
+ops = _OpNamespace()

@@ -1,0 +1,47 @@
+"""Ranks build variants with the reference resolver (kernels 0.13+), for the matrix.
+
+Reads a JSON list of cases from stdin; each case has "names" (variant names, in
+the order to hand to the resolver), "backend" ([name, version or null]), "cpu",
+"os", "torch" ("2.9"), "cxx11" (bool or null) and "tvm" ("0.1" or null).
+Prints one JSON list per case: the accepted variant names, best first.
+"""
+
+import json
+import sys
+
+from packaging.version import Version
+
+from kernels import backends
+from kernels.variants import _resolve_variant_for_system, parse_variant
+
+
+def backend(name, version):
+    if name == "cuda":
+        return backends.CUDA(version=Version(version))
+    if name == "rocm":
+        return backends.ROCm(version=Version(version))
+    if name == "xpu":
+        return backends.XPU(version=Version(version))
+    if name == "metal":
+        return backends.Metal()
+    return backends.CPU()
+
+
+for case in json.load(sys.stdin):
+    variants = []
+    for name in case["names"]:
+        try:
+            variants.append(parse_variant(name))
+        except ValueError:
+            pass
+    result = _resolve_variant_for_system(
+        variants,
+        backend(*case["backend"]),
+        case["cpu"],
+        case["os"],
+        Version(case["torch"]),
+        case["cxx11"],
+        Version(case["tvm"]) if case["tvm"] else None,
+    )
+    accepted = result[0] if isinstance(result, tuple) else result
+    print(json.dumps([v.variant_str for v in accepted]))
