@@ -63,9 +63,9 @@ pub enum VariantError {
         reason: String,
     },
 
-    /// A `--variant` name is not a directory under `build/` at the locked commit.
+    /// None of the `--variant` names is a directory under `build/` at the locked commit.
     #[error(
-        "{repo_id}@{commit} has no build variant `{variant}`; available: {}",
+        "{repo_id}@{commit} has none of the requested build variants (`{variant}`); available: {}",
         list(available)
     )]
     #[diagnostic(
@@ -173,19 +173,22 @@ impl VariantSelection {
         match self {
             VariantSelection::All => Ok(avail()),
             VariantSelection::Named(names) => {
+                // Each kernel takes the named variants it has, so one command can
+                // name a variant per kernel era (Docker builds of mixed projects);
+                // a kernel that has none of them is an error.
                 let mut out: Vec<String> = Vec::new();
                 for name in names {
-                    if !available.contains(name) {
-                        return Err(VariantError::NotFound {
-                            repo_id: repo_id.clone(),
-                            commit: commit.to_owned(),
-                            variant: name.clone(),
-                            available: avail(),
-                        });
-                    }
-                    if !out.contains(name) {
+                    if available.contains(name) && !out.contains(name) {
                         out.push(name.clone());
                     }
+                }
+                if out.is_empty() {
+                    return Err(VariantError::NotFound {
+                        repo_id: repo_id.clone(),
+                        commit: commit.to_owned(),
+                        variant: names.join("`, `"),
+                        available: avail(),
+                    });
                 }
                 Ok(out)
             }

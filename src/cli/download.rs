@@ -59,8 +59,9 @@ pub enum Format {
 /// Variant selection and repository type, shared by `download` and `verify`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SelectArgs {
-    /// Use this build variant (a directory under `build/`); repeatable.
-    /// Without it, the variant is chosen for the project's torch.
+    /// Use this build variant (a directory under `build/`); repeatable. Each
+    /// kernel takes the named variants it has, and a kernel with none of them
+    /// is an error. Without it, the variant is chosen for the project's torch.
     #[arg(long = "variant", value_name = "NAME", conflicts_with = "all_variants")]
     pub variants: Vec<String>,
 
