@@ -33,6 +33,7 @@
 //! ```
 
 mod archive;
+pub mod locked;
 mod source;
 mod spec;
 
@@ -150,7 +151,9 @@ pub enum WheelError {
     #[error("build variants `{first}` and `{second}` both become {file}")]
     #[diagnostic(
         code(kernels::wheel::duplicate_wheel),
-        help("build them separately with `--variant` and different `--out-dir`s")
+        help(
+            "build them separately into different `--out-dir`s: with `--variant`, or one kernel at a time instead of `--locked`"
+        )
     )]
     DuplicateWheel {
         /// The wheel file name.
@@ -195,6 +198,10 @@ pub enum WheelError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Download(Box<crate::download::DownloadError>),
+    /// The project's `kernels.lock` cannot be used (`--locked`).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Lockfile(Box<crate::lockfile::LockfileError>),
     /// Reading the snapshot failed (the message names the path).
     #[error(transparent)]
     #[diagnostic(code(kernels::wheel::io))]
