@@ -9,8 +9,8 @@
 //!    whose `revision` is a release tag (`v1.2.0` or `1.2.0`) gives that version;
 //! 2. otherwise (variant-hash locks, 0.17 branch or commit revisions) the
 //!    highest release tag `v<PEP 440>` pointing at the locked commit, taken
-//!    from the Hub's ref listing (offline, or when the listing fails: from
-//!    the cache's `refs/` files);
+//!    from the Hub's ref listing and recorded in the cache's `refs/` (offline,
+//!    or when the listing fails: from the cache's `refs/` files);
 //! 3. otherwise `0+g<first 7 hex digits of the commit>`.
 
 use std::collections::BTreeMap;
@@ -212,7 +212,15 @@ pub async fn plan_locked(
                         })
                 };
                 match from_hub {
-                    Some(Some((_, tag))) => LockedVersion::HubTag(tag),
+                    Some(Some((_, tag))) => {
+                        // As `huggingface_hub` does for resolved revisions, so that
+                        // an offline run finds the same version.
+                        cache
+                            .repo(&locked.repo_id, repo_type)
+                            .write_ref(&tag, &locked.commit)
+                            .map_err(crate::download::DownloadError::from)?;
+                        LockedVersion::HubTag(tag)
+                    }
                     // The Hub answered: no release tag at this commit.
                     Some(None) => LockedVersion::Commit,
                     None => cached_tag(cache, &locked, repo_type)

@@ -849,3 +849,141 @@ fn refuses_bad_variants_and_paths() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("local part"));
 }
+
+/// File names of the wheels a run printed, in order.
+fn printed_names(output: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            Path::new(line)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn locked_builds_every_kernel_of_a_variant_hash_lock() {
+    let server = Server::bundled();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let project = tmp.path().join("project");
+    write(
+        &project.join("pyproject.toml"),
+        "[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.3,<0.0.4\"\n\"kernels-community/triton-scaled-mm\" = \">=0.0.2\"\n",
+    );
+    run_ok(kernels(&server.endpoint, &cache).arg("lock").arg(&project));
+
+    // The lock has no versions: they come from the release tags at the commits.
+    let out = tmp.path().join("online");
+    let output = run_ok(
+        kernels(&server.endpoint, &cache)
+            .env_remove("SOURCE_DATE_EPOCH")
+            .args(["to-wheel", "--locked"])
+            .arg(&project)
+            .arg("--out-dir")
+            .arg(&out),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("from Hub tag `v0.0.3`"), "{stderr}");
+    let names = printed_names(&output);
+    assert_eq!(names.len(), 17, "{names:?}");
+    assert!(names.contains(
+        &"activation-0.0.3+torch27cu126cxx11-cp39-abi3-manylinux_2_28_x86_64.whl".to_owned()
+    ));
+    assert!(names.contains(&"triton_scaled_mm-0.0.2-py3-none-any.whl".to_owned()));
+
+    // Offline, from the cache alone (the tag was recorded in refs/): the
+    // same wheels, byte for byte.
+    let offline = tmp.path().join("offline");
+    let output = run_ok(
+        kernels(NO_ENDPOINT, &cache)
+            .env_remove("SOURCE_DATE_EPOCH")
+            .env("HF_HUB_OFFLINE", "1")
+            .current_dir(&project)
+            .args(["to-wheel", "--locked", "--out-dir"])
+            .arg(&offline),
+    );
+    assert_eq!(printed_names(&output), names);
+    for name in &names {
+        assert_eq!(
+            sha256_file(&out.join(name)),
+            sha256_file(&offline.join(name)),
+            "{name}"
+        );
+    }
+
+    // No lock: a user error naming the fix.
+    let output = kernels(NO_ENDPOINT, &cache)
+        .args(["to-wheel", "--locked"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("kernels lock"));
+    // `--locked` replaces the repository arguments.
+    let output = kernels(NO_ENDPOINT, &cache)
+        .args(["to-wheel", REPO, "0.0.3", "--locked"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "clap usage error");
+}
+
+#[test]
+fn locked_builds_every_kernel_of_a_kernel_locks_file() {
+    let server = Server::bundled();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let project = tmp.path().join("project");
+    write(
+        &project.join("kernels.lock"),
+        r#"[
+  {"dependency": {"repo-id": "kernels-community/einops", "version": 1}, "lock": {"commit": "0bd00775195dda6f84c16c31f6d94564232d08b3"}},
+  {"dependency": {"repo-id": "kernels-community/relu", "revision": "8c883dab2ee1e812d6bf996ab30cb43e0dcf63ed"}, "lock": {"commit": "8c883dab2ee1e812d6bf996ab30cb43e0dcf63ed"}},
+  {"dependency": {"repo-id": "kernels-test/versions", "revision": "v0.1.1"}, "lock": {"commit": "dc142fd6c9920c993d32be6358b78957c58681c3"}}
+]"#,
+    );
+    let out = tmp.path().join("dist");
+    let output = run_ok(
+        kernels(&server.endpoint, &cache)
+            .env_remove("SOURCE_DATE_EPOCH")
+            .args(["to-wheel", "--locked"])
+            .arg(&project)
+            .arg("--out-dir")
+            .arg(&out),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("skipping `torch-ext` of kernels-community/relu@8c883da"),
+        "{stderr}"
+    );
+    let names = printed_names(&output);
+    // einops: version 1 from the lock; relu: no tag at a bare commit;
+    // versions: the release tag named by the revision.
+    assert!(
+        names.contains(&"einops-1+cuda-py3-none-any.whl".to_owned()),
+        "{names:?}"
+    );
+    assert!(names.contains(
+        &"relu-0+g8c883da.torch210rocm71cxx11-cp39-abi3-manylinux_2_28_x86_64.whl".to_owned()
+    ));
+    assert!(
+        names.contains(&"relu-0+g8c883da.torch210metal-cp39-abi3-macosx_11_0_arm64.whl".to_owned())
+    );
+    assert!(names.contains(&"versions-0.1.1-py3-none-any.whl".to_owned()));
+    assert_eq!(
+        names.iter().filter(|n| n.starts_with("relu-")).count(),
+        25,
+        "{names:?}"
+    );
+    assert_eq!(names.iter().filter(|n| n.starts_with("einops-")).count(), 5);
+    assert_eq!(names.len(), 31);
+    // The variants came from the cache the download engine filled.
+    assert!(
+        cache
+            .join("kernels--kernels-community--relu/snapshots/8c883dab2ee1e812d6bf996ab30cb43e0dcf63ed/build/torch210-metal-aarch64-darwin")
+            .is_dir()
+    );
+}
