@@ -119,26 +119,39 @@ pub fn run(args: ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Resul
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes planned wheels into `out_dir` (created if missing), printing each
-/// path on stdout.
+/// Writes planned wheels into `out_dir` (created if missing), several at a
+/// time (one per CPU), printing each path on stdout in plan order. The first
+/// error (in plan order) is returned after every wheel was attempted.
 fn write_wheels<'a>(
     wheels: impl Iterator<Item = &'a PlannedWheel>,
     out_dir: &Path,
     quiet: bool,
 ) -> Result<(), WheelError> {
     fs_err::create_dir_all(out_dir)?;
-    for planned in wheels {
-        let path = planned.build(out_dir)?;
-        if !quiet {
-            eprintln!(
-                "Built {} from {}",
-                planned.spec.file_name(),
-                planned.variant
-            );
+    let wheels: Vec<&PlannedWheel> = wheels.collect();
+    let jobs = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut first_error = None;
+    for (planned, result) in wheels
+        .iter()
+        .zip(wheel::build_wheels(&wheels, out_dir, jobs))
+    {
+        match result {
+            Ok(path) => {
+                if !quiet {
+                    eprintln!(
+                        "Built {} from {}",
+                        planned.spec.file_name(),
+                        planned.variant
+                    );
+                }
+                println!("{}", path.display());
+            }
+            Err(err) => {
+                first_error.get_or_insert(err);
+            }
         }
-        println!("{}", path.display());
     }
-    Ok(())
+    first_error.map_or(Ok(()), Err)
 }
 
 /// `--locked`: every kernel of the lock is downloaded (or verified in the

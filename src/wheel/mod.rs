@@ -254,6 +254,41 @@ impl PlannedWheel {
     }
 }
 
+/// Writes `wheels` into `out_dir` (which must exist) on up to `jobs` threads
+/// and returns each wheel's path or error, in the order given. Every wheel is
+/// written atomically, so a failure leaves no partial file; the other wheels
+/// are still written.
+pub fn build_wheels(
+    wheels: &[&PlannedWheel],
+    out_dir: &Path,
+    jobs: usize,
+) -> Vec<Result<PathBuf, WheelError>> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<PathBuf, WheelError>>>> =
+        Mutex::new(wheels.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, wheels.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(wheel) = wheels.get(i) else { break };
+                    let result = wheel.build(out_dir);
+                    results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every index below the length is taken by one worker"))
+        .collect()
+}
+
 /// Plans one wheel per variant of `snapshot`.
 ///
 /// `selection` lists variant names to build; empty means every directory in
