@@ -96,11 +96,26 @@ mod tests {
 
     #[test]
     fn rejects_bad_ids() {
-        assert!(matches!("relu".parse::<RepoId>(), Err(RepoIdError::MissingSlash(_))));
-        assert!(matches!("a/b/c".parse::<RepoId>(), Err(RepoIdError::BadShape(_))));
-        assert!(matches!("/b".parse::<RepoId>(), Err(RepoIdError::BadShape(_))));
-        assert!(matches!("a--b/c".parse::<RepoId>(), Err(RepoIdError::BadPart(_))));
-        assert!(matches!("a b/c".parse::<RepoId>(), Err(RepoIdError::BadPart(_))));
+        assert!(matches!(
+            "relu".parse::<RepoId>(),
+            Err(RepoIdError::MissingSlash(_))
+        ));
+        assert!(matches!(
+            "a/b/c".parse::<RepoId>(),
+            Err(RepoIdError::BadShape(_))
+        ));
+        assert!(matches!(
+            "/b".parse::<RepoId>(),
+            Err(RepoIdError::BadShape(_))
+        ));
+        assert!(matches!(
+            "a--b/c".parse::<RepoId>(),
+            Err(RepoIdError::BadPart(_))
+        ));
+        assert!(matches!(
+            "a b/c".parse::<RepoId>(),
+            Err(RepoIdError::BadPart(_))
+        ));
         assert!("kernels-test/versions".parse::<RepoId>().is_ok());
     }
 }

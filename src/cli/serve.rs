@@ -58,6 +58,9 @@ pub struct ServeArgs {
     /// Let the CDN accept requests that carry `Authorization` (tests).
     #[arg(long, hide = true)]
     pub cdn_allow_auth: bool,
+    /// Answer non-LFS downloads with a relative 307 to /api/resolve-cache/ (tests).
+    #[arg(long, hide = true)]
+    pub resolve_cache: bool,
 }
 
 /// Runs the server until interrupted.
@@ -71,6 +74,7 @@ pub fn run(args: ServeArgs, quiet: bool) -> miette::Result<ExitCode> {
         page_size: args.page_size,
         test_control: args.test_control,
         cdn_allow_auth: args.cdn_allow_auth,
+        resolve_cache: args.resolve_cache,
     };
     let runtime = super::runtime()?;
     let result = runtime.block_on(server::serve(options, |endpoints, mirror| {

@@ -94,7 +94,7 @@ pub fn digest(content: &Content, kind: DigestKind) -> std::io::Result<(u64, Stri
         Hasher::Sha1(h) => h.update(chunk),
         Hasher::Sha256(h) => h.update(chunk),
     };
-    let mut buf = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; size.clamp(1, 1 << 20) as usize];
     let mut seen = 0u64;
     match content {
         Content::Disk(path) => {

@@ -1,5 +1,20 @@
 //! Test-only instrumentation (`--test-control`): the request log and fault
 //! injection rules, driven through `/__fixture/…` on the Hub listener.
+//!
+//! * `GET /__fixture/requests` → JSON array, oldest first, of
+//!   `{"listener": "hub"|"cdn", "method", "path" (raw), "query" (raw or null),
+//!   "headers": {lower-cased name: value}, "status" (0 = connection reset),
+//!   "bytes" (body bytes sent so far), "authorization": bool}`.
+//!   Control requests themselves are not logged.
+//! * `POST /__fixture/reset` clears the log and every rule.
+//! * `POST /__fixture/faults` adds one rule object or an array of them
+//!   (see [`FaultRule`]), for example
+//!   `{"listener": "cdn", "path": "/lfs/*", "truncate_after_bytes": 12582912, "count": 1}` or
+//!   `{"path": "/api/*/refs", "status": 429, "retry_after": 2}`;
+//!   `DELETE /__fixture/faults` removes them all.
+//!
+//! Every rule matching a request applies (their actions combine), and each
+//! matching rule's `count` goes down by one.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -38,7 +38,7 @@ pub(super) async fn route(
     if parts.method == Method::POST {
         return match segs.as_slice() {
             ["api", kind, owner, name, "paths-info", rev @ ..] if !rev.is_empty() => {
-                let repo = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
+                let (repo, _) = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
                 paths_info(repo, &decode_joined(rev)?, body)
             }
             _ => Err(not_allowed()),
@@ -53,25 +53,17 @@ pub(super) async fn route(
         }
         ["api", "organizations", org, "overview"] => org_overview(app, &decode(org)?),
         ["api", "resolve-cache", kind, owner, name, sha, rest @ ..] if !rest.is_empty() => {
-            let kind = api_kind(kind);
-            let repo = find_repo(app, kind, owner, name, &parts.headers)?;
-            resolve(app, repo, &decode(sha)?, rest, parts, faults)
+            let (repo, _) = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
+            let target = ResolveTarget { repo, kind: None };
+            resolve(app, target, &decode(sha)?, rest, parts, faults)
         }
         ["api", kind, owner, name, rest @ ..] => {
-            let kind = api_kind(kind);
-            let repo = find_repo(app, kind, owner, name, &parts.headers)?;
+            let (repo, kind) = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
             let query = parse_query(parts.uri.query());
             match rest {
-                [] => info(app, repo, kind.unwrap_or(RepoType::Model), None, &query),
+                [] => info(app, repo, kind, None, &query),
                 ["revision", rev @ ..] if !rev.is_empty() => {
-                    let rev = decode_joined(rev)?;
-                    info(
-                        app,
-                        repo,
-                        kind.unwrap_or(RepoType::Model),
-                        Some(&rev),
-                        &query,
-                    )
+                    info(app, repo, kind, Some(&decode_joined(rev)?), &query)
                 }
                 ["refs"] => Ok(refs(repo, &query)),
                 ["tree", rev, path @ ..] => tree(
@@ -86,12 +78,20 @@ pub(super) async fn route(
             }
         }
         ["kernels", owner, name, "resolve", rev, rest @ ..] if !rest.is_empty() => {
-            let repo = find_repo(app, Some(RepoType::Kernel), owner, name, &parts.headers)?;
-            resolve(app, repo, &decode(rev)?, rest, parts, faults)
+            let (repo, kind) = find_repo(app, Some(RepoType::Kernel), owner, name, &parts.headers)?;
+            let target = ResolveTarget {
+                repo,
+                kind: Some(kind),
+            };
+            resolve(app, target, &decode(rev)?, rest, parts, faults)
         }
         [owner, name, "resolve", rev, rest @ ..] if !rest.is_empty() => {
-            let repo = find_repo(app, Some(RepoType::Model), owner, name, &parts.headers)?;
-            resolve(app, repo, &decode(rev)?, rest, parts, faults)
+            let (repo, kind) = find_repo(app, Some(RepoType::Model), owner, name, &parts.headers)?;
+            let target = ResolveTarget {
+                repo,
+                kind: Some(kind),
+            };
+            resolve(app, target, &decode(rev)?, rest, parts, faults)
         }
         _ => Err(ApiError::not_found()),
     }
@@ -137,23 +137,25 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     Some(value.strip_prefix("Bearer ").unwrap_or(value).trim())
 }
 
+/// The repo asked for as `kind` (`None`: a type this server does not serve),
+/// hidden as `RepoNotFound` when private and the request lacks an allowed token.
 fn find_repo<'a>(
     app: &'a App,
     kind: Option<RepoType>,
     owner: &str,
     name: &str,
     headers: &HeaderMap,
-) -> Result<&'a Repo> {
+) -> Result<(&'a Repo, RepoType)> {
     let authorized = headers.contains_key(header::AUTHORIZATION);
     let id = format!("{}/{}", decode(owner)?, decode(name)?);
-    let repo = kind
-        .and_then(|k| app.mirror.repo(k, &id))
-        .ok_or_else(|| ApiError::repo_not_found(authorized))?;
-    if repo.private && !bearer(headers).is_some_and(|t| repo.allowed_tokens.iter().any(|a| a == t))
-    {
-        return Err(ApiError::repo_not_found(authorized));
+    let not_found = || ApiError::repo_not_found(authorized);
+    let kind = kind.ok_or_else(not_found)?;
+    let repo = app.mirror.repo(kind, &id).ok_or_else(not_found)?;
+    let token_ok = bearer(headers).is_some_and(|t| repo.allowed_tokens.iter().any(|a| a == t));
+    if repo.private && !token_ok {
+        return Err(not_found());
     }
-    Ok(repo)
+    Ok((repo, kind))
 }
 
 fn resolve_rev(repo: &Repo, rev: &str) -> Result<usize> {
@@ -536,14 +538,22 @@ fn check_gate(repo: &Repo, headers: &HeaderMap) -> Result<()> {
 }
 
 /// R4/R5: `HEAD|GET …/resolve/<rev>/<path>`.
+/// The repo of a download, and the type it was asked as (`None` on
+/// `/api/resolve-cache/…`, which never redirects again).
+struct ResolveTarget<'a> {
+    repo: &'a Repo,
+    kind: Option<RepoType>,
+}
+
 fn resolve(
     app: &App,
-    repo: &Repo,
+    target: ResolveTarget<'_>,
     rev: &str,
     path_segments: &[&str],
     parts: &Parts,
     faults: &Faults,
 ) -> Result<Response> {
+    let repo = target.repo;
     check_gate(repo, &parts.headers)?;
     let commit = &repo.commits[resolve_rev(repo, rev)?];
     let path = decode_joined(path_segments)?;
@@ -581,6 +591,30 @@ fn resolve(
 
     let etag = format!("\"{}\"", file.oid);
     headers.insert(header::ETAG, header_value(&etag));
+    if app.resolve_cache
+        && let Some(kind) = target.kind
+    {
+        // The current Hub's answer for non-LFS files: a relative 307 to a
+        // commit-pinned URL that then answers like a direct 200.
+        let location = format!(
+            "/api/resolve-cache/{}/{}/{}/{}?etag={}",
+            kind.api_segment(),
+            repo.id,
+            commit.sha,
+            path.split('/')
+                .map(|s| utf8_percent_encode(s, QUERY_VALUE).to_string())
+                .collect::<Vec<_>>()
+                .join("/"),
+            utf8_percent_encode(&etag, QUERY_VALUE)
+        );
+        headers.insert(header::LOCATION, header_value(&location));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        let body = format!("Temporary Redirect. Redirecting to {location}");
+        return Ok((StatusCode::TEMPORARY_REDIRECT, headers, body).into_response());
+    }
     let if_none_match = parts
         .headers
         .get(header::IF_NONE_MATCH)

@@ -65,6 +65,9 @@ pub struct ServeOptions {
     pub test_control: bool,
     /// Let the CDN accept requests carrying `Authorization` (rejected with 400 by default).
     pub cdn_allow_auth: bool,
+    /// Answer non-LFS downloads with a relative `307` to `/api/resolve-cache/…`
+    /// (the current Hub's behaviour) instead of a direct `200`.
+    pub resolve_cache: bool,
 }
 
 /// Why the server could not start or stopped with an error.
@@ -110,6 +113,7 @@ pub(crate) struct App {
     page_size: Option<usize>,
     test_control: bool,
     cdn_allow_auth: bool,
+    resolve_cache: bool,
     /// Per-process key of the (fake) signed CDN URLs.
     secret: [u8; 16],
     control: Control,
@@ -260,6 +264,7 @@ pub async fn serve(
         page_size: options.page_size,
         test_control: options.test_control,
         cdn_allow_auth: options.cdn_allow_auth,
+        resolve_cache: options.resolve_cache,
         secret,
         control: Control::default(),
         next_request: AtomicU64::new(1),

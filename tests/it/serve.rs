@@ -1128,9 +1128,11 @@ fn compat_expectations(mirror: &TestMirror, dir: &Path, repo_type: &str) -> Path
     path
 }
 
-fn hub_compat(env: &str, repo_type: &str) {
+fn hub_compat(env: &str, repo_type: &str, extra_args: &[&str]) {
     let mirror = TestMirror::new();
-    let server = mirror.start();
+    let mut args = vec!["--test-control", "--page-size", "3"];
+    args.extend_from_slice(extra_args);
+    let server = Server::start_with_args(mirror.path(), &args);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let http = Http::new();
     let main = rt.block_on(async {
@@ -1202,12 +1204,22 @@ fn hub_compat(env: &str, repo_type: &str) {
 
 #[test]
 fn hub_compat_huggingface_hub_0_35_3_model() {
-    hub_compat("hub-0.35.3", "model");
+    hub_compat("hub-0.35.3", "model", &[]);
+}
+
+#[test]
+fn hub_compat_huggingface_hub_0_35_3_resolve_cache_redirects() {
+    hub_compat("hub-0.35.3", "model", &["--resolve-cache"]);
+}
+
+#[test]
+fn hub_compat_huggingface_hub_2_4_0_resolve_cache_redirects() {
+    hub_compat("hub-2.4.0", "kernel", &["--resolve-cache"]);
 }
 
 #[test]
 fn hub_compat_huggingface_hub_2_4_0_kernel() {
-    hub_compat("hub-2.4.0", "kernel");
+    hub_compat("hub-2.4.0", "kernel", &[]);
 }
 
 #[tokio::test]
@@ -1288,4 +1300,128 @@ async fn bundled_mirror_loads() {
         .await
         .json();
     assert_eq!(org["trustedKernelPublisher"], true);
+}
+
+#[tokio::test]
+async fn resolve_cache_mode_redirects_plain_files() {
+    let mirror = TestMirror::new();
+    let server = Server::start_with_args(mirror.path(), &["--resolve-cache"]);
+    let http = Http::new();
+    let e = &server.endpoint;
+    let readme = &mirror.c1["README.md"];
+    let head = http
+        .send(
+            "HEAD",
+            &format!("{e}/kernels/acme/relu/resolve/v1/README.md"),
+            &[],
+        )
+        .await;
+    assert_eq!(head.status, 307);
+    assert_eq!(head.header("x-repo-commit"), Some(C1));
+    assert_eq!(
+        head.header("etag"),
+        Some(format!("\"{}\"", readme.oid).as_str())
+    );
+    let location = head.header("location").unwrap();
+    assert_eq!(
+        location,
+        format!(
+            "/api/resolve-cache/kernels/acme/relu/{C1}/README.md?etag=%22{}%22",
+            readme.oid
+        )
+    );
+    let target = http.get(&format!("{e}{location}")).await;
+    assert_eq!(target.status, 200);
+    assert_eq!(target.body, readme.bytes);
+    // Clients up to 1.29 drop the query string.
+    let bare = http
+        .send(
+            "HEAD",
+            &format!("{e}{}", location.split('?').next().unwrap()),
+            &[],
+        )
+        .await;
+    assert_eq!(bare.status, 200);
+    assert_eq!(bare.header("x-repo-commit"), Some(C1));
+    // LFS files still go to the CDN.
+    let lfs = http
+        .send(
+            "HEAD",
+            &format!("{e}/acme/relu/resolve/v1/build/torch-cuda/relu/_ops.abi3.so"),
+            &[],
+        )
+        .await;
+    assert_eq!(lfs.status, 302);
+}
+
+/// The truncation fault against a real client: huggingface_hub 0.35.3 keeps
+/// whole 10 MiB chunks in `.incomplete` and resumes with `Range` on the next run.
+#[test]
+fn truncated_lfs_body_resumes_with_huggingface_hub_0_35_3() {
+    const SIZE: usize = 26_214_405;
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repos/kernels/acme/big");
+    write(
+        &repo.join("repo.toml"),
+        format!(
+            "commits = [\"c1\"]\nalso_serve_as = [\"model\"]\n[branches]\nmain = \"c1\"\n\
+             [synthetic]\n\"c1:big.bin\" = {{ size = {SIZE}, seed = 7, lfs = true }}\n"
+        )
+        .as_bytes(),
+    );
+    write(&repo.join("commits/c1/tree/README.md"), b"big\n");
+    let server = Server::start_with_args(dir.path(), &["--test-control"]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let http = Http::new();
+    let e = &server.endpoint;
+    rt.block_on(
+        http.client
+            .post(format!("{e}/__fixture/faults"))
+            .json(&json!({"listener": "cdn", "truncate_after_bytes": 12_582_912, "count": 1}))
+            .send(),
+    )
+    .unwrap();
+
+    let want = sha256(&synthetic(7, SIZE));
+    let cache = dir.path().join("cache");
+    let script = "import hashlib, os, sys\n\
+        from huggingface_hub import hf_hub_download\n\
+        try:\n    p = hf_hub_download('acme/big', 'big.bin')\n\
+        except Exception as e:\n    print('failed', type(e).__name__); sys.exit(0)\n\
+        print('ok', hashlib.sha256(open(p, 'rb').read()).hexdigest(), os.path.basename(os.path.realpath(p)))\n";
+    let run = || {
+        let out = common::python("hub-0.35.3", e, &cache)
+            .args(["-c", script])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(run(), "failed ChunkedEncodingError");
+    let partial = cache.join(format!("models--acme--big/blobs/{want}.incomplete"));
+    assert_eq!(fs_err::metadata(&partial).unwrap().len(), 10_485_760);
+    assert_eq!(run(), format!("ok {want} {want}"));
+
+    let log = rt
+        .block_on(http.get(&format!("{e}/__fixture/requests")))
+        .json();
+    let cdn: Vec<(u64, u64, Option<&str>)> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["listener"] == "cdn")
+        .map(|r| {
+            (
+                r["status"].as_u64().unwrap(),
+                r["bytes"].as_u64().unwrap(),
+                r["headers"]["range"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cdn,
+        [
+            (200, 12_582_912, None),
+            (206, (SIZE - 10_485_760) as u64, Some("bytes=10485760-"))
+        ]
+    );
 }

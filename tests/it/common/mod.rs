@@ -57,7 +57,10 @@ impl Server {
     /// Like [`Server::start`] with extra `kernels serve` arguments.
     pub fn start_with_args(mirror: &Path, extra: &[&str]) -> Server {
         let mut cmd = Command::new(kernels_bin());
-        cmd.arg("serve").arg(mirror).args(["--port", "0"]).args(extra);
+        cmd.arg("serve")
+            .arg(mirror)
+            .args(["--port", "0"])
+            .args(extra);
         for name in SCRUBBED {
             cmd.env_remove(name);
         }
