@@ -9,8 +9,12 @@
 //! sorted, timestamps come from `SOURCE_DATE_EPOCH`, and generated files have
 //! fixed modes, so rebuilding gives byte-identical wheels.
 //!
+//! [`locked`] plans the wheels of every kernel in a project's `kernels.lock`
+//! (`--locked`); [`build_wheels`] writes planned wheels in parallel.
+//!
 //! The reference `kernels` had this command in 0.6.0–0.11.3 only; see
-//! [`WheelSpec::new`] for where this one deliberately differs.
+//! [`WheelSpec::new`] and `docs/to-wheel.md` for where this one deliberately
+//! differs.
 //!
 //! ```no_run
 //! use kernels::wheel::{Kernel, Snapshot, WheelOptions, plan_wheels};
