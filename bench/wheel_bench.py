@@ -12,8 +12,9 @@ What happens:
 1. A kernel `bench-kernels/flash-attn` with `--variants` Linux CUDA build
    variants (five-part names, the only kind the reference handles) is written
    as a `kernels serve` mirror in a temporary directory: per variant a package
-   of Python files and one `.so` of about `--so-mib` MiB whose bytes deflate
-   about 3:1, like real kernel libraries.
+   of Python files and one `.so` of about `--so-mib` MiB made of 64 KiB slices
+   of this machine's own shared libraries (real machine code; synthetic bytes
+   if there are none), so it deflates like real kernel libraries.
 2. `kernels serve` serves it; each tool builds every wheel once online with an
    empty cache (the "cold" figure: download plus build, one run each).
 3. Timed rounds: each tool builds every wheel again with `HF_HUB_OFFLINE=1`
@@ -78,12 +79,42 @@ def variant_names(count: int) -> list[str]:
     return names[:count]
 
 
-def library_bytes(rng: random.Random, size: int) -> bytes:
-    """`size` bytes that deflate about 3:1: each 4 KiB page is one third random
-    bytes and two thirds a repeated instruction-like pattern."""
+def system_library_pool(limit: int = 192 * MIB) -> bytes:
+    """Bytes of this machine's own shared libraries (`/usr/lib`, largest first),
+    up to `limit`: real machine code and data, which deflate like kernel
+    libraries do (the level-for-speed trade-off of synthetic bytes is not real)."""
+    files = []
+    for root in ("/usr/lib", "/usr/lib64", "/usr/local/lib"):
+        for path in Path(root).rglob("*.so*") if Path(root).is_dir() else []:
+            try:
+                if path.is_file() and not path.is_symlink() and path.stat().st_size > MIB:
+                    files.append((path.stat().st_size, path))
+            except OSError:
+                continue
+    pool = bytearray()
+    for _, path in sorted(files, reverse=True):
+        if len(pool) >= limit:
+            break
+        try:
+            pool += path.read_bytes()[: limit - len(pool)]
+        except OSError:
+            continue
+    return bytes(pool)
+
+
+def library_bytes(rng: random.Random, size: int, pool: bytes) -> bytes:
+    """`size` bytes for one `.so`: 64 KiB slices of `pool` at random offsets,
+    or, without a pool, pages of one third random bytes and two thirds a
+    repeated pattern (deflates about 3:1)."""
+    chunk = 64 * 1024
+    out = bytearray()
+    if len(pool) >= 16 * MIB:
+        while len(out) < size:
+            start = rng.randrange(0, len(pool) - chunk)
+            out += pool[start : start + chunk]
+        return bytes(out[:size])
     page = 4096
     rand = page // 3
-    out = bytearray()
     while len(out) < size:
         out += rng.randbytes(rand)
         pattern = rng.randbytes(16)
@@ -102,7 +133,7 @@ def python_text(rng: random.Random, size: int, name: str) -> bytes:
     return "\n".join(lines).encode()
 
 
-def write_mirror(root: Path, variants: list[str], so_mib: float) -> int:
+def write_mirror(root: Path, variants: list[str], so_mib: float, pool: bytes) -> int:
     """Writes the mirror; returns the total size of the build files in bytes."""
     rng = random.Random(20260101)
     repo = root / "repos/kernels" / REPO
@@ -126,7 +157,7 @@ def write_mirror(root: Path, variants: list[str], so_mib: float) -> int:
             total += len(data)
         # Sizes vary by +-30 % around the mean, as across real variants.
         size = int(so_mib * MIB * rng.uniform(0.7, 1.3))
-        data = library_bytes(rng, size)
+        data = library_bytes(rng, size, pool)
         (pkg / f"_{PACKAGE}_{rng.getrandbits(28):07x}.abi3.so").write_bytes(data)
         total += size
     return total
@@ -215,10 +246,16 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         t0 = time.monotonic()
-        total = write_mirror(work / "mirror", variants, args.so_mib)
+        pool = system_library_pool()
+        source = (
+            f"slices of {len(pool) / MIB:.0f} MiB of this machine's shared libraries"
+            if len(pool) >= 16 * MIB
+            else "synthetic bytes (no shared libraries found)"
+        )
+        total = write_mirror(work / "mirror", variants, args.so_mib, pool)
         print(
-            f"kernel {REPO}: {len(variants)} variants, {total / MIB:.0f} MiB of build files "
-            f"(generated in {time.monotonic() - t0:.1f}s)",
+            f"kernel {REPO}: {len(variants)} variants, {total / MIB:.0f} MiB of build files, "
+            f".so contents from {source} (generated in {time.monotonic() - t0:.1f}s)",
             file=sys.stderr,
         )
         logs = work / "logs"
