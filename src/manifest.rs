@@ -33,6 +33,20 @@ pub struct Manifest {
     pub path: PathBuf,
     /// Dependencies in file order.
     pub dependencies: Vec<Dependency>,
+    /// The other `[tool.kernels]` keys this tool reads.
+    pub settings: ToolSettings,
+}
+
+/// `[tool.kernels]` keys other than `dependencies` (extensions; the Python
+/// reference reads none of them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// `target-runtime = "0.10.5"`: the `kernels` runtime to write for
+    /// ([`crate::profile`]); validated when the profile is chosen.
+    pub target_runtime: Option<String>,
+    /// `trust = ["org/name", ...]`: repositories locked even when their
+    /// publisher is not a trusted kernel publisher (0.17 profile).
+    pub trust: Vec<RepoId>,
 }
 
 /// One `[tool.kernels.dependencies]` entry.
@@ -101,6 +115,12 @@ pub enum ManifestError {
         /// Where parsing failed.
         #[label("here")]
         span: Option<SourceSpan>,
+        /// For a duplicate key: its first definition.
+        #[label("first defined here")]
+        first: Option<SourceSpan>,
+        /// How to fix it.
+        #[help]
+        help: Option<&'static str>,
     },
 
     /// There is no `[tool.kernels.dependencies]` table.
@@ -122,8 +142,11 @@ pub enum ManifestError {
     Entry(Box<EntryProblem>),
 
     /// Several invalid entries, all reported.
-    #[error("{} has {} invalid entries in [tool.kernels.dependencies]", path.display(), problems.len())]
-    #[diagnostic(code(kernels::manifest::invalid_dependencies))]
+    #[error("{} has {} invalid entries in [tool.kernels]", path.display(), problems.len())]
+    #[diagnostic(
+        code(kernels::manifest::invalid_dependencies),
+        help("fix every entry listed below, then run `kernels lock`")
+    )]
     Entries {
         /// The file.
         path: PathBuf,
@@ -176,19 +199,61 @@ impl Manifest {
             path.display().to_string(),
             text.to_owned(),
         ));
-        let doc = toml_edit::Document::parse(text).map_err(|err| ManifestError::Syntax {
-            path: path.to_owned(),
-            message: err.message().trim().to_owned(),
-            source_code: source.clone(),
-            span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
-        })?;
-        let deps_item = doc
-            .get("tool")
-            .and_then(|tool| tool.get("kernels"))
-            .and_then(|kernels| kernels.get("dependencies"));
-        let Some(deps_item) = deps_item else {
-            return Err(ManifestError::NoDependencies {
+        let doc = toml_edit::Document::parse(text).map_err(|err| {
+            let message = err.message().trim().to_owned();
+            let span = err.span();
+            let duplicate = message.starts_with("duplicate key");
+            let first = span
+                .clone()
+                .filter(|_| duplicate)
+                .and_then(|r| first_definition(text, r));
+            let help = Some(if duplicate {
+                "a key may appear only once per table: keep one of the two marked lines (for a kernel: the requirement you want), then run `kernels lock`"
+            } else {
+                "fix the TOML syntax at the marked position, then run `kernels lock`"
+            });
+            ManifestError::Syntax {
                 path: path.to_owned(),
+                message,
+                source_code: source.clone(),
+                span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
+                first: first.map(SourceSpan::from),
+                help,
+            }
+        })?;
+        let settings = parse_settings(&doc, path, &source)?;
+        let kernels_item = doc.get("tool").and_then(|tool| tool.get("kernels"));
+        let mut problems = Vec::new();
+        if let Some(kernels) = kernels_item {
+            problems.extend(check_kernels_table(kernels, path, &source));
+        }
+        let deps_item = kernels_item.and_then(|kernels| kernels.get("dependencies"));
+        let Some(deps_item) = deps_item else {
+            if !problems.is_empty() {
+                problems.push(EntryProblem {
+                    message: format!(
+                        "{} has no [tool.kernels.dependencies] table",
+                        path.display()
+                    ),
+                    source_code: source.clone(),
+                    span: SourceSpan::from(
+                        kernels_item.and_then(Item::span).unwrap_or(0..0),
+                    ),
+                    label: "no `dependencies` in here".to_owned(),
+                    help: Some(
+                        "declare the kernels to lock as `[tool.kernels.dependencies]` with `\"owner/name\" = 1` lines, then run `kernels lock`".to_owned(),
+                    ),
+                });
+            }
+            return Err(match problems.len() {
+                0 => ManifestError::NoDependencies {
+                    path: path.to_owned(),
+                },
+                1 => ManifestError::Entry(Box::new(problems.remove(0))),
+                _ => ManifestError::Entries {
+                    path: path.to_owned(),
+                    problems,
+                },
             });
         };
         let to_entry = |problem: Problem, key: Option<&str>| {
@@ -216,7 +281,6 @@ impl Manifest {
         };
 
         let mut dependencies = Vec::new();
-        let mut problems = Vec::new();
         for (key, item) in table.iter() {
             let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
             let repo_id = key.parse::<RepoId>().map_err(|err| {
@@ -239,6 +303,7 @@ impl Manifest {
             0 => Ok(Manifest {
                 path: path.to_owned(),
                 dependencies,
+                settings,
             }),
             1 => Err(ManifestError::Entry(Box::new(
                 problems.pop().expect("one problem"),
@@ -249,6 +314,208 @@ impl Manifest {
             }),
         }
     }
+}
+
+/// Keys `[tool.kernels]` may hold (`target-runtime` and `trust` are read by the
+/// commands that use them).
+pub const KNOWN_KERNELS_KEYS: &[&str] = &["dependencies", "target-runtime", "trust"];
+
+/// Problems of the `[tool.kernels]` table itself: not a table, or unknown keys
+/// (with the closest known key as a suggestion).
+fn check_kernels_table(
+    kernels: &Item,
+    path: &Path,
+    source: &Arc<NamedSource<String>>,
+) -> Vec<EntryProblem> {
+    let problem =
+        |message: String, span: Option<Range<usize>>, label: &str, help: String| EntryProblem {
+            message: format!("{}: {message}", path.display()),
+            source_code: source.clone(),
+            span: SourceSpan::from(span.unwrap_or(0..0)),
+            label: label.to_owned(),
+            help: Some(help),
+        };
+    let Some(table) = kernels.as_table_like() else {
+        return vec![problem(
+            format!("[tool.kernels] must be a table, found {}", type_name(kernels)),
+            kernels.span(),
+            "not a table",
+            "write a `[tool.kernels.dependencies]` table of `\"owner/name\" = 1` lines, then run `kernels lock`".to_owned(),
+        )];
+    };
+    let mut problems = Vec::new();
+    for (key, _) in table.iter() {
+        if KNOWN_KERNELS_KEYS.contains(&key) {
+            continue;
+        }
+        let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
+        let known = KNOWN_KERNELS_KEYS
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let help = match did_you_mean(key, KNOWN_KERNELS_KEYS) {
+            Some(best) => format!(
+                "did you mean `{best}`? Rename the key, then run `kernels lock` (known keys: {known})"
+            ),
+            None => format!("remove the key; [tool.kernels] knows {known}"),
+        };
+        problems.push(problem(
+            format!("[tool.kernels]: unknown key `{key}`"),
+            key_span,
+            "unknown key",
+            help,
+        ));
+    }
+    problems
+}
+
+/// The candidate closest to `word` by edit distance, when it is close enough to be
+/// a likely typo (at most a third of the word's length, at least 1).
+pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .iter()
+        .map(|c| (edit_distance(word, c), *c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance with adjacent transpositions counted as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// For a duplicate key at `dup`, the span of the same key text on an earlier line
+/// of the same table (the lines since the last `[header]`).
+fn first_definition(text: &str, dup: Range<usize>) -> Option<Range<usize>> {
+    let key = text.get(dup.clone())?;
+    let before = text.get(..dup.start)?;
+    let table_start = before
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .rfind(|&i| text[i..].trim_start().starts_with('['))
+        .unwrap_or(0);
+    let mut offset = table_start;
+    for line in text[table_start..dup.start].split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with(key) && trimmed[key.len()..].trim_start().starts_with(['=', '.']) {
+            let start = offset + (line.len() - trimmed.len());
+            return Some(start..start + key.len());
+        }
+        offset += line.len();
+    }
+    None
+}
+
+impl ToolSettings {
+    /// Reads the `[tool.kernels]` settings of `<project_dir>/pyproject.toml`
+    /// without requiring a dependency table; `None` when the file does not exist.
+    pub fn read(project_dir: &Path) -> Result<Option<ToolSettings>, ManifestError> {
+        let path = project_dir.join(MANIFEST_FILE_NAME);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(ManifestError::Io { path, source }),
+        };
+        let source = Arc::new(NamedSource::new(path.display().to_string(), text.clone()));
+        let doc =
+            toml_edit::Document::parse(text.as_str()).map_err(|err| ManifestError::Syntax {
+                path: path.clone(),
+                message: err.message().trim().to_owned(),
+                source_code: source.clone(),
+                span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
+                first: None,
+                help: None,
+            })?;
+        parse_settings(&doc, &path, &source).map(Some)
+    }
+}
+
+/// Reads `target-runtime` and `trust` of `[tool.kernels]`.
+fn parse_settings(
+    doc: &toml_edit::Document<&str>,
+    path: &Path,
+    source: &Arc<NamedSource<String>>,
+) -> Result<ToolSettings, ManifestError> {
+    let mut settings = ToolSettings::default();
+    let Some(table) = doc
+        .get("tool")
+        .and_then(|tool| tool.get("kernels"))
+        .and_then(Item::as_table_like)
+    else {
+        return Ok(settings);
+    };
+    let problem = |key: &str, item: &Item, what: String, help: &str| {
+        ManifestError::Entry(Box::new(EntryProblem {
+            message: format!("{}: [tool.kernels] `{key}`: {what}", path.display()),
+            source_code: source.clone(),
+            span: SourceSpan::from(item.span().unwrap_or(0..0)),
+            label: "invalid".to_owned(),
+            help: Some(help.to_owned()),
+        }))
+    };
+    if let Some(item) = table.get("target-runtime") {
+        match item.as_str() {
+            Some(version) => settings.target_runtime = Some(version.to_owned()),
+            None => {
+                return Err(problem(
+                    "target-runtime",
+                    item,
+                    format!("expected a version string, found {}", type_name(item)),
+                    "write the kernels version the project runs, for example `target-runtime = \"0.17.2\"`",
+                ));
+            }
+        }
+    }
+    if let Some(item) = table.get("trust") {
+        let help = "list repository ids, for example `trust = [\"my-org/my-kernel\"]`";
+        let Some(array) = item.as_array() else {
+            return Err(problem(
+                "trust",
+                item,
+                format!("expected an array of repo ids, found {}", type_name(item)),
+                help,
+            ));
+        };
+        for value in array.iter() {
+            let repo = value
+                .as_str()
+                .ok_or_else(|| {
+                    format!(
+                        "expected a repo id string, found {}",
+                        value_type_name(value)
+                    )
+                })
+                .and_then(|s| s.parse::<RepoId>().map_err(|err| format!("`{s}`: {err}")));
+            match repo {
+                Ok(repo) => settings.trust.push(repo),
+                Err(what) => return Err(problem("trust", item, what, help)),
+            }
+        }
+    }
+    Ok(settings)
 }
 
 fn type_name(item: &Item) -> &'static str {
@@ -298,8 +565,14 @@ fn parse_table(
         if key != "version" && key != "revision" {
             let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
             return Err(
-                Problem::new(key_span, format!("unknown key `{key}`"), "unknown key")
-                    .help("a dependency table takes either `version` or `revision`"),
+                Problem::new(key_span, format!("unknown key `{key}`"), "unknown key").help(
+                    match did_you_mean(key, &["version", "revision"]) {
+                        Some(best) => format!(
+                            "did you mean `{best}`? A dependency table takes either `version` or `revision`"
+                        ),
+                        None => "a dependency table takes either `version` or `revision`".to_owned(),
+                    },
+                ),
             );
         }
     }
@@ -506,6 +779,64 @@ relu = 1
         let spec_problem = &problems[3];
         let start = text.find("nope").unwrap();
         assert_eq!(spec_problem.span, SourceSpan::from(start..start + 4));
+    }
+
+    #[test]
+    fn unknown_kernels_keys_suggest_the_closest() {
+        let err =
+            parse("[tool.kernels]\ntrsut = 1\nzzz = 2\n[tool.kernels.dependencies]\n\"a/b\" = 1\n")
+                .unwrap_err();
+        let ManifestError::Entries { problems, .. } = err else {
+            panic!("expected two problems: {err:?}");
+        };
+        assert!(problems[0].message.contains("unknown key `trsut`"));
+        assert!(
+            problems[0]
+                .help
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `trust`?")
+        );
+        assert!(
+            problems[1]
+                .help
+                .as_deref()
+                .unwrap()
+                .starts_with("remove the key")
+        );
+        let typo = parse("[tool.kernels.dependecies]\n\"a/b\" = 1\n").unwrap_err();
+        let ManifestError::Entries { problems, .. } = typo else {
+            panic!("{typo:?}");
+        };
+        assert!(
+            problems[0]
+                .help
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `dependencies`?")
+        );
+        assert!(
+            problems[1]
+                .message
+                .ends_with("has no [tool.kernels.dependencies] table")
+        );
+        assert_eq!(
+            did_you_mean("dependancies", KNOWN_KERNELS_KEYS),
+            Some("dependencies")
+        );
+        assert_eq!(did_you_mean("x", KNOWN_KERNELS_KEYS), None);
+    }
+
+    #[test]
+    fn duplicate_keys_point_at_both_definitions() {
+        let text = "[tool.kernels.dependencies]\n\"a/b\" = 1\n\"a/c\" = 1\n\"a/b\" = 2\n";
+        let err = parse(text).unwrap_err();
+        let ManifestError::Syntax { first, help, .. } = err else {
+            panic!("{err:?}");
+        };
+        let start = text.find("\"a/b\"").unwrap();
+        assert_eq!(first, Some(SourceSpan::from(start..start + 5)));
+        assert!(help.unwrap().contains("keep one of the two marked lines"));
     }
 
     #[test]

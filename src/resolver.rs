@@ -45,6 +45,17 @@ pub struct ResolvedKernel {
     pub warnings: Vec<String>,
 }
 
+/// A requirement resolved to a commit, before any file listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedCommit {
+    /// The tag or branch chosen (`v0.1.1`, `v1`), or the revision as written.
+    pub chosen: String,
+    /// The commit, 40 lowercase hex.
+    pub commit: String,
+    /// Non-fatal remarks, for example that a newer version exists.
+    pub warnings: Vec<String>,
+}
+
 /// Why a dependency cannot be resolved.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum ResolveError {
@@ -146,11 +157,54 @@ impl Resolver {
             .await
     }
 
+    /// The repository type this resolver queries.
+    pub fn repo_type(&self) -> RepoType {
+        self.repo_type
+    }
+
     /// Resolves one dependency: the commit, then its variant hashes.
     pub async fn resolve(&self, dependency: &Dependency) -> Result<ResolvedKernel, ResolveError> {
         let repo_id = &dependency.repo_id;
+        let ResolvedCommit {
+            chosen,
+            commit,
+            warnings,
+        } = self
+            .resolve_commit(repo_id, &dependency.requirement)
+            .await?;
+        let entries = self
+            .client
+            .list_tree(self.repo_type, repo_id, &commit, "", true)
+            .await?;
+        let variants =
+            variant_hashes(&entries, self.exclude_bytecode).map_err(|(path, digest)| {
+                ResolveError::BadDigest {
+                    repo_id: repo_id.clone(),
+                    commit: commit.clone(),
+                    path,
+                    digest,
+                }
+            })?;
+        Ok(ResolvedKernel {
+            repo_id: repo_id.clone(),
+            requirement: dependency.requirement.clone(),
+            chosen,
+            commit,
+            variants,
+            warnings,
+        })
+    }
+
+    /// Resolves a requirement to a commit (40 lowercase hex) without listing
+    /// files: the branch `vN`, the best matching tag, or the revision as the Hub
+    /// resolves it.
+    pub async fn resolve_commit(
+        &self,
+        repo_id: &RepoId,
+        requirement: &Requirement,
+    ) -> Result<ResolvedCommit, ResolveError> {
         let mut warnings = Vec::new();
-        let (chosen, commit) = match &dependency.requirement {
+        let (chosen, commit) = match requirement {
             Requirement::Revision(revision) => {
                 let info = self
                     .client
@@ -201,26 +255,9 @@ impl Resolver {
                 commit,
             });
         }
-        let commit = commit.to_ascii_lowercase();
-        let entries = self
-            .client
-            .list_tree(self.repo_type, repo_id, &commit, "", true)
-            .await?;
-        let variants =
-            variant_hashes(&entries, self.exclude_bytecode).map_err(|(path, digest)| {
-                ResolveError::BadDigest {
-                    repo_id: repo_id.clone(),
-                    commit: commit.clone(),
-                    path,
-                    digest,
-                }
-            })?;
-        Ok(ResolvedKernel {
-            repo_id: repo_id.clone(),
-            requirement: dependency.requirement.clone(),
+        Ok(ResolvedCommit {
             chosen,
-            commit,
-            variants,
+            commit: commit.to_ascii_lowercase(),
             warnings,
         })
     }

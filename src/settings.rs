@@ -10,6 +10,9 @@ use std::time::Duration;
 /// Default Hub endpoint when `HF_ENDPOINT` is unset.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
+/// Retries after a transient failure when `KERNELS_MAX_RETRIES` is unset.
+pub const DEFAULT_MAX_RETRIES: u32 = 5;
+
 /// Settings shared by the network and cache commands.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -22,13 +25,22 @@ pub struct Settings {
     /// `HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, where `HF_HOME` defaults to
     /// `$XDG_CACHE_HOME/huggingface` or `~/.cache/huggingface`.
     pub cache_dir: PathBuf,
-    /// `HF_HUB_OFFLINE` (or `TRANSFORMERS_OFFLINE`) is truthy: no request may be made.
+    /// No request may be made: `KERNELS_OFFLINE`, `HF_HUB_OFFLINE` or
+    /// `TRANSFORMERS_OFFLINE` is truthy (the CLI's `--offline` also sets it).
     pub offline: bool,
     /// Connect timeout for Hub requests: `HF_HUB_ETAG_TIMEOUT` seconds, default 10.
     pub etag_timeout: Duration,
     /// Read timeout (longest pause between received bytes) for Hub requests:
     /// `HF_HUB_DOWNLOAD_TIMEOUT` seconds, default 10.
     pub download_timeout: Duration,
+    /// Stall watchdog of file downloads: a transfer that receives no body byte
+    /// for this long is abandoned and retried (resuming with `Range`):
+    /// `KERNELS_STALL_TIMEOUT` seconds, default the download timeout.
+    pub stall_timeout: Duration,
+    /// How often a failed request is retried after a transient failure
+    /// (connection error, timeout, 408, 429, 500, 502, 503, 504):
+    /// `KERNELS_MAX_RETRIES`, default 5; 0 disables retries.
+    pub max_retries: u32,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -59,8 +71,39 @@ pub fn virtual_env() -> Option<PathBuf> {
     var("VIRTUAL_ENV").map(PathBuf::from)
 }
 
+/// Whether coloured output is allowed: `NO_COLOR` unset or empty (no-color.org).
+pub fn color_enabled() -> bool {
+    var("NO_COLOR").is_none()
+}
+
+/// `PATH`, searched for `python3` when looking for an installed `kernels`
+/// package ([`crate::profile::installed_kernels`]).
+pub fn path_var() -> Option<std::ffi::OsString> {
+    std::env::var_os("PATH")
+}
+
 fn flag(name: &str) -> bool {
     var(name).is_some_and(|v| is_truthy(&v))
+}
+
+/// Lock-state switches from the environment (uv's meanings); the CLI's `--locked`
+/// and `--frozen` flags add to them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LockFlags {
+    /// `KERNELS_LOCKED` is truthy: fail when `kernels.lock` is missing or would change.
+    pub locked: bool,
+    /// `KERNELS_FROZEN` is truthy: use `kernels.lock` as it is, without a freshness check.
+    pub frozen: bool,
+}
+
+impl LockFlags {
+    /// Reads `KERNELS_LOCKED` and `KERNELS_FROZEN`.
+    pub fn from_env() -> Self {
+        LockFlags {
+            locked: flag("KERNELS_LOCKED"),
+            frozen: flag("KERNELS_FROZEN"),
+        }
+    }
 }
 
 impl Settings {
@@ -95,6 +138,7 @@ impl Settings {
                         .filter(|t| !t.is_empty())
                 })
         };
+        let download_timeout = seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10);
         Settings {
             endpoint: var("HF_ENDPOINT")
                 .unwrap_or_else(|| DEFAULT_ENDPOINT.to_owned())
@@ -102,9 +146,16 @@ impl Settings {
                 .to_owned(),
             token,
             cache_dir,
-            offline: flag("HF_HUB_OFFLINE") || flag("TRANSFORMERS_OFFLINE"),
+            offline: flag("KERNELS_OFFLINE")
+                || flag("HF_HUB_OFFLINE")
+                || flag("TRANSFORMERS_OFFLINE"),
             etag_timeout: seconds("HF_HUB_ETAG_TIMEOUT", 10),
-            download_timeout: seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10),
+            download_timeout,
+            stall_timeout: var("KERNELS_STALL_TIMEOUT")
+                .map_or(download_timeout, |_| seconds("KERNELS_STALL_TIMEOUT", 10)),
+            max_retries: var("KERNELS_MAX_RETRIES")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(DEFAULT_MAX_RETRIES),
         }
     }
 }

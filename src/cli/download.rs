@@ -1,15 +1,19 @@
 //! `kernels download`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::lock::{RepoTypeArg, choose_profile};
 use crate::cache::HubCache;
 use crate::download::{
-    DEFAULT_CONCURRENCY, DownloadError, DownloadOptions, Progress, ProgressMode, download,
+    DEFAULT_CONCURRENCY, DRY_RUN_SCHEMA, DownloadError, DownloadOptions, Progress, ProgressMode,
+    download, dry_run,
 };
 use crate::hub::HubClient;
 use crate::hub::types::RepoType;
-use crate::lockfile::{LOCK_FILE_NAME, Lockfile};
+use crate::lockfile::{LOCK_FILE_NAME, LockedKernel, Lockfile};
+use crate::manifest::ToolSettings;
+use crate::profile::VariantPreference;
 use crate::settings::Settings;
 use crate::variant::{VariantRequest, VariantSelection, project_python};
 
@@ -20,42 +24,145 @@ pub struct DownloadArgs {
     #[arg(default_value = ".")]
     pub project_dir: PathBuf,
 
-    /// Download this build variant (a directory under `build/`); repeatable.
-    /// Without it, the variant is chosen for the project's torch.
-    #[arg(long = "variant", value_name = "NAME", conflicts_with = "all_variants")]
-    pub variants: Vec<String>,
-
-    /// Download every build variant of every kernel.
-    #[arg(long)]
-    pub all_variants: bool,
+    /// Which variants, and where they live in the cache.
+    #[command(flatten)]
+    pub select: SelectArgs,
 
     /// Maximum number of files downloaded at the same time.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CONCURRENCY,
           value_parser = parse_concurrency)]
     pub concurrency: usize,
 
-    /// Hub repository type of the kernels; also the cache folder prefix
-    /// (`kernels--` or `models--`).
-    #[arg(long, value_enum, default_value_t = RepoTypeArg::Kernel)]
-    pub repo_type: RepoTypeArg,
+    /// Make no network request: check the cache (as `kernels verify` does) and
+    /// fail naming whatever is missing. Same as `HF_HUB_OFFLINE=1`.
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Print what would be downloaded (files and bytes per kernel and variant,
+    /// and what is already cached) without downloading; only metadata requests.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Output format of `--dry-run` (on stdout).
+    #[arg(long, value_enum, default_value_t = Format::Text, requires = "dry_run")]
+    pub format: Format,
 }
 
-/// `--repo-type` values.
+/// `--format` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RepoTypeArg {
-    /// Kernel repos (`/api/kernels/…`, cache `kernels--…`), read by kernels ≥0.14.
-    Kernel,
-    /// Model repos (`/api/models/…`, cache `models--…`), read by kernels ≤0.13.
-    Model,
+pub enum Format {
+    /// Lines for people.
+    Text,
+    /// One JSON document (schema in `docs/offline-and-auth.md`).
+    Json,
 }
 
-impl From<RepoTypeArg> for RepoType {
-    fn from(arg: RepoTypeArg) -> RepoType {
-        match arg {
-            RepoTypeArg::Kernel => RepoType::Kernel,
-            RepoTypeArg::Model => RepoType::Model,
+/// Variant selection and repository type, shared by `download` and `verify`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SelectArgs {
+    /// Use this build variant (a directory under `build/`); repeatable.
+    /// Without it, the variant is chosen for the project's torch.
+    #[arg(long = "variant", value_name = "NAME", conflicts_with = "all_variants")]
+    pub variants: Vec<String>,
+
+    /// Use every build variant of every kernel.
+    #[arg(long)]
+    pub all_variants: bool,
+
+    /// Target this `kernels` runtime version (for example `0.10.5`): it
+    /// decides the repository type and cache folder prefix (`models--` up to
+    /// 0.13, `kernels--` from 0.14) and the variant order. Default:
+    /// `target-runtime` under `[tool.kernels]`, else the lock's format refined
+    /// by the `kernels` installed in the project's Python environment.
+    #[arg(long, value_name = "VERSION")]
+    pub target_runtime: Option<String>,
+
+    /// Override the target runtime's Hub repository type, which is also the
+    /// cache folder prefix (`kernels--` or `models--`).
+    #[arg(long, value_enum)]
+    pub repo_type: Option<RepoTypeArg>,
+}
+
+impl SelectArgs {
+    /// The same selection as command-line flags, for hints (`--all-variants`,
+    /// `--variant A --variant B`, `--repo-type model`, or nothing).
+    pub fn flags(&self) -> String {
+        let mut out = String::new();
+        if self.all_variants {
+            out.push_str(" --all-variants");
         }
+        for v in &self.variants {
+            out.push_str(&format!(" --variant {v}"));
+        }
+        if let Some(version) = &self.target_runtime {
+            out.push_str(&format!(" --target-runtime {version}"));
+        }
+        match self.repo_type {
+            Some(RepoTypeArg::Model) => out.push_str(" --repo-type model"),
+            Some(RepoTypeArg::Kernel) => out.push_str(" --repo-type kernel"),
+            None => {}
+        }
+        out
     }
+}
+
+/// Reads `<project>/kernels.lock`, chooses the target profile (which prints
+/// its `Target runtime: …` line unless `quiet`) and resolves the variant
+/// selection (detecting torch only when the lock has kernels and no variant
+/// flag is given). Returns the kernels, the selection and the repository type.
+pub(super) fn read_lock(
+    project_dir: &Path,
+    select: &SelectArgs,
+    quiet: bool,
+) -> miette::Result<(Vec<LockedKernel>, VariantSelection, RepoType)> {
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    if !lock_path.is_file() {
+        return Err(DownloadCliError::NoLock {
+            dir: project_dir.to_owned(),
+            path: lock_path,
+        }
+        .into());
+    }
+    let lockfile = Lockfile::read(&lock_path)?;
+    let kernels = lockfile.locked_kernels(&lock_path)?;
+    let tool = ToolSettings::read(project_dir)?;
+    let manifest_path = project_dir.join(crate::manifest::MANIFEST_FILE_NAME);
+    let profile = choose_profile(
+        project_dir,
+        select.target_runtime.as_deref(),
+        tool.as_ref()
+            .and_then(|t| t.target_runtime.as_deref())
+            .map(|v| (v, manifest_path.as_path())),
+        Some(lockfile.format()),
+        select.repo_type,
+        quiet,
+    )?;
+    let request = if select.all_variants {
+        VariantRequest::All
+    } else if !select.variants.is_empty() {
+        VariantRequest::Named(select.variants.clone())
+    } else {
+        VariantRequest::Detect
+    };
+    let selection = if kernels.is_empty() {
+        // Nothing to select from: do not require torch for an empty lock.
+        VariantSelection::All
+    } else {
+        let python = project_python(project_dir, crate::settings::virtual_env().as_deref());
+        match (request.resolve(&python)?, profile.variant_preference) {
+            // Releases without the noarch back-port try `[arch, universal]`.
+            (VariantSelection::Preferred(order), VariantPreference::Exact { noarch: false }) => {
+                VariantSelection::Preferred(
+                    order
+                        .into_iter()
+                        .filter(|v| !v.starts_with("torch-") || v == crate::variant::UNIVERSAL)
+                        .collect(),
+                )
+            }
+            (selection, _) => selection,
+        }
+    };
+    Ok((kernels, selection, profile.repo_type))
 }
 
 fn parse_concurrency(s: &str) -> Result<usize, String> {
@@ -91,40 +198,25 @@ enum DownloadCliError {
 /// Exit 0 when all kernels are in the cache and verified, 1 when any failed
 /// (each is named on stderr), 2 on internal errors.
 pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
-    let lock_path = args.project_dir.join(LOCK_FILE_NAME);
-    if !lock_path.is_file() {
-        return Err(DownloadCliError::NoLock {
-            dir: args.project_dir.clone(),
-            path: lock_path,
-        }
-        .into());
-    }
-    let kernels = Lockfile::read(&lock_path)?.locked_kernels(&lock_path)?;
-
-    let request = if args.all_variants {
-        VariantRequest::All
-    } else if !args.variants.is_empty() {
-        VariantRequest::Named(args.variants.clone())
-    } else {
-        VariantRequest::Detect
-    };
-    let selection = if kernels.is_empty() {
-        // Nothing to select from: do not require torch for an empty lock.
-        VariantSelection::All
-    } else {
-        let python = project_python(&args.project_dir, crate::settings::virtual_env().as_deref());
-        request.resolve(&python)?
-    };
-
+    let (kernels, selection, repo_type) = read_lock(&args.project_dir, &args.select, quiet)?;
     let options = DownloadOptions {
-        repo_type: args.repo_type.into(),
+        repo_type,
         selection,
         concurrency: args.concurrency,
     };
+    let mut settings = settings.clone();
+    settings.offline |= args.offline;
+    let settings = &settings;
     let client = HubClient::new(settings)
         .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?;
     let cache = HubCache::new(&settings.cache_dir);
-    let progress = Progress::new(ProgressMode::detect(quiet));
+    if args.dry_run {
+        return print_dry_run(&client, &cache, &kernels, &options, args.format);
+    }
+    let progress = Progress::new(
+        ProgressMode::detect(quiet),
+        crate::settings::color_enabled(),
+    );
     let summary =
         super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
 
@@ -145,17 +237,94 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         return Err(super::InternalError(msg).into());
     }
     let done = kernels.len() - failures.len();
-    let help = if done == 0 {
+    let mut help = if done == 0 {
         "fix the causes above and run `kernels download` again".to_owned()
     } else {
         format!(
             "the other {done} kernel(s) are in the cache; fix the causes above and run `kernels download` again"
         )
     };
+    if settings.offline {
+        help = format!(
+            "fetch what is missing with `kernels download {}{}` (online: without --offline and with HF_HUB_OFFLINE unset)",
+            shell_path(&args.project_dir),
+            args.select.flags()
+        );
+    }
     Err(DownloadCliError::Failed {
         total: kernels.len(),
         failures,
         help,
     }
     .into())
+}
+
+/// A path as it can be pasted into a shell (quoted when it has special characters).
+pub(super) fn shell_path(path: &Path) -> String {
+    let text = path.display().to_string();
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:@,".contains(c))
+    {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// `--dry-run`: prints the plan on stdout (text or JSON); exit 1 when any
+/// kernel cannot be planned.
+fn print_dry_run(
+    client: &HubClient,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    format: Format,
+) -> miette::Result<ExitCode> {
+    let results = super::runtime()?.block_on(dry_run(client, cache, kernels, options));
+    let mut planned = Vec::new();
+    let mut failures = Vec::new();
+    for result in results {
+        match result {
+            Ok(kernel) => planned.push(kernel),
+            Err(failure) => {
+                failures.push(format!("{} ({})", failure.label(), failure.error));
+                eprintln!(
+                    "{}: {:?}",
+                    failure.label(),
+                    miette::Report::new(failure.error)
+                );
+            }
+        }
+    }
+    match format {
+        Format::Text => {
+            for kernel in &planned {
+                for line in kernel.lines() {
+                    println!("{line}");
+                }
+            }
+            let files: usize = planned.iter().map(|k| k.download_files).sum();
+            let bytes: u64 = planned.iter().map(|k| k.download_bytes).sum();
+            println!(
+                "Total: would download {files} file(s), {}",
+                crate::download::human_bytes(bytes)
+            );
+        }
+        Format::Json => {
+            let doc = serde_json::json!({
+                "schema": DRY_RUN_SCHEMA,
+                "kernels": planned,
+                "download_files": planned.iter().map(|k| k.download_files).sum::<usize>(),
+                "download_bytes": planned.iter().map(|k| k.download_bytes).sum::<u64>(),
+                "failed": failures,
+            });
+            println!("{doc:#}");
+        }
+    }
+    if failures.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Ok(ExitCode::from(1))
+    }
 }

@@ -1,15 +1,21 @@
 //! `kernels lock`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use super::{GlobalArgs, OutputFormat};
+use crate::cache::HubCache;
+use crate::lock_check::{CheckReport, check_offline, diff_locks, text_diff};
+use crate::lock_conflict;
 
 use crate::fs::write_atomic;
 use crate::hub::HubClient;
 use crate::hub::types::RepoType;
-use crate::lockfile::variant_hash::{self, KernelHashLock, VariantHash};
 use crate::lockfile::{LOCK_FILE_NAME, LockFormat, Lockfile};
+use crate::locking::{LockOptions, lock_project};
 use crate::manifest::Manifest;
-use crate::resolver::{ResolveError, Resolver};
+use crate::profile::{DetectInputs, Profile, detect};
+use crate::repo_id::RepoId;
 use crate::settings::Settings;
 
 /// Arguments of `kernels lock`.
@@ -19,10 +25,46 @@ pub struct LockArgs {
     #[arg(default_value = ".")]
     pub project_dir: PathBuf,
 
-    /// Hub repository type the kernels are published as (`/api/kernels/…` or
-    /// `/api/models/…`).
-    #[arg(long, value_enum, default_value_t = RepoTypeArg::Kernel)]
-    pub repo_type: RepoTypeArg,
+    /// Write the lock for this `kernels` runtime version (for example `0.10.5`
+    /// or `0.17.2`): it decides the lock format, repository type, bytecode
+    /// handling and kernel dependencies. Default: `target-runtime` under
+    /// `[tool.kernels]`, else the existing lock's format, else the `kernels`
+    /// installed in the project's Python environment.
+    #[arg(long, value_name = "VERSION")]
+    pub target_runtime: Option<String>,
+
+    /// Override the target runtime's Hub repository type (`kernel` from
+    /// runtime 0.14, `model` before).
+    #[arg(long, value_enum)]
+    pub repo_type: Option<RepoTypeArg>,
+
+    /// Lock this repository even if its publisher is not a trusted kernel
+    /// publisher (runtime 0.17+ checks trust); repeatable. Also `trust = [...]`
+    /// under `[tool.kernels]`.
+    #[arg(long = "trust", value_name = "REPO_ID")]
+    pub trust: Vec<RepoId>,
+
+    /// Lock repositories that exist only as `model` repositories through the
+    /// `model` API (runtimes ≥0.14 cannot load them).
+    #[arg(long)]
+    pub allow_model_repos: bool,
+
+    /// Check that `kernels.lock` is up to date instead of writing it: exit 0 when it
+    /// is, 1 with one explanation per entry when it is not. With `--offline`, no
+    /// request is made: the check is structural, and entries whose versions only
+    /// the Hub can confirm are reported as not checkable offline (exit 0).
+    /// Ignores `KERNELS_FROZEN`.
+    #[arg(long)]
+    pub check: bool,
+
+    /// Make no network request (only `--check` works offline). Also set by a true
+    /// `KERNELS_OFFLINE` or `HF_HUB_OFFLINE`.
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Output format on stdout (schemas in docs/json-output.md).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
 }
 
 /// `--repo-type` values.
@@ -43,88 +85,345 @@ impl From<RepoTypeArg> for RepoType {
     }
 }
 
-/// Several dependencies failed to resolve.
-#[derive(Debug, thiserror::Error, miette::Diagnostic)]
-#[error("{} of the kernels in {} could not be resolved; kernels.lock was not changed", errors.len(), manifest.display())]
-#[diagnostic(code(kernels::lock::unresolved))]
-struct Unresolved {
-    manifest: PathBuf,
-    #[related]
-    errors: Vec<ResolveError>,
-}
-
-/// Resolves `[tool.kernels.dependencies]` and writes `kernels.lock` in the
-/// variant-hash format, atomically and only when its bytes change. Nothing is
-/// written unless every dependency resolved. Status goes to stderr.
-pub fn run(args: LockArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
-    let manifest = Manifest::read(&args.project_dir)?;
-    let client = HubClient::new(settings)?;
-    let resolver = Resolver::new(client, args.repo_type.into());
-    let results = super::runtime()?.block_on(resolver.resolve_all(&manifest.dependencies));
-
-    let mut resolved = Vec::with_capacity(results.len());
-    let mut errors = Vec::new();
-    for result in results {
-        match result {
-            Ok(kernel) => resolved.push(kernel),
-            Err(err) => errors.push(err),
+/// Chooses the profile of a command from its option, the `[tool.kernels]`
+/// settings, the existing lock and the installed `kernels`, applies the
+/// `--repo-type` override and prints the one `Target runtime: …` line.
+pub(crate) fn choose_profile(
+    project_dir: &std::path::Path,
+    option: Option<&str>,
+    manifest_version: Option<(&str, &std::path::Path)>,
+    lock_format: Option<LockFormat>,
+    repo_type: Option<RepoTypeArg>,
+    quiet: bool,
+) -> miette::Result<Profile> {
+    let virtual_env = crate::settings::virtual_env();
+    let path_var = crate::settings::path_var();
+    let mut profile = detect(&DetectInputs {
+        option,
+        manifest: manifest_version,
+        lock_format,
+        project_dir: Some(project_dir),
+        virtual_env: virtual_env.as_deref(),
+        path_var: path_var.as_deref(),
+    })?;
+    if let Some(repo_type) = repo_type {
+        profile = profile.with_repo_type(repo_type.into());
+    }
+    if !quiet {
+        eprintln!("{}", profile.describe());
+        if let Some(warning) = profile.warning() {
+            eprintln!("warning: {warning}");
         }
     }
-    if errors.len() == 1 {
-        return Err(errors.remove(0).into());
+    Ok(profile)
+}
+
+/// `kernels.lock` is frozen: `kernels lock` may not update it.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{} is frozen (--frozen or KERNELS_FROZEN): `kernels lock` does not update it", path.display())]
+#[diagnostic(
+    code(kernels::lock::frozen),
+    help(
+        "drop --frozen / unset KERNELS_FROZEN to update the lock, or use `kernels lock --check` to check it"
+    )
+)]
+struct Frozen {
+    path: PathBuf,
+}
+
+/// `--locked` was given and the lock is stale or missing.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{} is not up to date with {} and --locked forbids updating it", lock.display(), manifest.display())]
+#[diagnostic(
+    code(kernels::lock::locked),
+    help("run `kernels lock` to update it (the reasons are listed above)")
+)]
+struct StaleLocked {
+    lock: PathBuf,
+    manifest: PathBuf,
+}
+
+/// Prints a check report (text on stderr plus the would-be diff on stdout, or one
+/// JSON document on stdout) and returns whether the lock is stale.
+fn print_report(
+    report: &CheckReport,
+    global: &GlobalArgs,
+    format: OutputFormat,
+    diff: Option<(&str, &str)>,
+) -> bool {
+    let stale = report.is_stale();
+    if format == OutputFormat::Json {
+        println!("{}", report.to_json());
+        return stale;
     }
-    if !errors.is_empty() {
-        return Err(Unresolved {
-            manifest: manifest.path.clone(),
-            errors,
+    if !global.quiet {
+        eprint!("{}", report.render_text(global.verbose > 0));
+        if let Some((old, new)) = diff.filter(|_| stale) {
+            print!("{}", text_diff(old, new));
+        }
+    }
+    let unverified = report.unverified().count();
+    if stale && !global.quiet {
+        eprintln!(
+            "{} is not up to date: run `kernels lock` to update it",
+            report.lock_file.display()
+        );
+    }
+    if !stale && !global.quiet {
+        if unverified > 0 {
+            eprintln!(
+                "note: {unverified} of {} entries of {} cannot be checked offline (the cache does not know their versions); every dependency is locked and no entry is extra. Run `kernels lock --check` without --offline to check versions{}",
+                report.findings.len(),
+                report.lock_file.display(),
+                if global.verbose > 0 {
+                    ""
+                } else {
+                    " (-v lists them)"
+                }
+            );
+        } else {
+            eprintln!("{} is up to date", report.lock_file.display());
+        }
+    }
+    stale
+}
+
+/// What `kernels lock` would write: the outcome, the profile and the text.
+struct Plan {
+    outcome: crate::locking::LockOutcome,
+    profile: Profile,
+    old_format: Option<LockFormat>,
+    json: String,
+    /// Repo ids kept from a conflicted lock without resolving them again.
+    kept: Vec<String>,
+}
+
+/// Resolves the manifest for its target profile, as `kernels lock` does, without
+/// writing. Entries a conflicted lock agrees on (`merged`, variant-hash locks
+/// only) are kept instead of resolved again.
+#[allow(clippy::too_many_arguments)]
+fn plan(
+    project_dir: &Path,
+    target_runtime: Option<&str>,
+    repo_type: Option<RepoTypeArg>,
+    extra_trust: &[RepoId],
+    allow_model_repos: bool,
+    settings: &Settings,
+    quiet: bool,
+    merged: Option<&lock_conflict::Merged>,
+) -> miette::Result<Plan> {
+    let manifest = Manifest::read(project_dir)?;
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    let old_format = std::fs::read_to_string(&lock_path)
+        .ok()
+        .and_then(|text| Lockfile::parse(&text, &lock_path).ok())
+        .map(|lock| lock.format())
+        .or(merged.map(|_| LockFormat::VariantHash));
+    let profile = choose_profile(
+        project_dir,
+        target_runtime,
+        manifest
+            .settings
+            .target_runtime
+            .as_deref()
+            .map(|v| (v, manifest.path.as_path())),
+        old_format,
+        repo_type,
+        quiet,
+    )?;
+    let merged = merged.filter(|_| profile.lock_format == LockFormat::VariantHash);
+    let kept_entry =
+        |repo: &RepoId| merged.and_then(|m| m.agreed.iter().find(|a| a.repo_id == repo.as_str()));
+    let mut to_resolve = manifest.clone();
+    to_resolve
+        .dependencies
+        .retain(|dep| kept_entry(&dep.repo_id).is_none());
+    let mut trust = extra_trust.to_vec();
+    trust.extend(manifest.settings.trust.iter().cloned());
+    let options = LockOptions {
+        trust,
+        allow_model_repos,
+    };
+    let client = HubClient::new(settings)?;
+    let mut outcome =
+        super::runtime()?.block_on(lock_project(&client, &profile, &to_resolve, &options))?;
+    let mut kept = Vec::new();
+    if let (Some(_), Lockfile::VariantHash(fresh)) = (merged, &outcome.lockfile) {
+        let entries = manifest
+            .dependencies
+            .iter()
+            .filter_map(|dep| match kept_entry(&dep.repo_id) {
+                Some(entry) => {
+                    kept.push(entry.repo_id.clone());
+                    Some(entry.clone())
+                }
+                None => fresh
+                    .iter()
+                    .find(|f| f.repo_id == dep.repo_id.as_str())
+                    .cloned(),
+            })
+            .collect();
+        outcome.lockfile = Lockfile::VariantHash(entries);
+    }
+    let json = outcome.lockfile.to_json();
+    Ok(Plan {
+        outcome,
+        profile,
+        old_format,
+        json,
+        kept,
+    })
+}
+
+/// The check half of `kernels lock --check`, `kernels lock --locked` and
+/// `kernels download --locked`: offline structural check or online re-resolution.
+/// Returns the report and, for the online check, the old and new lock texts.
+fn freshness(
+    project_dir: &Path,
+    target_runtime: Option<&str>,
+    repo_type: Option<RepoTypeArg>,
+    settings: &Settings,
+) -> miette::Result<(CheckReport, Option<(String, String)>)> {
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    if settings.offline {
+        let manifest = Manifest::read(project_dir)?;
+        let cache = HubCache::new(&settings.cache_dir);
+        let repo_type = repo_type.map_or(RepoType::Kernel, Into::into);
+        return Ok((
+            check_offline(&manifest, &lock_path, None, &cache, repo_type),
+            None,
+        ));
+    }
+    let old = std::fs::read_to_string(&lock_path).ok();
+    let plan = plan(
+        project_dir,
+        target_runtime,
+        repo_type,
+        &[],
+        false,
+        settings,
+        true,
+        None,
+    )?;
+    let report = diff_locks(&lock_path, old.as_deref(), &plan.json);
+    Ok((report, old.map(|old| (old, plan.json))))
+}
+
+/// `--locked` for commands that use the lock (`kernels download`): fails when the
+/// lock is missing or stale. A no-op without `--locked`.
+pub fn ensure_locked(
+    project_dir: &Path,
+    repo_type: Option<RepoType>,
+    settings: &Settings,
+    global: &GlobalArgs,
+) -> miette::Result<()> {
+    if !global.locked {
+        return Ok(());
+    }
+    let repo_type = repo_type.map(|t| match t {
+        RepoType::Model => RepoTypeArg::Model,
+        _ => RepoTypeArg::Kernel,
+    });
+    let (report, diff) = freshness(project_dir, None, repo_type, settings)?;
+    let diff = diff.as_ref().map(|(o, n)| (o.as_str(), n.as_str()));
+    if print_report(&report, global, OutputFormat::Text, diff) {
+        return Err(StaleLocked {
+            lock: report.lock_file,
+            manifest: project_dir.join(crate::manifest::MANIFEST_FILE_NAME),
         }
         .into());
     }
+    Ok(())
+}
 
-    let locks: Vec<KernelHashLock> = resolved
-        .iter()
-        .map(|kernel| KernelHashLock {
-            repo_id: kernel.repo_id.to_string(),
-            sha: kernel.commit.clone(),
-            variants: kernel
-                .variants
-                .iter()
-                .map(|(name, hash)| (name.clone(), VariantHash::git_lfs_concat(hash.clone())))
-                .collect(),
-        })
-        .collect();
-    let json = variant_hash::to_json(&locks);
+/// Resolves `[tool.kernels.dependencies]` for the target profile and writes
+/// `kernels.lock` in its format, atomically and only when its bytes change.
+/// Nothing is written unless every dependency resolved. A lock with merge conflict
+/// markers is repaired: entries both sides agree on are kept, the others resolved
+/// again. With `--check` or `--locked` nothing is written and a stale lock exits 1.
+/// Status goes to stderr; `--format json` prints what was locked on stdout.
+pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::Result<ExitCode> {
+    let mut settings = settings.clone();
+    settings.offline |= args.offline;
+    let settings = &settings;
+    let quiet = global.quiet || args.format == OutputFormat::Json;
+    let lock_path = args.project_dir.join(LOCK_FILE_NAME);
+    if args.check || global.locked {
+        let (report, diff) = freshness(
+            &args.project_dir,
+            args.target_runtime.as_deref(),
+            args.repo_type,
+            settings,
+        )?;
+        let diff = diff.as_ref().map(|(o, n)| (o.as_str(), n.as_str()));
+        let stale = print_report(&report, global, args.format, diff);
+        return match (stale, args.check) {
+            (false, _) => Ok(ExitCode::SUCCESS),
+            (true, true) => Ok(ExitCode::from(1)),
+            (true, false) => Err(StaleLocked {
+                lock: lock_path,
+                manifest: args.project_dir.join(crate::manifest::MANIFEST_FILE_NAME),
+            }
+            .into()),
+        };
+    }
+    if global.frozen {
+        return Err(Frozen { path: lock_path }.into());
+    }
+    let old = std::fs::read(&lock_path).ok();
+    let merged = old
+        .as_deref()
+        .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        .and_then(|text| lock_conflict::merge(text, &lock_path));
+    let Plan {
+        outcome,
+        profile,
+        old_format,
+        json,
+        kept,
+    } = plan(
+        &args.project_dir,
+        args.target_runtime.as_deref(),
+        args.repo_type,
+        &args.trust,
+        args.allow_model_repos,
+        settings,
+        quiet,
+        merged.as_ref(),
+    )?;
 
     if !quiet {
-        for kernel in &resolved {
-            for warning in &kernel.warnings {
-                eprintln!("warning: {warning}");
-            }
+        if let Some(merged) = &merged {
             eprintln!(
-                "Locked {} {} ({}) with {} variant{}",
-                kernel.repo_id,
-                kernel.chosen,
-                &kernel.commit[..7.min(kernel.commit.len())],
-                kernel.variants.len(),
-                if kernel.variants.len() == 1 { "" } else { "s" }
+                "{} had merge conflicts in {}; kept the {} entries both sides agree on and resolved the rest again",
+                lock_path.display(),
+                if merged.conflicting.is_empty() {
+                    "no entry".to_owned()
+                } else {
+                    merged.conflicting.join(", ")
+                },
+                kept.len()
+            );
+        }
+        for warning in &outcome.warnings {
+            eprintln!("warning: {warning}");
+        }
+        for line in &outcome.locked {
+            eprintln!("{line}");
+        }
+        if let Some(old_format) = old_format
+            && old_format != profile.lock_format
+            && merged.is_none()
+        {
+            eprintln!(
+                "warning: {} was in the {} format; it is rewritten in the {} format",
+                lock_path.display(),
+                format_name(old_format),
+                format_name(profile.lock_format)
             );
         }
     }
-
-    let lock_path = args.project_dir.join(LOCK_FILE_NAME);
-    let old = std::fs::read(&lock_path).ok();
     let unchanged = old.as_deref() == Some(json.as_bytes());
-    let was_kernel_locks = old
-        .as_deref()
-        .and_then(|bytes| std::str::from_utf8(bytes).ok())
-        .and_then(|text| Lockfile::parse(text, &lock_path).ok())
-        .is_some_and(|lock| lock.format() == LockFormat::KernelLocks);
-    if was_kernel_locks && !quiet {
-        eprintln!(
-            "warning: {} was in the KernelLocks format of kernels 0.17; it is rewritten in the variant-hash format that kernels 0.1.7–0.16 read",
-            lock_path.display()
-        );
-    }
     if unchanged {
         if !quiet {
             eprintln!("{} is up to date", lock_path.display());
@@ -142,5 +441,41 @@ pub fn run(args: LockArgs, settings: &Settings, quiet: bool) -> miette::Result<E
             eprintln!("Wrote {}", lock_path.display());
         }
     }
+    if args.format == OutputFormat::Json {
+        let kernels: Vec<serde_json::Value> = outcome
+            .lockfile
+            .locked_kernels(&lock_path)?
+            .iter()
+            .map(|kernel| {
+                serde_json::json!({
+                    "repo_id": kernel.repo_id.to_string(),
+                    "commit": kernel.commit,
+                    "variants": kernel.variants.as_ref().map(|v| v.keys().collect::<Vec<_>>()),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "schema": 1,
+            "command": "lock",
+            "lock_file": lock_path.display().to_string(),
+            "format": match profile.lock_format {
+                LockFormat::VariantHash => "variant-hash",
+                LockFormat::KernelLocks => "kernel-locks",
+            },
+            "written": !unchanged,
+            "kernels": kernels,
+            "locked": outcome.locked,
+            "warnings": outcome.warnings,
+            "kept": kept,
+        });
+        println!("{doc}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+fn format_name(format: LockFormat) -> &'static str {
+    match format {
+        LockFormat::VariantHash => "variant-hash (kernels ≤0.16)",
+        LockFormat::KernelLocks => "KernelLocks (kernels 0.17)",
+    }
 }

@@ -6,14 +6,16 @@
 
 mod download;
 mod lock;
+mod reference;
 mod serve;
 mod to_wheel;
+mod verify;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::settings::Settings;
+use crate::settings::{LockFlags, Settings};
 
 /// Lock and download compute kernels from the Hugging Face Hub.
 #[derive(Debug, Parser)]
@@ -22,9 +24,57 @@ pub struct Cli {
     #[command(subcommand)]
     command: Command,
 
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+/// Options every subcommand accepts (`kernels <command> --help` lists them).
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalArgs {
     /// Print only errors.
-    #[arg(short, long, global = true)]
-    quiet: bool,
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Also log what happens (requests, retries, checks) on stderr; `-vv` for more.
+    /// `kernels lock --check -v` also lists every entry it looked at.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Require an up-to-date lock: fail, without changing anything, when
+    /// `kernels.lock` is missing or when resolving `pyproject.toml` again would change
+    /// it. Also set by a true `KERNELS_LOCKED`.
+    #[arg(long, global = true, conflicts_with = "frozen")]
+    pub locked: bool,
+
+    /// Use `kernels.lock` as it is: no check that it still matches `pyproject.toml`,
+    /// and no update of it; fail when it is missing. Also set by a true
+    /// `KERNELS_FROZEN` (which `kernels lock --check` ignores).
+    #[arg(long, global = true)]
+    pub frozen: bool,
+
+    /// When to colour diagnostics (`auto` follows the terminal and `NO_COLOR`).
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+}
+
+/// `--color` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stderr is a terminal and `NO_COLOR` is unset.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// `--format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Human-readable text.
+    Text,
+    /// One JSON document on stdout.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -37,6 +87,26 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Build Python wheels from the build variants of a kernel snapshot.
     ToWheel(to_wheel::ToWheelArgs),
+    /// Re-hash the kernels pinned in `kernels.lock` in the cache; no network.
+    Verify(verify::VerifyArgs),
+    /// Print a shell completion script on stdout.
+    Completions(CompletionsArgs),
+    /// Print the Markdown command-line reference (docs/cli.md) on stdout.
+    #[command(hide = true)]
+    GenerateCliReference,
+}
+
+/// Arguments of `kernels completions`.
+#[derive(Debug, clap::Args)]
+struct CompletionsArgs {
+    /// The shell to generate the script for.
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
+}
+
+/// The clap command tree (for completions, the reference and tests).
+pub fn command() -> clap::Command {
+    Cli::command()
 }
 
 /// Marks an error as a bug or environment failure: the process exits with 2
@@ -49,13 +119,48 @@ pub struct InternalError(pub String);
 /// Parses the command line, runs the command and maps the outcome to an exit code:
 /// 0 success, 1 user error or stale state, 2 internal error.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    install_report_handler(cli.global.color);
     let settings = Settings::from_env();
+    init_logging(cli.global.verbose);
+    let env = LockFlags::from_env();
+    if !cli.global.frozen {
+        cli.global.locked |= env.locked;
+    }
+    if !cli.global.locked {
+        cli.global.frozen |= env.frozen;
+    }
+    let global = cli.global;
+    let quiet = global.quiet;
     let result = match cli.command {
-        Command::Download(args) => download::run(args, &settings, cli.quiet),
-        Command::Lock(args) => lock::run(args, &settings, cli.quiet),
-        Command::Serve(args) => serve::run(args, cli.quiet),
-        Command::ToWheel(args) => to_wheel::run(args, &settings, cli.quiet),
+        Command::Download(args) => {
+            let mut check_settings = settings.clone();
+            check_settings.offline |= args.offline;
+            lock::ensure_locked(
+                &args.project_dir,
+                args.select.repo_type.map(Into::into),
+                &check_settings,
+                &global,
+            )
+            .and_then(|()| download::run(args, &settings, quiet))
+        }
+        Command::Lock(args) => lock::run(args, &settings, &global),
+        Command::Serve(args) => serve::run(args, quiet),
+        Command::ToWheel(args) => to_wheel::run(args, &settings, quiet),
+        Command::Verify(args) => verify::run(args, &settings, quiet),
+        Command::Completions(args) => {
+            clap_complete::generate(
+                args.shell,
+                &mut command(),
+                "kernels",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::GenerateCliReference => {
+            print!("{}", reference::markdown(&command()));
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
@@ -65,6 +170,44 @@ pub fn main() -> ExitCode {
             ExitCode::from(if internal { 2 } else { 1 })
         }
     }
+}
+
+/// Configures how diagnostics are drawn: graphical, coloured per `--color`
+/// (`auto` leaves the decision to the terminal and `NO_COLOR`).
+fn install_report_handler(color: ColorChoice) {
+    let _ = miette::set_hook(Box::new(move |_| {
+        let opts = miette::MietteHandlerOpts::new();
+        let opts = match color {
+            ColorChoice::Auto => opts,
+            ColorChoice::Always => opts.color(true),
+            ColorChoice::Never => opts.color(false),
+        };
+        Box::new(opts.build())
+    }));
+}
+
+/// `-v`: debug events of this crate on stderr (`-vv`: trace). Events carry
+/// URLs and paths, never request headers, so no token is logged.
+fn init_logging(verbose: u8) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let level = match verbose {
+        0 => return,
+        1 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    let ansi = crate::settings::color_enabled() && std::io::stderr().is_terminal();
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false);
+    let filter = tracing_subscriber::filter::Targets::new().with_target("kernels", level);
+    // Fails only if a subscriber is already set, which `main` never does twice.
+    let _ = tracing_subscriber::registry()
+        .with(layer)
+        .with(filter)
+        .try_init();
 }
 
 /// Builds the tokio runtime used by the network commands.

@@ -16,7 +16,7 @@ use crate::wheel::{
     ZIP_EPOCH,
 };
 
-use super::download::RepoTypeArg;
+use super::lock::RepoTypeArg;
 
 /// Arguments of `kernels to-wheel`.
 #[derive(Debug, clap::Args)]
@@ -186,7 +186,12 @@ fn run_locked(
         &lock_path,
         &download_options,
         options,
-        || Progress::new(ProgressMode::detect(quiet)),
+        || {
+            Progress::new(
+                ProgressMode::detect(quiet),
+                crate::settings::color_enabled(),
+            )
+        },
     ))?;
     if !quiet {
         for build in &builds {
@@ -268,7 +273,10 @@ fn hub_snapshot(
         }
     };
     let cache = HubCache::new(&settings.cache_dir);
-    let progress = Progress::new(ProgressMode::detect(quiet));
+    let progress = Progress::new(
+        ProgressMode::detect(quiet),
+        crate::settings::color_enabled(),
+    );
     Ok(runtime.block_on(Snapshot::fetch(
         &client,
         &cache,

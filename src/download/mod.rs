@@ -8,11 +8,13 @@
 //! hash recomputed from the linked blobs equals the lock's. All kernels are
 //! tried; failures are collected in the [`DownloadSummary`].
 //!
-//! In offline mode (`HF_HUB_OFFLINE`) no request is made: the selection is
-//! taken from the snapshot already in the cache, every linked blob is
-//! re-verified against its name and variant hashes are checked, so an offline
-//! run verifies a cache written by us or by `huggingface_hub`.
+//! In offline mode (`--offline`, `HF_HUB_OFFLINE`) no request is made: the
+//! kernels are checked with [`crate::verify::verify_kernels`] (the code behind
+//! `kernels verify`), which lists the files from the cached snapshot, re-hashes
+//! every linked blob and checks variant hashes, so an offline run accepts a
+//! cache written by us or by `huggingface_hub` and names whatever is missing.
 
+pub mod dry_run;
 mod fetch;
 pub mod plan;
 pub mod progress;
@@ -28,7 +30,9 @@ use crate::hub::{HubClient, HubError};
 pub use crate::lockfile::LockedKernel;
 use crate::repo_id::RepoId;
 use crate::variant::{VariantError, VariantSelection};
+use crate::verify::{KernelVerification, Problem, verify_kernels};
 
+pub use dry_run::{DRY_RUN_SCHEMA, DryRunKernel, DryRunVariant, dry_run};
 use fetch::{Fetched, Source, ensure_blob};
 pub use plan::{KernelPlan, PlannedFile, plan_kernel};
 pub use progress::{Progress, ProgressMode, human_bytes};
@@ -179,28 +183,22 @@ pub enum DownloadError {
         actual: String,
     },
 
-    /// Offline mode and the kernel (or the selected variant) is not in the cache.
-    #[error("{repo_id}@{commit} is not in the cache and offline mode is on (HF_HUB_OFFLINE)")]
+    /// Offline mode and the cache does not hold every selected file, verified.
+    #[error(
+        "{}@{} cannot be used offline (--offline or HF_HUB_OFFLINE):{}",
+        repo_id, plan::short(commit), problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
+    )]
     #[diagnostic(
         code(kernels::download::not_cached),
-        help("unset HF_HUB_OFFLINE (and TRANSFORMERS_OFFLINE) to download it")
+        help("run `kernels download` without --offline and with HF_HUB_OFFLINE unset to fetch it")
     )]
     NotCached {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
         commit: String,
-    },
-
-    /// A snapshot entry is a link that does not point into this repo's `blobs/`.
-    #[error("`{}` is not a Hugging Face cache link into `blobs/`", path.display())]
-    #[diagnostic(
-        code(kernels::download::foreign_link),
-        help("delete that file from the cache and run `kernels download` online")
-    )]
-    ForeignLink {
-        /// The snapshot entry.
-        path: std::path::PathBuf,
+        /// What is missing or wrong, as `kernels verify` reports it.
+        problems: Vec<Problem>,
     },
 
     /// A bug or runtime failure (a worker task died).
@@ -221,6 +219,9 @@ pub async fn download(
     options: &DownloadOptions,
     progress: &Progress,
 ) -> DownloadSummary {
+    if client.is_offline() {
+        return verify_offline(cache, kernels, options, progress).await;
+    }
     let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
     let results = join_all(kernels.iter().map(|kernel| {
         let permits = permits.clone();
@@ -257,14 +258,18 @@ async fn download_kernel(
     progress: &Progress,
 ) -> Result<KernelReport, DownloadError> {
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
-    let plan = if client.is_offline() {
-        plan::plan_from_snapshot(&repo, kernel, &options.selection)?
-    } else {
-        let entries = client
-            .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
-            .await?;
-        plan_kernel(kernel, &entries, &options.selection)?
-    };
+    let label = plan::label(&kernel.repo_id, &kernel.commit);
+    tracing::debug!("{label}: listing the files of the locked commit");
+    let entries = client
+        .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
+        .await?;
+    let plan = plan_kernel(kernel, &entries, &options.selection)?;
+    tracing::debug!(
+        "{label}: {} file(s), {} blob(s) in variant(s) {}",
+        plan.file_count(),
+        plan.blobs().len(),
+        plan.variants.keys().cloned().collect::<Vec<_>>().join(", ")
+    );
     progress.add_total(plan.total_bytes());
 
     let blobs = plan.blobs();
@@ -283,6 +288,12 @@ async fn download_kernel(
                 path: &paths[0],
             };
             let fetched = ensure_blob(repo, digest, &source, progress).await?;
+            match &fetched {
+                Fetched::Cached => tracing::debug!("{}: cached and verified", paths[0]),
+                Fetched::Downloaded { bytes } => {
+                    tracing::debug!("{}: downloaded {bytes} bytes, verified", paths[0]);
+                }
+            }
             // Links only after the blob is in place.
             for path in paths {
                 repo.link(&kernel.commit, path, &digest.hex)?;
@@ -340,6 +351,61 @@ async fn download_kernel(
     })
 }
 
+/// The offline run: every kernel is checked in the cache by
+/// [`verify_kernels`]; a kernel with any problem fails with
+/// [`DownloadError::NotCached`] listing them all.
+async fn verify_offline(
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    progress: &Progress,
+) -> DownloadSummary {
+    let (cache_owned, kernels_owned, repo_type, selection) = (
+        cache.clone(),
+        kernels.to_vec(),
+        options.repo_type,
+        options.selection.clone(),
+    );
+    let checks = tokio::task::spawn_blocking(move || {
+        verify_kernels(&cache_owned, repo_type, &kernels_owned, &selection)
+    })
+    .await;
+    let mut summary = DownloadSummary::default();
+    let checks = match checks {
+        Ok(checks) => checks,
+        Err(err) => {
+            summary.failed = kernels
+                .iter()
+                .map(|kernel| KernelFailure {
+                    repo_id: kernel.repo_id.clone(),
+                    commit: kernel.commit.clone(),
+                    error: DownloadError::Internal(format!("verification task failed: {err}")),
+                })
+                .collect();
+            return summary;
+        }
+    };
+    for check in checks {
+        if check.is_ok() {
+            let report = KernelReport::from_verification(&check);
+            progress.line(&report.status_line());
+            summary.done.push(report);
+        } else {
+            summary.failed.push(KernelFailure {
+                error: DownloadError::NotCached {
+                    repo_id: check.repo_id.clone(),
+                    commit: check.commit.clone(),
+                    problems: check.problems,
+                },
+                repo_id: check.repo_id,
+                commit: check.commit,
+            });
+        }
+    }
+    progress.finish();
+    summary
+}
+
 /// Recomputes a variant's `git_lfs_concat` hash from what the snapshot links
 /// point at (each blob name is its verified digest) and compares it with the lock.
 fn verify_variant(
@@ -351,9 +417,18 @@ fn verify_variant(
 ) -> Result<(), DownloadError> {
     let mut linked = Vec::with_capacity(files.len());
     for file in files {
-        let etag = repo
-            .linked_etag(&kernel.commit, &file.path)
-            .filter(|etag| repo.blob_path(etag).is_file())
+        let current = || {
+            repo.linked_etag(&kernel.commit, &file.path)
+                .filter(|etag| repo.blob_path(etag).is_file())
+        };
+        // `huggingface_hub` replaces a link by removing it first; if another
+        // process is doing that right now, put ours back (the blob is in place).
+        let etag = current()
+            .or_else(|| {
+                repo.link(&kernel.commit, &file.path, &file.digest.hex)
+                    .ok()?;
+                current()
+            })
             .ok_or_else(|| DownloadError::VariantMismatch {
                 repo_id: kernel.repo_id.clone(),
                 commit: kernel.commit.clone(),
@@ -385,6 +460,19 @@ fn verify_variant(
 }
 
 impl KernelReport {
+    /// The report of a kernel that [`verify_kernels`] found complete (nothing fetched).
+    pub fn from_verification(check: &KernelVerification) -> KernelReport {
+        KernelReport {
+            repo_id: check.repo_id.clone(),
+            commit: check.commit.clone(),
+            variants: check.variants.keys().cloned().collect(),
+            files: check.file_count(),
+            bytes: check.total_bytes(),
+            fetched_bytes: 0,
+            fetched_blobs: 0,
+        }
+    }
+
     /// `Downloaded owner/name@abcdef1: 2 variants, 7 files, 3.0 MiB (1.2 MiB fetched)`.
     pub fn status_line(&self) -> String {
         let plural = |n: usize, word: &str| {

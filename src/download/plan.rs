@@ -2,14 +2,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cache::{Digest, DigestKind, RepoCache};
+use crate::cache::{Digest, DigestKind};
 use crate::hash::FileDigest;
 use crate::hub::types::TreeEntry;
 use crate::repo_id::RepoId;
 use crate::variant::VariantSelection;
 
 use super::{DownloadError, LockedKernel};
-use crate::cache::CacheError;
 
 /// One file of a selected variant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,73 +148,6 @@ pub fn plan_kernel(
                 }
             }
         };
-        variants.insert(variant, files);
-    }
-    Ok(KernelPlan { variants })
-}
-
-/// The plan of a kernel already in the cache, for offline runs: the variant
-/// directories of `snapshots/<commit>/build/` and, in each selected variant,
-/// every file that is a link into `blobs/` (the files the reference's
-/// `validate_kernel` looks at). Each blob is expected to have the digest its
-/// name states and its current size; [`super::download`] then re-verifies it.
-pub fn plan_from_snapshot(
-    repo: &RepoCache,
-    kernel: &LockedKernel,
-    selection: &VariantSelection,
-) -> Result<KernelPlan, DownloadError> {
-    let not_cached = || DownloadError::NotCached {
-        repo_id: kernel.repo_id.clone(),
-        commit: kernel.commit.clone(),
-    };
-    let build = repo.snapshot_dir(&kernel.commit).join("build");
-    let available: BTreeSet<String> = fs_err::read_dir(&build)
-        .map_err(|_| not_cached())?
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .collect();
-    let chosen = selection.choose(&kernel.repo_id, &kernel.commit, &available)?;
-    let mut variants = BTreeMap::new();
-    for variant in chosen {
-        let mut files = Vec::new();
-        for entry in walkdir::WalkDir::new(build.join(&variant)).sort_by_file_name() {
-            let entry = entry.map_err(|err| CacheError::Io(err.into()))?;
-            if !entry.path_is_symlink() {
-                continue;
-            }
-            let rel = entry
-                .path()
-                .strip_prefix(&build)
-                .map_err(|_| not_cached())?
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
-            let path = format!("build/{rel}");
-            let etag = repo.linked_etag(&kernel.commit, &path).ok_or_else(|| {
-                DownloadError::ForeignLink {
-                    path: entry.path().to_owned(),
-                }
-            })?;
-            let kind = DigestKind::from_etag(&etag).ok_or_else(|| DownloadError::ForeignLink {
-                path: entry.path().to_owned(),
-            })?;
-            let size = fs_err::metadata(repo.blob_path(&etag))
-                .map_err(|_| not_cached())?
-                .len();
-            files.push(PlannedFile {
-                path,
-                digest: Digest {
-                    kind,
-                    hex: etag,
-                    size,
-                },
-            });
-        }
-        if files.is_empty() {
-            return Err(not_cached());
-        }
         variants.insert(variant, files);
     }
     Ok(KernelPlan { variants })

@@ -1,5 +1,6 @@
-//! Progress reporting on stderr: indicatif bars on a terminal, one plain line
-//! per finished kernel otherwise, nothing when quiet.
+//! Progress reporting on stderr: indicatif bars on a terminal (per file and
+//! overall: bytes, rate, ETA), one plain line per finished kernel otherwise,
+//! nothing when quiet. Without colour (`NO_COLOR`) the bars carry no style codes.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -34,6 +35,7 @@ pub struct Progress {
     mode: ProgressMode,
     multi: MultiProgress,
     overall: ProgressBar,
+    color: bool,
 }
 
 /// The bar of one file being fetched (a no-op outside [`ProgressMode::Bars`]).
@@ -48,19 +50,21 @@ pub struct FileBar {
 }
 
 impl Progress {
-    /// Progress in `mode`; the overall bar starts at zero bytes.
-    pub fn new(mode: ProgressMode) -> Progress {
+    /// Progress in `mode`, styled with colours when `color` (see
+    /// [`crate::settings::color_enabled`]); the overall bar starts at zero bytes.
+    pub fn new(mode: ProgressMode, color: bool) -> Progress {
         let multi = MultiProgress::with_draw_target(match mode {
             ProgressMode::Bars => ProgressDrawTarget::stderr(),
             _ => ProgressDrawTarget::hidden(),
         });
         let overall = multi.add(ProgressBar::new(0));
-        overall.set_style(overall_style());
+        overall.set_style(style(OVERALL_TEMPLATE, color));
         overall.set_prefix("Downloading");
         Progress {
             mode,
             multi,
             overall,
+            color,
         }
     }
 
@@ -78,7 +82,7 @@ impl Progress {
     pub fn file(&self, name: &str, size: u64) -> FileBar {
         let bar = (self.mode == ProgressMode::Bars).then(|| {
             let bar = self.multi.add(ProgressBar::new(size));
-            bar.set_style(file_style());
+            bar.set_style(style(FILE_TEMPLATE, self.color));
             bar.set_message(name.to_owned());
             bar
         });
@@ -133,16 +137,41 @@ impl Drop for FileBar {
     }
 }
 
-fn overall_style() -> ProgressStyle {
-    ProgressStyle::with_template(
-        "{prefix:>12.bold} [{bar:30}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
-    )
-    .expect("valid static template")
-    .progress_chars("=> ")
+/// The overall bar: total bytes, rate and ETA over all files.
+const OVERALL_TEMPLATE: &str = "{prefix:>12.bold.green} [{bar:30.cyan}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, ETA {eta})";
+
+/// One bar per file being fetched: bytes, rate and ETA.
+const FILE_TEMPLATE: &str = "{msg:40!} [{bar:20.cyan}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} ETA {eta}";
+
+/// `template` as is, or with every `.style` suffix of its `{key:…}` fields
+/// removed when colours are off.
+fn template(template: &str, color: bool) -> String {
+    if color {
+        return template.to_owned();
+    }
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let close = rest[open..].find('}').map_or(rest.len(), |i| open + i);
+        out.push_str(&rest[..open]);
+        let field = &rest[open..close];
+        match field.split_once(':') {
+            Some((key, spec)) => {
+                let spec = spec.split('.').next().unwrap_or_default();
+                out.push_str(key);
+                out.push(':');
+                out.push_str(spec);
+            }
+            None => out.push_str(field),
+        }
+        rest = &rest[close..];
+    }
+    out.push_str(rest);
+    out
 }
 
-fn file_style() -> ProgressStyle {
-    ProgressStyle::with_template("{msg:40!} [{bar:20}] {binary_bytes}/{binary_total_bytes}")
+fn style(raw: &str, color: bool) -> ProgressStyle {
+    ProgressStyle::with_template(&template(raw, color))
         .expect("valid static template")
         .progress_chars("=> ")
 }
@@ -158,9 +187,16 @@ mod tests {
 
     #[test]
     fn templates_parse_and_bytes_are_human() {
-        let _ = (overall_style(), file_style());
+        for color in [true, false] {
+            let _ = (style(OVERALL_TEMPLATE, color), style(FILE_TEMPLATE, color));
+        }
+        assert_eq!(
+            template(OVERALL_TEMPLATE, false),
+            "{prefix:>12} [{bar:30}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, ETA {eta})"
+        );
+        assert!(template(FILE_TEMPLATE, false).contains("{msg:40!} [{bar:20}]"));
         assert_eq!(human_bytes(1536), "1.50 KiB");
-        let progress = Progress::new(ProgressMode::Quiet);
+        let progress = Progress::new(ProgressMode::Quiet, false);
         progress.add_total(10);
         let mut bar = progress.file("f", 10);
         bar.inc(4);

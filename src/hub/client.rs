@@ -6,13 +6,12 @@
 //! CDN. In offline mode every call fails with [`HubError::Offline`] before any
 //! connection is made.
 
-use std::time::Duration;
-
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, LINK};
 use serde::de::DeserializeOwned;
 
 use crate::hub::error::{ErrorResponse, HubError, Target};
+use crate::hub::retry::RetryPolicy;
 use crate::hub::types::{GitRefs, OrganizationOverview, RepoInfo, RepoType, TreeEntry};
 use crate::repo_id::RepoId;
 use crate::settings::Settings;
@@ -45,19 +44,14 @@ pub struct HubClient {
     endpoint: String,
     auth: HeaderMap,
     offline: bool,
+    retry: RetryPolicy,
 }
-
-/// How often an API call is retried after a retryable failure
-/// ([`HubError::is_retryable`]).
-pub const MAX_RETRIES: u32 = 3;
-
-/// Longest wait between retries, whatever `Retry-After` says.
-const MAX_RETRY_WAIT: Duration = Duration::from_secs(10);
 
 impl HubClient {
     /// Builds a client from the settings: endpoint, optional token, offline flag,
-    /// connect timeout `settings.etag_timeout` and read timeout
-    /// `settings.download_timeout`. Fails if the token cannot be sent as a header.
+    /// connect timeout `settings.etag_timeout`, read timeout
+    /// `settings.download_timeout` and the [`RetryPolicy`]. Fails if the token
+    /// cannot be sent as a header.
     pub fn new(settings: &Settings) -> Result<Self, HubError> {
         let mut auth = HeaderMap::new();
         if let Some(token) = &settings.token {
@@ -80,7 +74,13 @@ impl HubClient {
             endpoint: settings.endpoint.trim_end_matches('/').to_owned(),
             auth,
             offline: settings.offline,
+            retry: RetryPolicy::from_settings(settings),
         })
+    }
+
+    /// Retry budget and timeouts of every request made through this client.
+    pub fn retry_policy(&self) -> &RetryPolicy {
+        &self.retry
     }
 
     /// The Hub base URL, without a trailing `/`.
@@ -162,8 +162,8 @@ impl HubClient {
         ))
     }
 
-    /// GETs a JSON document, retrying retryable failures up to [`MAX_RETRIES`]
-    /// times (waiting 0.5 s, 1 s, 2 s, or the server's `Retry-After`, at most 10 s).
+    /// GETs a JSON document, retrying retryable failures as the [`RetryPolicy`]
+    /// says; each attempt waits at most `etag_timeout` for the response headers.
     async fn get_json<T: DeserializeOwned>(
         &self,
         url: &str,
@@ -172,12 +172,10 @@ impl HubClient {
         let mut attempt = 0;
         loop {
             match self.get_json_once(url, target).await {
-                Err(err) if attempt < MAX_RETRIES && err.is_retryable() => {
-                    let wait = err
-                        .retry_after()
-                        .map_or(Duration::from_millis(500 << attempt), Duration::from_secs);
+                Err(err) if attempt < self.retry.max_retries && err.is_retryable() => {
+                    let wait = self.retry.delay(attempt, err.retry_after());
                     tracing::debug!("retrying {url} after {wait:?}: {err}");
-                    tokio::time::sleep(wait.min(MAX_RETRY_WAIT)).await;
+                    tokio::time::sleep(wait).await;
                     attempt += 1;
                 }
                 result => return result,
@@ -190,7 +188,15 @@ impl HubClient {
         url: &str,
         target: Option<&Target>,
     ) -> Result<(T, HeaderMap), HubError> {
-        let response = self.send(self.get(url)?, target).await?;
+        let limit = self.retry.etag_timeout;
+        let response = tokio::time::timeout(limit, self.send(self.get(url)?, target))
+            .await
+            .map_err(|_| HubError::Timeout {
+                url: url.to_owned(),
+                what: "no response",
+                seconds: limit.as_secs_f64(),
+                setting: "HF_HUB_ETAG_TIMEOUT",
+            })??;
         let headers = response.headers().clone();
         let body = response
             .bytes()
@@ -387,6 +393,8 @@ mod tests {
             offline: false,
             etag_timeout: std::time::Duration::from_secs(1),
             download_timeout: std::time::Duration::from_secs(1),
+            stall_timeout: std::time::Duration::from_secs(1),
+            max_retries: 0,
         };
         let client = HubClient::new(&settings).unwrap();
         let id: RepoId = "acme/relu".parse().unwrap();
@@ -409,6 +417,8 @@ mod tests {
             offline: false,
             etag_timeout: std::time::Duration::from_secs(1),
             download_timeout: std::time::Duration::from_secs(1),
+            stall_timeout: std::time::Duration::from_secs(1),
+            max_retries: 0,
         };
         assert!(matches!(
             HubClient::new(&settings),
@@ -425,6 +435,8 @@ mod tests {
             offline: true,
             etag_timeout: std::time::Duration::from_secs(1),
             download_timeout: std::time::Duration::from_secs(1),
+            stall_timeout: std::time::Duration::from_secs(1),
+            max_retries: 0,
         };
         let client = HubClient::new(&settings).unwrap();
         let id: RepoId = "acme/relu".parse().unwrap();

@@ -90,9 +90,26 @@ impl ErrorResponse {
             code: header("x-error-code"),
             message,
             request_id: header("x-request-id").or_else(|| header("x-amz-cf-id")),
-            retry_after: header("retry-after").and_then(|v| v.parse().ok()),
+            retry_after: header("retry-after")
+                .and_then(|v| v.parse().ok())
+                .or_else(|| header("ratelimit").and_then(|v| ratelimit_reset(&v))),
         }
     }
+}
+
+/// The reset time `t` (seconds) of an IETF `RateLimit` header such as
+/// `"api";r=0;t=55`, when the remaining quota `r` is 0.
+fn ratelimit_reset(value: &str) -> Option<u64> {
+    let mut remaining = None;
+    let mut reset = None;
+    for param in value.split([';', ',']).map(str::trim) {
+        if let Some(r) = param.strip_prefix("r=") {
+            remaining = r.parse::<u64>().ok();
+        } else if let Some(t) = param.strip_prefix("t=") {
+            reset = t.parse::<u64>().ok();
+        }
+    }
+    (remaining == Some(0)).then_some(reset).flatten()
 }
 
 /// Extracts a message from a JSON error body, or returns a short non-HTML text body.
@@ -268,6 +285,23 @@ pub enum HubError {
         source: reqwest::Error,
     },
 
+    /// No answer, or no body bytes, within a configured time.
+    #[error("{url}: {what} within {seconds} s")]
+    #[diagnostic(
+        code(kernels::hub::timeout),
+        help("the server or network is slow; raise {setting} (seconds) to wait longer")
+    )]
+    Timeout {
+        /// Requested URL.
+        url: String,
+        /// What did not happen, e.g. `no response headers`.
+        what: &'static str,
+        /// The limit that expired, in seconds.
+        seconds: f64,
+        /// The environment variable that sets the limit.
+        setting: &'static str,
+    },
+
     /// A successful answer whose body is not what the API promises.
     #[error("unexpected answer from {url}: {detail}")]
     #[diagnostic(code(kernels::hub::invalid_response))]
@@ -307,7 +341,9 @@ impl HubError {
     /// and connection or transfer failures.
     pub fn is_retryable(&self) -> bool {
         match self {
-            HubError::Transport { .. } => true,
+            // Redirect loops and unbuildable requests fail the same way every time.
+            HubError::Transport { source, .. } => !source.is_redirect() && !source.is_builder(),
+            HubError::Timeout { .. } => true,
             HubError::Server { response } | HubError::Status { response } => {
                 matches!(response.status, 408 | 429 | 500 | 502 | 503 | 504)
             }
@@ -335,6 +371,7 @@ impl HubError {
             | HubError::Status { response } => Some(response.status),
             HubError::Transport { source, .. } => source.status().map(|s| s.as_u16()),
             HubError::Offline { .. }
+            | HubError::Timeout { .. }
             | HubError::InvalidResponse { .. }
             | HubError::InvalidToken => None,
         }
@@ -344,6 +381,13 @@ impl HubError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratelimit_header_gives_the_wait() {
+        assert_eq!(ratelimit_reset("\"api\";r=0;t=55"), Some(55));
+        assert_eq!(ratelimit_reset("\"api\";r=3;t=55"), None);
+        assert_eq!(ratelimit_reset("garbage"), None);
+    }
 
     #[test]
     fn message_from_json_body() {

@@ -3,7 +3,9 @@
 
 pub mod client;
 pub mod error;
+pub mod retry;
 pub mod types;
 
 pub use client::HubClient;
 pub use error::{HubError, Target};
+pub use retry::RetryPolicy;

@@ -129,10 +129,12 @@ impl KernelLocks {
     /// Parses the whole text strictly. Errors carry serde's message (with line and
     /// column where serde knows them).
     pub(crate) fn parse(text: &str) -> Result<Self, ParseError> {
-        let raw: Vec<RawEntry> = serde_json::from_str(text).map_err(|err| ParseError::Json {
-            line: err.line(),
-            column: err.column(),
-            message: err.to_string(),
+        let raw: Vec<RawEntry> = serde_json::from_str(text).map_err(|err| {
+            entry_error(text, &err).unwrap_or_else(|| ParseError::Json {
+                line: err.line(),
+                column: err.column(),
+                message: err.to_string(),
+            })
         })?;
         let mut locks = KernelLocks::new();
         for (index, entry) in raw.into_iter().enumerate() {
@@ -168,6 +170,30 @@ impl KernelLocks {
         }
         Ok(locks)
     }
+}
+
+/// When the text is a well-formed JSON array, names the first entry serde
+/// rejects (with its repo id when it has one and the position of the error).
+fn entry_error(text: &str, err: &serde_json::Error) -> Option<ParseError> {
+    let values: Vec<serde_json::Value> = serde_json::from_str(text).ok()?;
+    values.into_iter().enumerate().find_map(|(index, value)| {
+        let repo = value
+            .get("dependency")
+            .and_then(|d| d.get("repo-id"))
+            .and_then(|r| r.as_str())
+            .map(|r| format!("dependency `{r}`: "))
+            .unwrap_or_default();
+        serde_json::from_value::<RawEntry>(value)
+            .err()
+            .map(|entry_err| ParseError::Entry {
+                index,
+                message: format!(
+                    "{repo}{entry_err} (line {}, column {})",
+                    err.line(),
+                    err.column()
+                ),
+            })
+    })
 }
 
 /// Why a `KernelLocks` text was rejected.
@@ -264,6 +290,12 @@ mod tests {
             (short, "40 or 64"),
         ] {
             let err = KernelLocks::parse(text).unwrap_err();
+            if text.contains("\"hash\"") {
+                assert!(
+                    matches!(&err, ParseError::Entry { index: 0, message } if message.starts_with("dependency `a/b`: unknown field `hash`")),
+                    "{err:?}"
+                );
+            }
             let message = match err {
                 ParseError::Json { message, .. } | ParseError::Entry { message, .. } => message,
             };

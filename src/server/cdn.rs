@@ -67,7 +67,11 @@ pub(super) fn route(app: &App, parts: &Parts, faults: &Faults) -> Response {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     };
-    if param("X-Amz-Signature").is_some_and(|sig| sig != app.signature(sha256)) {
+    let signature = param("X-Amz-Signature");
+    if signature.is_some() && faults.cdn_expire_urls {
+        return xml_error(StatusCode::FORBIDDEN, "AccessDenied", "Request has expired");
+    }
+    if signature.is_some_and(|sig| sig != app.signature(sha256)) {
         return xml_error(
             StatusCode::FORBIDDEN,
             "AccessDenied",
@@ -86,5 +90,12 @@ pub(super) fn route(app: &App, parts: &Parts, faults: &Faults) -> Response {
     if let Some(disposition) = param("response-content-disposition") {
         headers.insert(header::CONTENT_DISPOSITION, header_value(disposition));
     }
-    file_body(headers, content, *size, &parts.headers, faults)
+    file_body(
+        headers,
+        content,
+        *size,
+        &parts.headers,
+        Some(sha256),
+        faults,
+    )
 }

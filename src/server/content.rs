@@ -199,6 +199,10 @@ pub struct BodyFaults {
     pub truncate_after: Option<u64>,
     /// XOR the byte at this offset **of the file** with the mask.
     pub corrupt: Option<(u64, u8)>,
+    /// After this many body bytes, pause this many milliseconds (once).
+    pub stall: Option<(u64, u64)>,
+    /// Send at most this many body bytes per second.
+    pub throttle_bps: Option<u64>,
 }
 
 struct StreamState {
@@ -209,6 +213,7 @@ struct StreamState {
     sent: u64,
     faults: BodyFaults,
     failed: bool,
+    stalled: bool,
 }
 
 /// Streams bytes `start..start + len` of `content` in 64 KiB chunks.
@@ -226,6 +231,7 @@ pub fn body_stream(
         sent: 0,
         faults,
         failed: false,
+        stalled: false,
     };
     futures_util::stream::unfold(state, |mut st| async move {
         if st.failed || st.pos >= st.end {
@@ -242,9 +248,28 @@ pub fn body_stream(
             let err = std::io::Error::other("fault injection: body truncated");
             return Some((Err(err), st));
         }
+        if let Some((after, ms)) = st.faults.stall
+            && !st.stalled
+            && st.sent >= after
+        {
+            st.stalled = true;
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
         let mut want = (st.end - st.pos).min(CHUNK as u64) as usize;
         if let Some(limit) = st.faults.truncate_after {
             want = want.min((limit - st.sent) as usize);
+        }
+        if let Some((after, _)) = st.faults.stall
+            && !st.stalled
+        {
+            want = want.min((after - st.sent) as usize).max(1);
+        }
+        if let Some(bps) = st.faults.throttle_bps {
+            // Chunks of about 1/20 s, each followed by its share of the time.
+            let slice = (bps / 20).max(1);
+            want = want.min(slice as usize);
+            let pause = std::time::Duration::from_secs_f64(want as f64 / bps.max(1) as f64);
+            tokio::time::sleep(pause).await;
         }
         let mut buf = vec![0u8; want];
         let read = match &st.content {
@@ -268,6 +293,35 @@ pub fn body_stream(
         st.sent += want as u64;
         Some((Ok(Bytes::from(buf)), st))
     })
+}
+
+/// Gzips a body stream on the fly (the `gzip` fault): each input chunk is
+/// compressed and flushed, and the gzip trailer follows the last one.
+pub fn gzip_stream(
+    inner: impl Stream<Item = std::io::Result<Bytes>> + Send + 'static,
+) -> impl Stream<Item = std::io::Result<Bytes>> + Send + 'static {
+    use flate2::{Compression, write::GzEncoder};
+    use futures_util::StreamExt;
+    use std::io::Write;
+    let encoder = Some(GzEncoder::new(Vec::new(), Compression::fast()));
+    futures_util::stream::unfold(
+        (Box::pin(inner), encoder),
+        |(mut inner, mut encoder)| async move {
+            let enc = encoder.as_mut()?;
+            let out = match inner.next().await {
+                Some(Ok(chunk)) => enc
+                    .write_all(&chunk)
+                    .and_then(|()| enc.flush())
+                    .map(|()| Bytes::from(std::mem::take(enc.get_mut()))),
+                Some(Err(err)) => {
+                    encoder = None;
+                    Err(err)
+                }
+                None => encoder.take()?.finish().map(Bytes::from),
+            };
+            Some((out, (inner, encoder)))
+        },
+    )
 }
 
 async fn read_disk(

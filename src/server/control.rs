@@ -6,7 +6,10 @@
 //!   "headers": {lower-cased name: value}, "status" (0 = connection reset),
 //!   "bytes" (body bytes sent so far), "authorization": bool}`.
 //!   Control requests themselves are not logged.
-//! * `POST /__fixture/reset` clears the log and every rule.
+//! * `POST /__fixture/reset` clears the log, every rule and every moved branch.
+//! * `POST /__fixture/refs` moves a branch: `{"repo": "acme/relu", "ref": "main",
+//!   "to_commit": "<40 hex>"}` (the `move_ref` action does the same when its
+//!   rule fires).
 //! * `POST /__fixture/faults` adds one rule object or an array of them
 //!   (see [`FaultRule`]), for example
 //!   `{"listener": "cdn", "path": "/lfs/*", "truncate_after_bytes": 12582912, "count": 1}` or
@@ -99,6 +102,67 @@ fn default_xor() -> u8 {
     0xff
 }
 
+/// `stall_after_bytes` action: send `n` body bytes, then pause `ms` milliseconds.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stall {
+    /// Body bytes sent before the pause.
+    pub n: u64,
+    /// Length of the pause in milliseconds.
+    pub ms: u64,
+}
+
+/// `rate_limit` action: a `429` with `Retry-After` and/or the IETF
+/// `RateLimit` / `RateLimit-Policy` headers.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    /// `Retry-After` in seconds.
+    pub retry_after_s: Option<u64>,
+    /// `RateLimit` header value, e.g. `"api";r=0;t=2`.
+    pub ratelimit: Option<String>,
+    /// `RateLimit-Policy` header value, e.g. `"api";q=1000;w=300`.
+    pub policy: Option<String>,
+}
+
+/// `wrong_content_length` action: advertise `Content-Length` off by `delta`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WrongLength {
+    /// Added to the true length (may be negative).
+    pub delta: i64,
+}
+
+/// `redirect` action: answer with a redirect instead of the real response.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redirect {
+    /// Status code (default `307`).
+    #[serde(default = "default_redirect_code")]
+    pub code: u16,
+    /// `Location` value, relative or absolute (default: the request's own path
+    /// and query, so a rule without `count` makes a redirect loop).
+    pub to: Option<String>,
+}
+
+fn default_redirect_code() -> u16 {
+    307
+}
+
+/// `move_ref` action: when the rule fires, branch `ref` of `repo` is moved to
+/// `to_commit` (for every later request, until `/__fixture/reset`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MoveRef {
+    /// `owner/name`.
+    pub repo: String,
+    /// Branch name (without `refs/heads/`).
+    #[serde(rename = "ref")]
+    pub branch: String,
+    /// Full commit sha the branch points at afterwards.
+    pub to_commit: String,
+}
+
 /// A fault rule (`POST /__fixture/faults` takes one rule or an array).
 ///
 /// Matchers: `listener` (`hub`|`cdn`), `method`, `path` (an `fnmatch` glob on
@@ -134,6 +198,33 @@ pub struct FaultRule {
     /// Close the connection without answering.
     #[serde(default)]
     pub reset_connection: bool,
+    /// Pause once mid-body.
+    pub stall_after_bytes: Option<Stall>,
+    /// Limit body bytes to this many per second.
+    pub throttle_bps: Option<u64>,
+    /// Answer `429` with rate-limit headers.
+    pub rate_limit: Option<RateLimit>,
+    /// Advertise a wrong `Content-Length`.
+    pub wrong_content_length: Option<WrongLength>,
+    /// Remove these response headers (case-insensitive names).
+    #[serde(default)]
+    pub drop_headers: Vec<String>,
+    /// Gzip the body (`Content-Encoding: gzip`, no `Content-Length`, Range ignored).
+    #[serde(default)]
+    pub gzip: bool,
+    /// Answer with a redirect.
+    pub redirect: Option<Redirect>,
+    /// Move a branch when the rule fires.
+    pub move_ref: Option<MoveRef>,
+    /// CDN: reject signed URLs as expired (`403 AccessDenied`).
+    #[serde(default)]
+    pub cdn_expire_urls: bool,
+    /// Add Xet headers (`X-Xet-Hash`, `Link: …; rel="xet-auth"`) to `/resolve/` answers.
+    #[serde(default)]
+    pub xet_headers: bool,
+    /// Answer `404 Not Found` as if the route did not exist.
+    #[serde(default)]
+    pub disable_route: bool,
 }
 
 impl FaultRule {
@@ -163,6 +254,20 @@ pub struct Faults {
     pub range_416: bool,
     /// Drop the connection.
     pub reset_connection: bool,
+    /// Remove these response headers (lower-case names).
+    pub drop_headers: Vec<String>,
+    /// Gzip the body.
+    pub gzip: bool,
+    /// Redirect instead of answering.
+    pub redirect: Option<Redirect>,
+    /// CDN: signed URLs are expired.
+    pub cdn_expire_urls: bool,
+    /// Add Xet headers to `/resolve/` answers.
+    pub xet_headers: bool,
+    /// Answer `404`.
+    pub disable_route: bool,
+    /// Advertise `Content-Length` off by this much.
+    pub length_delta: Option<i64>,
 }
 
 /// Request log and fault rules shared by both listeners.
@@ -170,6 +275,8 @@ pub struct Faults {
 pub struct Control {
     log: Mutex<Vec<LogEntry>>,
     rules: Mutex<Vec<FaultRule>>,
+    /// Branches moved at runtime: (repo id, branch) → commit sha.
+    moved_refs: Mutex<BTreeMap<(String, String), String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -205,6 +312,31 @@ impl Control {
     pub fn reset(&self) {
         lock(&self.log).clear();
         lock(&self.rules).clear();
+        lock(&self.moved_refs).clear();
+    }
+
+    /// Moves a branch (also `POST /__fixture/refs`).
+    pub fn move_ref(&self, mv: &MoveRef) {
+        lock(&self.moved_refs).insert(
+            (mv.repo.clone(), mv.branch.clone()),
+            mv.to_commit.to_ascii_lowercase(),
+        );
+    }
+
+    /// The commit a moved branch points at, if it was moved.
+    pub fn moved_ref(&self, repo: &str, branch: &str) -> Option<String> {
+        lock(&self.moved_refs)
+            .get(&(repo.to_owned(), branch.to_owned()))
+            .cloned()
+    }
+
+    /// Every moved branch of `repo`: branch → commit sha.
+    pub fn moved_refs(&self, repo: &str) -> BTreeMap<String, String> {
+        lock(&self.moved_refs)
+            .iter()
+            .filter(|((r, _), _)| r == repo)
+            .map(|((_, b), sha)| (b.clone(), sha.clone()))
+            .collect()
     }
 
     /// Adds fault rules.
@@ -220,6 +352,7 @@ impl Control {
     /// Collects (and counts down) the rules matching a request.
     pub fn take_faults(&self, listener: Listener, method: &str, path: &str) -> Faults {
         let mut faults = Faults::default();
+        let mut moves = Vec::new();
         for rule in lock(&self.rules).iter_mut() {
             if !rule.matches(listener, method, path) {
                 continue;
@@ -241,6 +374,46 @@ impl Control {
             faults.ignore_range |= rule.ignore_range;
             faults.range_416 |= rule.range_416;
             faults.reset_connection |= rule.reset_connection;
+            if let Some(stall) = rule.stall_after_bytes {
+                faults.body.stall.get_or_insert((stall.n, stall.ms));
+            }
+            faults.body.throttle_bps = faults.body.throttle_bps.or(rule.throttle_bps);
+            if faults.status.is_none()
+                && let Some(limit) = &rule.rate_limit
+            {
+                let mut headers = BTreeMap::new();
+                if let Some(v) = &limit.ratelimit {
+                    headers.insert("ratelimit".to_owned(), v.clone());
+                }
+                if let Some(v) = &limit.policy {
+                    headers.insert("ratelimit-policy".to_owned(), v.clone());
+                }
+                let status = StatusFault::Full {
+                    code: 429,
+                    headers,
+                    body: None,
+                };
+                faults.status = Some((status, limit.retry_after_s));
+            }
+            if let Some(wrong) = rule.wrong_content_length {
+                faults.length_delta.get_or_insert(wrong.delta);
+            }
+            faults
+                .drop_headers
+                .extend(rule.drop_headers.iter().map(|h| h.to_ascii_lowercase()));
+            faults.gzip |= rule.gzip;
+            if faults.redirect.is_none() {
+                faults.redirect.clone_from(&rule.redirect);
+            }
+            if let Some(mv) = &rule.move_ref {
+                moves.push(mv.clone());
+            }
+            faults.cdn_expire_urls |= rule.cdn_expire_urls;
+            faults.xet_headers |= rule.xet_headers;
+            faults.disable_route |= rule.disable_route;
+        }
+        for mv in &moves {
+            self.move_ref(mv);
         }
         faults
     }

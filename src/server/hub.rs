@@ -9,6 +9,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use percent_encoding::{NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
+use sha2::Sha256;
 
 use super::content::{self, Content, RangeRequest};
 use super::control::Faults;
@@ -39,7 +40,7 @@ pub(super) async fn route(
         return match segs.as_slice() {
             ["api", kind, owner, name, "paths-info", rev @ ..] if !rev.is_empty() => {
                 let (repo, _) = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
-                paths_info(repo, &decode_joined(rev)?, body)
+                paths_info(app, repo, &decode_joined(rev)?, body)
             }
             _ => Err(not_allowed()),
         };
@@ -65,7 +66,7 @@ pub(super) async fn route(
                 ["revision", rev @ ..] if !rev.is_empty() => {
                     info(app, repo, kind, Some(&decode_joined(rev)?), &query)
                 }
-                ["refs"] => Ok(refs(repo, &query)),
+                ["refs"] => Ok(refs(app, repo, &query)),
                 ["tree", rev, path @ ..] => tree(
                     app,
                     repo,
@@ -158,8 +159,16 @@ fn find_repo<'a>(
     Ok((repo, kind))
 }
 
-fn resolve_rev(repo: &Repo, rev: &str) -> Result<usize> {
-    repo.resolve(rev)
+/// Resolves a revision, honouring branches moved at runtime (`move_ref`).
+fn resolve_rev(app: &App, repo: &Repo, rev: &str) -> Result<usize> {
+    let branch = rev.strip_prefix("refs/heads/").unwrap_or(rev);
+    let moved = app
+        .control
+        .moved_ref(&repo.id, branch)
+        .filter(|_| repo.branches.contains_key(branch))
+        .and_then(|sha| repo.commits.iter().position(|c| c.sha == sha));
+    moved
+        .or_else(|| repo.resolve(rev))
         .ok_or_else(|| ApiError::revision_not_found(rev))
 }
 
@@ -205,9 +214,18 @@ fn ref_list(
 }
 
 /// R1: branches, converts and tags always; pull requests with `include_prs=1`.
-fn refs(repo: &Repo, query: &[(String, String)]) -> Response {
+fn refs(app: &App, repo: &Repo, query: &[(String, String)]) -> Response {
+    let mut branches = repo.branches.clone();
+    for (branch, sha) in app.control.moved_refs(&repo.id) {
+        if let (Some(slot), Some(i)) = (
+            branches.get_mut(&branch),
+            repo.commits.iter().position(|c| c.sha == sha),
+        ) {
+            *slot = i;
+        }
+    }
     let refs = GitRefs {
-        branches: ref_list(&repo.branches, "refs/heads/", repo),
+        branches: ref_list(&branches, "refs/heads/", repo),
         converts: ref_list(&repo.converts, "refs/convert/", repo),
         tags: ref_list(&repo.tags, "refs/tags/", repo),
         pull_requests: flag(query, "include_prs")
@@ -265,7 +283,7 @@ fn info(
     query: &[(String, String)],
 ) -> Result<Response> {
     let rev = rev.unwrap_or(&repo.default_branch);
-    let commit = &repo.commits[resolve_rev(repo, rev)?];
+    let commit = &repo.commits[resolve_rev(app, repo, rev)?];
     let trusted = app
         .mirror
         .orgs
@@ -373,7 +391,7 @@ fn tree(
     parts: &Parts,
     query: &[(String, String)],
 ) -> Result<Response> {
-    let commit = &repo.commits[resolve_rev(repo, rev)?];
+    let commit = &repo.commits[resolve_rev(app, repo, rev)?];
     let recursive = flag(query, "recursive");
     let expand = flag(query, "expand");
     let prefix = if path.is_empty() {
@@ -434,8 +452,8 @@ fn tree(
 
 /// R8: `POST …/paths-info/<rev>` with a form (`paths=a&paths=b&expand=…`) or
 /// JSON (`{"paths": [...], "expand": bool}`) body. Missing paths are skipped.
-fn paths_info(repo: &Repo, rev: &str, body: &[u8]) -> Result<Response> {
-    let commit = &repo.commits[resolve_rev(repo, rev)?];
+fn paths_info(app: &App, repo: &Repo, rev: &str, body: &[u8]) -> Result<Response> {
+    let commit = &repo.commits[resolve_rev(app, repo, rev)?];
     let (paths, expand) = match serde_json::from_slice::<Value>(body) {
         Ok(doc) => {
             let paths = doc["paths"]
@@ -555,7 +573,7 @@ fn resolve(
 ) -> Result<Response> {
     let repo = target.repo;
     check_gate(repo, &parts.headers)?;
-    let commit = &repo.commits[resolve_rev(repo, rev)?];
+    let commit = &repo.commits[resolve_rev(app, repo, rev)?];
     let path = decode_joined(path_segments)?;
     let file: &FileMeta = match commit.tree.get(&path).map(|n| &n.kind) {
         Some(NodeKind::File(f)) => f,
@@ -565,6 +583,18 @@ fn resolve(
     headers.insert("x-repo-commit", header_value(&commit.sha));
     headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     headers.insert(header::VARY, HeaderValue::from_static("Origin, Accept"));
+    if faults.xet_headers {
+        let hash = hex::encode(Sha256::digest(file.oid.as_bytes()));
+        headers.insert("x-xet-hash", header_value(&hash));
+        let link = format!(
+            "<{}/api/{}/{}/xet-read-token/{}>; rel=\"xet-auth\"",
+            app.endpoints.hub,
+            repo.primary.api_segment(),
+            repo.id,
+            commit.sha
+        );
+        headers.insert(header::LINK, header_value(&link));
+    }
 
     if let Some(lfs) = &file.lfs {
         let location = format!(
@@ -641,23 +671,47 @@ fn resolve(
         &file.content,
         file.size,
         &parts.headers,
+        None,
         faults,
     ))
 }
 
-/// A `200`, `206` or `416` answer streaming `content`, honouring `Range` and
-/// the range-related faults. `headers` are added to every answer.
+/// Whether an `If-Range` value validates: a strong comparison with the
+/// response's `ETag`, or with `also_valid` (the sha256 the Hub advertised as
+/// `X-Linked-Etag`, which clients keep as the blob name). Dates never match.
+fn if_range_matches(if_range: &str, etag: Option<&str>, also_valid: Option<&str>) -> bool {
+    let value = if_range.trim();
+    if value.starts_with("W/") || !value.starts_with('"') {
+        return false;
+    }
+    let value = value.trim_matches('"');
+    etag.is_some_and(|e| !e.starts_with("W/") && e.trim_matches('"') == value)
+        || also_valid.is_some_and(|v| v == value)
+}
+
+/// A `200`, `206` or `416` answer streaming `content`, honouring `Range`
+/// (guarded by `If-Range`: a validator other than the `ETag` in `headers` or
+/// `also_valid` gets the whole body with `200`) and the body faults. `headers`
+/// are added to every answer.
 pub(super) fn file_body(
     mut headers: HeaderMap,
     content: &Content,
     size: u64,
     request: &HeaderMap,
+    also_valid: Option<&str>,
     faults: &Faults,
 ) -> Response {
     let range_header = request.get(header::RANGE).and_then(|v| v.to_str().ok());
+    let if_range_fails = request
+        .get(header::IF_RANGE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let etag = headers.get(header::ETAG).and_then(|e| e.to_str().ok());
+            !if_range_matches(v, etag, also_valid)
+        });
     let range = if faults.range_416 {
         RangeRequest::Unsatisfiable
-    } else if faults.ignore_range {
+    } else if faults.ignore_range || faults.gzip || if_range_fails {
         RangeRequest::Full
     } else {
         content::parse_range(range_header, size)
@@ -680,7 +734,17 @@ pub(super) fn file_body(
             return (StatusCode::RANGE_NOT_SATISFIABLE, headers).into_response();
         }
     };
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     let stream = content::body_stream(content.clone(), start, len, faults.body);
+    if faults.gzip {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        headers.remove(header::CONTENT_LENGTH);
+        let body = Body::from_stream(content::gzip_stream(stream));
+        return (status, headers, body).into_response();
+    }
+    let advertised = match faults.length_delta {
+        Some(delta) => len.saturating_add_signed(delta),
+        None => len,
+    };
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(advertised));
     (status, headers, Body::from_stream(stream)).into_response()
 }

@@ -269,6 +269,7 @@ pub async fn serve(
         control: Control::default(),
         next_request: AtomicU64::new(1),
     });
+    let shutdown = shutdown_signal();
     on_ready(&endpoints, &app.mirror);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -291,7 +292,7 @@ pub async fn serve(
     }
 
     let stopped_early = tokio::select! {
-        () = shutdown_signal() => None,
+        () = shutdown => None,
         res = tasks.join_next() => res,
     };
     let _ = stop_tx.send(true);
@@ -332,25 +333,34 @@ fn url_authority(addr: SocketAddr) -> String {
     }
 }
 
-async fn shutdown_signal() {
+/// Installs the SIGINT/SIGTERM handlers now and returns a future that completes
+/// when one of them arrives. Installing before the endpoint is printed means a
+/// signal sent right after that line still shuts the server down gracefully.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut int), Ok(mut term)) => {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -384,7 +394,19 @@ async fn dispatch(State(app): State<Arc<App>>, listener: Listener, req: Request)
         log(&app, listener, &parts, 0, Arc::default());
         return Response::new(Body::from_stream(stream));
     }
-    let resp = if let Some((status, retry_after)) = &faults.status {
+    let resp = if faults.disable_route {
+        ApiError::not_found().into_response(&request_id)
+    } else if let Some(redirect) = &faults.redirect {
+        let location = redirect.to.clone().unwrap_or_else(|| {
+            parts
+                .uri
+                .path_and_query()
+                .map_or_else(|| path.clone(), |pq| pq.as_str().to_owned())
+        });
+        let status = StatusCode::from_u16(redirect.code).unwrap_or(StatusCode::TEMPORARY_REDIRECT);
+        let body = format!("Redirecting to {location}");
+        (status, [(header::LOCATION, header_value(&location))], body).into_response()
+    } else if let Some((status, retry_after)) = &faults.status {
         canned(status, *retry_after, &request_id)
     } else {
         let result = match listener {
@@ -403,7 +425,11 @@ async fn dispatch(State(app): State<Arc<App>>, listener: Listener, req: Request)
         };
         result.unwrap_or_else(|err| err.into_response(&request_id))
     };
-    finish(&app, listener, &parts, resp)
+    let mut resp = finish(&app, listener, &parts, resp);
+    for name in &faults.drop_headers {
+        resp.headers_mut().remove(name.as_str());
+    }
+    resp
 }
 
 /// Adds a request to the log (only kept with `--test-control`).
@@ -503,7 +529,7 @@ fn canned(status: &StatusFault, retry_after: Option<u64>, request_id: &str) -> R
     resp
 }
 
-/// `/__fixture/requests|reset|faults` (only with `--test-control`).
+/// `/__fixture/requests|reset|faults|refs` (only with `--test-control`).
 async fn control_route(app: &App, method: &axum::http::Method, path: &str, body: Body) -> Response {
     use axum::http::Method;
     let json = |value: serde_json::Value| axum::Json(value).into_response();
@@ -512,6 +538,22 @@ async fn control_route(app: &App, method: &axum::http::Method, path: &str, body:
         (&Method::POST, "/__fixture/reset") => {
             app.control.reset();
             json(serde_json::json!({ "ok": true }))
+        }
+        (&Method::POST, "/__fixture/refs") => {
+            let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+                return (StatusCode::BAD_REQUEST, "unreadable body").into_response();
+            };
+            match serde_json::from_slice::<control::MoveRef>(&bytes) {
+                Ok(mv) => {
+                    app.control.move_ref(&mv);
+                    json(serde_json::json!({ "ok": true }))
+                }
+                Err(err) => (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(serde_json::json!({ "error": format!("bad ref move: {err}") })),
+                )
+                    .into_response(),
+            }
         }
         (&Method::DELETE, "/__fixture/faults") => {
             app.control.clear_rules();

@@ -12,24 +12,24 @@ use serde_json::Value;
 
 use crate::common::{self, Server};
 
-const RELU_SHA: &str = "1111111111111111111111111111111111111111";
-const GELU_SHA: &str = "2222222222222222222222222222222222222222";
-const TOKEN: &str = "hf_download_test_token";
+pub(crate) const RELU_SHA: &str = "1111111111111111111111111111111111111111";
+pub(crate) const GELU_SHA: &str = "2222222222222222222222222222222222222222";
+pub(crate) const TOKEN: &str = "hf_download_test_token";
 
 /// One file of the test mirror.
 #[derive(Clone)]
-struct MirrorFile {
-    path: String,
-    content: Vec<u8>,
+pub(crate) struct MirrorFile {
+    pub(crate) path: String,
+    pub(crate) content: Vec<u8>,
 }
 
 impl MirrorFile {
-    fn lfs(&self) -> bool {
+    pub(crate) fn lfs(&self) -> bool {
         self.path.ends_with(".so")
     }
 
     /// The blob name the HF cache must use.
-    fn etag(&self) -> String {
+    pub(crate) fn etag(&self) -> String {
         if self.lfs() {
             hex(&sha256(&self.content))
         } else {
@@ -46,12 +46,12 @@ impl MirrorFile {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Deterministic pseudo-random bytes (xorshift) standing in for a shared object.
-fn so_bytes(seed: u64, len: usize) -> Vec<u8> {
+pub(crate) fn so_bytes(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut out = b"\x7fELF".to_vec();
     while out.len() < len {
@@ -72,7 +72,7 @@ fn arch_variant() -> String {
     format!("torch27-cxx11-cu126-{}-linux", machine())
 }
 
-fn relu_files() -> Vec<MirrorFile> {
+pub(crate) fn relu_files() -> Vec<MirrorFile> {
     let f = |path: &str, content: Vec<u8>| MirrorFile {
         path: path.to_owned(),
         content,
@@ -109,7 +109,7 @@ fn relu_files() -> Vec<MirrorFile> {
     ]
 }
 
-fn gelu_files() -> Vec<MirrorFile> {
+pub(crate) fn gelu_files() -> Vec<MirrorFile> {
     vec![
         MirrorFile {
             path: "build/torch-universal/gelu/__init__.py".into(),
@@ -124,7 +124,7 @@ fn gelu_files() -> Vec<MirrorFile> {
 
 /// Variants of a file list with their files (bytecode excluded, as the
 /// reference ≥0.16 lock and download do).
-fn variants(files: &[MirrorFile]) -> BTreeMap<String, Vec<MirrorFile>> {
+pub(crate) fn variants(files: &[MirrorFile]) -> BTreeMap<String, Vec<MirrorFile>> {
     let mut out: BTreeMap<String, Vec<MirrorFile>> = BTreeMap::new();
     for file in files {
         let Some(rest) = file.path.strip_prefix("build/") else {
@@ -140,7 +140,7 @@ fn variants(files: &[MirrorFile]) -> BTreeMap<String, Vec<MirrorFile>> {
 }
 
 /// The `git_lfs_concat` lock hash of one variant.
-fn variant_hash(variant: &str, files: &[MirrorFile]) -> String {
+pub(crate) fn variant_hash(variant: &str, files: &[MirrorFile]) -> String {
     let prefix = format!("build/{variant}/");
     git_lfs_concat(
         files
@@ -150,7 +150,7 @@ fn variant_hash(variant: &str, files: &[MirrorFile]) -> String {
 }
 
 /// Writes a repo of the mirror format (`repos/kernels/<owner>/<name>`, one commit).
-fn write_repo(mirror: &Path, repo: &str, sha: &str, files: &[MirrorFile]) {
+pub(crate) fn write_repo(mirror: &Path, repo: &str, sha: &str, files: &[MirrorFile]) {
     let dir = mirror.join("repos/kernels").join(repo);
     let tree = dir.join("commits/c1/tree");
     for file in files {
@@ -171,19 +171,25 @@ fn write_repo(mirror: &Path, repo: &str, sha: &str, files: &[MirrorFile]) {
 }
 
 /// A test world: mirror, server with the request log, project dir and cache.
-struct World {
-    _tmp: tempfile::TempDir,
-    server: Server,
-    project: PathBuf,
-    cache: PathBuf,
+pub(crate) struct World {
+    pub(crate) _tmp: tempfile::TempDir,
+    pub(crate) server: Server,
+    pub(crate) project: PathBuf,
+    pub(crate) cache: PathBuf,
 }
 
 impl World {
-    fn new() -> World {
+    pub(crate) fn new() -> World {
+        Self::with_mirror(|_| {})
+    }
+
+    /// Like [`World::new`], with `extra` adding to the mirror before the server starts.
+    pub(crate) fn with_mirror(extra: impl FnOnce(&Path)) -> World {
         let tmp = tempfile::tempdir().unwrap();
         let mirror = tmp.path().join("mirror");
         write_repo(&mirror, "acme/relu", RELU_SHA, &relu_files());
         write_repo(&mirror, "acme/gelu", GELU_SHA, &gelu_files());
+        extra(&mirror);
         let server = Server::start_with_args(&mirror, &["--test-control"]);
         let project = tmp.path().join("project");
         let cache = tmp.path().join("cache");
@@ -197,7 +203,7 @@ impl World {
     }
 
     /// Writes a variant-hash (format A) lock with the given kernels.
-    fn lock_a(&self, kernels: &[(&str, &str, &[MirrorFile])]) {
+    pub(crate) fn lock_a(&self, kernels: &[(&str, &str, &[MirrorFile])]) {
         let entries: Vec<Value> = kernels
             .iter()
             .map(|(repo, sha, files)| {
@@ -221,7 +227,7 @@ impl World {
     }
 
     /// Writes a `KernelLocks` (format B, 0.17) lock.
-    fn lock_b(&self, kernels: &[(&str, &str)]) {
+    pub(crate) fn lock_b(&self, kernels: &[(&str, &str)]) {
         let entries: Vec<Value> = kernels
             .iter()
             .map(|(repo, sha)| {
@@ -235,11 +241,11 @@ impl World {
         .unwrap();
     }
 
-    fn download(&self, args: &[&str]) -> Output {
+    pub(crate) fn download(&self, args: &[&str]) -> Output {
         self.download_with(args, &[])
     }
 
-    fn download_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+    pub(crate) fn download_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = common::kernels(&self.server.endpoint, &self.cache);
         cmd.arg("download").arg(&self.project).args(args);
         cmd.env("HF_TOKEN", TOKEN);
@@ -249,7 +255,12 @@ impl World {
         cmd.output().unwrap()
     }
 
-    fn control(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    pub(crate) fn control(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Value {
         let url = format!("{}/__fixture/{path}", self.server.endpoint);
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -268,32 +279,32 @@ impl World {
     }
 
     /// The server's request log.
-    fn requests(&self) -> Vec<Value> {
+    pub(crate) fn requests(&self) -> Vec<Value> {
         match self.control(reqwest::Method::GET, "requests", None) {
             Value::Array(items) => items,
             other => panic!("request log is not an array: {other}"),
         }
     }
 
-    fn reset(&self) {
+    pub(crate) fn reset(&self) {
         self.control(reqwest::Method::POST, "reset", None);
     }
 
-    fn fault(&self, rule: Value) {
+    pub(crate) fn fault(&self, rule: Value) {
         self.control(reqwest::Method::POST, "faults", Some(rule));
     }
 
-    fn repo_dir(&self, repo_type: &str, repo: &str) -> PathBuf {
+    pub(crate) fn repo_dir(&self, repo_type: &str, repo: &str) -> PathBuf {
         self.cache
             .join(format!("{repo_type}s--{}", repo.replace('/', "--")))
     }
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn assert_ok(out: &Output) {
+pub(crate) fn assert_ok(out: &Output) {
     assert!(
         out.status.success(),
         "kernels download failed ({}):\n{}",
@@ -303,7 +314,7 @@ fn assert_ok(out: &Output) {
 }
 
 /// Asserts the exact HF layout for `files` under `repo_dir` at `sha`.
-fn assert_layout(repo_dir: &Path, sha: &str, files: &[MirrorFile]) {
+pub(crate) fn assert_layout(repo_dir: &Path, sha: &str, files: &[MirrorFile]) {
     for file in files {
         let pointer = repo_dir.join("snapshots").join(sha).join(&file.path);
         let meta = std::fs::symlink_metadata(&pointer)
@@ -351,7 +362,7 @@ fn assert_layout(repo_dir: &Path, sha: &str, files: &[MirrorFile]) {
 }
 
 /// Files linked under `snapshots/<sha>/`, as repo paths.
-fn snapshot_paths(repo_dir: &Path, sha: &str) -> Vec<String> {
+pub(crate) fn snapshot_paths(repo_dir: &Path, sha: &str) -> Vec<String> {
     let root = repo_dir.join("snapshots").join(sha);
     let mut out: Vec<String> = walkdir::WalkDir::new(&root)
         .into_iter()
@@ -379,11 +390,11 @@ fn expected_paths(files: &[MirrorFile]) -> Vec<String> {
     out
 }
 
-fn cdn_requests(log: &[Value]) -> Vec<&Value> {
+pub(crate) fn cdn_requests(log: &[Value]) -> Vec<&Value> {
     log.iter().filter(|r| r["listener"] == "cdn").collect()
 }
 
-fn resolve_requests(log: &[Value]) -> Vec<&Value> {
+pub(crate) fn resolve_requests(log: &[Value]) -> Vec<&Value> {
     log.iter()
         .filter(|r| r["path"].as_str().is_some_and(|p| p.contains("/resolve/")))
         .collect()
@@ -689,7 +700,7 @@ fn no_torch_names_the_explicit_options() {
 }
 
 /// Python `huggingface_hub` loads what we wrote, offline, with identical bytes.
-fn python_reads_snapshot(
+pub(crate) fn python_reads_snapshot(
     world: &World,
     env: &str,
     repo_type: &str,
@@ -776,7 +787,10 @@ fn interrupted_download_resumes_with_range() {
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let so = gelu_files()[1].clone();
     world.fault(serde_json::json!({"listener": "cdn", "count": 2, "truncate_after_bytes": 20000}));
-    let out = world.download(&["--variant", "torch-cuda"]);
+    let out = world.download_with(
+        &["--variant", "torch-cuda"],
+        &[("KERNELS_MAX_RETRIES", "1")],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("acme/gelu@2222222"),
@@ -890,7 +904,7 @@ fn reference_0_10_5_validates_our_download() {
 }
 
 #[test]
-fn transient_server_errors_are_retried_once() {
+fn transient_server_errors_are_retried_within_the_budget() {
     let world = World::new();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     world.fault(serde_json::json!({"listener": "cdn", "count": 1, "status": 503}));
@@ -899,7 +913,10 @@ fn transient_server_errors_are_retried_once() {
     let world = World::new();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     world.fault(serde_json::json!({"listener": "cdn", "count": 2, "status": 503}));
-    let out = world.download(&["--variant", "torch-cuda"]);
+    let out = world.download_with(
+        &["--variant", "torch-cuda"],
+        &[("KERNELS_MAX_RETRIES", "1")],
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("503"), "{}", stderr(&out));
 }

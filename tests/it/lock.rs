@@ -599,10 +599,16 @@ fn empty_table_and_kernel_locks_rewrite() {
         dir.path().join("kernels.lock"),
     )
     .unwrap();
+    // The existing lock's format chooses the profile; an explicit older target
+    // runtime rewrites it in the variant-hash format.
     let output = lock(&server, dir.path(), &[]);
     assert_success(&output);
+    let kept = Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
+    assert_eq!(kept.format(), kernels::lockfile::LockFormat::KernelLocks);
+    let output = lock(&server, dir.path(), &["--target-runtime", "0.16.2"]);
+    assert_success(&output);
     assert!(
-        squash(&stderr(&output)).contains(&squash("was in the KernelLocks format of kernels 0.17")),
+        squash(&stderr(&output)).contains(&squash("was in the KernelLocks (kernels 0.17) format; it is rewritten in the variant-hash (kernels ≤0.16) format")),
         "{}",
         stderr(&output)
     );

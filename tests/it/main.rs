@@ -1,8 +1,17 @@
 //! Integration tests: the real `kernels` binary against `kernels serve` on loopback,
 //! and against the pinned Python reference where an issue asks for parity.
 
+mod auth;
+mod cli;
 mod common;
+mod concurrency;
+#[cfg(unix)]
+mod crash;
 mod download;
+mod faults;
 mod lock;
+mod precommit;
+mod profiles;
 mod serve;
 mod to_wheel;
+mod verify;

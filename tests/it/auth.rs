@@ -1,0 +1,187 @@
+//! Tokens: where they come from (HF_TOKEN, HF_TOKEN_PATH, `$HF_HOME/token`),
+//! that they never cross to the CDN host, and that they never appear in output.
+
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::common;
+use crate::download::{GELU_SHA, World, assert_ok, cdn_requests, stderr};
+
+/// The `Authorization` values the Hub listener received.
+fn hub_auth(log: &[Value]) -> Vec<String> {
+    log.iter()
+        .filter(|r| r["listener"] == "hub")
+        .map(|r| {
+            r["headers"]["authorization"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect()
+}
+
+/// `kernels download` with exactly the given token sources.
+fn download(world: &World, env: &[(&str, &str)], hf_home: &std::path::Path) -> Output {
+    let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
+    cmd.arg("download")
+        .arg(&world.project)
+        .args(["--variant", "torch-cuda"])
+        .env("HF_HOME", hf_home);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn token_sources_in_order_and_never_sent_to_the_cdn() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let home = world.cache.parent().unwrap().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("token"), "hf_from_home_file\n").unwrap();
+    let token_path = home.join("other-token");
+    std::fs::write(&token_path, "  hf_from_token_path  \n").unwrap();
+    let token_path = token_path.to_str().unwrap();
+
+    let cases: [(&[(&str, &str)], &str); 3] = [
+        (
+            &[("HF_TOKEN", "hf_from_env"), ("HF_TOKEN_PATH", token_path)],
+            "hf_from_env",
+        ),
+        (&[("HF_TOKEN_PATH", token_path)], "hf_from_token_path"),
+        (&[], "hf_from_home_file"),
+    ];
+    for (env, token) in cases {
+        // A fresh blob each time so the CDN is asked again.
+        let _ = std::fs::remove_dir_all(&world.cache);
+        world.reset();
+        assert_ok(&download(&world, env, &home));
+        let log = world.requests();
+        let auth = hub_auth(&log);
+        assert!(!auth.is_empty());
+        assert!(
+            auth.iter().all(|a| *a == format!("Bearer {token}")),
+            "{env:?}: {auth:?}"
+        );
+        // The CDN rejects any request with Authorization: the LFS file arrived,
+        // so the header was dropped on the cross-host redirect.
+        let cdn = cdn_requests(&log);
+        assert_eq!(cdn.len(), 1, "{log:#?}");
+        assert_eq!(cdn[0]["authorization"], false);
+        assert_eq!(cdn[0]["status"], 200);
+    }
+
+    // HF_HUB_DISABLE_IMPLICIT_TOKEN ignores the file sources.
+    let _ = std::fs::remove_dir_all(&world.cache);
+    world.reset();
+    assert_ok(&download(
+        &world,
+        &[("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")],
+        &home,
+    ));
+    assert!(hub_auth(&world.requests()).iter().all(String::is_empty));
+}
+
+#[test]
+fn token_never_appears_in_output() {
+    const SECRET: &str = "hf_SeCrEtToKeN4242xyzzy";
+    const SECRET_SHA: &str = "3333333333333333333333333333333333333333";
+    // A private repo that only another token may read, next to the public ones.
+    let world = World::with_mirror(|mirror| {
+        let repo = mirror.join("repos/kernels/acme/secret");
+        let tree = repo.join("commits/c1/tree/build/torch-cpu");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("x.py"), "x = 1\n").unwrap();
+        std::fs::write(
+            repo.join("commits/c1/commit.toml"),
+            format!("sha = \"{SECRET_SHA}\"\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            repo.join("repo.toml"),
+            "commits = [\"c1\"]\nprivate = true\nallowed_tokens = [\"hf_other\"]\n\n[branches]\nmain = \"c1\"\n",
+        )
+        .unwrap();
+    });
+    let home = world.cache.parent().unwrap().join("home");
+    let run = |sub: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
+        cmd.args(sub)
+            .arg(&world.project)
+            .env("HF_TOKEN", SECRET)
+            .env("HF_HOME", &home);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let check = |out: &Output, what: &str| {
+        for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                !text.contains(SECRET) && !text.contains("SeCrEt"),
+                "{what}: token in {name}:\n{text}"
+            );
+        }
+    };
+
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let out = run(&["download", "--all-variants"], &[]);
+    assert_ok(&out);
+    check(&out, "download");
+    check(
+        &run(
+            &[
+                "download",
+                "--all-variants",
+                "--dry-run",
+                "--format",
+                "json",
+            ],
+            &[],
+        ),
+        "dry-run",
+    );
+    check(&run(&["verify", "--all-variants"], &[]), "verify");
+    // `-v` logs requests, retries and checks; still no token.
+    std::fs::remove_dir_all(&world.cache).unwrap();
+    world.fault(serde_json::json!({"listener": "hub", "status": 503, "count": 1}));
+    world.fault(serde_json::json!({"listener": "cdn", "status": 503, "count": 1}));
+    let out = run(&["download", "-vv", "--all-variants"], &[]);
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains("listing the files") && stderr(&out).contains("retrying"),
+        "{}",
+        stderr(&out)
+    );
+    check(&out, "download -vv");
+    check(&run(&["verify", "-v", "--all-variants"], &[]), "verify -v");
+    world.reset();
+
+    // Failures: a repo the token cannot see, a server error, the offline hint,
+    // and a token that cannot be sent as a header.
+    world.lock_b(&[("acme/gelu", GELU_SHA), ("acme/secret", SECRET_SHA)]);
+    let out = run(&["download", "-v", "--all-variants"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("acme/secret"), "{}", stderr(&out));
+    check(&out, "unauthorized download");
+    world.fault(serde_json::json!({"listener": "hub", "status": 500, "count": 10}));
+    let out = run(
+        &["download", "--all-variants"],
+        &[("KERNELS_MAX_RETRIES", "0")],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    check(&out, "server error");
+    world.reset();
+    let out = run(&["download", "--all-variants", "--offline"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    check(&out, "offline");
+    let out = run(
+        &["download", "--all-variants"],
+        &[("HF_TOKEN", "hf_SeCrEt\nline")],
+    );
+    assert_ne!(out.status.code(), Some(0));
+    check(&out, "unsendable token");
+}

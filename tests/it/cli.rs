@@ -1,0 +1,482 @@
+//! The command-line surface: `--help` of every command, `docs/cli.md`, rendered
+//! diagnostics (colour off), `lock --check`, the lock-state flags, conflicted locks
+//! and `--format json`. Snapshots live in `tests/it/snapshots/` (`cargo insta
+//! review`, or `INSTA_UPDATE=always` to rewrite them).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::common::{self, Server};
+
+/// A `kernels` command run in `dir` against `endpoint` with an empty cache
+/// (`http://127.0.0.1:9` is never listening: any request fails).
+fn kernels_in(dir: &Path, endpoint: &str, cache: &Path) -> Command {
+    let mut cmd = common::kernels(endpoint, cache);
+    cmd.current_dir(dir);
+    cmd
+}
+
+const NO_HUB: &str = "http://127.0.0.1:9";
+
+fn project(pyproject: &str, lock: Option<&str>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+    if let Some(lock) = lock {
+        std::fs::write(dir.path().join("kernels.lock"), lock).unwrap();
+    }
+    dir
+}
+
+/// Exit code, then stdout and stderr, with the server port masked.
+fn rendered(output: &Output) -> String {
+    let text = format!(
+        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    mask_port(&text)
+}
+
+/// Replaces `127.0.0.1:<5 digits>` by a placeholder of the same width (ephemeral
+/// ports have 5 digits), so wrapped lines stay identical.
+fn mask_port(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("127.0.0.1:") {
+        let (head, tail) = rest.split_at(i + "127.0.0.1:".len());
+        out.push_str(head);
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 5 {
+            out.push_str("PORT_");
+        } else {
+            out.push_str(&tail[..digits]);
+        }
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    mask_request_id(&out)
+}
+
+/// Replaces the serial of `Root=1-<8 hex>` request ids (same width).
+fn mask_request_id(text: &str) -> String {
+    let mut out = text.to_owned();
+    while let Some(i) = out
+        .find("Root=1-")
+        .filter(|i| !out[i + 7..].starts_with("XXXX"))
+    {
+        let end = (i + 15).min(out.len());
+        out.replace_range(i + 7..end, "XXXXXXXX");
+    }
+    out
+}
+
+/// Collapses runs of whitespace (diagnostics wrap at 80 columns).
+fn squash(text: &[u8]) -> String {
+    String::from_utf8_lossy(text)
+        .split_whitespace()
+        .filter(|w| *w != "│")
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("run kernels")
+}
+
+/// Every visible command path (`[]`, `["lock"]`, …).
+fn command_paths() -> Vec<Vec<String>> {
+    fn walk(cmd: &clap::Command, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        out.push(path.clone());
+        for sub in cmd.get_subcommands() {
+            if !sub.is_hide_set() {
+                path.push(sub.get_name().to_owned());
+                walk(sub, path, out);
+                path.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&kernels::cli::command(), &mut Vec::new(), &mut out);
+    out
+}
+
+#[test]
+fn every_help_is_snapshot_tested() {
+    let cache = tempfile::tempdir().unwrap();
+    let paths = command_paths();
+    assert!(paths.len() >= 6, "{paths:?}");
+    for path in paths {
+        let output = run(kernels_in(Path::new("."), NO_HUB, cache.path())
+            .args(&path)
+            .arg("--help"));
+        assert!(output.status.success(), "{path:?}");
+        let name = if path.is_empty() {
+            "help_kernels".to_owned()
+        } else {
+            format!("help_{}", path.join("_"))
+        };
+        insta::assert_snapshot!(name, String::from_utf8_lossy(&output.stdout));
+    }
+}
+
+#[test]
+fn cli_reference_is_fresh() {
+    let cache = tempfile::tempdir().unwrap();
+    let output =
+        run(kernels_in(Path::new("."), NO_HUB, cache.path()).arg("generate-cli-reference"));
+    assert!(output.status.success());
+    let generated = String::from_utf8(output.stdout).unwrap();
+    let path = common::repo_root().join("docs/cli.md");
+    if std::env::var_os("KERNELS_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "docs/cli.md is stale: run `cargo run -q -- generate-cli-reference > docs/cli.md`"
+    );
+    for path in command_paths().iter().filter(|p| !p.is_empty()) {
+        assert!(generated.contains(&format!("## `kernels {}`", path.join(" "))));
+    }
+}
+
+#[test]
+fn version_and_completions() {
+    let cache = tempfile::tempdir().unwrap();
+    let version = run(kernels_in(Path::new("."), NO_HUB, cache.path()).arg("--version"));
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        format!("kernels {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let output =
+            run(kernels_in(Path::new("."), NO_HUB, cache.path()).args(["completions", shell]));
+        assert!(output.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            script.contains("check") && script.contains("locked"),
+            "{shell}"
+        );
+    }
+}
+
+const BAD_MANIFEST: &str = r#"[project]
+name = "demo"
+
+[tool.kernels]
+trsut = true
+
+[tool.kernels.dependencies]
+relu = 1
+"kernels-community/activation" = ">=0.1, 0.2"
+"kernels-community/rotary" = true
+"kernels-community/moe" = { version = 1, revison = "main" }
+"#;
+
+#[test]
+fn manifest_diagnostics() {
+    let cache = tempfile::tempdir().unwrap();
+    let cases = [
+        ("diag_many_problems", BAD_MANIFEST.to_owned()),
+        (
+            "diag_duplicate_key",
+            "[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n\"kernels-community/activation\" = 1\n\"kernels-community/relu\" = 2\n".to_owned(),
+        ),
+        (
+            "diag_dependencies_typo",
+            "[tool.kernels.dependecies]\n\"kernels-community/relu\" = 1\n".to_owned(),
+        ),
+    ];
+    for (name, text) in cases {
+        let dir = project(&text, None);
+        let output =
+            run(kernels_in(dir.path(), NO_HUB, cache.path()).args(["lock", "--color", "never"]));
+        assert_eq!(output.status.code(), Some(1), "{name}");
+        assert!(!dir.path().join("kernels.lock").exists());
+        insta::assert_snapshot!(name, rendered(&output));
+    }
+}
+
+#[test]
+fn resolution_and_network_diagnostics() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = project(
+        "[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=5\"\n\"nobody/nothing\" = 1\n",
+        None,
+    );
+    let output =
+        run(kernels_in(dir.path(), &server.endpoint, cache.path())
+            .args(["lock", "--color", "never"]));
+    let text = rendered(&output);
+    assert!(text.contains("closest: 0.2.0") && text.contains("RepoNotFound"));
+    assert!(text.contains("request id"));
+    insta::assert_snapshot!("diag_resolution_and_network", text);
+}
+
+#[test]
+fn color_follows_the_flag() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = project("[tool.kernels.dependencies]\nrelu = 1\n", None);
+    let colored =
+        run(kernels_in(dir.path(), NO_HUB, cache.path()).args(["lock", "--color", "always"]));
+    assert!(String::from_utf8_lossy(&colored.stderr).contains("\u{1b}["));
+    for args in [&["lock", "--color", "never"][..], &["lock"][..]] {
+        // `common::kernels` sets NO_COLOR, which `auto` obeys.
+        let plain = run(kernels_in(dir.path(), NO_HUB, cache.path()).args(args));
+        assert!(
+            !String::from_utf8_lossy(&plain.stderr).contains("\u{1b}["),
+            "{args:?}"
+        );
+    }
+}
+
+const TWO_DEPS: &str = "[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.2\"\n\"kernels-community/relu\" = 1\n";
+
+/// Locks `TWO_DEPS` against the bundled mirror; returns the project and lock text.
+fn locked_project(server: &Server) -> (tempfile::TempDir, String) {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = project(TWO_DEPS, None);
+    let output = run(kernels_in(dir.path(), &server.endpoint, cache.path()).arg("lock"));
+    assert!(output.status.success(), "{}", rendered(&output));
+    let lock = std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap();
+    (dir, lock)
+}
+
+#[test]
+fn lock_check_online_and_offline() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let (dir, lock) = locked_project(&server);
+    let check = |extra: &[&str], endpoint: &str| {
+        run(kernels_in(dir.path(), endpoint, cache.path())
+            .args(["lock", "--check"])
+            .args(extra))
+    };
+    // Fresh: online and offline (offline with no Hub at all).
+    let online = check(&[], &server.endpoint);
+    assert_eq!(online.status.code(), Some(0), "{}", rendered(&online));
+    let offline = check(&["--offline"], NO_HUB);
+    assert_eq!(offline.status.code(), Some(0), "{}", rendered(&offline));
+    insta::assert_snapshot!("check_offline_fresh_cold_cache", rendered(&offline));
+
+    // A stale commit: online shows the diff; offline cannot know.
+    let activation_commit = kernels::lockfile::Lockfile::parse(&lock, Path::new("kernels.lock"))
+        .unwrap()
+        .locked_kernels(Path::new("kernels.lock"))
+        .unwrap()[0]
+        .commit
+        .clone();
+    let old = "0123456789abcdef0123456789abcdef01234567";
+    std::fs::write(
+        dir.path().join("kernels.lock"),
+        lock.replace(&activation_commit, old),
+    )
+    .unwrap();
+    let stale = check(&[], &server.endpoint);
+    assert_eq!(stale.status.code(), Some(1));
+    insta::assert_snapshot!("check_online_stale", rendered(&stale));
+    let json = check(&["--format", "json"], &server.endpoint);
+    assert_eq!(json.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["up_to_date"], false);
+    assert_eq!(doc["mode"], "online");
+    assert_eq!(doc["findings"][0]["kind"], "changed");
+    assert_eq!(doc["findings"][0]["locked_commit"], old);
+    assert_eq!(
+        doc["findings"][0]["resolved_commit"],
+        activation_commit.as_str()
+    );
+    assert_eq!(check(&["--offline"], NO_HUB).status.code(), Some(0));
+
+    // Structural staleness is caught offline.
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        TWO_DEPS.replace(
+            "\"kernels-community/relu\" = 1\n",
+            "\"kernels-community/rotary\" = 1\n",
+        ),
+    )
+    .unwrap();
+    let offline = check(&["--offline"], NO_HUB);
+    assert_eq!(offline.status.code(), Some(1));
+    insta::assert_snapshot!("check_offline_stale", rendered(&offline));
+    let quiet = check(&["--offline", "-q"], NO_HUB);
+    assert_eq!(quiet.status.code(), Some(1));
+    assert!(quiet.stderr.is_empty() && quiet.stdout.is_empty());
+    // Nothing was written by any check.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap(),
+        lock.replace(&activation_commit, old)
+    );
+}
+
+#[test]
+fn offline_check_uses_cache_refs() {
+    let server = Server::bundled();
+    let (dir, _) = locked_project(&server);
+    let cache = tempfile::tempdir().unwrap();
+    // Download by branch/tag with the Python-compatible cache layout: write the refs
+    // a download by revision leaves behind.
+    let lock = kernels::lockfile::Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
+    let kernels = lock.locked_kernels(Path::new("kernels.lock")).unwrap();
+    let hub = kernels::cache::HubCache::new(cache.path());
+    let repo = |k: &kernels::lockfile::LockedKernel| {
+        hub.repo(&k.repo_id, kernels::hub::types::RepoType::Kernel)
+    };
+    repo(&kernels[0])
+        .write_ref("v0.0.1", &kernels[0].commit)
+        .unwrap();
+    repo(&kernels[1])
+        .write_ref("v1", &kernels[1].commit)
+        .unwrap();
+    let output = run(kernels_in(dir.path(), NO_HUB, cache.path()).args([
+        "lock",
+        "--check",
+        "--offline",
+        "-v",
+    ]));
+    assert_eq!(output.status.code(), Some(1), "{}", rendered(&output));
+    insta::assert_snapshot!("check_offline_cache_refs", rendered(&output));
+}
+
+#[test]
+fn lock_state_flags() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let (dir, lock) = locked_project(&server);
+    let manifest = dir.path().join("pyproject.toml");
+    std::fs::write(
+        &manifest,
+        format!("{TWO_DEPS}\"kernels-community/rotary\" = \">=0.0.1\"\n"),
+    )
+    .unwrap();
+
+    // `kernels lock --locked` / KERNELS_LOCKED: fail, write nothing.
+    let locked =
+        run(kernels_in(dir.path(), &server.endpoint, cache.path()).args(["lock", "--locked"]));
+    assert_eq!(locked.status.code(), Some(1), "{}", rendered(&locked));
+    assert!(
+        squash(&locked.stderr).contains("--locked forbids updating it"),
+        "{}",
+        rendered(&locked)
+    );
+    let env = run(kernels_in(dir.path(), &server.endpoint, cache.path())
+        .arg("lock")
+        .env("KERNELS_LOCKED", "1"));
+    assert_eq!(env.status.code(), Some(1));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap(),
+        lock
+    );
+
+    // `kernels download --locked` refuses the stale lock before downloading.
+    let download = run(kernels_in(dir.path(), NO_HUB, cache.path()).args([
+        "download",
+        "--locked",
+        "--offline",
+        "--all-variants",
+    ]));
+    assert_eq!(download.status.code(), Some(1));
+    insta::assert_snapshot!("download_locked_stale", rendered(&download));
+
+    // KERNELS_FROZEN: `kernels lock` refuses to update; `lock --check` ignores it.
+    let frozen = run(kernels_in(dir.path(), &server.endpoint, cache.path())
+        .arg("lock")
+        .env("KERNELS_FROZEN", "1"));
+    assert_eq!(frozen.status.code(), Some(1));
+    assert!(squash(&frozen.stderr).contains("is frozen"));
+    let check = run(kernels_in(dir.path(), NO_HUB, cache.path())
+        .args(["lock", "--check", "--offline"])
+        .env("KERNELS_FROZEN", "1"));
+    assert_eq!(check.status.code(), Some(1));
+    // KERNELS_OFFLINE and HF_HUB_OFFLINE make the check offline.
+    for var in ["KERNELS_OFFLINE", "HF_HUB_OFFLINE"] {
+        let offline = run(kernels_in(dir.path(), NO_HUB, cache.path())
+            .args(["lock", "--check"])
+            .env(var, "1"));
+        assert!(
+            String::from_utf8_lossy(&offline.stderr).contains("kernels-community/rotary: added"),
+            "{var}: {}",
+            rendered(&offline)
+        );
+    }
+
+    // Up to date again: --locked passes and writes nothing new.
+    std::fs::write(&manifest, TWO_DEPS).unwrap();
+    let ok = run(kernels_in(dir.path(), &server.endpoint, cache.path()).args(["lock", "--locked"]));
+    assert_eq!(ok.status.code(), Some(0), "{}", rendered(&ok));
+}
+
+#[test]
+fn conflicted_lock_is_reported_and_repaired() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let (dir, lock) = locked_project(&server);
+    let kernels = kernels::lockfile::Lockfile::parse(&lock, Path::new("kernels.lock"))
+        .unwrap()
+        .locked_kernels(Path::new("kernels.lock"))
+        .unwrap();
+    let (activation, relu) = (&kernels[0].commit, &kernels[1].commit);
+    // Both branches agree on an (older, made-up) activation commit and disagree on relu.
+    let agreed_old = "00000000000000000000000000000000000000aa";
+    let base = lock.replace(activation.as_str(), agreed_old);
+    let relu_line = format!("\"sha\": \"{relu}\",");
+    let ours = format!("\"sha\": \"{}\",", "1".repeat(40));
+    let theirs = format!("\"sha\": \"{}\",", "2".repeat(40));
+    let conflicted = base.replace(
+        &format!("    {relu_line}\n"),
+        &format!("<<<<<<< HEAD\n    {ours}\n=======\n    {theirs}\n>>>>>>> feature\n"),
+    );
+    assert!(conflicted.contains("<<<<<<<"), "{conflicted}");
+    std::fs::write(dir.path().join("kernels.lock"), &conflicted).unwrap();
+
+    let check =
+        run(kernels_in(dir.path(), NO_HUB, cache.path()).args(["lock", "--check", "--offline"]));
+    assert_eq!(check.status.code(), Some(1));
+    insta::assert_snapshot!("check_conflict", rendered(&check));
+
+    let repair = run(kernels_in(dir.path(), &server.endpoint, cache.path()).arg("lock"));
+    assert!(repair.status.success(), "{}", rendered(&repair));
+    let repaired = std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap();
+    // The agreed entry is kept as is; only relu was resolved again.
+    assert_eq!(repaired, base);
+    let stderr = String::from_utf8_lossy(&repair.stderr);
+    assert!(
+        stderr.contains("had merge conflicts in kernels-community/relu"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Locked kernels-community/relu"));
+    assert!(!stderr.contains("Locked kernels-community/activation"));
+}
+
+#[test]
+fn lock_format_json() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = project(TWO_DEPS, None);
+    let output =
+        run(kernels_in(dir.path(), &server.endpoint, cache.path())
+            .args(["lock", "--format", "json"]));
+    assert!(output.status.success(), "{}", rendered(&output));
+    assert!(output.stderr.is_empty(), "{}", rendered(&output));
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["schema"], 1);
+    assert_eq!(doc["command"], "lock");
+    assert_eq!(doc["written"], true);
+    assert_eq!(doc["kernels"][0]["repo_id"], "kernels-community/activation");
+    assert_eq!(doc["kernels"][1]["repo_id"], "kernels-community/relu");
+    assert_eq!(doc["format"], "variant-hash");
+    assert_eq!(doc["kernels"][1]["commit"].as_str().unwrap().len(), 40);
+    assert!(
+        doc["kernels"][0]["variants"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty())
+    );
+    let again =
+        run(kernels_in(dir.path(), &server.endpoint, cache.path())
+            .args(["lock", "--format", "json"]));
+    let doc: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(doc["written"], false);
+}

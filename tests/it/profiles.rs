@@ -1,0 +1,442 @@
+//! Target profiles: which runtime `kernels lock` and `kernels download` write
+//! for, chosen from `--target-runtime`, `[tool.kernels] target-runtime`, the
+//! existing lock, or the `kernels` installed in the project's Python
+//! environment; the 0.17 profile's transitive dependencies, cycles and trust;
+//! and the `kernel` → `model` repository fallback. All against the bundled
+//! mirror.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use kernels::lockfile::{LockFormat, Lockfile};
+
+use crate::common::{self, Server};
+
+/// A fake Python environment at `prefix` with `kernels` `version` installed
+/// (only its `dist-info/METADATA`).
+fn fake_env(prefix: &Path, version: &str) {
+    let dist = prefix.join(format!(
+        "lib/python3.12/site-packages/kernels-{version}.dist-info"
+    ));
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(
+        dist.join("METADATA"),
+        format!("Metadata-Version: 2.4\nName: kernels\nVersion: {version}\n\nA description.\n"),
+    )
+    .unwrap();
+}
+
+fn project_with(pyproject: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+    dir
+}
+
+/// `kernels <sub>` with `PATH` limited to an empty directory, so that no
+/// `python3` of the host is found.
+fn kernels(server: &Server, cache: &Path, sub: &str, dir: &Path, extra: &[&str]) -> Output {
+    let empty_path = cache.join("empty-path");
+    std::fs::create_dir_all(&empty_path).unwrap();
+    command(server, cache, &empty_path)
+        .arg(sub)
+        .args(extra)
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+fn command(server: &Server, cache: &Path, path: &Path) -> Command {
+    let mut cmd = common::kernels(&server.endpoint, cache);
+    cmd.env("PATH", path);
+    cmd
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn assert_ok(output: &Output) -> String {
+    let text = stderr(output);
+    assert!(output.status.success(), "{text}");
+    text
+}
+
+fn assert_fails(output: &Output, needles: &[&str]) {
+    let text = stderr(output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let squash = |t: &str| -> String {
+        t.chars()
+            .filter(|c| !c.is_whitespace() && *c != '│')
+            .collect()
+    };
+    for needle in needles {
+        assert!(
+            squash(&text).contains(&squash(needle)),
+            "missing {needle:?} in:\n{text}"
+        );
+    }
+}
+
+fn target_line(text: &str) -> &str {
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("Target runtime:"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    lines[0]
+}
+
+fn lock_format(dir: &Path) -> LockFormat {
+    Lockfile::read(&dir.join("kernels.lock")).unwrap().format()
+}
+
+const VERSIONS: &str = "[tool.kernels.dependencies]\n\"kernels-test/versions\" = 2\n";
+
+#[test]
+fn profile_is_chosen_by_each_source() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let cache = cache.path();
+
+    // Nothing names a runtime.
+    let dir = project_with(VERSIONS);
+    let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: unknown (no --target-runtime, [tool.kernels] target-runtime, kernels.lock or installed kernels found) — variant-hash lock, kernel repos, kernels-- cache"
+    );
+
+    // The existing lock (now variant-hash) is refined by an installed runtime writing that format.
+    fake_env(&dir.path().join(".venv"), "0.16.2");
+    let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.16.2 (format of the existing kernels.lock, installed in .venv) — variant-hash lock, kernel repos, kernels-- cache"
+    );
+
+    // An installed 0.17 does not override an existing variant-hash lock ...
+    let other = tempfile::tempdir().unwrap();
+    fake_env(other.path(), "0.17.2");
+    let output = command(&server, cache, &cache.join("empty-path"))
+        .env("VIRTUAL_ENV", other.path())
+        .arg("lock")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = assert_ok(&output);
+    assert!(
+        target_line(&text).contains("the existing kernels.lock is in the variant-hash format"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: kernels 0.17.2 installed in VIRTUAL_ENV cannot read this lock format; pass `--target-runtime 0.17.2`"),
+        "{text}"
+    );
+    // ... but is used when there is no lock (VIRTUAL_ENV before .venv).
+    std::fs::remove_file(dir.path().join("kernels.lock")).unwrap();
+    let output = command(&server, cache, &cache.join("empty-path"))
+        .env("VIRTUAL_ENV", other.path())
+        .arg("lock")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = assert_ok(&output);
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.17.2 (installed in VIRTUAL_ENV) — KernelLocks lock, kernel repos, kernels-- cache"
+    );
+    assert_eq!(lock_format(dir.path()), LockFormat::KernelLocks);
+
+    // The KernelLocks lock now chooses the 0.17 profile even without VIRTUAL_ENV.
+    std::fs::remove_dir_all(dir.path().join(".venv")).unwrap();
+    let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.17.0 (the existing kernels.lock is in the KernelLocks format) — KernelLocks lock, kernel repos, kernels-- cache"
+    );
+
+    // `[tool.kernels] target-runtime` beats the lock; `--target-runtime` beats both.
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        format!("[tool.kernels]\ntarget-runtime = \"0.13.0\"\n\n{VERSIONS}"),
+    )
+    .unwrap();
+    let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.13.0 (from `target-runtime` in [tool.kernels] of pyproject.toml) — variant-hash lock, model repos, models-- cache"
+    );
+    assert_eq!(lock_format(dir.path()), LockFormat::VariantHash);
+    let text = assert_ok(&kernels(
+        &server,
+        cache,
+        "lock",
+        dir.path(),
+        &["--target-runtime", "0.16.2", "--repo-type", "model"],
+    ));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.16.2 (from --target-runtime) — variant-hash lock, model repos (--repo-type), models-- cache"
+    );
+
+    // `python3` on PATH inside a virtual environment (no Python is started).
+    let dir = project_with(VERSIONS);
+    let env = tempfile::tempdir().unwrap();
+    fake_env(env.path(), "0.10.5");
+    std::fs::create_dir_all(env.path().join("bin")).unwrap();
+    std::fs::write(env.path().join("bin/python3"), "not a python").unwrap();
+    std::fs::write(env.path().join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    let output = command(&server, cache, &env.path().join("bin"))
+        .arg("lock")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = assert_ok(&output);
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.10.5 (installed in python3 on PATH) — variant-hash lock, model repos, models-- cache"
+    );
+
+    // Invalid versions are user errors.
+    assert_fails(
+        &kernels(
+            &server,
+            cache,
+            "lock",
+            dir.path(),
+            &["--target-runtime", "latest"],
+        ),
+        &["`latest` is not a kernels version"],
+    );
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        format!("[tool.kernels]\ntarget-runtime = 17\n\n{VERSIONS}"),
+    )
+    .unwrap();
+    assert_fails(
+        &kernels(&server, cache, "lock", dir.path(), &[]),
+        &["[tool.kernels] `target-runtime`: expected a version string, found an integer"],
+    );
+}
+
+/// `.venv` with kernels 0.17.2: a `KernelLocks` lock with the transitive
+/// `kernels-community/einops`, byte-identical to the real lock of the project.
+#[test]
+fn venv_with_0_17_gets_kernel_locks_with_transitive_dependencies() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let project =
+        common::repo_root().join("fixtures/projects/kernels-tests-kernel_locking-97dab31e");
+    let dir = project_with(&std::fs::read_to_string(project.join("pyproject.toml")).unwrap());
+    fake_env(&dir.path().join(".venv"), "0.17.2");
+    let text = assert_ok(&kernels(&server, cache.path(), "lock", dir.path(), &[]));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.17.2 (installed in .venv) — KernelLocks lock, kernel repos, kernels-- cache"
+    );
+    assert!(
+        text.contains(
+            "kernels-community/einops v1 (0bd0077), required by kernels-test/kernel-deps version 1"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
+        std::fs::read(project.join("kernels.lock.real")).unwrap()
+    );
+
+    // `download` follows the same profile: every lock entry, `kernels--` cache.
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        "[tool.kernels.dependencies]\n\"kernels-test/kernel-deps\" = 1\n",
+    )
+    .unwrap();
+    assert_ok(&kernels(&server, cache.path(), "lock", dir.path(), &[]));
+    let text = assert_ok(&kernels(
+        &server,
+        cache.path(),
+        "download",
+        dir.path(),
+        &["--variant", "torch-cpu"],
+    ));
+    assert!(target_line(&text).contains("KernelLocks lock"), "{text}");
+    assert!(
+        cache
+            .path()
+            .join("kernels--kernels-community--einops/snapshots/0bd00775195dda6f84c16c31f6d94564232d08b3/build/torch-cpu")
+            .is_dir()
+    );
+}
+
+/// `.venv` with kernels 0.10.5: a variant-hash lock and a `models--` cache.
+#[test]
+fn venv_with_0_10_5_gets_variant_hash_and_models_cache() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/kernel-deps\" = 1\n");
+    fake_env(&dir.path().join(".venv"), "0.10.5");
+    let text = assert_ok(&kernels(&server, cache.path(), "lock", dir.path(), &[]));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.10.5 (installed in .venv) — variant-hash lock, model repos, models-- cache"
+    );
+    assert!(
+        text.contains("integer version, which the `kernels lock` of kernels 0.10.5 cannot read"),
+        "{text}"
+    );
+    let lock = Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
+    assert_eq!(lock.format(), LockFormat::VariantHash);
+    let kernels_locked = lock.locked_kernels(Path::new("kernels.lock")).unwrap();
+    // No transitive entries before 0.17.
+    assert_eq!(kernels_locked.len(), 1);
+
+    let text = assert_ok(&kernels(
+        &server,
+        cache.path(),
+        "download",
+        dir.path(),
+        &["--variant", "torch-cpu"],
+    ));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.10.5 (format of the existing kernels.lock, installed in .venv) — variant-hash lock, model repos, models-- cache"
+    );
+    assert!(
+        cache
+            .path()
+            .join("models--kernels-test--kernel-deps/snapshots/b1c7a501401316a27653d46107b98259ee79d888/build/torch-cpu")
+            .is_dir()
+    );
+    assert!(
+        !cache
+            .path()
+            .join("kernels--kernels-test--kernel-deps")
+            .exists()
+    );
+}
+
+#[test]
+fn cycles_missing_metadata_and_empty_tables_fail_under_0_17() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let t = ["--target-runtime", "0.17.2"];
+    let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/cycle-a\" = 1\n");
+    assert_fails(
+        &kernels(&server, cache.path(), "lock", dir.path(), &t),
+        &[
+            "Cyclic kernel dependency detected: kernels-test/cycle-a version 1 → kernels-test/cycle-b version 1 → kernels-test/cycle-a version 1",
+        ],
+    );
+    assert!(!dir.path().join("kernels.lock").exists());
+    // Before 0.17 dependencies are not followed.
+    assert_ok(&kernels(
+        &server,
+        cache.path(),
+        "lock",
+        dir.path(),
+        &["--target-runtime", "0.16.2"],
+    ));
+
+    // The stray `build/torch-ext` source directory has no metadata.json.
+    let dir = project_with(
+        "[tool.kernels.dependencies]\n\"kernels-community/relu\" = { revision = \"8c883dab2ee1e812d6bf996ab30cb43e0dcf63ed\" }\n",
+    );
+    assert_fails(
+        &kernels(&server, cache.path(), "lock", dir.path(), &t),
+        &["`build/torch-ext/metadata.json` does not exist in `kernels-community/relu`"],
+    );
+
+    let dir = project_with("[tool.kernels.dependencies]\n");
+    assert_fails(
+        &kernels(&server, cache.path(), "lock", dir.path(), &t),
+        &["No kernels found to lock"],
+    );
+    assert!(!dir.path().join("kernels.lock").exists());
+
+    let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=0.1\"\n");
+    assert_fails(
+        &kernels(&server, cache.path(), "lock", dir.path(), &t),
+        &["is not supported by kernels 0.17.2, which reads integer versions only"],
+    );
+}
+
+#[test]
+fn untrusted_publishers_need_an_explicit_trust() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let t = ["--target-runtime", "0.17.2"];
+    let deps = "[tool.kernels.dependencies]\n\"untrusted-publisher/identity\" = 1\n";
+    let dir = project_with(deps);
+    assert_fails(
+        &kernels(&server, cache.path(), "lock", dir.path(), &t),
+        &[
+            "Kernel repository 'untrusted-publisher/identity' is not from a trusted publisher",
+            "--trust untrusted-publisher/identity",
+        ],
+    );
+    assert_ok(&kernels(
+        &server,
+        cache.path(),
+        "lock",
+        dir.path(),
+        &[
+            "--target-runtime",
+            "0.17.2",
+            "--trust",
+            "untrusted-publisher/identity",
+        ],
+    ));
+    let dir = project_with(&format!(
+        "[tool.kernels]\ntrust = [\"untrusted-publisher/identity\"]\n\n{deps}"
+    ));
+    assert_ok(&kernels(&server, cache.path(), "lock", dir.path(), &t));
+    // Runtimes before 0.17 do not check trust when locking.
+    let dir = project_with(deps);
+    assert_ok(&kernels(
+        &server,
+        cache.path(),
+        "lock",
+        dir.path(),
+        &["--target-runtime", "0.16.2"],
+    ));
+}
+
+#[test]
+fn model_only_repositories_are_named_and_fall_back_on_request() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/model-only\" = 1\n");
+    for runtime in ["0.17.2", "0.16.2"] {
+        assert_fails(
+            &kernels(
+                &server,
+                cache.path(),
+                "lock",
+                dir.path(),
+                &["--target-runtime", runtime],
+            ),
+            &[
+                "`kernels-test/model-only` is not a kernel repository",
+                "a `model` repository `kernels-test/model-only` exists",
+                "--allow-model-repos",
+            ],
+        );
+    }
+    let text = assert_ok(&kernels(
+        &server,
+        cache.path(),
+        "lock",
+        dir.path(),
+        &["--target-runtime", "0.17.2", "--allow-model-repos"],
+    ));
+    assert!(text.contains("locked from the model API"), "{text}");
+    assert_eq!(lock_format(dir.path()), LockFormat::KernelLocks);
+    // A runtime that uses model repositories needs no fallback.
+    assert_ok(&kernels(
+        &server,
+        cache.path(),
+        "lock",
+        dir.path(),
+        &["--target-runtime", "0.13.0"],
+    ));
+}

@@ -1,0 +1,368 @@
+//! `kernels verify`, `kernels download --offline`, `--dry-run` and the output
+//! modes, against `kernels serve --test-control` and its request log.
+
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::common;
+use crate::download::{
+    GELU_SHA, RELU_SHA, World, assert_ok, cdn_requests, gelu_files, relu_files, resolve_requests,
+    stderr, variants,
+};
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+impl World {
+    fn verify(&self, args: &[&str]) -> Output {
+        common::kernels(&self.server.endpoint, &self.cache)
+            .arg("verify")
+            .arg(&self.project)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+/// Miette wraps long messages (also after a `-`); compare without line
+/// breaks, margins and the space a break after `-` leaves.
+fn flat(text: &str) -> String {
+    text.split_whitespace()
+        .filter(|w| *w != "│")
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("- ", "-")
+}
+
+#[test]
+fn verify_accepts_a_complete_cache_and_reports_every_difference() {
+    let world = World::new();
+    let relu = relu_files();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
+    assert_ok(&world.download(&["--all-variants"]));
+    world.reset();
+
+    let out = world.verify(&["--all-variants"]);
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains("All 1 kernel(s) verified: 8 file(s)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty());
+
+    // Break the cache four ways.
+    let repo_dir = world.repo_dir("kernel", "acme/relu");
+    let by_variant = variants(&relu);
+    let cuda_so = by_variant["torch-cuda"].iter().find(|f| f.lfs()).unwrap();
+    let blob = repo_dir.join("blobs").join(cuda_so.etag());
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[10] ^= 0x55;
+    std::fs::write(&blob, &bytes).unwrap();
+    let cpu_so = by_variant["torch-cpu"].iter().find(|f| f.lfs()).unwrap();
+    std::fs::remove_file(repo_dir.join("blobs").join(cpu_so.etag())).unwrap();
+    std::fs::remove_dir_all(
+        repo_dir
+            .join("snapshots")
+            .join(RELU_SHA)
+            .join("build/torch-universal"),
+    )
+    .unwrap();
+    let arch = by_variant
+        .keys()
+        .find(|v| v.starts_with("torch27"))
+        .unwrap()
+        .clone();
+    let arch_init = by_variant[&arch]
+        .iter()
+        .find(|f| f.path.ends_with("__init__.py"))
+        .unwrap();
+    std::fs::remove_file(
+        repo_dir
+            .join("snapshots")
+            .join(RELU_SHA)
+            .join(&arch_init.path),
+    )
+    .unwrap();
+
+    let out = world.verify(&["--all-variants"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = stdout(&out);
+    let expect = [
+        format!(
+            "acme/relu@1111111: `{}`: blob {} has sha256",
+            cuda_so.path,
+            cuda_so.etag()
+        ),
+        format!(
+            "acme/relu@1111111: `{}` links to blob {}, which is missing",
+            cpu_so.path,
+            cpu_so.etag()
+        ),
+        "acme/relu@1111111: variant `torch-universal` is not in the cache".to_owned(),
+        format!("acme/relu@1111111: variant `{arch}`: kernels.lock has sha256-"),
+        "acme/relu@1111111: variant `torch-cpu`: kernels.lock has sha256-".to_owned(),
+    ];
+    for line in &expect {
+        assert!(
+            report.contains(line.as_str()),
+            "missing {line:?} in:\n{report}"
+        );
+    }
+    assert_eq!(report.lines().count(), expect.len(), "{report}");
+    let err = flat(&stderr(&out));
+    assert!(
+        err.contains("5 problem(s) in 1 of 1 kernel(s)") && err.contains("--all-variants`"),
+        "{err}"
+    );
+    assert!(world.requests().is_empty(), "verify made requests");
+
+    // Only the selected variant is checked; download repairs, verify agrees.
+    let out = world.verify(&["--variant", "torch-cuda"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out).lines().count(), 1, "{}", stdout(&out));
+    assert_ok(&world.download(&["--all-variants"]));
+    assert_ok(&world.verify(&["--all-variants"]));
+}
+
+#[test]
+fn offline_flag_makes_no_request_and_names_what_is_missing() {
+    let world = World::new();
+    world.lock_b(&[("acme/relu", RELU_SHA), ("acme/gelu", GELU_SHA)]);
+    assert_ok(&world.download(&["--all-variants"]));
+
+    // Everything cached and verified: one request (the tree listing) per kernel.
+    world.reset();
+    assert_ok(&world.download(&["--all-variants"]));
+    let log = world.requests();
+    assert_eq!(log.len(), 2, "{log:#?}");
+    assert!(resolve_requests(&log).is_empty() && cdn_requests(&log).is_empty());
+
+    world.reset();
+    let out = world.download(&["--all-variants", "--offline"]);
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains("Downloaded acme/gelu@2222222: 2 variants, 2 files"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(world.requests().is_empty());
+    let out = world.download(&[
+        "--all-variants",
+        "--offline",
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    assert_ok(&out);
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["download_files"], 0, "{doc}");
+    assert_eq!(doc["kernels"][0]["variants"][1]["cached_files"], 1, "{doc}");
+    assert!(world.requests().is_empty());
+
+    let gelu_so = &gelu_files()[1];
+    let repo_dir = world.repo_dir("kernel", "acme/gelu");
+    std::fs::remove_file(repo_dir.join("blobs").join(gelu_so.etag())).unwrap();
+    let out = world.download(&["--all-variants", "--offline"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = flat(&stderr(&out));
+    assert!(
+        err.contains(&format!(
+            "`{}` links to blob {}, which is missing",
+            gelu_so.path,
+            gelu_so.etag()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "kernels download {} --all-variants",
+            world.project.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("acme/relu@1111111 cannot"), "{err}");
+    assert!(world.requests().is_empty());
+}
+
+#[test]
+fn offline_works_with_the_server_stopped() {
+    let World {
+        _tmp,
+        server,
+        project,
+        cache,
+    } = World::new();
+    std::fs::write(
+        project.join("kernels.lock"),
+        format!(
+            r#"[{{"dependency": {{"repo-id": "acme/gelu", "version": 1}}, "lock": {{"commit": "{GELU_SHA}"}}}}]"#
+        ),
+    )
+    .unwrap();
+    let endpoint = server.endpoint.clone();
+    let run = |args: &[&str], env: Option<(&str, &str)>| {
+        let mut cmd = common::kernels(&endpoint, &cache);
+        cmd.arg("download").arg(&project).args(args);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    assert_ok(&run(&["--variant", "torch-cuda"], None));
+    drop(server);
+    assert_ok(&run(&["--variant", "torch-cuda", "--offline"], None));
+    assert_ok(&run(
+        &["--variant", "torch-cuda"],
+        Some(("HF_HUB_OFFLINE", "1")),
+    ));
+    let out = run(&["--variant", "torch-universal", "--offline"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let err = flat(&stderr(&out));
+    assert!(
+        err.contains("variant `torch-universal` is not in the cache")
+            && err.contains("--variant torch-universal`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dry_run_reports_sizes_and_makes_only_metadata_requests() {
+    let world = World::new();
+    let relu = relu_files();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
+    let out = world.download(&["--all-variants", "--dry-run"]);
+    assert_ok(&out);
+    let text = stdout(&out);
+    // 8 files, 6 distinct blobs (the three `__init__.py` of the same content share one).
+    assert!(
+        text.contains("acme/relu@1111111: would download 6 file(s)"),
+        "{text}"
+    );
+    assert!(text.contains("  torch-cuda: 3 file(s)"), "{text}");
+    assert!(!world.cache.join("kernels--acme--relu").exists());
+    let log = world.requests();
+    assert!(!log.is_empty());
+    for request in &log {
+        let path = request["path"].as_str().unwrap();
+        assert!(path.starts_with("/api/"), "not a metadata request: {path}");
+    }
+
+    assert_ok(&world.download(&["--variant", "torch-cuda"]));
+    world.reset();
+    let out = world.download(&["--all-variants", "--dry-run", "--format", "json"]);
+    assert_ok(&out);
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["schema"], 1);
+    let kernel = &doc["kernels"][0];
+    assert_eq!(kernel["repo_id"], "acme/relu");
+    assert_eq!(kernel["commit"], RELU_SHA);
+    let by_variant = variants(&relu);
+    for v in kernel["variants"].as_array().unwrap() {
+        let name = v["name"].as_str().unwrap();
+        let files = &by_variant[name];
+        let bytes: u64 = files.iter().map(|f| f.content.len() as u64).sum();
+        assert_eq!(v["files"], files.len(), "{v}");
+        assert_eq!(v["bytes"], bytes, "{v}");
+        if name == "torch-cuda" {
+            assert_eq!(
+                (v["cached_files"].clone(), v["cached_bytes"].clone()),
+                (files.len().into(), bytes.into())
+            );
+        }
+    }
+    // torch-cuda brought 3 of the 6 blobs (`__init__.py`, `_ops.abi3.so`, `metadata.json`).
+    assert_eq!(kernel["download_files"], 3, "{kernel}");
+    assert_eq!(doc["download_files"], kernel["download_files"]);
+    assert!(
+        resolve_requests(&world.requests()).is_empty()
+            && cdn_requests(&world.requests()).is_empty()
+    );
+}
+
+#[test]
+fn quiet_prints_nothing_and_lines_name_each_kernel() {
+    let world = World::new();
+    world.lock_b(&[("acme/relu", RELU_SHA), ("acme/gelu", GELU_SHA)]);
+    let out = world.download(&["--all-variants", "--quiet"]);
+    assert_ok(&out);
+    assert!(
+        out.stderr.is_empty() && out.stdout.is_empty(),
+        "{}",
+        stderr(&out)
+    );
+    let out = world.download(&["--all-variants"]);
+    let err = stderr(&out);
+    // The target-runtime line, then one line per kernel.
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].starts_with("Target runtime: "), "{err}");
+    assert!(
+        lines[1..].iter().all(|l| l.starts_with("Downloaded acme/")),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\x1b'),
+        "escape codes without a terminal: {err:?}"
+    );
+}
+
+/// Runs a download under a pseudo-terminal (`script`), slowed down so the bars draw.
+fn download_on_a_terminal(world: &World, no_color: bool) -> String {
+    world.fault(serde_json::json!({"listener": "cdn", "latency_ms": 400}));
+    let mut cmd = std::process::Command::new("script");
+    let line = format!(
+        "{} download {} --all-variants --concurrency 1",
+        common::kernels_bin().display(),
+        world.project.display()
+    );
+    cmd.args(["-qefc", &line, "/dev/null"]);
+    let template = common::kernels(&world.server.endpoint, &world.cache);
+    for (key, value) in template.get_envs() {
+        match value {
+            Some(v) => cmd.env(key, v),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd.env("TERM", "xterm-256color").env("COLUMNS", "160");
+    if !no_color {
+        cmd.env_remove("NO_COLOR");
+    }
+    let out = cmd.output().expect("run `script` (util-linux)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn terminal_bars_show_rate_and_eta_and_respect_no_color() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let screen = download_on_a_terminal(&world, true);
+    assert!(
+        screen.contains("Downloading") && screen.contains("ETA"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("/s"), "no transfer rate: {screen:?}");
+    assert!(
+        !screen.contains("\x1b[1m") && !screen.contains("\x1b[32m"),
+        "colour with NO_COLOR: {screen:?}"
+    );
+    assert!(
+        screen.contains("Downloaded acme/gelu@2222222"),
+        "{screen:?}"
+    );
+
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let screen = download_on_a_terminal(&world, false);
+    assert!(
+        screen.contains("\x1b[1m") || screen.contains("\x1b[32m"),
+        "no colour on a terminal: {screen:?}"
+    );
+}
