@@ -21,13 +21,13 @@ use super::lock::RepoTypeArg;
 /// Arguments of `kernels to-wheel`.
 #[derive(Debug, clap::Args)]
 pub struct ToWheelArgs {
-    /// Kernel repository, `owner/name` (not with `--locked`).
-    #[arg(required_unless_present = "locked")]
+    /// Kernel repository, `owner/name` (not with `--from-lock`).
+    #[arg(required_unless_present = "from_lock")]
     pub repo_id: Option<RepoId>,
 
     /// Version the wheels carry (PEP 440, for example `0.0.3`). Unless
     /// `--revision` is given, the files come from tag or branch `v<VERSION>`.
-    #[arg(value_name = "VERSION", required_unless_present = "locked")]
+    #[arg(value_name = "VERSION", required_unless_present = "from_lock")]
     pub kernel_version: Option<String>,
 
     /// Build wheels for every kernel and variant locked in
@@ -41,7 +41,7 @@ pub struct ToWheelArgs {
         default_missing_value = ".",
         conflicts_with_all = ["repo_id", "kernel_version", "revision", "from_dir", "variants"]
     )]
-    pub locked: Option<PathBuf>,
+    pub from_lock: Option<PathBuf>,
 
     /// Lowest CPython version: compiled wheels are tagged `cp<XY>-abi3` and
     /// every wheel says `Requires-Python: >=X.Y`.
@@ -95,12 +95,12 @@ pub fn run(args: ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Resul
         macos: args.macos_version,
         source_date_epoch: args.source_date_epoch,
     };
-    if let Some(project_dir) = &args.locked {
+    if let Some(project_dir) = &args.from_lock {
         return run_locked(project_dir, &args, &options, settings, quiet);
     }
     let (Some(repo_id), Some(version)) = (&args.repo_id, &args.kernel_version) else {
         return Err(super::InternalError(
-            "clap let REPO_ID or VERSION through without --locked".into(),
+            "clap let REPO_ID or VERSION through without --from-lock".into(),
         )
         .into());
     };
@@ -154,7 +154,7 @@ fn write_wheels<'a>(
     first_error.map_or(Ok(()), Err)
 }
 
-/// `--locked`: every kernel of the lock is downloaded (or verified in the
+/// `--from-lock`: every kernel of the lock is downloaded (or verified in the
 /// cache) and planned first; wheels are written only when all succeeded.
 fn run_locked(
     project_dir: &Path,
@@ -220,7 +220,7 @@ fn run_locked(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `kernels to-wheel --locked` failures that are not about one kernel.
+/// `kernels to-wheel --from-lock` failures that are not about one kernel.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 enum ToWheelCliError {
     #[error("no kernels.lock in {}: expected {}", dir.display(), path.display())]

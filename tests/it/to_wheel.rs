@@ -1077,7 +1077,7 @@ fn locked_builds_every_kernel_of_a_variant_hash_lock() {
     let output = run_ok(
         kernels(&server.endpoint, &cache)
             .env_remove("SOURCE_DATE_EPOCH")
-            .args(["to-wheel", "--locked"])
+            .args(["to-wheel", "--from-lock"])
             .arg(&project)
             .arg("--out-dir")
             .arg(&out),
@@ -1099,7 +1099,7 @@ fn locked_builds_every_kernel_of_a_variant_hash_lock() {
             .env_remove("SOURCE_DATE_EPOCH")
             .env("HF_HUB_OFFLINE", "1")
             .current_dir(&project)
-            .args(["to-wheel", "--locked", "--out-dir"])
+            .args(["to-wheel", "--from-lock", "--out-dir"])
             .arg(&offline),
     );
     assert_eq!(printed_names(&output), names);
@@ -1113,15 +1113,15 @@ fn locked_builds_every_kernel_of_a_variant_hash_lock() {
 
     // No lock: a user error naming the fix.
     let output = kernels(NO_ENDPOINT, &cache)
-        .args(["to-wheel", "--locked"])
+        .args(["to-wheel", "--from-lock"])
         .arg(tmp.path())
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("kernels lock"));
-    // `--locked` replaces the repository arguments.
+    // `--from-lock` replaces the repository arguments.
     let output = kernels(NO_ENDPOINT, &cache)
-        .args(["to-wheel", REPO, "0.0.3", "--locked"])
+        .args(["to-wheel", REPO, "0.0.3", "--from-lock"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "clap usage error");
@@ -1145,7 +1145,7 @@ fn locked_builds_every_kernel_of_a_kernel_locks_file() {
     let output = run_ok(
         kernels(&server.endpoint, &cache)
             .env_remove("SOURCE_DATE_EPOCH")
-            .args(["to-wheel", "--locked"])
+            .args(["to-wheel", "--from-lock"])
             .arg(&project)
             .arg("--out-dir")
             .arg(&out),
