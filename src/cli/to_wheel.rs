@@ -1,15 +1,19 @@
 //! `kernels to-wheel`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cache::HubCache;
-use crate::download::{Progress, ProgressMode};
+use crate::download::{DEFAULT_CONCURRENCY, DownloadOptions, Progress, ProgressMode};
 use crate::hub::HubClient;
+use crate::lockfile::{LOCK_FILE_NAME, Lockfile};
 use crate::repo_id::RepoId;
 use crate::settings::Settings;
+use crate::variant::VariantSelection;
+use crate::wheel::locked::plan_locked;
 use crate::wheel::{
-    self, HubRevision, Kernel, Snapshot, TagVersion, WheelError, WheelOptions, ZIP_EPOCH,
+    self, HubRevision, Kernel, PlannedWheel, Snapshot, TagVersion, WheelError, WheelOptions,
+    ZIP_EPOCH,
 };
 
 use super::lock::RepoTypeArg;
@@ -17,13 +21,27 @@ use super::lock::RepoTypeArg;
 /// Arguments of `kernels to-wheel`.
 #[derive(Debug, clap::Args)]
 pub struct ToWheelArgs {
-    /// Kernel repository, `owner/name`.
-    pub repo_id: RepoId,
+    /// Kernel repository, `owner/name` (not with `--from-lock`).
+    #[arg(required_unless_present = "from_lock")]
+    pub repo_id: Option<RepoId>,
 
     /// Version the wheels carry (PEP 440, for example `0.0.3`). Unless
     /// `--revision` is given, the files come from tag or branch `v<VERSION>`.
-    #[arg(value_name = "VERSION")]
-    pub kernel_version: String,
+    #[arg(value_name = "VERSION", required_unless_present = "from_lock")]
+    pub kernel_version: Option<String>,
+
+    /// Build wheels for every kernel and variant locked in
+    /// `PROJECT_DIR/kernels.lock` (default `.`), downloading what the cache
+    /// lacks. Wheel versions come from the lock or from release tags at the
+    /// locked commits, else `0+g<commit>` (see docs/to-wheel.md).
+    #[arg(
+        long,
+        value_name = "PROJECT_DIR",
+        num_args = 0..=1,
+        default_missing_value = ".",
+        conflicts_with_all = ["repo_id", "kernel_version", "revision", "from_dir", "variants"]
+    )]
+    pub from_lock: Option<PathBuf>,
 
     /// Lowest CPython version: compiled wheels are tagged `cp<XY>-abi3` and
     /// every wheel says `Requires-Python: >=X.Y`.
@@ -71,16 +89,25 @@ pub struct ToWheelArgs {
 /// plans every wheel, then writes them one by one, printing each wheel's
 /// path on stdout.
 pub fn run(args: ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
-    let kernel = Kernel::new(args.repo_id.clone(), &args.kernel_version)?;
-    let snapshot = match &args.from_dir {
-        Some(dir) => Snapshot::from_dir(dir)?,
-        None => hub_snapshot(&args, settings, quiet)?,
-    };
     let options = WheelOptions {
         python: args.python_version,
         manylinux: args.manylinux_version,
         macos: args.macos_version,
         source_date_epoch: args.source_date_epoch,
+    };
+    if let Some(project_dir) = &args.from_lock {
+        return run_locked(project_dir, &args, &options, settings, quiet);
+    }
+    let (Some(repo_id), Some(version)) = (&args.repo_id, &args.kernel_version) else {
+        return Err(super::InternalError(
+            "clap let REPO_ID or VERSION through without --from-lock".into(),
+        )
+        .into());
+    };
+    let kernel = Kernel::new(repo_id.clone(), version)?;
+    let snapshot = match &args.from_dir {
+        Some(dir) => Snapshot::from_dir(dir)?,
+        None => hub_snapshot(repo_id, version, &args, settings, quiet)?,
     };
     let plan = wheel::plan_wheels(&kernel, &snapshot, &args.variants, &options)?;
     if !quiet {
@@ -88,19 +115,120 @@ pub fn run(args: ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Resul
             eprintln!("warning: skipping `{variant}`: not a build-variant name");
         }
     }
-    fs_err::create_dir_all(&args.out_dir).map_err(WheelError::Io)?;
-    for planned in &plan.wheels {
-        let path = planned.build(&args.out_dir)?;
-        if !quiet {
-            eprintln!(
-                "Built {} from {}",
-                planned.spec.file_name(),
-                planned.variant
-            );
-        }
-        println!("{}", path.display());
-    }
+    write_wheels(plan.wheels.iter(), &args.out_dir, quiet)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes planned wheels into `out_dir` (created if missing), several at a
+/// time (one per CPU), printing each path on stdout in plan order. The first
+/// error (in plan order) is returned after every wheel was attempted.
+fn write_wheels<'a>(
+    wheels: impl Iterator<Item = &'a PlannedWheel>,
+    out_dir: &Path,
+    quiet: bool,
+) -> Result<(), WheelError> {
+    fs_err::create_dir_all(out_dir)?;
+    let wheels: Vec<&PlannedWheel> = wheels.collect();
+    let jobs = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut first_error = None;
+    for (planned, result) in wheels
+        .iter()
+        .zip(wheel::build_wheels(&wheels, out_dir, jobs))
+    {
+        match result {
+            Ok(path) => {
+                if !quiet {
+                    eprintln!(
+                        "Built {} from {}",
+                        planned.spec.file_name(),
+                        planned.variant
+                    );
+                }
+                println!("{}", path.display());
+            }
+            Err(err) => {
+                first_error.get_or_insert(err);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// `--from-lock`: every kernel of the lock is downloaded (or verified in the
+/// cache) and planned first; wheels are written only when all succeeded.
+fn run_locked(
+    project_dir: &Path,
+    args: &ToWheelArgs,
+    options: &WheelOptions,
+    settings: &Settings,
+    quiet: bool,
+) -> miette::Result<ExitCode> {
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    if !lock_path.is_file() {
+        return Err(ToWheelCliError::NoLock {
+            dir: project_dir.to_path_buf(),
+            path: lock_path,
+        }
+        .into());
+    }
+    let lock = Lockfile::read(&lock_path)?;
+    let client = HubClient::new(settings).map_err(|err| super::InternalError(err.to_string()))?;
+    let cache = HubCache::new(&settings.cache_dir);
+    let download_options = DownloadOptions {
+        repo_type: args.repo_type.into(),
+        selection: VariantSelection::All,
+        concurrency: DEFAULT_CONCURRENCY,
+    };
+    let builds = super::runtime()?.block_on(plan_locked(
+        &client,
+        &cache,
+        &lock,
+        &lock_path,
+        &download_options,
+        options,
+        || {
+            Progress::new(
+                ProgressMode::detect(quiet),
+                crate::settings::color_enabled(),
+            )
+        },
+    ))?;
+    if !quiet {
+        for build in &builds {
+            let label = crate::download::plan::label(&build.locked.repo_id, &build.locked.commit);
+            for variant in &build.skipped_locked {
+                eprintln!("warning: skipping `{variant}` of {label}: not a build-variant name");
+            }
+            for variant in &build.plan.skipped {
+                eprintln!("warning: skipping `{variant}` of {label}: not a build-variant name");
+            }
+            if !build.plan.wheels.is_empty() {
+                eprintln!(
+                    "{label}: {} wheel(s), version {} ({})",
+                    build.plan.wheels.len(),
+                    build.version,
+                    build.version_source
+                );
+            }
+        }
+    }
+    write_wheels(
+        builds.iter().flat_map(|build| &build.plan.wheels),
+        &args.out_dir,
+        quiet,
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kernels to-wheel --from-lock` failures that are not about one kernel.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+enum ToWheelCliError {
+    #[error("no kernels.lock in {}: expected {}", dir.display(), path.display())]
+    #[diagnostic(
+        code(kernels::wheel::no_lock),
+        help("create it with `kernels lock {}`", dir.display())
+    )]
+    NoLock { dir: PathBuf, path: PathBuf },
 }
 
 /// Downloads the snapshot into the Hub cache. Offline (`HF_HUB_OFFLINE`), or
@@ -108,17 +236,23 @@ pub fn run(args: ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Resul
 /// in the cache for the revision is used instead, with a warning naming the
 /// failure. A download that fails after it started is an error: the cached
 /// snapshot may be incomplete.
-fn hub_snapshot(args: &ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Result<Snapshot> {
-    let revision = args.revision.clone().unwrap_or_else(|| {
-        let version = &args.kernel_version;
-        format!("v{}", version.strip_prefix('v').unwrap_or(version))
-    });
-    let cached = || Snapshot::from_cache(&settings.cache_dir, &args.repo_id, &revision);
+fn hub_snapshot(
+    repo_id: &RepoId,
+    version: &str,
+    args: &ToWheelArgs,
+    settings: &Settings,
+    quiet: bool,
+) -> miette::Result<Snapshot> {
+    let revision = args
+        .revision
+        .clone()
+        .unwrap_or_else(|| format!("v{}", version.strip_prefix('v').unwrap_or(version)));
+    let cached = || Snapshot::from_cache(&settings.cache_dir, repo_id, &revision);
     if settings.offline {
         return Ok(cached()?);
     }
     let at = HubRevision {
-        repo_id: &args.repo_id,
+        repo_id,
         revision: &revision,
         repo_type: args.repo_type.into(),
     };
@@ -132,8 +266,7 @@ fn hub_snapshot(args: &ToWheelArgs, settings: &Settings, quiet: bool) -> miette:
             };
             if !quiet {
                 eprintln!(
-                    "warning: using the cached snapshot of `{}` at `{revision}`: {err}",
-                    args.repo_id
+                    "warning: using the cached snapshot of `{repo_id}` at `{revision}`: {err}"
                 );
             }
             return Ok(snapshot);

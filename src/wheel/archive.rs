@@ -15,6 +15,12 @@ use super::WheelError;
 /// The earliest time a zip entry can carry: 1980-01-01T00:00:00Z.
 pub const ZIP_EPOCH: u64 = 315_532_800;
 
+/// Deflate level of every entry. On real kernel libraries level 3 takes about
+/// half the time of zlib's default 6 for wheels about 5 % larger; the bytes
+/// depend only on the input (and the pinned compressor), so rebuilds stay
+/// identical.
+const DEFLATE_LEVEL: i64 = 3;
+
 /// One file of the variant, to be stored at `arcname`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -189,7 +195,7 @@ impl<R: Read> Read for Hashing<R> {
 /// Writes the wheel to `dest` atomically (a temporary file in the same
 /// directory, renamed at the end): the variant's `entries` in order, then
 /// `generated` (`METADATA`, `WHEEL`), then `<dist_info>/RECORD` listing
-/// everything with its sha256 and size. Every entry is deflated and carries
+/// everything with its sha256 and size. Every entry is deflated (level 3) and carries
 /// the timestamp of `epoch`; the result depends only on the inputs.
 pub(crate) fn write_wheel(
     dest: &Path,
@@ -209,6 +215,7 @@ pub(crate) fn write_wheel(
         })?;
     let base = SimpleFileOptions::default()
         .compression_method(CompressionMethod::Deflated)
+        .compression_level(Some(DEFLATE_LEVEL))
         .last_modified_time(zip_time(epoch));
     let mut record = String::new();
     {

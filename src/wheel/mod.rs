@@ -9,8 +9,12 @@
 //! sorted, timestamps come from `SOURCE_DATE_EPOCH`, and generated files have
 //! fixed modes, so rebuilding gives byte-identical wheels.
 //!
+//! [`locked`] plans the wheels of every kernel in a project's `kernels.lock`
+//! (`--from-lock`); [`build_wheels`] writes planned wheels in parallel.
+//!
 //! The reference `kernels` had this command in 0.6.0–0.11.3 only; see
-//! [`WheelSpec::new`] for where this one deliberately differs.
+//! [`WheelSpec::new`] and `docs/to-wheel.md` for where this one deliberately
+//! differs.
 //!
 //! ```no_run
 //! use kernels::wheel::{Kernel, Snapshot, WheelOptions, plan_wheels};
@@ -33,6 +37,7 @@
 //! ```
 
 mod archive;
+pub mod locked;
 mod source;
 mod spec;
 
@@ -150,7 +155,9 @@ pub enum WheelError {
     #[error("build variants `{first}` and `{second}` both become {file}")]
     #[diagnostic(
         code(kernels::wheel::duplicate_wheel),
-        help("build them separately with `--variant` and different `--out-dir`s")
+        help(
+            "build them separately into different `--out-dir`s: with `--variant`, or one kernel at a time instead of `--from-lock`"
+        )
     )]
     DuplicateWheel {
         /// The wheel file name.
@@ -195,6 +202,10 @@ pub enum WheelError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Download(Box<crate::download::DownloadError>),
+    /// The project's `kernels.lock` cannot be used (`--from-lock`).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Lockfile(Box<crate::lockfile::LockfileError>),
     /// Reading the snapshot failed (the message names the path).
     #[error(transparent)]
     #[diagnostic(code(kernels::wheel::io))]
@@ -245,6 +256,41 @@ impl PlannedWheel {
         archive::write_wheel(&dest, &self.entries, &generated, &dist_info, self.epoch)?;
         Ok(dest)
     }
+}
+
+/// Writes `wheels` into `out_dir` (which must exist) on up to `jobs` threads
+/// and returns each wheel's path or error, in the order given. Every wheel is
+/// written atomically, so a failure leaves no partial file; the other wheels
+/// are still written.
+pub fn build_wheels(
+    wheels: &[&PlannedWheel],
+    out_dir: &Path,
+    jobs: usize,
+) -> Vec<Result<PathBuf, WheelError>> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<PathBuf, WheelError>>>> =
+        Mutex::new(wheels.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, wheels.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(wheel) = wheels.get(i) else { break };
+                    let result = wheel.build(out_dir);
+                    results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every index below the length is taken by one worker"))
+        .collect()
 }
 
 /// Plans one wheel per variant of `snapshot`.

@@ -72,6 +72,9 @@ pub struct WheelOptions {
 pub struct Kernel {
     repo_id: RepoId,
     version: Version,
+    /// Local-version label put before each variant's own label
+    /// (`g1a2b3c4` for kernels without a release version).
+    commit_label: Option<String>,
 }
 
 impl Kernel {
@@ -104,7 +107,25 @@ impl Kernel {
         Ok(Kernel {
             repo_id,
             version: parsed,
+            commit_label: None,
         })
+    }
+
+    /// A kernel without a release version, named by its commit: version `0`
+    /// with the local label `g<first 7 hex digits>` (as `git describe`), so
+    /// its wheels are `0+g1a2b3c4.<variant label>`. Used by `--from-lock` when
+    /// neither the lock nor a tag gives a version. `commit` must be hex.
+    pub fn at_commit(repo_id: RepoId, commit: &str) -> Result<Self, WheelError> {
+        let short: String = commit.chars().take(7).collect();
+        if short.len() < 7 || !short.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(WheelError::BadVersion {
+                version: commit.to_owned(),
+                reason: "a commit id is 40 hexadecimal digits".to_owned(),
+            });
+        }
+        let mut kernel = Kernel::new(repo_id, "0")?;
+        kernel.commit_label = Some(format!("g{}", short.to_ascii_lowercase()));
+        Ok(kernel)
     }
 
     /// The Hub repository.
@@ -115,6 +136,15 @@ impl Kernel {
     /// The normalized public version (`v0.0.3` → `0.0.3`).
     pub fn version(&self) -> &Version {
         &self.version
+    }
+
+    /// The version before any variant label: the public version, plus
+    /// `+g<commit>` for [`Kernel::at_commit`] kernels.
+    pub fn display_version(&self) -> String {
+        match &self.commit_label {
+            Some(label) => format!("{}+{label}", self.version),
+            None => self.version.to_string(),
+        }
     }
 
     /// The import package directory: the repository name with every run of
@@ -214,9 +244,11 @@ impl WheelSpec {
             }
         };
         let public = kernel.version().to_string();
-        let version = match local {
-            Some(local) => format!("{public}+{local}"),
-            None => public,
+        let labels: Vec<String> = kernel.commit_label.iter().cloned().chain(local).collect();
+        let version = if labels.is_empty() {
+            public
+        } else {
+            format!("{public}+{}", labels.join("."))
         };
         Ok(WheelSpec {
             escaped_name: kernel.package_dir().to_ascii_lowercase(),
@@ -487,5 +519,21 @@ mod tests {
         assert!(Kernel::new(repo.clone(), "1.0+local").is_err());
         assert!(Kernel::new(repo, "not a version").is_err());
         assert!(Kernel::new("a/-relu".parse().unwrap(), "1").is_err());
+    }
+
+    #[test]
+    fn commit_versions_put_the_commit_before_the_variant_label() {
+        let repo: RepoId = "kernels-community/relu".parse().unwrap();
+        let kernel =
+            Kernel::at_commit(repo.clone(), "D649EFB5aaaabbbbccccddddeeeeffff00001111").unwrap();
+        let spec =
+            |variant| WheelSpec::new(&kernel, &BuildVariant::parse(variant), &options()).unwrap();
+        assert_eq!(
+            spec("torch27-cxx11-cu126-x86_64-linux").file_name(),
+            "relu-0+gd649efb.torch27cu126cxx11-cp39-abi3-manylinux_2_28_x86_64.whl"
+        );
+        assert_eq!(spec("torch-universal").version, "0+gd649efb");
+        assert!(Kernel::at_commit(repo.clone(), "xyz").is_err());
+        assert!(Kernel::at_commit(repo, "d649ef").is_err());
     }
 }

@@ -12,7 +12,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use crate::common::{Server, kernels, pyref_python};
+use crate::common::{Server, kernels, pyref_python, python};
 
 const REPO: &str = "kernels-community/activation";
 /// An endpoint nothing listens on: to-wheel must not need the network here.
@@ -556,67 +556,263 @@ fn package_record(path: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-#[test]
-fn package_contents_match_the_reference_builder() {
-    let reference = pyref_python("kernels-0.11.3");
-    let tmp = tempfile::tempdir().unwrap();
-    let snap = tmp.path().join("snap");
-    let build = snap.join("build");
-    // Without bytecode: the reference keeps non-`.pyc` files in `__pycache__`.
-    let nested = "torch27-cxx11-cu126-x86_64-linux";
-    let pkg = build.join(nested).join("activation");
-    write(&pkg.join("__init__.py"), "from ._ops import ops\n");
-    write(&pkg.join("_ops.py"), "ops = None\n");
-    write(
-        &pkg.join("layers/__init__.py"),
-        "class SiluAndMul:\n    pass\n",
-    );
-    write(&pkg.join("_activation_0a1b2c3.abi3.so"), "binary\n");
-    let flat = "torch28-cxx11-cu128-x86_64-linux";
-    let dir = build.join(flat);
-    write(&dir.join("__init__.py"), "from ._ops import ops\n");
-    write(&dir.join("_ops.py"), "ops = None\n");
-    write(
-        &dir.join("metadata.json"),
-        "{\"version\": 1, \"python-depends\": []}\n",
-    );
-    write(&dir.join("activation/__init__.py"), "from .. import *\n");
+/// `Key: Value` header lines of a `WHEEL` or `METADATA` text, in order (the
+/// description body after the first blank line is left out).
+fn headers(text: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8(text.to_vec())
+        .unwrap()
+        .lines()
+        .take_while(|line| !line.is_empty())
+        .map(|line| {
+            let (key, value) = line.split_once(": ").unwrap();
+            (key.to_owned(), value.to_owned())
+        })
+        .collect()
+}
 
-    let ours = tmp.path().join("ours");
-    run_ok(
-        to_wheel(&tmp.path().join("cache"))
-            .args([REPO, "0.0.3", "--from-dir"])
-            .arg(&snap)
-            .arg("--out-dir")
-            .arg(&ours),
-    );
+fn header<'a>(fields: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// PEP 503 normalization of a project name.
+fn normalized(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.to_ascii_lowercase().chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The name our wheel has where the reference 0.11.3 wrote `theirs`, after
+/// the documented fixes: ROCm local versions without the `cu` prefix, and
+/// pure wheels tagged `py3` instead of `py<XY>`.
+fn fixed_name(theirs: &str) -> String {
+    let mut name = theirs.replace("curocm", "rocm");
+    if let Some(stem) = name.strip_suffix("-none-any.whl") {
+        let (head, _python) = stem.rsplit_once('-').unwrap();
+        name = format!("{head}-py3-none-any.whl");
+    }
+    name
+}
+
+/// Builds every wheel of `repo` `version` with the reference 0.11.3 CLI and
+/// with ours, both downloading from `server`, and checks that they agree
+/// apart from the fixes listed in docs/to-wheel.md. Returns the reference's
+/// wheel file names.
+fn compare_with_reference(server: &Server, repo: &str, version: &str) -> Vec<String> {
+    let tmp = tempfile::tempdir().unwrap();
     let theirs = tmp.path().join("theirs");
     std::fs::create_dir_all(&theirs).unwrap();
-    let script = "import sys\nfrom pathlib import Path\n\
-        from kernels.wheel import build_variant_to_wheel\n\
-        print(build_variant_to_wheel(sys.argv[1], version='0.0.3', variant_path=Path(sys.argv[2]), wheel_dir=Path(sys.argv[3])))";
-    for variant in [nested, flat] {
-        let output = run_ok(
-            Command::new(&reference)
-                .args(["-c", script, REPO])
-                .arg(build.join(variant))
-                .arg(&theirs)
-                .env("SOURCE_DATE_EPOCH", "315532800"),
+    run_ok(
+        python(
+            "kernels-0.11.3",
+            &server.endpoint,
+            &tmp.path().join("ref-cache"),
+        )
+        .args([
+            "-c",
+            "from kernels.cli import main; main()",
+            "to-wheel",
+            repo,
+            version,
+        ])
+        .env("SOURCE_DATE_EPOCH", "315532800")
+        .current_dir(&theirs),
+    );
+    let ours = tmp.path().join("ours");
+    run_ok(
+        kernels(&server.endpoint, &tmp.path().join("cache"))
+            .env_remove("SOURCE_DATE_EPOCH")
+            .args(["to-wheel", repo, version, "--out-dir"])
+            .arg(&ours),
+    );
+    let list = |dir: &Path| -> BTreeSet<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect()
+    };
+    let their_names = list(&theirs);
+    assert!(!their_names.is_empty());
+    assert_eq!(
+        list(&ours),
+        their_names.iter().map(|n| fixed_name(n)).collect(),
+        "the same wheels, named as documented"
+    );
+
+    for their_name in &their_names {
+        let our_name = fixed_name(their_name);
+        let (mine, ref_entries) = (
+            read_wheel(&ours.join(&our_name)),
+            read_wheel(&theirs.join(their_name)),
         );
-        let their_wheel = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
-        // The reference names these two variants as we do.
-        let our_wheel = ours.join(their_wheel.file_name().unwrap());
-        assert!(
-            our_wheel.exists(),
-            "{} not built by us",
-            our_wheel.display()
-        );
+        // Package files: same names, contents and modes; RECORD lines agree.
+        let package = |entries: &BTreeMap<String, (u32, Vec<u8>)>| {
+            entries
+                .iter()
+                .filter(|(name, _)| !name.contains(".dist-info/"))
+                .map(|(name, entry)| (name.clone(), entry.clone()))
+                .collect::<BTreeMap<_, _>>()
+        };
+        assert_eq!(package(&mine), package(&ref_entries), "{our_name}");
         assert_eq!(
-            package_record(&our_wheel),
-            package_record(&their_wheel),
-            "{variant}"
+            package_record(&ours.join(&our_name)),
+            package_record(&theirs.join(their_name)),
+            "{our_name}"
         );
+
+        // The same dist-info directory and files.
+        let dist_info = |entries: &BTreeMap<String, (u32, Vec<u8>)>| {
+            entries
+                .keys()
+                .filter(|name| name.contains(".dist-info/"))
+                .cloned()
+                .collect::<BTreeSet<_>>()
+        };
+        let expected_dist_info: BTreeSet<String> = dist_info(&ref_entries)
+            .iter()
+            .map(|n| n.replace("curocm", "rocm"))
+            .collect();
+        assert_eq!(dist_info(&mine), expected_dist_info, "{our_name}");
+        let generated = |entries: &BTreeMap<String, (u32, Vec<u8>)>, file: &str| {
+            let (_, (_, text)) = entries
+                .iter()
+                .find(|(name, _)| name.ends_with(&format!(".dist-info/{file}")))
+                .unwrap();
+            headers(text)
+        };
+
+        // WHEEL: equal but for the generator and the fixed tag.
+        let (wheel, ref_wheel) = (generated(&mine, "WHEEL"), generated(&ref_entries, "WHEEL"));
+        let keys =
+            |fields: &[(String, String)]| fields.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        assert_eq!(keys(&wheel), keys(&ref_wheel), "{our_name}");
+        for (key, value) in &ref_wheel {
+            let expected = match key.as_str() {
+                "Generator" => {
+                    assert_eq!(value, "kernels (0.11.3)");
+                    format!("kernels ({})", env!("CARGO_PKG_VERSION"))
+                }
+                "Tag" => {
+                    let tag = fixed_name(&format!("x-1-{value}.whl"));
+                    tag["x-1-".len()..tag.len() - ".whl".len()].to_owned()
+                }
+                _ => value.clone(),
+            };
+            assert_eq!(
+                header(&wheel, key),
+                Some(expected.as_str()),
+                "{our_name} {key}"
+            );
+        }
+
+        // METADATA: every reference field, with the documented fixes; ours
+        // adds only license, project URLs and the description type.
+        let (meta, ref_meta) = (
+            generated(&mine, "METADATA"),
+            generated(&ref_entries, "METADATA"),
+        );
+        let our_version = our_name.split('-').nth(1).unwrap();
+        for (key, value) in &ref_meta {
+            let ours_value = header(&meta, key);
+            match key.as_str() {
+                "Name" => assert_eq!(normalized(ours_value.unwrap()), normalized(value)),
+                // Ours carries the local part, as the file name does.
+                "Version" => {
+                    assert_eq!(ours_value, Some(our_version));
+                    assert!(our_version.starts_with(value.as_str()));
+                }
+                "Summary" => assert!(ours_value.is_some_and(|s| !s.is_empty())),
+                "Requires-Dist" if their_name.contains("-none-any") => {
+                    // Universal: the reference pins nothing useful (`torch`); ours has none.
+                    assert_eq!(value, "torch");
+                    assert_eq!(ours_value, None, "{our_name}");
+                }
+                "Requires-Dist" if value.contains("==21.0.") => {
+                    // torch210 is torch 2.10, not 21.0.
+                    assert_eq!(value, "torch==21.0.*");
+                    assert_eq!(ours_value, Some("torch==2.10.*"), "{our_name}");
+                }
+                _ => assert_eq!(ours_value, Some(value.as_str()), "{our_name} {key}"),
+            }
+        }
+        for (key, _) in &meta {
+            assert!(
+                header(&ref_meta, key).is_some()
+                    || ["License", "Project-URL", "Description-Content-Type"]
+                        .contains(&key.as_str()),
+                "{our_name}: unexpected field {key}"
+            );
+        }
     }
+    their_names.into_iter().collect()
+}
+
+#[test]
+fn matches_the_reference_to_wheel_on_the_bundled_mirror() {
+    let server = Server::bundled();
+    // All 16 variants of this release are Linux CUDA builds the reference handles.
+    let names = compare_with_reference(&server, REPO, "0.0.3");
+    assert_eq!(names.len(), 16, "{names:?}");
+}
+
+#[test]
+fn differs_from_the_reference_only_by_the_documented_fixes() {
+    // Five-part Linux variants the reference accepts but labels wrongly, in
+    // flat and nested layouts, plus a universal build.
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp
+        .path()
+        .join("mirror/repos/kernels/kernels-community/activation/commits/c1/tree");
+    let build = tree.join("build");
+    flat_variant(
+        &build,
+        "torch210-cxx11-cu128-x86_64-linux",
+        "_activation_cu.abi3.so",
+    );
+    flat_variant(
+        &build,
+        "torch27-cxx11-rocm63-x86_64-linux",
+        "_activation_rocm.abi3.so",
+    );
+    nested_variant(&build, "torch-universal", None);
+    // The reference keeps non-`.pyc` files of `__pycache__`; a Hub repository has none.
+    for entry in walkdir::WalkDir::new(&build).contents_first(true) {
+        let entry = entry.unwrap();
+        if entry.file_name() == "__pycache__"
+            || entry.file_name().to_string_lossy().ends_with(".pyc")
+        {
+            if entry.file_type().is_dir() {
+                std::fs::remove_dir_all(entry.path()).unwrap();
+            } else {
+                std::fs::remove_file(entry.path()).unwrap();
+            }
+        }
+    }
+    write(
+        &tmp.path()
+            .join("mirror/repos/kernels/kernels-community/activation/repo.toml"),
+        "also_serve_as = [\"model\"]\ncommits = [\"c1\"]\nlfs = [\"*.so\"]\n\n[branches]\nmain = \"c1\"\n\n[tags]\n\"v0.0.4\" = \"c1\"\n",
+    );
+    let server = Server::start(&tmp.path().join("mirror"));
+    let names = compare_with_reference(&server, REPO, "0.0.4");
+    assert_eq!(
+        names,
+        [
+            "activation-0.0.4+torch210cu128cxx11-cp39-abi3-manylinux_2_28_x86_64.whl",
+            "activation-0.0.4+torch27curocm63cxx11-cp39-abi3-manylinux_2_28_x86_64.whl",
+            "activation-0.0.4-py39-none-any.whl",
+        ]
+    );
 }
 
 #[test]
@@ -848,4 +1044,142 @@ fn refuses_bad_variants_and_paths() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("local part"));
+}
+
+/// File names of the wheels a run printed, in order.
+fn printed_names(output: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            Path::new(line)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn locked_builds_every_kernel_of_a_variant_hash_lock() {
+    let server = Server::bundled();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let project = tmp.path().join("project");
+    write(
+        &project.join("pyproject.toml"),
+        "[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.3,<0.0.4\"\n\"kernels-community/triton-scaled-mm\" = \">=0.0.2\"\n",
+    );
+    run_ok(kernels(&server.endpoint, &cache).arg("lock").arg(&project));
+
+    // The lock has no versions: they come from the release tags at the commits.
+    let out = tmp.path().join("online");
+    let output = run_ok(
+        kernels(&server.endpoint, &cache)
+            .env_remove("SOURCE_DATE_EPOCH")
+            .args(["to-wheel", "--from-lock"])
+            .arg(&project)
+            .arg("--out-dir")
+            .arg(&out),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("from Hub tag `v0.0.3`"), "{stderr}");
+    let names = printed_names(&output);
+    assert_eq!(names.len(), 17, "{names:?}");
+    assert!(names.contains(
+        &"activation-0.0.3+torch27cu126cxx11-cp39-abi3-manylinux_2_28_x86_64.whl".to_owned()
+    ));
+    assert!(names.contains(&"triton_scaled_mm-0.0.2-py3-none-any.whl".to_owned()));
+
+    // Offline, from the cache alone (the tag was recorded in refs/): the
+    // same wheels, byte for byte.
+    let offline = tmp.path().join("offline");
+    let output = run_ok(
+        kernels(NO_ENDPOINT, &cache)
+            .env_remove("SOURCE_DATE_EPOCH")
+            .env("HF_HUB_OFFLINE", "1")
+            .current_dir(&project)
+            .args(["to-wheel", "--from-lock", "--out-dir"])
+            .arg(&offline),
+    );
+    assert_eq!(printed_names(&output), names);
+    for name in &names {
+        assert_eq!(
+            sha256_file(&out.join(name)),
+            sha256_file(&offline.join(name)),
+            "{name}"
+        );
+    }
+
+    // No lock: a user error naming the fix.
+    let output = kernels(NO_ENDPOINT, &cache)
+        .args(["to-wheel", "--from-lock"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("kernels lock"));
+    // `--from-lock` replaces the repository arguments.
+    let output = kernels(NO_ENDPOINT, &cache)
+        .args(["to-wheel", REPO, "0.0.3", "--from-lock"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "clap usage error");
+}
+
+#[test]
+fn locked_builds_every_kernel_of_a_kernel_locks_file() {
+    let server = Server::bundled();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let project = tmp.path().join("project");
+    write(
+        &project.join("kernels.lock"),
+        r#"[
+  {"dependency": {"repo-id": "kernels-community/einops", "version": 1}, "lock": {"commit": "0bd00775195dda6f84c16c31f6d94564232d08b3"}},
+  {"dependency": {"repo-id": "kernels-community/relu", "revision": "8c883dab2ee1e812d6bf996ab30cb43e0dcf63ed"}, "lock": {"commit": "8c883dab2ee1e812d6bf996ab30cb43e0dcf63ed"}},
+  {"dependency": {"repo-id": "kernels-test/versions", "revision": "v0.1.1"}, "lock": {"commit": "dc142fd6c9920c993d32be6358b78957c58681c3"}}
+]"#,
+    );
+    let out = tmp.path().join("dist");
+    let output = run_ok(
+        kernels(&server.endpoint, &cache)
+            .env_remove("SOURCE_DATE_EPOCH")
+            .args(["to-wheel", "--from-lock"])
+            .arg(&project)
+            .arg("--out-dir")
+            .arg(&out),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("skipping `torch-ext` of kernels-community/relu@8c883da"),
+        "{stderr}"
+    );
+    let names = printed_names(&output);
+    // einops: version 1 from the lock; relu: no tag at a bare commit;
+    // versions: the release tag named by the revision.
+    assert!(
+        names.contains(&"einops-1+cuda-py3-none-any.whl".to_owned()),
+        "{names:?}"
+    );
+    assert!(names.contains(
+        &"relu-0+g8c883da.torch210rocm71cxx11-cp39-abi3-manylinux_2_28_x86_64.whl".to_owned()
+    ));
+    assert!(
+        names.contains(&"relu-0+g8c883da.torch210metal-cp39-abi3-macosx_11_0_arm64.whl".to_owned())
+    );
+    assert!(names.contains(&"versions-0.1.1-py3-none-any.whl".to_owned()));
+    assert_eq!(
+        names.iter().filter(|n| n.starts_with("relu-")).count(),
+        25,
+        "{names:?}"
+    );
+    assert_eq!(names.iter().filter(|n| n.starts_with("einops-")).count(), 5);
+    assert_eq!(names.len(), 31);
+    // The variants came from the cache the download engine filled.
+    assert!(
+        cache
+            .join("kernels--kernels-community--relu/snapshots/8c883dab2ee1e812d6bf996ab30cb43e0dcf63ed/build/torch210-metal-aarch64-darwin")
+            .is_dir()
+    );
 }

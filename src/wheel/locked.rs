@@ -1,0 +1,315 @@
+//! `kernels to-wheel --from-lock`: wheels for every kernel and variant of a
+//! project's `kernels.lock`.
+//!
+//! Each locked commit is downloaded (or verified in the cache) through
+//! [`crate::download::download`]; the wheels then come from the cache
+//! snapshot. The wheel version of a kernel is chosen by [`LockedVersion`]:
+//!
+//! 1. a `KernelLocks` entry (reference 0.17) with `version = N` gives `N`; one
+//!    whose `revision` is a release tag (`v1.2.0` or `1.2.0`) gives that version;
+//! 2. otherwise (variant-hash locks, 0.17 branch or commit revisions) the
+//!    highest release tag `v<PEP 440>` pointing at the locked commit, taken
+//!    from the Hub's ref listing and recorded in the cache's `refs/` (offline,
+//!    or when the listing fails: from the cache's `refs/` files);
+//! 3. otherwise `0+g<first 7 hex digits of the commit>`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::str::FromStr;
+
+use pep440_rs::Version;
+
+use crate::build_variant::BuildVariant;
+use crate::cache::HubCache;
+use crate::download::{DownloadOptions, LockedKernel, Progress, download};
+use crate::hub::HubClient;
+use crate::hub::types::RepoType;
+use crate::lockfile::{KernelVersion, Lockfile};
+use crate::variant::VariantSelection;
+
+use super::{Kernel, Plan, Snapshot, WheelError, WheelOptions, plan_wheels};
+
+/// Where the wheel version of a locked kernel came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockedVersion {
+    /// The lock entry's `version` or release-tag `revision` (0.17 locks).
+    Lock(String),
+    /// A release tag at the locked commit, from the Hub's ref listing.
+    HubTag(String),
+    /// A release tag at the locked commit, from the cache's `refs/`.
+    CachedRef(String),
+    /// No release version is known: `0+g<short commit>`.
+    Commit,
+}
+
+impl std::fmt::Display for LockedVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockedVersion::Lock(v) => write!(f, "from the lock entry `{v}`"),
+            LockedVersion::HubTag(tag) => write!(f, "from Hub tag `{tag}`"),
+            LockedVersion::CachedRef(tag) => write!(f, "from cached ref `{tag}`"),
+            LockedVersion::Commit => write!(f, "no release tag at the locked commit"),
+        }
+    }
+}
+
+/// The wheels of one locked kernel, planned (nothing written yet).
+#[derive(Debug)]
+pub struct LockedBuild {
+    /// The locked kernel.
+    pub locked: LockedKernel,
+    /// The wheel version before variant labels (`0.0.3`, `0+g1a2b3c4`).
+    pub version: String,
+    /// Where it came from.
+    pub version_source: LockedVersion,
+    /// The wheels to write.
+    pub plan: Plan,
+    /// Variants named in a variant-hash lock that cannot become wheels
+    /// (such as `torch-ext`); they are neither downloaded nor built.
+    pub skipped_locked: Vec<String>,
+}
+
+/// The release version a tag or revision name spells: `v1.2.0` or `1.2.0`,
+/// PEP 440 without a local part.
+pub fn release_version(name: &str) -> Option<Version> {
+    let text = name.strip_prefix('v').unwrap_or(name);
+    let version = Version::from_str(text).ok()?;
+    (!version.is_local() && text.starts_with(|c: char| c.is_ascii_digit())).then_some(version)
+}
+
+/// The highest release version among `refs` (name, commit) pointing at `commit`.
+fn best_tag<'a>(
+    refs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    commit: &str,
+) -> Option<(Version, String)> {
+    refs.into_iter()
+        .filter(|(_, target)| target.eq_ignore_ascii_case(commit))
+        .filter_map(|(name, _)| Some((release_version(name)?, name.to_owned())))
+        .max()
+}
+
+/// Release tags from the cache's `refs/` files (top level only: tags and
+/// branches as `huggingface_hub` writes them).
+fn cached_tag(cache: &HubCache, locked: &LockedKernel, repo_type: RepoType) -> Option<String> {
+    let refs_dir = cache.repo(&locked.repo_id, repo_type).dir().join("refs");
+    let refs: Vec<(String, String)> = std::fs::read_dir(refs_dir)
+        .ok()?
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let name = entry.file_name().into_string().ok()?;
+            let target = std::fs::read_to_string(entry.path()).ok()?;
+            Some((name, target.trim().to_owned()))
+        })
+        .collect();
+    best_tag(
+        refs.iter().map(|(n, t)| (n.as_str(), t.as_str())),
+        &locked.commit,
+    )
+    .map(|(_, name)| name)
+}
+
+/// Version hints of a `KernelLocks` file: `(repo id, commit)` → the first
+/// entry's version (`N`) or release-tag revision, in the file's sorted order.
+fn lock_hints(lock: &Lockfile) -> BTreeMap<(String, String), String> {
+    let mut hints = BTreeMap::new();
+    if let Lockfile::KernelLocks(locks) = lock {
+        for (dep, commit) in locks.iter() {
+            let hint = match &dep.version {
+                KernelVersion::Version(n) => Some(n.to_string()),
+                KernelVersion::Revision(r) => release_version(r).map(|v| v.to_string()),
+            };
+            if let Some(hint) = hint {
+                hints
+                    .entry((dep.repo_id.clone(), commit.as_str().to_owned()))
+                    .or_insert(hint);
+            }
+        }
+    }
+    hints
+}
+
+/// Downloads (or verifies in the cache) every kernel of `lock` and plans
+/// its wheels; see the module docs for the version rule. Kernels are handled
+/// one after the other; the first failure stops the run before any wheel is
+/// written. Two kernels whose wheels would share a file name are an error
+/// ([`WheelError::DuplicateWheel`]).
+pub async fn plan_locked(
+    client: &HubClient,
+    cache: &HubCache,
+    lock: &Lockfile,
+    lock_path: &Path,
+    download_options: &DownloadOptions,
+    options: &WheelOptions,
+    progress: impl Fn() -> Progress,
+) -> Result<Vec<LockedBuild>, WheelError> {
+    let kernels = lock
+        .locked_kernels(lock_path)
+        .map_err(|err| WheelError::Lockfile(Box::new(err)))?;
+    let hints = lock_hints(lock);
+    let mut builds = Vec::new();
+    let mut by_file: BTreeMap<String, String> = BTreeMap::new();
+    for locked in kernels {
+        // Variant-hash locks name their variants: build the ones that can
+        // become wheels. KernelLocks files do not: build every variant.
+        let (selection, names, skipped_locked) = match &locked.variants {
+            Some(hashes) => {
+                let (known, unknown): (Vec<String>, Vec<String>) = hashes
+                    .keys()
+                    .cloned()
+                    .partition(|name| BuildVariant::parse(name).is_known());
+                (VariantSelection::Named(known.clone()), known, unknown)
+            }
+            None => (VariantSelection::All, Vec::new(), Vec::new()),
+        };
+        if matches!(&selection, VariantSelection::Named(n) if n.is_empty()) {
+            builds.push(LockedBuild {
+                locked,
+                version: String::new(),
+                version_source: LockedVersion::Commit,
+                plan: Plan {
+                    wheels: Vec::new(),
+                    skipped: Vec::new(),
+                },
+                skipped_locked,
+            });
+            continue;
+        }
+        let options_here = DownloadOptions {
+            selection,
+            ..download_options.clone()
+        };
+        let mut summary = download(
+            client,
+            cache,
+            std::slice::from_ref(&locked),
+            &options_here,
+            &progress(),
+        )
+        .await;
+        if let Some(failure) = summary.failed.pop() {
+            return Err(failure.error.into());
+        }
+
+        let repo_type = download_options.repo_type;
+        let hint = hints.get(&(locked.repo_id.to_string(), locked.commit.clone()));
+        let version_source = match hint {
+            Some(hint) => LockedVersion::Lock(hint.clone()),
+            None => {
+                let from_hub = if client.is_offline() {
+                    None
+                } else {
+                    client
+                        .list_refs(repo_type, &locked.repo_id)
+                        .await
+                        .ok()
+                        .map(|refs| {
+                            best_tag(
+                                refs.tags
+                                    .iter()
+                                    .map(|t| (t.name.as_str(), t.target_commit.as_str())),
+                                &locked.commit,
+                            )
+                        })
+                };
+                match from_hub {
+                    Some(Some((_, tag))) => {
+                        // As `huggingface_hub` does for resolved revisions, so that
+                        // an offline run finds the same version.
+                        cache
+                            .repo(&locked.repo_id, repo_type)
+                            .write_ref(&tag, &locked.commit)
+                            .map_err(crate::download::DownloadError::from)?;
+                        LockedVersion::HubTag(tag)
+                    }
+                    // The Hub answered: no release tag at this commit.
+                    Some(None) => LockedVersion::Commit,
+                    None => cached_tag(cache, &locked, repo_type)
+                        .map_or(LockedVersion::Commit, LockedVersion::CachedRef),
+                }
+            }
+        };
+        let kernel = match &version_source {
+            LockedVersion::Lock(v) | LockedVersion::HubTag(v) | LockedVersion::CachedRef(v) => {
+                let text = v.strip_prefix('v').unwrap_or(v);
+                Kernel::new(locked.repo_id.clone(), text)?
+            }
+            LockedVersion::Commit => Kernel::at_commit(locked.repo_id.clone(), &locked.commit)?,
+        };
+
+        let snapshot = Snapshot::from_dir(
+            &cache
+                .repo(&locked.repo_id, repo_type)
+                .snapshot_dir(&locked.commit),
+        )?;
+        let plan = plan_wheels(&kernel, &snapshot, &names, options)?;
+        let label = format!(
+            "{}@{}",
+            locked.repo_id,
+            &locked.commit[..7.min(locked.commit.len())]
+        );
+        for wheel in &plan.wheels {
+            let here = format!("{label} {}", wheel.variant);
+            if let Some(first) = by_file.insert(wheel.spec.file_name(), here.clone()) {
+                return Err(WheelError::DuplicateWheel {
+                    file: wheel.spec.file_name(),
+                    first,
+                    second: here,
+                });
+            }
+        }
+        builds.push(LockedBuild {
+            locked,
+            version: kernel.display_version(),
+            version_source,
+            plan,
+            skipped_locked,
+        });
+    }
+    Ok(builds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn release_versions_and_best_tags() {
+        assert_eq!(release_version("v0.0.3").unwrap().to_string(), "0.0.3");
+        assert_eq!(release_version("0.1.0rc1").unwrap().to_string(), "0.1.0rc1");
+        assert_eq!(release_version("v1").unwrap().to_string(), "1");
+        for not in ["main", "v1.0+local", "vv1", "v", "release-1"] {
+            assert!(release_version(not).is_none(), "{not}");
+        }
+        let c = "0123456789abcdef0123456789abcdef01234567";
+        let other = "1123456789abcdef0123456789abcdef01234567";
+        let refs = [
+            ("v0.0.2", c),
+            ("v0.0.10", c),
+            ("main", c),
+            ("v0.0.11", other),
+        ];
+        assert_eq!(best_tag(refs, c).unwrap().1, "v0.0.10");
+        assert!(best_tag(refs, "2123456789abcdef0123456789abcdef01234567").is_none());
+    }
+
+    #[test]
+    fn kernel_locks_hints() {
+        let text = r#"[
+  {"dependency": {"repo-id": "a/b", "version": 1}, "lock": {"commit": "0123456789abcdef0123456789abcdef01234567"}},
+  {"dependency": {"repo-id": "a/c", "revision": "v0.2.0"}, "lock": {"commit": "1123456789abcdef0123456789abcdef01234567"}},
+  {"dependency": {"repo-id": "a/d", "revision": "main"}, "lock": {"commit": "2123456789abcdef0123456789abcdef01234567"}}
+]"#;
+        let lock = Lockfile::parse(text, Path::new("kernels.lock")).unwrap();
+        let hints = lock_hints(&lock);
+        let get = |repo: &str, c: &str| hints.get(&(repo.to_owned(), c.to_owned())).cloned();
+        assert_eq!(
+            get("a/b", "0123456789abcdef0123456789abcdef01234567").as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            get("a/c", "1123456789abcdef0123456789abcdef01234567").as_deref(),
+            Some("0.2.0")
+        );
+        assert_eq!(get("a/d", "2123456789abcdef0123456789abcdef01234567"), None);
+    }
+}
