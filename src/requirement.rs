@@ -82,6 +82,14 @@ fn locate_pep440_error(s: &str) -> RequirementParseError {
         let start = offset + (part.len() - part.trim_start().len());
         let trimmed = part.trim();
         offset += part.len() + 1;
+        if trimmed.is_empty() {
+            return RequirementParseError {
+                message: "invalid PEP 440 specifier set: an empty clause (two commas in a row, \
+                          or a comma at an end)"
+                    .to_owned(),
+                range: start..start,
+            };
+        }
         if let Err(err) = VersionSpecifier::from_str(trimmed) {
             let bare_version = Version::from_str(trimmed).is_ok();
             let mut message = format!("invalid PEP 440 specifier `{trimmed}`: {err}");
@@ -366,6 +374,9 @@ mod tests {
         assert_eq!(err.range, 7..10);
         let err = Requirement::parse_str("1").unwrap_err();
         assert!(err.message.contains("bare version"), "{}", err.message);
+        let err = Requirement::parse_str(">=0.0.2,,").unwrap_err();
+        assert!(err.message.contains("empty clause"), "{}", err.message);
+        assert_eq!(err.range, 8..8);
         assert!(Requirement::parse_str("^x").is_err());
         assert!(matches!(
             Requirement::parse_str("~=1.2"),
