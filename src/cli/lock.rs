@@ -14,7 +14,7 @@ use crate::hub::types::RepoType;
 use crate::lockfile::{LOCK_FILE_NAME, LockFormat, Lockfile};
 use crate::locking::{LockOptions, lock_project};
 use crate::manifest::Manifest;
-use crate::profile::{DetectInputs, Profile, detect};
+use crate::profile::{DetectInputs, Profile, ProfileSource, detect};
 use crate::repo_id::RepoId;
 use crate::settings::Settings;
 
@@ -287,10 +287,24 @@ fn freshness(
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if settings.offline {
         let manifest = Manifest::read(project_dir)?;
+        // The format this project should be locked in, when something other than
+        // the lock itself says so (option, manifest key, installed runtime).
+        let profile = choose_profile(
+            project_dir,
+            target_runtime,
+            manifest
+                .settings
+                .target_runtime
+                .as_deref()
+                .map(|v| (v, manifest.path.as_path())),
+            None,
+            repo_type,
+            true,
+        )?;
+        let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
         let cache = HubCache::new(&settings.cache_dir);
-        let repo_type = repo_type.map_or(RepoType::Kernel, Into::into);
         return Ok((
-            check_offline(&manifest, &lock_path, None, &cache, repo_type),
+            check_offline(&manifest, &lock_path, expected, &cache, profile.repo_type),
             None,
         ));
     }

@@ -289,6 +289,14 @@ fn lock_check_online_and_offline() {
         activation_commit.as_str()
     );
     assert_eq!(check(&["--offline"], NO_HUB).status.code(), Some(0));
+    // A lock in another runtime's format is caught offline too.
+    let other_runtime = check(&["--offline", "--target-runtime", "0.17.2"], NO_HUB);
+    assert_eq!(other_runtime.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&other_runtime.stderr).contains("variant-hash"),
+        "{}",
+        String::from_utf8_lossy(&other_runtime.stderr)
+    );
 
     // Structural staleness is caught offline.
     std::fs::write(
