@@ -123,6 +123,15 @@ pub fn main() -> ExitCode {
     install_report_handler(cli.global.color);
     let settings = Settings::from_env();
     init_logging(cli.global.verbose);
+    // Given on the command line (not through the environment): for `to-wheel`,
+    // `--locked`/`--frozen` also say "build from the project's lock".
+    let explicit_lock_mode = if cli.global.locked {
+        Some(to_wheel::FromLock::Locked)
+    } else if cli.global.frozen {
+        Some(to_wheel::FromLock::Frozen)
+    } else {
+        None
+    };
     let env = LockFlags::from_env();
     if !cli.global.frozen {
         cli.global.locked |= env.locked;
@@ -146,7 +155,7 @@ pub fn main() -> ExitCode {
         }
         Command::Lock(args) => lock::run(args, &settings, &global),
         Command::Serve(args) => serve::run(args, quiet),
-        Command::ToWheel(args) => to_wheel::run(args, &settings, quiet),
+        Command::ToWheel(args) => to_wheel::run(args, explicit_lock_mode, &settings, &global),
         Command::Verify(args) => verify::run(args, &settings, quiet),
         Command::Completions(args) => {
             clap_complete::generate(

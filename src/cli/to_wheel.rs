@@ -21,27 +21,16 @@ use super::lock::RepoTypeArg;
 /// Arguments of `kernels to-wheel`.
 #[derive(Debug, clap::Args)]
 pub struct ToWheelArgs {
-    /// Kernel repository, `owner/name` (not with `--from-lock`).
-    #[arg(required_unless_present = "from_lock")]
-    pub repo_id: Option<RepoId>,
+    /// Kernel repository, `owner/name`. With `--locked` or `--frozen`: the
+    /// project directory whose `kernels.lock` to build (default `.`).
+    #[arg(value_name = "REPO_ID")]
+    pub repo_id: Option<String>,
 
     /// Version the wheels carry (PEP 440, for example `0.0.3`). Unless
     /// `--revision` is given, the files come from tag or branch `v<VERSION>`.
-    #[arg(value_name = "VERSION", required_unless_present = "from_lock")]
+    /// Not with `--locked` or `--frozen`.
+    #[arg(value_name = "VERSION")]
     pub kernel_version: Option<String>,
-
-    /// Build wheels for every kernel and variant locked in
-    /// `PROJECT_DIR/kernels.lock` (default `.`), downloading what the cache
-    /// lacks. Wheel versions come from the lock or from release tags at the
-    /// locked commits, else `0+g<commit>` (see docs/to-wheel.md).
-    #[arg(
-        long,
-        value_name = "PROJECT_DIR",
-        num_args = 0..=1,
-        default_missing_value = ".",
-        conflicts_with_all = ["repo_id", "kernel_version", "revision", "from_dir", "variants"]
-    )]
-    pub from_lock: Option<PathBuf>,
 
     /// Lowest CPython version: compiled wheels are tagged `cp<XY>-abi3` and
     /// every wheel says `Requires-Python: >=X.Y`.
@@ -88,22 +77,67 @@ pub struct ToWheelArgs {
 /// Gets the snapshot (local directory, or downloaded into the Hub cache),
 /// plans every wheel, then writes them one by one, printing each wheel's
 /// path on stdout.
-pub fn run(args: ToWheelArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
+/// How `kernels to-wheel` uses a project's lock (the global `--locked` /
+/// `--frozen` flags, given on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FromLock {
+    /// `--locked`: check the lock is up to date, then build every locked kernel.
+    Locked,
+    /// `--frozen`: build every locked kernel from the lock as it is.
+    Frozen,
+}
+
+pub fn run(
+    args: ToWheelArgs,
+    from_lock: Option<FromLock>,
+    settings: &Settings,
+    global: &super::GlobalArgs,
+) -> miette::Result<ExitCode> {
+    let quiet = global.quiet;
     let options = WheelOptions {
         python: args.python_version,
         manylinux: args.manylinux_version,
         macos: args.macos_version,
         source_date_epoch: args.source_date_epoch,
     };
-    if let Some(project_dir) = &args.from_lock {
-        return run_locked(project_dir, &args, &options, settings, quiet);
+    if let Some(mode) = from_lock {
+        if args.kernel_version.is_some()
+            || args.revision.is_some()
+            || args.from_dir.is_some()
+            || !args.variants.is_empty()
+        {
+            super::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "`kernels to-wheel --locked/--frozen [PROJECT_DIR]` builds every locked \
+                     kernel and variant: VERSION, --revision, --from-dir and --variant do not apply",
+                )
+                .exit();
+        }
+        let project_dir = PathBuf::from(args.repo_id.as_deref().unwrap_or("."));
+        if mode == FromLock::Locked {
+            super::lock::ensure_locked(
+                &project_dir,
+                Some(args.repo_type.into()),
+                settings,
+                global,
+            )?;
+        }
+        return run_locked(&project_dir, &args, &options, settings, quiet);
     }
     let (Some(repo_id), Some(version)) = (&args.repo_id, &args.kernel_version) else {
-        return Err(super::InternalError(
-            "clap let REPO_ID or VERSION through without --from-lock".into(),
-        )
-        .into());
+        super::command()
+            .error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "`kernels to-wheel` needs REPO_ID and VERSION, or `--locked [PROJECT_DIR]` / \
+                 `--frozen [PROJECT_DIR]` to build from a project's kernels.lock",
+            )
+            .exit();
     };
+    let repo_id: RepoId = repo_id
+        .parse()
+        .map_err(|err: crate::repo_id::RepoIdError| miette::miette!("{err}"))?;
+    let repo_id = &repo_id;
     let kernel = Kernel::new(repo_id.clone(), version)?;
     let snapshot = match &args.from_dir {
         Some(dir) => Snapshot::from_dir(dir)?,
@@ -154,7 +188,7 @@ fn write_wheels<'a>(
     first_error.map_or(Ok(()), Err)
 }
 
-/// `--from-lock`: every kernel of the lock is downloaded (or verified in the
+/// `--locked`/`--frozen`: every kernel of the lock is downloaded (or verified in the
 /// cache) and planned first; wheels are written only when all succeeded.
 fn run_locked(
     project_dir: &Path,
@@ -220,7 +254,7 @@ fn run_locked(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `kernels to-wheel --from-lock` failures that are not about one kernel.
+/// `kernels to-wheel --locked`/`--frozen` failures that are not about one kernel.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 enum ToWheelCliError {
     #[error("no kernels.lock in {}: expected {}", dir.display(), path.display())]

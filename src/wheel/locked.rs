@@ -1,4 +1,4 @@
-//! `kernels to-wheel --from-lock`: wheels for every kernel and variant of a
+//! `kernels to-wheel --locked` / `--frozen`: wheels for every kernel and variant of a
 //! project's `kernels.lock`.
 //!
 //! Each locked commit is downloaded (or verified in the cache) through

@@ -10,7 +10,7 @@
 //! fixed modes, so rebuilding gives byte-identical wheels.
 //!
 //! [`locked`] plans the wheels of every kernel in a project's `kernels.lock`
-//! (`--from-lock`); [`build_wheels`] writes planned wheels in parallel.
+//! (`--locked`/`--frozen`); [`build_wheels`] writes planned wheels in parallel.
 //!
 //! The reference `kernels` had this command in 0.6.0–0.11.3 only; see
 //! [`WheelSpec::new`] and `docs/to-wheel.md` for where this one deliberately
@@ -156,7 +156,7 @@ pub enum WheelError {
     #[diagnostic(
         code(kernels::wheel::duplicate_wheel),
         help(
-            "build them separately into different `--out-dir`s: with `--variant`, or one kernel at a time instead of `--from-lock`"
+            "build them separately into different `--out-dir`s: with `--variant`, or one kernel at a time instead of `--locked`"
         )
     )]
     DuplicateWheel {
@@ -202,7 +202,7 @@ pub enum WheelError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Download(Box<crate::download::DownloadError>),
-    /// The project's `kernels.lock` cannot be used (`--from-lock`).
+    /// The project's `kernels.lock` cannot be used (`--locked`/`--frozen`).
     #[error(transparent)]
     #[diagnostic(transparent)]
     Lockfile(Box<crate::lockfile::LockfileError>),

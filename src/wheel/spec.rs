@@ -113,7 +113,7 @@ impl Kernel {
 
     /// A kernel without a release version, named by its commit: version `0`
     /// with the local label `g<first 7 hex digits>` (as `git describe`), so
-    /// its wheels are `0+g1a2b3c4.<variant label>`. Used by `--from-lock` when
+    /// its wheels are `0+g1a2b3c4.<variant label>`. Used by `--locked`/`--frozen` when
     /// neither the lock nor a tag gives a version. `commit` must be hex.
     pub fn at_commit(repo_id: RepoId, commit: &str) -> Result<Self, WheelError> {
         let short: String = commit.chars().take(7).collect();

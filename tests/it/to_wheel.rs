@@ -1077,7 +1077,7 @@ fn locked_builds_every_kernel_of_a_variant_hash_lock() {
     let output = run_ok(
         kernels(&server.endpoint, &cache)
             .env_remove("SOURCE_DATE_EPOCH")
-            .args(["to-wheel", "--from-lock"])
+            .args(["to-wheel", "--locked"])
             .arg(&project)
             .arg("--out-dir")
             .arg(&out),
@@ -1099,7 +1099,7 @@ fn locked_builds_every_kernel_of_a_variant_hash_lock() {
             .env_remove("SOURCE_DATE_EPOCH")
             .env("HF_HUB_OFFLINE", "1")
             .current_dir(&project)
-            .args(["to-wheel", "--from-lock", "--out-dir"])
+            .args(["to-wheel", "--locked", "--out-dir"])
             .arg(&offline),
     );
     assert_eq!(printed_names(&output), names);
@@ -1113,15 +1113,30 @@ fn locked_builds_every_kernel_of_a_variant_hash_lock() {
 
     // No lock: a user error naming the fix.
     let output = kernels(NO_ENDPOINT, &cache)
-        .args(["to-wheel", "--from-lock"])
+        .args(["to-wheel", "--frozen"])
         .arg(tmp.path())
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("kernels lock"));
-    // `--from-lock` replaces the repository arguments.
+    // A stale lock is refused under `--locked` (the manifest gained a kernel).
+    std::fs::write(
+        project.join("pyproject.toml"),
+        "[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.3,<0.0.4\"\n\"kernels-community/triton-scaled-mm\" = \">=0.0.2\"\n\"kernels-community/rotary\" = \">=0.0.1\"\n",
+    )
+    .unwrap();
+    let output = kernels(&server.endpoint, &cache)
+        .args(["to-wheel", "--locked"])
+        .arg(&project)
+        .arg("--out-dir")
+        .arg(tmp.path().join("stale"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!tmp.path().join("stale").exists());
+    // `--locked` replaces the repository arguments.
     let output = kernels(NO_ENDPOINT, &cache)
-        .args(["to-wheel", REPO, "0.0.3", "--from-lock"])
+        .args(["to-wheel", REPO, "0.0.3", "--locked"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "clap usage error");
@@ -1145,7 +1160,7 @@ fn locked_builds_every_kernel_of_a_kernel_locks_file() {
     let output = run_ok(
         kernels(&server.endpoint, &cache)
             .env_remove("SOURCE_DATE_EPOCH")
-            .args(["to-wheel", "--from-lock"])
+            .args(["to-wheel", "--frozen"])
             .arg(&project)
             .arg("--out-dir")
             .arg(&out),
