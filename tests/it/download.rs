@@ -575,6 +575,31 @@ fn unknown_variant_lists_available_ones() {
 }
 
 #[test]
+fn named_variants_apply_to_each_kernel_that_has_them() {
+    let world = World::new();
+    world.lock_b(&[("acme/relu", RELU_SHA), ("acme/gelu", GELU_SHA)]);
+    // gelu has no `torch-cpu`: each kernel takes the named variants it has.
+    let out = world.download(&["--variant", "torch-cpu", "--variant", "torch-universal"]);
+    assert_ok(&out);
+    let snapshot = |repo: &str, sha: &str| {
+        world
+            .cache
+            .join(format!("kernels--acme--{repo}/snapshots"))
+            .join(sha)
+            .join("build")
+    };
+    assert!(snapshot("relu", RELU_SHA).join("torch-cpu").is_dir());
+    assert!(snapshot("relu", RELU_SHA).join("torch-universal").is_dir());
+    assert!(snapshot("gelu", GELU_SHA).join("torch-universal").is_dir());
+    assert!(!snapshot("gelu", GELU_SHA).join("torch-cpu").exists());
+    // A kernel with none of the named variants is an error naming it.
+    let out = world.download(&["--variant", "torch-cpu"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("acme/gelu"), "{err}");
+}
+
+#[test]
 fn missing_or_broken_lock_is_a_clear_error() {
     let world = World::new();
     let out = world.download(&["--all-variants"]);
