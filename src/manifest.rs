@@ -180,6 +180,15 @@ impl Problem {
 }
 
 impl Manifest {
+    /// `[tool.kernels] target-runtime` with the path of this `pyproject.toml`
+    /// (for errors), as [`crate::profile::DetectInputs::manifest`] takes it.
+    pub fn target_runtime(&self) -> Option<(&str, &Path)> {
+        self.settings
+            .target_runtime
+            .as_deref()
+            .map(|version| (version, self.path.as_path()))
+    }
+
     /// Reads `<project_dir>/pyproject.toml`.
     pub fn read(project_dir: &Path) -> Result<Manifest, ManifestError> {
         let path = project_dir.join(MANIFEST_FILE_NAME);

@@ -222,11 +222,7 @@ fn plan(
     let profile = choose_profile(
         project_dir,
         target_runtime,
-        manifest
-            .settings
-            .target_runtime
-            .as_deref()
-            .map(|v| (v, manifest.path.as_path())),
+        manifest.target_runtime(),
         old_format,
         repo_type,
         quiet,
@@ -292,11 +288,7 @@ fn freshness(
         let profile = choose_profile(
             project_dir,
             target_runtime,
-            manifest
-                .settings
-                .target_runtime
-                .as_deref()
-                .map(|v| (v, manifest.path.as_path())),
+            manifest.target_runtime(),
             None,
             repo_type,
             true,
