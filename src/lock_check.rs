@@ -361,12 +361,15 @@ pub fn check_offline(
                     .iter()
                     .any(|d| d.repo_id.as_str() == dep.repo_id);
                 if !used.contains(dep) && !already_reported {
+                    // A KernelLocks file also holds the transitive `kernel-depends`
+                    // of the listed kernels, which only their `metadata.json` on
+                    // the Hub tells apart from a removed dependency.
                     findings.push(
                         Finding::new(
                             Some(&dep.repo_id),
-                            FindingKind::Removed,
+                            FindingKind::Unverified,
                             format!(
-                                "kernels.lock has {dep}, which pyproject.toml no longer lists; run `kernels lock`"
+                                "kernels.lock has {dep}, which pyproject.toml does not list: a transitive kernel dependency or a removed one (the online `kernels lock --check` tells)"
                             ),
                         )
                         .locked(commit.as_str()),

@@ -488,3 +488,36 @@ fn lock_format_json() {
     let doc: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(doc["written"], false);
 }
+
+/// A 0.17 lock also holds transitive kernel dependencies (`kernels-community/einops`
+/// here, required by `kernels-test/kernel-deps`): offline they cannot be told from a
+/// removed dependency, so they are not reported as stale.
+#[test]
+fn offline_check_accepts_transitive_entries_of_a_kernel_locks_file() {
+    let fixture =
+        common::repo_root().join("fixtures/projects/kernels-tests-kernel_locking-97dab31e");
+    let dir = tempfile::tempdir().unwrap();
+    fs_err::copy(
+        fixture.join("pyproject.toml"),
+        dir.path().join("pyproject.toml"),
+    )
+    .unwrap();
+    fs_err::copy(
+        fixture.join("kernels.lock.real"),
+        dir.path().join("kernels.lock"),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let output = run(kernels_in(dir.path(), NO_HUB, cache.path()).args([
+        "lock",
+        "--check",
+        "--offline",
+        "-v",
+    ]));
+    assert_eq!(output.status.code(), Some(0), "{}", rendered(&output));
+    assert!(
+        rendered(&output).contains("kernels-community/einops"),
+        "{}",
+        rendered(&output)
+    );
+}
