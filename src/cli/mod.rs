@@ -119,6 +119,7 @@ pub struct InternalError(pub String);
 /// Parses the command line, runs the command and maps the outcome to an exit code:
 /// 0 success, 1 user error or stale state, 2 internal error.
 pub fn main() -> ExitCode {
+    exit_quietly_on_closed_pipe();
     let mut cli = Cli::parse();
     install_report_handler(cli.global.color);
     let settings = Settings::from_env();
@@ -179,6 +180,26 @@ pub fn main() -> ExitCode {
             ExitCode::from(if internal { 2 } else { 1 })
         }
     }
+}
+
+/// Ends the process with exit code 1 and no panic message when stdout or stderr
+/// is a pipe whose reader went away (`kernels … | head`), as command-line tools do
+/// on a closed pipe. Files already in the cache stay valid: every blob is renamed
+/// into place only once verified, and partial data resumes on the next run.
+fn exit_quietly_on_closed_pipe() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.contains("Broken pipe") || message.contains("BrokenPipe") {
+            std::process::exit(1);
+        }
+        default_hook(info);
+    }));
 }
 
 /// Configures how diagnostics are drawn: graphical, coloured per `--color`

@@ -521,3 +521,20 @@ fn offline_check_accepts_transitive_entries_of_a_kernel_locks_file() {
         rendered(&output)
     );
 }
+
+/// `kernels … | head`: a reader that goes away ends the command quietly with
+/// exit 1, not a panic (exit 101).
+#[test]
+fn closed_output_pipe_is_not_a_panic() {
+    let mut child = Command::new(common::kernels_bin())
+        .arg("generate-cli-reference")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
