@@ -256,6 +256,17 @@ impl Profile {
         ))
     }
 
+    /// A hint for commands that use the cache (`download`, `verify`) when only a
+    /// variant-hash lock chose the profile: that format is read by runtimes
+    /// 0.1.7–0.16, which disagree on the cache folder (`models--` up to 0.13).
+    pub fn cache_hint(&self) -> Option<&'static str> {
+        (self.source == ProfileSource::LockFile(LockFormat::VariantHash)
+            && !self.repo_type_overridden)
+            .then_some(
+                "a variant-hash kernels.lock does not say which runtime reads it; runtimes up to 0.13 read `models--` cache folders: pass `--target-runtime VERSION` or set `target-runtime` under [tool.kernels] if yours is one of them",
+            )
+    }
+
     /// The cache folder prefix: `kernels--` or `models--`.
     pub fn cache_prefix(&self) -> &'static str {
         match self.repo_type {

@@ -137,6 +137,12 @@ pub(super) fn read_lock(
         select.repo_type,
         quiet,
     )?;
+    if let Some(hint) = profile
+        .cache_hint()
+        .filter(|_| !quiet && !kernels.is_empty())
+    {
+        eprintln!("note: {hint}");
+    }
     let request = if select.all_variants {
         VariantRequest::All
     } else if !select.variants.is_empty() {

@@ -600,6 +600,22 @@ fn named_variants_apply_to_each_kernel_that_has_them() {
 }
 
 #[test]
+fn variant_hash_lock_without_a_runtime_notes_the_models_cache() {
+    let world = World::new();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
+    let out = world.download(&["--variant", "torch-cpu"]);
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains("read `models--` cache folders"),
+        "{}",
+        stderr(&out)
+    );
+    let out = world.download(&["--variant", "torch-cpu", "--target-runtime", "0.16.2"]);
+    assert_ok(&out);
+    assert!(!stderr(&out).contains("`models--`"), "{}", stderr(&out));
+}
+
+#[test]
 fn missing_or_broken_lock_is_a_clear_error() {
     let world = World::new();
     let out = world.download(&["--all-variants"]);
