@@ -1,6 +1,6 @@
 //! Writing one blob: `.incomplete` file, streaming verification, atomic rename.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
 use super::{BlobLock, CacheError, Digest, Hasher, RepoCache, layout::sync_dir};
@@ -74,14 +74,7 @@ impl RepoCache {
         if existing > expected.size {
             file.set_len(0)?;
         } else if existing > 0 {
-            let mut buf = vec![0u8; 256 * 1024];
-            loop {
-                let n = file.read(&mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                hasher.update(&buf[..n]);
-            }
+            hasher.update_from(&mut file)?;
         }
         let offset = hasher.len();
         file.seek(SeekFrom::Start(offset))?;

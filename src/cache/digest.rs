@@ -65,6 +65,18 @@ enum Inner {
 }
 
 impl Hasher {
+    /// Feeds everything `reader` yields, in 256 KiB reads.
+    pub fn update_from(&mut self, reader: &mut impl Read) -> std::io::Result<()> {
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = reader.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.update(&buf[..n]);
+        }
+    }
+
     /// A hasher for content announced to be `size` bytes long.
     pub fn new(kind: DigestKind, size: u64) -> Hasher {
         let inner = match kind {
@@ -109,14 +121,7 @@ impl Digest {
         let mut file = fs_err::File::open(path)?;
         let size = file.metadata()?.len();
         let mut hasher = Hasher::new(kind, size);
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            let n = file.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-        }
+        hasher.update_from(&mut file)?;
         let len = hasher.len();
         Ok((hasher.finish(), len))
     }

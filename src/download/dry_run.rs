@@ -59,15 +59,7 @@ pub async fn dry_run(
             .into_iter()
             .map(|check| {
                 if !check.is_ok() {
-                    return Err(Box::new(KernelFailure {
-                        error: DownloadError::NotCached {
-                            repo_id: check.repo_id.clone(),
-                            commit: check.commit.clone(),
-                            problems: check.problems,
-                        },
-                        repo_id: check.repo_id,
-                        commit: check.commit,
-                    }));
+                    return Err(Box::new(KernelFailure::not_cached(check)));
                 }
                 let variants = check
                     .variants

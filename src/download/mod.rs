@@ -82,6 +82,21 @@ pub struct KernelFailure {
     pub error: DownloadError,
 }
 
+impl KernelFailure {
+    /// An offline kernel whose cached files failed verification.
+    pub(crate) fn not_cached(check: crate::verify::KernelVerification) -> Self {
+        KernelFailure {
+            error: DownloadError::NotCached {
+                repo_id: check.repo_id.clone(),
+                commit: check.commit.clone(),
+                problems: check.problems,
+            },
+            repo_id: check.repo_id,
+            commit: check.commit,
+        }
+    }
+}
+
 /// Outcome of [`download`], in lock order.
 #[derive(Debug, Default)]
 pub struct DownloadSummary {
@@ -391,15 +406,7 @@ async fn verify_offline(
             progress.line(&report.status_line());
             summary.done.push(report);
         } else {
-            summary.failed.push(KernelFailure {
-                error: DownloadError::NotCached {
-                    repo_id: check.repo_id.clone(),
-                    commit: check.commit.clone(),
-                    problems: check.problems,
-                },
-                repo_id: check.repo_id,
-                commit: check.commit,
-            });
+            summary.failed.push(KernelFailure::not_cached(check));
         }
     }
     progress.finish();
