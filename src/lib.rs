@@ -1,33 +1,20 @@
 //! `kernels`: lock and download compute kernels hosted on the Hugging Face Hub.
 //!
-//! Data flow:
+//! Layers, top to bottom; each uses only the ones below it (see
+//! `docs/architecture.md`):
 //!
 //! ```text
-//! pyproject.toml ──manifest──▶ Manifest ──resolver (hub API)──▶ Resolution
-//!        ──lockfile──▶ kernels.lock ──download (hub resolve + cache)──▶ HF cache
+//! cli/       arguments, settings (the only environment reader), printing, progress
+//! wheel/     to-wheel
+//! install/   plan · fetch · engine · verify · dry-run
+//! variant/   variant selection and environment detection
+//! lock/      manifest · requirement · resolver · project locking · freshness ·
+//!            conflict · target-runtime policy · formats
+//! kernels-cache, kernels-hub, kernels-serve, kernels-types   (crates/)
 //! ```
-//!
-//! `kernels serve` ([`server`]) is a read-only Hub-compatible server over a mirror
-//! directory; the tests and the README demo run everything against it.
 
-pub mod build_variant;
-pub mod cache;
 pub mod cli;
-pub mod download;
-pub mod fs;
-pub mod hash;
-pub mod hub;
-pub mod lock_check;
-pub mod lock_conflict;
-pub mod lockfile;
-pub mod locking;
-pub mod manifest;
-pub mod profile;
-pub mod repo_id;
-pub mod requirement;
-pub mod resolver;
-pub mod server;
-pub mod settings;
+pub mod install;
+pub mod lock;
 pub mod variant;
-pub mod verify;
 pub mod wheel;

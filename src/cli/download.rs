@@ -4,17 +4,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::lock::{RepoTypeArg, choose_profile};
-use crate::cache::HubCache;
-use crate::download::{
-    DEFAULT_CONCURRENCY, DRY_RUN_SCHEMA, DownloadError, DownloadOptions, Progress, ProgressMode,
-    download, dry_run,
+use super::progress::{Progress, ProgressMode, human_bytes};
+use crate::cli::settings::Settings;
+use crate::install::dry_run::DryRunKernel;
+use crate::install::{
+    DEFAULT_CONCURRENCY, DRY_RUN_SCHEMA, DownloadError, DownloadOptions, download, dry_run, plan,
 };
-use crate::hub::HubClient;
-use crate::hub::types::RepoType;
-use crate::lockfile::{LOCK_FILE_NAME, LockedKernel, Lockfile};
-use crate::manifest::ToolSettings;
-use crate::settings::Settings;
+use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
+use crate::lock::manifest::ToolSettings;
 use crate::variant::{VariantRequest, VariantSelection, describe_preference, project_python};
+use kernels_cache::HubCache;
+use kernels_hub::HubClient;
+use kernels_types::wire::RepoType;
 
 /// Arguments of `kernels download`.
 #[derive(Debug, clap::Args)]
@@ -126,7 +127,7 @@ pub(super) fn read_lock(
     let lockfile = Lockfile::read(&lock_path)?;
     let kernels = lockfile.locked_kernels(&lock_path)?;
     let tool = ToolSettings::read(project_dir)?;
-    let manifest_path = project_dir.join(crate::manifest::MANIFEST_FILE_NAME);
+    let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
     let profile = choose_profile(
         project_dir,
         select.target_runtime.as_deref(),
@@ -154,7 +155,7 @@ pub(super) fn read_lock(
         // Nothing to select from: do not require torch for an empty lock.
         VariantSelection::All
     } else {
-        let python = project_python(project_dir, crate::settings::virtual_env().as_deref());
+        let python = project_python(project_dir, crate::cli::settings::virtual_env().as_deref());
         request.resolve(&python, profile.variant_preference)?
     };
     if let VariantSelection::Detected { env, preference } = &selection
@@ -211,7 +212,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     let mut settings = settings.clone();
     settings.offline |= args.offline;
     let settings = &settings;
-    let client = HubClient::new(settings)
+    let client = HubClient::new(&settings.client_config())
         .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?;
     let cache = HubCache::new(&settings.cache_dir);
     if args.dry_run {
@@ -219,7 +220,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     }
     let progress = Progress::new(
         ProgressMode::detect(quiet),
-        crate::settings::color_enabled(),
+        crate::cli::settings::color_enabled(),
     );
     let summary =
         super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
@@ -304,15 +305,13 @@ fn print_dry_run(
     match format {
         Format::Text => {
             for kernel in &planned {
-                for line in kernel.lines() {
-                    println!("{line}");
-                }
+                print_dry_run_kernel(kernel);
             }
             let files: usize = planned.iter().map(|k| k.download_files).sum();
             let bytes: u64 = planned.iter().map(|k| k.download_bytes).sum();
             println!(
                 "Total: would download {files} file(s), {}",
-                crate::download::human_bytes(bytes)
+                human_bytes(bytes)
             );
         }
         Format::Json => {
@@ -330,5 +329,26 @@ fn print_dry_run(
         Ok(ExitCode::SUCCESS)
     } else {
         Ok(ExitCode::from(1))
+    }
+}
+
+/// One line for the kernel, one per variant.
+fn print_dry_run_kernel(kernel: &DryRunKernel) {
+    println!(
+        "{}@{}: would download {} file(s), {}",
+        kernel.repo_id,
+        plan::short(&kernel.commit),
+        kernel.download_files,
+        human_bytes(kernel.download_bytes)
+    );
+    for v in &kernel.variants {
+        println!(
+            "  {}: {} file(s), {}; cached {} file(s), {}",
+            v.name,
+            v.files,
+            human_bytes(v.bytes),
+            v.cached_files,
+            human_bytes(v.cached_bytes)
+        );
     }
 }

@@ -4,19 +4,19 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::{GlobalArgs, OutputFormat};
-use crate::cache::HubCache;
-use crate::lock_check::{CheckReport, check_offline, diff_locks, text_diff};
-use crate::lock_conflict;
+use crate::lock::conflict;
+use crate::lock::freshness::{CheckReport, check_offline, diff_locks, text_diff};
+use kernels_cache::HubCache;
 
-use crate::fs::write_atomic;
-use crate::hub::HubClient;
-use crate::hub::types::RepoType;
-use crate::lockfile::{LOCK_FILE_NAME, LockFormat, Lockfile};
-use crate::locking::{LockOptions, lock_project};
-use crate::manifest::Manifest;
-use crate::profile::{DetectInputs, Profile, ProfileSource, detect};
-use crate::repo_id::RepoId;
-use crate::settings::Settings;
+use crate::cli::settings::Settings;
+use crate::lock::format::{LOCK_FILE_NAME, LockFormat, Lockfile};
+use crate::lock::manifest::Manifest;
+use crate::lock::profile::{DetectInputs, Profile, ProfileSource, detect};
+use crate::lock::project::{LockOptions, lock_project};
+use kernels_cache::atomic::write_atomic;
+use kernels_hub::HubClient;
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::RepoType;
 
 /// Arguments of `kernels lock`.
 #[derive(Debug, clap::Args)]
@@ -96,8 +96,8 @@ pub(crate) fn choose_profile(
     repo_type: Option<RepoTypeArg>,
     quiet: bool,
 ) -> miette::Result<Profile> {
-    let virtual_env = crate::settings::virtual_env();
-    let path_var = crate::settings::path_var();
+    let virtual_env = crate::cli::settings::virtual_env();
+    let path_var = crate::cli::settings::path_var();
     let mut profile = detect(&DetectInputs {
         option,
         manifest: manifest_version,
@@ -190,7 +190,7 @@ fn print_report(
 
 /// What `kernels lock` would write: the outcome, the profile and the text.
 struct Plan {
-    outcome: crate::locking::LockOutcome,
+    outcome: crate::lock::project::LockOutcome,
     profile: Profile,
     old_format: Option<LockFormat>,
     json: String,
@@ -210,7 +210,7 @@ fn plan(
     allow_model_repos: bool,
     settings: &Settings,
     quiet: bool,
-    merged: Option<&lock_conflict::Merged>,
+    merged: Option<&conflict::Merged>,
 ) -> miette::Result<Plan> {
     let manifest = Manifest::read(project_dir)?;
     let lock_path = project_dir.join(LOCK_FILE_NAME);
@@ -240,7 +240,7 @@ fn plan(
         trust,
         allow_model_repos,
     };
-    let client = HubClient::new(settings)?;
+    let client = HubClient::new(&settings.client_config())?;
     let mut outcome =
         super::runtime()?.block_on(lock_project(&client, &profile, &to_resolve, &options))?;
     let mut kept = Vec::new();
@@ -335,7 +335,7 @@ pub fn ensure_locked(
     if print_report(&report, global, OutputFormat::Text, diff) {
         return Err(StaleLocked {
             lock: report.lock_file,
-            manifest: project_dir.join(crate::manifest::MANIFEST_FILE_NAME),
+            manifest: project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME),
         }
         .into());
     }
@@ -368,7 +368,9 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
             (true, true) => Ok(ExitCode::from(1)),
             (true, false) => Err(StaleLocked {
                 lock: lock_path,
-                manifest: args.project_dir.join(crate::manifest::MANIFEST_FILE_NAME),
+                manifest: args
+                    .project_dir
+                    .join(crate::lock::manifest::MANIFEST_FILE_NAME),
             }
             .into()),
         };
@@ -380,7 +382,7 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
     let merged = old
         .as_deref()
         .and_then(|bytes| std::str::from_utf8(bytes).ok())
-        .and_then(|text| lock_conflict::merge(text, &lock_path));
+        .and_then(|text| conflict::merge(text, &lock_path));
     let Plan {
         outcome,
         profile,

@@ -6,8 +6,10 @@
 
 mod download;
 mod lock;
+pub mod progress;
 mod reference;
 mod serve;
+pub mod settings;
 mod to_wheel;
 mod verify;
 
@@ -15,7 +17,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::settings::{LockFlags, Settings};
+use crate::cli::settings::{LockFlags, Settings};
 
 /// Lock and download compute kernels from the Hugging Face Hub.
 #[derive(Debug, Parser)]
@@ -227,7 +229,7 @@ fn init_logging(verbose: u8) {
         1 => tracing::Level::DEBUG,
         _ => tracing::Level::TRACE,
     };
-    let ansi = crate::settings::color_enabled() && std::io::stderr().is_terminal();
+    let ansi = crate::cli::settings::color_enabled() && std::io::stderr().is_terminal();
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(ansi)

@@ -9,8 +9,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::server;
-
 /// Mirror layout, shown by `kernels serve --help`.
 const LAYOUT_HELP: &str = r#"Mirror layout:
   <MIRROR_DIR>/orgs/<org>.toml        fullname, trusted_kernel_publisher
@@ -65,7 +63,7 @@ pub struct ServeArgs {
 
 /// Runs the server until interrupted.
 pub fn run(args: ServeArgs, quiet: bool) -> miette::Result<ExitCode> {
-    let options = server::ServeOptions {
+    let options = kernels_serve::ServeOptions {
         mirror_dir: args.mirror_dir,
         host: args.host,
         port: args.port,
@@ -77,7 +75,7 @@ pub fn run(args: ServeArgs, quiet: bool) -> miette::Result<ExitCode> {
         resolve_cache: args.resolve_cache,
     };
     let runtime = super::runtime()?;
-    let result = runtime.block_on(server::serve(options, |endpoints, mirror| {
+    let result = runtime.block_on(kernels_serve::serve(options, |endpoints, mirror| {
         let mut stdout = std::io::stdout().lock();
         // A closed stdout must not stop the server; the URL is also on stderr.
         let _ = writeln!(stdout, "{}", endpoints.hub);
@@ -95,7 +93,7 @@ pub fn run(args: ServeArgs, quiet: bool) -> miette::Result<ExitCode> {
     }));
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(server::ServeError::Io(err)) => {
+        Err(kernels_serve::ServeError::Io(err)) => {
             Err(super::InternalError(format!("the server failed: {err}")).into())
         }
         Err(err) => Err(err.into()),

@@ -3,18 +3,19 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::cache::HubCache;
-use crate::download::{DEFAULT_CONCURRENCY, DownloadOptions, Progress, ProgressMode};
-use crate::hub::HubClient;
-use crate::lockfile::{LOCK_FILE_NAME, Lockfile};
-use crate::repo_id::RepoId;
-use crate::settings::Settings;
+use super::progress::{Progress, ProgressMode};
+use crate::cli::settings::Settings;
+use crate::install::{DEFAULT_CONCURRENCY, DownloadOptions};
+use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::variant::VariantSelection;
 use crate::wheel::locked::plan_locked;
 use crate::wheel::{
     self, HubRevision, Kernel, PlannedWheel, Snapshot, TagVersion, WheelError, WheelOptions,
     ZIP_EPOCH,
 };
+use kernels_cache::HubCache;
+use kernels_hub::HubClient;
+use kernels_types::repo_id::RepoId;
 
 use super::lock::RepoTypeArg;
 
@@ -136,7 +137,7 @@ pub fn run(
     };
     let repo_id: RepoId = repo_id
         .parse()
-        .map_err(|err: crate::repo_id::RepoIdError| miette::miette!("{err}"))?;
+        .map_err(|err: kernels_types::repo_id::RepoIdError| miette::miette!("{err}"))?;
     let repo_id = &repo_id;
     let kernel = Kernel::new(repo_id.clone(), version)?;
     let snapshot = match &args.from_dir {
@@ -206,7 +207,8 @@ fn run_locked(
         .into());
     }
     let lock = Lockfile::read(&lock_path)?;
-    let client = HubClient::new(settings).map_err(|err| super::InternalError(err.to_string()))?;
+    let client = HubClient::new(&settings.client_config())
+        .map_err(|err| super::InternalError(err.to_string()))?;
     let cache = HubCache::new(&settings.cache_dir);
     let download_options = DownloadOptions {
         repo_type: args.repo_type.into(),
@@ -221,15 +223,15 @@ fn run_locked(
         &download_options,
         options,
         || {
-            Progress::new(
+            Box::new(Progress::new(
                 ProgressMode::detect(quiet),
-                crate::settings::color_enabled(),
-            )
+                crate::cli::settings::color_enabled(),
+            ))
         },
     ))?;
     if !quiet {
         for build in &builds {
-            let label = crate::download::plan::label(&build.locked.repo_id, &build.locked.commit);
+            let label = crate::install::plan::label(&build.locked.repo_id, &build.locked.commit);
             for variant in &build.skipped_locked {
                 eprintln!("warning: skipping `{variant}` of {label}: not a build-variant name");
             }
@@ -290,7 +292,8 @@ fn hub_snapshot(
         revision: &revision,
         repo_type: args.repo_type.into(),
     };
-    let client = HubClient::new(settings).map_err(|err| super::InternalError(err.to_string()))?;
+    let client = HubClient::new(&settings.client_config())
+        .map_err(|err| super::InternalError(err.to_string()))?;
     let runtime = super::runtime()?;
     let commit = match runtime.block_on(Snapshot::resolve(&client, &at)) {
         Ok(commit) => commit,
@@ -309,7 +312,7 @@ fn hub_snapshot(
     let cache = HubCache::new(&settings.cache_dir);
     let progress = Progress::new(
         ProgressMode::detect(quiet),
-        crate::settings::color_enabled(),
+        crate::cli::settings::color_enabled(),
     );
     Ok(runtime.block_on(Snapshot::fetch(
         &client,

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cache::HubCache;
-use crate::download::human_bytes;
-use crate::settings::Settings;
-use crate::verify::verify_kernels;
+use super::progress::human_bytes;
+use crate::cli::settings::Settings;
+use crate::install::verify::verify_kernels;
+use kernels_cache::HubCache;
 
 use super::download::{SelectArgs, read_lock, shell_path};
 

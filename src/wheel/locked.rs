@@ -2,7 +2,7 @@
 //! project's `kernels.lock`.
 //!
 //! Each locked commit is downloaded (or verified in the cache) through
-//! [`crate::download::download`]; the wheels then come from the cache
+//! [`crate::install::download`]; the wheels then come from the cache
 //! snapshot. The wheel version of a kernel is chosen by [`LockedVersion`]:
 //!
 //! 1. a `KernelLocks` entry (reference 0.17) with `version = N` gives `N`; one
@@ -19,13 +19,13 @@ use std::str::FromStr;
 
 use pep440_rs::Version;
 
-use crate::build_variant::BuildVariant;
-use crate::cache::HubCache;
-use crate::download::{DownloadOptions, LockedKernel, Progress, download};
-use crate::hub::HubClient;
-use crate::hub::types::RepoType;
-use crate::lockfile::{KernelVersion, Lockfile};
+use crate::install::{DownloadOptions, LockedKernel, Reporter, download};
+use crate::lock::format::{KernelVersion, Lockfile};
 use crate::variant::VariantSelection;
+use kernels_cache::HubCache;
+use kernels_hub::HubClient;
+use kernels_types::variant_name::BuildVariant;
+use kernels_types::wire::RepoType;
 
 use super::{Kernel, Plan, Snapshot, WheelError, WheelOptions, plan_wheels};
 
@@ -140,7 +140,7 @@ pub async fn plan_locked(
     lock_path: &Path,
     download_options: &DownloadOptions,
     options: &WheelOptions,
-    progress: impl Fn() -> Progress,
+    progress: impl Fn() -> Box<dyn Reporter>,
 ) -> Result<Vec<LockedBuild>, WheelError> {
     let kernels = lock
         .locked_kernels(lock_path)
@@ -183,7 +183,7 @@ pub async fn plan_locked(
             cache,
             std::slice::from_ref(&locked),
             &options_here,
-            &progress(),
+            &*progress(),
         )
         .await;
         if let Some(failure) = summary.failed.pop() {
@@ -218,7 +218,7 @@ pub async fn plan_locked(
                         cache
                             .repo(&locked.repo_id, repo_type)
                             .write_ref(&tag, &locked.commit)
-                            .map_err(crate::download::DownloadError::from)?;
+                            .map_err(crate::install::DownloadError::from)?;
                         LockedVersion::HubTag(tag)
                     }
                     // The Hub answered: no release tag at this commit.

@@ -49,7 +49,7 @@ pub use archive::ZIP_EPOCH;
 pub use source::{HubRevision, Snapshot};
 pub use spec::{Kernel, KernelMetadata, TagVersion, WheelOptions, WheelSpec};
 
-use crate::build_variant::BuildVariant;
+use kernels_types::variant_name::BuildVariant;
 
 /// Why wheels could not be built.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -201,11 +201,11 @@ pub enum WheelError {
     /// Fetching the snapshot from the Hub failed.
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Download(Box<crate::download::DownloadError>),
+    Download(Box<crate::install::DownloadError>),
     /// The project's `kernels.lock` cannot be used (`--locked`/`--frozen`).
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Lockfile(Box<crate::lockfile::LockfileError>),
+    Lockfile(Box<crate::lock::format::LockfileError>),
     /// Reading the snapshot failed (the message names the path).
     #[error(transparent)]
     #[diagnostic(code(kernels::wheel::io))]
@@ -216,8 +216,8 @@ pub enum WheelError {
     Zip(#[from] zip::result::ZipError),
 }
 
-impl From<crate::download::DownloadError> for WheelError {
-    fn from(err: crate::download::DownloadError) -> Self {
+impl From<crate::install::DownloadError> for WheelError {
+    fn from(err: crate::install::DownloadError) -> Self {
         WheelError::Download(Box::new(err))
     }
 }

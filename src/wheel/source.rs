@@ -3,15 +3,15 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::build_variant::BuildVariant;
-use crate::cache::{HubCache, is_commit_id};
-use crate::download::{
-    DEFAULT_CONCURRENCY, DownloadError, DownloadOptions, LockedKernel, Progress, download,
+use crate::install::{
+    DEFAULT_CONCURRENCY, DownloadError, DownloadOptions, LockedKernel, Reporter, download,
 };
-use crate::hub::HubClient;
-use crate::hub::types::RepoType;
-use crate::repo_id::RepoId;
 use crate::variant::VariantSelection;
+use kernels_cache::{HubCache, is_commit_id};
+use kernels_hub::HubClient;
+use kernels_types::repo_id::RepoId;
+use kernels_types::variant_name::BuildVariant;
+use kernels_types::wire::RepoType;
 
 use super::WheelError;
 
@@ -124,7 +124,7 @@ impl Snapshot {
         at: &HubRevision<'_>,
         commit: &str,
         variants: &[String],
-        progress: &Progress,
+        progress: &dyn Reporter,
     ) -> Result<Self, WheelError> {
         let kernel = LockedKernel {
             repo_id: at.repo_id.clone(),

@@ -6,10 +6,10 @@ use std::str::FromStr;
 
 use pep440_rs::Version;
 
-use crate::build_variant::{
+use kernels_types::repo_id::RepoId;
+use kernels_types::variant_name::{
     ArchVariant, Backend, BuildVariant, Cpu, CxxAbi, Framework, Os, VariantKind,
 };
-use crate::repo_id::RepoId;
 
 use super::WheelError;
 

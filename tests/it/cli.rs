@@ -262,12 +262,13 @@ fn lock_check_online_and_offline() {
     insta::assert_snapshot!("check_offline_fresh_cold_cache", rendered(&offline));
 
     // A stale commit: online shows the diff; offline cannot know.
-    let activation_commit = kernels::lockfile::Lockfile::parse(&lock, Path::new("kernels.lock"))
-        .unwrap()
-        .locked_kernels(Path::new("kernels.lock"))
-        .unwrap()[0]
-        .commit
-        .clone();
+    let activation_commit =
+        kernels::lock::format::Lockfile::parse(&lock, Path::new("kernels.lock"))
+            .unwrap()
+            .locked_kernels(Path::new("kernels.lock"))
+            .unwrap()[0]
+            .commit
+            .clone();
     let old = "0123456789abcdef0123456789abcdef01234567";
     std::fs::write(
         dir.path().join("kernels.lock"),
@@ -327,11 +328,11 @@ fn offline_check_uses_cache_refs() {
     let cache = tempfile::tempdir().unwrap();
     // Download by branch/tag with the Python-compatible cache layout: write the refs
     // a download by revision leaves behind.
-    let lock = kernels::lockfile::Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
+    let lock = kernels::lock::format::Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
     let kernels = lock.locked_kernels(Path::new("kernels.lock")).unwrap();
-    let hub = kernels::cache::HubCache::new(cache.path());
-    let repo = |k: &kernels::lockfile::LockedKernel| {
-        hub.repo(&k.repo_id, kernels::hub::types::RepoType::Kernel)
+    let hub = kernels_cache::HubCache::new(cache.path());
+    let repo = |k: &kernels::lock::format::LockedKernel| {
+        hub.repo(&k.repo_id, kernels_types::wire::RepoType::Kernel)
     };
     repo(&kernels[0])
         .write_ref("v0.0.1", &kernels[0].commit)
@@ -422,7 +423,7 @@ fn conflicted_lock_is_reported_and_repaired() {
     let server = Server::bundled();
     let cache = tempfile::tempdir().unwrap();
     let (dir, lock) = locked_project(&server);
-    let kernels = kernels::lockfile::Lockfile::parse(&lock, Path::new("kernels.lock"))
+    let kernels = kernels::lock::format::Lockfile::parse(&lock, Path::new("kernels.lock"))
         .unwrap()
         .locked_kernels(Path::new("kernels.lock"))
         .unwrap();

@@ -75,9 +75,9 @@ fn four_of_ours_and_python_share_one_cache() {
 fn python_waits_for_our_blob_lock() {
     let world = World::new();
     let gelu_so = gelu_files()[1].clone();
-    let repo = kernels::cache::HubCache::new(&world.cache).repo(
+    let repo = kernels_cache::HubCache::new(&world.cache).repo(
         &"acme/gelu".parse().unwrap(),
-        kernels::hub::types::RepoType::Kernel,
+        kernels_types::wire::RepoType::Kernel,
     );
     let lock = repo.lock_blob(&gelu_so.etag()).unwrap();
     let mut python = common::python("hub-2.4.0", &world.server.endpoint, &world.cache);
@@ -114,9 +114,9 @@ fn we_wait_for_pythons_filelock() {
     let world = World::new();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let gelu_so = gelu_files()[1].clone();
-    let repo = kernels::cache::HubCache::new(&world.cache).repo(
+    let repo = kernels_cache::HubCache::new(&world.cache).repo(
         &"acme/gelu".parse().unwrap(),
-        kernels::hub::types::RepoType::Kernel,
+        kernels_types::wire::RepoType::Kernel,
     );
     let lock_path = repo.lock_path(&gelu_so.etag());
     std::fs::create_dir_all(lock_path.parent().unwrap()).unwrap();

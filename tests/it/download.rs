@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use kernels::hash::{FileDigest, git_blob_sha1, git_lfs_concat, sha256};
+use kernels_types::hash::{FileDigest, git_blob_sha1, git_lfs_concat, sha256};
 use serde_json::Value;
 
 use crate::common::{self, Server};

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use kernels::lockfile::{LockedKernel, Lockfile};
+use kernels::lock::format::{LockedKernel, Lockfile};
 
 use crate::common::{self, Server};
 
@@ -604,7 +604,10 @@ fn empty_table_and_kernel_locks_rewrite() {
     let output = lock(&server, dir.path(), &[]);
     assert_success(&output);
     let kept = Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
-    assert_eq!(kept.format(), kernels::lockfile::LockFormat::KernelLocks);
+    assert_eq!(
+        kept.format(),
+        kernels::lock::format::LockFormat::KernelLocks
+    );
     let output = lock(&server, dir.path(), &["--target-runtime", "0.16.2"]);
     assert_success(&output);
     assert!(
@@ -613,22 +616,32 @@ fn empty_table_and_kernel_locks_rewrite() {
         stderr(&output)
     );
     let lock = Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
-    assert_eq!(lock.format(), kernels::lockfile::LockFormat::VariantHash);
+    assert_eq!(
+        lock.format(),
+        kernels::lock::format::LockFormat::VariantHash
+    );
 }
 
 /// The Hub client used by `lock` and `download`, called directly.
 #[test]
 fn hub_client_against_serve() {
-    use kernels::hub::types::RepoType;
-    use kernels::hub::{HubClient, HubError};
-    use kernels::repo_id::RepoId;
+    use kernels_hub::{HubClient, HubError};
+    use kernels_types::repo_id::RepoId;
+    use kernels_types::wire::RepoType;
 
     let server = Server::start_with_args(&common::mirror_dir(), &["--page-size", "5"]);
-    let mut settings = kernels::settings::Settings::from_env();
-    settings.endpoint = server.endpoint.clone();
-    settings.token = None;
-    settings.offline = false;
-    let client = HubClient::new(&settings).unwrap();
+    let client = HubClient::new(&kernels_hub::ClientConfig {
+        endpoint: server.endpoint.clone(),
+        token: None,
+        offline: false,
+        retry: kernels_hub::RetryPolicy {
+            max_retries: 0,
+            etag_timeout: std::time::Duration::from_secs(10),
+            download_timeout: std::time::Duration::from_secs(10),
+            stall_timeout: std::time::Duration::from_secs(10),
+        },
+    })
+    .unwrap();
     let relu: RepoId = "kernels-community/relu".parse().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {

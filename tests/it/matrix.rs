@@ -54,10 +54,10 @@ use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kernels::build_variant::{Backend, BuildVariant, CxxAbi, Framework, Os};
-use kernels::profile::{Profile, ProfileSource, RuntimeVersion};
-use kernels::repo_id::RepoId;
+use kernels::lock::profile::{Profile, ProfileSource, RuntimeVersion};
 use kernels::variant::{TorchEnv, VariantSelection};
+use kernels_types::repo_id::RepoId;
+use kernels_types::variant_name::{Backend, BuildVariant, CxxAbi, Framework, Os};
 use serde_json::Value;
 
 use crate::common::{self, Server};
@@ -419,7 +419,7 @@ fn candidates(variants: &BTreeSet<String>, bump: bool) -> Vec<StubEnv> {
     out.extend(make(
         (2, 7),
         true,
-        &Backend::Cuda(kernels::build_variant::MinorVersion::new(12, 6)),
+        &Backend::Cuda(kernels_types::variant_name::MinorVersion::new(12, 6)),
         0,
     ));
     out
@@ -434,7 +434,7 @@ fn pick_env(
     let preference = reference.profile().variant_preference;
     let bump = !matches!(
         preference,
-        kernels::profile::VariantPreference::Exact { .. }
+        kernels::lock::profile::VariantPreference::Exact { .. }
     );
     let all: BTreeSet<String> = kernels.iter().flat_map(|k| k.2.iter().cloned()).collect();
     for candidate in candidates(&all, bump) {
@@ -784,7 +784,7 @@ fn all_variant_names() -> Vec<String> {
 /// sides break ties alike).
 #[test]
 fn resolver_ranks_like_the_reference_resolvers() {
-    use kernels::profile::VariantPreference;
+    use kernels::lock::profile::VariantPreference;
     let names = all_variant_names();
     let parsed: Vec<BuildVariant> = names.iter().map(|n| BuildVariant::parse(n)).collect();
     let mut envs: Vec<(TorchEnv, Value)> = Vec::new();

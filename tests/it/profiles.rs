@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use kernels::lockfile::{LockFormat, Lockfile};
+use kernels::lock::format::{LockFormat, Lockfile};
 
 use crate::common::{self, Server};
 

@@ -41,7 +41,7 @@ fn sha256(bytes: &[u8]) -> String {
 
 fn synthetic(seed: u64, size: usize) -> Vec<u8> {
     let mut buf = vec![0u8; size];
-    kernels::server::content::synthetic_fill(seed, 0, &mut buf);
+    kernels_serve::content::synthetic_fill(seed, 0, &mut buf);
     buf
 }
 

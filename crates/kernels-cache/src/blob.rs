@@ -1,0 +1,267 @@
+//! Writing one blob: `.incomplete` file, streaming verification, atomic rename.
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::PathBuf;
+
+use super::{BlobLock, CacheError, Digest, Hasher, RepoCache, layout::sync_dir};
+
+/// What a caller finds when it opens a blob for writing (see
+/// [`RepoCache::open_blob`]).
+#[derive(Debug)]
+pub enum PartialBlob {
+    /// `blobs/<etag>` exists and its size and digest verify: nothing to do.
+    Complete,
+    /// The blob must be (re)fetched; write the bytes from `writer.offset()` on.
+    Missing(Box<BlobWriter>),
+}
+
+/// Streams content into `blobs/<etag>.incomplete` while hashing it, then
+/// verifies size and digest and renames it to `blobs/<etag>`.
+///
+/// Partial data left by an interrupted run (ours or `huggingface_hub` ≤1.17,
+/// which uses the same name under the same lock) is kept: the writer hashes it
+/// and reports its length as [`BlobWriter::offset`], so the caller can ask for
+/// the rest with a `Range` request. Writes are plain blocking file writes; the
+/// caller runs them from a task that may block briefly.
+#[derive(Debug)]
+pub struct BlobWriter {
+    file: fs_err::File,
+    partial: PathBuf,
+    blob: PathBuf,
+    expected: Digest,
+    hasher: HasherCell,
+    offset: u64,
+    _lock: BlobLock,
+}
+
+/// `Hasher` without `Debug`; wrapped so the writer can derive it.
+struct HasherCell(Hasher);
+
+impl std::fmt::Debug for HasherCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hasher({} bytes)", self.0.len())
+    }
+}
+
+impl RepoCache {
+    /// Takes the blob lock for `expected` and checks `blobs/<etag>`.
+    ///
+    /// * Present with the right size and digest → [`PartialBlob::Complete`].
+    /// * Present but wrong (corrupted, truncated) → a writer is returned; the bad
+    ///   blob stays until [`BlobWriter::finish`] renames verified content over
+    ///   it, so snapshot links never dangle even when the fetch fails.
+    /// * Absent → a writer that resumes from a `blobs/<etag>.incomplete` left
+    ///   behind by an interrupted download, if one exists and is not longer than
+    ///   the expected size.
+    ///
+    /// Blocks while another process holds the lock.
+    pub fn open_blob(&self, expected: &Digest) -> Result<PartialBlob, CacheError> {
+        let lock = self.lock_blob(&expected.hex)?;
+        let blob = self.blob_path(&expected.hex);
+        if expected.matches_file(&blob)? {
+            return Ok(PartialBlob::Complete);
+        }
+        fs_err::create_dir_all(self.blobs_dir())?;
+        let partial = self.incomplete_path(&expected.hex);
+        let mut file = fs_err::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&partial)?;
+        let mut hasher = Hasher::new(expected.kind, expected.size);
+        let existing = file.metadata()?.len();
+        if existing > expected.size {
+            file.set_len(0)?;
+        } else if existing > 0 {
+            hasher.update_from(&mut file)?;
+        }
+        let offset = hasher.len();
+        file.seek(SeekFrom::Start(offset))?;
+        Ok(PartialBlob::Missing(Box::new(BlobWriter {
+            file,
+            partial,
+            blob,
+            expected: expected.clone(),
+            hasher: HasherCell(hasher),
+            offset,
+            _lock: lock,
+        })))
+    }
+}
+
+impl BlobWriter {
+    /// Bytes already present (from an earlier run) before any write.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Bytes present now.
+    pub fn written(&self) -> u64 {
+        self.hasher.0.len()
+    }
+
+    /// The expected blob.
+    pub fn expected(&self) -> &Digest {
+        &self.expected
+    }
+
+    /// Drops any partial data and starts again from byte 0 (for a server that
+    /// answered a `Range` request with the whole body, or a failed verification).
+    pub fn restart(&mut self) -> Result<(), CacheError> {
+        self.file.set_len(0)?;
+        self.file.seek(SeekFrom::Start(0))?;
+        self.hasher = HasherCell(Hasher::new(self.expected.kind, self.expected.size));
+        self.offset = 0;
+        Ok(())
+    }
+
+    /// Appends a chunk. Fails once more bytes arrive than the expected size, so a
+    /// misbehaving server cannot fill the disk.
+    pub fn write(&mut self, chunk: &[u8], repo_path: &str) -> Result<(), CacheError> {
+        let total = self.hasher.0.len() + chunk.len() as u64;
+        if total > self.expected.size {
+            // The data is wrong; keep nothing a later run would resume from.
+            self.restart()?;
+            return Err(CacheError::Mismatch {
+                path: repo_path.to_owned(),
+                kind: self.expected.kind,
+                expected: self.expected.hex.clone(),
+                actual: "(not computed: body too long)".to_owned(),
+                expected_size: self.expected.size,
+                actual_size: total,
+            });
+        }
+        self.file.write_all(chunk)?;
+        self.hasher.0.update(chunk);
+        Ok(())
+    }
+
+    /// Verifies size and digest; on success fsyncs the data, renames
+    /// `.incomplete` to `blobs/<etag>` and fsyncs the directory. On a mismatch the
+    /// `.incomplete` file is deleted (its content is wrong, resuming it would not
+    /// help) and [`CacheError::Mismatch`] names `repo_path`, both digests and sizes.
+    pub fn finish(self, repo_path: &str) -> Result<(), CacheError> {
+        let BlobWriter {
+            mut file,
+            partial,
+            blob,
+            expected,
+            hasher,
+            ..
+        } = self;
+        let actual_size = hasher.0.len();
+        let actual = hasher.0.finish();
+        if actual_size != expected.size || actual != expected.hex {
+            drop(file);
+            let _ = fs_err::remove_file(&partial);
+            return Err(CacheError::Mismatch {
+                path: repo_path.to_owned(),
+                kind: expected.kind,
+                expected: expected.hex,
+                actual,
+                expected_size: expected.size,
+                actual_size,
+            });
+        }
+        file.flush()?;
+        file.sync_all()?;
+        drop(file);
+        fs_err::rename(&partial, &blob)?;
+        if let Some(dir) = blob.parent() {
+            sync_dir(dir)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DigestKind, HubCache};
+    use kernels_types::RepoType;
+
+    fn digest(content: &[u8]) -> Digest {
+        let mut h = Hasher::new(DigestKind::Sha256, content.len() as u64);
+        h.update(content);
+        Digest {
+            kind: DigestKind::Sha256,
+            hex: h.finish(),
+            size: content.len() as u64,
+        }
+    }
+
+    fn repo(root: &std::path::Path) -> RepoCache {
+        HubCache::new(root).repo(&"acme/relu".parse().unwrap(), RepoType::Kernel)
+    }
+
+    #[test]
+    fn writes_verifies_and_renames() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let d = digest(b"hello world");
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        assert_eq!(w.offset(), 0);
+        w.write(b"hello ", "f").unwrap();
+        w.write(b"world", "f").unwrap();
+        w.finish("f").unwrap();
+        assert!(!repo.incomplete_path(&d.hex).exists());
+        assert_eq!(
+            std::fs::read(repo.blob_path(&d.hex)).unwrap(),
+            b"hello world"
+        );
+        assert!(matches!(repo.open_blob(&d).unwrap(), PartialBlob::Complete));
+        assert!(repo.lock_path(&d.hex).exists());
+    }
+
+    #[test]
+    fn resumes_partial_data_and_rejects_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let d = digest(b"hello world");
+        fs_err::create_dir_all(repo.blobs_dir()).unwrap();
+        fs_err::write(repo.incomplete_path(&d.hex), b"hello").unwrap();
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        assert_eq!(w.offset(), 5);
+        w.write(b" world", "f").unwrap();
+        w.finish("f").unwrap();
+
+        // A corrupted blob is detected and replaced only by verified content.
+        fs_err::write(repo.blob_path(&d.hex), b"hello WORLD").unwrap();
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("corrupted blob should be refetched")
+        };
+        w.write(b"hello WORLD", "f").unwrap();
+        let err = w.finish("build/x/f.so").unwrap_err().to_string();
+        assert!(
+            err.contains("build/x/f.so") && err.contains(&d.hex),
+            "{err}"
+        );
+        assert!(!repo.incomplete_path(&d.hex).exists());
+        assert!(repo.blob_path(&d.hex).exists(), "links must not dangle");
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("corrupted blob should be refetched")
+        };
+        w.write(b"hello world", "f").unwrap();
+        w.finish("f").unwrap();
+        assert_eq!(
+            std::fs::read(repo.blob_path(&d.hex)).unwrap(),
+            b"hello world"
+        );
+    }
+
+    #[test]
+    fn too_long_body_fails_early() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let d = digest(b"abc");
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        assert!(w.write(b"abcd", "f").is_err());
+    }
+}

@@ -1,0 +1,427 @@
+//! Errors of the Hub HTTP client.
+//!
+//! The Hub reports the kind of failure in the `X-Error-Code` response header
+//! (`RepoNotFound`, `RevisionNotFound`, `EntryNotFound`, `GatedRepo`), a human
+//! message in `X-Error-Message` or a JSON body (`{"error": ...}`), and a request id
+//! in `X-Request-Id`. [`HubError`] keeps all of them; the bearer token is never part
+//! of any message.
+
+use std::fmt;
+
+use reqwest::header::HeaderMap;
+
+use kernels_types::RepoId;
+use kernels_types::RepoType;
+
+/// What a request was about; used to phrase error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Repository type the request addressed.
+    pub repo_type: RepoType,
+    /// Repository id.
+    pub repo_id: RepoId,
+    /// Revision (branch, tag or commit), when the request named one.
+    pub revision: Option<String>,
+    /// Repo-relative path, when the request named one.
+    pub path: Option<String>,
+}
+
+impl Target {
+    /// A target naming only a repository.
+    pub fn repo(repo_type: RepoType, repo_id: &RepoId) -> Self {
+        Target {
+            repo_type,
+            repo_id: repo_id.clone(),
+            revision: None,
+            path: None,
+        }
+    }
+
+    /// Adds a revision.
+    pub fn at(mut self, revision: &str) -> Self {
+        self.revision = Some(revision.to_owned());
+        self
+    }
+
+    /// Adds a repo-relative path.
+    pub fn path(mut self, path: &str) -> Self {
+        self.path = Some(path.to_owned());
+        self
+    }
+
+    fn revision_str(&self) -> &str {
+        self.revision.as_deref().unwrap_or("main")
+    }
+}
+
+/// The parts of a failed HTTP response worth reporting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorResponse {
+    /// Requested URL (never contains credentials).
+    pub url: String,
+    /// HTTP status code.
+    pub status: u16,
+    /// `X-Error-Code` header.
+    pub code: Option<String>,
+    /// `X-Error-Message` header, else the JSON body's `error`/`errors`/`error_description`,
+    /// else a short plain-text body.
+    pub message: Option<String>,
+    /// `X-Request-Id` header (or `X-Amz-Cf-Id`), for support requests.
+    pub request_id: Option<String>,
+    /// `Retry-After` header in seconds, if the server sent one.
+    pub retry_after: Option<u64>,
+}
+
+impl ErrorResponse {
+    /// Collects status, headers and body of a failed response.
+    pub fn new(url: &str, status: u16, headers: &HeaderMap, body: &[u8]) -> Self {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        let message = header("x-error-message").or_else(|| body_message(body));
+        ErrorResponse {
+            url: url.to_owned(),
+            status,
+            code: header("x-error-code"),
+            message,
+            request_id: header("x-request-id").or_else(|| header("x-amz-cf-id")),
+            retry_after: header("retry-after")
+                .and_then(|v| v.parse().ok())
+                .or_else(|| header("ratelimit").and_then(|v| ratelimit_reset(&v))),
+        }
+    }
+}
+
+/// The reset time `t` (seconds) of an IETF `RateLimit` header such as
+/// `"api";r=0;t=55`, when the remaining quota `r` is 0.
+fn ratelimit_reset(value: &str) -> Option<u64> {
+    let mut remaining = None;
+    let mut reset = None;
+    for param in value.split([';', ',']).map(str::trim) {
+        if let Some(r) = param.strip_prefix("r=") {
+            remaining = r.parse::<u64>().ok();
+        } else if let Some(t) = param.strip_prefix("t=") {
+            reset = t.parse::<u64>().ok();
+        }
+    }
+    (remaining == Some(0)).then_some(reset).flatten()
+}
+
+/// Extracts a message from a JSON error body, or returns a short non-HTML text body.
+fn body_message(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if let Ok(json) = serde_json::from_str::<serde_json::Value>(text) {
+        let as_text = |v: &serde_json::Value| match v {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Array(items) => Some(
+                items
+                    .iter()
+                    .map(|i| match i {
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other
+                            .get("message")
+                            .and_then(|m| m.as_str())
+                            .map_or_else(|| other.to_string(), str::to_owned),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            _ => None,
+        };
+        return json
+            .get("error")
+            .and_then(as_text)
+            .or_else(|| json.get("errors").and_then(as_text))
+            .or_else(|| json.get("error_description").and_then(as_text));
+    }
+    if text.starts_with('<') || text.len() > 500 {
+        return None;
+    }
+    Some(text.to_owned())
+}
+
+impl fmt::Display for ErrorResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HTTP {} from {}", self.status, self.url)?;
+        if let Some(code) = &self.code {
+            write!(f, " ({code})")?;
+        }
+        if let Some(message) = &self.message {
+            write!(f, ": {message}")?;
+        }
+        if let Some(id) = &self.request_id {
+            write!(f, " [request id {id}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// A failed Hub request.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum HubError {
+    /// Offline mode is on; no connection was attempted.
+    #[error("cannot reach {url}: offline mode is enabled (HF_HUB_OFFLINE)")]
+    #[diagnostic(
+        code(kernels::hub::offline),
+        help("unset HF_HUB_OFFLINE (and TRANSFORMERS_OFFLINE) to allow network access")
+    )]
+    Offline {
+        /// URL that would have been requested.
+        url: String,
+    },
+
+    /// The configured token cannot be sent in an HTTP header.
+    #[error("the Hub token contains characters that cannot be sent in an HTTP header")]
+    #[diagnostic(
+        code(kernels::hub::invalid_token),
+        help("check HF_TOKEN (or the token file at HF_TOKEN_PATH / $HF_HOME/token)")
+    )]
+    InvalidToken,
+
+    /// The repository does not exist for this repo type, or is private.
+    #[error("{} repository `{}` was not found: {response}", target.repo_type.as_str(), target.repo_id)]
+    #[diagnostic(
+        code(kernels::hub::repo_not_found),
+        help(
+            "check the repo id and the repo type (`--repo-type kernel` or `model`); for a private repository set HF_TOKEN"
+        )
+    )]
+    RepoNotFound {
+        /// What was asked.
+        target: Target,
+        /// The server's answer.
+        response: Box<ErrorResponse>,
+    },
+
+    /// The revision (branch, tag or commit) does not exist in the repository.
+    #[error("revision `{}` does not exist in {} repository `{}`: {response}", target.revision_str(), target.repo_type.as_str(), target.repo_id)]
+    #[diagnostic(
+        code(kernels::hub::revision_not_found),
+        help("use an existing branch, tag or full commit id of the repository")
+    )]
+    RevisionNotFound {
+        /// What was asked.
+        target: Target,
+        /// The server's answer.
+        response: Box<ErrorResponse>,
+    },
+
+    /// The path does not exist at that revision.
+    #[error("`{}` does not exist at revision `{}` of {} repository `{}`: {response}", target.path.as_deref().unwrap_or(""), target.revision_str(), target.repo_type.as_str(), target.repo_id)]
+    #[diagnostic(code(kernels::hub::entry_not_found))]
+    EntryNotFound {
+        /// What was asked.
+        target: Target,
+        /// The server's answer.
+        response: Box<ErrorResponse>,
+    },
+
+    /// The repository is gated and this token has no access.
+    #[error("{} repository `{}` is gated: {response}", target.repo_type.as_str(), target.repo_id)]
+    #[diagnostic(
+        code(kernels::hub::gated),
+        help(
+            "request access on the repository's Hub page, then set HF_TOKEN to a token of that account"
+        )
+    )]
+    Gated {
+        /// What was asked.
+        target: Target,
+        /// The server's answer.
+        response: Box<ErrorResponse>,
+    },
+
+    /// 401 without a more specific code: missing or invalid token.
+    #[error("authentication failed: {response}")]
+    #[diagnostic(
+        code(kernels::hub::unauthorized),
+        help("set HF_TOKEN to a valid token, or unset it if it is stale")
+    )]
+    Unauthorized {
+        /// The server's answer.
+        response: Box<ErrorResponse>,
+    },
+
+    /// A 5xx answer.
+    #[error("the Hub server failed: {response}")]
+    #[diagnostic(
+        code(kernels::hub::server),
+        help("this is a server-side problem; retry later")
+    )]
+    Server {
+        /// The server's answer.
+        response: Box<ErrorResponse>,
+    },
+
+    /// Any other unsuccessful status.
+    #[error("request failed: {response}")]
+    #[diagnostic(code(kernels::hub::status))]
+    Status {
+        /// The server's answer.
+        response: Box<ErrorResponse>,
+    },
+
+    /// Connection, TLS, timeout or body transfer failure.
+    #[error("cannot reach {url}: {source}")]
+    #[diagnostic(
+        code(kernels::hub::transport),
+        help(
+            "check HF_ENDPOINT and the network; timeouts are set with HF_HUB_ETAG_TIMEOUT and HF_HUB_DOWNLOAD_TIMEOUT (seconds)"
+        )
+    )]
+    Transport {
+        /// Requested URL.
+        url: String,
+        /// The underlying error.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// No answer, or no body bytes, within a configured time.
+    #[error("{url}: {what} within {seconds} s")]
+    #[diagnostic(
+        code(kernels::hub::timeout),
+        help("the server or network is slow; raise {setting} (seconds) to wait longer")
+    )]
+    Timeout {
+        /// Requested URL.
+        url: String,
+        /// What did not happen, e.g. `no response headers`.
+        what: &'static str,
+        /// The limit that expired, in seconds.
+        seconds: f64,
+        /// The environment variable that sets the limit.
+        setting: &'static str,
+    },
+
+    /// A successful answer whose body is not what the API promises.
+    #[error("unexpected answer from {url}: {detail}")]
+    #[diagnostic(code(kernels::hub::invalid_response))]
+    InvalidResponse {
+        /// Requested URL.
+        url: String,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl HubError {
+    /// Classifies an unsuccessful response the way `huggingface_hub` does:
+    /// `X-Error-Code` first, then the status.
+    pub fn from_response(target: Option<&Target>, response: ErrorResponse) -> Self {
+        let response = Box::new(response);
+        let code = response.code.as_deref();
+        if let Some(target) = target.cloned() {
+            match code {
+                Some("RepoNotFound") => return HubError::RepoNotFound { target, response },
+                Some("RevisionNotFound") => {
+                    return HubError::RevisionNotFound { target, response };
+                }
+                Some("EntryNotFound") => return HubError::EntryNotFound { target, response },
+                Some("GatedRepo") => return HubError::Gated { target, response },
+                _ => {}
+            }
+        }
+        match response.status {
+            401 => HubError::Unauthorized { response },
+            500..=599 => HubError::Server { response },
+            _ => HubError::Status { response },
+        }
+    }
+
+    /// Whether trying again may succeed: 408, 429 and 500/502/503/504 answers,
+    /// and connection or transfer failures.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            // Redirect loops and unbuildable requests fail the same way every time.
+            HubError::Transport { source, .. } => !source.is_redirect() && !source.is_builder(),
+            HubError::Timeout { .. } => true,
+            HubError::Server { response } | HubError::Status { response } => {
+                matches!(response.status, 408 | 429 | 500 | 502 | 503 | 504)
+            }
+            _ => false,
+        }
+    }
+
+    /// The server's `Retry-After`, in seconds, if it sent one.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            HubError::Server { response } | HubError::Status { response } => response.retry_after,
+            _ => None,
+        }
+    }
+
+    /// HTTP status of the failed answer, if there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            HubError::RepoNotFound { response, .. }
+            | HubError::RevisionNotFound { response, .. }
+            | HubError::EntryNotFound { response, .. }
+            | HubError::Gated { response, .. }
+            | HubError::Unauthorized { response }
+            | HubError::Server { response }
+            | HubError::Status { response } => Some(response.status),
+            HubError::Transport { source, .. } => source.status().map(|s| s.as_u16()),
+            HubError::Offline { .. }
+            | HubError::Timeout { .. }
+            | HubError::InvalidResponse { .. }
+            | HubError::InvalidToken => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratelimit_header_gives_the_wait() {
+        assert_eq!(ratelimit_reset("\"api\";r=0;t=55"), Some(55));
+        assert_eq!(ratelimit_reset("\"api\";r=3;t=55"), None);
+        assert_eq!(ratelimit_reset("garbage"), None);
+    }
+
+    #[test]
+    fn message_from_json_body() {
+        assert_eq!(
+            body_message(br#"{"error":"Repository not found"}"#).as_deref(),
+            Some("Repository not found")
+        );
+        assert_eq!(
+            body_message(br#"{"errors":[{"message":"a"},{"message":"b"}]}"#).as_deref(),
+            Some("a; b")
+        );
+        assert_eq!(body_message(b"<html>nope</html>"), None);
+        assert_eq!(body_message(b"plain text").as_deref(), Some("plain text"));
+    }
+
+    #[test]
+    fn classification_uses_code_first() {
+        let target = Target::repo(RepoType::Kernel, &"a/b".parse().unwrap()).at("v9");
+        let mut headers = HeaderMap::new();
+        headers.insert("x-error-code", "RevisionNotFound".parse().unwrap());
+        headers.insert("x-request-id", "abc".parse().unwrap());
+        let resp = ErrorResponse::new("http://h/api/kernels/a/b/revision/v9", 404, &headers, b"");
+        let err = HubError::from_response(Some(&target), resp);
+        assert!(matches!(err, HubError::RevisionNotFound { .. }));
+        let text = err.to_string();
+        assert!(
+            text.contains("`v9`") && text.contains("kernel repository `a/b`"),
+            "{text}"
+        );
+        assert!(text.contains("request id abc"), "{text}");
+        let resp = ErrorResponse::new("http://h/x", 503, &HeaderMap::new(), b"");
+        assert!(matches!(
+            HubError::from_response(None, resp),
+            HubError::Server { .. }
+        ));
+    }
+}

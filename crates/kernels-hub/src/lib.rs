@@ -1,0 +1,14 @@
+//! The Hugging Face Hub HTTP client of `kernels`: one client ([`HubClient`]), one
+//! retry and deadline policy ([`RetryPolicy`]) used by every request, and the
+//! errors a Hub exchange can end with ([`HubError`]). The JSON shapes live in
+//! [`kernels_types::wire`], shared with `kernels serve`.
+
+pub mod client;
+pub mod error;
+pub mod retry;
+
+pub use client::{ClientConfig, HubClient};
+pub use error::{HubError, Target};
+/// The Hub API's JSON shapes (re-exported from [`kernels_types::wire`]).
+pub use kernels_types::wire as types;
+pub use retry::RetryPolicy;

@@ -1,0 +1,85 @@
+//! The one retry policy of the crate, used by the Hub API calls
+//! ([`crate::HubClient`]) and by file downloads (the install engine).
+//!
+//! A failure is retried when [`crate::HubError::is_retryable`] says so
+//! (connection errors, timeouts, 408, 429, 500, 502, 503, 504), at most
+//! [`RetryPolicy::max_retries`] times. The wait before retry `n` (0-based) is
+//! the server's `Retry-After` when it sent one (capped at
+//! [`MAX_RETRY_AFTER`]), else an exponential backoff `BASE · 2ⁿ` capped at
+//! [`MAX_BACKOFF`], with "equal jitter": a uniformly random value between half
+//! and all of it, so that parallel clients do not retry in lockstep.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+/// First backoff step.
+pub const BASE: Duration = Duration::from_millis(500);
+
+/// Longest backoff between two attempts (without `Retry-After`).
+pub const MAX_BACKOFF: Duration = Duration::from_secs(8);
+
+/// Longest wait honoured from a `Retry-After` (or `RateLimit` reset) header;
+/// a server asking for more gets this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// Retry budget and timeouts shared by every request of one process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (`KERNELS_MAX_RETRIES`, default 5).
+    pub max_retries: u32,
+    /// Longest wait for the response headers of an API (metadata) call
+    /// (`HF_HUB_ETAG_TIMEOUT`); also the connect timeout.
+    pub etag_timeout: Duration,
+    /// Longest wait for the response headers of a file download, and longest
+    /// pause of a socket read (`HF_HUB_DOWNLOAD_TIMEOUT`).
+    pub download_timeout: Duration,
+    /// Stall watchdog: longest time without a body byte during a file
+    /// download (`KERNELS_STALL_TIMEOUT`).
+    pub stall_timeout: Duration,
+}
+
+impl RetryPolicy {
+    /// How long to wait before retry number `retry` (0 for the first retry),
+    /// given the server's `Retry-After` in seconds, if any.
+    pub fn delay(&self, retry: u32, retry_after: Option<u64>) -> Duration {
+        if let Some(secs) = retry_after {
+            return Duration::from_secs(secs).min(MAX_RETRY_AFTER);
+        }
+        let full = BASE.saturating_mul(1u32 << retry.min(16)).min(MAX_BACKOFF);
+        let jitter: f64 = rand::rng().random_range(0.5..=1.0);
+        full.mul_f64(jitter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> RetryPolicy {
+        RetryPolicy {
+            max_retries: 5,
+            etag_timeout: Duration::from_secs(1),
+            download_timeout: Duration::from_secs(1),
+            stall_timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn backoff_grows_with_jitter_and_is_capped() {
+        let p = policy();
+        for retry in 0..8 {
+            let full = BASE.saturating_mul(1 << retry).min(MAX_BACKOFF);
+            let d = p.delay(retry, None);
+            assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_wins_but_is_capped() {
+        let p = policy();
+        assert_eq!(p.delay(0, Some(2)), Duration::from_secs(2));
+        assert_eq!(p.delay(3, Some(0)), Duration::ZERO);
+        assert_eq!(p.delay(0, Some(86_400)), MAX_RETRY_AFTER);
+    }
+}

@@ -1,0 +1,988 @@
+//! Loading a mirror directory (`kernels/`, test fixtures) into memory.
+//!
+//! Only metadata is kept: paths, sizes, git object ids, LFS sha256s and commit
+//! shas. File bodies stay on disk (or are generated, for `[synthetic]` files)
+//! and are streamed per request.
+//!
+//! Layout (`kernels serve --help` summarises it for mirror authors):
+//! `orgs/<org>.toml`, `repos/<kernels|models>/<owner>/<name>/repo.toml` and
+//! `repos/…/commits/<label>/{commit.toml,tree/…}`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sha1::{Digest, Sha1};
+
+use super::content::{self, Content, DigestKind};
+use super::glob::fnmatch;
+use kernels_types::wire::RepoType;
+
+/// Default date of a commit whose `commit.toml` has none.
+const DEFAULT_DATE: &str = "2025-01-01T00:00:00.000Z";
+
+/// A malformed mirror directory. Every variant names the file, the entry and the fix.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum MirrorError {
+    /// The mirror directory has no `repos/` folder.
+    #[error("{} is not a mirror directory: it has no `repos/` folder", .0.display())]
+    #[diagnostic(
+        code(kernels::serve::not_a_mirror),
+        help(
+            "pass the mirror root (the folder holding `repos/kernels/<owner>/<name>/repo.toml`), for example `kernels serve kernels`"
+        )
+    )]
+    NotAMirror(PathBuf),
+
+    /// Reading a file or folder failed.
+    #[error("cannot read the mirror")]
+    #[diagnostic(code(kernels::serve::io))]
+    Io(#[from] std::io::Error),
+
+    /// A TOML file does not parse or has a wrong value type.
+    #[error("{} is not valid: {message}", path.display())]
+    #[diagnostic(
+        code(kernels::serve::bad_toml),
+        help("fix the entry named above; `kernels serve --help` describes the mirror layout")
+    )]
+    Toml {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (includes line and column).
+        message: String,
+    },
+
+    /// A value inside a valid TOML file is wrong.
+    #[error("{}: `{entry}` {problem}", path.display())]
+    #[diagnostic(code(kernels::serve::bad_entry), help("{fix}"))]
+    Entry {
+        /// The file holding the entry.
+        path: PathBuf,
+        /// The entry, for example `branches.v1`.
+        entry: String,
+        /// What is wrong with it.
+        problem: String,
+        /// How to fix it.
+        fix: String,
+    },
+}
+
+impl MirrorError {
+    fn entry(
+        path: &Path,
+        entry: impl Into<String>,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        MirrorError::Entry {
+            path: path.to_owned(),
+            entry: entry.into(),
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+/// Gating mode of a repository (`gated` in `repo.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gated {
+    /// Not gated.
+    No,
+    /// `"auto"`: any authenticated token listed in `allowed_tokens` gets access.
+    Auto,
+    /// `"manual"`: only tokens in `allowed_tokens` get access.
+    Manual,
+}
+
+impl Gated {
+    /// The JSON value of `gated` in repo info answers.
+    pub fn json(self) -> serde_json::Value {
+        match self {
+            Gated::No => serde_json::Value::Bool(false),
+            Gated::Auto => "auto".into(),
+            Gated::Manual => "manual".into(),
+        }
+    }
+}
+
+/// LFS details of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lfs {
+    /// sha256 of the content, 64 lowercase hex.
+    pub sha256: String,
+    /// Length of the LFS pointer text in bytes.
+    pub pointer_size: u64,
+}
+
+/// One file of a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMeta {
+    /// Content length in bytes.
+    pub size: u64,
+    /// Git object id: blob sha1 of the content, or of the pointer for LFS files.
+    pub oid: String,
+    /// Present for LFS files.
+    pub lfs: Option<Lfs>,
+    /// Where the bytes come from.
+    pub content: Content,
+}
+
+/// A file or directory of a commit's tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeKind {
+    /// A file.
+    File(FileMeta),
+    /// A directory; `oid` is its git tree sha1.
+    Dir {
+        /// Git tree object id.
+        oid: String,
+    },
+}
+
+/// A tree entry plus the index of the last commit that changed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// File or directory.
+    pub kind: NodeKind,
+    /// Index into [`Repo::commits`] of the newest commit (up to this one) that changed the entry.
+    pub last_commit: usize,
+}
+
+impl Node {
+    /// The git object id.
+    pub fn oid(&self) -> &str {
+        match &self.kind {
+            NodeKind::File(f) => &f.oid,
+            NodeKind::Dir { oid } => oid,
+        }
+    }
+}
+
+/// One commit of a repository.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    /// Directory name under `commits/`.
+    pub label: String,
+    /// 40 lowercase hex.
+    pub sha: String,
+    /// Commit title.
+    pub title: String,
+    /// `YYYY-MM-DDTHH:MM:SS[.fff]Z`.
+    pub date: String,
+    /// Every file and directory by repo-relative path (the root is not included).
+    pub tree: BTreeMap<String, Node>,
+}
+
+impl Commit {
+    /// Files of the commit in path order.
+    pub fn files(&self) -> impl Iterator<Item = (&String, &FileMeta)> {
+        self.tree.iter().filter_map(|(p, n)| match &n.kind {
+            NodeKind::File(f) => Some((p, f)),
+            NodeKind::Dir { .. } => None,
+        })
+    }
+}
+
+/// A repository of the mirror.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// `owner/name`.
+    pub id: String,
+    /// The type given by its folder (`repos/kernels` or `repos/models`).
+    pub primary: RepoType,
+    /// Every type it answers as (`primary` plus `also_serve_as`).
+    pub types: Vec<RepoType>,
+    /// Hidden (`RepoNotFound`) unless the request carries a token from `allowed_tokens`.
+    pub private: bool,
+    /// Gating of downloads.
+    pub gated: Gated,
+    /// Tokens granted access to private or gated repos.
+    pub allowed_tokens: Vec<String>,
+    /// Default branch (`main` unless set).
+    pub default_branch: String,
+    /// Commits, oldest first.
+    pub commits: Vec<Commit>,
+    /// Branch name → commit index.
+    pub branches: BTreeMap<String, usize>,
+    /// Tag name → commit index.
+    pub tags: BTreeMap<String, usize>,
+    /// `refs/convert/<name>` → commit index.
+    pub converts: BTreeMap<String, usize>,
+    /// Pull request number → commit index.
+    pub pull_requests: BTreeMap<String, usize>,
+}
+
+impl Repo {
+    /// Resolves a revision to a commit index: a 40-hex commit sha, a branch
+    /// (branches win over tags), a tag, or a full ref (`refs/heads/X`,
+    /// `refs/tags/X`, `refs/convert/X`, `refs/pr/N`).
+    pub fn resolve(&self, rev: &str) -> Option<usize> {
+        if rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let lower = rev.to_ascii_lowercase();
+            if let Some(i) = self.commits.iter().position(|c| c.sha == lower) {
+                return Some(i);
+            }
+        }
+        if let Some(&i) = self.branches.get(rev).or_else(|| self.tags.get(rev)) {
+            return Some(i);
+        }
+        let (table, name) = if let Some(n) = rev.strip_prefix("refs/heads/") {
+            (&self.branches, n)
+        } else if let Some(n) = rev.strip_prefix("refs/tags/") {
+            (&self.tags, n)
+        } else if let Some(n) = rev.strip_prefix("refs/convert/") {
+            (&self.converts, n)
+        } else if let Some(n) = rev.strip_prefix("refs/pr/") {
+            (&self.pull_requests, n)
+        } else {
+            return None;
+        };
+        table.get(name).copied()
+    }
+
+    /// Owner part of the id.
+    pub fn owner(&self) -> &str {
+        self.id.split_once('/').map_or("", |(o, _)| o)
+    }
+}
+
+/// An organization from `orgs/<name>.toml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Org {
+    /// Organization name (file stem).
+    pub name: String,
+    /// Display name.
+    pub fullname: String,
+    /// Whether the Hub marks it as a trusted kernel publisher.
+    pub trusted_kernel_publisher: bool,
+}
+
+/// A loaded mirror.
+#[derive(Debug)]
+pub struct Mirror {
+    /// The mirror root.
+    pub root: PathBuf,
+    /// Repositories in load order.
+    pub repos: Vec<Repo>,
+    /// Organizations by name.
+    pub orgs: BTreeMap<String, Org>,
+    by_id: HashMap<(RepoType, String), usize>,
+    /// LFS objects by sha256, for the CDN listener.
+    objects: HashMap<String, (u64, Content)>,
+}
+
+impl Mirror {
+    /// The repository answering as `kind` under `id` (`owner/name`).
+    pub fn repo(&self, kind: RepoType, id: &str) -> Option<&Repo> {
+        self.by_id
+            .get(&(kind, id.to_owned()))
+            .map(|&i| &self.repos[i])
+    }
+
+    /// An LFS object by sha256: its size and content.
+    pub fn object(&self, sha256: &str) -> Option<&(u64, Content)> {
+        self.objects.get(sha256)
+    }
+
+    /// Loads and validates the mirror at `root`, hashing every file.
+    pub fn load(root: &Path) -> Result<Mirror, MirrorError> {
+        let repos_dir = root.join("repos");
+        if !repos_dir.is_dir() {
+            return Err(MirrorError::NotAMirror(root.to_owned()));
+        }
+        let mut mirror = Mirror {
+            root: root.to_owned(),
+            repos: Vec::new(),
+            orgs: load_orgs(&root.join("orgs"))?,
+            by_id: HashMap::new(),
+            objects: HashMap::new(),
+        };
+        let digester = Digester::default();
+        for (folder, kind) in [("kernels", RepoType::Kernel), ("models", RepoType::Model)] {
+            let dir = repos_dir.join(folder);
+            if !dir.is_dir() {
+                continue;
+            }
+            for owner in sorted_dirs(&dir)? {
+                for name in sorted_dirs(&owner)? {
+                    let repo = load_repo(&name, kind, &digester)?;
+                    mirror.add(repo, &name)?;
+                }
+            }
+        }
+        Ok(mirror)
+    }
+
+    fn add(&mut self, repo: Repo, dir: &Path) -> Result<(), MirrorError> {
+        let index = self.repos.len();
+        for &kind in &repo.types {
+            if self.by_id.insert((kind, repo.id.clone()), index).is_some() {
+                return Err(MirrorError::entry(
+                    &dir.join("repo.toml"),
+                    "also_serve_as",
+                    format!(
+                        "makes `{}` a second {} repository of that name",
+                        repo.id,
+                        kind.as_str()
+                    ),
+                    "keep one folder per repo id and type",
+                ));
+            }
+        }
+        for commit in &repo.commits {
+            for (_, file) in commit.files() {
+                if let Some(lfs) = &file.lfs {
+                    self.objects
+                        .entry(lfs.sha256.clone())
+                        .or_insert_with(|| (file.size, file.content.clone()));
+                }
+            }
+        }
+        self.repos.push(repo);
+        Ok(())
+    }
+}
+
+fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, MirrorError> {
+    let mut out = Vec::new();
+    for entry in fs_err::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, MirrorError> {
+    let text = fs_err::read_to_string(path)?;
+    toml::from_str(&text).map_err(|err| MirrorError::Toml {
+        path: path.to_owned(),
+        message: err.to_string().trim_end().to_owned(),
+    })
+}
+
+#[derive(Deserialize)]
+struct OrgToml {
+    fullname: Option<String>,
+    #[serde(default, alias = "trustedKernelPublisher")]
+    trusted_kernel_publisher: bool,
+}
+
+fn load_orgs(dir: &Path) -> Result<BTreeMap<String, Org>, MirrorError> {
+    let mut orgs = BTreeMap::new();
+    if !dir.is_dir() {
+        return Ok(orgs);
+    }
+    for entry in fs_err::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
+            continue;
+        };
+        let parsed: OrgToml = read_toml(&path)?;
+        orgs.insert(
+            name.clone(),
+            Org {
+                fullname: parsed.fullname.unwrap_or_else(|| name.clone()),
+                name,
+                trusted_kernel_publisher: parsed.trusted_kernel_publisher,
+            },
+        );
+    }
+    Ok(orgs)
+}
+
+#[derive(Deserialize, Default)]
+#[serde(untagged)]
+enum GatedToml {
+    #[default]
+    Unset,
+    Bool(bool),
+    Mode(String),
+}
+
+#[derive(Deserialize)]
+struct SyntheticToml {
+    size: u64,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    lfs: bool,
+}
+
+#[derive(Deserialize)]
+struct RepoToml {
+    commits: Vec<String>,
+    #[serde(default)]
+    also_serve_as: Vec<String>,
+    #[serde(default)]
+    private: bool,
+    #[serde(default)]
+    gated: GatedToml,
+    #[serde(default)]
+    allowed_tokens: Vec<String>,
+    default_branch: Option<String>,
+    lfs: Option<Vec<String>>,
+    #[serde(default)]
+    branches: BTreeMap<String, String>,
+    #[serde(default)]
+    tags: BTreeMap<String, String>,
+    #[serde(default)]
+    converts: BTreeMap<String, String>,
+    #[serde(default)]
+    pull_requests: BTreeMap<String, String>,
+    #[serde(default)]
+    synthetic: BTreeMap<String, SyntheticToml>,
+}
+
+#[derive(Deserialize, Default)]
+struct CommitToml {
+    sha: Option<String>,
+    title: Option<String>,
+    date: Option<String>,
+    lfs: Option<Vec<String>>,
+}
+
+fn is_sha(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.fff]Z`, the only date shape Python's parser accepts.
+fn is_hub_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| r.clone().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
+    if b.len() < 20 || !s.ends_with('Z') {
+        return false;
+    }
+    let head = digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19);
+    let tail = &s[19..s.len() - 1];
+    head && (tail.is_empty()
+        || (tail.starts_with('.')
+            && tail.len() > 1
+            && tail[1..].bytes().all(|c| c.is_ascii_digit())))
+}
+
+fn load_repo(dir: &Path, primary: RepoType, digester: &Digester) -> Result<Repo, MirrorError> {
+    let toml_path = dir.join("repo.toml");
+    let parsed: RepoToml = read_toml(&toml_path)?;
+    let owner = dir
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let name = dir.file_name().and_then(|s| s.to_str()).unwrap_or_default();
+    let id = format!("{owner}/{name}");
+    if id.parse::<kernels_types::RepoId>().is_err() {
+        return Err(MirrorError::entry(
+            &toml_path,
+            "repository folder",
+            format!("gives the invalid repo id `{id}`"),
+            "rename the folders to `repos/<type>/<owner>/<name>` using letters, digits, `-`, `_` and `.`",
+        ));
+    }
+
+    let mut types = vec![primary];
+    for (i, other) in parsed.also_serve_as.iter().enumerate() {
+        let kind = match other.as_str() {
+            "model" => RepoType::Model,
+            "kernel" => RepoType::Kernel,
+            _ => {
+                return Err(MirrorError::entry(
+                    &toml_path,
+                    format!("also_serve_as[{i}]"),
+                    format!("is `{other}`, not a supported repo type"),
+                    "use \"model\" or \"kernel\"",
+                ));
+            }
+        };
+        if !types.contains(&kind) {
+            types.push(kind);
+        }
+    }
+
+    let gated = match &parsed.gated {
+        GatedToml::Unset | GatedToml::Bool(false) => Gated::No,
+        GatedToml::Bool(true) => Gated::Auto,
+        GatedToml::Mode(m) if m == "auto" => Gated::Auto,
+        GatedToml::Mode(m) if m == "manual" => Gated::Manual,
+        GatedToml::Mode(m) => {
+            return Err(MirrorError::entry(
+                &toml_path,
+                "gated",
+                format!("is `{m}`"),
+                "use false, \"auto\" or \"manual\"",
+            ));
+        }
+    };
+
+    if parsed.commits.is_empty() {
+        return Err(MirrorError::entry(
+            &toml_path,
+            "commits",
+            "is empty",
+            "list the folders under commits/, oldest first, e.g. commits = [\"c1\"]",
+        ));
+    }
+    let commits_dir = dir.join("commits");
+    for found in sorted_dirs(&commits_dir)? {
+        let label = found
+            .file_name()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        if !parsed.commits.iter().any(|c| c == label) {
+            return Err(MirrorError::entry(
+                &toml_path,
+                "commits",
+                format!("does not list the folder commits/{label}"),
+                format!("add \"{label}\" to `commits` (oldest first) or delete the folder"),
+            ));
+        }
+    }
+
+    // Synthetic files grouped by commit label.
+    let mut synthetic: HashMap<&str, Vec<(&str, &SyntheticToml)>> = HashMap::new();
+    for (key, spec) in &parsed.synthetic {
+        let Some((label, path)) = key
+            .split_once(':')
+            .filter(|(l, p)| !l.is_empty() && valid_rel_path(p))
+        else {
+            return Err(MirrorError::entry(
+                &toml_path,
+                format!("synthetic.\"{key}\""),
+                "is not of the form \"<commit label>:<path>\"",
+                "write the key as \"c1:big.bin\"",
+            ));
+        };
+        if !parsed.commits.iter().any(|c| c == label) {
+            return Err(MirrorError::entry(
+                &toml_path,
+                format!("synthetic.\"{key}\""),
+                format!("names the commit `{label}`, which `commits` does not list"),
+                "use a label from `commits`",
+            ));
+        }
+        synthetic.entry(label).or_default().push((path, spec));
+    }
+
+    let mut commits: Vec<Commit> = Vec::with_capacity(parsed.commits.len());
+    for label in &parsed.commits {
+        let commit_dir = commits_dir.join(label);
+        let tree_dir = commit_dir.join("tree");
+        if !tree_dir.is_dir() {
+            return Err(MirrorError::entry(
+                &toml_path,
+                "commits",
+                format!("lists `{label}`, but {} is missing", tree_dir.display()),
+                "create the commit's file tree under commits/<label>/tree/ or remove the label",
+            ));
+        }
+        let commit_toml_path = commit_dir.join("commit.toml");
+        let meta: CommitToml = if commit_toml_path.is_file() {
+            read_toml(&commit_toml_path)?
+        } else {
+            CommitToml::default()
+        };
+        if let Some(sha) = &meta.sha
+            && !is_sha(sha)
+        {
+            return Err(MirrorError::entry(
+                &commit_toml_path,
+                "sha",
+                format!("is `{sha}`, not 40 lowercase hex digits"),
+                "write a full commit sha such as \"1111111111111111111111111111111111111111\" or remove the key",
+            ));
+        }
+        if let Some(date) = &meta.date
+            && !is_hub_date(date)
+        {
+            return Err(MirrorError::entry(
+                &commit_toml_path,
+                "date",
+                format!("is `{date}`"),
+                "use UTC with a Z suffix, e.g. \"2025-05-21T10:00:00Z\"",
+            ));
+        }
+        let patterns = match meta.lfs.clone().or_else(|| parsed.lfs.clone()) {
+            Some(p) => p,
+            None => gitattributes_lfs(&tree_dir.join(".gitattributes"))?,
+        };
+
+        let mut jobs: Vec<(String, Content, bool)> = Vec::new();
+        for entry in walkdir::WalkDir::new(&tree_dir).follow_links(true) {
+            let entry = entry.map_err(|e| std::io::Error::other(e.to_string()))?;
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let rel = entry.path().strip_prefix(&tree_dir).unwrap_or(entry.path());
+            let Some(rel) = rel
+                .to_str()
+                .map(|s| s.replace(std::path::MAIN_SEPARATOR, "/"))
+            else {
+                return Err(MirrorError::entry(
+                    &toml_path,
+                    format!("commits/{label}/tree"),
+                    format!(
+                        "holds a file whose name is not UTF-8: {}",
+                        entry.path().display()
+                    ),
+                    "rename the file",
+                ));
+            };
+            let lfs = patterns.iter().any(|p| lfs_match(p, &rel));
+            jobs.push((rel, Content::Disk(entry.path().to_owned()), lfs));
+        }
+        for (path, spec) in synthetic.get(label.as_str()).into_iter().flatten() {
+            let content = Content::Synthetic {
+                seed: spec.seed,
+                size: spec.size,
+            };
+            jobs.retain(|(p, _, _)| p != path);
+            jobs.push(((*path).to_owned(), content, spec.lfs));
+        }
+        let files: BTreeMap<String, FileMeta> = digester.describe_all(jobs)?.into_iter().collect();
+
+        let parent = commits.last().map(|c| c.sha.clone()).unwrap_or_default();
+        let sha = match meta.sha {
+            Some(sha) => sha,
+            None => derived_commit_sha(label, &parent, &files),
+        };
+        if let Some(dup) = commits.iter().find(|c| c.sha == sha) {
+            return Err(MirrorError::entry(
+                &commit_toml_path,
+                "sha",
+                format!("repeats the sha of commit `{}`", dup.label),
+                "give every commit a distinct sha",
+            ));
+        }
+        let index = commits.len();
+        let mut tree = build_tree(files, index);
+        if let Some(prev) = commits.last() {
+            for (path, node) in tree.iter_mut() {
+                if let Some(old) = prev.tree.get(path)
+                    && old.oid() == node.oid()
+                    && matches!(old.kind, NodeKind::Dir { .. })
+                        == matches!(node.kind, NodeKind::Dir { .. })
+                {
+                    node.last_commit = old.last_commit;
+                }
+            }
+        }
+        commits.push(Commit {
+            label: label.clone(),
+            sha,
+            title: meta.title.unwrap_or_else(|| format!("Commit {label}")),
+            date: meta.date.unwrap_or_else(|| DEFAULT_DATE.to_owned()),
+            tree,
+        });
+    }
+
+    let target = |table: &str, name: &str, value: &str| -> Result<usize, MirrorError> {
+        if let Some(i) = commits.iter().position(|c| c.label == value) {
+            return Ok(i);
+        }
+        if let Some(i) = commits.iter().position(|c| c.sha == value) {
+            return Ok(i);
+        }
+        Err(MirrorError::entry(
+            &toml_path,
+            format!("{table}.\"{name}\""),
+            format!("points at `{value}`, which is neither a commit label nor the sha of a commit"),
+            format!(
+                "use one of the labels {:?} or a sha from their commit.toml",
+                parsed.commits
+            ),
+        ))
+    };
+    let mut tables: [BTreeMap<String, usize>; 4] = Default::default();
+    for (slot, (table, entries)) in tables.iter_mut().zip([
+        ("branches", &parsed.branches),
+        ("tags", &parsed.tags),
+        ("converts", &parsed.converts),
+        ("pull_requests", &parsed.pull_requests),
+    ]) {
+        for (name, value) in entries {
+            slot.insert(name.clone(), target(table, name, value)?);
+        }
+    }
+    let [branches, tags, converts, pull_requests] = tables;
+    let default_branch = parsed.default_branch.unwrap_or_else(|| "main".to_owned());
+    if !branches.contains_key(&default_branch) {
+        return Err(MirrorError::entry(
+            &toml_path,
+            "branches",
+            format!("has no entry for the default branch `{default_branch}`"),
+            format!("add `{default_branch} = \"<label>\"` under [branches] or set default_branch"),
+        ));
+    }
+
+    Ok(Repo {
+        id,
+        primary,
+        types,
+        private: parsed.private,
+        gated,
+        allowed_tokens: parsed.allowed_tokens,
+        default_branch,
+        commits,
+        branches,
+        tags,
+        converts,
+        pull_requests,
+    })
+}
+
+fn valid_rel_path(p: &str) -> bool {
+    !p.is_empty() && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
+}
+
+/// An LFS pattern matches the full path or the basename.
+fn lfs_match(pattern: &str, path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    fnmatch(pattern, path) || fnmatch(pattern, base)
+}
+
+/// Patterns of `.gitattributes` lines carrying `filter=lfs`.
+fn gitattributes_lfs(path: &Path) -> Result<Vec<String>, MirrorError> {
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let text = fs_err::read_to_string(path)?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace();
+            let pattern = parts.next()?;
+            parts.any(|a| a == "filter=lfs").then(|| pattern.to_owned())
+        })
+        .collect())
+}
+
+/// Hashes files in parallel (one worker per core); synthetic files with the
+/// same `(seed, size, lfs)` are hashed once per load.
+#[derive(Default)]
+struct Digester {
+    synthetic: std::sync::Mutex<HashMap<(u64, u64, bool), FileMeta>>,
+}
+
+impl Digester {
+    /// Describes every `(path, content, lfs)` job, keeping the input order.
+    fn describe_all(
+        &self,
+        jobs: Vec<(String, Content, bool)>,
+    ) -> Result<Vec<(String, FileMeta)>, MirrorError> {
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(jobs.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<std::sync::Mutex<Option<std::io::Result<FileMeta>>>> =
+            jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((_, content, lfs)) = jobs.get(i) else {
+                            break;
+                        };
+                        let described = self.describe(content.clone(), *lfs);
+                        if let Ok(mut slot) = results[i].lock() {
+                            *slot = Some(described);
+                        }
+                    }
+                });
+            }
+        });
+        let mut out = Vec::with_capacity(jobs.len());
+        for ((path, _, _), slot) in jobs.into_iter().zip(results) {
+            let described = slot
+                .into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err(std::io::Error::other("a hashing worker panicked")))?;
+            out.push((path, described));
+        }
+        Ok(out)
+    }
+
+    fn describe(&self, content: Content, lfs: bool) -> std::io::Result<FileMeta> {
+        let key = match content {
+            Content::Synthetic { seed, size } => Some((seed, size, lfs)),
+            Content::Disk(_) => None,
+        };
+        if let Some(key) = key
+            && let Some(hit) = self
+                .synthetic
+                .lock()
+                .ok()
+                .and_then(|m| m.get(&key).cloned())
+        {
+            return Ok(hit);
+        }
+        let meta = if lfs {
+            let (size, sha256) = content::digest(&content, DigestKind::Sha256)?;
+            let pointer = content::lfs_pointer(&sha256, size);
+            FileMeta {
+                size,
+                oid: content::git_blob_sha1(pointer.as_bytes()),
+                lfs: Some(Lfs {
+                    sha256,
+                    pointer_size: pointer.len() as u64,
+                }),
+                content,
+            }
+        } else {
+            let (size, oid) = content::digest(&content, DigestKind::GitBlob)?;
+            FileMeta {
+                size,
+                oid,
+                lfs: None,
+                content,
+            }
+        };
+        if let Some(key) = key
+            && let Ok(mut cache) = self.synthetic.lock()
+        {
+            cache.insert(key, meta.clone());
+        }
+        Ok(meta)
+    }
+}
+
+/// `sha1("commit\0" + label + "\0" + parent_sha + "\0" + "<path>:<oid>\n"…)`
+/// over the files in path order.
+fn derived_commit_sha(label: &str, parent: &str, files: &BTreeMap<String, FileMeta>) -> String {
+    let mut h = Sha1::new();
+    h.update(format!("commit\0{label}\0{parent}\0"));
+    for (path, file) in files {
+        h.update(format!("{path}:{}\n", file.oid));
+    }
+    hex::encode(h.finalize())
+}
+
+#[derive(Default)]
+struct DirBuilder {
+    files: BTreeMap<String, String>,
+    dirs: BTreeMap<String, DirBuilder>,
+}
+
+/// Adds directory nodes with exact git tree ids to the flat file map.
+fn build_tree(files: BTreeMap<String, FileMeta>, commit: usize) -> BTreeMap<String, Node> {
+    let mut root = DirBuilder::default();
+    for (path, file) in &files {
+        let mut dir = &mut root;
+        let mut parts: Vec<&str> = path.split('/').collect();
+        let name = parts.pop().unwrap_or_default();
+        for part in parts {
+            dir = dir.dirs.entry(part.to_owned()).or_default();
+        }
+        dir.files.insert(name.to_owned(), file.oid.clone());
+    }
+    let mut out: BTreeMap<String, Node> = files
+        .into_iter()
+        .map(|(p, f)| {
+            (
+                p,
+                Node {
+                    kind: NodeKind::File(f),
+                    last_commit: commit,
+                },
+            )
+        })
+        .collect();
+    fn walk(
+        dir: &DirBuilder,
+        prefix: &str,
+        out: &mut BTreeMap<String, Node>,
+        commit: usize,
+    ) -> [u8; 20] {
+        // Git sorts tree entries by name, comparing directories as `name/`.
+        let mut entries: Vec<(String, &str, [u8; 20])> = Vec::new();
+        for (name, oid) in &dir.files {
+            let mut raw = [0u8; 20];
+            hex::decode_to_slice(oid, &mut raw).unwrap_or_default();
+            entries.push((name.clone(), "100644", raw));
+        }
+        for (name, sub) in &dir.dirs {
+            let path = if prefix.is_empty() {
+                name.clone()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let raw = walk(sub, &path, out, commit);
+            out.insert(
+                path,
+                Node {
+                    kind: NodeKind::Dir {
+                        oid: hex::encode(raw),
+                    },
+                    last_commit: commit,
+                },
+            );
+            entries.push((format!("{name}/"), "40000", raw));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut body = Vec::new();
+        for (name, mode, raw) in &entries {
+            body.extend_from_slice(mode.as_bytes());
+            body.push(b' ');
+            body.extend_from_slice(name.trim_end_matches('/').as_bytes());
+            body.push(0);
+            body.extend_from_slice(raw);
+        }
+        let mut h = Sha1::new();
+        h.update(format!("tree {}\0", body.len()));
+        h.update(&body);
+        h.finalize().into()
+    }
+    walk(&root, "", &mut out, commit);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert!(is_hub_date("2025-05-21T10:00:00Z"));
+        assert!(is_hub_date("2025-05-21T10:00:00.123Z"));
+        assert!(!is_hub_date("2025-05-21 10:00:00Z"));
+        assert!(!is_hub_date("2025-05-21T10:00:00+00:00"));
+    }
+
+    #[test]
+    fn tree_oid_matches_git() {
+        // `mkdir d; printf 'hello\n' > d/b; git add d; git write-tree`:
+        // `git cat-file -p` of the root shows d as this tree.
+        let meta = FileMeta {
+            size: 6,
+            oid: content::git_blob_sha1(b"hello\n"),
+            lfs: None,
+            content: Content::Synthetic { seed: 0, size: 6 },
+        };
+        let files = BTreeMap::from([("a".to_owned(), meta.clone()), ("d/b".to_owned(), meta)]);
+        let tree = build_tree(files, 0);
+        assert_eq!(
+            tree["d"].oid(),
+            "f09792be40f18f537c28b624b7bc7771f25082e1",
+            "git tree id of a single `b` blob holding hello"
+        );
+    }
+}

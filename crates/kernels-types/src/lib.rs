@@ -1,0 +1,19 @@
+//! Value types shared by every layer of `kernels`: repository ids and types,
+//! commit ids, content digests and the per-variant hash, build-variant names, and
+//! the JSON shapes of the Hub API (shared by the client and `kernels serve`, so
+//! the server needs no HTTP client).
+//!
+//! Nothing here does I/O: every type is parsed and validated once, at the edge
+//! where text enters (a lock file, a listing, a command line), and passed on as a
+//! value.
+
+pub mod commit;
+pub mod hash;
+pub mod repo_id;
+pub mod variant_name;
+pub mod wire;
+
+pub use commit::{CommitId, CommitIdError};
+pub use hash::{BadDigest, FileDigest, GitBlobHasher, git_blob_sha1, git_lfs_concat, sha256};
+pub use repo_id::{RepoId, RepoIdError};
+pub use wire::RepoType;

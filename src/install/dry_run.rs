@@ -1,0 +1,143 @@
+//! `kernels download --dry-run`: what a download would fetch, from metadata only.
+
+use futures_util::future::join_all;
+use serde::Serialize;
+
+use crate::install::verify::verify_kernels;
+use kernels_cache::HubCache;
+use kernels_hub::HubClient;
+
+use super::{DownloadError, DownloadOptions, KernelFailure, LockedKernel, plan_kernel};
+
+/// JSON schema version of `kernels download --dry-run --format json`
+/// (documented in `docs/offline-and-auth.md`).
+pub const DRY_RUN_SCHEMA: u32 = 1;
+
+/// One selected variant of a [`DryRunKernel`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DryRunVariant {
+    /// Variant name (directory under `build/`).
+    pub name: String,
+    /// Files of the variant.
+    pub files: usize,
+    /// Their total size in bytes.
+    pub bytes: u64,
+    /// Files whose blob is already in the cache (present with the expected size).
+    pub cached_files: usize,
+    /// Size of those files in bytes.
+    pub cached_bytes: u64,
+}
+
+/// What downloading one kernel would do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DryRunKernel {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// Locked commit (full).
+    pub commit: String,
+    /// Selected variants, sorted by name.
+    pub variants: Vec<DryRunVariant>,
+    /// Distinct blobs that would be downloaded (files with identical content
+    /// share one blob).
+    pub download_files: usize,
+    /// Bytes those blobs would transfer.
+    pub download_bytes: u64,
+}
+
+/// Plans every kernel without downloading content: online, one recursive tree
+/// listing per kernel (the only requests made); offline, the cached snapshot
+/// as [`verify_kernels`] sees it (everything found counts as cached, anything
+/// missing is a failure). Results are in input order.
+pub async fn dry_run(
+    client: &HubClient,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+) -> Vec<Result<DryRunKernel, Box<KernelFailure>>> {
+    if client.is_offline() {
+        return verify_kernels(cache, options.repo_type, kernels, &options.selection)
+            .into_iter()
+            .map(|check| {
+                if !check.is_ok() {
+                    return Err(Box::new(KernelFailure::not_cached(check)));
+                }
+                let variants = check
+                    .variants
+                    .iter()
+                    .map(|(name, files)| {
+                        let bytes = files.iter().map(|f| f.size).sum();
+                        DryRunVariant {
+                            name: name.clone(),
+                            files: files.len(),
+                            bytes,
+                            cached_files: files.len(),
+                            cached_bytes: bytes,
+                        }
+                    })
+                    .collect();
+                Ok(DryRunKernel {
+                    repo_id: check.repo_id.to_string(),
+                    commit: check.commit,
+                    variants,
+                    download_files: 0,
+                    download_bytes: 0,
+                })
+            })
+            .collect();
+    }
+    join_all(kernels.iter().map(|kernel| async move {
+        plan_one(client, cache, kernel, options)
+            .await
+            .map_err(|error| {
+                Box::new(KernelFailure {
+                    repo_id: kernel.repo_id.clone(),
+                    commit: kernel.commit.clone(),
+                    error,
+                })
+            })
+    }))
+    .await
+}
+
+async fn plan_one(
+    client: &HubClient,
+    cache: &HubCache,
+    kernel: &LockedKernel,
+    options: &DownloadOptions,
+) -> Result<DryRunKernel, DownloadError> {
+    let entries = client
+        .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
+        .await?;
+    let plan = plan_kernel(kernel, &entries, &options.selection)?;
+    let repo = cache.repo(&kernel.repo_id, options.repo_type);
+    let present = |digest: &kernels_cache::Digest| {
+        std::fs::metadata(repo.blob_path(&digest.hex))
+            .is_ok_and(|m| m.is_file() && m.len() == digest.size)
+    };
+    let variants = plan
+        .variants
+        .iter()
+        .map(|(name, files)| {
+            let cached: Vec<_> = files.iter().filter(|f| present(&f.digest)).collect();
+            DryRunVariant {
+                name: name.clone(),
+                files: files.len(),
+                bytes: files.iter().map(|f| f.digest.size).sum(),
+                cached_files: cached.len(),
+                cached_bytes: cached.iter().map(|f| f.digest.size).sum(),
+            }
+        })
+        .collect();
+    let missing: Vec<_> = plan
+        .blobs()
+        .into_values()
+        .filter(|(digest, _)| !present(digest))
+        .collect();
+    Ok(DryRunKernel {
+        repo_id: kernel.repo_id.to_string(),
+        commit: kernel.commit.clone(),
+        variants,
+        download_files: missing.len(),
+        download_bytes: missing.iter().map(|(d, _)| d.size).sum(),
+    })
+}

@@ -1,0 +1,490 @@
+//! Downloading locked kernels into the Hugging Face hub cache.
+//!
+//! Per kernel: one recursive tree listing at the locked commit, variant
+//! selection ([`crate::variant`]), then every file of the selected variants is
+//! placed as a verified blob plus a relative snapshot link ([`kernels_cache`]).
+//! Blobs already in the cache whose content verifies cost no request. A
+//! variant locked with a `git_lfs_concat` hash is reported done only after the
+//! hash recomputed from the linked blobs equals the lock's. All kernels are
+//! tried; failures are collected in the [`DownloadSummary`].
+//!
+//! In offline mode (`--offline`, `HF_HUB_OFFLINE`) no request is made: the
+//! kernels are checked with [`crate::install::verify::verify_kernels`] (the code behind
+//! `kernels verify`), which lists the files from the cached snapshot, re-hashes
+//! every linked blob and checks variant hashes, so an offline run accepts a
+//! cache written by us or by `huggingface_hub` and names whatever is missing.
+
+pub mod dry_run;
+mod fetch;
+pub mod plan;
+pub mod reporter;
+pub mod verify;
+
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use tokio::sync::Semaphore;
+
+use crate::install::verify::{KernelVerification, Problem, verify_kernels};
+pub use crate::lock::format::LockedKernel;
+use crate::variant::{VariantError, VariantSelection};
+use kernels_cache::{CacheError, HubCache};
+use kernels_hub::{HubClient, HubError};
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::RepoType;
+
+pub use dry_run::{DRY_RUN_SCHEMA, DryRunKernel, DryRunVariant, dry_run};
+use fetch::{Fetched, Source, ensure_blob};
+pub use plan::{KernelPlan, PlannedFile, plan_kernel};
+pub use reporter::{FileReporter, NoReporter, Reporter};
+
+/// Default number of files fetched at the same time (`--concurrency`).
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// What to download and how.
+#[derive(Debug, Clone)]
+pub struct DownloadOptions {
+    /// Repository type: decides the API and resolve URLs and the cache prefix
+    /// (`kernels--` or `models--`).
+    pub repo_type: RepoType,
+    /// Variant selection applied to every kernel.
+    pub selection: VariantSelection,
+    /// Maximum number of files fetched at once over all kernels (at least 1).
+    pub concurrency: usize,
+}
+
+/// A kernel whose selected variants are all in the cache and verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelReport {
+    /// Hub repository.
+    pub repo_id: RepoId,
+    /// Locked commit.
+    pub commit: String,
+    /// Variants placed, sorted.
+    pub variants: Vec<String>,
+    /// Files linked in the snapshot.
+    pub files: usize,
+    /// Total size of those files in bytes.
+    pub bytes: u64,
+    /// Bytes received over the network (0 when everything was cached).
+    pub fetched_bytes: u64,
+    /// Distinct blobs that had to be downloaded.
+    pub fetched_blobs: usize,
+}
+
+/// A kernel that could not be downloaded.
+#[derive(Debug)]
+pub struct KernelFailure {
+    /// Hub repository.
+    pub repo_id: RepoId,
+    /// Locked commit.
+    pub commit: String,
+    /// Why.
+    pub error: DownloadError,
+}
+
+impl KernelFailure {
+    /// An offline kernel whose cached files failed verification.
+    pub(crate) fn not_cached(check: crate::install::verify::KernelVerification) -> Self {
+        KernelFailure {
+            error: DownloadError::NotCached {
+                repo_id: check.repo_id.clone(),
+                commit: check.commit.clone(),
+                problems: check.problems,
+            },
+            repo_id: check.repo_id,
+            commit: check.commit,
+        }
+    }
+}
+
+/// Outcome of [`download`], in lock order.
+#[derive(Debug, Default)]
+pub struct DownloadSummary {
+    /// Kernels downloaded and verified.
+    pub done: Vec<KernelReport>,
+    /// Kernels that failed.
+    pub failed: Vec<KernelFailure>,
+}
+
+/// Why one kernel could not be downloaded.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum DownloadError {
+    /// A Hub request failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Hub(#[from] HubError),
+
+    /// Writing or verifying the cache failed (including content mismatches).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Cache(#[from] CacheError),
+
+    /// Variant selection failed for this kernel.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Variant(#[from] VariantError),
+
+    /// A tree entry lacks a usable digest.
+    #[error("the Hub listing of {repo_id}@{commit} has no valid digest for `{path}`")]
+    #[diagnostic(
+        code(kernels::download::invalid_listing),
+        help("the server's tree listing is malformed; report it to the mirror's operator")
+    )]
+    InvalidListing {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// Repo path of the entry.
+        path: String,
+    },
+
+    /// A selected variant has no hash in a variant-hash lock.
+    #[error("kernels.lock has no hash for variant `{variant}` of {repo_id}@{commit}")]
+    #[diagnostic(
+        code(kernels::download::variant_not_locked),
+        help(
+            "run `kernels lock` to refresh the lock, or pick locked variants with `--variant NAME`"
+        )
+    )]
+    VariantNotLocked {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// The variant.
+        variant: String,
+    },
+
+    /// The Hub listing of a variant does not hash to the lock's value.
+    #[error(
+        "variant `{variant}` of {repo_id}@{commit}: kernels.lock has {locked}, but the Hub listing hashes to {listed}"
+    )]
+    #[diagnostic(
+        code(kernels::download::listing_mismatch),
+        help("the lock does not describe this commit's files; regenerate it with `kernels lock`")
+    )]
+    ListingMismatch {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// The variant.
+        variant: String,
+        /// Hash in the lock.
+        locked: String,
+        /// Hash of the listed files.
+        listed: String,
+    },
+
+    /// After download, the variant's files do not hash to the lock's value.
+    #[error(
+        "variant `{variant}` of {repo_id}@{commit}: kernels.lock has {locked}, but the downloaded files hash to {actual}"
+    )]
+    #[diagnostic(
+        code(kernels::download::variant_mismatch),
+        help("the cache snapshot does not match the lock; run `kernels download` again")
+    )]
+    VariantMismatch {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// The variant.
+        variant: String,
+        /// Hash in the lock.
+        locked: String,
+        /// Hash recomputed from the cache.
+        actual: String,
+    },
+
+    /// Offline mode and the cache does not hold every selected file, verified.
+    #[error(
+        "{}@{} cannot be used offline (--offline or HF_HUB_OFFLINE):{}",
+        repo_id, plan::short(commit), problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
+    )]
+    #[diagnostic(
+        code(kernels::download::not_cached),
+        help("run `kernels download` without --offline and with HF_HUB_OFFLINE unset to fetch it")
+    )]
+    NotCached {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// What is missing or wrong, as `kernels verify` reports it.
+        problems: Vec<Problem>,
+    },
+
+    /// A bug or runtime failure (a worker task died).
+    #[error("internal error: {0}")]
+    #[diagnostic(code(kernels::download::internal))]
+    Internal(String),
+}
+
+/// Downloads every kernel of `kernels` into `cache`; see the module docs.
+///
+/// Never stops at the first failure: each kernel ends up in
+/// [`DownloadSummary::done`] or [`DownloadSummary::failed`] (in input order).
+/// Status lines go through `progress`.
+pub async fn download(
+    client: &HubClient,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    progress: &dyn Reporter,
+) -> DownloadSummary {
+    if client.is_offline() {
+        return verify_offline(cache, kernels, options, progress).await;
+    }
+    let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    let results = join_all(kernels.iter().map(|kernel| {
+        let permits = permits.clone();
+        async move {
+            let result = download_kernel(client, cache, kernel, options, &permits, progress).await;
+            if let Ok(report) = &result {
+                progress.kernel_done(report);
+            }
+            (kernel, result)
+        }
+    }))
+    .await;
+    progress.finish();
+    let mut summary = DownloadSummary::default();
+    for (kernel, result) in results {
+        match result {
+            Ok(report) => summary.done.push(report),
+            Err(error) => summary.failed.push(KernelFailure {
+                repo_id: kernel.repo_id.clone(),
+                commit: kernel.commit.clone(),
+                error,
+            }),
+        }
+    }
+    summary
+}
+
+async fn download_kernel(
+    client: &HubClient,
+    cache: &HubCache,
+    kernel: &LockedKernel,
+    options: &DownloadOptions,
+    permits: &Semaphore,
+    progress: &dyn Reporter,
+) -> Result<KernelReport, DownloadError> {
+    let repo = cache.repo(&kernel.repo_id, options.repo_type);
+    let label = plan::label(&kernel.repo_id, &kernel.commit);
+    tracing::debug!("{label}: listing the files of the locked commit");
+    let entries = client
+        .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
+        .await?;
+    let plan = plan_kernel(kernel, &entries, &options.selection)?;
+    tracing::debug!(
+        "{label}: {} file(s), {} blob(s) in variant(s) {}",
+        plan.file_count(),
+        plan.blobs().len(),
+        plan.variants.keys().cloned().collect::<Vec<_>>().join(", ")
+    );
+    progress.add_total(plan.total_bytes());
+
+    let blobs = plan.blobs();
+    let outcomes = join_all(blobs.values().map(|(digest, paths)| {
+        let repo = &repo;
+        async move {
+            let _permit = permits
+                .acquire()
+                .await
+                .map_err(|err| DownloadError::Internal(err.to_string()))?;
+            let source = Source {
+                client,
+                repo_type: options.repo_type,
+                repo_id: &kernel.repo_id,
+                commit: &kernel.commit,
+                path: &paths[0],
+            };
+            let fetched = ensure_blob(repo, digest, &source, progress).await?;
+            match &fetched {
+                Fetched::Cached => tracing::debug!("{}: cached and verified", paths[0]),
+                Fetched::Downloaded { bytes } => {
+                    tracing::debug!("{}: downloaded {bytes} bytes, verified", paths[0]);
+                }
+            }
+            // Links only after the blob is in place.
+            for path in paths {
+                repo.link(&kernel.commit, path, &digest.hex)?;
+            }
+            if let Fetched::Cached = fetched {
+                progress.cached(digest.size * paths.len() as u64);
+            } else {
+                progress.cached(digest.size * (paths.len() as u64 - 1));
+            }
+            Ok::<_, DownloadError>(fetched)
+        }
+    }))
+    .await;
+
+    let mut fetched_bytes = 0;
+    let mut fetched_blobs = 0;
+    let mut first_error = None;
+    for outcome in outcomes {
+        match outcome {
+            Ok(Fetched::Cached) => {}
+            Ok(Fetched::Downloaded { bytes }) => {
+                fetched_bytes += bytes;
+                fetched_blobs += 1;
+            }
+            Err(err) => {
+                first_error.get_or_insert(err);
+            }
+        }
+    }
+    if let Some(err) = first_error {
+        return Err(err);
+    }
+
+    if let Some(hashes) = &kernel.variants {
+        for (variant, files) in &plan.variants {
+            let locked = hashes
+                .get(variant)
+                .ok_or_else(|| DownloadError::VariantNotLocked {
+                    repo_id: kernel.repo_id.clone(),
+                    commit: kernel.commit.clone(),
+                    variant: variant.clone(),
+                })?;
+            verify_variant(&repo, kernel, variant, files, locked)?;
+        }
+    }
+
+    Ok(KernelReport {
+        repo_id: kernel.repo_id.clone(),
+        commit: kernel.commit.clone(),
+        variants: plan.variants.keys().cloned().collect(),
+        files: plan.file_count(),
+        bytes: plan.total_bytes(),
+        fetched_bytes,
+        fetched_blobs,
+    })
+}
+
+/// The offline run: every kernel is checked in the cache by
+/// [`verify_kernels`]; a kernel with any problem fails with
+/// [`DownloadError::NotCached`] listing them all.
+async fn verify_offline(
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    progress: &dyn Reporter,
+) -> DownloadSummary {
+    let (cache_owned, kernels_owned, repo_type, selection) = (
+        cache.clone(),
+        kernels.to_vec(),
+        options.repo_type,
+        options.selection.clone(),
+    );
+    let checks = tokio::task::spawn_blocking(move || {
+        verify_kernels(&cache_owned, repo_type, &kernels_owned, &selection)
+    })
+    .await;
+    let mut summary = DownloadSummary::default();
+    let checks = match checks {
+        Ok(checks) => checks,
+        Err(err) => {
+            summary.failed = kernels
+                .iter()
+                .map(|kernel| KernelFailure {
+                    repo_id: kernel.repo_id.clone(),
+                    commit: kernel.commit.clone(),
+                    error: DownloadError::Internal(format!("verification task failed: {err}")),
+                })
+                .collect();
+            return summary;
+        }
+    };
+    for check in checks {
+        if check.is_ok() {
+            let report = KernelReport::from_verification(&check);
+            progress.kernel_done(&report);
+            summary.done.push(report);
+        } else {
+            summary.failed.push(KernelFailure::not_cached(check));
+        }
+    }
+    progress.finish();
+    summary
+}
+
+/// Recomputes a variant's `git_lfs_concat` hash from what the snapshot links
+/// point at (each blob name is its verified digest) and compares it with the lock.
+fn verify_variant(
+    repo: &kernels_cache::RepoCache,
+    kernel: &LockedKernel,
+    variant: &str,
+    files: &[PlannedFile],
+    locked: &str,
+) -> Result<(), DownloadError> {
+    let mut linked = Vec::with_capacity(files.len());
+    for file in files {
+        let current = || {
+            repo.linked_etag(&kernel.commit, &file.path)
+                .filter(|etag| repo.blob_path(etag).is_file())
+        };
+        // `huggingface_hub` replaces a link by removing it first; if another
+        // process is doing that right now, put ours back (the blob is in place).
+        let etag = current()
+            .or_else(|| {
+                repo.link(&kernel.commit, &file.path, &file.digest.hex)
+                    .ok()?;
+                current()
+            })
+            .ok_or_else(|| DownloadError::VariantMismatch {
+                repo_id: kernel.repo_id.clone(),
+                commit: kernel.commit.clone(),
+                variant: variant.to_owned(),
+                locked: locked.to_owned(),
+                actual: format!("(`{}` is not linked to a blob)", file.path),
+            })?;
+        let kind = kernels_cache::DigestKind::from_etag(&etag).unwrap_or(file.digest.kind);
+        linked.push(PlannedFile {
+            path: file.path.clone(),
+            digest: kernels_cache::Digest {
+                kind,
+                hex: etag,
+                size: file.digest.size,
+            },
+        });
+    }
+    let actual = plan::variant_hash(variant, &linked);
+    if actual != locked {
+        return Err(DownloadError::VariantMismatch {
+            repo_id: kernel.repo_id.clone(),
+            commit: kernel.commit.clone(),
+            variant: variant.to_owned(),
+            locked: locked.to_owned(),
+            actual,
+        });
+    }
+    Ok(())
+}
+
+impl KernelReport {
+    /// The report of a kernel that [`verify_kernels`] found complete (nothing fetched).
+    pub fn from_verification(check: &KernelVerification) -> KernelReport {
+        KernelReport {
+            repo_id: check.repo_id.clone(),
+            commit: check.commit.clone(),
+            variants: check.variants.keys().cloned().collect(),
+            files: check.file_count(),
+            bytes: check.total_bytes(),
+            fetched_bytes: 0,
+            fetched_blobs: 0,
+        }
+    }
+}
+
+impl KernelFailure {
+    /// `owner/name@abcdef1`.
+    pub fn label(&self) -> String {
+        plan::label(&self.repo_id, &self.commit)
+    }
+}

@@ -1,0 +1,666 @@
+//! Checking locked kernels in the hub cache without any request.
+//!
+//! [`verify_kernels`] looks only at the cache: for each locked kernel it picks
+//! the selected variants among the directories of `snapshots/<commit>/build/`,
+//! takes every snapshot link under them (the files the reference's
+//! `validate_kernel` looks at), re-hashes each linked blob against the digest
+//! its name states (git blob sha1 for 40-hex names, sha256 for 64-hex names,
+//! blobs hashed in parallel with rayon) and, for locks that carry variant
+//! hashes, recomputes each variant's `git_lfs_concat` hash and compares it with
+//! the lock. Every difference becomes a [`Problem`]; nothing stops at the first.
+//!
+//! `kernels verify` prints the result; `kernels download --offline` (or with
+//! `HF_HUB_OFFLINE`) uses the same check instead of downloading.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+
+use crate::install::plan::{self, PlannedFile, is_bytecode};
+use crate::lock::format::LockedKernel;
+use crate::variant::VariantSelection;
+use kernels_cache::{Digest, DigestKind, HubCache, RepoCache};
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::RepoType;
+
+/// One difference between the lock and the cache.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// The commit has no `snapshots/<commit>/build/` directory in the cache.
+    #[error("the kernel is not in the cache (no directory `{}`)", dir.display())]
+    NotCached {
+        /// The missing directory.
+        dir: PathBuf,
+    },
+
+    /// A selected variant is not in the cached snapshot (or has no file in it).
+    #[error("variant `{variant}` is not in the cache")]
+    MissingVariant {
+        /// The variant name.
+        variant: String,
+    },
+
+    /// No variant the environment accepts is cached (default selection only).
+    #[error(
+        "no build variant for this environment is in the cache (cached: {}): {reason}",
+        if cached.is_empty() { "none".to_owned() } else { cached.join(", ") }
+    )]
+    NoCachedVariant {
+        /// Why the selection failed among the cached variants.
+        reason: String,
+        /// The variants in the snapshot.
+        cached: Vec<String>,
+    },
+
+    /// A snapshot link points at a blob that does not exist.
+    #[error(
+        "`{path}` links to blob {etag}, which is missing{}",
+        if *partial { " (only a partial `.incomplete` download exists)" } else { "" }
+    )]
+    DanglingLink {
+        /// Repo path of the file.
+        path: String,
+        /// The blob name.
+        etag: String,
+        /// Whether `blobs/<etag>.incomplete` exists.
+        partial: bool,
+    },
+
+    /// A snapshot entry is a symlink that does not point into this repo's `blobs/`.
+    #[error("`{path}` is a link that does not point into this repo's `blobs/`")]
+    ForeignLink {
+        /// Repo path of the file.
+        path: String,
+    },
+
+    /// A blob's content does not hash to its name.
+    #[error("`{path}`: blob {etag} has {kind} {actual} ({size} bytes), so its content is corrupt")]
+    WrongDigest {
+        /// Repo path of the file.
+        path: String,
+        /// The blob name (the expected digest).
+        etag: String,
+        /// Digest kind implied by the name's length.
+        kind: DigestKind,
+        /// Digest of the content.
+        actual: String,
+        /// Size of the content in bytes.
+        size: u64,
+    },
+
+    /// A blob could not be read.
+    #[error("`{path}`: cannot read blob {etag}: {error}")]
+    Unreadable {
+        /// Repo path of the file.
+        path: String,
+        /// The blob name.
+        etag: String,
+        /// The I/O error (names the file).
+        error: String,
+    },
+
+    /// A selected variant has no hash in a lock that has variant hashes.
+    #[error("variant `{variant}` has no hash in kernels.lock")]
+    VariantNotLocked {
+        /// The variant name.
+        variant: String,
+    },
+
+    /// The files of a variant in the cache do not hash to the lock's value
+    /// (a file is missing, extra or different).
+    #[error(
+        "variant `{variant}`: kernels.lock has {locked}, but the {files} cached file(s) hash to {actual} (a file is missing, extra or different)"
+    )]
+    VariantHash {
+        /// The variant name.
+        variant: String,
+        /// Hash in the lock.
+        locked: String,
+        /// Hash of the cached files.
+        actual: String,
+        /// Number of cached files hashed.
+        files: usize,
+    },
+}
+
+impl Problem {
+    /// Whether fetching again can fix it (everything except a lock without a
+    /// hash for the variant, which needs `kernels lock`).
+    pub fn fixed_by_download(&self) -> bool {
+        !matches!(self, Problem::VariantNotLocked { .. })
+    }
+}
+
+/// One file found in the cached snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedFile {
+    /// Repo path, `build/<variant>/…`.
+    pub path: String,
+    /// The blob it links to.
+    pub etag: String,
+    /// Size of the blob in bytes (0 when the blob is missing).
+    pub size: u64,
+}
+
+/// The verification result of one kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelVerification {
+    /// Hub repository.
+    pub repo_id: RepoId,
+    /// Locked commit.
+    pub commit: String,
+    /// Selected variants found in the cache, with their linked files sorted by
+    /// path (for variant-hash locks, the file set the lock hashed).
+    pub variants: BTreeMap<String, Vec<CachedFile>>,
+    /// Every difference found; empty when the kernel is complete and verified.
+    pub problems: Vec<Problem>,
+}
+
+impl KernelVerification {
+    /// `owner/name@abcdef1`.
+    pub fn label(&self) -> String {
+        plan::label(&self.repo_id, &self.commit)
+    }
+
+    /// Whether no problem was found.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// Number of files in the selected variants.
+    pub fn file_count(&self) -> usize {
+        self.variants.values().map(Vec::len).sum()
+    }
+
+    /// Total size of those files in bytes.
+    pub fn total_bytes(&self) -> u64 {
+        self.variants.values().flatten().map(|f| f.size).sum()
+    }
+}
+
+/// A blob to hash: its path and expected name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct BlobKey {
+    path: PathBuf,
+    etag: String,
+}
+
+/// Outcome of hashing one blob: `Ok((hex, size))` or the I/O error text.
+type HashOutcome = Result<(String, u64), String>;
+
+/// First pass over one kernel: the snapshot links of the selected variants.
+struct Listing {
+    repo: RepoCache,
+    variants: BTreeMap<String, Vec<CachedFile>>,
+    problems: Vec<Problem>,
+}
+
+/// Verifies every kernel of `kernels` in `cache` (see the module docs), in
+/// input order. Makes no network request; reads every selected blob once.
+pub fn verify_kernels(
+    cache: &HubCache,
+    repo_type: RepoType,
+    kernels: &[LockedKernel],
+    selection: &VariantSelection,
+) -> Vec<KernelVerification> {
+    let listings: Vec<Listing> = kernels
+        .iter()
+        .map(|kernel| list_snapshot(cache.repo(&kernel.repo_id, repo_type), kernel, selection))
+        .collect();
+
+    let blobs: BTreeSet<(PathBuf, String)> = listings
+        .iter()
+        .flat_map(|listing| {
+            listing
+                .variants
+                .values()
+                .flatten()
+                .map(|file| (listing.repo.blob_path(&file.etag), file.etag.clone()))
+        })
+        .collect();
+    tracing::debug!(
+        "verifying {} kernel(s) in the cache: hashing {} blob(s)",
+        kernels.len(),
+        blobs.len()
+    );
+    let hashed: HashMap<BlobKey, HashOutcome> = blobs
+        .into_par_iter()
+        .map(|(path, etag)| {
+            let kind = DigestKind::from_etag(&etag).unwrap_or(DigestKind::Sha256);
+            let outcome = Digest::compute_file(&path, kind).map_err(|err| err.to_string());
+            (BlobKey { path, etag }, outcome)
+        })
+        .collect();
+
+    kernels
+        .iter()
+        .zip(listings)
+        .map(|(kernel, listing)| finish_kernel(kernel, listing, &hashed))
+        .collect()
+}
+
+/// Lists the snapshot links of the selected variants, noting missing variants,
+/// foreign links and dangling links (which are left out of `variants`' hashing
+/// but kept in the listing so the variant hash shows the gap).
+fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSelection) -> Listing {
+    let mut listing = Listing {
+        repo,
+        variants: BTreeMap::new(),
+        problems: Vec::new(),
+    };
+    let Ok(build) = listing.repo.snapshot_path(&kernel.commit, "build") else {
+        listing.problems.push(Problem::NotCached {
+            dir: listing.repo.snapshot_dir(&kernel.commit),
+        });
+        return listing;
+    };
+    let cached: BTreeSet<String> = match std::fs::read_dir(&build) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .collect(),
+        Err(_) => {
+            listing.problems.push(Problem::NotCached { dir: build });
+            return listing;
+        }
+    };
+    let chosen: Vec<String> = match selection {
+        // A lock with variant hashes names every variant of the commit.
+        VariantSelection::All => match &kernel.variants {
+            Some(hashes) if !hashes.is_empty() => {
+                let mut names: Vec<String> = hashes.keys().cloned().collect();
+                names.sort();
+                for name in names.iter().filter(|n| !cached.contains(*n)) {
+                    listing.problems.push(Problem::MissingVariant {
+                        variant: name.clone(),
+                    });
+                }
+                names.retain(|name| cached.contains(name));
+                names
+            }
+            _ if cached.is_empty() => {
+                listing.problems.push(Problem::NotCached { dir: build });
+                return listing;
+            }
+            _ => cached.iter().cloned().collect(),
+        },
+        VariantSelection::Named(names) => {
+            let mut out: Vec<String> = Vec::new();
+            for name in names {
+                if out.contains(name) {
+                    continue;
+                }
+                if !cached.contains(name) {
+                    listing.problems.push(Problem::MissingVariant {
+                        variant: name.clone(),
+                    });
+                }
+                out.push(name.clone());
+            }
+            out.retain(|name| cached.contains(name));
+            out
+        }
+        // The environment's choice, made among the cached variants only.
+        _ => match selection.choose(&kernel.repo_id, &kernel.commit, &cached) {
+            Ok(chosen) => chosen,
+            Err(err) => {
+                listing.problems.push(Problem::NoCachedVariant {
+                    reason: err.to_string(),
+                    cached: cached.iter().cloned().collect(),
+                });
+                return listing;
+            }
+        },
+    };
+
+    for variant in chosen {
+        let mut files = Vec::new();
+        for entry in walkdir::WalkDir::new(build.join(&variant)).sort_by_file_name() {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    listing.problems.push(Problem::Unreadable {
+                        path: format!("build/{variant}"),
+                        etag: String::new(),
+                        error: err.to_string(),
+                    });
+                    continue;
+                }
+            };
+            if !entry.path_is_symlink() {
+                continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(&build) else {
+                continue;
+            };
+            let rel: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let path = format!("build/{}", rel.join("/"));
+            let Some(etag) = listing
+                .repo
+                .linked_etag(&kernel.commit, &path)
+                .filter(|etag| DigestKind::from_etag(etag).is_some())
+            else {
+                listing.problems.push(Problem::ForeignLink { path });
+                continue;
+            };
+            let blob = listing.repo.blob_path(&etag);
+            match std::fs::metadata(&blob) {
+                Ok(meta) if meta.is_file() => files.push(CachedFile {
+                    path,
+                    etag,
+                    size: meta.len(),
+                }),
+                _ => {
+                    let partial = listing.repo.incomplete_path(&etag).exists();
+                    listing.problems.push(Problem::DanglingLink {
+                        path,
+                        etag,
+                        partial,
+                    });
+                }
+            }
+        }
+        let has_problem_here = listing.problems.iter().any(|p| match p {
+            Problem::DanglingLink { path, .. } | Problem::ForeignLink { path } => {
+                path.starts_with(&format!("build/{variant}/"))
+            }
+            _ => false,
+        });
+        if files.is_empty() && !has_problem_here {
+            listing.problems.push(Problem::MissingVariant { variant });
+        } else {
+            listing.variants.insert(variant, files);
+        }
+    }
+    listing
+}
+
+/// Applies the blob hashes and the lock's variant hashes to one listing.
+fn finish_kernel(
+    kernel: &LockedKernel,
+    listing: Listing,
+    hashed: &HashMap<BlobKey, HashOutcome>,
+) -> KernelVerification {
+    let Listing {
+        repo,
+        mut variants,
+        mut problems,
+    } = listing;
+    let mut reported = BTreeSet::new();
+    for file in variants.values().flatten() {
+        let key = BlobKey {
+            path: repo.blob_path(&file.etag),
+            etag: file.etag.clone(),
+        };
+        let problem = match hashed.get(&key) {
+            Some(Ok((actual, _))) if *actual == file.etag => None,
+            Some(Ok((actual, size))) => Some(Problem::WrongDigest {
+                path: file.path.clone(),
+                etag: file.etag.clone(),
+                kind: DigestKind::from_etag(&file.etag).unwrap_or(DigestKind::Sha256),
+                actual: actual.clone(),
+                size: *size,
+            }),
+            Some(Err(error)) => Some(Problem::Unreadable {
+                path: file.path.clone(),
+                etag: file.etag.clone(),
+                error: error.clone(),
+            }),
+            None => None,
+        };
+        // One report per blob, naming the first path that links to it.
+        if let Some(problem) = problem
+            && reported.insert(file.etag.clone())
+        {
+            problems.push(problem);
+        }
+    }
+
+    if let Some(hashes) = &kernel.variants {
+        for (variant, files) in variants.iter_mut() {
+            let Some(locked) = hashes.get(variant) else {
+                problems.push(Problem::VariantNotLocked {
+                    variant: variant.clone(),
+                });
+                continue;
+            };
+            let planned = |files: &[CachedFile]| -> Vec<PlannedFile> {
+                files
+                    .iter()
+                    .map(|f| PlannedFile {
+                        path: f.path.clone(),
+                        digest: Digest {
+                            kind: DigestKind::from_etag(&f.etag).unwrap_or(DigestKind::Sha256),
+                            hex: f.etag.clone(),
+                            size: f.size,
+                        },
+                    })
+                    .collect()
+            };
+            let all = plan::variant_hash(variant, &planned(files));
+            if &all == locked {
+                continue;
+            }
+            // Locks written by reference 0.16 leave bytecode out of the hash.
+            let without: Vec<CachedFile> = files
+                .iter()
+                .filter(|f| !is_bytecode(&f.path))
+                .cloned()
+                .collect();
+            if without.len() < files.len()
+                && plan::variant_hash(variant, &planned(&without)) == *locked
+            {
+                *files = without;
+                continue;
+            }
+            problems.push(Problem::VariantHash {
+                variant: variant.clone(),
+                locked: locked.clone(),
+                actual: all,
+                files: files.len(),
+            });
+        }
+    }
+
+    KernelVerification {
+        repo_id: kernel.repo_id.clone(),
+        commit: kernel.commit.clone(),
+        variants,
+        problems,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_cache::Hasher;
+
+    const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    fn put(repo: &RepoCache, path: &str, content: &[u8], kind: DigestKind) -> String {
+        let mut h = Hasher::new(kind, content.len() as u64);
+        h.update(content);
+        let etag = h.finish();
+        fs_err::create_dir_all(repo.blobs_dir()).unwrap();
+        fs_err::write(repo.blob_path(&etag), content).unwrap();
+        repo.link(COMMIT, path, &etag).unwrap();
+        etag
+    }
+
+    fn kernel(variants: Option<&[(&str, String)]>) -> LockedKernel {
+        LockedKernel {
+            repo_id: "acme/relu".parse().unwrap(),
+            commit: COMMIT.into(),
+            variants: variants.map(|v| {
+                v.iter()
+                    .map(|(k, h)| ((*k).to_owned(), h.clone()))
+                    .collect()
+            }),
+        }
+    }
+
+    fn hash_of(repo: &RepoCache, variant: &str, paths: &[&str]) -> String {
+        let files: Vec<PlannedFile> = paths
+            .iter()
+            .map(|p| {
+                let etag = repo.linked_etag(COMMIT, p).unwrap();
+                PlannedFile {
+                    path: (*p).to_owned(),
+                    digest: Digest {
+                        kind: DigestKind::from_etag(&etag).unwrap(),
+                        hex: etag,
+                        size: 0,
+                    },
+                }
+            })
+            .collect();
+        plan::variant_hash(variant, &files)
+    }
+
+    #[test]
+    fn reports_every_difference() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = HubCache::new(dir.path());
+        let id: RepoId = "acme/relu".parse().unwrap();
+        let repo = cache.repo(&id, RepoType::Kernel);
+        put(
+            &repo,
+            "build/cpu/relu/__init__.py",
+            b"x = 1\n",
+            DigestKind::GitBlobSha1,
+        );
+        let so = put(
+            &repo,
+            "build/cpu/relu/_ops.so",
+            b"\x7fELF....",
+            DigestKind::Sha256,
+        );
+        put(
+            &repo,
+            "build/cpu/relu/__pycache__/a.pyc",
+            b"pyc",
+            DigestKind::GitBlobSha1,
+        );
+        let cuda = put(
+            &repo,
+            "build/cuda/relu/_ops.so",
+            b"cuda",
+            DigestKind::Sha256,
+        );
+        let locked_cpu = hash_of(
+            &repo,
+            "cpu",
+            &["build/cpu/relu/__init__.py", "build/cpu/relu/_ops.so"],
+        );
+        let locked_cuda = hash_of(&repo, "cuda", &["build/cuda/relu/_ops.so"]);
+        let k = kernel(Some(&[("cpu", locked_cpu.clone()), ("cuda", locked_cuda)]));
+
+        // Clean cache: the 0.16-style hash without bytecode is accepted.
+        let all = VariantSelection::All;
+        let [ok] = &verify_kernels(&cache, RepoType::Kernel, std::slice::from_ref(&k), &all)[..]
+        else {
+            panic!()
+        };
+        assert!(ok.is_ok(), "{:?}", ok.problems);
+        assert_eq!(ok.variants["cpu"].len(), 2, "bytecode left out");
+        assert_eq!(ok.file_count(), 3);
+
+        // Corrupt one blob, remove another, ask for a missing variant.
+        fs_err::write(repo.blob_path(&so), b"\x7fELF...!").unwrap();
+        fs_err::remove_file(repo.blob_path(&cuda)).unwrap();
+        fs_err::write(repo.incomplete_path(&cuda), b"cu").unwrap();
+        let named = VariantSelection::Named(vec!["cpu".into(), "cuda".into(), "rocm".into()]);
+        let [bad] = &verify_kernels(&cache, RepoType::Kernel, &[k], &named)[..] else {
+            panic!()
+        };
+        let text: Vec<String> = bad.problems.iter().map(|p| p.to_string()).collect();
+        assert!(
+            matches!(&bad.problems[0], Problem::MissingVariant { variant } if variant == "rocm"),
+            "{text:#?}"
+        );
+        assert!(
+            bad.problems.iter().any(|p| matches!(p, Problem::DanglingLink { path, partial: true, .. } if path == "build/cuda/relu/_ops.so")),
+            "{text:#?}"
+        );
+        assert!(
+            bad.problems.iter().any(|p| matches!(p, Problem::WrongDigest { path, .. } if path == "build/cpu/relu/_ops.so")),
+            "{text:#?}"
+        );
+        assert!(
+            bad.problems
+                .iter()
+                .any(|p| matches!(p, Problem::VariantHash { variant, .. } if variant == "cuda")),
+            "{text:#?}"
+        );
+        // The corrupt blob's name still matches its lock entry: no hash problem for cpu.
+        assert!(
+            !bad.problems
+                .iter()
+                .any(|p| matches!(p, Problem::VariantHash { variant, .. } if variant == "cpu")),
+            "{text:#?}"
+        );
+    }
+
+    #[test]
+    fn missing_snapshot_and_preferred_selection() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = HubCache::new(dir.path());
+        let k = kernel(None);
+        let [v] = &verify_kernels(
+            &cache,
+            RepoType::Kernel,
+            std::slice::from_ref(&k),
+            &VariantSelection::All,
+        )[..] else {
+            panic!()
+        };
+        assert!(matches!(v.problems[..], [Problem::NotCached { .. }]));
+        let repo = cache.repo(&k.repo_id, RepoType::Kernel);
+        put(
+            &repo,
+            "build/torch-universal/relu/__init__.py",
+            b"x",
+            DigestKind::GitBlobSha1,
+        );
+        // A CUDA torch tries [arch, torch-cuda, torch-universal]; only the last is cached.
+        let pref = VariantSelection::Detected {
+            env: crate::variant::TorchEnv {
+                major: 2,
+                minor: 7,
+                cuda: Some("12.6".into()),
+                hip: None,
+                xpu: None,
+                mps: false,
+                neuron: false,
+                cxx11_abi: true,
+                tvm_ffi: None,
+                system: "Linux".into(),
+                machine: "x86_64".into(),
+            },
+            preference: crate::lock::profile::VariantPreference::Exact { noarch: true },
+        };
+        let [v] = &verify_kernels(&cache, RepoType::Kernel, std::slice::from_ref(&k), &pref)[..]
+        else {
+            panic!()
+        };
+        assert!(v.is_ok());
+        assert_eq!(v.variants.keys().collect::<Vec<_>>(), ["torch-universal"]);
+        // With only a ROCm build cached, the CUDA torch finds nothing.
+        fs_err::remove_dir_all(repo.snapshot_dir(&k.commit).join("build/torch-universal")).unwrap();
+        put(
+            &repo,
+            "build/torch-rocm/relu/__init__.py",
+            b"y",
+            DigestKind::GitBlobSha1,
+        );
+        let [v] = &verify_kernels(&cache, RepoType::Kernel, &[k], &pref)[..] else {
+            panic!()
+        };
+        assert!(matches!(&v.problems[..], [Problem::NoCachedVariant { .. }]));
+    }
+}

@@ -1,0 +1,922 @@
+//! Freshness of `kernels.lock` against `pyproject.toml` (`kernels lock --check`).
+//!
+//! Two checks share one report type, [`CheckReport`]:
+//!
+//! * [`check_offline`] makes no request. It compares the manifest with the lock
+//!   structurally: every dependency is locked, no entry is extra, integer
+//!   requirements match the versions a `KernelLocks` (0.17) file records, and
+//!   otherwise requirements are compared with what the local Hub cache knows about
+//!   the locked commit (its `refs/<name>` files, written when a kernel was
+//!   downloaded by branch or tag). Entries the cache knows nothing about are
+//!   [`FindingKind::Unverified`]: not stale, but not proven fresh either.
+//! * [`diff_locks`] compares the current lock with the one a fresh resolution
+//!   would write (the online check), entry by entry.
+//!
+//! A report is stale ([`CheckReport::is_stale`]) when any finding proves the lock
+//! would change; `kernels lock --check` then exits 1.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::lock::conflict;
+use crate::lock::format::{KernelVersion, LockFormat, LockedKernel, Lockfile, LockfileError};
+use crate::lock::manifest::{Dependency, Manifest};
+use crate::lock::requirement::{Requirement, branch_version, select_tag, tag_version};
+use kernels_cache::HubCache;
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::{GitRefInfo, RepoType};
+
+/// What a finding says about one entry (or the whole file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingKind {
+    /// The entry is fresh.
+    UpToDate,
+    /// The manifest has a dependency the lock does not.
+    Added,
+    /// The lock has an entry no dependency asks for.
+    Removed,
+    /// The locked commit no longer satisfies the requirement.
+    Unsatisfied,
+    /// A fresh resolution locks another commit or other variants (online check).
+    Changed,
+    /// The file is in the format of another target runtime.
+    Format,
+    /// `kernels.lock` does not exist.
+    Missing,
+    /// `kernels.lock` cannot be parsed.
+    Malformed,
+    /// `kernels.lock` contains git merge conflict markers.
+    Conflict,
+    /// Nothing known offline proves or disproves the entry (offline check only).
+    Unverified,
+}
+
+impl FindingKind {
+    /// Whether this finding means the lock would change.
+    pub fn is_stale(self) -> bool {
+        !matches!(self, FindingKind::UpToDate | FindingKind::Unverified)
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            FindingKind::UpToDate => "up to date",
+            FindingKind::Added => "added",
+            FindingKind::Removed => "removed",
+            FindingKind::Unsatisfied => "not satisfied",
+            FindingKind::Changed => "would change",
+            FindingKind::Format => "other format",
+            FindingKind::Missing => "missing",
+            FindingKind::Malformed => "malformed",
+            FindingKind::Conflict => "conflict",
+            FindingKind::Unverified => "not checkable offline",
+        }
+    }
+}
+
+/// One explanation: an entry (or the file, when `repo_id` is `None`) and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The kernel, or `None` for findings about the whole file.
+    pub repo_id: Option<String>,
+    /// What kind of difference.
+    pub kind: FindingKind,
+    /// A sentence naming the entry and the fix.
+    pub detail: String,
+    /// Commit in the current lock, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locked_commit: Option<String>,
+    /// Commit a fresh resolution would lock (online check).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_commit: Option<String>,
+}
+
+impl Finding {
+    fn new(repo_id: Option<&str>, kind: FindingKind, detail: impl Into<String>) -> Self {
+        Finding {
+            repo_id: repo_id.map(str::to_owned),
+            kind,
+            detail: detail.into(),
+            locked_commit: None,
+            resolved_commit: None,
+        }
+    }
+
+    fn locked(mut self, commit: &str) -> Self {
+        self.locked_commit = Some(commit.to_owned());
+        self
+    }
+}
+
+/// Which check produced a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckMode {
+    /// No request was made.
+    Offline,
+    /// The manifest was resolved again against the Hub.
+    Online,
+}
+
+/// The outcome of a freshness check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    /// The lock file checked.
+    pub lock_file: PathBuf,
+    /// Offline or online.
+    pub mode: CheckMode,
+    /// One finding per entry (fresh entries included), then file-level findings.
+    pub findings: Vec<Finding>,
+}
+
+impl CheckReport {
+    /// Whether any finding proves that the lock would change.
+    pub fn is_stale(&self) -> bool {
+        self.findings.iter().any(|f| f.kind.is_stale())
+    }
+
+    /// Findings that could not be decided offline.
+    pub fn unverified(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.kind == FindingKind::Unverified)
+    }
+
+    /// Human-readable lines for stderr: stale findings, then (when `verbose`) the
+    /// others. Each line starts with the entry.
+    pub fn render_text(&self, verbose: bool) -> String {
+        let mut out = String::new();
+        for finding in &self.findings {
+            if !finding.kind.is_stale() && !verbose {
+                continue;
+            }
+            let subject = finding.repo_id.as_deref().unwrap_or("kernels.lock");
+            out.push_str(&format!(
+                "{subject}: {}: {}\n",
+                finding.kind.label(),
+                finding.detail
+            ));
+        }
+        out
+    }
+
+    /// The stable JSON document of `kernels lock --check --format json`
+    /// (schema in `docs/json-output.md`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "schema": 1,
+            "command": "lock --check",
+            "lock_file": self.lock_file.display().to_string(),
+            "mode": self.mode,
+            "up_to_date": !self.is_stale(),
+            "unverified": self.unverified().count(),
+            "findings": self.findings,
+        })
+    }
+}
+
+/// How a lock file looked on disk.
+enum LockState {
+    Missing,
+    Conflict(String),
+    Malformed(String),
+    Parsed(Lockfile),
+}
+
+fn read_lock(lock_path: &Path) -> LockState {
+    let text = match std::fs::read_to_string(lock_path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return LockState::Missing,
+        Err(err) => return LockState::Malformed(format!("cannot read it: {err}")),
+    };
+    match Lockfile::parse(&text, lock_path) {
+        Ok(lock) => LockState::Parsed(lock),
+        Err(LockfileError::ConflictMarkers { line, .. }) => {
+            let entries = conflict::conflicting_repos(&text);
+            let detail = if entries.is_empty() {
+                format!("unresolved merge conflict markers (first at line {line})")
+            } else {
+                format!(
+                    "unresolved merge conflict markers (first at line {line}) in the entries of {}",
+                    entries
+                        .iter()
+                        .map(|r| format!("`{r}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            LockState::Conflict(detail)
+        }
+        Err(err) => LockState::Malformed(err.to_string()),
+    }
+}
+
+fn file_level(lock_path: &Path, mode: CheckMode, state: &LockState) -> Option<CheckReport> {
+    let finding = match state {
+        LockState::Parsed(_) => return None,
+        LockState::Missing => Finding::new(
+            None,
+            FindingKind::Missing,
+            format!(
+                "{} does not exist; create it with `kernels lock`",
+                lock_path.display()
+            ),
+        ),
+        LockState::Conflict(detail) => Finding::new(
+            None,
+            FindingKind::Conflict,
+            format!(
+                "{detail}; run `kernels lock` to re-resolve the conflicting entries and write a clean lock"
+            ),
+        ),
+        LockState::Malformed(detail) => Finding::new(
+            None,
+            FindingKind::Malformed,
+            format!("{detail}; run `kernels lock` to write a new lock"),
+        ),
+    };
+    Some(CheckReport {
+        lock_file: lock_path.to_owned(),
+        mode,
+        findings: vec![finding],
+    })
+}
+
+/// Describes a lock format for messages.
+fn format_name(format: LockFormat) -> &'static str {
+    match format {
+        LockFormat::VariantHash => "variant-hash format (kernels 0.1.7–0.16)",
+        LockFormat::KernelLocks => "KernelLocks format (kernels 0.17)",
+    }
+}
+
+/// Checks `lock_path` against `manifest` without any request.
+///
+/// `expected_format` is the format `kernels lock` would write for this project
+/// (`None`: any format is accepted). `cache` and `repo_type` locate the Hub cache
+/// folders whose `refs/` tell which branches and tags point at a locked commit.
+pub fn check_offline(
+    manifest: &Manifest,
+    lock_path: &Path,
+    expected_format: Option<LockFormat>,
+    cache: &HubCache,
+    repo_type: RepoType,
+) -> CheckReport {
+    let state = read_lock(lock_path);
+    if let Some(report) = file_level(lock_path, CheckMode::Offline, &state) {
+        return report;
+    }
+    let LockState::Parsed(lock) = state else {
+        unreachable!("file_level handles every other state")
+    };
+    let mut findings = Vec::new();
+    if let Some(expected) = expected_format.filter(|f| *f != lock.format()) {
+        findings.push(Finding::new(
+            None,
+            FindingKind::Format,
+            format!(
+                "the file is in the {}, but this project locks in the {}; run `kernels lock` to rewrite it",
+                format_name(lock.format()),
+                format_name(expected)
+            ),
+        ));
+    }
+    match &lock {
+        Lockfile::VariantHash(_) => {
+            check_by_commit(manifest, &lock, lock_path, cache, repo_type, &mut findings)
+        }
+        Lockfile::KernelLocks(locks) => {
+            let mut used = BTreeSet::new();
+            for dep in &manifest.dependencies {
+                let repo = dep.repo_id.to_string();
+                let wanted = match &dep.requirement {
+                    Requirement::Branch(n) => KernelVersion::Version(*n),
+                    Requirement::Revision(r) => KernelVersion::Revision(r.clone()),
+                    other => {
+                        findings.push(Finding::new(
+                            Some(&repo),
+                            FindingKind::Format,
+                            format!(
+                                "{other} is a version specifier, which the KernelLocks format (kernels 0.17) cannot record; use an integer version or a revision"
+                            ),
+                        ));
+                        used.extend(
+                            locks
+                                .iter()
+                                .filter(|(d, _)| d.repo_id == repo)
+                                .map(|(d, _)| d.clone()),
+                        );
+                        continue;
+                    }
+                };
+                let found = locks
+                    .iter()
+                    .find(|(d, _)| d.repo_id == repo && d.version == wanted);
+                match found {
+                    Some((d, commit)) => {
+                        used.insert(d.clone());
+                        findings.push(
+                            Finding::new(
+                                Some(&repo),
+                                FindingKind::UpToDate,
+                                format!("{} locked at {}", dep.requirement, commit.as_str()),
+                            )
+                            .locked(commit.as_str()),
+                        );
+                    }
+                    None => {
+                        let other: Vec<String> = locks
+                            .iter()
+                            .filter(|(d, _)| d.repo_id == repo)
+                            .map(|(d, _)| d.to_string())
+                            .collect();
+                        if other.is_empty() {
+                            findings.push(Finding::new(
+                                Some(&repo),
+                                FindingKind::Added,
+                                format!(
+                                    "pyproject.toml asks for {}, kernels.lock has no entry; run `kernels lock`",
+                                    dep.requirement
+                                ),
+                            ));
+                        } else {
+                            findings.push(Finding::new(
+                                Some(&repo),
+                                FindingKind::Unsatisfied,
+                                format!(
+                                    "pyproject.toml asks for {}, kernels.lock records {}; run `kernels lock`",
+                                    dep.requirement,
+                                    other.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+            for (dep, commit) in locks.iter() {
+                let already_reported = manifest
+                    .dependencies
+                    .iter()
+                    .any(|d| d.repo_id.as_str() == dep.repo_id);
+                if !used.contains(dep) && !already_reported {
+                    // A KernelLocks file also holds the transitive `kernel-depends`
+                    // of the listed kernels, which only their `metadata.json` on
+                    // the Hub tells apart from a removed dependency.
+                    findings.push(
+                        Finding::new(
+                            Some(&dep.repo_id),
+                            FindingKind::Unverified,
+                            format!(
+                                "kernels.lock has {dep}, which pyproject.toml does not list: a transitive kernel dependency or a removed one (the online `kernels lock --check` tells)"
+                            ),
+                        )
+                        .locked(commit.as_str()),
+                    );
+                }
+            }
+        }
+    }
+    CheckReport {
+        lock_file: lock_path.to_owned(),
+        mode: CheckMode::Offline,
+        findings,
+    }
+}
+
+/// Offline check of a lock that records commits only (variant-hash format).
+fn check_by_commit(
+    manifest: &Manifest,
+    lock: &Lockfile,
+    lock_path: &Path,
+    cache: &HubCache,
+    repo_type: RepoType,
+    findings: &mut Vec<Finding>,
+) {
+    let kernels = match lock.locked_kernels(lock_path) {
+        Ok(kernels) => kernels,
+        Err(err) => {
+            findings.push(Finding::new(
+                None,
+                FindingKind::Malformed,
+                format!("{err}; run `kernels lock` to write a new lock"),
+            ));
+            return;
+        }
+    };
+    let mut by_repo: BTreeMap<&RepoId, Vec<&LockedKernel>> = BTreeMap::new();
+    for kernel in &kernels {
+        by_repo.entry(&kernel.repo_id).or_default().push(kernel);
+    }
+    for dep in &manifest.dependencies {
+        let repo = dep.repo_id.to_string();
+        match by_repo.get(&dep.repo_id).map(Vec::as_slice) {
+            None | Some([]) => findings.push(Finding::new(
+                Some(&repo),
+                FindingKind::Added,
+                format!(
+                    "pyproject.toml asks for {}, kernels.lock has no entry; run `kernels lock`",
+                    dep.requirement
+                ),
+            )),
+            Some([kernel]) => findings.push(check_commit(dep, &kernel.commit, cache, repo_type)),
+            Some(several) => findings.push(Finding::new(
+                Some(&repo),
+                FindingKind::Malformed,
+                format!(
+                    "kernels.lock has {} entries for this kernel; run `kernels lock` to write one",
+                    several.len()
+                ),
+            )),
+        }
+    }
+    for kernel in &kernels {
+        if !manifest
+            .dependencies
+            .iter()
+            .any(|d| d.repo_id == kernel.repo_id)
+        {
+            findings.push(
+                Finding::new(
+                    Some(kernel.repo_id.as_str()),
+                    FindingKind::Removed,
+                    format!(
+                        "kernels.lock locks it at {}, but pyproject.toml no longer lists it; run `kernels lock`",
+                        short(&kernel.commit)
+                    ),
+                )
+                .locked(&kernel.commit),
+            );
+        }
+    }
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..7.min(commit.len())]
+}
+
+/// Names of the cache's `refs/` files (nested names joined with `/`) that hold `commit`.
+fn refs_at(cache: &HubCache, repo_id: &RepoId, repo_type: RepoType, commit: &str) -> Vec<String> {
+    let dir = cache.repo(repo_id, repo_type).dir().join("refs");
+    let mut names: Vec<String> = walkdir::WalkDir::new(&dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            std::fs::read_to_string(e.path()).is_ok_and(|c| c.trim().eq_ignore_ascii_case(commit))
+        })
+        .filter_map(|e| {
+            let rel = e.path().strip_prefix(&dir).ok()?;
+            Some(
+                rel.components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/"),
+            )
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Decides one variant-hash entry offline from the requirement and the cache's refs.
+fn check_commit(dep: &Dependency, commit: &str, cache: &HubCache, repo_type: RepoType) -> Finding {
+    let repo = dep.repo_id.to_string();
+    let ok = |why: String| Finding::new(Some(&repo), FindingKind::UpToDate, why).locked(commit);
+    let unverified = |why: String| {
+        Finding::new(
+            Some(&repo),
+            FindingKind::Unverified,
+            format!("{why}; `kernels lock --check` without --offline decides"),
+        )
+        .locked(commit)
+    };
+    let unsatisfied = |why: String| {
+        Finding::new(
+            Some(&repo),
+            FindingKind::Unsatisfied,
+            format!("{why}; run `kernels lock`"),
+        )
+        .locked(commit)
+    };
+    let refs = refs_at(cache, &dep.repo_id, repo_type, commit);
+    let known = || {
+        if refs.is_empty() {
+            format!(
+                "the cache does not know which version the locked commit {} is",
+                short(commit)
+            )
+        } else {
+            format!(
+                "the cache knows the locked commit {} only as {}",
+                short(commit),
+                refs.join(", ")
+            )
+        }
+    };
+    match &dep.requirement {
+        Requirement::Revision(rev) => {
+            if rev.eq_ignore_ascii_case(commit) {
+                ok(format!("pinned to commit {}", short(commit)))
+            } else if refs.iter().any(|r| r == rev) {
+                ok(format!("revision `{rev}` is at {}", short(commit)))
+            } else if kernels_cache::is_commit_id(rev) {
+                unsatisfied(format!(
+                    "pyproject.toml pins commit {rev}, kernels.lock has {commit}"
+                ))
+            } else {
+                unverified(format!("revision `{rev}`: {}", known()))
+            }
+        }
+        Requirement::Branch(n) => {
+            let branches: Vec<&String> = refs
+                .iter()
+                .filter(|r| branch_version(r).is_some())
+                .collect();
+            if branches
+                .iter()
+                .any(|r| branch_version(r) == Some(i128::from(*n)))
+            {
+                ok(format!("branch `v{n}` is at {}", short(commit)))
+            } else if !branches.is_empty() {
+                unsatisfied(format!(
+                    "pyproject.toml asks for {}, but the locked commit {} is {} in the cache",
+                    dep.requirement,
+                    short(commit),
+                    branches
+                        .iter()
+                        .map(|b| format!("branch `{b}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            } else {
+                unverified(format!("{}: {}", dep.requirement, known()))
+            }
+        }
+        Requirement::Pep440(_) | Requirement::Semver(_) => {
+            let tags: Vec<GitRefInfo> = refs
+                .iter()
+                .filter(|r| tag_version(r).is_some())
+                .map(|r| GitRefInfo {
+                    name: r.clone(),
+                    git_ref: format!("refs/tags/{r}"),
+                    target_commit: commit.to_owned(),
+                })
+                .collect();
+            if tags.is_empty() {
+                return unverified(format!("{}: {}", dep.requirement, known()));
+            }
+            match select_tag(&dep.requirement, &tags) {
+                Ok(selected) => ok(format!(
+                    "tag `{}` at {} satisfies {}",
+                    selected.git_ref.name,
+                    short(commit),
+                    dep.requirement
+                )),
+                Err(_) => unsatisfied(format!(
+                    "the locked commit {} is {} in the cache, which does not satisfy {}",
+                    short(commit),
+                    tags.iter()
+                        .map(|t| format!("tag `{}`", t.name))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    dep.requirement
+                )),
+            }
+        }
+    }
+}
+
+/// Compares the lock on disk (`old`, `None` when missing) with the text a fresh
+/// resolution would write (`new`): one finding per entry, in the new lock's order,
+/// then removed entries. `lock_path` names the file.
+pub fn diff_locks(lock_path: &Path, old: Option<&str>, new: &str) -> CheckReport {
+    let state = match old {
+        None => LockState::Missing,
+        Some(_) => read_lock(lock_path),
+    };
+    let mut findings = Vec::new();
+    let old_kernels: Vec<LockedKernel> = match &state {
+        LockState::Parsed(lock) => {
+            let new_format = Lockfile::parse(new, lock_path).map(|l| l.format()).ok();
+            if let Some(new_format) = new_format.filter(|f| *f != lock.format()) {
+                findings.push(Finding::new(
+                    None,
+                    FindingKind::Format,
+                    format!(
+                        "the file is in the {}; `kernels lock` would rewrite it in the {}",
+                        format_name(lock.format()),
+                        format_name(new_format)
+                    ),
+                ));
+            }
+            lock.locked_kernels(lock_path).unwrap_or_default()
+        }
+        _ => {
+            if let Some(report) = file_level(lock_path, CheckMode::Online, &state) {
+                findings.extend(report.findings);
+            }
+            Vec::new()
+        }
+    };
+    let new_kernels = Lockfile::parse(new, lock_path)
+        .and_then(|l| l.locked_kernels(lock_path))
+        .unwrap_or_default();
+    let had_file = matches!(state, LockState::Parsed(_));
+    for kernel in &new_kernels {
+        let repo = kernel.repo_id.as_str();
+        let before = old_kernels.iter().find(|k| k.repo_id == kernel.repo_id);
+        let mut finding = match before {
+            None if !had_file => continue,
+            None => Finding::new(
+                Some(repo),
+                FindingKind::Added,
+                format!("would be locked at {}", kernel.commit),
+            ),
+            Some(old) if old.commit != kernel.commit => Finding::new(
+                Some(repo),
+                FindingKind::Changed,
+                format!("{} → {}", old.commit, kernel.commit),
+            )
+            .locked(&old.commit),
+            Some(old) if old.variants != kernel.variants => Finding::new(
+                Some(repo),
+                FindingKind::Changed,
+                format!(
+                    "commit {} unchanged, variant hashes differ ({})",
+                    short(&kernel.commit),
+                    variant_changes(old, kernel)
+                ),
+            )
+            .locked(&old.commit),
+            Some(old) => Finding::new(
+                Some(repo),
+                FindingKind::UpToDate,
+                format!("locked at {}", short(&old.commit)),
+            )
+            .locked(&old.commit),
+        };
+        finding.resolved_commit = Some(kernel.commit.clone());
+        findings.push(finding);
+    }
+    for old in &old_kernels {
+        if !new_kernels.iter().any(|k| k.repo_id == old.repo_id) {
+            findings.push(
+                Finding::new(
+                    Some(old.repo_id.as_str()),
+                    FindingKind::Removed,
+                    format!(
+                        "locked at {}, no longer in pyproject.toml",
+                        short(&old.commit)
+                    ),
+                )
+                .locked(&old.commit),
+            );
+        }
+    }
+    if old.is_some_and(|o| o != new) && !findings.iter().any(|f| f.kind.is_stale()) {
+        findings.push(Finding::new(
+            None,
+            FindingKind::Changed,
+            "the entries agree but `kernels lock` would rewrite the file (formatting or order)",
+        ));
+    }
+    CheckReport {
+        lock_file: lock_path.to_owned(),
+        mode: CheckMode::Online,
+        findings,
+    }
+}
+
+fn variant_changes(old: &LockedKernel, new: &LockedKernel) -> String {
+    let empty = Default::default();
+    let before = old.variants.as_ref().unwrap_or(&empty);
+    let after = new.variants.as_ref().unwrap_or(&empty);
+    let mut parts = Vec::new();
+    for (name, hash) in after {
+        match before.get(name) {
+            None => parts.push(format!("+{name}")),
+            Some(h) if h != hash => parts.push(format!("~{name}")),
+            Some(_) => {}
+        }
+    }
+    for name in before.keys() {
+        if !after.contains_key(name) {
+            parts.push(format!("-{name}"));
+        }
+    }
+    parts.join(" ")
+}
+
+/// A unified-style diff of two lock texts (`-`/`+` lines with two lines of
+/// context), for showing what `kernels lock` would write.
+pub fn text_diff(old: &str, new: &str) -> String {
+    let a: Vec<&str> = old.lines().collect();
+    let b: Vec<&str> = new.lines().collect();
+    // Longest common subsequence table; lock files are small (hundreds of lines).
+    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let mut ops: Vec<(char, &str)> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            ops.push((' ', a[i]));
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] > lcs[i + 1][j]) {
+            ops.push(('+', b[j]));
+            j += 1;
+        } else {
+            ops.push(('-', a[i]));
+            i += 1;
+        }
+    }
+    const CONTEXT: usize = 2;
+    let near_change = |k: usize| {
+        let lo = k.saturating_sub(CONTEXT);
+        let hi = (k + CONTEXT).min(ops.len().saturating_sub(1));
+        (lo..=hi).any(|m| ops[m].0 != ' ')
+    };
+    let mut out = String::new();
+    let mut skipped = false;
+    for (k, (op, line)) in ops.iter().enumerate() {
+        if *op == ' ' && !near_change(k) {
+            skipped = true;
+            continue;
+        }
+        if skipped {
+            out.push_str("  …\n");
+            skipped = false;
+        }
+        out.push_str(&format!("{op} {line}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const C1: &str = "1111111111111111111111111111111111111111";
+    const C2: &str = "2222222222222222222222222222222222222222";
+
+    fn manifest(deps: &str) -> Manifest {
+        Manifest::parse(
+            &format!("[tool.kernels.dependencies]\n{deps}"),
+            Path::new("pyproject.toml"),
+        )
+        .unwrap()
+    }
+
+    fn variant_hash_lock(entries: &[(&str, &str)]) -> String {
+        let items: Vec<String> = entries
+            .iter()
+            .map(|(repo, sha)| {
+                format!(
+                    r#"{{"repo_id": "{repo}", "sha": "{sha}", "variants": {{"torch-universal": {{"hash": "sha256-00", "hash_type": "git_lfs_concat"}}}}}}"#
+                )
+            })
+            .collect();
+        format!("[{}]", items.join(","))
+    }
+
+    fn check(manifest_deps: &str, lock: &str, refs: &[(&str, &str, &str)]) -> CheckReport {
+        let dir = tempfile::tempdir().unwrap();
+        let lock_path = dir.path().join("kernels.lock");
+        std::fs::write(&lock_path, lock).unwrap();
+        let cache = HubCache::new(dir.path().join("cache"));
+        for (repo, name, commit) in refs {
+            let repo: RepoId = repo.parse().unwrap();
+            cache
+                .repo(&repo, RepoType::Kernel)
+                .write_ref(name, commit)
+                .unwrap();
+        }
+        check_offline(
+            &manifest(manifest_deps),
+            &lock_path,
+            None,
+            &cache,
+            RepoType::Kernel,
+        )
+    }
+
+    fn kinds(report: &CheckReport) -> Vec<(String, FindingKind)> {
+        report
+            .findings
+            .iter()
+            .map(|f| (f.repo_id.clone().unwrap_or_default(), f.kind))
+            .collect()
+    }
+
+    #[test]
+    fn cold_cache_is_unverified_not_stale() {
+        let report = check(
+            "\"a/x\" = \">=0.1\"\n",
+            &variant_hash_lock(&[("a/x", C1)]),
+            &[],
+        );
+        assert_eq!(kinds(&report), [("a/x".into(), FindingKind::Unverified)]);
+        assert!(!report.is_stale());
+    }
+
+    #[test]
+    fn added_and_removed_entries_are_stale() {
+        let report = check(
+            "\"a/x\" = 1\n\"a/new\" = 1\n",
+            &variant_hash_lock(&[("a/x", C1), ("a/old", C2)]),
+            &[],
+        );
+        assert_eq!(
+            kinds(&report),
+            [
+                ("a/x".into(), FindingKind::Unverified),
+                ("a/new".into(), FindingKind::Added),
+                ("a/old".into(), FindingKind::Removed),
+            ]
+        );
+        assert!(report.is_stale());
+    }
+
+    #[test]
+    fn cache_refs_decide_requirements() {
+        let lock = variant_hash_lock(&[("a/x", C1)]);
+        let fresh = check("\"a/x\" = \">=0.2\"\n", &lock, &[("a/x", "v0.2.0", C1)]);
+        assert_eq!(kinds(&fresh), [("a/x".into(), FindingKind::UpToDate)]);
+        let stale = check("\"a/x\" = \">=0.3\"\n", &lock, &[("a/x", "v0.2.0", C1)]);
+        assert_eq!(kinds(&stale), [("a/x".into(), FindingKind::Unsatisfied)]);
+        assert!(stale.findings[0].detail.contains("tag `v0.2.0`"));
+        let branch = check("\"a/x\" = 2\n", &lock, &[("a/x", "v1", C1)]);
+        assert_eq!(kinds(&branch), [("a/x".into(), FindingKind::Unsatisfied)]);
+        let same = check("\"a/x\" = 1\n", &lock, &[("a/x", "v1", C1)]);
+        assert_eq!(kinds(&same), [("a/x".into(), FindingKind::UpToDate)]);
+        let pinned = check(
+            &format!("\"a/x\" = {{ revision = \"{C2}\" }}\n"),
+            &lock,
+            &[],
+        );
+        assert_eq!(kinds(&pinned), [("a/x".into(), FindingKind::Unsatisfied)]);
+    }
+
+    #[test]
+    fn kernel_locks_record_versions() {
+        let lock = format!(
+            r#"[{{"dependency": {{"repo-id": "a/x", "version": 1}}, "lock": {{"commit": "{C1}"}}}}]"#
+        );
+        assert!(!check("\"a/x\" = 1\n", &lock, &[]).is_stale());
+        let changed = check("\"a/x\" = 2\n", &lock, &[]);
+        assert_eq!(kinds(&changed), [("a/x".into(), FindingKind::Unsatisfied)]);
+        let spec = check("\"a/x\" = \">=1\"\n", &lock, &[]);
+        assert_eq!(kinds(&spec), [("a/x".into(), FindingKind::Format)]);
+    }
+
+    #[test]
+    fn file_level_problems() {
+        let conflict = format!(
+            "[\n<<<<<<< HEAD\n{}\n=======\n{}\n>>>>>>> other\n]",
+            variant_hash_lock(&[("a/x", C1)]),
+            variant_hash_lock(&[("a/x", C2)])
+        );
+        let report = check("\"a/x\" = 1\n", &conflict, &[]);
+        assert_eq!(kinds(&report), [(String::new(), FindingKind::Conflict)]);
+        let report = check("\"a/x\" = 1\n", "{", &[]);
+        assert_eq!(kinds(&report), [(String::new(), FindingKind::Malformed)]);
+    }
+
+    #[test]
+    fn online_diff_names_each_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kernels.lock");
+        let old = variant_hash_lock(&[("a/x", C1), ("a/gone", C1)]);
+        std::fs::write(&path, &old).unwrap();
+        let new = variant_hash_lock(&[("a/x", C2), ("a/new", C1)]);
+        let report = diff_locks(&path, Some(&old), &new);
+        assert_eq!(
+            kinds(&report),
+            [
+                ("a/x".into(), FindingKind::Changed),
+                ("a/new".into(), FindingKind::Added),
+                ("a/gone".into(), FindingKind::Removed),
+            ]
+        );
+        let same = diff_locks(&path, Some(&old), &old);
+        assert!(!same.is_stale());
+        let missing = diff_locks(&path, None, &new);
+        assert_eq!(kinds(&missing), [(String::new(), FindingKind::Missing)]);
+    }
+
+    #[test]
+    fn text_diff_shows_changed_lines() {
+        let diff = text_diff("a\nb\nc\nd\ne\nf\n", "a\nb\nC\nd\ne\nf\n");
+        assert_eq!(diff, "  a\n  b\n- c\n+ C\n  d\n  e\n");
+    }
+}

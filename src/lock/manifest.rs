@@ -1,0 +1,856 @@
+//! The project manifest: `[tool.kernels.dependencies]` of `pyproject.toml`.
+//!
+//! Keys are Hub repo ids (`owner/name`), kept in file order (the order the
+//! reference iterates in). Values:
+//!
+//! | TOML value | meaning |
+//! |---|---|
+//! | integer `N` (≥ 0) | branch `vN` (reference 0.12+) |
+//! | string | PEP 440 specifier set against `v<version>` tags (reference 0.1.7–0.13), or a Cargo-style `^1.2` / `~1.2.3` requirement (extension) |
+//! | `{ version = N }` / `{ version = "..." }` | same as the bare value |
+//! | `{ revision = "..." }` | a branch, tag or commit |
+//!
+//! Booleans are rejected (the Python reference silently reads `true` as 1). Every
+//! problem in the table is reported at once, each pointing at its span.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use miette::{NamedSource, SourceSpan};
+use toml_edit::{Item, TableLike, Value};
+
+use crate::lock::requirement::Requirement;
+use kernels_types::repo_id::RepoId;
+
+/// File name of the manifest inside a project directory.
+pub const MANIFEST_FILE_NAME: &str = "pyproject.toml";
+
+/// The kernels a project depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The `pyproject.toml` that was read.
+    pub path: PathBuf,
+    /// Dependencies in file order.
+    pub dependencies: Vec<Dependency>,
+    /// The other `[tool.kernels]` keys this tool reads.
+    pub settings: ToolSettings,
+}
+
+/// `[tool.kernels]` keys other than `dependencies` (extensions; the Python
+/// reference reads none of them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// `target-runtime = "0.10.5"`: the `kernels` runtime to write for
+    /// ([`crate::lock::profile`]); validated when the profile is chosen.
+    pub target_runtime: Option<String>,
+    /// `trust = ["org/name", ...]`: repositories locked even when their
+    /// publisher is not a trusted kernel publisher (0.17 profile).
+    pub trust: Vec<RepoId>,
+}
+
+/// One `[tool.kernels.dependencies]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dependency {
+    /// Hub repository id.
+    pub repo_id: RepoId,
+    /// What it asks for.
+    pub requirement: Requirement,
+}
+
+/// One invalid entry of `[tool.kernels.dependencies]`, pointing into the file.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(kernels::manifest::invalid_dependency))]
+pub struct EntryProblem {
+    /// What is wrong, naming the file and the entry.
+    pub message: String,
+    #[source_code]
+    source_code: Arc<NamedSource<String>>,
+    #[label("{label}")]
+    span: SourceSpan,
+    label: String,
+    #[help]
+    help: Option<String>,
+}
+
+/// Why the manifest cannot be used.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum ManifestError {
+    /// `pyproject.toml` does not exist.
+    #[error("{} does not exist", path.display())]
+    #[diagnostic(
+        code(kernels::manifest::missing),
+        help(
+            "pass the project directory that holds pyproject.toml, for example `kernels lock path/to/project`"
+        )
+    )]
+    Missing {
+        /// The expected file.
+        path: PathBuf,
+    },
+
+    /// `pyproject.toml` cannot be read.
+    #[error("cannot read {}", path.display())]
+    #[diagnostic(code(kernels::manifest::io))]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Not valid TOML.
+    #[error("{} is not valid TOML: {message}", path.display())]
+    #[diagnostic(code(kernels::manifest::syntax))]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+        /// The file text.
+        #[source_code]
+        source_code: Arc<NamedSource<String>>,
+        /// Where parsing failed.
+        #[label("here")]
+        span: Option<SourceSpan>,
+        /// For a duplicate key: its first definition.
+        #[label("first defined here")]
+        first: Option<SourceSpan>,
+        /// How to fix it.
+        #[help]
+        help: Option<&'static str>,
+    },
+
+    /// There is no `[tool.kernels.dependencies]` table.
+    #[error("{} has no [tool.kernels.dependencies] table", path.display())]
+    #[diagnostic(
+        code(kernels::manifest::no_dependencies),
+        help(
+            "declare the kernels to lock, for example:\n\n    [tool.kernels.dependencies]\n    \"kernels-community/activation\" = 1"
+        )
+    )]
+    NoDependencies {
+        /// The file.
+        path: PathBuf,
+    },
+
+    /// Exactly one invalid entry.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Entry(Box<EntryProblem>),
+
+    /// Several invalid entries, all reported.
+    #[error("{} has {} invalid entries in [tool.kernels]", path.display(), problems.len())]
+    #[diagnostic(
+        code(kernels::manifest::invalid_dependencies),
+        help("fix every entry listed below, then run `kernels lock`")
+    )]
+    Entries {
+        /// The file.
+        path: PathBuf,
+        /// Every problem found.
+        #[related]
+        problems: Vec<EntryProblem>,
+    },
+}
+
+struct Problem {
+    span: Range<usize>,
+    what: String,
+    label: &'static str,
+    help: Option<String>,
+}
+
+impl Problem {
+    fn new(span: Option<Range<usize>>, what: String, label: &'static str) -> Self {
+        Problem {
+            span: span.unwrap_or(0..0),
+            what,
+            label,
+            help: None,
+        }
+    }
+
+    fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+impl Manifest {
+    /// `[tool.kernels] target-runtime` with the path of this `pyproject.toml`
+    /// (for errors), as [`crate::lock::profile::DetectInputs::manifest`] takes it.
+    pub fn target_runtime(&self) -> Option<(&str, &Path)> {
+        self.settings
+            .target_runtime
+            .as_deref()
+            .map(|version| (version, self.path.as_path()))
+    }
+
+    /// Reads `<project_dir>/pyproject.toml`.
+    pub fn read(project_dir: &Path) -> Result<Manifest, ManifestError> {
+        let path = project_dir.join(MANIFEST_FILE_NAME);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ManifestError::Missing { path });
+            }
+            Err(source) => return Err(ManifestError::Io { path, source }),
+        };
+        Self::parse(&text, &path)
+    }
+
+    /// Parses manifest text; `path` names the file in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+        let source = Arc::new(NamedSource::new(
+            path.display().to_string(),
+            text.to_owned(),
+        ));
+        let doc = toml_edit::Document::parse(text).map_err(|err| {
+            let message = err.message().trim().to_owned();
+            let span = err.span();
+            let duplicate = message.starts_with("duplicate key");
+            let first = span
+                .clone()
+                .filter(|_| duplicate)
+                .and_then(|r| first_definition(text, r));
+            let help = Some(if duplicate {
+                "a key may appear only once per table: keep one of the two marked lines (for a kernel: the requirement you want), then run `kernels lock`"
+            } else {
+                "fix the TOML syntax at the marked position, then run `kernels lock`"
+            });
+            ManifestError::Syntax {
+                path: path.to_owned(),
+                message,
+                source_code: source.clone(),
+                span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
+                first: first.map(SourceSpan::from),
+                help,
+            }
+        })?;
+        let settings = parse_settings(&doc, path, &source)?;
+        let kernels_item = doc.get("tool").and_then(|tool| tool.get("kernels"));
+        let mut problems = Vec::new();
+        if let Some(kernels) = kernels_item {
+            problems.extend(check_kernels_table(kernels, path, &source));
+        }
+        let deps_item = kernels_item.and_then(|kernels| kernels.get("dependencies"));
+        let Some(deps_item) = deps_item else {
+            if !problems.is_empty() {
+                problems.push(EntryProblem {
+                    message: format!(
+                        "{} has no [tool.kernels.dependencies] table",
+                        path.display()
+                    ),
+                    source_code: source.clone(),
+                    span: SourceSpan::from(
+                        kernels_item.and_then(Item::span).unwrap_or(0..0),
+                    ),
+                    label: "no `dependencies` in here".to_owned(),
+                    help: Some(
+                        "declare the kernels to lock as `[tool.kernels.dependencies]` with `\"owner/name\" = 1` lines, then run `kernels lock`".to_owned(),
+                    ),
+                });
+            }
+            return Err(match problems.len() {
+                0 => ManifestError::NoDependencies {
+                    path: path.to_owned(),
+                },
+                1 => ManifestError::Entry(Box::new(problems.remove(0))),
+                _ => ManifestError::Entries {
+                    path: path.to_owned(),
+                    problems,
+                },
+            });
+        };
+        let to_entry = |problem: Problem, key: Option<&str>| {
+            let entry = key.map_or_else(String::new, |k| format!(" entry `{k}`"));
+            EntryProblem {
+                message: format!(
+                    "{}: [tool.kernels.dependencies]{entry}: {}",
+                    path.display(),
+                    problem.what
+                ),
+                source_code: source.clone(),
+                span: SourceSpan::from(problem.span),
+                label: problem.label.to_owned(),
+                help: problem.help,
+            }
+        };
+        let Some(table) = deps_item.as_table_like() else {
+            let problem = Problem::new(
+                deps_item.span(),
+                format!("expected a table, found {}", type_name(deps_item)),
+                "not a table",
+            )
+            .help("write `[tool.kernels.dependencies]` followed by `\"owner/name\" = 1` lines");
+            return Err(ManifestError::Entry(Box::new(to_entry(problem, None))));
+        };
+
+        let mut dependencies = Vec::new();
+        for (key, item) in table.iter() {
+            let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
+            let repo_id = key.parse::<RepoId>().map_err(|err| {
+                Problem::new(key_span.clone(), err.to_string(), "invalid repo id")
+                    .help("keys are Hub repository ids such as `kernels-community/activation`")
+            });
+            let requirement = parse_item(item, text);
+            match (repo_id, requirement) {
+                (Ok(repo_id), Ok(requirement)) => dependencies.push(Dependency {
+                    repo_id,
+                    requirement,
+                }),
+                (repo_id, requirement) => {
+                    problems.extend(repo_id.err().map(|p| to_entry(p, Some(key))));
+                    problems.extend(requirement.err().map(|p| to_entry(p, Some(key))));
+                }
+            }
+        }
+        match problems.len() {
+            0 => Ok(Manifest {
+                path: path.to_owned(),
+                dependencies,
+                settings,
+            }),
+            1 => Err(ManifestError::Entry(Box::new(
+                problems.pop().expect("one problem"),
+            ))),
+            _ => Err(ManifestError::Entries {
+                path: path.to_owned(),
+                problems,
+            }),
+        }
+    }
+}
+
+/// Keys `[tool.kernels]` may hold (`target-runtime` and `trust` are read by the
+/// commands that use them).
+pub const KNOWN_KERNELS_KEYS: &[&str] = &["dependencies", "target-runtime", "trust"];
+
+/// Problems of the `[tool.kernels]` table itself: not a table, or unknown keys
+/// (with the closest known key as a suggestion).
+fn check_kernels_table(
+    kernels: &Item,
+    path: &Path,
+    source: &Arc<NamedSource<String>>,
+) -> Vec<EntryProblem> {
+    let problem =
+        |message: String, span: Option<Range<usize>>, label: &str, help: String| EntryProblem {
+            message: format!("{}: {message}", path.display()),
+            source_code: source.clone(),
+            span: SourceSpan::from(span.unwrap_or(0..0)),
+            label: label.to_owned(),
+            help: Some(help),
+        };
+    let Some(table) = kernels.as_table_like() else {
+        return vec![problem(
+            format!("[tool.kernels] must be a table, found {}", type_name(kernels)),
+            kernels.span(),
+            "not a table",
+            "write a `[tool.kernels.dependencies]` table of `\"owner/name\" = 1` lines, then run `kernels lock`".to_owned(),
+        )];
+    };
+    let mut problems = Vec::new();
+    for (key, _) in table.iter() {
+        if KNOWN_KERNELS_KEYS.contains(&key) {
+            continue;
+        }
+        let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
+        let known = KNOWN_KERNELS_KEYS
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let help = match did_you_mean(key, KNOWN_KERNELS_KEYS) {
+            Some(best) => format!(
+                "did you mean `{best}`? Rename the key, then run `kernels lock` (known keys: {known})"
+            ),
+            None => format!("remove the key; [tool.kernels] knows {known}"),
+        };
+        problems.push(problem(
+            format!("[tool.kernels]: unknown key `{key}`"),
+            key_span,
+            "unknown key",
+            help,
+        ));
+    }
+    problems
+}
+
+/// The candidate closest to `word` by edit distance, when it is close enough to be
+/// a likely typo (at most a third of the word's length, at least 1).
+pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .iter()
+        .map(|c| (edit_distance(word, c), *c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance with adjacent transpositions counted as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// For a duplicate key at `dup`, the span of the same key text on an earlier line
+/// of the same table (the lines since the last `[header]`).
+fn first_definition(text: &str, dup: Range<usize>) -> Option<Range<usize>> {
+    let key = text.get(dup.clone())?;
+    let before = text.get(..dup.start)?;
+    let table_start = before
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .rfind(|&i| text[i..].trim_start().starts_with('['))
+        .unwrap_or(0);
+    let mut offset = table_start;
+    for line in text[table_start..dup.start].split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with(key) && trimmed[key.len()..].trim_start().starts_with(['=', '.']) {
+            let start = offset + (line.len() - trimmed.len());
+            return Some(start..start + key.len());
+        }
+        offset += line.len();
+    }
+    None
+}
+
+impl ToolSettings {
+    /// Reads the `[tool.kernels]` settings of `<project_dir>/pyproject.toml`
+    /// without requiring a dependency table; `None` when the file does not exist.
+    pub fn read(project_dir: &Path) -> Result<Option<ToolSettings>, ManifestError> {
+        let path = project_dir.join(MANIFEST_FILE_NAME);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(ManifestError::Io { path, source }),
+        };
+        let source = Arc::new(NamedSource::new(path.display().to_string(), text.clone()));
+        let doc =
+            toml_edit::Document::parse(text.as_str()).map_err(|err| ManifestError::Syntax {
+                path: path.clone(),
+                message: err.message().trim().to_owned(),
+                source_code: source.clone(),
+                span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
+                first: None,
+                help: None,
+            })?;
+        parse_settings(&doc, &path, &source).map(Some)
+    }
+}
+
+/// Reads `target-runtime` and `trust` of `[tool.kernels]`.
+fn parse_settings(
+    doc: &toml_edit::Document<&str>,
+    path: &Path,
+    source: &Arc<NamedSource<String>>,
+) -> Result<ToolSettings, ManifestError> {
+    let mut settings = ToolSettings::default();
+    let Some(table) = doc
+        .get("tool")
+        .and_then(|tool| tool.get("kernels"))
+        .and_then(Item::as_table_like)
+    else {
+        return Ok(settings);
+    };
+    let problem = |key: &str, item: &Item, what: String, help: &str| {
+        ManifestError::Entry(Box::new(EntryProblem {
+            message: format!("{}: [tool.kernels] `{key}`: {what}", path.display()),
+            source_code: source.clone(),
+            span: SourceSpan::from(item.span().unwrap_or(0..0)),
+            label: "invalid".to_owned(),
+            help: Some(help.to_owned()),
+        }))
+    };
+    if let Some(item) = table.get("target-runtime") {
+        match item.as_str() {
+            Some(version) => settings.target_runtime = Some(version.to_owned()),
+            None => {
+                return Err(problem(
+                    "target-runtime",
+                    item,
+                    format!("expected a version string, found {}", type_name(item)),
+                    "write the kernels version the project runs, for example `target-runtime = \"0.17.2\"`",
+                ));
+            }
+        }
+    }
+    if let Some(item) = table.get("trust") {
+        let help = "list repository ids, for example `trust = [\"my-org/my-kernel\"]`";
+        let Some(array) = item.as_array() else {
+            return Err(problem(
+                "trust",
+                item,
+                format!("expected an array of repo ids, found {}", type_name(item)),
+                help,
+            ));
+        };
+        for value in array.iter() {
+            let repo = value
+                .as_str()
+                .ok_or_else(|| {
+                    format!(
+                        "expected a repo id string, found {}",
+                        value_type_name(value)
+                    )
+                })
+                .and_then(|s| s.parse::<RepoId>().map_err(|err| format!("`{s}`: {err}")));
+            match repo {
+                Ok(repo) => settings.trust.push(repo),
+                Err(what) => return Err(problem("trust", item, what, help)),
+            }
+        }
+    }
+    Ok(settings)
+}
+
+fn type_name(item: &Item) -> &'static str {
+    match item {
+        Item::None => "nothing",
+        Item::Table(_) => "a table",
+        Item::ArrayOfTables(_) => "an array of tables",
+        Item::Value(value) => value_type_name(value),
+    }
+}
+
+fn value_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a date-time",
+        Value::Array(_) => "an array",
+        Value::InlineTable(_) => "an inline table",
+    }
+}
+
+const VALUE_HELP: &str = "use an integer such as `1` (branch `v1`), a version specifier string such as `\">=0.1.0\"`, or `{ revision = \"<branch, tag or commit>\" }`";
+
+/// Parses a dependency value (bare or a table with `version`/`revision`).
+fn parse_item(item: &Item, text: &str) -> Result<Requirement, Problem> {
+    match item {
+        Item::Value(Value::InlineTable(table)) => parse_table(table, table.span(), text),
+        Item::Table(table) => parse_table(table, table.span(), text),
+        Item::Value(value) => parse_version(value, text),
+        other => Err(Problem::new(
+            other.span(),
+            format!("expected a version, found {}", type_name(other)),
+            "not a version",
+        )
+        .help(VALUE_HELP)),
+    }
+}
+
+fn parse_table(
+    table: &dyn TableLike,
+    span: Option<Range<usize>>,
+    text: &str,
+) -> Result<Requirement, Problem> {
+    for (key, _) in table.iter() {
+        if key != "version" && key != "revision" {
+            let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
+            return Err(
+                Problem::new(key_span, format!("unknown key `{key}`"), "unknown key").help(
+                    match did_you_mean(key, &["version", "revision"]) {
+                        Some(best) => format!(
+                            "did you mean `{best}`? A dependency table takes either `version` or `revision`"
+                        ),
+                        None => "a dependency table takes either `version` or `revision`".to_owned(),
+                    },
+                ),
+            );
+        }
+    }
+    match (table.get("version"), table.get("revision")) {
+        (Some(_), Some(_)) => Err(Problem::new(
+            span,
+            "`version` and `revision` are mutually exclusive".into(),
+            "both given",
+        )
+        .help("keep only one of them")),
+        (None, None) => Err(Problem::new(
+            span,
+            "a dependency table needs `version` or `revision`".into(),
+            "empty",
+        )
+        .help(VALUE_HELP)),
+        (Some(version), None) => match version {
+            Item::Value(value) if !matches!(value, Value::InlineTable(_)) => {
+                parse_version(value, text)
+            }
+            other => Err(Problem::new(
+                other.span(),
+                format!(
+                    "`version` must be an integer or a string, found {}",
+                    type_name(other)
+                ),
+                "not a version",
+            )
+            .help(VALUE_HELP)),
+        },
+        (None, Some(revision)) => match revision.as_str() {
+            Some(rev) if !rev.trim().is_empty() => Ok(Requirement::Revision(rev.to_owned())),
+            Some(_) => Err(Problem::new(
+                revision.span(),
+                "`revision` is empty".into(),
+                "empty revision",
+            )
+            .help("name a branch, a tag or a full commit id")),
+            None => Err(Problem::new(
+                revision.span(),
+                format!("`revision` must be a string, found {}", type_name(revision)),
+                "not a string",
+            )
+            .help("name a branch, a tag or a full commit id, for example `revision = \"v1\"`")),
+        },
+    }
+}
+
+/// Parses a bare version value: integer or string.
+fn parse_version(value: &Value, text: &str) -> Result<Requirement, Problem> {
+    let span = value.span();
+    match value {
+        Value::Integer(n) => {
+            let n = *n.value();
+            u64::try_from(n).map(Requirement::Branch).map_err(|_| {
+                Problem::new(span, format!("version {n} is negative"), "negative version")
+                    .help("versions are branch numbers: `1` means branch `v1`")
+            })
+        }
+        Value::String(s) => Requirement::parse_str(s.value()).map_err(|err| {
+            let inner = span.map(|r| string_content_span(text, r, s.value(), err.range.clone()));
+            let help = match s.value().trim().parse::<u64>() {
+                Ok(n) => format!(
+                    "for branch `v{n}` write the integer without quotes: `= {n}`; for tags write a specifier such as `\"=={n}\"`"
+                ),
+                Err(_) => "write a PEP 440 specifier set such as `\">=0.1.0,<0.2.0\"`, or an integer such as `1` for branch `v1`".to_owned(),
+            };
+            Problem::new(inner, err.message, "invalid version requirement").help(help)
+        }),
+        Value::Boolean(b) => Err(Problem::new(
+            span,
+            format!("`{}` is a boolean, not a version", b.value()),
+            "boolean",
+        )
+        .help("write an integer such as `1` for branch `v1` (the Python reference reads `true` as 1; `kernels` does not guess)")),
+        Value::Float(f) => Err(Problem::new(
+            span,
+            format!("`{}` is a float, not a version", f.value()),
+            "float",
+        )
+        .help("write an integer such as `1` for branch `v1`, or a quoted specifier such as `\">=1.5\"`")),
+        other => Err(Problem::new(
+            span,
+            format!("expected a version, found {}", value_type_name(other)),
+            "not a version",
+        )
+        .help(VALUE_HELP)),
+    }
+}
+
+/// Maps a byte range of a string's value to the file, when the raw string has no
+/// escapes (value and raw content are identical); else the whole string literal.
+fn string_content_span(
+    text: &str,
+    literal: Range<usize>,
+    value: &str,
+    range: Range<usize>,
+) -> Range<usize> {
+    let raw = text.get(literal.clone()).unwrap_or("");
+    let quote = if raw.starts_with("\"\"\"") || raw.starts_with("'''") {
+        3
+    } else {
+        1
+    };
+    let content = raw
+        .get(quote..raw.len().saturating_sub(quote))
+        .unwrap_or("");
+    if content == value && range.end <= value.len() {
+        let start = literal.start + quote + range.start;
+        start..literal.start + quote + range.end
+    } else {
+        literal
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        Manifest::parse(text, Path::new("proj/pyproject.toml"))
+    }
+
+    #[test]
+    fn reads_all_value_forms_in_file_order() {
+        let manifest = parse(
+            r#"
+[project]
+name = "x"
+
+[tool.kernels.dependencies]
+"kernels-community/relu" = 1
+"kernels-community/activation" = ">=0.0.2"
+"kernels-test/versions" = { version = "^0.1" }
+"kernels-test/pinned" = { revision = "refs/pr/1" }
+"#,
+        )
+        .unwrap();
+        let got: Vec<String> = manifest
+            .dependencies
+            .iter()
+            .map(|d| format!("{} {}", d.repo_id, d.requirement))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "kernels-community/relu version 1 (branch `v1`)",
+                "kernels-community/activation `>=0.0.2`",
+                "kernels-test/versions `^0.1`",
+                "kernels-test/pinned revision `refs/pr/1`",
+            ]
+        );
+    }
+
+    #[test]
+    fn real_manifests_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects");
+        let mut count = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let manifest = Manifest::read(&entry.unwrap().path()).unwrap();
+            assert!(!manifest.dependencies.is_empty());
+            count += 1;
+        }
+        assert!(count >= 10);
+    }
+
+    #[test]
+    fn missing_table() {
+        let err = parse("[project]\nname = \"x\"\n").unwrap_err();
+        assert!(matches!(err, ManifestError::NoDependencies { .. }));
+        assert!(err.to_string().contains("proj/pyproject.toml"));
+    }
+
+    #[test]
+    fn all_problems_in_one_pass() {
+        let text = r#"[tool.kernels.dependencies]
+relu = 1
+"a/b" = true
+"a/c" = 1.5
+"a/d" = ">=0.1, nope"
+"a/e" = [1]
+"a/f" = { version = 1, revision = "main" }
+"a/g" = -1
+"a/h" = 2
+"#;
+        let err = parse(text).unwrap_err();
+        let ManifestError::Entries { problems, .. } = err else {
+            panic!("expected several problems: {err:?}");
+        };
+        let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(messages.len(), 7, "{messages:#?}");
+        assert!(messages[0].contains("entry `relu`") && messages[0].contains("no `/`"));
+        assert!(messages[1].contains("boolean"));
+        assert!(messages[2].contains("float"));
+        assert!(messages[3].contains("`nope`"));
+        assert!(messages[4].contains("an array"));
+        assert!(messages[5].contains("mutually exclusive"));
+        assert!(messages[6].contains("negative"));
+        for message in messages {
+            assert!(
+                message.starts_with("proj/pyproject.toml: [tool.kernels.dependencies] entry `")
+            );
+        }
+        let spec_problem = &problems[3];
+        let start = text.find("nope").unwrap();
+        assert_eq!(spec_problem.span, SourceSpan::from(start..start + 4));
+    }
+
+    #[test]
+    fn unknown_kernels_keys_suggest_the_closest() {
+        let err =
+            parse("[tool.kernels]\ntrsut = 1\nzzz = 2\n[tool.kernels.dependencies]\n\"a/b\" = 1\n")
+                .unwrap_err();
+        let ManifestError::Entries { problems, .. } = err else {
+            panic!("expected two problems: {err:?}");
+        };
+        assert!(problems[0].message.contains("unknown key `trsut`"));
+        assert!(
+            problems[0]
+                .help
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `trust`?")
+        );
+        assert!(
+            problems[1]
+                .help
+                .as_deref()
+                .unwrap()
+                .starts_with("remove the key")
+        );
+        let typo = parse("[tool.kernels.dependecies]\n\"a/b\" = 1\n").unwrap_err();
+        let ManifestError::Entries { problems, .. } = typo else {
+            panic!("{typo:?}");
+        };
+        assert!(
+            problems[0]
+                .help
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `dependencies`?")
+        );
+        assert!(
+            problems[1]
+                .message
+                .ends_with("has no [tool.kernels.dependencies] table")
+        );
+        assert_eq!(
+            did_you_mean("dependancies", KNOWN_KERNELS_KEYS),
+            Some("dependencies")
+        );
+        assert_eq!(did_you_mean("x", KNOWN_KERNELS_KEYS), None);
+    }
+
+    #[test]
+    fn duplicate_keys_point_at_both_definitions() {
+        let text = "[tool.kernels.dependencies]\n\"a/b\" = 1\n\"a/c\" = 1\n\"a/b\" = 2\n";
+        let err = parse(text).unwrap_err();
+        let ManifestError::Syntax { first, help, .. } = err else {
+            panic!("{err:?}");
+        };
+        let start = text.find("\"a/b\"").unwrap();
+        assert_eq!(first, Some(SourceSpan::from(start..start + 5)));
+        assert!(help.unwrap().contains("keep one of the two marked lines"));
+    }
+
+    #[test]
+    fn syntax_error_points_into_file() {
+        let err = parse("[tool.kernels.dependencies]\n\"a/b\" = \n").unwrap_err();
+        assert!(matches!(err, ManifestError::Syntax { span: Some(_), .. }));
+    }
+}

@@ -1,0 +1,14 @@
+//! Everything about `kernels.lock`: reading `pyproject.toml` ([`manifest`]),
+//! requirements ([`requirement`]), resolving them against the Hub
+//! ([`resolver`]), locking a project ([`project`]), checking a lock against its
+//! manifest ([`freshness`]), repairing merge conflicts ([`conflict`]), choosing
+//! the target runtime ([`profile`]), and the two on-disk formats ([`format`]).
+
+pub mod conflict;
+pub mod format;
+pub mod freshness;
+pub mod manifest;
+pub mod profile;
+pub mod project;
+pub mod requirement;
+pub mod resolver;

@@ -1,0 +1,697 @@
+//! Target profiles: what the `kernels` Python runtime that will consume our
+//! lock and cache expects, decided once per command.
+//!
+//! A [`Profile`] fixes, for one runtime version of the reference package:
+//!
+//! | property | rule |
+//! |---|---|
+//! | lock format | variant-hash for ≤0.16, `KernelLocks` for 0.17+ |
+//! | repo type / cache prefix | `model` / `models--` up to 0.13, `kernel` / `kernels--` from 0.14 |
+//! | variant preference | exact `[arch, noarch, universal]` order up to 0.12 (noarch only in releases that have it), the resolver from 0.13 (stable ABI from 0.15) |
+//! | bytecode | `*.pyc` and `__pycache__/` left out of hashes and downloads from 0.16 |
+//! | requirements | specifier strings up to 0.13, integers from 0.12, integers only from 0.14 |
+//! | transitive `kernel-depends`, publisher trust check when locking | 0.17+ |
+//!
+//! [`detect`] chooses the runtime from, in order: an explicit `--target-runtime`,
+//! `target-runtime` under `[tool.kernels]` of `pyproject.toml`, the format of an
+//! existing `kernels.lock` (refined by the installed version when that version
+//! writes the same format), the `kernels` package installed in the project's
+//! Python environment ([`installed_kernels`]), and finally a default profile:
+//! variant-hash lock with `kernel` repositories.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::lock::format::LockFormat;
+use kernels_types::wire::RepoType;
+
+/// A `kernels` (Python package) release, `major.minor.patch`; pre-release and
+/// local suffixes are dropped (`0.17.0rc1` counts as 0.17.0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RuntimeVersion {
+    /// Major version (0 for every release so far).
+    pub major: u64,
+    /// Minor version.
+    pub minor: u64,
+    /// Patch version (0 when not given).
+    pub patch: u64,
+}
+
+impl RuntimeVersion {
+    /// Builds a version from its parts.
+    pub const fn new(major: u64, minor: u64, patch: u64) -> Self {
+        RuntimeVersion {
+            major,
+            minor,
+            patch,
+        }
+    }
+
+    /// Parses a PEP 440 version with at most three release numbers: `0.10.5`,
+    /// `0.17`, `v0.16.2`, `0.17.0rc1`, `0.13.0.dev0`. Fails on anything else.
+    pub fn parse(text: &str) -> Result<Self, ProfileError> {
+        let invalid = || ProfileError::InvalidVersion {
+            text: text.to_owned(),
+        };
+        let version: pep440_rs::Version = text.trim().parse().map_err(|_| invalid())?;
+        let release = version.release();
+        if release.len() > 3 {
+            return Err(invalid());
+        }
+        let part = |i: usize| release.get(i).copied().unwrap_or(0);
+        Ok(RuntimeVersion::new(part(0), part(1), part(2)))
+    }
+
+    fn at_least(self, minor: u64) -> bool {
+        self.major > 0 || self.minor >= minor
+    }
+}
+
+impl fmt::Display for RuntimeVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// How `kernels download` orders a kernel's build variants for this
+/// environment. [`crate::variant`] implements each policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VariantPreference {
+    /// Reference ≤0.12: exact names `[arch, noarch, "torch-universal"]`, first
+    /// existing wins. `noarch` is false for the releases without the December
+    /// 2025 noarch back-port (0.5.0, 0.6.0–0.6.2, 0.7.0, 0.8.0–0.8.1, 0.9.0,
+    /// 0.10.0–0.10.4, 0.11.0–0.11.1 and everything before 0.4.5), whose order is
+    /// `[arch, "torch-universal"]`.
+    Exact {
+        /// Whether the `torch-<backend>` noarch variant is tried.
+        noarch: bool,
+    },
+    /// Reference 0.13–0.14: filter by environment, CUDA minor fallback (same
+    /// major, variant minor ≤ runtime minor), noarch by backend, then universal.
+    Resolver,
+    /// Reference 0.15+: [`VariantPreference::Resolver`] plus Torch stable-ABI
+    /// variants (sorted first) and tagless Linux variants before cxx-tagged ones.
+    ResolverStableAbi,
+}
+
+/// Which `[tool.kernels.dependencies]` value forms the runtime accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequirementSupport {
+    /// ≤0.11: PEP 440 specifier strings against `v<version>` tags only.
+    StringsOnly,
+    /// 0.12–0.13: integers (branch `vN`) and deprecated specifier strings.
+    IntegersAndStrings,
+    /// 0.14+: integers only.
+    IntegersOnly,
+}
+
+/// Where the runtime version of a [`Profile`] came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileSource {
+    /// `--target-runtime VERSION`.
+    Option,
+    /// `target-runtime` under `[tool.kernels]` in `pyproject.toml`.
+    Manifest,
+    /// The format of the existing `kernels.lock`.
+    LockFile(LockFormat),
+    /// The existing `kernels.lock`'s format, with the installed version (which
+    /// writes that format) giving the details.
+    LockFileAndInstalled(LockFormat, Installed),
+    /// The `kernels` package installed in the project's Python environment.
+    Installed(Installed),
+    /// Nothing found: the default profile.
+    Default,
+}
+
+/// A `kernels` distribution found in a Python environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The version read from `METADATA`.
+    pub version: RuntimeVersion,
+    /// Which environment: `.venv`, `VIRTUAL_ENV`, or `python3 on PATH`.
+    pub environment: &'static str,
+    /// The `kernels-*.dist-info` directory.
+    pub dist_info: PathBuf,
+}
+
+/// Everything that differs between runtime eras; see the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// The target runtime; `None` for the default profile.
+    pub runtime: Option<RuntimeVersion>,
+    /// Why this profile was chosen.
+    pub source: ProfileSource,
+    /// Lock format `kernels lock` writes.
+    pub lock_format: LockFormat,
+    /// Hub repository type (API path, resolve URL prefix, cache folder prefix).
+    pub repo_type: RepoType,
+    /// Whether `--repo-type` overrode the runtime's repository type.
+    pub repo_type_overridden: bool,
+    /// Variant ordering for `kernels download`.
+    pub variant_preference: VariantPreference,
+    /// Leave bytecode out of variant hashes and downloads (0.16+).
+    pub exclude_bytecode: bool,
+    /// Accepted dependency value forms.
+    pub requirements: RequirementSupport,
+    /// Lock every `kernel-depends` entry of every variant's `metadata.json` (0.17+).
+    pub transitive: bool,
+    /// Check the publisher's `trustedKernelPublisher` flag when locking (0.17+).
+    pub check_trust: bool,
+    /// An installed `kernels` that was not used because the existing lock is in
+    /// a format it cannot read (commands warn about it).
+    pub ignored_installed: Option<Installed>,
+}
+
+impl Profile {
+    /// The profile of a runtime version.
+    pub fn for_runtime(version: RuntimeVersion, source: ProfileSource) -> Self {
+        let v017 = version.at_least(17);
+        Profile {
+            runtime: Some(version),
+            source,
+            lock_format: if v017 {
+                LockFormat::KernelLocks
+            } else {
+                LockFormat::VariantHash
+            },
+            repo_type: if version.at_least(14) {
+                RepoType::Kernel
+            } else {
+                RepoType::Model
+            },
+            repo_type_overridden: false,
+            variant_preference: if version.at_least(15) {
+                VariantPreference::ResolverStableAbi
+            } else if version.at_least(13) {
+                VariantPreference::Resolver
+            } else {
+                VariantPreference::Exact {
+                    noarch: has_noarch_backport(version),
+                }
+            },
+            exclude_bytecode: version.at_least(16),
+            requirements: if version.at_least(14) {
+                RequirementSupport::IntegersOnly
+            } else if version.at_least(12) {
+                RequirementSupport::IntegersAndStrings
+            } else {
+                RequirementSupport::StringsOnly
+            },
+            transitive: v017,
+            check_trust: v017,
+            ignored_installed: None,
+        }
+    }
+
+    /// The profile when nothing names a runtime: variant-hash lock, `kernel`
+    /// repositories, exact variant order with noarch, bytecode hashed like any
+    /// file, every requirement form accepted (the tool's behaviour before
+    /// profiles existed).
+    pub fn default_profile() -> Self {
+        Profile {
+            runtime: None,
+            source: ProfileSource::Default,
+            lock_format: LockFormat::VariantHash,
+            repo_type: RepoType::Kernel,
+            repo_type_overridden: false,
+            variant_preference: VariantPreference::Exact { noarch: true },
+            exclude_bytecode: false,
+            requirements: RequirementSupport::IntegersAndStrings,
+            transitive: false,
+            check_trust: false,
+            ignored_installed: None,
+        }
+    }
+
+    /// The profile a lock format alone implies: `KernelLocks` means 0.17; a
+    /// variant-hash lock gives the default profile.
+    fn for_lock_format(format: LockFormat) -> Self {
+        match format {
+            LockFormat::KernelLocks => Profile::for_runtime(
+                RuntimeVersion::new(0, 17, 0),
+                ProfileSource::LockFile(format),
+            ),
+            LockFormat::VariantHash => Profile {
+                source: ProfileSource::LockFile(format),
+                ..Profile::default_profile()
+            },
+        }
+    }
+
+    /// Replaces the repository type (the `--repo-type` override).
+    pub fn with_repo_type(mut self, repo_type: RepoType) -> Self {
+        if repo_type != self.repo_type {
+            self.repo_type = repo_type;
+            self.repo_type_overridden = true;
+        }
+        self
+    }
+
+    /// A warning when an installed `kernels` cannot read the lock format in use.
+    pub fn warning(&self) -> Option<String> {
+        let installed = self.ignored_installed.as_ref()?;
+        Some(format!(
+            "kernels {} installed in {} cannot read this lock format; pass `--target-runtime {}` to write for it",
+            installed.version, installed.environment, installed.version
+        ))
+    }
+
+    /// A hint for commands that use the cache (`download`, `verify`) when only a
+    /// variant-hash lock chose the profile: that format is read by runtimes
+    /// 0.1.7–0.16, which disagree on the cache folder (`models--` up to 0.13).
+    pub fn cache_hint(&self) -> Option<&'static str> {
+        (self.source == ProfileSource::LockFile(LockFormat::VariantHash)
+            && !self.repo_type_overridden)
+            .then_some(
+                "a variant-hash kernels.lock does not say which runtime reads it; runtimes up to 0.13 read `models--` cache folders: pass `--target-runtime VERSION` or set `target-runtime` under [tool.kernels] if yours is one of them",
+            )
+    }
+
+    /// The cache folder prefix: `kernels--` or `models--`.
+    pub fn cache_prefix(&self) -> &'static str {
+        match self.repo_type {
+            RepoType::Kernel => "kernels--",
+            RepoType::Model => "models--",
+        }
+    }
+
+    /// The one status line `kernels lock` and `kernels download` print, e.g.
+    /// `Target runtime: kernels 0.10.5 (installed in .venv) — variant-hash lock, model repos, models-- cache`.
+    pub fn describe(&self) -> String {
+        let runtime = match self.runtime {
+            Some(version) => format!("kernels {version}"),
+            None => "unknown".to_owned(),
+        };
+        let why = match &self.source {
+            ProfileSource::Option => "from --target-runtime".to_owned(),
+            ProfileSource::Manifest => {
+                "from `target-runtime` in [tool.kernels] of pyproject.toml".to_owned()
+            }
+            ProfileSource::LockFile(LockFormat::KernelLocks) => {
+                "the existing kernels.lock is in the KernelLocks format".to_owned()
+            }
+            ProfileSource::LockFile(LockFormat::VariantHash) => {
+                "the existing kernels.lock is in the variant-hash format; no matching kernels installed"
+                    .to_owned()
+            }
+            ProfileSource::LockFileAndInstalled(_, installed) => format!(
+                "format of the existing kernels.lock, installed in {}",
+                installed.environment
+            ),
+            ProfileSource::Installed(installed) => {
+                format!("installed in {}", installed.environment)
+            }
+            ProfileSource::Default => {
+                "no --target-runtime, [tool.kernels] target-runtime, kernels.lock or installed kernels found"
+                    .to_owned()
+            }
+        };
+        let format = match self.lock_format {
+            LockFormat::VariantHash => "variant-hash lock",
+            LockFormat::KernelLocks => "KernelLocks lock",
+        };
+        let repos = if self.repo_type_overridden {
+            format!("{} repos (--repo-type)", self.repo_type.as_str())
+        } else {
+            format!("{} repos", self.repo_type.as_str())
+        };
+        format!(
+            "Target runtime: {runtime} ({why}) — {format}, {repos}, {} cache",
+            self.cache_prefix()
+        )
+    }
+}
+
+/// Releases of the exact-order era that try the noarch variant (reference §0:
+/// back-ported to 0.4.5, 0.5.1, 0.6.3, 0.7.1, 0.8.2, 0.9.1, 0.10.5, 0.11.2; native from 0.12).
+fn has_noarch_backport(version: RuntimeVersion) -> bool {
+    if version.at_least(12) {
+        return true;
+    }
+    let first_patch = match version.minor {
+        4 => 5,
+        5 | 7 | 9 => 1,
+        6 => 3,
+        8 | 11 => 2,
+        10 => 5,
+        _ => return false,
+    };
+    version.patch >= first_patch
+}
+
+/// Problems choosing a profile.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum ProfileError {
+    /// A runtime version that cannot be parsed.
+    #[error("`{text}` is not a kernels version")]
+    #[diagnostic(
+        code(kernels::profile::invalid_version),
+        help("give a release of the Python `kernels` package, for example `0.10.5` or `0.17.2`")
+    )]
+    InvalidVersion {
+        /// What was given.
+        text: String,
+    },
+
+    /// `target-runtime` in `[tool.kernels]` is invalid.
+    #[error("{}: [tool.kernels] target-runtime: {source}", path.display())]
+    #[diagnostic(
+        code(kernels::profile::invalid_manifest_version),
+        help("write it as a string, for example `target-runtime = \"0.17.2\"`")
+    )]
+    ManifestVersion {
+        /// The pyproject file.
+        path: PathBuf,
+        /// Why the value is rejected.
+        #[source]
+        source: Box<ProfileError>,
+    },
+}
+
+/// Inputs of [`detect`], gathered by the command.
+#[derive(Debug, Clone, Default)]
+pub struct DetectInputs<'a> {
+    /// `--target-runtime`.
+    pub option: Option<&'a str>,
+    /// `target-runtime` under `[tool.kernels]`, with the pyproject path for errors.
+    pub manifest: Option<(&'a str, &'a Path)>,
+    /// Format of the existing `kernels.lock`, if one was read.
+    pub lock_format: Option<LockFormat>,
+    /// The project directory (for `.venv/`).
+    pub project_dir: Option<&'a Path>,
+    /// `VIRTUAL_ENV`.
+    pub virtual_env: Option<&'a Path>,
+    /// `PATH`, searched for `python3`.
+    pub path_var: Option<&'a std::ffi::OsStr>,
+}
+
+/// Chooses the profile; see the module docs for the order.
+///
+/// Fails only when the option or the manifest key names an unparsable version.
+pub fn detect(inputs: &DetectInputs<'_>) -> Result<Profile, ProfileError> {
+    if let Some(text) = inputs.option {
+        return Ok(Profile::for_runtime(
+            RuntimeVersion::parse(text)?,
+            ProfileSource::Option,
+        ));
+    }
+    if let Some((text, path)) = inputs.manifest {
+        let version =
+            RuntimeVersion::parse(text).map_err(|source| ProfileError::ManifestVersion {
+                path: path.to_owned(),
+                source: Box::new(source),
+            })?;
+        return Ok(Profile::for_runtime(version, ProfileSource::Manifest));
+    }
+    let installed = inputs
+        .project_dir
+        .and_then(|dir| installed_kernels(dir, inputs.virtual_env, inputs.path_var));
+    match (inputs.lock_format, installed) {
+        (Some(format), Some(installed)) => {
+            let profile = Profile::for_runtime(installed.version, ProfileSource::Default);
+            if profile.lock_format == format {
+                Ok(Profile {
+                    source: ProfileSource::LockFileAndInstalled(format, installed),
+                    ..profile
+                })
+            } else {
+                Ok(Profile {
+                    ignored_installed: Some(installed),
+                    ..Profile::for_lock_format(format)
+                })
+            }
+        }
+        (Some(format), None) => Ok(Profile::for_lock_format(format)),
+        (None, Some(installed)) => Ok(Profile::for_runtime(
+            installed.version,
+            ProfileSource::Installed(installed),
+        )),
+        (None, None) => Ok(Profile::default_profile()),
+    }
+}
+
+/// The `kernels` distribution installed in the project's Python environment,
+/// found without starting Python.
+///
+/// Environments are tried in order: `$VIRTUAL_ENV`, `<project>/.venv`, then the
+/// prefix of the first `python3` on `PATH`. For a `python3` on `PATH`, the
+/// prefix is the parent of its `bin/` directory when that holds a `pyvenv.cfg`
+/// (a virtual environment), else the parent of `bin/` of the resolved
+/// executable (the sysconfig layout of a system or pyenv Python; pyenv shims
+/// are followed to `<pyenv root>/versions/<global version>`). Python is
+/// never run: that keeps `kernels lock` fast and side-effect free, at the price
+/// of not seeing user site-packages or unusual layouts.
+///
+/// In an environment, `lib/python3*/site-packages`, `lib/python3*/dist-packages`,
+/// `lib64/…`, `local/lib/python3*/dist-packages`, `lib/python3/dist-packages` and
+/// `Lib/site-packages` are searched for `kernels-*.dist-info/METADATA`, whose
+/// `Version:` header is the result.
+pub fn installed_kernels(
+    project_dir: &Path,
+    virtual_env: Option<&Path>,
+    path_var: Option<&std::ffi::OsStr>,
+) -> Option<Installed> {
+    if let Some(env) = virtual_env
+        && let Some((version, dist_info)) = kernels_in_prefix(env)
+    {
+        return Some(Installed {
+            version,
+            environment: "VIRTUAL_ENV",
+            dist_info,
+        });
+    }
+    if let Some((version, dist_info)) = kernels_in_prefix(&project_dir.join(".venv")) {
+        return Some(Installed {
+            version,
+            environment: ".venv",
+            dist_info,
+        });
+    }
+    let prefix = python_prefix(path_var?)?;
+    let (version, dist_info) = kernels_in_prefix(&prefix)?;
+    Some(Installed {
+        version,
+        environment: "python3 on PATH",
+        dist_info,
+    })
+}
+
+/// The installation prefix of the first `python3` on `PATH`; see [`installed_kernels`].
+fn python_prefix(path_var: &std::ffi::OsStr) -> Option<PathBuf> {
+    let exe = std::env::split_paths(path_var)
+        .map(|dir| {
+            dir.join(if cfg!(windows) {
+                "python.exe"
+            } else {
+                "python3"
+            })
+        })
+        .find(|candidate| candidate.is_file())?;
+    let bin = exe.parent()?;
+    if let Some(prefix) = bin.parent()
+        && prefix.join("pyvenv.cfg").is_file()
+    {
+        return Some(prefix.to_owned());
+    }
+    if bin.file_name().is_some_and(|name| name == "shims")
+        && let Some(root) = bin.parent()
+    {
+        let version = std::fs::read_to_string(root.join("version")).ok()?;
+        let version = version.lines().next()?.trim();
+        return Some(root.join("versions").join(version));
+    }
+    let resolved = fs_err::canonicalize(&exe).ok()?;
+    Some(resolved.parent()?.parent()?.to_owned())
+}
+
+/// Finds `kernels-*.dist-info/METADATA` in the site directories of a prefix.
+fn kernels_in_prefix(prefix: &Path) -> Option<(RuntimeVersion, PathBuf)> {
+    if !prefix.is_dir() {
+        return None;
+    }
+    let mut site_dirs = vec![
+        prefix.join("Lib").join("site-packages"),
+        prefix.join("lib").join("python3").join("dist-packages"),
+    ];
+    for lib in ["lib", "lib64", "local/lib"] {
+        let Ok(entries) = std::fs::read_dir(prefix.join(lib)) else {
+            continue;
+        };
+        let mut pythons: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+            .map(|e| e.path())
+            .collect();
+        pythons.sort();
+        for python in pythons {
+            site_dirs.push(python.join("site-packages"));
+            site_dirs.push(python.join("dist-packages"));
+        }
+    }
+    site_dirs.iter().find_map(|dir| kernels_in_site(dir))
+}
+
+fn kernels_in_site(site: &Path) -> Option<(RuntimeVersion, PathBuf)> {
+    let mut dist_infos: Vec<PathBuf> = std::fs::read_dir(site)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("kernels-") && name.ends_with(".dist-info")
+        })
+        .map(|e| e.path())
+        .collect();
+    dist_infos.sort();
+    dist_infos.into_iter().find_map(|dir| {
+        let metadata = std::fs::read_to_string(dir.join("METADATA")).ok()?;
+        let mut name_ok = false;
+        let mut version = None;
+        for line in metadata.lines() {
+            if line.is_empty() {
+                break;
+            }
+            if let Some(name) = line.strip_prefix("Name:") {
+                name_ok = name.trim().eq_ignore_ascii_case("kernels");
+            } else if let Some(v) = line.strip_prefix("Version:") {
+                version = RuntimeVersion::parse(v.trim()).ok();
+            }
+        }
+        (name_ok).then_some(version).flatten().map(|v| (v, dir))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(text: &str) -> RuntimeVersion {
+        RuntimeVersion::parse(text).unwrap()
+    }
+
+    #[test]
+    fn parses_versions() {
+        assert_eq!(v("0.10.5"), RuntimeVersion::new(0, 10, 5));
+        assert_eq!(v("0.17"), RuntimeVersion::new(0, 17, 0));
+        assert_eq!(v("v0.16.2"), RuntimeVersion::new(0, 16, 2));
+        assert_eq!(v("0.17.0rc1"), RuntimeVersion::new(0, 17, 0));
+        assert_eq!(v("0.13.0.dev0"), RuntimeVersion::new(0, 13, 0));
+        for bad in ["", "x", "0.x", "1..2", "0.10.5 beta"] {
+            assert!(RuntimeVersion::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn eras() {
+        let p = |t| Profile::for_runtime(v(t), ProfileSource::Option);
+        let old = p("0.10.5");
+        assert_eq!(old.lock_format, LockFormat::VariantHash);
+        assert_eq!(old.repo_type, RepoType::Model);
+        assert_eq!(
+            old.variant_preference,
+            VariantPreference::Exact { noarch: true }
+        );
+        assert_eq!(
+            p("0.10.4").variant_preference,
+            VariantPreference::Exact { noarch: false }
+        );
+        assert_eq!(old.requirements, RequirementSupport::StringsOnly);
+        assert!(!old.exclude_bytecode && !old.transitive);
+        assert_eq!(p("0.13.0").variant_preference, VariantPreference::Resolver);
+        assert_eq!(p("0.13.0").repo_type, RepoType::Model);
+        assert_eq!(p("0.14.0").repo_type, RepoType::Kernel);
+        assert_eq!(p("0.14.0").requirements, RequirementSupport::IntegersOnly);
+        assert!(p("0.16.0").exclude_bytecode);
+        assert_eq!(p("0.16.2").lock_format, LockFormat::VariantHash);
+        let new = p("0.17.2");
+        assert_eq!(new.lock_format, LockFormat::KernelLocks);
+        assert!(new.transitive && new.check_trust);
+        assert_eq!(new.variant_preference, VariantPreference::ResolverStableAbi);
+        assert_eq!(
+            old.describe(),
+            "Target runtime: kernels 0.10.5 (from --target-runtime) — variant-hash lock, model repos, models-- cache"
+        );
+    }
+
+    fn fake_env(prefix: &Path, version: &str) {
+        let dist = prefix.join(format!(
+            "lib/python3.12/site-packages/kernels-{version}.dist-info"
+        ));
+        std::fs::create_dir_all(&dist).unwrap();
+        std::fs::write(
+            dist.join("METADATA"),
+            format!("Metadata-Version: 2.4\nName: kernels\nVersion: {version}\n\nbody\n"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn detection_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("proj");
+        let venv = tmp.path().join("active");
+        fake_env(&project.join(".venv"), "0.10.5");
+        fake_env(&venv, "0.17.2");
+        let inputs = DetectInputs {
+            project_dir: Some(&project),
+            ..Default::default()
+        };
+        let found = detect(&inputs).unwrap();
+        assert_eq!(found.runtime, Some(v("0.10.5")));
+        assert!(found.describe().contains("(installed in .venv)"));
+        let with_venv = DetectInputs {
+            virtual_env: Some(&venv),
+            ..inputs.clone()
+        };
+        assert_eq!(detect(&with_venv).unwrap().runtime, Some(v("0.17.2")));
+        // An existing variant-hash lock wins over an installed 0.17.
+        let locked = DetectInputs {
+            lock_format: Some(LockFormat::VariantHash),
+            ..with_venv.clone()
+        };
+        let profile = detect(&locked).unwrap();
+        assert_eq!(profile.lock_format, LockFormat::VariantHash);
+        assert_eq!(profile.runtime, None);
+        assert!(
+            profile
+                .warning()
+                .unwrap()
+                .contains("kernels 0.17.2 installed in VIRTUAL_ENV cannot read this lock format")
+        );
+        // ... and is refined by an installed version that writes it.
+        let refined = DetectInputs {
+            lock_format: Some(LockFormat::VariantHash),
+            ..inputs.clone()
+        };
+        assert_eq!(detect(&refined).unwrap().repo_type, RepoType::Model);
+        let manifest = DetectInputs {
+            manifest: Some(("0.14", Path::new("pyproject.toml"))),
+            ..locked.clone()
+        };
+        assert_eq!(detect(&manifest).unwrap().runtime, Some(v("0.14")));
+        let option = DetectInputs {
+            option: Some("0.13.0"),
+            ..manifest
+        };
+        assert_eq!(detect(&option).unwrap().source, ProfileSource::Option);
+        let nothing = DetectInputs {
+            project_dir: Some(tmp.path()),
+            ..Default::default()
+        };
+        assert_eq!(detect(&nothing).unwrap(), Profile::default_profile());
+    }
+
+    #[test]
+    fn python_on_path_venv() {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = tmp.path().join("env");
+        fake_env(&env, "0.16.2");
+        std::fs::create_dir_all(env.join("bin")).unwrap();
+        std::fs::write(env.join("bin/python3"), "").unwrap();
+        std::fs::write(env.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        let path = std::env::join_paths([tmp.path().join("none"), env.join("bin")]).unwrap();
+        let found = installed_kernels(tmp.path(), None, Some(&path)).unwrap();
+        assert_eq!(found.version, v("0.16.2"));
+        assert_eq!(found.environment, "python3 on PATH");
+    }
+}

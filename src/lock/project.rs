@@ -1,0 +1,694 @@
+//! Locking a project for a target [`Profile`].
+//!
+//! * Variant-hash profiles (runtimes ≤0.16): every dependency is resolved to a
+//!   commit and the `git_lfs_concat` hash of each build variant
+//!   ([`crate::lock::resolver`]); bytecode is left out of the hashes from 0.16.
+//! * `KernelLocks` profiles (0.17+): every dependency is resolved to a commit,
+//!   then the `metadata.json` of every variant directory under `build/` of that
+//!   commit is fetched (concurrently, through the resolve URLs) and each
+//!   `kernel-depends` entry is locked too, depth first, as the reference does.
+//!   A dependency that is reached again while it is being locked is a cycle,
+//!   reported with its path. Before a repository is resolved, its publisher must
+//!   be a trusted kernel publisher (`GET /api/organizations/<org>/overview`)
+//!   unless the repository is on the allow list (`--trust`, `[tool.kernels]
+//!   trust`); offline the check is skipped with a warning.
+//!
+//! Repository type fallback (reference issue #632): when the `kernel` API says a
+//! repository does not exist, the `model` API is asked. If the repository exists
+//! there, the error says so; with [`LockOptions::allow_model_repos`] the
+//! repository is locked through the `model` API instead, with a warning.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use futures_util::StreamExt;
+use futures_util::future::{LocalBoxFuture, join_all};
+use serde::Deserialize;
+
+use crate::lock::format::variant_hash::{KernelHashLock, VariantHash};
+use crate::lock::format::{GitOid, KernelDependency, KernelLocks, KernelVersion, Lockfile};
+use crate::lock::manifest::{Dependency, Manifest};
+use crate::lock::profile::{Profile, RequirementSupport};
+use crate::lock::requirement::Requirement;
+use crate::lock::resolver::{DEFAULT_CONCURRENCY, ResolveError, ResolvedCommit, Resolver};
+use kernels_hub::{HubClient, HubError, Target};
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::RepoType;
+
+/// Options of [`lock_project`] beyond the profile.
+#[derive(Debug, Clone, Default)]
+pub struct LockOptions {
+    /// Repositories locked whatever their publisher's trust status.
+    pub trust: Vec<RepoId>,
+    /// Lock repositories that only exist as `model` repositories through the
+    /// `model` API when the `kernel` API does not know them.
+    pub allow_model_repos: bool,
+}
+
+/// A written-to-be lock with its status lines.
+#[derive(Debug, Clone)]
+pub struct LockOutcome {
+    /// The lock, in the profile's format.
+    pub lockfile: Lockfile,
+    /// One `Locked …` line per locked entry, in lock order.
+    pub locked: Vec<String>,
+    /// Non-fatal remarks.
+    pub warnings: Vec<String>,
+}
+
+/// Why a project cannot be locked.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum LockError {
+    /// The 0.17 profile refuses an empty dependency table, like the reference.
+    #[error("No kernels found to lock: [tool.kernels.dependencies] in {path} is empty")]
+    #[diagnostic(
+        code(kernels::lock::no_kernels),
+        help(
+            "add a kernel such as `\"kernels-community/relu\" = 1`, or target a runtime ≤0.16 (`--target-runtime 0.16.2`), which writes `[]`"
+        )
+    )]
+    NoKernels {
+        /// The pyproject file.
+        path: String,
+    },
+
+    /// A requirement form the target runtime does not accept.
+    #[error(
+        "{path}: [tool.kernels.dependencies] entry `{repo_id}`: {requirement} is not supported by kernels {runtime}, which reads integer versions only"
+    )]
+    #[diagnostic(
+        code(kernels::lock::unsupported_requirement),
+        help(
+            "write an integer version such as `1` (branch `v1`), or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
+        )
+    )]
+    UnsupportedRequirement {
+        /// The pyproject file.
+        path: String,
+        /// The entry.
+        repo_id: RepoId,
+        /// The requirement as text.
+        requirement: String,
+        /// The target runtime.
+        runtime: String,
+    },
+
+    /// Resolving a repository failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Resolve(#[from] ResolveError),
+
+    /// Several dependencies failed; each is reported.
+    #[error("{} of the kernels in {manifest} could not be resolved; kernels.lock was not changed", errors.len())]
+    #[diagnostic(code(kernels::lock::unresolved))]
+    Unresolved {
+        /// The pyproject file.
+        manifest: String,
+        /// Every failure.
+        #[related]
+        errors: Vec<LockError>,
+    },
+
+    /// The `kernel` API does not know the repository but the `model` API does.
+    #[error(
+        "`{repo_id}` is not a kernel repository: the Hub's `kernel` API answers RepoNotFound, but a `model` repository `{repo_id}` exists"
+    )]
+    #[diagnostic(
+        code(kernels::lock::model_repo_only),
+        help(
+            "kernels ≥0.14 load kernels only from `kernel` repositories (reference issue #632): ask the publisher to move it to a kernel repository; meanwhile lock it from the model API with `--allow-model-repos` (runtimes ≥0.14 cannot load it), or target a runtime ≤0.13 with `--target-runtime 0.13.0`"
+        )
+    )]
+    ModelRepoOnly {
+        /// The repository.
+        repo_id: RepoId,
+    },
+
+    /// A dependency cycle through `kernel-depends`.
+    #[error("Cyclic kernel dependency detected: {cycle}")]
+    #[diagnostic(
+        code(kernels::lock::cycle),
+        help(
+            "the kernels' `metadata.json` `kernel-depends` entries form a loop; the kernels' publishers must break it"
+        )
+    )]
+    Cycle {
+        /// The path, `a/b version 1 → c/d version 1 → a/b version 1`.
+        cycle: String,
+    },
+
+    /// The publisher is not a trusted kernel publisher.
+    #[error(
+        "Kernel repository '{repo_id}' is not from a trusted publisher: organization `{org}` is not a trusted kernel publisher"
+    )]
+    #[diagnostic(
+        code(kernels::lock::untrusted),
+        help(
+            "if you trust this code, allow the repository with `--trust {repo_id}` or `trust = [\"{repo_id}\"]` under [tool.kernels] in pyproject.toml"
+        )
+    )]
+    Untrusted {
+        /// The repository.
+        repo_id: RepoId,
+        /// Its owner.
+        org: String,
+    },
+
+    /// The trust status could not be read.
+    #[error("Kernel repository '{repo_id}' could not verify publisher trust status: {source}")]
+    #[diagnostic(
+        code(kernels::lock::trust_unknown),
+        help(
+            "retry when the Hub is reachable, or allow the repository with `--trust {repo_id}` or `trust = [\"{repo_id}\"]` under [tool.kernels]"
+        )
+    )]
+    TrustUnknown {
+        /// The repository.
+        repo_id: RepoId,
+        /// The failed request.
+        #[source]
+        source: HubError,
+    },
+
+    /// A variant directory has no `metadata.json` (reference 0.17 fails too).
+    #[error(
+        "`build/{variant}/metadata.json` does not exist in `{repo_id}` at {commit}, so its kernel dependencies cannot be read"
+    )]
+    #[diagnostic(
+        code(kernels::lock::missing_metadata),
+        help(
+            "kernels 0.17 fails the same way: lock a version whose every build variant has metadata.json, or target a runtime ≤0.16 (`--target-runtime 0.16.2`), which does not follow kernel dependencies"
+        )
+    )]
+    MissingMetadata {
+        /// The repository.
+        repo_id: RepoId,
+        /// The commit.
+        commit: String,
+        /// The variant directory.
+        variant: String,
+    },
+
+    /// A `metadata.json` that cannot be read.
+    #[error("`build/{variant}/metadata.json` of `{repo_id}` at {commit} is invalid: {detail}")]
+    #[diagnostic(
+        code(kernels::lock::invalid_metadata),
+        help("the kernel's build metadata is malformed; report it to the kernel's publisher")
+    )]
+    InvalidMetadata {
+        /// The repository.
+        repo_id: RepoId,
+        /// The commit.
+        commit: String,
+        /// The variant directory.
+        variant: String,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl From<HubError> for LockError {
+    fn from(err: HubError) -> Self {
+        LockError::Resolve(ResolveError::Hub(err))
+    }
+}
+
+/// Resolves the manifest for `profile`; nothing is written.
+pub async fn lock_project(
+    client: &HubClient,
+    profile: &Profile,
+    manifest: &Manifest,
+    options: &LockOptions,
+) -> Result<LockOutcome, LockError> {
+    let path = manifest.path.display().to_string();
+    let mut warnings = Vec::new();
+    for dep in &manifest.dependencies {
+        let is_specifier = matches!(
+            dep.requirement,
+            Requirement::Pep440(_) | Requirement::Semver(_)
+        );
+        match (profile.requirements, profile.runtime) {
+            (RequirementSupport::IntegersOnly, Some(runtime)) if is_specifier => {
+                return Err(LockError::UnsupportedRequirement {
+                    path,
+                    repo_id: dep.repo_id.clone(),
+                    requirement: dep.requirement.to_string(),
+                    runtime: runtime.to_string(),
+                });
+            }
+            (RequirementSupport::StringsOnly, Some(runtime))
+                if matches!(dep.requirement, Requirement::Branch(_)) =>
+            {
+                warnings.push(format!(
+                    "`{}` uses an integer version, which the `kernels lock` of kernels {runtime} cannot read; the lock written here works with that runtime",
+                    dep.repo_id
+                ));
+            }
+            _ => {}
+        }
+    }
+    let locker = Locker {
+        client,
+        profile,
+        options,
+    };
+    let mut outcome = match profile.lock_format {
+        crate::lock::format::LockFormat::VariantHash => locker.variant_hash(manifest).await?,
+        crate::lock::format::LockFormat::KernelLocks => {
+            if manifest.dependencies.is_empty() {
+                return Err(LockError::NoKernels { path });
+            }
+            locker.kernel_locks(manifest).await?
+        }
+    };
+    warnings.append(&mut outcome.warnings);
+    outcome.warnings = warnings;
+    Ok(outcome)
+}
+
+struct Locker<'a> {
+    client: &'a HubClient,
+    profile: &'a Profile,
+    options: &'a LockOptions,
+}
+
+/// Whether an error is the `kernel` API's RepoNotFound.
+fn is_kernel_repo_not_found(err: &ResolveError) -> bool {
+    matches!(
+        err,
+        ResolveError::Hub(HubError::RepoNotFound { target, .. }) if target.repo_type == RepoType::Kernel
+    )
+}
+
+impl Locker<'_> {
+    fn resolver(&self, repo_type: RepoType) -> Resolver {
+        Resolver::new(self.client.clone(), repo_type)
+            .exclude_bytecode(self.profile.exclude_bytecode)
+    }
+
+    /// After a failed resolution: when it is the `kernel` API's RepoNotFound and
+    /// the `model` API knows the repository, `Ok(())` means retry as a model
+    /// repository (allowed by the options); every other case is the error to report.
+    async fn model_fallback(
+        &self,
+        repo_id: &RepoId,
+        err: ResolveError,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), LockError> {
+        if !is_kernel_repo_not_found(&err)
+            || self
+                .client
+                .list_refs(RepoType::Model, repo_id)
+                .await
+                .is_err()
+        {
+            return Err(err.into());
+        }
+        if !self.options.allow_model_repos {
+            return Err(LockError::ModelRepoOnly {
+                repo_id: repo_id.clone(),
+            });
+        }
+        warnings.push(format!(
+            "`{repo_id}` is not a kernel repository; locked from the model API (--allow-model-repos). Runtimes ≥0.14 cannot load it"
+        ));
+        Ok(())
+    }
+
+    async fn variant_hash(&self, manifest: &Manifest) -> Result<LockOutcome, LockError> {
+        let resolver = self.resolver(self.profile.repo_type);
+        let results: Vec<_> = futures_util::stream::iter(&manifest.dependencies)
+            .map(|dep| self.resolve_hashed(&resolver, dep))
+            .buffered(DEFAULT_CONCURRENCY)
+            .collect()
+            .await;
+        let mut locks = Vec::new();
+        let mut locked = Vec::new();
+        let mut warnings = Vec::new();
+        let mut errors = Vec::new();
+        for result in results {
+            match result {
+                Ok((kernel, mut notes)) => {
+                    warnings.append(&mut notes);
+                    warnings.extend(kernel.warnings.iter().cloned());
+                    locked.push(format!(
+                        "Locked {} {} ({}) with {} variant{}",
+                        kernel.repo_id,
+                        kernel.chosen,
+                        short(&kernel.commit),
+                        kernel.variants.len(),
+                        if kernel.variants.len() == 1 { "" } else { "s" }
+                    ));
+                    locks.push(KernelHashLock {
+                        repo_id: kernel.repo_id.to_string(),
+                        sha: kernel.commit,
+                        variants: kernel
+                            .variants
+                            .into_iter()
+                            .map(|(name, hash)| (name, VariantHash::git_lfs_concat(hash)))
+                            .collect(),
+                    });
+                }
+                Err(err) => errors.push(err),
+            }
+        }
+        check_errors(errors, manifest)?;
+        Ok(LockOutcome {
+            lockfile: Lockfile::VariantHash(locks),
+            locked,
+            warnings,
+        })
+    }
+
+    async fn resolve_hashed(
+        &self,
+        resolver: &Resolver,
+        dep: &Dependency,
+    ) -> Result<(crate::lock::resolver::ResolvedKernel, Vec<String>), LockError> {
+        let mut warnings = Vec::new();
+        match resolver.resolve(dep).await {
+            Ok(kernel) => Ok((kernel, warnings)),
+            Err(err) => {
+                self.model_fallback(&dep.repo_id, err, &mut warnings)
+                    .await?;
+                let kernel = self.resolver(RepoType::Model).resolve(dep).await?;
+                Ok((kernel, warnings))
+            }
+        }
+    }
+
+    async fn kernel_locks(&self, manifest: &Manifest) -> Result<LockOutcome, LockError> {
+        let mut tree = Tree {
+            locker: self,
+            locks: KernelLocks::new(),
+            done: HashSet::new(),
+            trust: HashMap::new(),
+            locked: Vec::new(),
+            warnings: Vec::new(),
+        };
+        for dep in &manifest.dependencies {
+            let version = match &dep.requirement {
+                Requirement::Branch(n) => KernelVersion::Version(*n),
+                Requirement::Revision(r) => KernelVersion::Revision(r.clone()),
+                // Rejected by the requirement check of the profile.
+                other => {
+                    return Err(LockError::UnsupportedRequirement {
+                        path: manifest.path.display().to_string(),
+                        repo_id: dep.repo_id.clone(),
+                        requirement: other.to_string(),
+                        runtime: "0.17".to_owned(),
+                    });
+                }
+            };
+            let node = KernelDependency {
+                repo_id: dep.repo_id.to_string(),
+                version,
+            };
+            tree.visit(node, dep.repo_id.clone(), Vec::new()).await?;
+        }
+        Ok(LockOutcome {
+            lockfile: Lockfile::KernelLocks(tree.locks),
+            locked: tree.locked,
+            warnings: tree.warnings,
+        })
+    }
+}
+
+fn check_errors(mut errors: Vec<LockError>, manifest: &Manifest) -> Result<(), LockError> {
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => Err(LockError::Unresolved {
+            manifest: manifest.path.display().to_string(),
+            errors,
+        }),
+    }
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..7).unwrap_or(commit)
+}
+
+/// Depth-first locking of `kernel-depends` (0.17 profile).
+struct Tree<'a, 'b> {
+    locker: &'a Locker<'b>,
+    locks: KernelLocks,
+    done: HashSet<KernelDependency>,
+    /// Trust status per organization.
+    trust: HashMap<String, bool>,
+    locked: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// The parts of a variant's `metadata.json` that locking reads.
+#[derive(Deserialize)]
+struct Metadata {
+    #[serde(rename = "kernel-depends", default)]
+    kernel_depends: Vec<MetadataDependency>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetadataDependency {
+    #[serde(rename = "repo-id")]
+    repo_id: String,
+    #[serde(default)]
+    version: Option<u64>,
+    #[serde(default)]
+    revision: Option<String>,
+}
+
+impl Tree<'_, '_> {
+    fn visit(
+        &mut self,
+        node: KernelDependency,
+        repo_id: RepoId,
+        mut path: Vec<KernelDependency>,
+    ) -> LocalBoxFuture<'_, Result<(), LockError>> {
+        Box::pin(async move {
+            if let Some(start) = path.iter().position(|d| d == &node) {
+                let cycle: Vec<String> = path[start..]
+                    .iter()
+                    .chain(std::iter::once(&node))
+                    .map(describe)
+                    .collect();
+                return Err(LockError::Cycle {
+                    cycle: cycle.join(" → "),
+                });
+            }
+            if self.done.contains(&node) {
+                return Ok(());
+            }
+            self.check_trust(&repo_id).await?;
+            let locker = self.locker;
+            let requirement = match &node.version {
+                KernelVersion::Version(n) => Requirement::Branch(*n),
+                KernelVersion::Revision(r) => Requirement::Revision(r.clone()),
+            };
+            let mut repo_type = locker.profile.repo_type;
+            let ResolvedCommit {
+                chosen,
+                commit,
+                warnings,
+            } = match locker
+                .resolver(repo_type)
+                .resolve_commit(&repo_id, &requirement)
+                .await
+            {
+                Ok(resolved) => resolved,
+                Err(err) => {
+                    locker
+                        .model_fallback(&repo_id, err, &mut self.warnings)
+                        .await?;
+                    repo_type = RepoType::Model;
+                    locker
+                        .resolver(repo_type)
+                        .resolve_commit(&repo_id, &requirement)
+                        .await?
+                }
+            };
+            self.warnings.extend(warnings);
+            let children = self.dependencies_of(repo_type, &repo_id, &commit).await?;
+            path.push(node.clone());
+            for child in children {
+                let child_id: RepoId =
+                    child
+                        .repo_id
+                        .parse()
+                        .map_err(|err| LockError::InvalidMetadata {
+                            repo_id: repo_id.clone(),
+                            commit: commit.clone(),
+                            variant: "*".to_owned(),
+                            detail: format!("kernel-depends repo id `{}`: {err}", child.repo_id),
+                        })?;
+                self.visit(child, child_id, path.clone()).await?;
+            }
+            let oid = GitOid::parse(&commit).map_err(|detail| ResolveError::BadCommit {
+                repo_id: repo_id.clone(),
+                chosen: chosen.clone(),
+                commit: detail,
+            })?;
+            let via = match path.len() {
+                1 => String::new(),
+                n => format!(", required by {}", describe(&path[n - 2])),
+            };
+            self.locked.push(format!(
+                "Locked {repo_id} {chosen} ({}){via}",
+                short(&commit)
+            ));
+            // `done` guards against a second insert of the same dependency.
+            let _ = self.locks.insert(node.clone(), oid);
+            self.done.insert(node);
+            Ok(())
+        })
+    }
+
+    /// The trust check of the 0.17 profile; cached per organization.
+    async fn check_trust(&mut self, repo_id: &RepoId) -> Result<(), LockError> {
+        let locker = self.locker;
+        if !locker.profile.check_trust || locker.options.trust.contains(repo_id) {
+            return Ok(());
+        }
+        if locker.client.is_offline() {
+            self.warnings.push(format!(
+                "Skipping publisher trust check for '{repo_id}' because Hugging Face Hub is in offline mode."
+            ));
+            return Ok(());
+        }
+        let org = repo_id.owner().to_owned();
+        let trusted = match self.trust.get(&org) {
+            Some(trusted) => *trusted,
+            None => {
+                let overview = locker.client.org_overview(&org).await.map_err(|source| {
+                    LockError::TrustUnknown {
+                        repo_id: repo_id.clone(),
+                        source,
+                    }
+                })?;
+                self.trust
+                    .insert(org.clone(), overview.trusted_kernel_publisher);
+                overview.trusted_kernel_publisher
+            }
+        };
+        if trusted {
+            Ok(())
+        } else {
+            Err(LockError::Untrusted {
+                repo_id: repo_id.clone(),
+                org,
+            })
+        }
+    }
+
+    /// `kernel-depends` of every variant of a commit, deduplicated, in variant
+    /// then file order. Variant directories are the directories under `build/`
+    /// named `torch…` or `tvm-ffi…`; other names are skipped with a warning, as
+    /// the reference skips names its variant parser rejects.
+    async fn dependencies_of(
+        &mut self,
+        repo_type: RepoType,
+        repo_id: &RepoId,
+        commit: &str,
+    ) -> Result<Vec<KernelDependency>, LockError> {
+        let client = self.locker.client;
+        let entries = match client
+            .list_tree(repo_type, repo_id, commit, "build", false)
+            .await
+        {
+            Ok(entries) => entries,
+            Err(HubError::EntryNotFound { .. }) => return Ok(Vec::new()),
+            Err(err) => return Err(err.into()),
+        };
+        let mut variants = BTreeSet::new();
+        for entry in entries.iter().filter(|e| !e.is_file()) {
+            let name = entry.path.strip_prefix("build/").unwrap_or(&entry.path);
+            if name.starts_with("torch") || name.starts_with("tvm-ffi") {
+                variants.insert(name.to_owned());
+            } else {
+                self.warnings.push(format!(
+                    "Repository {repo_id} (revision: {commit}) contains invalid build variant: {name:?}"
+                ));
+            }
+        }
+        let fetched = join_all(
+            variants
+                .iter()
+                .map(|variant| fetch_metadata(client, repo_type, repo_id, commit, variant)),
+        )
+        .await;
+        let mut out: Vec<KernelDependency> = Vec::new();
+        for deps in fetched {
+            for dep in deps? {
+                if !out.contains(&dep) {
+                    out.push(dep);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn describe(dep: &KernelDependency) -> String {
+    match &dep.version {
+        KernelVersion::Version(n) => format!("{} version {n}", dep.repo_id),
+        KernelVersion::Revision(r) => format!("{} revision {r}", dep.repo_id),
+    }
+}
+
+/// Downloads and parses `build/<variant>/metadata.json` at `commit`.
+async fn fetch_metadata(
+    client: &HubClient,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &str,
+    variant: &str,
+) -> Result<Vec<KernelDependency>, LockError> {
+    let file = format!("build/{variant}/metadata.json");
+    let url = client.resolve_url(repo_type, repo_id, commit, &file);
+    let target = Target::repo(repo_type, repo_id).at(commit).path(&file);
+    let response = match client.send(client.get(&url)?, Some(&target)).await {
+        Ok(response) => response,
+        Err(HubError::EntryNotFound { .. }) => {
+            return Err(LockError::MissingMetadata {
+                repo_id: repo_id.clone(),
+                commit: commit.to_owned(),
+                variant: variant.to_owned(),
+            });
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let body = response
+        .bytes()
+        .await
+        .map_err(|source| HubError::Transport {
+            url: url.clone(),
+            source,
+        })?;
+    let invalid = |detail: String| LockError::InvalidMetadata {
+        repo_id: repo_id.clone(),
+        commit: commit.to_owned(),
+        variant: variant.to_owned(),
+        detail,
+    };
+    let metadata: Metadata =
+        serde_json::from_slice(&body).map_err(|err| invalid(err.to_string()))?;
+    metadata
+        .kernel_depends
+        .into_iter()
+        .map(|dep| {
+            let version = match (dep.version, dep.revision) {
+                (Some(n), None) => KernelVersion::Version(n),
+                (None, Some(r)) => KernelVersion::Revision(r),
+                _ => {
+                    return Err(invalid(format!(
+                        "kernel-depends entry `{}` needs exactly one of `version` and `revision`",
+                        dep.repo_id
+                    )));
+                }
+            };
+            Ok(KernelDependency {
+                repo_id: dep.repo_id,
+                version,
+            })
+        })
+        .collect()
+}

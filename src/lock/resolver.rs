@@ -1,0 +1,438 @@
+//! Resolves manifest dependencies to locked commits and per-variant hashes using
+//! the Hub API (no file downloads).
+//!
+//! For each dependency: list the repository's refs and pick a tag or branch
+//! ([`crate::lock::requirement`]), or resolve a revision through the repo info
+//! endpoint; then list the commit's files recursively and compute the
+//! `git_lfs_concat` hash of every build variant ([`variant_hashes`]).
+
+use futures_util::StreamExt;
+use indexmap::IndexMap;
+
+use crate::lock::manifest::Dependency;
+use crate::lock::requirement::{NoMatch, Requirement, select_branch, select_tag};
+use kernels_hub::{HubClient, HubError};
+use kernels_types::hash::{FileDigest, git_lfs_concat};
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::{RepoType, TreeEntry};
+
+/// How many dependencies are resolved at the same time.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// Resolution settings.
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    client: HubClient,
+    repo_type: RepoType,
+    exclude_bytecode: bool,
+    concurrency: usize,
+}
+
+/// A dependency resolved to a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedKernel {
+    /// Hub repository id.
+    pub repo_id: RepoId,
+    /// What the manifest asked for.
+    pub requirement: Requirement,
+    /// The tag or branch chosen (`v0.1.1`, `v1`), or the revision as written.
+    pub chosen: String,
+    /// Locked commit, 40 lowercase hex.
+    pub commit: String,
+    /// Variant name → `sha256-…` hash, sorted by name bytes.
+    pub variants: IndexMap<String, String>,
+    /// Non-fatal remarks, for example that a newer version exists.
+    pub warnings: Vec<String>,
+}
+
+/// A requirement resolved to a commit, before any file listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedCommit {
+    /// The tag or branch chosen (`v0.1.1`, `v1`), or the revision as written.
+    pub chosen: String,
+    /// The commit, 40 lowercase hex.
+    pub commit: String,
+    /// Non-fatal remarks, for example that a newer version exists.
+    pub warnings: Vec<String>,
+}
+
+/// Why a dependency cannot be resolved.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum ResolveError {
+    /// No `v<version>` tag satisfies a version specifier.
+    #[error("no version of `{repo_id}` satisfies {requirement}")]
+    #[diagnostic(code(kernels::resolve::no_matching_version))]
+    NoMatchingTag {
+        /// The repository.
+        repo_id: RepoId,
+        /// The requirement, as text.
+        requirement: String,
+        /// Available versions and what to do.
+        #[help]
+        help: String,
+    },
+
+    /// Branch `vN` does not exist.
+    #[error("version {version} of `{repo_id}` not found (no branch `v{version}`)")]
+    #[diagnostic(code(kernels::resolve::no_such_version))]
+    NoBranch {
+        /// The repository.
+        repo_id: RepoId,
+        /// The requested version.
+        version: u64,
+        /// Available versions and what to do.
+        #[help]
+        help: String,
+    },
+
+    /// The Hub request failed (repository or revision unknown, network, ...).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Hub(#[from] HubError),
+
+    /// The Hub answered with a commit id that is not 40 hex digits.
+    #[error(
+        "the Hub returned `{commit}` as the commit of `{repo_id}` at `{chosen}`, which is not a 40-hex commit id"
+    )]
+    #[diagnostic(code(kernels::resolve::bad_commit))]
+    BadCommit {
+        /// The repository.
+        repo_id: RepoId,
+        /// The ref that was resolved.
+        chosen: String,
+        /// What the Hub sent.
+        commit: String,
+    },
+
+    /// A file listing entry carries an unusable digest.
+    #[error("file `{path}` of `{repo_id}` at {commit} has an invalid digest `{digest}`")]
+    #[diagnostic(code(kernels::resolve::bad_digest))]
+    BadDigest {
+        /// The repository.
+        repo_id: RepoId,
+        /// The commit.
+        commit: String,
+        /// Repo-relative path.
+        path: String,
+        /// The digest text.
+        digest: String,
+    },
+}
+
+impl Resolver {
+    /// A resolver for repositories of `repo_type`. Bytecode (`*.pyc`,
+    /// `__pycache__/`) is hashed like any file unless
+    /// [`Resolver::exclude_bytecode`] is set (reference 0.16 behaviour).
+    pub fn new(client: HubClient, repo_type: RepoType) -> Self {
+        Resolver {
+            client,
+            repo_type,
+            exclude_bytecode: false,
+            concurrency: DEFAULT_CONCURRENCY,
+        }
+    }
+
+    /// Leaves `.pyc` files and `__pycache__` directories out of variant hashes.
+    pub fn exclude_bytecode(mut self, exclude: bool) -> Self {
+        self.exclude_bytecode = exclude;
+        self
+    }
+
+    /// Sets how many dependencies are resolved at once (at least 1).
+    pub fn concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Resolves every dependency, at most `concurrency` at a time. Results come
+    /// back in input order.
+    pub async fn resolve_all(
+        &self,
+        dependencies: &[Dependency],
+    ) -> Vec<Result<ResolvedKernel, ResolveError>> {
+        futures_util::stream::iter(dependencies)
+            .map(|dep| self.resolve(dep))
+            .buffered(self.concurrency)
+            .collect()
+            .await
+    }
+
+    /// The repository type this resolver queries.
+    pub fn repo_type(&self) -> RepoType {
+        self.repo_type
+    }
+
+    /// Resolves one dependency: the commit, then its variant hashes.
+    pub async fn resolve(&self, dependency: &Dependency) -> Result<ResolvedKernel, ResolveError> {
+        let repo_id = &dependency.repo_id;
+        let ResolvedCommit {
+            chosen,
+            commit,
+            warnings,
+        } = self
+            .resolve_commit(repo_id, &dependency.requirement)
+            .await?;
+        let entries = self
+            .client
+            .list_tree(self.repo_type, repo_id, &commit, "", true)
+            .await?;
+        let variants =
+            variant_hashes(&entries, self.exclude_bytecode).map_err(|(path, digest)| {
+                ResolveError::BadDigest {
+                    repo_id: repo_id.clone(),
+                    commit: commit.clone(),
+                    path,
+                    digest,
+                }
+            })?;
+        Ok(ResolvedKernel {
+            repo_id: repo_id.clone(),
+            requirement: dependency.requirement.clone(),
+            chosen,
+            commit,
+            variants,
+            warnings,
+        })
+    }
+
+    /// Resolves a requirement to a commit (40 lowercase hex) without listing
+    /// files: the branch `vN`, the best matching tag, or the revision as the Hub
+    /// resolves it.
+    pub async fn resolve_commit(
+        &self,
+        repo_id: &RepoId,
+        requirement: &Requirement,
+    ) -> Result<ResolvedCommit, ResolveError> {
+        let mut warnings = Vec::new();
+        let (chosen, commit) = match requirement {
+            Requirement::Revision(revision) => {
+                let info = self
+                    .client
+                    .repo_info(self.repo_type, repo_id, revision)
+                    .await?;
+                (revision.clone(), info.sha)
+            }
+            Requirement::Branch(n) => {
+                let refs = self.client.list_refs(self.repo_type, repo_id).await?;
+                let selected = select_branch(*n, &refs.branches).map_err(|no_match| {
+                    ResolveError::NoBranch {
+                        repo_id: repo_id.clone(),
+                        version: *n,
+                        help: branch_help(&no_match, !refs.tags.is_empty()),
+                    }
+                })?;
+                if let Some(latest) = selected.latest.as_deref()
+                    && latest.parse::<i128>().is_ok_and(|l| l > i128::from(*n))
+                {
+                    warnings.push(format!(
+                        "`{repo_id}` is locked to version {n}, but version {latest} is available"
+                    ));
+                }
+                (selected.git_ref.name, selected.git_ref.target_commit)
+            }
+            requirement @ (Requirement::Pep440(_) | Requirement::Semver(_)) => {
+                let refs = self.client.list_refs(self.repo_type, repo_id).await?;
+                let selected = select_tag(requirement, &refs.tags).map_err(|no_match| {
+                    let version_branches: Vec<String> = refs
+                        .branches
+                        .iter()
+                        .filter(|b| crate::lock::requirement::branch_version(&b.name).is_some())
+                        .map(|b| b.name.clone())
+                        .collect();
+                    ResolveError::NoMatchingTag {
+                        repo_id: repo_id.clone(),
+                        requirement: requirement.to_string(),
+                        help: tag_help(&no_match, &version_branches),
+                    }
+                })?;
+                (selected.git_ref.name, selected.git_ref.target_commit)
+            }
+        };
+        if commit.len() != 40 || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ResolveError::BadCommit {
+                repo_id: repo_id.clone(),
+                chosen,
+                commit,
+            });
+        }
+        Ok(ResolvedCommit {
+            chosen,
+            commit: commit.to_ascii_lowercase(),
+            warnings,
+        })
+    }
+}
+
+fn tag_help(no_match: &NoMatch, version_branches: &[String]) -> String {
+    if no_match.available.is_empty() {
+        let mut help = "the repository has no `v<version>` tags".to_owned();
+        if !version_branches.is_empty() {
+            help.push_str(&format!(
+                "; it publishes version branches ({}): write an integer such as `{}` instead of a specifier",
+                version_branches.join(", "),
+                version_branches[0].trim_start_matches('v')
+            ));
+        }
+        return help;
+    }
+    let mut help = format!("available versions: {}", no_match.available.join(", "));
+    if let Some(closest) = &no_match.closest {
+        help.push_str(&format!("; closest: {closest}"));
+    }
+    help
+}
+
+fn branch_help(no_match: &NoMatch, has_tags: bool) -> String {
+    if no_match.available.is_empty() {
+        let mut help = "the repository has no `v<N>` version branches".to_owned();
+        if has_tags {
+            help.push_str("; it has tags: write a version specifier string such as `\">=0.1.0\"`, or `{ revision = \"<tag>\" }`");
+        }
+        return help;
+    }
+    let mut help = format!("available versions: {}", no_match.available.join(", "));
+    if let Some(closest) = &no_match.closest {
+        help.push_str(&format!("; closest: {closest}"));
+    }
+    help
+}
+
+/// Whether a repo-relative path is Python bytecode (`*.pyc` or inside `__pycache__`).
+pub fn is_bytecode(path: &str) -> bool {
+    path.ends_with(".pyc") || path.split('/').any(|part| part == "__pycache__")
+}
+
+/// Computes the `git_lfs_concat` hash of every build variant from a recursive
+/// listing of a commit.
+///
+/// Like the reference, a variant is the second path component of every file whose
+/// path starts with the string `build/torch` (so stray directories such as
+/// `build/torch-ext` count, `build/tvm-ffi-…` does not); each file contributes its
+/// path below `build/<variant>/` and its LFS SHA-256 or git blob id. Directories are
+/// ignored. Variants come back sorted by name bytes. An unusable digest is returned
+/// as `Err((path, digest))`.
+pub fn variant_hashes(
+    entries: &[TreeEntry],
+    exclude_bytecode: bool,
+) -> Result<IndexMap<String, String>, (String, String)> {
+    let mut files: IndexMap<&str, Vec<(&str, FileDigest)>> = IndexMap::new();
+    for entry in entries {
+        if !entry.is_file() || !entry.path.starts_with("build/torch") {
+            continue;
+        }
+        if exclude_bytecode && is_bytecode(&entry.path) {
+            continue;
+        }
+        let rest = &entry.path["build/".len()..];
+        let (variant, name) = rest.split_once('/').unwrap_or((rest, ""));
+        let digest_hex = entry
+            .lfs
+            .as_ref()
+            .map_or(entry.oid.as_str(), |lfs| lfs.oid.as_str());
+        let digest = FileDigest::from_hex(digest_hex)
+            .map_err(|_| (entry.path.clone(), digest_hex.to_owned()))?;
+        files.entry(variant).or_default().push((name, digest));
+    }
+    files.sort_by(|a, _, b, _| a.as_bytes().cmp(b.as_bytes()));
+    Ok(files
+        .into_iter()
+        .map(|(variant, files)| (variant.to_owned(), git_lfs_concat(files)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_types::wire::TreeLfs;
+
+    fn file(path: &str, oid: &str, lfs: Option<&str>) -> TreeEntry {
+        TreeEntry {
+            kind: "file".into(),
+            oid: oid.into(),
+            size: 1,
+            path: path.into(),
+            lfs: lfs.map(|oid| TreeLfs {
+                oid: oid.into(),
+                size: 104,
+                pointer_size: 130,
+            }),
+        }
+    }
+
+    #[test]
+    fn hashes_variants_like_the_reference() {
+        let dir = TreeEntry {
+            kind: "directory".into(),
+            oid: "0".repeat(40),
+            size: 0,
+            path: "build/torch-universal".into(),
+            ..file("", "", None)
+        };
+        let entries = vec![
+            dir,
+            file(
+                "README.md",
+                "1cec5723464b586acbda5ab039a6248d38255033",
+                None,
+            ),
+            file(
+                "build/torch28-cxx11-cu128-x86_64-linux/activation/_ops.py",
+                "f50c130ea60d9ad99bd2dbe162726789440e096e",
+                None,
+            ),
+            file(
+                "build/torch28-cxx11-cu128-x86_64-linux/activation/_activation_abc.abi3.so",
+                "0".repeat(40).as_str(),
+                Some("f1b0a36cec27b90029c4cd36c1f9eb8cd40743ccbdf9e3d2a8773b92e86fdb4c"),
+            ),
+            file(
+                "build/torch28-cxx11-cu128-x86_64-linux/activation/__init__.py",
+                "1cec5723464b586acbda5ab039a6248d38255033",
+                None,
+            ),
+            file(
+                "build/torch-universal/activation/__init__.py",
+                "7d4290a117a4ddcc11daae7ea675841033830c8f",
+                None,
+            ),
+            file(
+                "build/torch-universal/activation/__pycache__/x.cpython-311.pyc",
+                "7d4290a117a4ddcc11daae7ea675841033830c8f",
+                None,
+            ),
+            file(
+                "build/tvm-ffi-cu128/x.py",
+                "7d4290a117a4ddcc11daae7ea675841033830c8f",
+                None,
+            ),
+        ];
+        let variants = variant_hashes(&entries, true).unwrap();
+        let names: Vec<&str> = variants.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            ["torch-universal", "torch28-cxx11-cu128-x86_64-linux"]
+        );
+        assert_eq!(
+            variants["torch-universal"],
+            "sha256-acd5beb6dc075df69631dbe4d0677f5b16633924d4ee900be343810f19fb55b1"
+        );
+        assert_eq!(
+            variants["torch28-cxx11-cu128-x86_64-linux"],
+            "sha256-8d1101bae14667a764e527c75e7a0fa1dbf6b4ab1ccd5e5fe973e655fba15715"
+        );
+        let with_bytecode = variant_hashes(&entries, false).unwrap();
+        assert_ne!(
+            with_bytecode["torch-universal"],
+            variants["torch-universal"]
+        );
+    }
+
+    #[test]
+    fn bad_digest_is_reported() {
+        let entries = vec![file("build/torch-cpu/a.py", "xyz", None)];
+        assert_eq!(
+            variant_hashes(&entries, false).unwrap_err(),
+            ("build/torch-cpu/a.py".to_owned(), "xyz".to_owned())
+        );
+    }
+}
