@@ -8,7 +8,7 @@ use super::progress::{Progress, ProgressMode, human_bytes};
 use crate::cli::settings::Settings;
 use crate::install::dry_run::DryRunKernel;
 use crate::install::{
-    DEFAULT_CONCURRENCY, DRY_RUN_SCHEMA, DownloadError, DownloadOptions, download, dry_run, plan,
+    DEFAULT_CONCURRENCY, DRY_RUN_SCHEMA, DownloadError, DownloadOptions, download, dry_run,
 };
 use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
 use crate::lock::manifest::ToolSettings;
@@ -337,7 +337,7 @@ fn print_dry_run_kernel(kernel: &DryRunKernel) {
     println!(
         "{}@{}: would download {} file(s), {}",
         kernel.repo_id,
-        plan::short(&kernel.commit),
+        kernels_types::commit::short(&kernel.commit),
         kernel.download_files,
         human_bytes(kernel.download_bytes)
     );

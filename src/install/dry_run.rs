@@ -110,8 +110,8 @@ async fn plan_one(
         .await?;
     let plan = plan_kernel(kernel, &entries, &options.selection)?;
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
-    let present = |digest: &kernels_cache::Digest| {
-        std::fs::metadata(repo.blob_path(&digest.hex))
+    let present = |digest: &kernels_types::BlobId| {
+        std::fs::metadata(repo.blob_path(&digest.etag()))
             .is_ok_and(|m| m.is_file() && m.len() == digest.size)
     };
     let variants = plan

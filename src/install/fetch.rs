@@ -23,8 +23,9 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_RANGE, ETAG, IF_RANGE, RANGE};
 
-use kernels_cache::{BlobWriter, CacheError, Digest, PartialBlob, RepoCache};
+use kernels_cache::{BlobWriter, CacheError, PartialBlob, RepoCache};
 use kernels_hub::{HubClient, HubError, Target};
+use kernels_types::BlobId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
@@ -55,9 +56,9 @@ pub(crate) enum Fetched {
     },
 }
 
-async fn open(repo: &RepoCache, digest: &Digest) -> Result<PartialBlob, DownloadError> {
+async fn open(repo: &RepoCache, digest: &BlobId) -> Result<PartialBlob, DownloadError> {
     let repo = repo.clone();
-    let digest = digest.clone();
+    let digest = *digest;
     tokio::task::spawn_blocking(move || repo.open_blob(&digest))
         .await
         .map_err(|err| DownloadError::Internal(format!("blob task failed: {err}")))?
@@ -102,7 +103,7 @@ fn same_origin(url: &str, endpoint: &str) -> bool {
 /// (released while waiting between retries).
 pub(crate) async fn ensure_blob(
     repo: &RepoCache,
-    digest: &Digest,
+    digest: &BlobId,
     source: &Source<'_>,
     progress: &dyn Reporter,
 ) -> Result<Fetched, DownloadError> {
@@ -147,8 +148,8 @@ fn framing_error(writer: &mut BlobWriter, path: &str, announced: u64) -> Downloa
     let expected = writer.expected();
     DownloadError::Cache(CacheError::Mismatch {
         path: path.to_owned(),
-        kind: expected.kind,
-        expected: expected.hex.clone(),
+        kind: expected.kind(),
+        expected: expected.etag(),
         actual: "(not computed: the server announced a different size)".to_owned(),
         expected_size: expected.size,
         actual_size: announced,
@@ -229,7 +230,7 @@ async fn attempt(
         if offset > 0 {
             let guard = validator
                 .clone()
-                .unwrap_or_else(|| format!("\"{}\"", writer.expected().hex));
+                .unwrap_or_else(|| format!("\"{}\"", writer.expected().etag()));
             request = request
                 .header(RANGE, format!("bytes={offset}-"))
                 .header(IF_RANGE, guard);

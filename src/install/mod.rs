@@ -202,7 +202,7 @@ pub enum DownloadError {
     /// Offline mode and the cache does not hold every selected file, verified.
     #[error(
         "{}@{} cannot be used offline (--offline or HF_HUB_OFFLINE):{}",
-        repo_id, plan::short(commit), problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
+        repo_id, kernels_types::commit::short(commit), problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
     )]
     #[diagnostic(
         code(kernels::download::not_cached),
@@ -312,7 +312,7 @@ async fn download_kernel(
             }
             // Links only after the blob is in place.
             for path in paths {
-                repo.link(&kernel.commit, path, &digest.hex)?;
+                repo.link(&kernel.commit, path, &digest.etag())?;
             }
             if let Fetched::Cached = fetched {
                 progress.cached(digest.size * paths.len() as u64);
@@ -433,7 +433,7 @@ fn verify_variant(
         // process is doing that right now, put ours back (the blob is in place).
         let etag = current()
             .or_else(|| {
-                repo.link(&kernel.commit, &file.path, &file.digest.hex)
+                repo.link(&kernel.commit, &file.path, &file.digest.etag())
                     .ok()?;
                 current()
             })
@@ -444,12 +444,22 @@ fn verify_variant(
                 locked: locked.to_owned(),
                 actual: format!("(`{}` is not linked to a blob)", file.path),
             })?;
-        let kind = kernels_cache::DigestKind::from_etag(&etag).unwrap_or(file.digest.kind);
+        let digest = kernels_types::Digest::from_etag(&etag).map_err(|_| {
+            DownloadError::VariantMismatch {
+                repo_id: kernel.repo_id.clone(),
+                commit: kernel.commit.clone(),
+                variant: variant.to_owned(),
+                locked: locked.to_owned(),
+                actual: format!(
+                    "(`{}` links to `{etag}`, which is not a blob name)",
+                    file.path
+                ),
+            }
+        })?;
         linked.push(PlannedFile {
             path: file.path.clone(),
-            digest: kernels_cache::Digest {
-                kind,
-                hex: etag,
+            digest: kernels_types::BlobId {
+                digest,
                 size: file.digest.size,
             },
         });

@@ -1,12 +1,13 @@
 //! From a Hub tree listing to the list of files (and blobs) to place in the cache.
 
+use kernels_types::commit::short;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::variant::VariantSelection;
-use kernels_cache::{Digest, DigestKind};
-use kernels_types::hash::FileDigest;
+use kernels_types::file_set::{self, FileSet};
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::TreeEntry;
+use kernels_types::{BlobId, Digest};
 
 use super::{DownloadError, LockedKernel};
 
@@ -15,8 +16,8 @@ use super::{DownloadError, LockedKernel};
 pub struct PlannedFile {
     /// Full repo path, `build/<variant>/…`.
     pub path: String,
-    /// The blob it must link to (name, digest kind, size).
-    pub digest: Digest,
+    /// The blob it must link to (digest and size).
+    pub digest: BlobId,
 }
 
 /// Everything to place in the cache for one kernel.
@@ -24,12 +25,6 @@ pub struct PlannedFile {
 pub struct KernelPlan {
     /// Selected variants with their files (sorted by path).
     pub variants: BTreeMap<String, Vec<PlannedFile>>,
-}
-
-/// Whether a path is Python bytecode (`*.pyc` or under `__pycache__/`), which
-/// the reference skips from 0.16 on, in lock hashes and downloads alike.
-pub fn is_bytecode(path: &str) -> bool {
-    path.ends_with(".pyc") || path.split('/').any(|c| c == "__pycache__")
 }
 
 /// The variant directories of a listing: the second component of every entry
@@ -45,38 +40,24 @@ pub fn available_variants(entries: &[TreeEntry]) -> BTreeSet<String> {
         .collect()
 }
 
-fn is_lower_hex(s: &str, len: usize) -> bool {
-    s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
 /// The blob a tree entry must become: LFS files are named by `lfs.oid`
 /// (sha256, with `lfs.size`), other files by `oid` (git blob sha1, with `size`).
-pub fn entry_digest(entry: &TreeEntry) -> Option<Digest> {
-    match &entry.lfs {
-        Some(lfs) => is_lower_hex(&lfs.oid, 64).then(|| Digest {
-            kind: DigestKind::Sha256,
-            hex: lfs.oid.clone(),
-            size: lfs.size,
-        }),
-        None => is_lower_hex(&entry.oid, 40).then(|| Digest {
-            kind: DigestKind::GitBlobSha1,
-            hex: entry.oid.clone(),
-            size: entry.size,
-        }),
-    }
+pub fn entry_digest(entry: &TreeEntry) -> Option<BlobId> {
+    let size = entry.lfs.as_ref().map_or(entry.size, |lfs| lfs.size);
+    file_set::entry_digest(entry).map(|digest| BlobId { digest, size })
 }
 
-/// The `git_lfs_concat` hash of a variant's files as `sha256-<hex>` (reference
-/// §4): sort by the path relative to `build/<variant>/`, then hash the
-/// concatenation of each relative path's bytes and the raw digest bytes.
+/// The `git_lfs_concat` hash of a variant's planned files as `sha256-<hex>`
+/// ([`file_set::variant_hash`]).
 pub fn variant_hash(variant: &str, files: &[PlannedFile]) -> String {
-    let prefix = format!("build/{variant}/");
-    kernels_types::hash::git_lfs_concat(files.iter().map(|f| {
-        let name = f.path.strip_prefix(&prefix).unwrap_or(&f.path);
-        let digest = FileDigest::from_hex(&f.digest.hex)
-            .expect("planned digests are validated lowercase hex by `entry_digest`");
-        (name, digest)
-    }))
+    file_set::variant_hash(variant, files.iter().map(PlannedFile::hashed))
+}
+
+impl PlannedFile {
+    /// `(repo path, digest)`, the pair a variant hash is made of.
+    pub fn hashed(&self) -> (&str, Digest) {
+        (self.path.as_str(), self.digest.digest)
+    }
 }
 
 /// Chooses variants and files for one kernel from its recursive listing.
@@ -111,15 +92,8 @@ pub fn plan_kernel(
             });
         }
         files.sort_by(|a, b| a.path.cmp(&b.path));
-        let without_bytecode = || -> Vec<PlannedFile> {
-            files
-                .iter()
-                .filter(|f| !is_bytecode(&f.path))
-                .cloned()
-                .collect()
-        };
-        let files = match &kernel.variants {
-            None => without_bytecode(),
+        let set = match &kernel.variants {
+            None => FileSet::NoBytecode,
             Some(hashes) => {
                 let locked =
                     hashes
@@ -129,25 +103,19 @@ pub fn plan_kernel(
                             commit: kernel.commit.clone(),
                             variant: variant.clone(),
                         })?;
-                let all_hash = variant_hash(&variant, &files);
-                if &all_hash == locked {
-                    files
-                } else {
-                    let filtered = without_bytecode();
-                    let filtered_hash = variant_hash(&variant, &filtered);
-                    if &filtered_hash != locked {
-                        return Err(DownloadError::ListingMismatch {
-                            repo_id: kernel.repo_id.clone(),
-                            commit: kernel.commit.clone(),
-                            variant: variant.clone(),
-                            locked: locked.clone(),
-                            listed: all_hash,
-                        });
+                let hashed: Vec<_> = files.iter().map(PlannedFile::hashed).collect();
+                file_set::matching_file_set(&variant, &hashed, locked).map_err(|listed| {
+                    DownloadError::ListingMismatch {
+                        repo_id: kernel.repo_id.clone(),
+                        commit: kernel.commit.clone(),
+                        variant: variant.clone(),
+                        locked: locked.clone(),
+                        listed,
                     }
-                    filtered
-                }
+                })?
             }
         };
+        files.retain(|f| set.includes(&f.path));
         variants.insert(variant, files);
     }
     Ok(KernelPlan { variants })
@@ -155,12 +123,12 @@ pub fn plan_kernel(
 
 impl KernelPlan {
     /// Distinct blobs of the plan, each with the repo paths that link to it.
-    pub fn blobs(&self) -> BTreeMap<String, (Digest, Vec<String>)> {
-        let mut blobs: BTreeMap<String, (Digest, Vec<String>)> = BTreeMap::new();
+    pub fn blobs(&self) -> BTreeMap<Digest, (BlobId, Vec<String>)> {
+        let mut blobs: BTreeMap<Digest, (BlobId, Vec<String>)> = BTreeMap::new();
         for file in self.variants.values().flatten() {
             blobs
-                .entry(file.digest.hex.clone())
-                .or_insert_with(|| (file.digest.clone(), Vec::new()))
+                .entry(file.digest.digest)
+                .or_insert_with(|| (file.digest, Vec::new()))
                 .1
                 .push(file.path.clone());
         }
@@ -182,11 +150,6 @@ impl KernelPlan {
     }
 }
 
-/// The first 7 characters of a commit id, as git abbreviates it in messages.
-pub(crate) fn short(commit: &str) -> &str {
-    commit.get(..7).unwrap_or(commit)
-}
-
 /// Display form `owner/name@abcdef1`.
 pub(crate) fn label(repo_id: &RepoId, commit: &str) -> String {
     format!("{repo_id}@{}", short(commit))
@@ -195,6 +158,7 @@ pub(crate) fn label(repo_id: &RepoId, commit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kernels_types::DigestKind;
     use kernels_types::wire::TreeLfs;
 
     fn file(path: &str, oid: &str, size: u64, lfs: Option<&str>) -> TreeEntry {
@@ -238,11 +202,11 @@ mod tests {
         );
         let lfs = entry_digest(&entries[2]).unwrap();
         assert_eq!(
-            (lfs.kind, lfs.hex.len(), lfs.size),
+            (lfs.kind(), lfs.etag().len(), lfs.size),
             (DigestKind::Sha256, 64, 9)
         );
         assert_eq!(
-            entry_digest(&entries[1]).unwrap().kind,
+            entry_digest(&entries[1]).unwrap().kind(),
             DigestKind::GitBlobSha1
         );
         assert!(entry_digest(&file("x", "XYZ", 1, None)).is_none());
@@ -298,20 +262,12 @@ mod tests {
     }
 
     #[test]
-    fn bytecode_paths() {
-        assert!(is_bytecode("build/v/x/__pycache__/a.cpython-311.pyc"));
-        assert!(is_bytecode("build/v/x/a.pyc"));
-        assert!(!is_bytecode("build/v/x/a.py"));
-    }
-
-    #[test]
     fn variant_hash_matches_reference_vector() {
         // reference-behaviour §4.3, first vector.
         let files = vec![PlannedFile {
             path: "build/torch-universal/activation/__init__.py".into(),
-            digest: Digest {
-                kind: DigestKind::GitBlobSha1,
-                hex: "7d4290a117a4ddcc11daae7ea675841033830c8f".into(),
+            digest: BlobId {
+                digest: Digest::from_hex("7d4290a117a4ddcc11daae7ea675841033830c8f").unwrap(),
                 size: 6,
             },
         }];

@@ -17,10 +17,12 @@ use std::path::PathBuf;
 
 use rayon::prelude::*;
 
-use crate::install::plan::{self, PlannedFile, is_bytecode};
+use crate::install::plan;
 use crate::lock::format::LockedKernel;
 use crate::variant::VariantSelection;
-use kernels_cache::{Digest, DigestKind, HubCache, RepoCache};
+use kernels_cache::{DigestKind, HubCache, RepoCache};
+use kernels_types::Digest;
+use kernels_types::file_set;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
@@ -72,6 +74,17 @@ pub enum Problem {
     ForeignLink {
         /// Repo path of the file.
         path: String,
+    },
+
+    /// A snapshot link points at a name in `blobs/` that is not a digest.
+    #[error(
+        "`{path}` links to `blobs/{etag}`, which is not a blob name (40 or 64 lowercase hex digits)"
+    )]
+    BadBlobName {
+        /// Repo path of the file.
+        path: String,
+        /// The name the link points at.
+        etag: String,
     },
 
     /// A blob's content does not hash to its name.
@@ -137,8 +150,8 @@ impl Problem {
 pub struct CachedFile {
     /// Repo path, `build/<variant>/…`.
     pub path: String,
-    /// The blob it links to.
-    pub etag: String,
+    /// The digest of the blob it links to (the blob's name).
+    pub digest: Digest,
     /// Size of the blob in bytes (0 when the blob is missing).
     pub size: u64,
 }
@@ -183,11 +196,11 @@ impl KernelVerification {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct BlobKey {
     path: PathBuf,
-    etag: String,
+    digest: Digest,
 }
 
-/// Outcome of hashing one blob: `Ok((hex, size))` or the I/O error text.
-type HashOutcome = Result<(String, u64), String>;
+/// Outcome of hashing one blob: `Ok((digest, size))` or the I/O error text.
+type HashOutcome = Result<(Digest, u64), String>;
 
 /// First pass over one kernel: the snapshot links of the selected variants.
 struct Listing {
@@ -209,14 +222,15 @@ pub fn verify_kernels(
         .map(|kernel| list_snapshot(cache.repo(&kernel.repo_id, repo_type), kernel, selection))
         .collect();
 
-    let blobs: BTreeSet<(PathBuf, String)> = listings
+    let blobs: BTreeSet<(PathBuf, Digest)> = listings
         .iter()
         .flat_map(|listing| {
-            listing
-                .variants
-                .values()
-                .flatten()
-                .map(|file| (listing.repo.blob_path(&file.etag), file.etag.clone()))
+            listing.variants.values().flatten().map(|file| {
+                (
+                    listing.repo.blob_path(&file.digest.to_string()),
+                    file.digest,
+                )
+            })
         })
         .collect();
     tracing::debug!(
@@ -226,10 +240,10 @@ pub fn verify_kernels(
     );
     let hashed: HashMap<BlobKey, HashOutcome> = blobs
         .into_par_iter()
-        .map(|(path, etag)| {
-            let kind = DigestKind::from_etag(&etag).unwrap_or(DigestKind::Sha256);
-            let outcome = Digest::compute_file(&path, kind).map_err(|err| err.to_string());
-            (BlobKey { path, etag }, outcome)
+        .map(|(path, digest)| {
+            let outcome =
+                kernels_cache::hash_file(&path, digest.kind()).map_err(|err| err.to_string());
+            (BlobKey { path, digest }, outcome)
         })
         .collect();
 
@@ -340,19 +354,19 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
             let path = format!("build/{}", rel.join("/"));
-            let Some(etag) = listing
-                .repo
-                .linked_etag(&kernel.commit, &path)
-                .filter(|etag| DigestKind::from_etag(etag).is_some())
-            else {
+            let Some(etag) = listing.repo.linked_etag(&kernel.commit, &path) else {
                 listing.problems.push(Problem::ForeignLink { path });
+                continue;
+            };
+            let Ok(digest) = Digest::from_etag(&etag) else {
+                listing.problems.push(Problem::BadBlobName { path, etag });
                 continue;
             };
             let blob = listing.repo.blob_path(&etag);
             match std::fs::metadata(&blob) {
                 Ok(meta) if meta.is_file() => files.push(CachedFile {
                     path,
-                    etag,
+                    digest,
                     size: meta.len(),
                 }),
                 _ => {
@@ -394,28 +408,28 @@ fn finish_kernel(
     let mut reported = BTreeSet::new();
     for file in variants.values().flatten() {
         let key = BlobKey {
-            path: repo.blob_path(&file.etag),
-            etag: file.etag.clone(),
+            path: repo.blob_path(&file.digest.to_string()),
+            digest: file.digest,
         };
         let problem = match hashed.get(&key) {
-            Some(Ok((actual, _))) if *actual == file.etag => None,
+            Some(Ok((actual, _))) if *actual == file.digest => None,
             Some(Ok((actual, size))) => Some(Problem::WrongDigest {
                 path: file.path.clone(),
-                etag: file.etag.clone(),
-                kind: DigestKind::from_etag(&file.etag).unwrap_or(DigestKind::Sha256),
-                actual: actual.clone(),
+                etag: file.digest.to_string(),
+                kind: file.digest.kind(),
+                actual: actual.to_string(),
                 size: *size,
             }),
             Some(Err(error)) => Some(Problem::Unreadable {
                 path: file.path.clone(),
-                etag: file.etag.clone(),
+                etag: file.digest.to_string(),
                 error: error.clone(),
             }),
             None => None,
         };
         // One report per blob, naming the first path that links to it.
         if let Some(problem) = problem
-            && reported.insert(file.etag.clone())
+            && reported.insert(file.digest)
         {
             problems.push(problem);
         }
@@ -429,41 +443,20 @@ fn finish_kernel(
                 });
                 continue;
             };
-            let planned = |files: &[CachedFile]| -> Vec<PlannedFile> {
-                files
-                    .iter()
-                    .map(|f| PlannedFile {
-                        path: f.path.clone(),
-                        digest: Digest {
-                            kind: DigestKind::from_etag(&f.etag).unwrap_or(DigestKind::Sha256),
-                            hex: f.etag.clone(),
-                            size: f.size,
-                        },
-                    })
-                    .collect()
-            };
-            let all = plan::variant_hash(variant, &planned(files));
-            if &all == locked {
-                continue;
+            let hashed: Vec<(&str, Digest)> =
+                files.iter().map(|f| (f.path.as_str(), f.digest)).collect();
+            match file_set::matching_file_set(variant, &hashed, locked) {
+                Ok(set) => {
+                    files.retain(|f| set.includes(&f.path));
+                    continue;
+                }
+                Err(all) => problems.push(Problem::VariantHash {
+                    variant: variant.clone(),
+                    locked: locked.clone(),
+                    actual: all,
+                    files: files.len(),
+                }),
             }
-            // Locks written by reference 0.16 leave bytecode out of the hash.
-            let without: Vec<CachedFile> = files
-                .iter()
-                .filter(|f| !is_bytecode(&f.path))
-                .cloned()
-                .collect();
-            if without.len() < files.len()
-                && plan::variant_hash(variant, &planned(&without)) == *locked
-            {
-                *files = without;
-                continue;
-            }
-            problems.push(Problem::VariantHash {
-                variant: variant.clone(),
-                locked: locked.clone(),
-                actual: all,
-                files: files.len(),
-            });
         }
     }
 
@@ -478,14 +471,14 @@ fn finish_kernel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kernels_cache::Hasher;
+    use kernels_types::Hasher;
 
     const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 
     fn put(repo: &RepoCache, path: &str, content: &[u8], kind: DigestKind) -> String {
         let mut h = Hasher::new(kind, content.len() as u64);
         h.update(content);
-        let etag = h.finish();
+        let etag = h.finish().to_string();
         fs_err::create_dir_all(repo.blobs_dir()).unwrap();
         fs_err::write(repo.blob_path(&etag), content).unwrap();
         repo.link(COMMIT, path, &etag).unwrap();
@@ -505,21 +498,13 @@ mod tests {
     }
 
     fn hash_of(repo: &RepoCache, variant: &str, paths: &[&str]) -> String {
-        let files: Vec<PlannedFile> = paths
-            .iter()
-            .map(|p| {
+        file_set::variant_hash(
+            variant,
+            paths.iter().map(|p| {
                 let etag = repo.linked_etag(COMMIT, p).unwrap();
-                PlannedFile {
-                    path: (*p).to_owned(),
-                    digest: Digest {
-                        kind: DigestKind::from_etag(&etag).unwrap(),
-                        hex: etag,
-                        size: 0,
-                    },
-                }
-            })
-            .collect();
-        plan::variant_hash(variant, &files)
+                (*p, Digest::from_etag(&etag).unwrap())
+            }),
+        )
     }
 
     #[test]

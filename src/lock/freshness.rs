@@ -15,6 +15,7 @@
 //! A report is stale ([`CheckReport::is_stale`]) when any finding proves the lock
 //! would change; `kernels lock --check` then exits 1.
 
+use kernels_types::commit::short;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -452,10 +453,6 @@ fn check_by_commit(
     }
 }
 
-fn short(commit: &str) -> &str {
-    &commit[..7.min(commit.len())]
-}
-
 /// Names of the cache's `refs/` files (nested names joined with `/`) that hold `commit`.
 fn refs_at(cache: &HubCache, repo_id: &RepoId, repo_type: RepoType, commit: &str) -> Vec<String> {
     let dir = cache.repo(repo_id, repo_type).dir().join("refs");
@@ -521,7 +518,7 @@ fn check_commit(dep: &Dependency, commit: &str, cache: &HubCache, repo_type: Rep
                 ok(format!("pinned to commit {}", short(commit)))
             } else if refs.iter().any(|r| r == rev) {
                 ok(format!("revision `{rev}` is at {}", short(commit)))
-            } else if kernels_cache::is_commit_id(rev) {
+            } else if kernels_types::CommitId::is_canonical(rev) {
                 unsatisfied(format!(
                     "pyproject.toml pins commit {rev}, kernels.lock has {commit}"
                 ))

@@ -18,6 +18,8 @@
 //! there, the error says so; with [`LockOptions::allow_model_repos`] the
 //! repository is locked through the `model` API instead, with a warning.
 
+use kernels_types::CommitId;
+use kernels_types::commit::short;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use futures_util::StreamExt;
@@ -25,7 +27,7 @@ use futures_util::future::{LocalBoxFuture, join_all};
 use serde::Deserialize;
 
 use crate::lock::format::variant_hash::{KernelHashLock, VariantHash};
-use crate::lock::format::{GitOid, KernelDependency, KernelLocks, KernelVersion, Lockfile};
+use crate::lock::format::{KernelDependency, KernelLocks, KernelVersion, Lockfile};
 use crate::lock::manifest::{Dependency, Manifest};
 use crate::lock::profile::{Profile, RequirementSupport};
 use crate::lock::requirement::Requirement;
@@ -424,10 +426,6 @@ fn check_errors(mut errors: Vec<LockError>, manifest: &Manifest) -> Result<(), L
     }
 }
 
-fn short(commit: &str) -> &str {
-    commit.get(..7).unwrap_or(commit)
-}
-
 /// Depth-first locking of `kernel-depends` (0.17 profile).
 struct Tree<'a, 'b> {
     locker: &'a Locker<'b>,
@@ -522,11 +520,15 @@ impl Tree<'_, '_> {
                         })?;
                 self.visit(child, child_id, path.clone()).await?;
             }
-            let oid = GitOid::parse(&commit).map_err(|detail| ResolveError::BadCommit {
-                repo_id: repo_id.clone(),
-                chosen: chosen.clone(),
-                commit: detail,
-            })?;
+            let oid = commit
+                .parse::<CommitId>()
+                .map_err(|_| ResolveError::BadCommit {
+                    repo_id: repo_id.clone(),
+                    chosen: chosen.clone(),
+                    commit: format!(
+                        "invalid git object id, expected 40 or 64 hexadecimal digits: {commit}"
+                    ),
+                })?;
             let via = match path.len() {
                 1 => String::new(),
                 n => format!(", required by {}", describe(&path[n - 2])),

@@ -8,11 +8,12 @@
 
 use futures_util::StreamExt;
 use indexmap::IndexMap;
+use kernels_types::CommitId;
 
 use crate::lock::manifest::Dependency;
 use crate::lock::requirement::{NoMatch, Requirement, select_branch, select_tag};
 use kernels_hub::{HubClient, HubError};
-use kernels_types::hash::{FileDigest, git_lfs_concat};
+use kernels_types::file_set::{self, FileSet};
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::{RepoType, TreeEntry};
 
@@ -248,7 +249,7 @@ impl Resolver {
                 (selected.git_ref.name, selected.git_ref.target_commit)
             }
         };
-        if commit.len() != 40 || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !commit.parse::<CommitId>().is_ok_and(|c| c.is_sha1()) {
             return Err(ResolveError::BadCommit {
                 repo_id: repo_id.clone(),
                 chosen,
@@ -297,47 +298,18 @@ fn branch_help(no_match: &NoMatch, has_tags: bool) -> String {
     help
 }
 
-/// Whether a repo-relative path is Python bytecode (`*.pyc` or inside `__pycache__`).
-pub fn is_bytecode(path: &str) -> bool {
-    path.ends_with(".pyc") || path.split('/').any(|part| part == "__pycache__")
-}
-
-/// Computes the `git_lfs_concat` hash of every build variant from a recursive
-/// listing of a commit.
-///
-/// Like the reference, a variant is the second path component of every file whose
-/// path starts with the string `build/torch` (so stray directories such as
-/// `build/torch-ext` count, `build/tvm-ffi-…` does not); each file contributes its
-/// path below `build/<variant>/` and its LFS SHA-256 or git blob id. Directories are
-/// ignored. Variants come back sorted by name bytes. An unusable digest is returned
-/// as `Err((path, digest))`.
+/// The `git_lfs_concat` hash of every build variant of a recursive listing of a
+/// commit, by the shared rule of [`file_set::variant_hashes`], with or without
+/// bytecode. An unusable digest is returned as `Err((path, digest))`.
 pub fn variant_hashes(
     entries: &[TreeEntry],
     exclude_bytecode: bool,
 ) -> Result<IndexMap<String, String>, (String, String)> {
-    let mut files: IndexMap<&str, Vec<(&str, FileDigest)>> = IndexMap::new();
-    for entry in entries {
-        if !entry.is_file() || !entry.path.starts_with("build/torch") {
-            continue;
-        }
-        if exclude_bytecode && is_bytecode(&entry.path) {
-            continue;
-        }
-        let rest = &entry.path["build/".len()..];
-        let (variant, name) = rest.split_once('/').unwrap_or((rest, ""));
-        let digest_hex = entry
-            .lfs
-            .as_ref()
-            .map_or(entry.oid.as_str(), |lfs| lfs.oid.as_str());
-        let digest = FileDigest::from_hex(digest_hex)
-            .map_err(|_| (entry.path.clone(), digest_hex.to_owned()))?;
-        files.entry(variant).or_default().push((name, digest));
-    }
-    files.sort_by(|a, _, b, _| a.as_bytes().cmp(b.as_bytes()));
-    Ok(files
-        .into_iter()
-        .map(|(variant, files)| (variant.to_owned(), git_lfs_concat(files)))
-        .collect())
+    Ok(
+        file_set::variant_hashes(entries, FileSet::excluding_bytecode(exclude_bytecode))?
+            .into_iter()
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ use crate::install::{
     DEFAULT_CONCURRENCY, DownloadError, DownloadOptions, LockedKernel, Reporter, download,
 };
 use crate::variant::VariantSelection;
-use kernels_cache::{HubCache, is_commit_id};
+use kernels_cache::HubCache;
 use kernels_hub::HubClient;
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::variant_name::BuildVariant;
 use kernels_types::wire::RepoType;
@@ -69,7 +70,7 @@ impl Snapshot {
         repo_id: &RepoId,
         revision: &str,
     ) -> Result<Self, WheelError> {
-        let is_commit = revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit());
+        let is_commit = CommitId::is_commit_like(revision);
         let safe_ref = !revision.is_empty()
             && Path::new(revision)
                 .components()
@@ -102,7 +103,7 @@ impl Snapshot {
     /// The commit `at.revision` names: itself for a full commit id, else
     /// asked of the Hub.
     pub async fn resolve(client: &HubClient, at: &HubRevision<'_>) -> Result<String, WheelError> {
-        if is_commit_id(at.revision) {
+        if CommitId::is_canonical(at.revision) {
             return Ok(at.revision.to_owned());
         }
         let info = client
@@ -152,7 +153,7 @@ impl Snapshot {
             return Err(failure.error.into());
         }
         let repo = cache.repo(at.repo_id, at.repo_type);
-        if !is_commit_id(at.revision) {
+        if !CommitId::is_canonical(at.revision) {
             repo.write_ref(at.revision, commit)
                 .map_err(DownloadError::from)?;
         }

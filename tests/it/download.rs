@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use kernels_types::hash::{FileDigest, git_blob_sha1, git_lfs_concat, sha256};
+use kernels_types::digest::{Digest, git_blob_sha1, git_lfs_concat, sha256};
 use serde_json::Value;
 
 use crate::common::{self, Server};
@@ -37,11 +37,11 @@ impl MirrorFile {
         }
     }
 
-    fn digest(&self) -> FileDigest {
+    fn digest(&self) -> Digest {
         if self.lfs() {
-            FileDigest::Sha256(sha256(&self.content))
+            Digest::Sha256(sha256(&self.content))
         } else {
-            FileDigest::GitSha1(git_blob_sha1(&self.content))
+            Digest::GitSha1(git_blob_sha1(&self.content))
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kernels_types::hash::{git_blob_sha1, sha256};
+use kernels_types::digest::{git_blob_sha1, sha256};
 use serde_json::{Value, json};
 
 use crate::download::{

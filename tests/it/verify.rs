@@ -366,3 +366,41 @@ fn terminal_bars_show_rate_and_eta_and_respect_no_color() {
         "no colour on a terminal: {screen:?}"
     );
 }
+
+/// A snapshot link to a `blobs/` name that is 40 characters but not hex is
+/// reported, naming the file, with exit 1 (it used to panic).
+#[test]
+fn a_link_to_a_non_hex_blob_name_is_a_clear_error() {
+    let world = World::new();
+    let relu = relu_files();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
+    assert_ok(&world.download(&["--all-variants"]));
+
+    let repo_dir = world.repo_dir("kernel", "acme/relu");
+    let by_variant = variants(&relu);
+    let file = &by_variant["torch-universal"][0];
+    let link = repo_dir.join("snapshots").join(RELU_SHA).join(&file.path);
+    let bogus = "z".repeat(40);
+    let target = std::fs::read_link(&link).unwrap();
+    let target = target.with_file_name(&bogus);
+    std::fs::write(repo_dir.join("blobs").join(&bogus), b"x = 1\n").unwrap();
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+
+    for args in [
+        &["--all-variants"][..],
+        &["--all-variants", "--offline"][..],
+    ] {
+        let out = if args.contains(&"--offline") {
+            world.download(args)
+        } else {
+            world.verify(args)
+        };
+        let err = flat(&format!("{}{}", stdout(&out), stderr(&out)));
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&file.path) && err.contains(&bogus) && err.contains("not a blob name"),
+            "{err}"
+        );
+    }
+}

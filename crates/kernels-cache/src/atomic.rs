@@ -10,6 +10,15 @@ use std::path::Path;
 /// The directory must exist. On Unix the new file keeps the permission bits of the
 /// file it replaces, or gets 0644 when there was none.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |file| file.write_all(bytes))
+}
+
+/// [`write_atomic`] for content produced by `write`, which streams into the
+/// temporary file (for example a zip archive); nothing is renamed when it fails.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -23,8 +32,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(|err| with_path(err, dir))?;
-    tmp.write_all(bytes)
-        .map_err(|err| with_path(err, tmp.path()))?;
+    write(tmp.as_file_mut()).map_err(|err| with_path(err, tmp.path()))?;
     tmp.as_file()
         .sync_all()
         .map_err(|err| with_path(err, tmp.path()))?;

@@ -3,7 +3,35 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
-use super::{BlobLock, CacheError, Digest, Hasher, RepoCache, layout::sync_dir};
+use std::path::Path;
+
+use kernels_types::{BlobId, Digest, DigestKind, Hasher};
+
+use super::{BlobLock, CacheError, RepoCache, layout::sync_dir};
+
+/// Hashes the file at `path` as `kind`, returning the digest and the number of
+/// bytes read. Errors name the path.
+pub fn hash_file(path: &Path, kind: DigestKind) -> std::io::Result<(Digest, u64)> {
+    let mut file = fs_err::File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut hasher = Hasher::new(kind, size);
+    hasher.update_from(&mut file)?;
+    let len = hasher.len();
+    Ok((hasher.finish(), len))
+}
+
+/// Whether the file at `path` has exactly the size and digest of `blob`. A
+/// missing file is `Ok(false)`; other read errors are returned.
+pub fn file_matches(path: &Path, blob: &BlobId) -> std::io::Result<bool> {
+    match fs_err::metadata(path) {
+        Ok(meta) if meta.is_file() && meta.len() == blob.size => {}
+        Ok(_) => return Ok(false),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err),
+    }
+    let (digest, len) = hash_file(path, blob.kind())?;
+    Ok(len == blob.size && digest == blob.digest)
+}
 
 /// What a caller finds when it opens a blob for writing (see
 /// [`RepoCache::open_blob`]).
@@ -28,7 +56,7 @@ pub struct BlobWriter {
     file: fs_err::File,
     partial: PathBuf,
     blob: PathBuf,
-    expected: Digest,
+    expected: BlobId,
     hasher: HasherCell,
     offset: u64,
     _lock: BlobLock,
@@ -55,21 +83,22 @@ impl RepoCache {
     ///   the expected size.
     ///
     /// Blocks while another process holds the lock.
-    pub fn open_blob(&self, expected: &Digest) -> Result<PartialBlob, CacheError> {
-        let lock = self.lock_blob(&expected.hex)?;
-        let blob = self.blob_path(&expected.hex);
-        if expected.matches_file(&blob)? {
+    pub fn open_blob(&self, expected: &BlobId) -> Result<PartialBlob, CacheError> {
+        let etag = expected.etag();
+        let lock = self.lock_blob(&etag)?;
+        let blob = self.blob_path(&etag);
+        if file_matches(&blob, expected)? {
             return Ok(PartialBlob::Complete);
         }
         fs_err::create_dir_all(self.blobs_dir())?;
-        let partial = self.incomplete_path(&expected.hex);
+        let partial = self.incomplete_path(&etag);
         let mut file = fs_err::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(&partial)?;
-        let mut hasher = Hasher::new(expected.kind, expected.size);
+        let mut hasher = Hasher::new(expected.kind(), expected.size);
         let existing = file.metadata()?.len();
         if existing > expected.size {
             file.set_len(0)?;
@@ -82,7 +111,7 @@ impl RepoCache {
             file,
             partial,
             blob,
-            expected: expected.clone(),
+            expected: *expected,
             hasher: HasherCell(hasher),
             offset,
             _lock: lock,
@@ -102,7 +131,7 @@ impl BlobWriter {
     }
 
     /// The expected blob.
-    pub fn expected(&self) -> &Digest {
+    pub fn expected(&self) -> &BlobId {
         &self.expected
     }
 
@@ -111,7 +140,7 @@ impl BlobWriter {
     pub fn restart(&mut self) -> Result<(), CacheError> {
         self.file.set_len(0)?;
         self.file.seek(SeekFrom::Start(0))?;
-        self.hasher = HasherCell(Hasher::new(self.expected.kind, self.expected.size));
+        self.hasher = HasherCell(Hasher::new(self.expected.kind(), self.expected.size));
         self.offset = 0;
         Ok(())
     }
@@ -125,8 +154,8 @@ impl BlobWriter {
             self.restart()?;
             return Err(CacheError::Mismatch {
                 path: repo_path.to_owned(),
-                kind: self.expected.kind,
-                expected: self.expected.hex.clone(),
+                kind: self.expected.kind(),
+                expected: self.expected.etag(),
                 actual: "(not computed: body too long)".to_owned(),
                 expected_size: self.expected.size,
                 actual_size: total,
@@ -152,14 +181,14 @@ impl BlobWriter {
         } = self;
         let actual_size = hasher.0.len();
         let actual = hasher.0.finish();
-        if actual_size != expected.size || actual != expected.hex {
+        if actual_size != expected.size || actual != expected.digest {
             drop(file);
             let _ = fs_err::remove_file(&partial);
             return Err(CacheError::Mismatch {
                 path: repo_path.to_owned(),
-                kind: expected.kind,
-                expected: expected.hex,
-                actual,
+                kind: expected.kind(),
+                expected: expected.etag(),
+                actual: actual.to_string(),
                 expected_size: expected.size,
                 actual_size,
             });
@@ -178,15 +207,14 @@ impl BlobWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DigestKind, HubCache};
+    use crate::HubCache;
     use kernels_types::RepoType;
 
-    fn digest(content: &[u8]) -> Digest {
+    fn digest(content: &[u8]) -> BlobId {
         let mut h = Hasher::new(DigestKind::Sha256, content.len() as u64);
         h.update(content);
-        Digest {
-            kind: DigestKind::Sha256,
-            hex: h.finish(),
+        BlobId {
+            digest: h.finish(),
             size: content.len() as u64,
         }
     }
@@ -207,13 +235,13 @@ mod tests {
         w.write(b"hello ", "f").unwrap();
         w.write(b"world", "f").unwrap();
         w.finish("f").unwrap();
-        assert!(!repo.incomplete_path(&d.hex).exists());
+        assert!(!repo.incomplete_path(&d.etag()).exists());
         assert_eq!(
-            std::fs::read(repo.blob_path(&d.hex)).unwrap(),
+            std::fs::read(repo.blob_path(&d.etag())).unwrap(),
             b"hello world"
         );
         assert!(matches!(repo.open_blob(&d).unwrap(), PartialBlob::Complete));
-        assert!(repo.lock_path(&d.hex).exists());
+        assert!(repo.lock_path(&d.etag()).exists());
     }
 
     #[test]
@@ -222,7 +250,7 @@ mod tests {
         let repo = repo(dir.path());
         let d = digest(b"hello world");
         fs_err::create_dir_all(repo.blobs_dir()).unwrap();
-        fs_err::write(repo.incomplete_path(&d.hex), b"hello").unwrap();
+        fs_err::write(repo.incomplete_path(&d.etag()), b"hello").unwrap();
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("blob should be missing")
         };
@@ -231,25 +259,25 @@ mod tests {
         w.finish("f").unwrap();
 
         // A corrupted blob is detected and replaced only by verified content.
-        fs_err::write(repo.blob_path(&d.hex), b"hello WORLD").unwrap();
+        fs_err::write(repo.blob_path(&d.etag()), b"hello WORLD").unwrap();
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("corrupted blob should be refetched")
         };
         w.write(b"hello WORLD", "f").unwrap();
         let err = w.finish("build/x/f.so").unwrap_err().to_string();
         assert!(
-            err.contains("build/x/f.so") && err.contains(&d.hex),
+            err.contains("build/x/f.so") && err.contains(&d.etag()),
             "{err}"
         );
-        assert!(!repo.incomplete_path(&d.hex).exists());
-        assert!(repo.blob_path(&d.hex).exists(), "links must not dangle");
+        assert!(!repo.incomplete_path(&d.etag()).exists());
+        assert!(repo.blob_path(&d.etag()).exists(), "links must not dangle");
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("corrupted blob should be refetched")
         };
         w.write(b"hello world", "f").unwrap();
         w.finish("f").unwrap();
         assert_eq!(
-            std::fs::read(repo.blob_path(&d.hex)).unwrap(),
+            std::fs::read(repo.blob_path(&d.etag())).unwrap(),
             b"hello world"
         );
     }

@@ -1,12 +1,13 @@
 //! Paths of the hub cache, snapshot links and ref files.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use kernels_types::RepoId;
 use kernels_types::RepoType;
 
-use super::{BlobLock, CacheError, is_commit_id};
+use kernels_types::{CommitId, Digest};
+
+use super::{BlobLock, CacheError};
 
 /// The root of a Hugging Face hub cache (`Settings::cache_dir`).
 #[derive(Debug, Clone)]
@@ -59,8 +60,7 @@ fn components(path: &str) -> Result<Vec<&str>, CacheError> {
 }
 
 fn check_etag(etag: &str) -> Result<(), CacheError> {
-    let hex = etag.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    if hex && matches!(etag.len(), 40 | 64) {
+    if Digest::from_etag(etag).is_ok() {
         Ok(())
     } else {
         Err(CacheError::BadEtag {
@@ -150,10 +150,7 @@ impl RepoCache {
     /// separator. Errors when `commit` is not 40 (sha1) or 64 (sha256 repos)
     /// lowercase hex, or when `path` could escape the snapshot.
     pub fn snapshot_path(&self, commit: &str, path: &str) -> Result<PathBuf, CacheError> {
-        let hex = commit
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        if !hex || !matches!(commit.len(), 40 | 64) {
+        if !CommitId::is_canonical(commit) {
             return Err(CacheError::BadCommit {
                 commit: commit.to_owned(),
             });
@@ -232,7 +229,7 @@ impl RepoCache {
     /// commit id, no newline, via a temp file and rename, and only when the
     /// content changes. Commit-id revisions write nothing (as `huggingface_hub`).
     pub fn write_ref(&self, revision: &str, commit: &str) -> Result<(), CacheError> {
-        if !is_commit_id(commit) {
+        if !CommitId::is_canonical(commit) {
             return Err(CacheError::BadCommit {
                 commit: commit.to_owned(),
             });
@@ -248,17 +245,10 @@ impl RepoCache {
         if std::fs::read(&path).is_ok_and(|c| c == commit.as_bytes()) {
             return Ok(());
         }
-        let parent = path.parent().expect("ref path has a parent");
-        fs_err::create_dir_all(parent)?;
-        let tmp = parent.join(format!(".ref.{}.tmp", temp_suffix()));
-        let mut file = fs_err::File::create(&tmp)?;
-        file.write_all(commit.as_bytes())?;
-        file.sync_all()?;
-        drop(file);
-        if let Err(err) = fs_err::rename(&tmp, &path) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(err.into());
+        if let Some(parent) = path.parent() {
+            fs_err::create_dir_all(parent)?;
         }
+        crate::write_atomic(&path, commit.as_bytes())?;
         Ok(())
     }
 
@@ -268,7 +258,7 @@ impl RepoCache {
         let mut path = self.dir().join("refs");
         path.extend(parts);
         let content = std::fs::read_to_string(path).ok()?;
-        is_commit_id(&content).then_some(content)
+        CommitId::is_canonical(&content).then_some(content)
     }
 }
 

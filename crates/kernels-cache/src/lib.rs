@@ -20,13 +20,12 @@
 
 pub mod atomic;
 mod blob;
-mod digest;
 mod layout;
 mod lock;
 
-pub use atomic::write_atomic;
-pub use blob::{BlobWriter, PartialBlob};
-pub use digest::{Digest, DigestKind, Hasher};
+pub use atomic::{write_atomic, write_atomic_with};
+pub use blob::{BlobWriter, PartialBlob, file_matches, hash_file};
+pub use kernels_types::{BlobId, DigestKind};
 pub use layout::{HubCache, RepoCache, relative_link_target};
 pub use lock::BlobLock;
 
@@ -114,10 +113,4 @@ pub enum CacheError {
         help("remove that directory from the cache snapshot and run the command again")
     )]
     LinkBlocked(PathBuf),
-}
-
-/// Whether `s` is a full commit id (40 lowercase hex characters), the only
-/// revisions for which no ref file is written.
-pub fn is_commit_id(s: &str) -> bool {
-    s.len() == 40 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }

@@ -260,7 +260,11 @@ impl HubClient {
         );
         let target = Target::repo(repo_type, repo_id).at(revision);
         let info: RepoInfo = self.get_json(&url, Some(&target)).await?.0;
-        if info.sha.len() != 40 || !info.sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !info
+            .sha
+            .parse::<kernels_types::CommitId>()
+            .is_ok_and(|c| c.is_sha1())
+        {
             return Err(HubError::InvalidResponse {
                 url,
                 detail: format!("`sha` is not a 40-hex commit id: {:?}", info.sha),

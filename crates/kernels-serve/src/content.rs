@@ -1,13 +1,12 @@
 //! File bodies: where the bytes come from (disk or a seeded generator), their
 //! git/LFS digests, and streaming a byte range of them into a response.
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use bytes::Bytes;
 use futures_util::Stream;
+use kernels_types::{DigestKind, Hasher};
 use sha1::{Digest, Sha1};
-use sha2::Sha256;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 /// Size of the chunks a body is streamed in.
@@ -62,15 +61,6 @@ pub fn lfs_pointer(sha256: &str, size: u64) -> String {
     format!("version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n")
 }
 
-/// Which digest [`digest`] computes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DigestKind {
-    /// Git blob sha1 (`sha1("blob <len>\0" + content)`), for ordinary files.
-    GitBlob,
-    /// sha256 of the content, for LFS files.
-    Sha256,
-}
-
 /// Streams `content` through one hash (blocking I/O) and returns its length
 /// and the lowercase hex digest.
 pub fn digest(content: &Content, kind: DigestKind) -> std::io::Result<(u64, String)> {
@@ -78,36 +68,11 @@ pub fn digest(content: &Content, kind: DigestKind) -> std::io::Result<(u64, Stri
         Content::Disk(path) => fs_err::metadata(path)?.len(),
         Content::Synthetic { size, .. } => *size,
     };
-    enum Hasher {
-        Sha1(Sha1),
-        Sha256(Sha256),
-    }
-    let mut hasher = match kind {
-        DigestKind::GitBlob => {
-            let mut h = Sha1::new();
-            h.update(format!("blob {size}\0"));
-            Hasher::Sha1(h)
-        }
-        DigestKind::Sha256 => Hasher::Sha256(Sha256::new()),
-    };
-    let mut update = |chunk: &[u8]| match &mut hasher {
-        Hasher::Sha1(h) => h.update(chunk),
-        Hasher::Sha256(h) => h.update(chunk),
-    };
-    let mut buf = vec![0u8; size.clamp(1, 1 << 20) as usize];
-    let mut seen = 0u64;
+    let mut hasher = Hasher::new(kind, size);
     match content {
         Content::Disk(path) => {
-            let mut file = fs_err::File::open(path)?;
-            loop {
-                let n = file.read(&mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                update(&buf[..n]);
-                seen += n as u64;
-            }
-            if seen != size {
+            hasher.update_from(&mut fs_err::File::open(path)?)?;
+            if hasher.len() != size {
                 return Err(std::io::Error::other(format!(
                     "{} changed size while being read",
                     path.display()
@@ -115,19 +80,16 @@ pub fn digest(content: &Content, kind: DigestKind) -> std::io::Result<(u64, Stri
             }
         }
         Content::Synthetic { seed, size } => {
-            while seen < *size {
+            let mut buf = vec![0u8; (*size).clamp(1, 1 << 20) as usize];
+            while hasher.len() < *size {
+                let seen = hasher.len();
                 let n = (buf.len() as u64).min(size - seen) as usize;
                 synthetic_fill(*seed, seen, &mut buf[..n]);
-                update(&buf[..n]);
-                seen += n as u64;
+                hasher.update(&buf[..n]);
             }
         }
     }
-    let hex = match hasher {
-        Hasher::Sha1(h) => hex::encode(h.finalize()),
-        Hasher::Sha256(h) => hex::encode(h.finalize()),
-    };
-    Ok((size, hex))
+    Ok((size, hasher.finish().to_string()))
 }
 
 /// Outcome of reading a `Range` header against a body of known size.

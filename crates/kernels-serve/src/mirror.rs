@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha1::{Digest, Sha1};
 
-use super::content::{self, Content, DigestKind};
+use kernels_types::{CommitId, DigestKind};
+
+use super::content::{self, Content};
 use super::glob::fnmatch;
 use kernels_types::wire::RepoType;
 
@@ -217,7 +219,7 @@ impl Repo {
     /// (branches win over tags), a tag, or a full ref (`refs/heads/X`,
     /// `refs/tags/X`, `refs/convert/X`, `refs/pr/N`).
     pub fn resolve(&self, rev: &str) -> Option<usize> {
-        if rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if CommitId::is_commit_like(rev) {
             let lower = rev.to_ascii_lowercase();
             if let Some(i) = self.commits.iter().position(|c| c.sha == lower) {
                 return Some(i);
@@ -448,7 +450,7 @@ struct CommitToml {
 }
 
 fn is_sha(s: &str) -> bool {
-    s.len() == 40 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    CommitId::is_canonical(s) && s.len() == 40
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.fff]Z`, the only date shape Python's parser accepts.
@@ -848,7 +850,7 @@ impl Digester {
                 content,
             }
         } else {
-            let (size, oid) = content::digest(&content, DigestKind::GitBlob)?;
+            let (size, oid) = content::digest(&content, DigestKind::GitBlobSha1)?;
             FileMeta {
                 size,
                 oid,

@@ -33,6 +33,18 @@ impl CommitId {
         matches!(s.len(), 40 | 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
     }
 
+    /// Whether `s` is a commit id spelled the way the Hub and the cache spell it:
+    /// 40 or 64 *lowercase* hex digits (snapshot directory names, ref files).
+    pub fn is_canonical(s: &str) -> bool {
+        CommitId::is_commit_like(s) && !s.bytes().any(|b| b.is_ascii_uppercase())
+    }
+
+    /// Whether this is a SHA-1 commit (40 digits), the only kind variant-hash
+    /// lock files hold.
+    pub fn is_sha1(&self) -> bool {
+        self.0.len() == 40
+    }
+
     /// The lowercase hex text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -40,8 +52,14 @@ impl CommitId {
 
     /// The first 7 digits, as `git log --oneline` shows a commit.
     pub fn short(&self) -> &str {
-        &self.0[..7]
+        short(&self.0)
     }
+}
+
+/// The first 7 characters of a commit id (all of it when shorter), as git
+/// abbreviates commits in messages.
+pub fn short(commit: &str) -> &str {
+    commit.get(..7).unwrap_or(commit)
 }
 
 impl FromStr for CommitId {

@@ -8,12 +8,16 @@
 //! value.
 
 pub mod commit;
-pub mod hash;
+pub mod digest;
+pub mod file_set;
 pub mod repo_id;
 pub mod variant_name;
 pub mod wire;
 
 pub use commit::{CommitId, CommitIdError};
-pub use hash::{BadDigest, FileDigest, GitBlobHasher, git_blob_sha1, git_lfs_concat, sha256};
+pub use digest::{
+    BadDigest, BlobId, Digest, DigestKind, GitBlobHasher, Hasher, git_blob_sha1, git_lfs_concat,
+    sha256,
+};
 pub use repo_id::{RepoId, RepoIdError};
 pub use wire::RepoType;

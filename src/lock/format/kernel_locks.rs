@@ -9,6 +9,7 @@
 //! writes, whatever the order of the input. The writer matches
 //! `serde_json::to_string_pretty` (raw UTF-8, no final newline).
 
+use kernels_types::CommitId;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -41,31 +42,9 @@ impl fmt::Display for KernelDependency {
     }
 }
 
-/// A git object id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct GitOid(String);
-
-impl GitOid {
-    /// Parses 40 or 64 hex digits of either case; the result is lowercase.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        if (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-            Ok(GitOid(s.to_ascii_lowercase()))
-        } else {
-            Err(format!(
-                "invalid git object id, expected 40 or 64 hexadecimal digits: {s}"
-            ))
-        }
-    }
-
-    /// The lowercase hex string.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
 /// All locks of a project in the 0.17 format, sorted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KernelLocks(BTreeMap<KernelDependency, GitOid>);
+pub struct KernelLocks(BTreeMap<KernelDependency, CommitId>);
 
 impl KernelLocks {
     /// An empty set.
@@ -77,7 +56,7 @@ impl KernelLocks {
     pub fn insert(
         &mut self,
         dependency: KernelDependency,
-        commit: GitOid,
+        commit: CommitId,
     ) -> Result<(), KernelDependency> {
         if self.0.contains_key(&dependency) {
             return Err(dependency);
@@ -87,7 +66,7 @@ impl KernelLocks {
     }
 
     /// Entries in file order.
-    pub fn iter(&self) -> impl Iterator<Item = (&KernelDependency, &GitOid)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&KernelDependency, &CommitId)> {
         self.0.iter()
     }
 
@@ -119,7 +98,7 @@ impl KernelLocks {
                     },
                 },
                 lock: RawLock {
-                    commit: commit.0.clone(),
+                    commit: commit.as_str().to_owned(),
                 },
             })
             .collect();
@@ -159,8 +138,17 @@ impl KernelLocks {
                     });
                 }
             };
-            let commit = GitOid::parse(&entry.lock.commit)
-                .map_err(|message| ParseError::Entry { index, message })?;
+            let commit = entry
+                .lock
+                .commit
+                .parse::<CommitId>()
+                .map_err(|_| ParseError::Entry {
+                    index,
+                    message: format!(
+                        "invalid git object id, expected 40 or 64 hexadecimal digits: {}",
+                        entry.lock.commit
+                    ),
+                })?;
             locks
                 .insert(KernelDependency { repo_id, version }, commit)
                 .map_err(|dep| ParseError::Entry {

@@ -19,7 +19,7 @@ use indexmap::IndexMap;
 use miette::{NamedSource, SourceOffset, SourceSpan};
 use serde_json::Value;
 
-pub use kernel_locks::{GitOid, KernelDependency, KernelLocks, KernelVersion};
+pub use kernel_locks::{KernelDependency, KernelLocks, KernelVersion};
 use kernels_types::repo_id::RepoId;
 pub use variant_hash::{KernelHashLock, VariantHash};
 

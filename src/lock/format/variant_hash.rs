@@ -6,9 +6,10 @@
 //! and no newline after the closing `]`.
 
 use indexmap::IndexMap;
+use kernels_types::CommitId;
 use serde_json::Value;
 
-use kernels_types::hash::GIT_LFS_CONCAT;
+use kernels_types::digest::GIT_LFS_CONCAT;
 
 /// The lock of one kernel: a commit and the hash of each build variant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,7 +128,7 @@ fn entry_from_value(item: &Value) -> Result<KernelHashLock, String> {
     };
     let repo_id = string("repo_id")?;
     let sha = string("sha")?;
-    if sha.len() != 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !sha.parse::<CommitId>().is_ok_and(|c| c.is_sha1()) {
         return Err(format!(
             "`sha` of `{repo_id}` must be a 40-hex commit id, found `{sha}`"
         ));
