@@ -3,11 +3,13 @@
 //! Output contract (tests and scripts rely on it): the first stdout line is
 //! the Hub endpoint URL (e.g. `http://127.0.0.1:41234`), flushed at once; one
 //! status line on stderr names the number of repositories, the mirror and the
-//! CDN URL. The server runs until SIGINT or SIGTERM.
+//! CDN URL. The server runs until SIGINT or SIGTERM; SIGHUP reloads the
+//! mirror (one stderr line says whether that worked) and reopens the access log.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Mirror layout, shown by `kernels serve --help`.
 const LAYOUT_HELP: &str = r#"Mirror layout:
@@ -25,7 +27,11 @@ const LAYOUT_HELP: &str = r#"Mirror layout:
   .../commits/<label>/commit.toml     optional: sha, title, date (UTC, ...Z)
   .../commits/<label>/tree/...        the files of that commit
 
-The first line on stdout is the Hub URL to use as HF_ENDPOINT."#;
+The first line on stdout is the URL of the Hub listener (HF_ENDPOINT on this
+machine). Symbolic links in the mirror must stay inside it. SIGHUP reloads the
+mirror without dropping connections (a failed reload keeps the old one) and
+reopens the access log; --watch also reloads when repositories, refs or commits
+change."#;
 
 /// Arguments of `kernels serve`.
 #[derive(Debug, clap::Args)]
@@ -59,6 +65,52 @@ pub struct ServeArgs {
     /// Answer non-LFS downloads with a relative 307 to /api/resolve-cache/ (tests).
     #[arg(long, hide = true)]
     pub resolve_cache: bool,
+    /// Base URL clients reach the Hub listener at (e.g. behind a proxy), used
+    /// in absolute URLs such as the next-page `Link` [default: the listener's
+    /// own URL]. The request's `Host` header is never used.
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Base URL clients reach the LFS CDN listener at, used in LFS redirects
+    /// [default: the CDN listener's own URL].
+    #[arg(long, value_name = "URL")]
+    pub cdn_public_url: Option<String>,
+    /// Write an access log in the Combined Log Format to PATH (appending), or
+    /// to stderr with `-`.
+    #[arg(long, value_name = "PATH")]
+    pub access_log: Option<String>,
+    /// Seconds a client has to send a whole request head once it has started.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_secs)]
+    pub header_timeout: Duration,
+    /// Seconds a connection may stay open without a request (keep-alive), or
+    /// without progress on its response.
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = parse_secs)]
+    pub idle_timeout: Duration,
+    /// Open connections over both listeners. At the cap the longest-idle
+    /// connection is closed; when none is idle, new ones get `503` with
+    /// `Retry-After`. Lowered to fit the open-file limit.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// `Retry-After` seconds of the `503` beyond the connection cap.
+    #[arg(long, value_name = "SECS", default_value_t = 1)]
+    pub retry_after: u64,
+    /// Reload the mirror when a repository, ref or commit is added, removed
+    /// or changed (polled; SIGHUP reloads in any case).
+    #[arg(long)]
+    pub watch: bool,
+    /// Seconds between two looks at the mirror with `--watch`.
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_secs, requires = "watch")]
+    pub watch_interval: Duration,
+}
+
+/// A positive number of seconds, fractions allowed.
+fn parse_secs(value: &str) -> Result<Duration, String> {
+    let secs: f64 = value
+        .parse()
+        .map_err(|_| format!("`{value}` is not a number of seconds"))?;
+    if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 * 365.0 {
+        return Err(format!("`{value}` must be a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Runs the server until interrupted.
@@ -73,24 +125,68 @@ pub fn run(args: ServeArgs, quiet: bool) -> miette::Result<ExitCode> {
         test_control: args.test_control,
         cdn_allow_auth: args.cdn_allow_auth,
         resolve_cache: args.resolve_cache,
+        public_url: args.public_url,
+        cdn_public_url: args.cdn_public_url,
+        limits: kernels_serve::Limits {
+            header_timeout: args.header_timeout,
+            idle_timeout: args.idle_timeout,
+            max_connections: args.max_connections as usize,
+            retry_after: args.retry_after,
+        },
+        access_log: args
+            .access_log
+            .as_deref()
+            .map(kernels_serve::AccessLogTarget::parse),
+        watch: args.watch.then_some(args.watch_interval),
     };
-    let runtime = super::runtime()?;
-    let result = runtime.block_on(kernels_serve::serve(options, |endpoints, mirror| {
-        let mut stdout = std::io::stdout().lock();
-        // A closed stdout must not stop the server; the URL is also on stderr.
-        let _ = writeln!(stdout, "{}", endpoints.hub);
-        let _ = stdout.flush();
-        if !quiet {
-            let n = mirror.repos.len();
+    let on_reload = move |event: kernels_serve::ReloadEvent| match event {
+        kernels_serve::ReloadEvent::Reloaded { repos } => {
+            if !quiet {
+                eprintln!(
+                    "Reloaded the mirror: serving {repos} {}",
+                    if repos == 1 {
+                        "repository"
+                    } else {
+                        "repositories"
+                    }
+                );
+            }
+        }
+        kernels_serve::ReloadEvent::Failed(err) => {
             eprintln!(
-                "Serving {n} {} from {} at {} (LFS CDN {}); press Ctrl-C to stop",
-                if n == 1 { "repository" } else { "repositories" },
-                mirror.root.display(),
-                endpoints.hub,
-                endpoints.cdn
+                "warning: reloading the mirror failed; still serving the previous one\n{:?}",
+                miette::Report::new(err)
             );
         }
-    }));
+    };
+    let runtime = super::runtime()?;
+    let result = runtime.block_on(kernels_serve::serve(
+        options,
+        |endpoints, mirror| {
+            let mut stdout = std::io::stdout().lock();
+            // A closed stdout must not stop the server; the URL is also on stderr.
+            let _ = writeln!(stdout, "{}", endpoints.hub_local);
+            let _ = stdout.flush();
+            if !quiet {
+                let n = mirror.repos.len();
+                let public = if endpoints.hub != endpoints.hub_local
+                    || endpoints.cdn != endpoints.cdn_local
+                {
+                    format!("; public URLs {} and {}", endpoints.hub, endpoints.cdn)
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "Serving {n} {} from {} at {} (LFS CDN {}{public}); press Ctrl-C to stop",
+                    if n == 1 { "repository" } else { "repositories" },
+                    mirror.root.display(),
+                    endpoints.hub_local,
+                    endpoints.cdn_local
+                );
+            }
+        },
+        on_reload,
+    ));
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(kernels_serve::ServeError::Io(err)) => {

@@ -347,18 +347,6 @@ fn info(
     Ok(axum::Json(body).into_response())
 }
 
-/// The URL the client used, rebuilt from `Host` (falls back to the bound address).
-fn base_url(app: &App, parts: &Parts) -> String {
-    match parts
-        .headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-    {
-        Some(host) if !host.is_empty() => format!("http://{host}"),
-        _ => app.endpoints.hub.clone(),
-    }
-}
-
 fn tree_entry(repo: &Repo, path: &str, node: &Node, expand: bool) -> Value {
     let mut entry = match &node.kind {
         NodeKind::Dir { oid } => json!({"type": "directory", "oid": oid, "size": 0, "path": path}),
@@ -438,7 +426,10 @@ fn tree(
         next.append_pair("cursor", &URL_SAFE_NO_PAD.encode(format!("offset:{end}")));
         let url = format!(
             "{}{}?{}",
-            base_url(app, parts),
+            // The configured base (`--public-url`, else the listener's own
+            // URL), never the request's `Host`: a client must not be able
+            // to make the server hand out links to a host of its choosing.
+            app.endpoints.hub,
             parts.uri.path(),
             next.finish()
         );

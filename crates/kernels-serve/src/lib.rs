@@ -18,12 +18,15 @@
 //! because `huggingface_hub` maps errors by that header first and its URL-based
 //! fallback never matches `http://` endpoints.
 
+pub mod access_log;
 mod cdn;
 pub mod content;
 pub mod control;
 mod glob;
 mod hub;
+pub mod listener;
 pub mod mirror;
+mod reload;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -40,8 +43,11 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 
+pub use access_log::AccessLogTarget;
 use control::{Control, Faults, Listener, LogEntry, StatusFault};
+pub use listener::Limits;
 pub use mirror::{Mirror, MirrorError};
+pub use reload::ReloadEvent;
 
 /// Options of [`serve`].
 #[derive(Debug, Clone)]
@@ -68,6 +74,18 @@ pub struct ServeOptions {
     /// Answer non-LFS downloads with a relative `307` to `/api/resolve-cache/…`
     /// (the current Hub's behaviour) instead of a direct `200`.
     pub resolve_cache: bool,
+    /// Base URL of the Hub in absolute URLs the server writes (the next-page
+    /// `Link`); `None`: the listener's own URL. Never taken from `Host`.
+    pub public_url: Option<String>,
+    /// Base URL of the CDN in LFS redirects; `None`: the CDN listener's URL.
+    pub cdn_public_url: Option<String>,
+    /// Timeouts and the connection cap.
+    pub limits: Limits,
+    /// Where to write the access log, if anywhere.
+    pub access_log: Option<AccessLogTarget>,
+    /// Poll the mirror for changes this often and reload it (`--watch`).
+    /// `SIGHUP` reloads in any case.
+    pub watch: Option<Duration>,
 }
 
 /// Why the server could not start or stopped with an error.
@@ -91,6 +109,29 @@ pub enum ServeError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A `--public-url` or `--cdn-public-url` is not a usable base URL.
+    #[error("`{url}` is not a usable public URL: {problem}")]
+    #[diagnostic(
+        code(kernels::serve::public_url),
+        help(
+            "give the scheme, host and optional port and path clients use, e.g. `https://hub.example.internal`"
+        )
+    )]
+    PublicUrl {
+        /// The value given.
+        url: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The access log cannot be opened.
+    #[error("cannot open the access log {path}: {source}")]
+    #[diagnostic(code(kernels::serve::access_log))]
+    AccessLog {
+        /// The path given.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// A listener failed while running.
     #[error("the server failed: {0}")]
     #[diagnostic(code(kernels::serve::io))]
@@ -100,10 +141,33 @@ pub enum ServeError {
 /// Base URLs of a running server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoints {
-    /// Hub base URL, for `HF_ENDPOINT`, e.g. `http://127.0.0.1:41234`.
+    /// Hub base URL written into answers: `--public-url`, else `hub_local`.
     pub hub: String,
-    /// CDN base URL, e.g. `http://localhost:41235`.
+    /// CDN base URL written into LFS redirects: `--cdn-public-url`, else `cdn_local`.
     pub cdn: String,
+    /// URL of the Hub listener as bound, e.g. `http://127.0.0.1:41234`.
+    pub hub_local: String,
+    /// URL of the CDN listener as bound, e.g. `http://localhost:41235`.
+    pub cdn_local: String,
+}
+
+/// A `--public-url` value without its trailing `/`.
+fn public_base(url: &str) -> Result<String, ServeError> {
+    let bad = |problem: &str| ServeError::PublicUrl {
+        url: url.to_owned(),
+        problem: problem.to_owned(),
+    };
+    let parsed = url::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad("the scheme must be http or https"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad("it has no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() || !parsed.username().is_empty() {
+        return Err(bad("it must not have a query, fragment or user name"));
+    }
+    Ok(parsed.as_str().trim_end_matches('/').to_owned())
 }
 
 /// Shared state of both listeners.
@@ -116,11 +180,27 @@ pub(crate) struct App {
     resolve_cache: bool,
     /// Per-process key of the (fake) signed CDN URLs.
     secret: [u8; 16],
-    control: Control,
-    next_request: AtomicU64,
+    /// Request log and fault rules; they outlive reloads.
+    control: Arc<Control>,
+    next_request: Arc<AtomicU64>,
 }
 
 impl App {
+    /// The same server state over another mirror (a reload).
+    fn with_mirror(&self, mirror: Mirror) -> App {
+        App {
+            mirror,
+            endpoints: self.endpoints.clone(),
+            page_size: self.page_size,
+            test_control: self.test_control,
+            cdn_allow_auth: self.cdn_allow_auth,
+            resolve_cache: self.resolve_cache,
+            secret: self.secret,
+            control: self.control.clone(),
+            next_request: self.next_request.clone(),
+        }
+    }
+
     /// Signature of a CDN URL for an object.
     fn signature(&self, sha256: &str) -> String {
         let mut h = Sha256::new();
@@ -218,11 +298,31 @@ pub(crate) fn header_value(text: &str) -> HeaderValue {
 
 /// Runs the server until SIGINT or SIGTERM. `on_ready` is called once both
 /// listeners are bound and the mirror is loaded (the CLI prints the endpoints
-/// there).
+/// there); `on_reload` after every reload (`SIGHUP`, `--watch`).
 pub async fn serve(
     options: ServeOptions,
     on_ready: impl FnOnce(&Endpoints, &Mirror),
+    on_reload: impl Fn(ReloadEvent) + Send + Sync + 'static,
 ) -> Result<(), ServeError> {
+    let public_hub = options.public_url.as_deref().map(public_base).transpose()?;
+    let public_cdn = options
+        .cdn_public_url
+        .as_deref()
+        .map(public_base)
+        .transpose()?;
+    let access_log =
+        match &options.access_log {
+            None => None,
+            Some(target) => Some(access_log::AccessLog::start(target.clone()).map_err(
+                |source| ServeError::AccessLog {
+                    path: match target {
+                        AccessLogTarget::Stderr => "-".to_owned(),
+                        AccessLogTarget::File(p) => p.display().to_string(),
+                    },
+                    source,
+                },
+            )?),
+        };
     let dir = options.mirror_dir.clone();
     let mirror = tokio::task::spawn_blocking(move || Mirror::load(&dir))
         .await
@@ -252,13 +352,17 @@ pub async fn serve(
         format!("{cdn_host}:{cdn_port}")
     };
 
+    let hub_local = format!("http://{}", hub_authority(&options.host, hub_addr));
+    let cdn_local = format!("http://{cdn_authority}");
     let endpoints = Endpoints {
-        hub: format!("http://{}", hub_authority(&options.host, hub_addr)),
-        cdn: format!("http://{cdn_authority}"),
+        hub: public_hub.unwrap_or_else(|| hub_local.clone()),
+        cdn: public_cdn.unwrap_or_else(|| cdn_local.clone()),
+        hub_local,
+        cdn_local,
     };
     let mut secret = [0u8; 16];
     rand::fill(&mut secret);
-    let app = Arc::new(App {
+    let app = App {
         mirror,
         endpoints: endpoints.clone(),
         page_size: options.page_size,
@@ -266,42 +370,45 @@ pub async fn serve(
         cdn_allow_auth: options.cdn_allow_auth,
         resolve_cache: options.resolve_cache,
         secret,
-        control: Control::default(),
-        next_request: AtomicU64::new(1),
-    });
+        control: Arc::default(),
+        next_request: Arc::new(AtomicU64::new(1)),
+    };
+    let limits = Limits {
+        max_connections: listener::fit_to_fd_limit(options.limits.max_connections),
+        ..options.limits
+    };
+    let tracker = Arc::new(listener::Tracker::new(limits));
     let shutdown = shutdown_signal();
     on_ready(&endpoints, &app.mirror);
+    let shared = Arc::new(reload::Shared::new(app, access_log));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
     let listeners = [(hub_listener, Listener::Hub), (cdn_main, Listener::Cdn)]
         .into_iter()
         .chain(cdn_extra.map(|l| (l, Listener::Cdn)));
-    for (listener, kind) in listeners {
-        let router = axum::Router::new()
-            .fallback(move |state: State<Arc<App>>, req: Request| dispatch(state, kind, req))
-            .with_state(app.clone());
-        let mut stop = stop_rx.clone();
-        tasks.spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                })
-                .await
-        });
+    for (socket, kind) in listeners {
+        tasks.spawn(listener::run(
+            socket,
+            kind,
+            shared.clone(),
+            tracker.clone(),
+            stop_rx.clone(),
+        ));
     }
+    let reloader = tokio::spawn(reload::run(
+        shared.clone(),
+        options.mirror_dir.clone(),
+        options.watch,
+        on_reload,
+    ));
 
-    let stopped_early = tokio::select! {
-        () = shutdown => None,
-        res = tasks.join_next() => res,
-    };
+    shutdown.await;
     let _ = stop_tx.send(true);
-    if let Some(Ok(Err(err))) = stopped_early {
-        return Err(ServeError::Io(err));
-    }
+    reloader.abort();
+    while tasks.join_next().await.is_some() {}
     // Give in-flight downloads a moment, then stop regardless.
-    let drain = async { while tasks.join_next().await.is_some() {} };
-    let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), tracker.drained()).await;
     Ok(())
 }
 
@@ -366,7 +473,11 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 
 /// Entry point of both listeners: control routes, faults, routing, HEAD
 /// handling and the request log.
-async fn dispatch(State(app): State<Arc<App>>, listener: Listener, req: Request) -> Response {
+pub(crate) async fn dispatch(
+    State(app): State<Arc<App>>,
+    listener: Listener,
+    req: Request,
+) -> Response {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_owned();
     if listener == Listener::Hub && app.test_control && path.starts_with("/__fixture/") {

@@ -54,6 +54,36 @@ pub enum MirrorError {
         message: String,
     },
 
+    /// A path of the mirror resolves (through a symbolic link) outside the mirror root.
+    #[error("{} leads outside the mirror: it resolves to {}, which is not under {}", path.display(), target.display(), root.display())]
+    #[diagnostic(
+        code(kernels::serve::link_outside),
+        help(
+            "nothing outside the mirror is served: replace the link with a copy of what it points at, or make it point inside the mirror"
+        )
+    )]
+    LinkOutside {
+        /// The path in the mirror (the link, or a path through it).
+        path: PathBuf,
+        /// Where it resolves to.
+        target: PathBuf,
+        /// The mirror root, resolved.
+        root: PathBuf,
+    },
+
+    /// A symbolic link in the mirror points nowhere, or links form a loop.
+    #[error("{} is a broken symbolic link: {message}", path.display())]
+    #[diagnostic(
+        code(kernels::serve::broken_link),
+        help("remove the link or point it at a file inside the mirror")
+    )]
+    BrokenLink {
+        /// The link.
+        path: PathBuf,
+        /// What resolving it reported.
+        message: String,
+    },
+
     /// A value inside a valid TOML file is wrong.
     #[error("{}: `{entry}` {problem}", path.display())]
     #[diagnostic(code(kernels::serve::bad_entry), help("{fix}"))]
@@ -287,15 +317,22 @@ impl Mirror {
     }
 
     /// Loads and validates the mirror at `root`, hashing every file.
+    ///
+    /// Symbolic links are resolved here, once: one that resolves inside the
+    /// mirror root is served as what it points at; one leading outside it,
+    /// or nowhere, is a load error naming it.
     pub fn load(root: &Path) -> Result<Mirror, MirrorError> {
         let repos_dir = root.join("repos");
         if !repos_dir.is_dir() {
             return Err(MirrorError::NotAMirror(root.to_owned()));
         }
+        let real_root = fs_err::canonicalize(root)?;
+        let confine = Confine { root: &real_root };
+        confine.check(&repos_dir)?;
         let mut mirror = Mirror {
             root: root.to_owned(),
             repos: Vec::new(),
-            orgs: load_orgs(&root.join("orgs"))?,
+            orgs: load_orgs(&root.join("orgs"), confine)?,
             by_id: HashMap::new(),
             objects: HashMap::new(),
         };
@@ -305,9 +342,10 @@ impl Mirror {
             if !dir.is_dir() {
                 continue;
             }
+            confine.check(&dir)?;
             for owner in sorted_dirs(&dir)? {
                 for name in sorted_dirs(&owner)? {
-                    let repo = load_repo(&name, kind, &digester)?;
+                    let repo = load_repo(&name, kind, &digester, confine)?;
                     mirror.add(repo, &name)?;
                 }
             }
@@ -345,6 +383,39 @@ impl Mirror {
     }
 }
 
+/// Resolves paths and refuses those that leave the mirror root.
+#[derive(Clone, Copy)]
+struct Confine<'a> {
+    /// The canonical mirror root.
+    root: &'a Path,
+}
+
+impl Confine<'_> {
+    /// The canonical form of `path`, which must exist and lie under the root.
+    fn check(self, path: &Path) -> Result<PathBuf, MirrorError> {
+        let target = std::fs::canonicalize(path).map_err(|err| MirrorError::BrokenLink {
+            path: path.to_owned(),
+            message: err.to_string(),
+        })?;
+        if !target.starts_with(self.root) {
+            return Err(MirrorError::LinkOutside {
+                path: path.to_owned(),
+                target,
+                root: self.root.to_owned(),
+            });
+        }
+        Ok(target)
+    }
+
+    /// [`Confine::check`] for a path that may be missing (an optional file).
+    fn check_if_present(self, path: &Path) -> Result<(), MirrorError> {
+        if std::fs::symlink_metadata(path).is_ok() {
+            self.check(path)?;
+        }
+        Ok(())
+    }
+}
+
 fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, MirrorError> {
     let mut out = Vec::new();
     for entry in fs_err::read_dir(dir)? {
@@ -372,16 +443,18 @@ struct OrgToml {
     trusted_kernel_publisher: bool,
 }
 
-fn load_orgs(dir: &Path) -> Result<BTreeMap<String, Org>, MirrorError> {
+fn load_orgs(dir: &Path, confine: Confine<'_>) -> Result<BTreeMap<String, Org>, MirrorError> {
     let mut orgs = BTreeMap::new();
     if !dir.is_dir() {
         return Ok(orgs);
     }
+    confine.check(dir)?;
     for entry in fs_err::read_dir(dir)? {
         let path = entry?.path();
         if path.extension().is_none_or(|e| e != "toml") {
             continue;
         }
+        confine.check(&path)?;
         let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
             continue;
         };
@@ -479,8 +552,15 @@ fn is_hub_date(s: &str) -> bool {
             && tail[1..].bytes().all(|c| c.is_ascii_digit())))
 }
 
-fn load_repo(dir: &Path, primary: RepoType, digester: &Digester) -> Result<Repo, MirrorError> {
+fn load_repo(
+    dir: &Path,
+    primary: RepoType,
+    digester: &Digester,
+    confine: Confine<'_>,
+) -> Result<Repo, MirrorError> {
+    confine.check(dir)?;
     let toml_path = dir.join("repo.toml");
+    confine.check_if_present(&toml_path)?;
     let parsed: RepoToml = read_toml(&toml_path)?;
     let owner = dir
         .parent()
@@ -540,7 +620,18 @@ fn load_repo(dir: &Path, primary: RepoType, digester: &Digester) -> Result<Repo,
             "list the folders under commits/, oldest first, e.g. commits = [\"c1\"]",
         ));
     }
+    for (i, label) in parsed.commits.iter().enumerate() {
+        if label.is_empty() || label == "." || label == ".." || label.contains(['/', '\\']) {
+            return Err(MirrorError::entry(
+                &toml_path,
+                format!("commits[{i}]"),
+                format!("is `{label}`, not the name of a folder under commits/"),
+                "list folder names only, e.g. commits = [\"c1\", \"c2\"]",
+            ));
+        }
+    }
     let commits_dir = dir.join("commits");
+    confine.check_if_present(&commits_dir)?;
     for found in sorted_dirs(&commits_dir)? {
         let label = found
             .file_name()
@@ -593,7 +684,10 @@ fn load_repo(dir: &Path, primary: RepoType, digester: &Digester) -> Result<Repo,
                 "create the commit's file tree under commits/<label>/tree/ or remove the label",
             ));
         }
+        confine.check(&tree_dir)?;
         let commit_toml_path = commit_dir.join("commit.toml");
+        confine.check_if_present(&commit_toml_path)?;
+        confine.check_if_present(&tree_dir.join(".gitattributes"))?;
         let meta: CommitToml = if commit_toml_path.is_file() {
             read_toml(&commit_toml_path)?
         } else {
@@ -626,7 +720,21 @@ fn load_repo(dir: &Path, primary: RepoType, digester: &Digester) -> Result<Repo,
 
         let mut jobs: Vec<(String, Content, bool)> = Vec::new();
         for entry in walkdir::WalkDir::new(&tree_dir).follow_links(true) {
-            let entry = entry.map_err(|e| std::io::Error::other(e.to_string()))?;
+            let entry = entry.map_err(|err| match err.path() {
+                Some(path) => MirrorError::BrokenLink {
+                    path: path.to_owned(),
+                    message: err.to_string(),
+                },
+                None => MirrorError::Io(std::io::Error::other(err.to_string())),
+            })?;
+            // A link (to a file or a folder) is served as what it points at,
+            // and only when that lies inside the mirror. What is under a
+            // followed folder link is checked as the walk reaches it.
+            let real = if entry.path_is_symlink() {
+                Some(confine.check(entry.path())?)
+            } else {
+                None
+            };
             if !entry.file_type().is_file() {
                 continue;
             }
@@ -646,7 +754,8 @@ fn load_repo(dir: &Path, primary: RepoType, digester: &Digester) -> Result<Repo,
                 ));
             };
             let lfs = patterns.iter().any(|p| lfs_match(p, &rel));
-            jobs.push((rel, Content::Disk(entry.path().to_owned()), lfs));
+            let disk = real.unwrap_or_else(|| entry.path().to_owned());
+            jobs.push((rel, Content::Disk(disk), lfs));
         }
         for (path, spec) in synthetic.get(label.as_str()).into_iter().flatten() {
             let content = Content::Synthetic {
