@@ -28,6 +28,7 @@ pub mod requirement;
 pub mod resolver;
 pub mod server;
 pub mod settings;
+pub mod sticky;
 pub mod variant;
 pub mod verify;
 pub mod wheel;
