@@ -413,3 +413,70 @@ fn kernel_locks_keep_commits_of_unchanged_requirements() {
     );
     assert!(!up.contains("kernel-deps"), "{up}");
 }
+
+#[test]
+fn download_relocks_a_hand_edited_manifest_and_says_so() {
+    let server = Server::bundled();
+    let dir = project(&manifest(&format!(
+        "\"{VERSIONS_V1}\" = \">=0.1.0,<0.2\"\n"
+    )));
+    ok(&run(&server.endpoint, dir.path(), &["lock"]));
+    let first = read(dir.path());
+    set_deps(
+        dir.path(),
+        &format!("\"{VERSIONS_V1}\" = \">=0.1.0,<0.2\"\n\"kernels-community/relu\" = 1\n"),
+    );
+    let download = ["download", "--all-variants"];
+    // --locked fails naming the entry; offline fails naming it and `kernels lock`.
+    let locked = run(
+        &server.endpoint,
+        dir.path(),
+        &["--locked", "download", "--all-variants"],
+    );
+    assert_eq!(locked.status.code(), Some(1));
+    assert!(
+        stderr(&locked).contains("kernels-community/relu"),
+        "{}",
+        stderr(&locked)
+    );
+    let offline = run(
+        &server.endpoint,
+        dir.path(),
+        &["download", "--all-variants", "--offline"],
+    );
+    assert_eq!(offline.status.code(), Some(1));
+    let text = stderr(&offline)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains("kernels-community/relu") && text.contains("kernels lock"),
+        "{text}"
+    );
+    let verify = run(&server.endpoint, dir.path(), &["verify", "--all-variants"]);
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(
+        stderr(&verify).contains("kernels-community/relu"),
+        "{}",
+        stderr(&verify)
+    );
+    assert_eq!(read(dir.path()), first);
+    // --frozen uses the lock as it is.
+    ok(&run(
+        &server.endpoint,
+        dir.path(),
+        &["--frozen", "download", "--all-variants"],
+    ));
+    assert_eq!(read(dir.path()), first);
+    // No flags: re-lock only that entry, say so, download it.
+    let out = ok(&run(&server.endpoint, dir.path(), &download));
+    assert!(out.contains("locking again"), "{out}");
+    assert!(out.contains("Added kernels-community/relu v1"), "{out}");
+    assert!(!out.contains(&format!("Updated {VERSIONS_V1}")), "{out}");
+    assert!(read(dir.path()).contains("kernels-community/relu"));
+    ok(&run(
+        &server.endpoint,
+        dir.path(),
+        &["verify", "--all-variants"],
+    ));
+}
