@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::{GlobalArgs, OutputFormat};
 use crate::lock::conflict;
-use crate::lock::freshness::{CheckReport, check_offline, diff_locks, text_diff};
+use crate::lock::freshness::{CheckReport, check_offline, diff_locks};
 use kernels_cache::HubCache;
 
 use crate::cli::settings::Settings;
@@ -13,6 +13,7 @@ use crate::lock::format::{LOCK_FILE_NAME, LockFormat, Lockfile};
 use crate::lock::manifest::Manifest;
 use crate::lock::profile::{DetectInputs, Profile, ProfileSource, detect};
 use crate::lock::project::{LockOptions, lock_project};
+use crate::lock::sticky::{Change, Upgrade, changes};
 use kernels_cache::atomic::write_atomic;
 use kernels_hub::HubClient;
 use kernels_types::repo_id::RepoId;
@@ -62,9 +63,36 @@ pub struct LockArgs {
     #[arg(long)]
     pub offline: bool,
 
+    /// Resolve every entry again to the newest version its requirement allows,
+    /// instead of keeping what is locked.
+    #[arg(short = 'U', long, conflicts_with = "upgrade_package")]
+    pub upgrade: bool,
+
+    /// Resolve this dependency again (and, in the 0.17 format, what it depends
+    /// on), keeping every other entry; repeatable.
+    #[arg(short = 'P', long, value_name = "REPO_ID")]
+    pub upgrade_package: Vec<RepoId>,
+
+    /// Print what would change without writing `kernels.lock`.
+    #[arg(long)]
+    pub dry_run: bool,
+
     /// Output format on stdout (schemas in docs/json-output.md).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+}
+
+/// `--upgrade-package` names a repository the project does not depend on.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("--upgrade-package {repo_id}: `{repo_id}` is not a dependency of {manifest}")]
+#[diagnostic(
+    code(kernels::lock::unknown_package),
+    help("the project's dependencies are: {known}")
+)]
+struct UnknownPackage {
+    repo_id: RepoId,
+    manifest: PathBuf,
+    known: String,
 }
 
 /// `--repo-type` values.
@@ -149,17 +177,31 @@ fn print_report(
     report: &CheckReport,
     global: &GlobalArgs,
     format: OutputFormat,
-    diff: Option<(&str, &str)>,
+    changes: Option<&[Change]>,
 ) -> bool {
-    let stale = report.is_stale();
+    let stale = report.is_stale() || changes.is_some_and(|c| !c.is_empty());
     if format == OutputFormat::Json {
-        println!("{}", report.to_json());
+        let mut doc = report.to_json();
+        doc["up_to_date"] = serde_json::Value::Bool(!stale);
+        if let Some(changes) = changes {
+            doc["changes"] = serde_json::to_value(changes).unwrap_or_default();
+        }
+        println!("{doc}");
         return stale;
     }
     if !global.quiet {
-        eprint!("{}", report.render_text(global.verbose > 0));
-        if let Some((old, new)) = diff.filter(|_| stale) {
-            print!("{}", text_diff(old, new));
+        match changes {
+            // Online: the entries `kernels lock` would change, in its own lines,
+            // and the findings about the whole file (format, missing, conflict).
+            Some(changes) => {
+                let mut file_level = report.clone();
+                file_level.findings.retain(|f| f.repo_id.is_none());
+                eprint!("{}", file_level.render_text(global.verbose > 0));
+                for change in changes {
+                    eprintln!("{change}");
+                }
+            }
+            None => eprint!("{}", report.render_text(global.verbose > 0)),
         }
     }
     let unverified = report.unverified().count();
@@ -196,6 +238,12 @@ struct Plan {
     json: String,
     /// Repo ids kept from a conflicted lock without resolving them again.
     kept: Vec<String>,
+    /// What changes from the lock on disk (empty without one).
+    changes: Vec<Change>,
+    /// Whether a lock in the same format existed (sticky resolution applied).
+    had_previous: bool,
+    /// How long resolving took.
+    elapsed: std::time::Duration,
 }
 
 /// Resolves the manifest for its target profile, as `kernels lock` does, without
@@ -211,14 +259,43 @@ fn plan(
     settings: &Settings,
     quiet: bool,
     merged: Option<&conflict::Merged>,
+    upgrade: &Upgrade,
 ) -> miette::Result<Plan> {
     let manifest = Manifest::read(project_dir)?;
     let lock_path = project_dir.join(LOCK_FILE_NAME);
-    let old_format = std::fs::read_to_string(&lock_path)
+    let old_lock = std::fs::read_to_string(&lock_path)
         .ok()
-        .and_then(|text| Lockfile::parse(&text, &lock_path).ok())
+        .and_then(|text| Lockfile::parse(&text, &lock_path).ok());
+    let old_format = old_lock
+        .as_ref()
         .map(|lock| lock.format())
         .or(merged.map(|_| LockFormat::VariantHash));
+    if let Upgrade::Packages(repos) = upgrade {
+        let known = |repo: &RepoId| {
+            manifest.dependencies.iter().any(|d| &d.repo_id == repo)
+                || old_lock.as_ref().is_some_and(|lock| {
+                    lock.locked_kernels(&lock_path)
+                        .is_ok_and(|ks| ks.iter().any(|k| &k.repo_id == repo))
+                })
+        };
+        if let Some(unknown) = repos.iter().find(|r| !known(r)) {
+            let names: Vec<String> = manifest
+                .dependencies
+                .iter()
+                .map(|d| d.repo_id.to_string())
+                .collect();
+            return Err(UnknownPackage {
+                repo_id: unknown.clone(),
+                manifest: manifest.path.clone(),
+                known: if names.is_empty() {
+                    "none ([tool.kernels.dependencies] is empty)".to_owned()
+                } else {
+                    names.join(", ")
+                },
+            }
+            .into());
+        }
+    }
     let profile = choose_profile(
         project_dir,
         target_runtime,
@@ -236,13 +313,23 @@ fn plan(
         .retain(|dep| kept_entry(&dep.repo_id).is_none());
     let mut trust = extra_trust.to_vec();
     trust.extend(manifest.settings.trust.iter().cloned());
+    // Sticky resolution starts from a lock in the format being written; a
+    // conflicted lock is repaired from its agreed entries instead.
+    let previous = old_lock
+        .clone()
+        .filter(|lock| lock.format() == profile.lock_format && merged.is_none());
+    let had_previous = previous.is_some();
     let options = LockOptions {
         trust,
         allow_model_repos,
+        previous,
+        upgrade: upgrade.clone(),
     };
     let client = HubClient::new(&settings.client_config())?;
+    let started = std::time::Instant::now();
     let mut outcome =
         super::runtime()?.block_on(lock_project(&client, &profile, &to_resolve, &options))?;
+    let elapsed = started.elapsed();
     let mut kept = Vec::new();
     if let (Some(_), Lockfile::VariantHash(fresh)) = (merged, &outcome.lockfile) {
         let entries = manifest
@@ -262,12 +349,21 @@ fn plan(
         outcome.lockfile = Lockfile::VariantHash(entries);
     }
     let json = outcome.lockfile.to_json();
+    let changes = changes(
+        old_lock.as_ref(),
+        &outcome.lockfile,
+        &outcome.previous_labels,
+        &outcome.labels,
+    );
     Ok(Plan {
         outcome,
         profile,
         old_format,
         json,
         kept,
+        changes,
+        had_previous,
+        elapsed,
     })
 }
 
@@ -279,7 +375,7 @@ fn freshness(
     target_runtime: Option<&str>,
     repo_type: Option<RepoTypeArg>,
     settings: &Settings,
-) -> miette::Result<(CheckReport, Option<(String, String)>)> {
+) -> miette::Result<(CheckReport, Option<Vec<Change>>)> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if settings.offline {
         let manifest = Manifest::read(project_dir)?;
@@ -310,9 +406,10 @@ fn freshness(
         settings,
         true,
         None,
+        &Upgrade::None,
     )?;
     let report = diff_locks(&lock_path, old.as_deref(), &plan.json);
-    Ok((report, old.map(|old| (old, plan.json))))
+    Ok((report, Some(plan.changes)))
 }
 
 /// `--locked` for commands that use the lock (`kernels download`): fails when the
@@ -330,9 +427,8 @@ pub fn ensure_locked(
         RepoType::Model => RepoTypeArg::Model,
         _ => RepoTypeArg::Kernel,
     });
-    let (report, diff) = freshness(project_dir, None, repo_type, settings)?;
-    let diff = diff.as_ref().map(|(o, n)| (o.as_str(), n.as_str()));
-    if print_report(&report, global, OutputFormat::Text, diff) {
+    let (report, changes) = freshness(project_dir, None, repo_type, settings)?;
+    if print_report(&report, global, OutputFormat::Text, changes.as_deref()) {
         return Err(StaleLocked {
             lock: report.lock_file,
             manifest: project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME),
@@ -354,15 +450,21 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
     let settings = &settings;
     let quiet = global.quiet || args.format == OutputFormat::Json;
     let lock_path = args.project_dir.join(LOCK_FILE_NAME);
+    let upgrade = if args.upgrade {
+        Upgrade::All
+    } else if !args.upgrade_package.is_empty() {
+        Upgrade::Packages(args.upgrade_package.clone())
+    } else {
+        Upgrade::None
+    };
     if args.check || global.locked {
-        let (report, diff) = freshness(
+        let (report, changes) = freshness(
             &args.project_dir,
             args.target_runtime.as_deref(),
             args.repo_type,
             settings,
         )?;
-        let diff = diff.as_ref().map(|(o, n)| (o.as_str(), n.as_str()));
-        let stale = print_report(&report, global, args.format, diff);
+        let stale = print_report(&report, global, args.format, changes.as_deref());
         return match (stale, args.check) {
             (false, _) => Ok(ExitCode::SUCCESS),
             (true, true) => Ok(ExitCode::from(1)),
@@ -389,6 +491,9 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         old_format,
         json,
         kept,
+        changes,
+        had_previous,
+        elapsed,
     } = plan(
         &args.project_dir,
         args.target_runtime.as_deref(),
@@ -398,6 +503,7 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         settings,
         quiet,
         merged.as_ref(),
+        &upgrade,
     )?;
 
     if !quiet {
@@ -416,8 +522,20 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         for warning in &outcome.warnings {
             eprintln!("warning: {warning}");
         }
-        for line in &outcome.locked {
-            eprintln!("{line}");
+        let count = outcome.lockfile.locked_kernels(&lock_path)?.len();
+        eprintln!(
+            "Resolved {count} kernel{} in {:.2}s",
+            if count == 1 { "" } else { "s" },
+            elapsed.as_secs_f64()
+        );
+        if had_previous {
+            for change in &changes {
+                eprintln!("{change}");
+            }
+        } else {
+            for line in &outcome.locked {
+                eprintln!("{line}");
+            }
         }
         if let Some(old_format) = old_format
             && old_format != profile.lock_format
@@ -435,6 +553,10 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
     if unchanged {
         if !quiet {
             eprintln!("{} is up to date", lock_path.display());
+        }
+    } else if args.dry_run {
+        if !quiet {
+            eprintln!("Dry run: {} was not written", lock_path.display());
         }
     } else {
         write_atomic(&lock_path, json.as_bytes()).map_err(|err| {
@@ -470,7 +592,9 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
                 LockFormat::VariantHash => "variant-hash",
                 LockFormat::KernelLocks => "kernel-locks",
             },
-            "written": !unchanged,
+            "written": !unchanged && !args.dry_run,
+            "dry_run": args.dry_run,
+            "changes": changes,
             "kernels": kernels,
             "locked": outcome.locked,
             "warnings": outcome.warnings,

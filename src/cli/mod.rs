@@ -10,6 +10,7 @@ pub mod progress;
 mod reference;
 mod serve;
 pub mod settings;
+mod stale;
 mod to_wheel;
 mod verify;
 
@@ -148,18 +149,33 @@ pub fn main() -> ExitCode {
         Command::Download(args) => {
             let mut check_settings = settings.clone();
             check_settings.offline |= args.offline;
-            lock::ensure_locked(
+            stale::ensure_current(
+                "download",
                 &args.project_dir,
                 args.select.repo_type.map(Into::into),
                 &check_settings,
                 &global,
+                true,
             )
             .and_then(|()| download::run(args, &settings, quiet))
         }
         Command::Lock(args) => lock::run(args, &settings, &global),
         Command::Serve(args) => serve::run(args, quiet),
         Command::ToWheel(args) => to_wheel::run(args, explicit_lock_mode, &settings, &global),
-        Command::Verify(args) => verify::run(args, &settings, quiet),
+        Command::Verify(args) => {
+            // `verify` makes no request, so its lock check is offline too.
+            let mut check_settings = settings.clone();
+            check_settings.offline = true;
+            stale::ensure_current(
+                "verify",
+                &args.project_dir,
+                args.select.repo_type.map(Into::into),
+                &check_settings,
+                &global,
+                false,
+            )
+            .and_then(|()| verify::run(args, &settings, quiet))
+        }
         Command::Completions(args) => {
             clap_complete::generate(
                 args.shell,

@@ -706,59 +706,6 @@ fn variant_changes(old: &LockedKernel, new: &LockedKernel) -> String {
     parts.join(" ")
 }
 
-/// A unified-style diff of two lock texts (`-`/`+` lines with two lines of
-/// context), for showing what `kernels lock` would write.
-pub fn text_diff(old: &str, new: &str) -> String {
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
-    // Longest common subsequence table; lock files are small (hundreds of lines).
-    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let mut ops: Vec<(char, &str)> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            ops.push((' ', a[i]));
-            i += 1;
-            j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] > lcs[i + 1][j]) {
-            ops.push(('+', b[j]));
-            j += 1;
-        } else {
-            ops.push(('-', a[i]));
-            i += 1;
-        }
-    }
-    const CONTEXT: usize = 2;
-    let near_change = |k: usize| {
-        let lo = k.saturating_sub(CONTEXT);
-        let hi = (k + CONTEXT).min(ops.len().saturating_sub(1));
-        (lo..=hi).any(|m| ops[m].0 != ' ')
-    };
-    let mut out = String::new();
-    let mut skipped = false;
-    for (k, (op, line)) in ops.iter().enumerate() {
-        if *op == ' ' && !near_change(k) {
-            skipped = true;
-            continue;
-        }
-        if skipped {
-            out.push_str("  …\n");
-            skipped = false;
-        }
-        out.push_str(&format!("{op} {line}\n"));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -909,11 +856,5 @@ mod tests {
         assert!(!same.is_stale());
         let missing = diff_locks(&path, None, &new);
         assert_eq!(kinds(&missing), [(String::new(), FindingKind::Missing)]);
-    }
-
-    #[test]
-    fn text_diff_shows_changed_lines() {
-        let diff = text_diff("a\nb\nc\nd\ne\nf\n", "a\nb\nC\nd\ne\nf\n");
-        assert_eq!(diff, "  a\n  b\n- c\n+ C\n  d\n  e\n");
     }
 }

@@ -12,3 +12,4 @@ pub mod profile;
 pub mod project;
 pub mod requirement;
 pub mod resolver;
+pub mod sticky;

@@ -32,6 +32,7 @@ use crate::lock::manifest::{Dependency, Manifest};
 use crate::lock::profile::{Profile, RequirementSupport};
 use crate::lock::requirement::Requirement;
 use crate::lock::resolver::{DEFAULT_CONCURRENCY, ResolveError, ResolvedCommit, Resolver};
+use crate::lock::sticky::{Upgrade, Verdict, keep_hashed};
 use kernels_hub::{HubClient, HubError, Target};
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
@@ -44,6 +45,11 @@ pub struct LockOptions {
     /// Lock repositories that only exist as `model` repositories through the
     /// `model` API when the `kernel` API does not know them.
     pub allow_model_repos: bool,
+    /// The existing lock: its entries are kept while still satisfied
+    /// ([`crate::lock::sticky`]). `None` resolves everything afresh.
+    pub previous: Option<Lockfile>,
+    /// Which kept entries are resolved again anyway.
+    pub upgrade: Upgrade,
 }
 
 /// A written-to-be lock with its status lines.
@@ -55,6 +61,14 @@ pub struct LockOutcome {
     pub locked: Vec<String>,
     /// Non-fatal remarks.
     pub warnings: Vec<String>,
+    /// The ref each entry is locked from (repo id → `v1`, `v0.1.1`, revision),
+    /// for variant-hash locks, whose file does not record it.
+    pub labels: HashMap<String, String>,
+    /// What the locked commits of the previous lock were known as, for
+    /// variant-hash entries that were resolved again.
+    pub previous_labels: HashMap<String, String>,
+    /// Entries kept from the previous lock without being resolved again.
+    pub kept: usize,
 }
 
 /// Why a project cannot be locked.
@@ -267,6 +281,20 @@ pub async fn lock_project(
     Ok(outcome)
 }
 
+/// One variant-hash entry: kept from the previous lock, or resolved (with the
+/// resolution's remarks and what the previous commit was known as).
+enum Hashed {
+    Kept {
+        lock: KernelHashLock,
+        label: String,
+    },
+    Resolved(
+        crate::lock::resolver::ResolvedKernel,
+        Vec<String>,
+        Option<String>,
+    ),
+}
+
 struct Locker<'a> {
     client: &'a HubClient,
     profile: &'a Profile,
@@ -319,7 +347,7 @@ impl Locker<'_> {
     async fn variant_hash(&self, manifest: &Manifest) -> Result<LockOutcome, LockError> {
         let resolver = self.resolver(self.profile.repo_type);
         let results: Vec<_> = futures_util::stream::iter(&manifest.dependencies)
-            .map(|dep| self.resolve_hashed(&resolver, dep))
+            .map(|dep| self.sticky_hashed(&resolver, dep))
             .buffered(DEFAULT_CONCURRENCY)
             .collect()
             .await;
@@ -327,9 +355,21 @@ impl Locker<'_> {
         let mut locked = Vec::new();
         let mut warnings = Vec::new();
         let mut errors = Vec::new();
+        let mut labels = HashMap::new();
+        let mut previous_labels = HashMap::new();
+        let mut kept = 0;
         for result in results {
             match result {
-                Ok((kernel, mut notes)) => {
+                Ok(Hashed::Kept { lock, label }) => {
+                    kept += 1;
+                    labels.insert(lock.repo_id.clone(), label);
+                    locks.push(lock);
+                }
+                Ok(Hashed::Resolved(kernel, mut notes, old_label)) => {
+                    labels.insert(kernel.repo_id.to_string(), kernel.chosen.clone());
+                    if let Some(old_label) = old_label {
+                        previous_labels.insert(kernel.repo_id.to_string(), old_label);
+                    }
                     warnings.append(&mut notes);
                     warnings.extend(kernel.warnings.iter().cloned());
                     locked.push(format!(
@@ -358,7 +398,82 @@ impl Locker<'_> {
             lockfile: Lockfile::VariantHash(locks),
             locked,
             warnings,
+            labels,
+            previous_labels,
+            kept,
         })
+    }
+
+    /// The previous variant-hash entry of `dep` when an upgrade covers it.
+    fn previous_for_label(&self, dep: &Dependency) -> Option<&KernelHashLock> {
+        if !self.options.upgrade.covers(dep.repo_id.as_str()) {
+            return None;
+        }
+        self.previous_entry(dep)
+    }
+
+    /// The previous variant-hash entry of `dep`, unless an upgrade covers it.
+    fn previous_hashed(&self, dep: &Dependency) -> Option<&KernelHashLock> {
+        if self.options.upgrade.covers(dep.repo_id.as_str()) {
+            return None;
+        }
+        self.previous_entry(dep)
+    }
+
+    fn previous_entry(&self, dep: &Dependency) -> Option<&KernelHashLock> {
+        match &self.options.previous {
+            Some(Lockfile::VariantHash(locks)) => {
+                let mut found = locks.iter().filter(|l| l.repo_id == dep.repo_id.as_str());
+                match (found.next(), found.next()) {
+                    (Some(lock), None) => Some(lock),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Keeps the previous entry of `dep` when it is still satisfied, else
+    /// resolves it.
+    async fn sticky_hashed(
+        &self,
+        resolver: &Resolver,
+        dep: &Dependency,
+    ) -> Result<Hashed, LockError> {
+        let mut old_label = None;
+        if let Some(previous) = self.previous_for_label(dep) {
+            // Upgraded anyway: only name what the old commit was.
+            old_label = label_at(
+                self.client,
+                resolver.repo_type(),
+                &dep.repo_id,
+                &previous.sha,
+            )
+            .await;
+        } else if let Some(previous) = self.previous_hashed(dep) {
+            let verdict = keep_hashed(
+                self.client,
+                resolver.repo_type(),
+                &dep.repo_id,
+                &dep.requirement,
+                &previous.sha,
+            )
+            .await;
+            match verdict {
+                Ok(Verdict::Keep { label }) => {
+                    return Ok(Hashed::Kept {
+                        lock: previous.clone(),
+                        label,
+                    });
+                }
+                Ok(Verdict::Resolve { old_label: label }) => old_label = label,
+                // Resolution reports the repository's problem (or falls back
+                // to the model API).
+                Err(_) => {}
+            }
+        }
+        let (kernel, notes) = self.resolve_hashed(resolver, dep).await?;
+        Ok(Hashed::Resolved(kernel, notes, old_label))
     }
 
     async fn resolve_hashed(
@@ -386,6 +501,7 @@ impl Locker<'_> {
             trust: HashMap::new(),
             locked: Vec::new(),
             warnings: Vec::new(),
+            kept: 0,
         };
         for dep in &manifest.dependencies {
             let version = match &dep.requirement {
@@ -411,8 +527,31 @@ impl Locker<'_> {
             lockfile: Lockfile::KernelLocks(tree.locks),
             locked: tree.locked,
             warnings: tree.warnings,
+            labels: HashMap::new(),
+            previous_labels: HashMap::new(),
+            kept: tree.kept,
         })
     }
+}
+
+/// A tag or branch pointing at `commit` (tags first), for change lines.
+async fn label_at(
+    client: &HubClient,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &str,
+) -> Option<String> {
+    let refs = client.list_refs(repo_type, repo_id).await.ok()?;
+    refs.tags
+        .iter()
+        .filter(|t| crate::lock::requirement::tag_version(&t.name).is_some())
+        .chain(
+            refs.branches
+                .iter()
+                .filter(|b| crate::lock::requirement::branch_version(&b.name).is_some()),
+        )
+        .find(|r| r.target_commit.eq_ignore_ascii_case(commit))
+        .map(|r| r.name.clone())
 }
 
 fn check_errors(mut errors: Vec<LockError>, manifest: &Manifest) -> Result<(), LockError> {
@@ -435,6 +574,8 @@ struct Tree<'a, 'b> {
     trust: HashMap<String, bool>,
     locked: Vec<String>,
     warnings: Vec<String>,
+    /// Entries kept from the previous lock.
+    kept: usize,
 }
 
 /// The parts of a variant's `metadata.json` that locking reads.
@@ -476,32 +617,55 @@ impl Tree<'_, '_> {
             if self.done.contains(&node) {
                 return Ok(());
             }
-            self.check_trust(&repo_id).await?;
             let locker = self.locker;
             let requirement = match &node.version {
                 KernelVersion::Version(n) => Requirement::Branch(*n),
                 KernelVersion::Revision(r) => Requirement::Revision(r.clone()),
             };
             let mut repo_type = locker.profile.repo_type;
+            let previous = match &locker.options.previous {
+                Some(Lockfile::KernelLocks(old))
+                    if !locker.options.upgrade.covers(&node.repo_id) =>
+                {
+                    old.iter()
+                        .find(|(d, _)| **d == node)
+                        .map(|(_, c)| c.as_str().to_owned())
+                }
+                _ => None,
+            };
             let ResolvedCommit {
                 chosen,
                 commit,
                 warnings,
-            } = match locker
-                .resolver(repo_type)
-                .resolve_commit(&repo_id, &requirement)
-                .await
-            {
-                Ok(resolved) => resolved,
-                Err(err) => {
-                    locker
-                        .model_fallback(&repo_id, err, &mut self.warnings)
-                        .await?;
-                    repo_type = RepoType::Model;
-                    locker
-                        .resolver(repo_type)
-                        .resolve_commit(&repo_id, &requirement)
-                        .await?
+            } = if let Some(commit) = previous {
+                // The requirement is recorded and unchanged: keep the commit.
+                self.kept += 1;
+                ResolvedCommit {
+                    chosen: match &node.version {
+                        KernelVersion::Version(n) => format!("v{n}"),
+                        KernelVersion::Revision(r) => r.clone(),
+                    },
+                    commit,
+                    warnings: Vec::new(),
+                }
+            } else {
+                self.check_trust(&repo_id).await?;
+                match locker
+                    .resolver(repo_type)
+                    .resolve_commit(&repo_id, &requirement)
+                    .await
+                {
+                    Ok(resolved) => resolved,
+                    Err(err) => {
+                        locker
+                            .model_fallback(&repo_id, err, &mut self.warnings)
+                            .await?;
+                        repo_type = RepoType::Model;
+                        locker
+                            .resolver(repo_type)
+                            .resolve_commit(&repo_id, &requirement)
+                            .await?
+                    }
                 }
             };
             self.warnings.extend(warnings);

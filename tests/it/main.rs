@@ -14,5 +14,6 @@ mod matrix;
 mod precommit;
 mod profiles;
 mod serve;
+mod sticky;
 mod to_wheel;
 mod verify;

@@ -11,7 +11,9 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, LINK};
 use serde::de::DeserializeOwned;
 
 use kernels_types::RepoId;
-use kernels_types::wire::{GitRefs, OrganizationOverview, RepoInfo, RepoType, TreeEntry};
+use kernels_types::wire::{
+    CommitInfo, GitRefs, OrganizationOverview, RepoInfo, RepoType, TreeEntry,
+};
 
 use crate::error::{ErrorResponse, HubError, Target};
 use crate::retry::RetryPolicy;
@@ -313,6 +315,63 @@ impl HubClient {
             }
         }
         Ok(entries)
+    }
+
+    /// `GET /api/{type}s/{repo_id}/commits/{revision}`, newest first, following
+    /// `Link: <…>; rel="next"` pages until `stop` returns true for an entry
+    /// (that entry is included) or the history ends.
+    pub async fn list_commits_until(
+        &self,
+        repo_type: RepoType,
+        repo_id: &RepoId,
+        revision: &str,
+        mut stop: impl FnMut(&CommitInfo) -> bool,
+    ) -> Result<Vec<CommitInfo>, HubError> {
+        let url = format!(
+            "{}/commits/{}",
+            self.api_url(repo_type, repo_id),
+            quote_revision(revision)
+        );
+        let target = Target::repo(repo_type, repo_id).at(revision);
+        let mut commits = Vec::new();
+        let mut next = Some(url);
+        while let Some(url) = next.take() {
+            let (page, headers): (Vec<CommitInfo>, _) = self.get_json(&url, Some(&target)).await?;
+            for commit in page {
+                let done = stop(&commit);
+                commits.push(commit);
+                if done {
+                    return Ok(commits);
+                }
+            }
+            next = next_link(&headers);
+            if next.as_deref() == Some(url.as_str()) {
+                return Err(HubError::InvalidResponse {
+                    url,
+                    detail: "the `Link` header points at the same page".into(),
+                });
+            }
+        }
+        Ok(commits)
+    }
+
+    /// Whether `commit` is `revision`'s commit or one of its ancestors, from the
+    /// commit history (pages are read only until the commit is found).
+    pub async fn is_ancestor(
+        &self,
+        repo_type: RepoType,
+        repo_id: &RepoId,
+        revision: &str,
+        commit: &str,
+    ) -> Result<bool, HubError> {
+        let history = self
+            .list_commits_until(repo_type, repo_id, revision, |c| {
+                c.id.eq_ignore_ascii_case(commit)
+            })
+            .await?;
+        Ok(history
+            .last()
+            .is_some_and(|c| c.id.eq_ignore_ascii_case(commit)))
     }
 
     /// `GET /api/organizations/{org}/overview`.

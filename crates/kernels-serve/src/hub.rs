@@ -67,6 +67,9 @@ pub(super) async fn route(
                     info(app, repo, kind, Some(&decode_joined(rev)?), &query)
                 }
                 ["refs"] => Ok(refs(app, repo, &query)),
+                ["commits", rev @ ..] if !rev.is_empty() => {
+                    commits(app, repo, &decode_joined(rev)?, parts, &query)
+                }
                 ["tree", rev, path @ ..] => tree(
                     app,
                     repo,
@@ -429,6 +432,66 @@ fn tree(
             // The configured base (`--public-url`, else the listener's own
             // URL), never the request's `Host`: a client must not be able
             // to make the server hand out links to a host of its choosing.
+            app.endpoints.hub,
+            parts.uri.path(),
+            next.finish()
+        );
+        resp.headers_mut().insert(
+            header::LINK,
+            header_value(&format!("<{url}>; rel=\"next\"")),
+        );
+    }
+    Ok(resp)
+}
+
+/// `GET /api/<type>/<rid>/commits/<rev>?p=<page>`: the history of a revision,
+/// newest first, following parent links (`id`, `title`, `message`, `authors`,
+/// `date`); pages of 50 (or the configured page size) with a `Link: <…>;
+/// rel="next"` header while more follow.
+fn commits(
+    app: &App,
+    repo: &Repo,
+    rev: &str,
+    parts: &Parts,
+    query: &[(String, String)],
+) -> Result<Response> {
+    let mut history = Vec::new();
+    let mut next = Some(resolve_rev(app, repo, rev)?);
+    while let Some(i) = next {
+        history.push(i);
+        next = repo.commits[i].parent;
+    }
+    let page_size = app.page_size.unwrap_or(50).max(1);
+    let page: usize = match query.iter().find(|(k, _)| k == "p") {
+        None => 0,
+        Some((_, p)) => p
+            .parse()
+            .map_err(|_| ApiError::bad_request("Invalid page number"))?,
+    };
+    let start = page.saturating_mul(page_size).min(history.len());
+    let end = (start + page_size).min(history.len());
+    let entries: Vec<Value> = history[start..end]
+        .iter()
+        .map(|&i| {
+            let commit = &repo.commits[i];
+            json!({
+                "id": commit.sha,
+                "title": commit.title,
+                "message": "",
+                "authors": [],
+                "date": commit.date,
+            })
+        })
+        .collect();
+    let mut resp = axum::Json(entries).into_response();
+    if end < history.len() {
+        let mut next = url::form_urlencoded::Serializer::new(String::new());
+        for (k, v) in query.iter().filter(|(k, _)| k != "p") {
+            next.append_pair(k, v);
+        }
+        next.append_pair("p", &(page + 1).to_string());
+        let url = format!(
+            "{}{}?{}",
             app.endpoints.hub,
             parts.uri.path(),
             next.finish()

@@ -203,6 +203,9 @@ pub struct Commit {
     pub date: String,
     /// Every file and directory by repo-relative path (the root is not included).
     pub tree: BTreeMap<String, Node>,
+    /// Index of the parent commit: the previous commit unless `commit.toml`
+    /// sets `parent` (a label, or `""` for a root commit of unrelated history).
+    pub parent: Option<usize>,
 }
 
 impl Commit {
@@ -517,6 +520,7 @@ struct RepoToml {
 #[derive(Deserialize, Default)]
 struct CommitToml {
     sha: Option<String>,
+    parent: Option<String>,
     title: Option<String>,
     date: Option<String>,
     lfs: Option<Vec<String>>,
@@ -767,7 +771,26 @@ fn load_repo(
         }
         let files: BTreeMap<String, FileMeta> = digester.describe_all(jobs)?.into_iter().collect();
 
-        let parent = commits.last().map(|c| c.sha.clone()).unwrap_or_default();
+        let parent_index = match meta.parent.as_deref() {
+            None => commits.len().checked_sub(1),
+            Some("") => None,
+            Some(label) => Some(
+                commits
+                    .iter()
+                    .position(|c| c.label == label)
+                    .ok_or_else(|| {
+                        MirrorError::entry(
+                            &commit_toml_path,
+                            "parent",
+                            format!("names `{label}`, which is not an earlier commit"),
+                            "name the label of a commit listed before this one in `commits`, or \"\" for a root commit",
+                        )
+                    })?,
+            ),
+        };
+        let parent = parent_index
+            .map(|i| commits[i].sha.clone())
+            .unwrap_or_default();
         let sha = match meta.sha {
             Some(sha) => sha,
             None => derived_commit_sha(label, &parent, &files),
@@ -799,6 +822,7 @@ fn load_repo(
             title: meta.title.unwrap_or_else(|| format!("Commit {label}")),
             date: meta.date.unwrap_or_else(|| DEFAULT_DATE.to_owned()),
             tree,
+            parent: parent_index,
         });
     }
 

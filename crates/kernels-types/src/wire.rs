@@ -157,3 +157,16 @@ impl RepoType {
         }
     }
 }
+
+/// One entry of `GET /api/{type}s/{repo_id}/commits/{revision}` (newest first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitInfo {
+    /// 40-hex commit id.
+    pub id: String,
+    /// Commit title.
+    #[serde(default)]
+    pub title: String,
+    /// Commit date.
+    #[serde(default)]
+    pub date: String,
+}

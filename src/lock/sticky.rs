@@ -1,0 +1,455 @@
+//! Sticky resolution: which entries of an existing `kernels.lock` are kept, and
+//! what changed between two locks.
+//!
+//! `kernels lock` keeps a locked entry while its requirement is unchanged and
+//! still satisfied, as cargo and uv do; only new, changed or unsatisfied entries
+//! are resolved again (and everything named by `--upgrade` / `--upgrade-package`).
+//!
+//! * `KernelLocks` files (0.17) record the requirement of every entry
+//!   (`version` or `revision`), so an entry is kept exactly when the manifest (or
+//!   a `kernel-depends` entry) asks for the same thing. No request is needed to
+//!   decide; this is cargo's rule for git branches.
+//! * Variant-hash files (≤0.16) record only the commit. Whether the commit is
+//!   still a possible resolution of the current requirement is decided from the
+//!   Hub's refs and the commit history of branches ([`keep_hashed`]); the rule is
+//!   documented in `docs/lockfile.md`.
+//!
+//! [`changes`] compares the old and new locks entry by entry, for the
+//! `Updated …` / `Added …` / `Removed …` lines and their JSON form.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use futures_util::future::join_all;
+use serde::Serialize;
+
+use crate::lock::format::{KernelVersion, Lockfile};
+use crate::lock::requirement::{Requirement, branch_version, select_tag, tag_version};
+use kernels_hub::{HubClient, HubError};
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::{GitRefInfo, RepoType};
+
+/// Which locked entries may move to a newer version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Upgrade {
+    /// Keep every entry that is still satisfied (the default).
+    #[default]
+    None,
+    /// Resolve every entry again (`--upgrade`).
+    All,
+    /// Resolve these repositories again (`--upgrade-package`), keep the rest.
+    Packages(Vec<RepoId>),
+}
+
+impl Upgrade {
+    /// Whether the locked entry of `repo_id` must be resolved again.
+    pub fn covers(&self, repo_id: &str) -> bool {
+        match self {
+            Upgrade::None => false,
+            Upgrade::All => true,
+            Upgrade::Packages(repos) => repos.iter().any(|r| r.as_str() == repo_id),
+        }
+    }
+}
+
+/// The decision for one variant-hash entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The locked commit is still a resolution of the requirement; `label` is the
+    /// ref that proves it (`v1`, `v0.1.1`, the revision).
+    Keep {
+        /// The ref name.
+        label: String,
+    },
+    /// The entry must be resolved again; `old_label` names what the locked
+    /// commit was, when a ref says so.
+    Resolve {
+        /// A ref at (or containing) the locked commit, when one is known.
+        old_label: Option<String>,
+    },
+}
+
+fn is_hex_commit(s: &str) -> bool {
+    (7..=40).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Decides whether the variant-hash entry of `repo_id` locked at `commit` is kept
+/// for `requirement`:
+///
+/// * a version specifier: a `v<version>` tag that satisfies it points at the
+///   commit (a deleted or moved tag no longer proves anything);
+/// * an integer `N`: the commit is the head of branch `vN`, or it is in `vN`'s
+///   history and in the history of no lower version branch `vM` (`M < N`), to
+///   which a shared commit is attributed (so a `v2` that descends from `v1` does
+///   not keep a commit locked from `v1`; a branch force-moved to history without
+///   the commit does not keep it either);
+/// * a revision: the commit itself, the commit a tag of that name points at,
+///   or a commit in the history of the branch of that name.
+pub async fn keep_hashed(
+    client: &HubClient,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    requirement: &Requirement,
+    commit: &str,
+) -> Result<Verdict, HubError> {
+    let same = |c: &str| c.eq_ignore_ascii_case(commit);
+    if let Requirement::Revision(rev) = requirement
+        && is_hex_commit(rev)
+    {
+        let rev = rev.to_ascii_lowercase();
+        return Ok(if commit.to_ascii_lowercase().starts_with(&rev) {
+            Verdict::Keep { label: rev }
+        } else {
+            Verdict::Resolve { old_label: None }
+        });
+    }
+    let refs = client.list_refs(repo_type, repo_id).await?;
+    let tag_at = |tags: &[GitRefInfo]| {
+        tags.iter()
+            .filter(|t| same(&t.target_commit) && tag_version(&t.name).is_some())
+            .map(|t| t.name.clone())
+            .next_back()
+    };
+    match requirement {
+        Requirement::Pep440(_) | Requirement::Semver(_) => {
+            let at: Vec<GitRefInfo> = refs
+                .tags
+                .iter()
+                .filter(|t| same(&t.target_commit))
+                .cloned()
+                .collect();
+            Ok(match select_tag(requirement, &at) {
+                Ok(selected) => Verdict::Keep {
+                    label: selected.git_ref.name,
+                },
+                Err(_) => Verdict::Resolve {
+                    old_label: tag_at(&refs.tags),
+                },
+            })
+        }
+        Requirement::Branch(n) => {
+            let wanted = i128::from(*n);
+            let version_branches: Vec<&GitRefInfo> = refs
+                .branches
+                .iter()
+                .filter(|b| branch_version(&b.name).is_some())
+                .collect();
+            let Some(branch) = version_branches
+                .iter()
+                .find(|b| branch_version(&b.name) == Some(wanted))
+            else {
+                return Ok(Verdict::Resolve {
+                    old_label: tag_at(&refs.tags),
+                });
+            };
+            if same(&branch.target_commit) {
+                return Ok(Verdict::Keep {
+                    label: branch.name.clone(),
+                });
+            }
+            let contains = |b: &GitRefInfo| {
+                let name = b.name.clone();
+                let head = same(&b.target_commit);
+                async move {
+                    if head {
+                        return Ok(true);
+                    }
+                    client.is_ancestor(repo_type, repo_id, &name, commit).await
+                }
+            };
+            if !contains(branch).await? {
+                let rest: Vec<&&GitRefInfo> = version_branches
+                    .iter()
+                    .filter(|b| branch_version(&b.name) != Some(wanted))
+                    .collect();
+                let others = join_all(rest.iter().map(|b| contains(b))).await;
+                let old_label = rest
+                    .iter()
+                    .zip(others)
+                    .find(|(_, c)| matches!(c, Ok(true)))
+                    .map(|(b, _)| b.name.clone())
+                    .or_else(|| tag_at(&refs.tags));
+                return Ok(Verdict::Resolve { old_label });
+            }
+            // A commit shared with a lower version branch belongs to it: `vN+1`
+            // branches are made from `vN`'s line, not the other way round.
+            let others: Vec<&&GitRefInfo> = version_branches
+                .iter()
+                .filter(|b| branch_version(&b.name).is_some_and(|m| m < wanted))
+                .collect();
+            let found = join_all(others.iter().map(|b| contains(b))).await;
+            for (other, found) in others.iter().zip(found) {
+                if found? {
+                    return Ok(Verdict::Resolve {
+                        old_label: Some(other.name.clone()),
+                    });
+                }
+            }
+            Ok(Verdict::Keep {
+                label: branch.name.clone(),
+            })
+        }
+        Requirement::Revision(rev) => {
+            if let Some(tag) = refs.tags.iter().find(|t| &t.name == rev) {
+                return Ok(if same(&tag.target_commit) {
+                    Verdict::Keep { label: rev.clone() }
+                } else {
+                    Verdict::Resolve {
+                        old_label: tag_at(&refs.tags),
+                    }
+                });
+            }
+            let branch = rev.strip_prefix("refs/heads/").unwrap_or(rev);
+            if let Some(b) = refs.branches.iter().find(|b| b.name == branch)
+                && (same(&b.target_commit)
+                    || client
+                        .is_ancestor(repo_type, repo_id, branch, commit)
+                        .await?)
+            {
+                return Ok(Verdict::Keep { label: rev.clone() });
+            }
+            Ok(Verdict::Resolve {
+                old_label: tag_at(&refs.tags),
+            })
+        }
+    }
+}
+
+/// One difference between the old and the new lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "change", rename_all = "kebab-case")]
+pub enum Change {
+    /// A new entry.
+    Added {
+        /// The repository.
+        repo_id: String,
+        /// The version, branch, tag or revision it was locked from.
+        version: String,
+        /// The locked commit.
+        commit: String,
+    },
+    /// An entry that left the lock.
+    Removed {
+        /// The repository.
+        repo_id: String,
+        /// What it was locked from, when known.
+        version: Option<String>,
+        /// The commit it was locked at.
+        commit: String,
+    },
+    /// An entry locked at another commit or from another version.
+    Updated {
+        /// The repository.
+        repo_id: String,
+        /// What it was locked from, when known.
+        from_version: Option<String>,
+        /// What it is locked from now.
+        to_version: String,
+        /// The old commit.
+        from_commit: String,
+        /// The new commit.
+        to_commit: String,
+    },
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..7).unwrap_or(commit)
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::Added {
+                repo_id,
+                version,
+                commit,
+            } => write!(f, "Added {repo_id} {version} ({})", short(commit)),
+            Change::Removed {
+                repo_id,
+                version,
+                commit,
+            } => match version {
+                Some(version) => write!(f, "Removed {repo_id} {version} ({})", short(commit)),
+                None => write!(f, "Removed {repo_id} ({})", short(commit)),
+            },
+            Change::Updated {
+                repo_id,
+                from_version,
+                to_version,
+                from_commit,
+                to_commit,
+            } => {
+                write!(f, "Updated {repo_id} ")?;
+                match from_version {
+                    Some(from) if from != to_version => write!(f, "{from} -> {to_version}")?,
+                    _ => write!(f, "{to_version}")?,
+                }
+                write!(f, " ({} -> {})", short(from_commit), short(to_commit))
+            }
+        }
+    }
+}
+
+/// One entry of a lock as the change report sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    repo_id: String,
+    version: Option<String>,
+    commit: String,
+    variants: Option<Vec<(String, String)>>,
+}
+
+fn entries(lock: &Lockfile, labels: &HashMap<String, String>) -> Vec<Entry> {
+    match lock {
+        Lockfile::VariantHash(locks) => locks
+            .iter()
+            .map(|l| Entry {
+                repo_id: l.repo_id.clone(),
+                version: labels.get(&l.repo_id).cloned(),
+                commit: l.sha.clone(),
+                variants: Some(
+                    l.variants
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.hash.clone()))
+                        .collect(),
+                ),
+            })
+            .collect(),
+        Lockfile::KernelLocks(locks) => locks
+            .iter()
+            .map(|(dep, commit)| Entry {
+                repo_id: dep.repo_id.clone(),
+                version: Some(match &dep.version {
+                    KernelVersion::Version(n) => format!("v{n}"),
+                    KernelVersion::Revision(r) => r.clone(),
+                }),
+                commit: commit.as_str().to_owned(),
+                variants: None,
+            })
+            .collect(),
+    }
+}
+
+/// The changes from `old` to `new`, in the new lock's order, then removals.
+/// `old_labels` / `new_labels` name the ref each variant-hash entry was locked
+/// from (repo id → label); `KernelLocks` entries carry theirs. A repository with
+/// one entry on each side that differ is `Updated`; other entries are `Added`
+/// or `Removed`.
+pub fn changes(
+    old: Option<&Lockfile>,
+    new: &Lockfile,
+    old_labels: &HashMap<String, String>,
+    new_labels: &HashMap<String, String>,
+) -> Vec<Change> {
+    let old = old.map(|o| entries(o, old_labels)).unwrap_or_default();
+    let new = entries(new, new_labels);
+    let mut out = Vec::new();
+    let count = |list: &[Entry], repo: &str| list.iter().filter(|e| e.repo_id == repo).count();
+    for entry in &new {
+        if old.contains(entry)
+            || old.iter().any(|o| {
+                o.repo_id == entry.repo_id
+                    && o.commit == entry.commit
+                    && o.variants == entry.variants
+                    && (o.version == entry.version || o.version.is_none())
+            })
+        {
+            continue;
+        }
+        let single = count(&old, &entry.repo_id) == 1 && count(&new, &entry.repo_id) == 1;
+        match old.iter().find(|o| o.repo_id == entry.repo_id) {
+            Some(o) if single => out.push(Change::Updated {
+                repo_id: entry.repo_id.clone(),
+                from_version: o.version.clone(),
+                to_version: entry.version.clone().unwrap_or_default(),
+                from_commit: o.commit.clone(),
+                to_commit: entry.commit.clone(),
+            }),
+            _ => out.push(Change::Added {
+                repo_id: entry.repo_id.clone(),
+                version: entry.version.clone().unwrap_or_default(),
+                commit: entry.commit.clone(),
+            }),
+        }
+    }
+    for entry in &old {
+        let in_new = new.iter().any(|n| {
+            n.repo_id == entry.repo_id
+                && (n.version == entry.version
+                    || (count(&old, &entry.repo_id) == 1 && count(&new, &entry.repo_id) == 1))
+        });
+        if !in_new {
+            out.push(Change::Removed {
+                repo_id: entry.repo_id.clone(),
+                version: entry.version.clone(),
+                commit: entry.commit.clone(),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn change_lines_read_like_uv() {
+        let updated = Change::Updated {
+            repo_id: "kernels-community/moe".into(),
+            from_version: Some("v0.1.1".into()),
+            to_version: "v0.1.2".into(),
+            from_commit: "abc1234000".into(),
+            to_commit: "def5678000".into(),
+        };
+        assert_eq!(
+            updated.to_string(),
+            "Updated kernels-community/moe v0.1.1 -> v0.1.2 (abc1234 -> def5678)"
+        );
+        let same = Change::Updated {
+            repo_id: "kernels-community/moe".into(),
+            from_version: Some("v1".into()),
+            to_version: "v1".into(),
+            from_commit: "abc1234000".into(),
+            to_commit: "def5678000".into(),
+        };
+        assert_eq!(
+            same.to_string(),
+            "Updated kernels-community/moe v1 (abc1234 -> def5678)"
+        );
+    }
+
+    #[test]
+    fn kernel_locks_changes_pair_entries_by_repo() {
+        let parse = |text: &str| Lockfile::parse(text, std::path::Path::new("k.lock")).unwrap();
+        let entry = |repo: &str, v: u64, c: char| {
+            format!(
+                r#"{{"dependency": {{"repo-id": "{repo}", "version": {v}}}, "lock": {{"commit": "{}"}}}}"#,
+                c.to_string().repeat(40)
+            )
+        };
+        let old = parse(&format!(
+            "[{}, {}]",
+            entry("a/x", 1, 'a'),
+            entry("b/y", 1, 'b')
+        ));
+        let new = parse(&format!(
+            "[{}, {}]",
+            entry("a/x", 2, 'c'),
+            entry("c/z", 1, 'd')
+        ));
+        let lines: Vec<String> = changes(Some(&old), &new, &HashMap::new(), &HashMap::new())
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "Updated a/x v1 -> v2 (aaaaaaa -> ccccccc)",
+                "Added c/z v1 (ddddddd)",
+                "Removed b/y v1 (bbbbbbb)"
+            ]
+        );
+        assert!(changes(Some(&old), &old, &HashMap::new(), &HashMap::new()).is_empty());
+    }
+}
