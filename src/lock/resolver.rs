@@ -6,7 +6,6 @@
 //! endpoint; then list the commit's files recursively and compute the
 //! `git_lfs_concat` hash of every build variant ([`variant_hashes`]).
 
-use futures_util::StreamExt;
 use indexmap::IndexMap;
 use kernels_types::CommitId;
 
@@ -26,7 +25,6 @@ pub struct Resolver {
     client: HubClient,
     repo_type: RepoType,
     exclude_bytecode: bool,
-    concurrency: usize,
 }
 
 /// A dependency resolved to a commit.
@@ -129,7 +127,6 @@ impl Resolver {
             client,
             repo_type,
             exclude_bytecode: false,
-            concurrency: DEFAULT_CONCURRENCY,
         }
     }
 
@@ -137,25 +134,6 @@ impl Resolver {
     pub fn exclude_bytecode(mut self, exclude: bool) -> Self {
         self.exclude_bytecode = exclude;
         self
-    }
-
-    /// Sets how many dependencies are resolved at once (at least 1).
-    pub fn concurrency(mut self, concurrency: usize) -> Self {
-        self.concurrency = concurrency.max(1);
-        self
-    }
-
-    /// Resolves every dependency, at most `concurrency` at a time. Results come
-    /// back in input order.
-    pub async fn resolve_all(
-        &self,
-        dependencies: &[Dependency],
-    ) -> Vec<Result<ResolvedKernel, ResolveError>> {
-        futures_util::stream::iter(dependencies)
-            .map(|dep| self.resolve(dep))
-            .buffered(self.concurrency)
-            .collect()
-            .await
     }
 
     /// The repository type this resolver queries.

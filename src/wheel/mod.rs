@@ -267,30 +267,22 @@ pub fn build_wheels(
     out_dir: &Path,
     jobs: usize,
 ) -> Vec<Result<PathBuf, WheelError>> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use rayon::prelude::*;
 
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<PathBuf, WheelError>>>> =
-        Mutex::new(wheels.iter().map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, wheels.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(wheel) = wheels.get(i) else { break };
-                    let result = wheel.build(out_dir);
-                    results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .map(|r| r.expect("every index below the length is taken by one worker"))
-        .collect()
+    let build_all = || -> Vec<Result<PathBuf, WheelError>> {
+        wheels
+            .par_iter()
+            .map(|wheel| wheel.build(out_dir))
+            .collect()
+    };
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.clamp(1, wheels.len().max(1)))
+        .build()
+    {
+        Ok(pool) => pool.install(build_all),
+        // No thread could be started: build on this one.
+        Err(_) => wheels.iter().map(|wheel| wheel.build(out_dir)).collect(),
+    }
 }
 
 /// Plans one wheel per variant of `snapshot`.

@@ -103,11 +103,6 @@ pub(crate) fn temp_suffix() -> String {
 }
 
 impl RepoCache {
-    /// The cache root this folder belongs to.
-    pub fn cache_root(&self) -> &Path {
-        &self.root
-    }
-
     /// The folder name, for example `kernels--kernels-community--activation`.
     pub fn folder_name(&self) -> &str {
         &self.folder

@@ -108,11 +108,6 @@ impl HubClient {
         self.offline
     }
 
-    /// The underlying reqwest client (no auth header attached; prefer [`HubClient::get`]).
-    pub fn http(&self) -> &reqwest::Client {
-        &self.http
-    }
-
     /// A GET request to `url` carrying the auth header, for streaming downloads.
     ///
     /// Fails with [`HubError::Offline`] in offline mode. Use

@@ -922,38 +922,11 @@ impl Digester {
         &self,
         jobs: Vec<(String, Content, bool)>,
     ) -> Result<Vec<(String, FileMeta)>, MirrorError> {
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(jobs.len().max(1));
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<std::sync::Mutex<Option<std::io::Result<FileMeta>>>> =
-            jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((_, content, lfs)) = jobs.get(i) else {
-                            break;
-                        };
-                        let described = self.describe(content.clone(), *lfs);
-                        if let Ok(mut slot) = results[i].lock() {
-                            *slot = Some(described);
-                        }
-                    }
-                });
-            }
-        });
-        let mut out = Vec::with_capacity(jobs.len());
-        for ((path, _, _), slot) in jobs.into_iter().zip(results) {
-            let described = slot
-                .into_inner()
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| Err(std::io::Error::other("a hashing worker panicked")))?;
-            out.push((path, described));
-        }
-        Ok(out)
+        use rayon::prelude::*;
+
+        jobs.into_par_iter()
+            .map(|(path, content, lfs)| Ok((path, self.describe(content, lfs)?)))
+            .collect()
     }
 
     fn describe(&self, content: Content, lfs: bool) -> std::io::Result<FileMeta> {
