@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::{GlobalArgs, OutputFormat};
 use crate::lock::conflict;
-use crate::lock::freshness::{CheckReport, check_offline, diff_locks};
+use crate::lock::freshness::{CheckReport, LockOnDisk, check_offline, diff_locks};
 use kernels_cache::HubCache;
 
 use crate::cli::settings::Settings;
@@ -260,12 +260,11 @@ fn plan(
     quiet: bool,
     merged: Option<&conflict::Merged>,
     upgrade: &Upgrade,
+    on_disk: &LockOnDisk,
 ) -> miette::Result<Plan> {
     let manifest = Manifest::read(project_dir)?;
-    let lock_path = project_dir.join(LOCK_FILE_NAME);
-    let old_lock = std::fs::read_to_string(&lock_path)
-        .ok()
-        .and_then(|text| Lockfile::parse(&text, &lock_path).ok());
+    let lock_path = on_disk.path().to_owned();
+    let old_lock = on_disk.lockfile().cloned();
     let old_format = old_lock
         .as_ref()
         .map(|lock| lock.format())
@@ -392,11 +391,17 @@ fn freshness(
         let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
         let cache = HubCache::new(&settings.cache_dir);
         return Ok((
-            check_offline(&manifest, &lock_path, expected, &cache, profile.repo_type),
+            check_offline(
+                &manifest,
+                &LockOnDisk::read(&lock_path),
+                expected,
+                &cache,
+                profile.repo_type,
+            ),
             None,
         ));
     }
-    let old = std::fs::read_to_string(&lock_path).ok();
+    let on_disk = LockOnDisk::read(&lock_path);
     let plan = plan(
         project_dir,
         target_runtime,
@@ -407,8 +412,9 @@ fn freshness(
         true,
         None,
         &Upgrade::None,
+        &on_disk,
     )?;
-    let report = diff_locks(&lock_path, old.as_deref(), &plan.json);
+    let report = diff_locks(&on_disk, &plan.outcome.lockfile, &plan.json);
     Ok((report, Some(plan.changes)))
 }
 
@@ -480,10 +486,9 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
     if global.frozen {
         return Err(Frozen { path: lock_path }.into());
     }
-    let old = std::fs::read(&lock_path).ok();
-    let merged = old
-        .as_deref()
-        .and_then(|bytes| std::str::from_utf8(bytes).ok())
+    let on_disk = LockOnDisk::read(&lock_path);
+    let merged = on_disk
+        .text()
         .and_then(|text| conflict::merge(text, &lock_path));
     let Plan {
         outcome,
@@ -504,6 +509,7 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         quiet,
         merged.as_ref(),
         &upgrade,
+        &on_disk,
     )?;
 
     if !quiet {
@@ -549,7 +555,7 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
             );
         }
     }
-    let unchanged = old.as_deref() == Some(json.as_bytes());
+    let unchanged = on_disk.text() == Some(json.as_str());
     if unchanged {
         if !quiet {
             eprintln!("{} is up to date", lock_path.display());

@@ -16,7 +16,7 @@ use super::GlobalArgs;
 use super::lock::{LockArgs, RepoTypeArg};
 use crate::cli::settings::Settings;
 use crate::lock::format::LOCK_FILE_NAME;
-use crate::lock::freshness::{CheckReport, FindingKind, check_offline};
+use crate::lock::freshness::{CheckReport, FindingKind, LockOnDisk, check_offline};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, Manifest};
 use kernels_cache::HubCache;
 use kernels_types::wire::RepoType;
@@ -65,7 +65,7 @@ pub fn ensure_current(
     let cache = HubCache::new(&settings.cache_dir);
     let report = check_offline(
         &manifest,
-        &lock_path,
+        &LockOnDisk::read(&lock_path),
         None,
         &cache,
         repo_type.unwrap_or(RepoType::Kernel),

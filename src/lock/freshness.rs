@@ -186,16 +186,55 @@ enum LockState {
     Parsed(Lockfile),
 }
 
-fn read_lock(lock_path: &Path) -> LockState {
-    let text = match std::fs::read_to_string(lock_path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return LockState::Missing,
-        Err(err) => return LockState::Malformed(format!("cannot read it: {err}")),
-    };
-    match Lockfile::parse(&text, lock_path) {
+/// A lock file read once per command: its path, its text when readable, and
+/// what the text parsed to. Every check of a command works on this value.
+pub struct LockOnDisk {
+    path: PathBuf,
+    text: Option<String>,
+    state: LockState,
+}
+
+impl LockOnDisk {
+    /// Reads and parses the file at `path` (a missing, unreadable, conflicted
+    /// or malformed file is a state, not an error).
+    pub fn read(path: &Path) -> LockOnDisk {
+        let text = std::fs::read_to_string(path);
+        let state = match &text {
+            Ok(text) => parse_state(text, path),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => LockState::Missing,
+            Err(err) => LockState::Malformed(format!("cannot read it: {err}")),
+        };
+        LockOnDisk {
+            path: path.to_owned(),
+            text: text.ok(),
+            state,
+        }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's text, when it could be read.
+    pub fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+
+    /// The parsed lock, when the file is a valid lock of either format.
+    pub fn lockfile(&self) -> Option<&Lockfile> {
+        match &self.state {
+            LockState::Parsed(lock) => Some(lock),
+            _ => None,
+        }
+    }
+}
+
+fn parse_state(text: &str, lock_path: &Path) -> LockState {
+    match Lockfile::parse(text, lock_path) {
         Ok(lock) => LockState::Parsed(lock),
         Err(LockfileError::ConflictMarkers { line, .. }) => {
-            let entries = conflict::conflicting_repos(&text);
+            let entries = conflict::conflicting_repos(text);
             let detail = if entries.is_empty() {
                 format!("unresolved merge conflict markers (first at line {line})")
             } else {
@@ -260,17 +299,18 @@ fn format_name(format: LockFormat) -> &'static str {
 /// folders whose `refs/` tell which branches and tags point at a locked commit.
 pub fn check_offline(
     manifest: &Manifest,
-    lock_path: &Path,
+    lock: &LockOnDisk,
     expected_format: Option<LockFormat>,
     cache: &HubCache,
     repo_type: RepoType,
 ) -> CheckReport {
-    let state = read_lock(lock_path);
-    if let Some(report) = file_level(lock_path, CheckMode::Offline, &state) {
-        return report;
-    }
-    let LockState::Parsed(lock) = state else {
-        unreachable!("file_level handles every other state")
+    let lock_path = lock.path();
+    let LockState::Parsed(lock) = &lock.state else {
+        return file_level(lock_path, CheckMode::Offline, &lock.state).unwrap_or(CheckReport {
+            lock_file: lock_path.to_owned(),
+            mode: CheckMode::Offline,
+            findings: Vec::new(),
+        });
     };
     let mut findings = Vec::new();
     if let Some(expected) = expected_format.filter(|f| *f != lock.format()) {
@@ -286,7 +326,7 @@ pub fn check_offline(
     }
     match &lock {
         Lockfile::VariantHash(_) => {
-            check_by_commit(manifest, &lock, lock_path, cache, repo_type, &mut findings)
+            check_by_commit(manifest, lock, lock_path, cache, repo_type, &mut findings)
         }
         Lockfile::KernelLocks(locks) => {
             let mut used = BTreeSet::new();
@@ -585,19 +625,17 @@ fn check_commit(dep: &Dependency, commit: &str, cache: &HubCache, repo_type: Rep
     }
 }
 
-/// Compares the lock on disk (`old`, `None` when missing) with the text a fresh
-/// resolution would write (`new`): one finding per entry, in the new lock's order,
-/// then removed entries. `lock_path` names the file.
-pub fn diff_locks(lock_path: &Path, old: Option<&str>, new: &str) -> CheckReport {
-    let state = match old {
-        None => LockState::Missing,
-        Some(_) => read_lock(lock_path),
-    };
+/// Compares the lock on disk (`old`) with the lock a fresh resolution would
+/// write (`new`, whose serialized text is `new_text`): one finding per entry, in
+/// the new lock's order, then removed entries.
+pub fn diff_locks(old: &LockOnDisk, new: &Lockfile, new_text: &str) -> CheckReport {
+    let lock_path = old.path();
+    let state = &old.state;
     let mut findings = Vec::new();
-    let old_kernels: Vec<LockedKernel> = match &state {
+    let old_kernels: Vec<LockedKernel> = match state {
         LockState::Parsed(lock) => {
-            let new_format = Lockfile::parse(new, lock_path).map(|l| l.format()).ok();
-            if let Some(new_format) = new_format.filter(|f| *f != lock.format()) {
+            let new_format = new.format();
+            if new_format != lock.format() {
                 findings.push(Finding::new(
                     None,
                     FindingKind::Format,
@@ -611,15 +649,13 @@ pub fn diff_locks(lock_path: &Path, old: Option<&str>, new: &str) -> CheckReport
             lock.locked_kernels(lock_path).unwrap_or_default()
         }
         _ => {
-            if let Some(report) = file_level(lock_path, CheckMode::Online, &state) {
+            if let Some(report) = file_level(lock_path, CheckMode::Online, state) {
                 findings.extend(report.findings);
             }
             Vec::new()
         }
     };
-    let new_kernels = Lockfile::parse(new, lock_path)
-        .and_then(|l| l.locked_kernels(lock_path))
-        .unwrap_or_default();
+    let new_kernels = new.locked_kernels(lock_path).unwrap_or_default();
     let had_file = matches!(state, LockState::Parsed(_));
     for kernel in &new_kernels {
         let repo = kernel.repo_id.as_str();
@@ -672,7 +708,7 @@ pub fn diff_locks(lock_path: &Path, old: Option<&str>, new: &str) -> CheckReport
             );
         }
     }
-    if old.is_some_and(|o| o != new) && !findings.iter().any(|f| f.kind.is_stale()) {
+    if old.text().is_some_and(|o| o != new_text) && !findings.iter().any(|f| f.kind.is_stale()) {
         findings.push(Finding::new(
             None,
             FindingKind::Changed,
@@ -747,7 +783,7 @@ mod tests {
         }
         check_offline(
             &manifest(manifest_deps),
-            &lock_path,
+            &LockOnDisk::read(&lock_path),
             None,
             &cache,
             RepoType::Kernel,
@@ -843,7 +879,9 @@ mod tests {
         let old = variant_hash_lock(&[("a/x", C1), ("a/gone", C1)]);
         std::fs::write(&path, &old).unwrap();
         let new = variant_hash_lock(&[("a/x", C2), ("a/new", C1)]);
-        let report = diff_locks(&path, Some(&old), &new);
+        let parse = |text: &str| Lockfile::parse(text, &path).unwrap();
+        let on_disk = LockOnDisk::read(&path);
+        let report = diff_locks(&on_disk, &parse(&new), &new);
         assert_eq!(
             kinds(&report),
             [
@@ -852,9 +890,13 @@ mod tests {
                 ("a/gone".into(), FindingKind::Removed),
             ]
         );
-        let same = diff_locks(&path, Some(&old), &old);
+        let same = diff_locks(&on_disk, &parse(&old), &old);
         assert!(!same.is_stale());
-        let missing = diff_locks(&path, None, &new);
+        let missing = diff_locks(
+            &LockOnDisk::read(&dir.path().join("absent.lock")),
+            &parse(&new),
+            &new,
+        );
         assert_eq!(kinds(&missing), [(String::new(), FindingKind::Missing)]);
     }
 }
