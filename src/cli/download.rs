@@ -216,7 +216,15 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?;
     let cache = HubCache::new(&settings.cache_dir);
     if args.dry_run {
-        return print_dry_run(&client, &cache, &kernels, &options, args.format);
+        let warnings = Progress::new(
+            if quiet {
+                ProgressMode::Quiet
+            } else {
+                ProgressMode::Lines
+            },
+            false,
+        );
+        return print_dry_run(&client, &cache, &kernels, &options, args.format, &warnings);
     }
     let progress = Progress::new(
         ProgressMode::detect(quiet),
@@ -285,8 +293,9 @@ fn print_dry_run(
     kernels: &[LockedKernel],
     options: &DownloadOptions,
     format: Format,
+    reporter: &Progress,
 ) -> miette::Result<ExitCode> {
-    let results = super::runtime()?.block_on(dry_run(client, cache, kernels, options));
+    let results = super::runtime()?.block_on(dry_run(client, cache, kernels, options, reporter));
     let mut planned = Vec::new();
     let mut failures = Vec::new();
     for result in results {

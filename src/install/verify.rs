@@ -19,7 +19,7 @@ use rayon::prelude::*;
 
 use crate::install::plan::{self, PlannedFile, is_bytecode};
 use crate::lock::format::LockedKernel;
-use crate::variant::VariantSelection;
+use crate::variant::{VariantSelection, VariantWarning};
 use kernels_cache::{Digest, DigestKind, HubCache, RepoCache};
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
@@ -155,6 +155,8 @@ pub struct KernelVerification {
     pub variants: BTreeMap<String, Vec<CachedFile>>,
     /// Every difference found; empty when the kernel is complete and verified.
     pub problems: Vec<Problem>,
+    /// What choosing among the cached variants warned about.
+    pub warnings: Vec<VariantWarning>,
 }
 
 impl KernelVerification {
@@ -194,6 +196,7 @@ struct Listing {
     repo: RepoCache,
     variants: BTreeMap<String, Vec<CachedFile>>,
     problems: Vec<Problem>,
+    warnings: Vec<VariantWarning>,
 }
 
 /// Verifies every kernel of `kernels` in `cache` (see the module docs), in
@@ -248,6 +251,7 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         repo,
         variants: BTreeMap::new(),
         problems: Vec::new(),
+        warnings: Vec::new(),
     };
     let Ok(build) = listing.repo.snapshot_path(&kernel.commit, "build") else {
         listing.problems.push(Problem::NotCached {
@@ -266,53 +270,36 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
             return listing;
         }
     };
-    let chosen: Vec<String> = match selection {
-        // A lock with variant hashes names every variant of the commit.
-        VariantSelection::All => match &kernel.variants {
-            Some(hashes) if !hashes.is_empty() => {
-                let mut names: Vec<String> = hashes.keys().cloned().collect();
-                names.sort();
-                for name in names.iter().filter(|n| !cached.contains(*n)) {
-                    listing.problems.push(Problem::MissingVariant {
-                        variant: name.clone(),
-                    });
-                }
-                names.retain(|name| cached.contains(name));
-                names
-            }
-            _ if cached.is_empty() => {
-                listing.problems.push(Problem::NotCached { dir: build });
-                return listing;
-            }
-            _ => cached.iter().cloned().collect(),
-        },
-        VariantSelection::Named(names) => {
-            let mut out: Vec<String> = Vec::new();
-            for name in names {
-                if out.contains(name) {
-                    continue;
-                }
-                if !cached.contains(name) {
-                    listing.problems.push(Problem::MissingVariant {
-                        variant: name.clone(),
-                    });
-                }
-                out.push(name.clone());
-            }
-            out.retain(|name| cached.contains(name));
-            out
+    // A lock with variant hashes names every variant of the commit.
+    let locked_names = match (selection, &kernel.variants) {
+        (VariantSelection::All, Some(hashes)) if !hashes.is_empty() => {
+            let mut names: Vec<String> = hashes.keys().cloned().collect();
+            names.sort();
+            Some(VariantSelection::Named(names))
         }
-        // The environment's choice, made among the cached variants only.
-        _ => match selection.choose(&kernel.repo_id, &kernel.commit, &cached) {
-            Ok(chosen) => chosen,
-            Err(err) => {
-                listing.problems.push(Problem::NoCachedVariant {
-                    reason: err.to_string(),
-                    cached: cached.iter().cloned().collect(),
-                });
-                return listing;
+        _ => None,
+    };
+    let selection = locked_names.as_ref().unwrap_or(selection);
+    if *selection == VariantSelection::All && cached.is_empty() {
+        listing.problems.push(Problem::NotCached { dir: build });
+        return listing;
+    }
+    listing.warnings = selection.warnings(&kernel.repo_id, &kernel.commit, &cached);
+    // The environment's choice is made among the cached variants only.
+    let chosen = match selection.select(&kernel.repo_id, &kernel.commit, &cached) {
+        Ok(choice) => {
+            for variant in choice.missing {
+                listing.problems.push(Problem::MissingVariant { variant });
             }
-        },
+            choice.variants
+        }
+        Err(err) => {
+            listing.problems.push(Problem::NoCachedVariant {
+                reason: err.to_string(),
+                cached: cached.iter().cloned().collect(),
+            });
+            return listing;
+        }
     };
 
     for variant in chosen {
@@ -390,6 +377,7 @@ fn finish_kernel(
         repo,
         mut variants,
         mut problems,
+        warnings,
     } = listing;
     let mut reported = BTreeSet::new();
     for file in variants.values().flatten() {
@@ -472,6 +460,7 @@ fn finish_kernel(
         commit: kernel.commit.clone(),
         variants,
         problems,
+        warnings,
     }
 }
 

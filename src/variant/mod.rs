@@ -30,7 +30,7 @@ use kernels_types::repo_id::RepoId;
 
 pub use environment::{TorchEnv, project_python};
 pub use ranking::{UNIVERSAL, describe_preference};
-pub use selection::{VariantRequest, VariantSelection};
+pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};
 
 /// Errors of variant detection and selection.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
