@@ -451,21 +451,14 @@ pub fn installed_kernels(
     virtual_env: Option<&Path>,
     path_var: Option<&std::ffi::OsStr>,
 ) -> Option<Installed> {
-    if let Some(env) = virtual_env
-        && let Some((version, dist_info)) = kernels_in_prefix(env)
-    {
-        return Some(Installed {
-            version,
-            environment: "VIRTUAL_ENV",
-            dist_info,
-        });
-    }
-    if let Some((version, dist_info)) = kernels_in_prefix(&project_dir.join(".venv")) {
-        return Some(Installed {
-            version,
-            environment: ".venv",
-            dist_info,
-        });
+    for (environment, prefix) in project_environments(project_dir, virtual_env) {
+        if let Some((version, dist_info)) = kernels_in_prefix(&prefix) {
+            return Some(Installed {
+                version,
+                environment,
+                dist_info,
+            });
+        }
     }
     let prefix = python_prefix(path_var?)?;
     let (version, dist_info) = kernels_in_prefix(&prefix)?;
@@ -476,16 +469,38 @@ pub fn installed_kernels(
     })
 }
 
+/// The project's Python environments in the order they are tried, each with
+/// the name commands show for it: `$VIRTUAL_ENV` (`VIRTUAL_ENV`), then
+/// `<project>/.venv` (`.venv`). After them comes [`PATH_PYTHON`] on `PATH`.
+pub fn project_environments(
+    project_dir: &Path,
+    virtual_env: Option<&Path>,
+) -> Vec<(&'static str, PathBuf)> {
+    let mut environments = Vec::with_capacity(2);
+    if let Some(env) = virtual_env {
+        environments.push(("VIRTUAL_ENV", env.to_owned()));
+    }
+    environments.push((".venv", project_dir.join(".venv")));
+    environments
+}
+
+/// The interpreter of an environment prefix: `bin/python`, or
+/// `Scripts\python.exe` on Windows.
+pub fn environment_python(prefix: &Path) -> PathBuf {
+    if cfg!(windows) {
+        prefix.join("Scripts").join("python.exe")
+    } else {
+        prefix.join("bin").join("python")
+    }
+}
+
+/// The Python looked up on `PATH` when the project has no environment.
+pub const PATH_PYTHON: &str = if cfg!(windows) { "python" } else { "python3" };
+
 /// The installation prefix of the first `python3` on `PATH`; see [`installed_kernels`].
 fn python_prefix(path_var: &std::ffi::OsStr) -> Option<PathBuf> {
     let exe = std::env::split_paths(path_var)
-        .map(|dir| {
-            dir.join(if cfg!(windows) {
-                "python.exe"
-            } else {
-                "python3"
-            })
-        })
+        .map(|dir| dir.join(format!("{PATH_PYTHON}{}", std::env::consts::EXE_SUFFIX)))
         .find(|candidate| candidate.is_file())?;
     let bin = exe.parent()?;
     if let Some(prefix) = bin.parent()

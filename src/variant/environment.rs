@@ -7,6 +7,7 @@ use std::process::Command;
 use serde::Deserialize;
 
 use super::VariantError;
+use crate::lock::profile::{PATH_PYTHON, environment_python, project_environments};
 use kernels_types::variant_name::{Backend, MinorVersion, NoarchBackend};
 
 /// The torch build of a Python environment, as far as variant names care.
@@ -79,20 +80,15 @@ struct DetectOutput {
 
 /// The interpreter of the project's environment: `$VIRTUAL_ENV/bin/python`,
 /// else `<project>/.venv/bin/python` (`Scripts\python.exe` on Windows), else
-/// `python3` from `PATH`.
+/// `python3` from `PATH`: the first interpreter that exists among the
+/// environments of [`project_environments`], which the lookup of the installed
+/// `kernels` ([`crate::lock::profile::installed_kernels`]) tries in the same order.
 pub fn project_python(project_dir: &Path, virtual_env: Option<&Path>) -> PathBuf {
-    let in_env = |env: &Path| {
-        if cfg!(windows) {
-            env.join("Scripts").join("python.exe")
-        } else {
-            env.join("bin").join("python")
-        }
-    };
-    virtual_env
-        .map(in_env)
-        .filter(|p| p.exists())
-        .or_else(|| Some(in_env(&project_dir.join(".venv"))).filter(|p| p.exists()))
-        .unwrap_or_else(|| PathBuf::from(if cfg!(windows) { "python" } else { "python3" }))
+    project_environments(project_dir, virtual_env)
+        .into_iter()
+        .map(|(_, prefix)| environment_python(&prefix))
+        .find(|python| python.exists())
+        .unwrap_or_else(|| PathBuf::from(PATH_PYTHON))
 }
 
 /// Leading `major.minor` digits of a version such as `12.6` or `6.3.42131-fa1d`.
