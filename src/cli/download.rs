@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::lock::{RepoTypeArg, choose_profile};
+use super::lock::RepoTypeArg;
+use super::profile::{CACHE_HINT, choose_profile, describe_preference};
 use super::progress::{Progress, ProgressMode, human_bytes};
 use crate::cli::settings::Settings;
 use crate::install::dry_run::DryRunKernel;
@@ -12,7 +13,7 @@ use crate::install::{
 };
 use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
 use crate::lock::manifest::ToolSettings;
-use crate::variant::{VariantRequest, VariantSelection, describe_preference, project_python};
+use crate::variant::{VariantRequest, VariantSelection, project_python};
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::wire::RepoType;
@@ -138,11 +139,8 @@ pub(super) fn read_lock(
         select.repo_type,
         quiet,
     )?;
-    if let Some(hint) = profile
-        .cache_hint()
-        .filter(|_| !quiet && !kernels.is_empty())
-    {
-        eprintln!("note: {hint}");
+    if profile.cache_is_ambiguous() && !quiet && !kernels.is_empty() {
+        eprintln!("note: {CACHE_HINT}");
     }
     let request = if select.all_variants {
         VariantRequest::All

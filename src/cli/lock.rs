@@ -8,10 +8,11 @@ use crate::lock::conflict;
 use crate::lock::freshness::{CheckReport, check_offline, diff_locks, text_diff};
 use kernels_cache::HubCache;
 
+use super::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::format::{LOCK_FILE_NAME, LockFormat, Lockfile};
 use crate::lock::manifest::Manifest;
-use crate::lock::profile::{DetectInputs, Profile, ProfileSource, detect};
+use crate::lock::profile::{Profile, ProfileSource};
 use crate::lock::project::{LockOptions, lock_project};
 use kernels_cache::atomic::write_atomic;
 use kernels_hub::HubClient;
@@ -83,39 +84,6 @@ impl From<RepoTypeArg> for RepoType {
             RepoTypeArg::Model => RepoType::Model,
         }
     }
-}
-
-/// Chooses the profile of a command from its option, the `[tool.kernels]`
-/// settings, the existing lock and the installed `kernels`, applies the
-/// `--repo-type` override and prints the one `Target runtime: …` line.
-pub(crate) fn choose_profile(
-    project_dir: &std::path::Path,
-    option: Option<&str>,
-    manifest_version: Option<(&str, &std::path::Path)>,
-    lock_format: Option<LockFormat>,
-    repo_type: Option<RepoTypeArg>,
-    quiet: bool,
-) -> miette::Result<Profile> {
-    let virtual_env = crate::cli::settings::virtual_env();
-    let path_var = crate::cli::settings::path_var();
-    let mut profile = detect(&DetectInputs {
-        option,
-        manifest: manifest_version,
-        lock_format,
-        project_dir: Some(project_dir),
-        virtual_env: virtual_env.as_deref(),
-        path_var: path_var.as_deref(),
-    })?;
-    if let Some(repo_type) = repo_type {
-        profile = profile.with_repo_type(repo_type.into());
-    }
-    if !quiet {
-        eprintln!("{}", profile.describe());
-        if let Some(warning) = profile.warning() {
-            eprintln!("warning: {warning}");
-        }
-    }
-    Ok(profile)
 }
 
 /// `kernels.lock` is frozen: `kernels lock` may not update it.

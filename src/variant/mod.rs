@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use kernels_types::repo_id::RepoId;
 
 pub use environment::{TorchEnv, project_python};
-pub use ranking::{UNIVERSAL, describe_preference};
+pub use ranking::UNIVERSAL;
 pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};
 
 /// Errors of variant detection and selection.

@@ -10,20 +10,6 @@ use kernels_types::variant_name::{
 /// The legacy variant every torch environment accepts last.
 pub const UNIVERSAL: &str = "torch-universal";
 
-/// How `preference` ranks variants, for status lines.
-pub fn describe_preference(preference: VariantPreference) -> &'static str {
-    match preference {
-        VariantPreference::Exact { noarch: true } => {
-            "exact names [arch, noarch, universal] (kernels ≤0.12)"
-        }
-        VariantPreference::Exact { noarch: false } => {
-            "exact names [arch, universal] (kernels before the noarch back-port)"
-        }
-        VariantPreference::Resolver => "resolver of kernels 0.13–0.14",
-        VariantPreference::ResolverStableAbi => "resolver of kernels 0.15+",
-    }
-}
-
 /// Sort key of an accepted variant in the resolver's order (smaller first).
 type RankKey = (u8, i64, i64, i64);
 
