@@ -369,35 +369,14 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
     )?;
 
     if !quiet {
-        if let Some(merged) = &merged {
-            eprintln!(
-                "{} had merge conflicts in {}; kept the {} entries both sides agree on and resolved the rest again",
-                lock_path.display(),
-                if merged.conflicting.is_empty() {
-                    "no entry".to_owned()
-                } else {
-                    merged.conflicting.join(", ")
-                },
-                kept.len()
-            );
-        }
-        for warning in &outcome.warnings {
-            eprintln!("warning: {warning}");
-        }
-        for line in &outcome.locked {
-            eprintln!("{line}");
-        }
-        if let Some(old_format) = old_format
-            && old_format != profile.lock_format
-            && merged.is_none()
-        {
-            eprintln!(
-                "warning: {} was in the {} format; it is rewritten in the {} format",
-                lock_path.display(),
-                format_name(old_format),
-                format_name(profile.lock_format)
-            );
-        }
+        print_status(
+            &lock_path,
+            merged.as_ref(),
+            &kept,
+            &outcome,
+            old_format,
+            &profile,
+        );
     }
     let unchanged = old.as_deref() == Some(json.as_bytes());
     if unchanged {
@@ -418,35 +397,88 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         }
     }
     if args.format == OutputFormat::Json {
-        let kernels: Vec<serde_json::Value> = outcome
-            .lockfile
-            .locked_kernels(&lock_path)?
-            .iter()
-            .map(|kernel| {
-                serde_json::json!({
-                    "repo_id": kernel.repo_id.to_string(),
-                    "commit": kernel.commit,
-                    "variants": kernel.variants.as_ref().map(|v| v.keys().collect::<Vec<_>>()),
-                })
-            })
-            .collect();
-        let doc = serde_json::json!({
-            "schema": 1,
-            "command": "lock",
-            "lock_file": lock_path.display().to_string(),
-            "format": match profile.lock_format {
-                LockFormat::VariantHash => "variant-hash",
-                LockFormat::KernelLocks => "kernel-locks",
-            },
-            "written": !unchanged,
-            "kernels": kernels,
-            "locked": outcome.locked,
-            "warnings": outcome.warnings,
-            "kept": kept,
-        });
-        println!("{doc}");
+        print_json(&lock_path, &outcome, &profile, !unchanged, &kept)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The status lines of a `kernels lock` that resolved: conflict repair,
+/// warnings, what was locked and a change of lock format.
+fn print_status(
+    lock_path: &Path,
+    merged: Option<&conflict::Merged>,
+    kept: &[String],
+    outcome: &crate::lock::project::LockOutcome,
+    old_format: Option<LockFormat>,
+    profile: &Profile,
+) {
+    if let Some(merged) = merged {
+        eprintln!(
+            "{} had merge conflicts in {}; kept the {} entries both sides agree on and resolved the rest again",
+            lock_path.display(),
+            if merged.conflicting.is_empty() {
+                "no entry".to_owned()
+            } else {
+                merged.conflicting.join(", ")
+            },
+            kept.len()
+        );
+    }
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
+    for line in &outcome.locked {
+        eprintln!("{line}");
+    }
+    if let Some(old_format) = old_format
+        && old_format != profile.lock_format
+        && merged.is_none()
+    {
+        eprintln!(
+            "warning: {} was in the {} format; it is rewritten in the {} format",
+            lock_path.display(),
+            format_name(old_format),
+            format_name(profile.lock_format)
+        );
+    }
+}
+
+/// `--format json`: what was locked, as one document on stdout.
+fn print_json(
+    lock_path: &Path,
+    outcome: &crate::lock::project::LockOutcome,
+    profile: &Profile,
+    written: bool,
+    kept: &[String],
+) -> miette::Result<()> {
+    let kernels: Vec<serde_json::Value> = outcome
+        .lockfile
+        .locked_kernels(lock_path)?
+        .iter()
+        .map(|kernel| {
+            serde_json::json!({
+                "repo_id": kernel.repo_id.to_string(),
+                "commit": kernel.commit,
+                "variants": kernel.variants.as_ref().map(|v| v.keys().collect::<Vec<_>>()),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "schema": 1,
+        "command": "lock",
+        "lock_file": lock_path.display().to_string(),
+        "format": match profile.lock_format {
+            LockFormat::VariantHash => "variant-hash",
+            LockFormat::KernelLocks => "kernel-locks",
+        },
+        "written": written,
+        "kernels": kernels,
+        "locked": outcome.locked,
+        "warnings": outcome.warnings,
+        "kept": kept,
+    });
+    println!("{doc}");
+    Ok(())
 }
 
 fn format_name(format: LockFormat) -> &'static str {

@@ -13,7 +13,7 @@
 //! `HF_HUB_OFFLINE`) uses the same check instead of downloading.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
@@ -243,6 +243,65 @@ pub fn verify_kernels(
         .collect()
 }
 
+/// The variant directories under a cached `build/` directory; `None` when it
+/// cannot be read.
+fn cached_variants(build: &Path) -> Option<BTreeSet<String>> {
+    let entries = std::fs::read_dir(build).ok()?;
+    Some(
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .collect(),
+    )
+}
+
+/// The shared [`VariantSelection::select`] among the `cached` variants, with
+/// its warnings and missing names noted in `listing`; `None` (the problem
+/// noted) when nothing can be chosen. `All` over a lock with variant hashes
+/// means the variants the lock names.
+fn choose_cached(
+    listing: &mut Listing,
+    kernel: &LockedKernel,
+    selection: &VariantSelection,
+    cached: &BTreeSet<String>,
+    build: &Path,
+) -> Option<Vec<String>> {
+    // A lock with variant hashes names every variant of the commit.
+    let locked_names = match (selection, &kernel.variants) {
+        (VariantSelection::All, Some(hashes)) if !hashes.is_empty() => {
+            let mut names: Vec<String> = hashes.keys().cloned().collect();
+            names.sort();
+            Some(VariantSelection::Named(names))
+        }
+        _ => None,
+    };
+    let selection = locked_names.as_ref().unwrap_or(selection);
+    if *selection == VariantSelection::All && cached.is_empty() {
+        listing.problems.push(Problem::NotCached {
+            dir: build.to_owned(),
+        });
+        return None;
+    }
+    listing.warnings = selection.warnings(&kernel.repo_id, &kernel.commit, cached);
+    // The environment's choice is made among the cached variants only.
+    match selection.select(&kernel.repo_id, &kernel.commit, cached) {
+        Ok(choice) => {
+            for variant in choice.missing {
+                listing.problems.push(Problem::MissingVariant { variant });
+            }
+            Some(choice.variants)
+        }
+        Err(err) => {
+            listing.problems.push(Problem::NoCachedVariant {
+                reason: err.to_string(),
+                cached: cached.iter().cloned().collect(),
+            });
+            None
+        }
+    }
+}
+
 /// Lists the snapshot links of the selected variants, noting missing variants,
 /// foreign links and dangling links (which are left out of `variants`' hashing
 /// but kept in the listing so the variant hash shows the gap).
@@ -259,47 +318,12 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         });
         return listing;
     };
-    let cached: BTreeSet<String> = match std::fs::read_dir(&build) {
-        Ok(entries) => entries
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-            .collect(),
-        Err(_) => {
-            listing.problems.push(Problem::NotCached { dir: build });
-            return listing;
-        }
-    };
-    // A lock with variant hashes names every variant of the commit.
-    let locked_names = match (selection, &kernel.variants) {
-        (VariantSelection::All, Some(hashes)) if !hashes.is_empty() => {
-            let mut names: Vec<String> = hashes.keys().cloned().collect();
-            names.sort();
-            Some(VariantSelection::Named(names))
-        }
-        _ => None,
-    };
-    let selection = locked_names.as_ref().unwrap_or(selection);
-    if *selection == VariantSelection::All && cached.is_empty() {
+    let Some(cached) = cached_variants(&build) else {
         listing.problems.push(Problem::NotCached { dir: build });
         return listing;
-    }
-    listing.warnings = selection.warnings(&kernel.repo_id, &kernel.commit, &cached);
-    // The environment's choice is made among the cached variants only.
-    let chosen = match selection.select(&kernel.repo_id, &kernel.commit, &cached) {
-        Ok(choice) => {
-            for variant in choice.missing {
-                listing.problems.push(Problem::MissingVariant { variant });
-            }
-            choice.variants
-        }
-        Err(err) => {
-            listing.problems.push(Problem::NoCachedVariant {
-                reason: err.to_string(),
-                cached: cached.iter().cloned().collect(),
-            });
-            return listing;
-        }
+    };
+    let Some(chosen) = choose_cached(&mut listing, kernel, selection, &cached, &build) else {
+        return listing;
     };
 
     for variant in chosen {
