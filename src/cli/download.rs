@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::lock::{RepoTypeArg, choose_profile};
+use super::lock::RepoTypeArg;
+use super::profile::{CACHE_HINT, choose_profile, describe_preference};
 use super::progress::{Progress, ProgressMode, human_bytes};
 use crate::cli::settings::Settings;
 use crate::install::dry_run::DryRunKernel;
@@ -12,7 +13,7 @@ use crate::install::{
 };
 use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
 use crate::lock::manifest::ToolSettings;
-use crate::variant::{VariantRequest, VariantSelection, describe_preference, project_python};
+use crate::variant::{VariantRequest, VariantSelection, project_python};
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::wire::RepoType;
@@ -138,11 +139,8 @@ pub(super) fn read_lock(
         select.repo_type,
         quiet,
     )?;
-    if let Some(hint) = profile
-        .cache_hint()
-        .filter(|_| !quiet && !kernels.is_empty())
-    {
-        eprintln!("note: {hint}");
+    if profile.cache_is_ambiguous() && !quiet && !kernels.is_empty() {
+        eprintln!("note: {CACHE_HINT}");
     }
     let request = if select.all_variants {
         VariantRequest::All
@@ -216,7 +214,15 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?;
     let cache = HubCache::new(&settings.cache_dir);
     if args.dry_run {
-        return print_dry_run(&client, &cache, &kernels, &options, args.format);
+        let warnings = Progress::new(
+            if quiet {
+                ProgressMode::Quiet
+            } else {
+                ProgressMode::Lines
+            },
+            false,
+        );
+        return print_dry_run(&client, &cache, &kernels, &options, args.format, &warnings);
     }
     let progress = Progress::new(
         ProgressMode::detect(quiet),
@@ -285,8 +291,9 @@ fn print_dry_run(
     kernels: &[LockedKernel],
     options: &DownloadOptions,
     format: Format,
+    reporter: &Progress,
 ) -> miette::Result<ExitCode> {
-    let results = super::runtime()?.block_on(dry_run(client, cache, kernels, options));
+    let results = super::runtime()?.block_on(dry_run(client, cache, kernels, options, reporter));
     let mut planned = Vec::new();
     let mut failures = Vec::new();
     for result in results {

@@ -8,10 +8,11 @@ use crate::lock::conflict;
 use crate::lock::freshness::{CheckReport, LockOnDisk, check_offline, diff_locks};
 use kernels_cache::HubCache;
 
+use super::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::format::{LOCK_FILE_NAME, LockFormat, Lockfile};
 use crate::lock::manifest::Manifest;
-use crate::lock::profile::{DetectInputs, Profile, ProfileSource, detect};
+use crate::lock::profile::{Profile, ProfileSource};
 use crate::lock::project::{LockOptions, lock_project};
 use crate::lock::sticky::{Change, Upgrade, changes};
 use kernels_cache::atomic::write_atomic;
@@ -111,39 +112,6 @@ impl From<RepoTypeArg> for RepoType {
             RepoTypeArg::Model => RepoType::Model,
         }
     }
-}
-
-/// Chooses the profile of a command from its option, the `[tool.kernels]`
-/// settings, the existing lock and the installed `kernels`, applies the
-/// `--repo-type` override and prints the one `Target runtime: …` line.
-pub(crate) fn choose_profile(
-    project_dir: &std::path::Path,
-    option: Option<&str>,
-    manifest_version: Option<(&str, &std::path::Path)>,
-    lock_format: Option<LockFormat>,
-    repo_type: Option<RepoTypeArg>,
-    quiet: bool,
-) -> miette::Result<Profile> {
-    let virtual_env = crate::cli::settings::virtual_env();
-    let path_var = crate::cli::settings::path_var();
-    let mut profile = detect(&DetectInputs {
-        option,
-        manifest: manifest_version,
-        lock_format,
-        project_dir: Some(project_dir),
-        virtual_env: virtual_env.as_deref(),
-        path_var: path_var.as_deref(),
-    })?;
-    if let Some(repo_type) = repo_type {
-        profile = profile.with_repo_type(repo_type.into());
-    }
-    if !quiet {
-        eprintln!("{}", profile.describe());
-        if let Some(warning) = profile.warning() {
-            eprintln!("warning: {warning}");
-        }
-    }
-    Ok(profile)
 }
 
 /// `kernels.lock` is frozen: `kernels lock` may not update it.
@@ -512,48 +480,21 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         &on_disk,
     )?;
 
+    let resolved = Resolved {
+        lock_path: &lock_path,
+        outcome: &outcome,
+        profile: &profile,
+        changes: &changes,
+        kept: &kept,
+    };
     if !quiet {
-        if let Some(merged) = &merged {
-            eprintln!(
-                "{} had merge conflicts in {}; kept the {} entries both sides agree on and resolved the rest again",
-                lock_path.display(),
-                if merged.conflicting.is_empty() {
-                    "no entry".to_owned()
-                } else {
-                    merged.conflicting.join(", ")
-                },
-                kept.len()
-            );
-        }
-        for warning in &outcome.warnings {
-            eprintln!("warning: {warning}");
-        }
-        let count = outcome.lockfile.locked_kernels(&lock_path)?.len();
-        eprintln!(
-            "Resolved {count} kernel{} in {:.2}s",
-            if count == 1 { "" } else { "s" },
-            elapsed.as_secs_f64()
-        );
-        if had_previous {
-            for change in &changes {
-                eprintln!("{change}");
-            }
-        } else {
-            for line in &outcome.locked {
-                eprintln!("{line}");
-            }
-        }
-        if let Some(old_format) = old_format
-            && old_format != profile.lock_format
-            && merged.is_none()
-        {
-            eprintln!(
-                "warning: {} was in the {} format; it is rewritten in the {} format",
-                lock_path.display(),
-                format_name(old_format),
-                format_name(profile.lock_format)
-            );
-        }
+        print_status(
+            &resolved,
+            merged.as_ref(),
+            old_format,
+            had_previous,
+            elapsed,
+        )?;
     }
     let unchanged = on_disk.text() == Some(json.as_str());
     if unchanged {
@@ -578,37 +519,120 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         }
     }
     if args.format == OutputFormat::Json {
-        let kernels: Vec<serde_json::Value> = outcome
-            .lockfile
-            .locked_kernels(&lock_path)?
-            .iter()
-            .map(|kernel| {
-                serde_json::json!({
-                    "repo_id": kernel.repo_id.to_string(),
-                    "commit": kernel.commit,
-                    "variants": kernel.variants.as_ref().map(|v| v.keys().collect::<Vec<_>>()),
-                })
-            })
-            .collect();
-        let doc = serde_json::json!({
-            "schema": 1,
-            "command": "lock",
-            "lock_file": lock_path.display().to_string(),
-            "format": match profile.lock_format {
-                LockFormat::VariantHash => "variant-hash",
-                LockFormat::KernelLocks => "kernel-locks",
-            },
-            "written": !unchanged && !args.dry_run,
-            "dry_run": args.dry_run,
-            "changes": changes,
-            "kernels": kernels,
-            "locked": outcome.locked,
-            "warnings": outcome.warnings,
-            "kept": kept,
-        });
-        println!("{doc}");
+        print_json(&resolved, !unchanged && !args.dry_run, args.dry_run)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What one `kernels lock` run resolved, for its status lines and JSON.
+struct Resolved<'a> {
+    lock_path: &'a Path,
+    outcome: &'a crate::lock::project::LockOutcome,
+    profile: &'a Profile,
+    changes: &'a [Change],
+    kept: &'a [String],
+}
+
+/// The status lines of a `kernels lock` that resolved: conflict repair,
+/// warnings, `Resolved N kernels in …`, what changed (or, without a previous
+/// lock, what was locked) and a change of lock format.
+fn print_status(
+    resolved: &Resolved<'_>,
+    merged: Option<&conflict::Merged>,
+    old_format: Option<LockFormat>,
+    had_previous: bool,
+    elapsed: std::time::Duration,
+) -> miette::Result<()> {
+    let Resolved {
+        lock_path,
+        outcome,
+        profile,
+        changes,
+        kept,
+    } = resolved;
+    if let Some(merged) = merged {
+        eprintln!(
+            "{} had merge conflicts in {}; kept the {} entries both sides agree on and resolved the rest again",
+            lock_path.display(),
+            if merged.conflicting.is_empty() {
+                "no entry".to_owned()
+            } else {
+                merged.conflicting.join(", ")
+            },
+            kept.len()
+        );
+    }
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let count = outcome.lockfile.locked_kernels(lock_path)?.len();
+    eprintln!(
+        "Resolved {count} kernel{} in {:.2}s",
+        if count == 1 { "" } else { "s" },
+        elapsed.as_secs_f64()
+    );
+    if had_previous {
+        for change in *changes {
+            eprintln!("{change}");
+        }
+    } else {
+        for line in &outcome.locked {
+            eprintln!("{line}");
+        }
+    }
+    if let Some(old_format) = old_format
+        && old_format != profile.lock_format
+        && merged.is_none()
+    {
+        eprintln!(
+            "warning: {} was in the {} format; it is rewritten in the {} format",
+            lock_path.display(),
+            format_name(old_format),
+            format_name(profile.lock_format)
+        );
+    }
+    Ok(())
+}
+
+/// `--format json`: what was locked and what changed, as one document on stdout.
+fn print_json(resolved: &Resolved<'_>, written: bool, dry_run: bool) -> miette::Result<()> {
+    let Resolved {
+        lock_path,
+        outcome,
+        profile,
+        changes,
+        kept,
+    } = resolved;
+    let kernels: Vec<serde_json::Value> = outcome
+        .lockfile
+        .locked_kernels(lock_path)?
+        .iter()
+        .map(|kernel| {
+            serde_json::json!({
+                "repo_id": kernel.repo_id.to_string(),
+                "commit": kernel.commit,
+                "variants": kernel.variants.as_ref().map(|v| v.keys().collect::<Vec<_>>()),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "schema": 1,
+        "command": "lock",
+        "lock_file": lock_path.display().to_string(),
+        "format": match profile.lock_format {
+            LockFormat::VariantHash => "variant-hash",
+            LockFormat::KernelLocks => "kernel-locks",
+        },
+        "written": written,
+        "dry_run": dry_run,
+        "changes": changes,
+        "kernels": kernels,
+        "locked": outcome.locked,
+        "warnings": outcome.warnings,
+        "kept": kept,
+    });
+    println!("{doc}");
+    Ok(())
 }
 
 fn format_name(format: LockFormat) -> &'static str {

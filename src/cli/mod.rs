@@ -6,6 +6,7 @@
 
 mod download;
 mod lock;
+mod profile;
 pub mod progress;
 mod reference;
 mod serve;

@@ -5,6 +5,7 @@
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::install::{FileReporter, KernelReport, Reporter, plan};
+use crate::variant::VariantWarning;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +147,10 @@ impl Reporter for Progress {
 
     fn finish(&self) {
         Progress::finish(self);
+    }
+
+    fn warning(&self, warning: &VariantWarning) {
+        self.line(&format!("warning: {warning}"));
     }
 }
 

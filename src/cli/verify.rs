@@ -47,6 +47,11 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
     let mut problems = 0;
     let mut failed = 0;
     let mut needs_lock = false;
+    if !quiet {
+        for warning in checks.iter().flat_map(|check| &check.warnings) {
+            eprintln!("warning: {warning}");
+        }
+    }
     for check in &checks {
         if check.is_ok() {
             if !quiet {

@@ -7,7 +7,10 @@ use crate::install::verify::verify_kernels;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 
-use super::{DownloadError, DownloadOptions, KernelFailure, LockedKernel, plan_kernel};
+use super::{
+    DownloadError, DownloadOptions, KernelFailure, LockedKernel, Reporter, plan_kernel,
+    report_warnings,
+};
 
 /// JSON schema version of `kernels download --dry-run --format json`
 /// (documented in `docs/offline-and-auth.md`).
@@ -47,15 +50,21 @@ pub struct DryRunKernel {
 /// Plans every kernel without downloading content: online, one recursive tree
 /// listing per kernel (the only requests made); offline, the cached snapshot
 /// as [`verify_kernels`] sees it (everything found counts as cached, anything
-/// missing is a failure). Results are in input order.
+/// missing is a failure). Results are in input order; warnings go to
+/// `reporter` (its only event here).
 pub async fn dry_run(
     client: &HubClient,
     cache: &HubCache,
     kernels: &[LockedKernel],
     options: &DownloadOptions,
+    reporter: &dyn Reporter,
 ) -> Vec<Result<DryRunKernel, Box<KernelFailure>>> {
     if client.is_offline() {
-        return verify_kernels(cache, options.repo_type, kernels, &options.selection)
+        let checks = verify_kernels(cache, options.repo_type, kernels, &options.selection);
+        for warning in checks.iter().flat_map(|check| &check.warnings) {
+            reporter.warning(warning);
+        }
+        return checks
             .into_iter()
             .map(|check| {
                 if !check.is_ok() {
@@ -86,7 +95,7 @@ pub async fn dry_run(
             .collect();
     }
     join_all(kernels.iter().map(|kernel| async move {
-        plan_one(client, cache, kernel, options)
+        plan_one(client, cache, kernel, options, reporter)
             .await
             .map_err(|error| {
                 Box::new(KernelFailure {
@@ -104,10 +113,12 @@ async fn plan_one(
     cache: &HubCache,
     kernel: &LockedKernel,
     options: &DownloadOptions,
+    reporter: &dyn Reporter,
 ) -> Result<DryRunKernel, DownloadError> {
     let entries = client
         .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
         .await?;
+    report_warnings(kernel, &entries, &options.selection, reporter);
     let plan = plan_kernel(kernel, &entries, &options.selection)?;
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
     let present = |digest: &kernels_types::BlobId| {

@@ -279,6 +279,7 @@ async fn download_kernel(
     let entries = client
         .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
         .await?;
+    report_warnings(kernel, &entries, &options.selection, progress);
     let plan = plan_kernel(kernel, &entries, &options.selection)?;
     tracing::debug!(
         "{label}: {} file(s), {} blob(s) in variant(s) {}",
@@ -367,6 +368,20 @@ async fn download_kernel(
     })
 }
 
+/// Passes what choosing among the listed variants of `kernel` warns about to
+/// `reporter`.
+pub(crate) fn report_warnings(
+    kernel: &LockedKernel,
+    entries: &[kernels_types::wire::TreeEntry],
+    selection: &VariantSelection,
+    reporter: &dyn Reporter,
+) {
+    let available = plan::available_variants(entries);
+    for warning in selection.warnings(&kernel.repo_id, &kernel.commit, &available) {
+        reporter.warning(&warning);
+    }
+}
+
 /// The offline run: every kernel is checked in the cache by
 /// [`verify_kernels`]; a kernel with any problem fails with
 /// [`DownloadError::NotCached`] listing them all.
@@ -401,6 +416,9 @@ async fn verify_offline(
             return summary;
         }
     };
+    for warning in checks.iter().flat_map(|check| &check.warnings) {
+        progress.warning(warning);
+    }
     for check in checks {
         if check.is_ok() {
             let report = KernelReport::from_verification(&check);

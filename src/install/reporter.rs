@@ -3,11 +3,13 @@
 //! as uv's resolver and installer report through their `Reporter` traits.
 
 use super::KernelReport;
+use crate::variant::VariantWarning;
 
 /// Events of one download run, in order: [`Reporter::add_total`] once per
 /// planned kernel, [`Reporter::cached`] and [`Reporter::file`] while blobs are
 /// placed, [`Reporter::kernel_done`] per finished kernel, then
-/// [`Reporter::finish`]. Called from several tasks at once.
+/// [`Reporter::finish`]; [`Reporter::warning`] whenever choosing a kernel's
+/// variants warns. Called from several tasks at once.
 pub trait Reporter: Send + Sync {
     /// `bytes` more are planned (the sizes of every file a kernel needs).
     fn add_total(&self, bytes: u64);
@@ -19,6 +21,8 @@ pub trait Reporter: Send + Sync {
     fn kernel_done(&self, report: &KernelReport);
     /// Every kernel was tried.
     fn finish(&self);
+    /// Choosing a kernel's variants warned (the kernel goes on).
+    fn warning(&self, warning: &VariantWarning);
 }
 
 /// Progress of one file fetch. Dropping it without [`FileReporter::done`] means
@@ -42,6 +46,7 @@ impl Reporter for NoReporter {
     }
     fn kernel_done(&self, _: &KernelReport) {}
     fn finish(&self) {}
+    fn warning(&self, _: &VariantWarning) {}
 }
 
 impl FileReporter for NoReporter {

@@ -13,13 +13,13 @@
 //! `HF_HUB_OFFLINE`) uses the same check instead of downloading.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
 use crate::install::plan;
 use crate::lock::format::LockedKernel;
-use crate::variant::VariantSelection;
+use crate::variant::{VariantSelection, VariantWarning};
 use kernels_cache::{DigestKind, HubCache, RepoCache};
 use kernels_types::Digest;
 use kernels_types::file_set;
@@ -168,6 +168,8 @@ pub struct KernelVerification {
     pub variants: BTreeMap<String, Vec<CachedFile>>,
     /// Every difference found; empty when the kernel is complete and verified.
     pub problems: Vec<Problem>,
+    /// What choosing among the cached variants warned about.
+    pub warnings: Vec<VariantWarning>,
 }
 
 impl KernelVerification {
@@ -207,6 +209,7 @@ struct Listing {
     repo: RepoCache,
     variants: BTreeMap<String, Vec<CachedFile>>,
     problems: Vec<Problem>,
+    warnings: Vec<VariantWarning>,
 }
 
 /// Verifies every kernel of `kernels` in `cache` (see the module docs), in
@@ -254,6 +257,65 @@ pub fn verify_kernels(
         .collect()
 }
 
+/// The variant directories under a cached `build/` directory; `None` when it
+/// cannot be read.
+fn cached_variants(build: &Path) -> Option<BTreeSet<String>> {
+    let entries = std::fs::read_dir(build).ok()?;
+    Some(
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .collect(),
+    )
+}
+
+/// The shared [`VariantSelection::select`] among the `cached` variants, with
+/// its warnings and missing names noted in `listing`; `None` (the problem
+/// noted) when nothing can be chosen. `All` over a lock with variant hashes
+/// means the variants the lock names.
+fn choose_cached(
+    listing: &mut Listing,
+    kernel: &LockedKernel,
+    selection: &VariantSelection,
+    cached: &BTreeSet<String>,
+    build: &Path,
+) -> Option<Vec<String>> {
+    // A lock with variant hashes names every variant of the commit.
+    let locked_names = match (selection, &kernel.variants) {
+        (VariantSelection::All, Some(hashes)) if !hashes.is_empty() => {
+            let mut names: Vec<String> = hashes.keys().cloned().collect();
+            names.sort();
+            Some(VariantSelection::Named(names))
+        }
+        _ => None,
+    };
+    let selection = locked_names.as_ref().unwrap_or(selection);
+    if *selection == VariantSelection::All && cached.is_empty() {
+        listing.problems.push(Problem::NotCached {
+            dir: build.to_owned(),
+        });
+        return None;
+    }
+    listing.warnings = selection.warnings(&kernel.repo_id, &kernel.commit, cached);
+    // The environment's choice is made among the cached variants only.
+    match selection.select(&kernel.repo_id, &kernel.commit, cached) {
+        Ok(choice) => {
+            for variant in choice.missing {
+                listing.problems.push(Problem::MissingVariant { variant });
+            }
+            Some(choice.variants)
+        }
+        Err(err) => {
+            listing.problems.push(Problem::NoCachedVariant {
+                reason: err.to_string(),
+                cached: cached.iter().cloned().collect(),
+            });
+            None
+        }
+    }
+}
+
 /// Lists the snapshot links of the selected variants, noting missing variants,
 /// foreign links and dangling links (which are left out of `variants`' hashing
 /// but kept in the listing so the variant hash shows the gap).
@@ -262,6 +324,7 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         repo,
         variants: BTreeMap::new(),
         problems: Vec::new(),
+        warnings: Vec::new(),
     };
     let Ok(build) = listing.repo.snapshot_path(&kernel.commit, "build") else {
         listing.problems.push(Problem::NotCached {
@@ -269,64 +332,12 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         });
         return listing;
     };
-    let cached: BTreeSet<String> = match std::fs::read_dir(&build) {
-        Ok(entries) => entries
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-            .collect(),
-        Err(_) => {
-            listing.problems.push(Problem::NotCached { dir: build });
-            return listing;
-        }
+    let Some(cached) = cached_variants(&build) else {
+        listing.problems.push(Problem::NotCached { dir: build });
+        return listing;
     };
-    let chosen: Vec<String> = match selection {
-        // A lock with variant hashes names every variant of the commit.
-        VariantSelection::All => match &kernel.variants {
-            Some(hashes) if !hashes.is_empty() => {
-                let mut names: Vec<String> = hashes.keys().cloned().collect();
-                names.sort();
-                for name in names.iter().filter(|n| !cached.contains(*n)) {
-                    listing.problems.push(Problem::MissingVariant {
-                        variant: name.clone(),
-                    });
-                }
-                names.retain(|name| cached.contains(name));
-                names
-            }
-            _ if cached.is_empty() => {
-                listing.problems.push(Problem::NotCached { dir: build });
-                return listing;
-            }
-            _ => cached.iter().cloned().collect(),
-        },
-        VariantSelection::Named(names) => {
-            let mut out: Vec<String> = Vec::new();
-            for name in names {
-                if out.contains(name) {
-                    continue;
-                }
-                if !cached.contains(name) {
-                    listing.problems.push(Problem::MissingVariant {
-                        variant: name.clone(),
-                    });
-                }
-                out.push(name.clone());
-            }
-            out.retain(|name| cached.contains(name));
-            out
-        }
-        // The environment's choice, made among the cached variants only.
-        _ => match selection.choose(&kernel.repo_id, &kernel.commit, &cached) {
-            Ok(chosen) => chosen,
-            Err(err) => {
-                listing.problems.push(Problem::NoCachedVariant {
-                    reason: err.to_string(),
-                    cached: cached.iter().cloned().collect(),
-                });
-                return listing;
-            }
-        },
+    let Some(chosen) = choose_cached(&mut listing, kernel, selection, &cached, &build) else {
+        return listing;
     };
 
     for variant in chosen {
@@ -404,6 +415,7 @@ fn finish_kernel(
         repo,
         mut variants,
         mut problems,
+        warnings,
     } = listing;
     let mut reported = BTreeSet::new();
     for file in variants.values().flatten() {
@@ -465,6 +477,7 @@ fn finish_kernel(
         commit: kernel.commit.clone(),
         variants,
         problems,
+        warnings,
     }
 }
 

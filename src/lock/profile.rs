@@ -247,24 +247,13 @@ impl Profile {
         self
     }
 
-    /// A warning when an installed `kernels` cannot read the lock format in use.
-    pub fn warning(&self) -> Option<String> {
-        let installed = self.ignored_installed.as_ref()?;
-        Some(format!(
-            "kernels {} installed in {} cannot read this lock format; pass `--target-runtime {}` to write for it",
-            installed.version, installed.environment, installed.version
-        ))
-    }
-
-    /// A hint for commands that use the cache (`download`, `verify`) when only a
-    /// variant-hash lock chose the profile: that format is read by runtimes
-    /// 0.1.7–0.16, which disagree on the cache folder (`models--` up to 0.13).
-    pub fn cache_hint(&self) -> Option<&'static str> {
-        (self.source == ProfileSource::LockFile(LockFormat::VariantHash)
-            && !self.repo_type_overridden)
-            .then_some(
-                "a variant-hash kernels.lock does not say which runtime reads it; runtimes up to 0.13 read `models--` cache folders: pass `--target-runtime VERSION` or set `target-runtime` under [tool.kernels] if yours is one of them",
-            )
+    /// Whether commands that use the cache (`download`, `verify`) should hint
+    /// that only a variant-hash lock chose the profile: that format is read by
+    /// runtimes 0.1.7–0.16, which disagree on the cache folder (`models--` up
+    /// to 0.13).
+    pub fn cache_is_ambiguous(&self) -> bool {
+        self.source == ProfileSource::LockFile(LockFormat::VariantHash)
+            && !self.repo_type_overridden
     }
 
     /// The cache folder prefix: `kernels--` or `models--`.
@@ -273,52 +262,6 @@ impl Profile {
             RepoType::Kernel => "kernels--",
             RepoType::Model => "models--",
         }
-    }
-
-    /// The one status line `kernels lock` and `kernels download` print, e.g.
-    /// `Target runtime: kernels 0.10.5 (installed in .venv) — variant-hash lock, model repos, models-- cache`.
-    pub fn describe(&self) -> String {
-        let runtime = match self.runtime {
-            Some(version) => format!("kernels {version}"),
-            None => "unknown".to_owned(),
-        };
-        let why = match &self.source {
-            ProfileSource::Option => "from --target-runtime".to_owned(),
-            ProfileSource::Manifest => {
-                "from `target-runtime` in [tool.kernels] of pyproject.toml".to_owned()
-            }
-            ProfileSource::LockFile(LockFormat::KernelLocks) => {
-                "the existing kernels.lock is in the KernelLocks format".to_owned()
-            }
-            ProfileSource::LockFile(LockFormat::VariantHash) => {
-                "the existing kernels.lock is in the variant-hash format; no matching kernels installed"
-                    .to_owned()
-            }
-            ProfileSource::LockFileAndInstalled(_, installed) => format!(
-                "format of the existing kernels.lock, installed in {}",
-                installed.environment
-            ),
-            ProfileSource::Installed(installed) => {
-                format!("installed in {}", installed.environment)
-            }
-            ProfileSource::Default => {
-                "no --target-runtime, [tool.kernels] target-runtime, kernels.lock or installed kernels found"
-                    .to_owned()
-            }
-        };
-        let format = match self.lock_format {
-            LockFormat::VariantHash => "variant-hash lock",
-            LockFormat::KernelLocks => "KernelLocks lock",
-        };
-        let repos = if self.repo_type_overridden {
-            format!("{} repos (--repo-type)", self.repo_type.as_str())
-        } else {
-            format!("{} repos", self.repo_type.as_str())
-        };
-        format!(
-            "Target runtime: {runtime} ({why}) — {format}, {repos}, {} cache",
-            self.cache_prefix()
-        )
     }
 }
 
@@ -368,7 +311,7 @@ pub enum ProfileError {
     },
 }
 
-/// Inputs of [`detect`], gathered by the command.
+/// Inputs of [`detect`], gathered by the command as values.
 #[derive(Debug, Clone, Default)]
 pub struct DetectInputs<'a> {
     /// `--target-runtime`.
@@ -377,18 +320,27 @@ pub struct DetectInputs<'a> {
     pub manifest: Option<(&'a str, &'a Path)>,
     /// Format of the existing `kernels.lock`, if one was read.
     pub lock_format: Option<LockFormat>,
-    /// The project directory (for `.venv/`).
-    pub project_dir: Option<&'a Path>,
-    /// `VIRTUAL_ENV`.
-    pub virtual_env: Option<&'a Path>,
-    /// `PATH`, searched for `python3`.
-    pub path_var: Option<&'a std::ffi::OsStr>,
+    /// The `kernels` installed in the project's Python environment
+    /// ([`installed_kernels`]).
+    pub installed: Option<Installed>,
+    /// `--repo-type`, which overrides the runtime's repository type.
+    pub repo_type: Option<RepoType>,
 }
 
-/// Chooses the profile; see the module docs for the order.
+/// Chooses the profile; see the module docs for the order. A `repo_type`
+/// input then overrides the chosen repository type.
 ///
 /// Fails only when the option or the manifest key names an unparsable version.
 pub fn detect(inputs: &DetectInputs<'_>) -> Result<Profile, ProfileError> {
+    let profile = runtime_profile(inputs)?;
+    Ok(match inputs.repo_type {
+        Some(repo_type) => profile.with_repo_type(repo_type),
+        None => profile,
+    })
+}
+
+/// The profile of the first input that names a runtime.
+fn runtime_profile(inputs: &DetectInputs<'_>) -> Result<Profile, ProfileError> {
     if let Some(text) = inputs.option {
         return Ok(Profile::for_runtime(
             RuntimeVersion::parse(text)?,
@@ -403,31 +355,27 @@ pub fn detect(inputs: &DetectInputs<'_>) -> Result<Profile, ProfileError> {
             })?;
         return Ok(Profile::for_runtime(version, ProfileSource::Manifest));
     }
-    let installed = inputs
-        .project_dir
-        .and_then(|dir| installed_kernels(dir, inputs.virtual_env, inputs.path_var));
-    match (inputs.lock_format, installed) {
+    Ok(match (inputs.lock_format, inputs.installed.clone()) {
         (Some(format), Some(installed)) => {
             let profile = Profile::for_runtime(installed.version, ProfileSource::Default);
             if profile.lock_format == format {
-                Ok(Profile {
+                Profile {
                     source: ProfileSource::LockFileAndInstalled(format, installed),
                     ..profile
-                })
+                }
             } else {
-                Ok(Profile {
+                Profile {
                     ignored_installed: Some(installed),
                     ..Profile::for_lock_format(format)
-                })
+                }
             }
         }
-        (Some(format), None) => Ok(Profile::for_lock_format(format)),
-        (None, Some(installed)) => Ok(Profile::for_runtime(
-            installed.version,
-            ProfileSource::Installed(installed),
-        )),
-        (None, None) => Ok(Profile::default_profile()),
-    }
+        (Some(format), None) => Profile::for_lock_format(format),
+        (None, Some(installed)) => {
+            Profile::for_runtime(installed.version, ProfileSource::Installed(installed))
+        }
+        (None, None) => Profile::default_profile(),
+    })
 }
 
 /// The `kernels` distribution installed in the project's Python environment,
@@ -451,21 +399,14 @@ pub fn installed_kernels(
     virtual_env: Option<&Path>,
     path_var: Option<&std::ffi::OsStr>,
 ) -> Option<Installed> {
-    if let Some(env) = virtual_env
-        && let Some((version, dist_info)) = kernels_in_prefix(env)
-    {
-        return Some(Installed {
-            version,
-            environment: "VIRTUAL_ENV",
-            dist_info,
-        });
-    }
-    if let Some((version, dist_info)) = kernels_in_prefix(&project_dir.join(".venv")) {
-        return Some(Installed {
-            version,
-            environment: ".venv",
-            dist_info,
-        });
+    for (environment, prefix) in project_environments(project_dir, virtual_env) {
+        if let Some((version, dist_info)) = kernels_in_prefix(&prefix) {
+            return Some(Installed {
+                version,
+                environment,
+                dist_info,
+            });
+        }
     }
     let prefix = python_prefix(path_var?)?;
     let (version, dist_info) = kernels_in_prefix(&prefix)?;
@@ -476,16 +417,38 @@ pub fn installed_kernels(
     })
 }
 
+/// The project's Python environments in the order they are tried, each with
+/// the name commands show for it: `$VIRTUAL_ENV` (`VIRTUAL_ENV`), then
+/// `<project>/.venv` (`.venv`). After them comes [`PATH_PYTHON`] on `PATH`.
+pub fn project_environments(
+    project_dir: &Path,
+    virtual_env: Option<&Path>,
+) -> Vec<(&'static str, PathBuf)> {
+    let mut environments = Vec::with_capacity(2);
+    if let Some(env) = virtual_env {
+        environments.push(("VIRTUAL_ENV", env.to_owned()));
+    }
+    environments.push((".venv", project_dir.join(".venv")));
+    environments
+}
+
+/// The interpreter of an environment prefix: `bin/python`, or
+/// `Scripts\python.exe` on Windows.
+pub fn environment_python(prefix: &Path) -> PathBuf {
+    if cfg!(windows) {
+        prefix.join("Scripts").join("python.exe")
+    } else {
+        prefix.join("bin").join("python")
+    }
+}
+
+/// The Python looked up on `PATH` when the project has no environment.
+pub const PATH_PYTHON: &str = if cfg!(windows) { "python" } else { "python3" };
+
 /// The installation prefix of the first `python3` on `PATH`; see [`installed_kernels`].
 fn python_prefix(path_var: &std::ffi::OsStr) -> Option<PathBuf> {
     let exe = std::env::split_paths(path_var)
-        .map(|dir| {
-            dir.join(if cfg!(windows) {
-                "python.exe"
-            } else {
-                "python3"
-            })
-        })
+        .map(|dir| dir.join(format!("{PATH_PYTHON}{}", std::env::consts::EXE_SUFFIX)))
         .find(|candidate| candidate.is_file())?;
     let bin = exe.parent()?;
     if let Some(prefix) = bin.parent()
@@ -607,10 +570,6 @@ mod tests {
         assert_eq!(new.lock_format, LockFormat::KernelLocks);
         assert!(new.transitive && new.check_trust);
         assert_eq!(new.variant_preference, VariantPreference::ResolverStableAbi);
-        assert_eq!(
-            old.describe(),
-            "Target runtime: kernels 0.10.5 (from --target-runtime) — variant-hash lock, model repos, models-- cache"
-        );
     }
 
     fn fake_env(prefix: &Path, version: &str) {
@@ -633,14 +592,14 @@ mod tests {
         fake_env(&project.join(".venv"), "0.10.5");
         fake_env(&venv, "0.17.2");
         let inputs = DetectInputs {
-            project_dir: Some(&project),
+            installed: installed_kernels(&project, None, None),
             ..Default::default()
         };
         let found = detect(&inputs).unwrap();
         assert_eq!(found.runtime, Some(v("0.10.5")));
-        assert!(found.describe().contains("(installed in .venv)"));
+        assert!(matches!(&found.source, ProfileSource::Installed(i) if i.environment == ".venv"));
         let with_venv = DetectInputs {
-            virtual_env: Some(&venv),
+            installed: installed_kernels(&project, Some(&venv), None),
             ..inputs.clone()
         };
         assert_eq!(detect(&with_venv).unwrap().runtime, Some(v("0.17.2")));
@@ -652,11 +611,10 @@ mod tests {
         let profile = detect(&locked).unwrap();
         assert_eq!(profile.lock_format, LockFormat::VariantHash);
         assert_eq!(profile.runtime, None);
-        assert!(
-            profile
-                .warning()
-                .unwrap()
-                .contains("kernels 0.17.2 installed in VIRTUAL_ENV cannot read this lock format")
+        let ignored = profile.ignored_installed.as_ref().unwrap();
+        assert_eq!(
+            (ignored.version, ignored.environment),
+            (v("0.17.2"), "VIRTUAL_ENV")
         );
         // ... and is refined by an installed version that writes it.
         let refined = DetectInputs {
@@ -664,6 +622,12 @@ mod tests {
             ..inputs.clone()
         };
         assert_eq!(detect(&refined).unwrap().repo_type, RepoType::Model);
+        let overridden = DetectInputs {
+            repo_type: Some(RepoType::Kernel),
+            ..refined.clone()
+        };
+        let overridden = detect(&overridden).unwrap();
+        assert!(overridden.repo_type == RepoType::Kernel && overridden.repo_type_overridden);
         let manifest = DetectInputs {
             manifest: Some(("0.14", Path::new("pyproject.toml"))),
             ..locked.clone()
@@ -675,7 +639,7 @@ mod tests {
         };
         assert_eq!(detect(&option).unwrap().source, ProfileSource::Option);
         let nothing = DetectInputs {
-            project_dir: Some(tmp.path()),
+            installed: installed_kernels(tmp.path(), None, None),
             ..Default::default()
         };
         assert_eq!(detect(&nothing).unwrap(), Profile::default_profile());

@@ -1,0 +1,283 @@
+//! Environment detection: the project's Python interpreter and the torch
+//! build it has, as far as variant names care.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Deserialize;
+
+use super::VariantError;
+use crate::lock::profile::{PATH_PYTHON, environment_python, project_environments};
+use kernels_types::variant_name::{Backend, MinorVersion, NoarchBackend};
+
+/// The torch build of a Python environment, as far as variant names care.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TorchEnv {
+    /// `torch.__version__` major.
+    pub major: u32,
+    /// `torch.__version__` minor.
+    pub minor: u32,
+    /// `torch.version.cuda`, for example `12.6`.
+    pub cuda: Option<String>,
+    /// `torch.version.hip`, for example `6.3.42131-fa1d09cbd`.
+    pub hip: Option<String>,
+    /// `torch.version.xpu`, for example `20250101`.
+    pub xpu: Option<String>,
+    /// `torch.backends.mps.is_available()`.
+    pub mps: bool,
+    /// Whether torch has the AWS Neuron extension (`hasattr(torch, "neuron")`),
+    /// which the reference (0.12.2+) checks before any other backend.
+    #[serde(default)]
+    pub neuron: bool,
+    /// `torch.compiled_with_cxx11_abi()`.
+    pub cxx11_abi: bool,
+    /// `tvm_ffi.__version__` when the `tvm_ffi` module is importable.
+    #[serde(default)]
+    pub tvm_ffi: Option<String>,
+    /// `platform.system()`, for example `Linux`.
+    pub system: String,
+    /// `platform.machine()`, for example `x86_64` or `arm64`.
+    pub machine: String,
+}
+
+/// Prints one JSON object: `{"torch": null, "error": …}` when torch cannot be
+/// imported, else the fields of [`TorchEnv`].
+const DETECT_SNIPPET: &str = r#"
+import json, platform, re, sys
+try:
+    import torch
+except Exception as e:
+    print(json.dumps({"torch": None, "error": "%s: %s" % (type(e).__name__, e)}))
+    sys.exit(0)
+m = re.match(r"(\d+)\.(\d+)", torch.__version__)
+def call(f, default):
+    try:
+        return bool(f())
+    except Exception:
+        return default
+try:
+    import tvm_ffi
+    tvm = str(tvm_ffi.__version__)
+except Exception:
+    tvm = None
+print(json.dumps({"torch": {
+    "major": int(m.group(1)), "minor": int(m.group(2)),
+    "cuda": torch.version.cuda, "hip": torch.version.hip,
+    "xpu": getattr(torch.version, "xpu", None),
+    "mps": call(lambda: torch.backends.mps.is_available(), False),
+    "neuron": hasattr(torch, "neuron"),
+    "cxx11_abi": call(torch.compiled_with_cxx11_abi, True),
+    "tvm_ffi": tvm,
+    "system": platform.system(), "machine": platform.machine()}}))
+"#;
+
+#[derive(Deserialize)]
+struct DetectOutput {
+    torch: Option<TorchEnv>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// The interpreter of the project's environment: `$VIRTUAL_ENV/bin/python`,
+/// else `<project>/.venv/bin/python` (`Scripts\python.exe` on Windows), else
+/// `python3` from `PATH`: the first interpreter that exists among the
+/// environments of [`project_environments`], which the lookup of the installed
+/// `kernels` ([`crate::lock::profile::installed_kernels`]) tries in the same order.
+pub fn project_python(project_dir: &Path, virtual_env: Option<&Path>) -> PathBuf {
+    project_environments(project_dir, virtual_env)
+        .into_iter()
+        .map(|(_, prefix)| environment_python(&prefix))
+        .find(|python| python.exists())
+        .unwrap_or_else(|| PathBuf::from(PATH_PYTHON))
+}
+
+/// Leading `major.minor` digits of a version such as `12.6` or `6.3.42131-fa1d`.
+pub(super) fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split(['.', '-', '+']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    Some((major, minor))
+}
+
+impl TorchEnv {
+    /// Runs `python` with a short snippet that imports torch and reports its
+    /// build. Errors when the interpreter cannot run or torch is not importable.
+    pub fn detect(python: &Path) -> Result<TorchEnv, VariantError> {
+        let failed = |reason: String| VariantError::PythonFailed {
+            python: python.to_owned(),
+            reason,
+        };
+        let output = Command::new(python)
+            .args(["-c", DETECT_SNIPPET])
+            .output()
+            .map_err(|err| failed(err.to_string()))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            return Err(failed(format!(
+                "{}: {}",
+                output.status,
+                stderr.trim().lines().last().unwrap_or("")
+            )));
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let parsed: DetectOutput = stdout
+            .lines()
+            .rev()
+            .find_map(|line| serde_json::from_str(line).ok())
+            .ok_or_else(|| failed(format!("unexpected output {:?}", stdout.trim())))?;
+        parsed.torch.ok_or_else(|| VariantError::NoTorch {
+            python: python.to_owned(),
+            reason: parsed.error.unwrap_or_else(|| "import failed".to_owned()),
+        })
+    }
+
+    /// The compute backend the reference selects for this torch, checked in
+    /// the reference's order: Neuron, CUDA, ROCm, Metal, XPU, else CPU. The
+    /// XPU version is `version[0:4]` `.` `version[5:6]` of `torch.version.xpu`
+    /// (`20250101` → 2025.0), as the reference computes it.
+    pub fn backend(&self) -> Backend {
+        if self.neuron {
+            Backend::Neuron
+        } else if let Some((maj, min)) = self.cuda.as_deref().and_then(major_minor) {
+            Backend::Cuda(MinorVersion::new(maj, min))
+        } else if let Some((maj, min)) = self.hip.as_deref().and_then(major_minor) {
+            Backend::Rocm(MinorVersion::new(maj, min))
+        } else if self.mps {
+            Backend::Metal
+        } else if let Some(xpu) = &self.xpu {
+            let year: String = xpu.chars().take(4).collect();
+            let minor: String = xpu.chars().skip(5).take(1).collect();
+            match (year.parse(), minor.parse()) {
+                (Ok(year), Ok(minor)) => Backend::Xpu(Some(MinorVersion::new(year, minor))),
+                _ => Backend::Xpu(None),
+            }
+        } else {
+            Backend::Cpu
+        }
+    }
+
+    /// The compute part of the arch variant: `cu{MAJ}{MIN}`, `rocm{MAJ}{MIN}`,
+    /// `metal`, `xpu{YYYY}{N}`, `neuron` or `cpu` (see [`TorchEnv::backend`]).
+    pub fn compute(&self) -> String {
+        self.backend().to_string()
+    }
+
+    /// The lower-case OS name (`linux`, `darwin`, `windows`).
+    pub(super) fn os(&self) -> String {
+        self.system.to_lowercase()
+    }
+
+    /// The CPU as written in variant names: macOS `arm64` is `aarch64`,
+    /// Windows `AMD64` is `x86_64`.
+    pub(super) fn cpu(&self) -> String {
+        match (self.os().as_str(), self.machine.as_str()) {
+            ("darwin", "arm64") => "aarch64".to_owned(),
+            ("windows", m) if m.eq_ignore_ascii_case("amd64") => "x86_64".to_owned(),
+            ("windows", m) if m.eq_ignore_ascii_case("arm64") => "aarch64".to_owned(),
+            (_, m) => m.to_owned(),
+        }
+    }
+
+    /// The arch variant name (`variants.md` grammar):
+    /// Linux `torch{MAJ}{MIN}-{cxx11|cxx98}-{compute}-{cpu}-linux`,
+    /// macOS `torch{MAJ}{MIN}-{compute}-{cpu}-darwin` (`arm64` → `aarch64`),
+    /// Windows `torch{MAJ}{MIN}-{compute}-{cpu}-windows` (`AMD64` → `x86_64`).
+    pub fn arch_variant(&self) -> String {
+        let os = self.os();
+        let torch = format!("torch{}{}", self.major, self.minor);
+        let compute = self.compute();
+        let cpu = self.cpu();
+        if os == "darwin" || os == "windows" {
+            format!("{torch}-{compute}-{cpu}-{os}")
+        } else {
+            let abi = if self.cxx11_abi { "cxx11" } else { "cxx98" };
+            format!("{torch}-{abi}-{compute}-{cpu}-{os}")
+        }
+    }
+
+    /// The Python-only variant: `torch-cuda`, `torch-rocm`, `torch-metal`,
+    /// `torch-xpu`, `torch-neuron` or `torch-cpu`.
+    pub fn noarch_variant(&self) -> String {
+        format!("torch-{}", self.noarch_backend())
+    }
+
+    /// The backend name of the environment's noarch variant (`cuda`, …).
+    pub(super) fn noarch_backend(&self) -> &'static str {
+        match self.backend() {
+            Backend::Cann(_) => NoarchBackend::Npu.as_str(),
+            other => other.family(),
+        }
+    }
+
+    /// One line describing the environment, for status output, for example
+    /// `torch 2.7 (cxx11 ABI), CUDA 12.6, x86_64-linux`.
+    pub fn describe(&self) -> String {
+        let mut out = format!("torch {}.{}", self.major, self.minor);
+        if self.os() == "linux" {
+            out.push_str(if self.cxx11_abi {
+                " (cxx11 ABI)"
+            } else {
+                " (cxx98 ABI)"
+            });
+        }
+        let backend = self.backend();
+        out.push_str(", ");
+        match (backend, backend.version()) {
+            (Backend::Cuda(v), _) => out.push_str(&format!("CUDA {v}")),
+            (Backend::Rocm(v), _) => out.push_str(&format!("ROCm {v}")),
+            (Backend::Xpu(_), Some(v)) => out.push_str(&format!("XPU {v}")),
+            (Backend::Cpu, _) => out.push_str("CPU only"),
+            (other, _) => out.push_str(&other.to_string()),
+        }
+        if let Some(tvm) = &self.tvm_ffi {
+            out.push_str(&format!(", tvm-ffi {tvm}"));
+        }
+        out.push_str(&format!(", {}-{}", self.cpu(), self.os()));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TorchEnv;
+    use crate::variant::testing::env;
+
+    #[test]
+    fn arch_variants_follow_the_grammar() {
+        let cuda = env(Some("12.6"), "Linux", "x86_64");
+        assert_eq!(cuda.arch_variant(), "torch27-cxx11-cu126-x86_64-linux");
+        assert_eq!(
+            cuda.preference(true),
+            [
+                "torch27-cxx11-cu126-x86_64-linux",
+                "torch-cuda",
+                "torch-universal"
+            ]
+        );
+        let rocm = TorchEnv {
+            cuda: None,
+            hip: Some("6.3.42131-fa1d09cbd".into()),
+            cxx11_abi: false,
+            ..cuda.clone()
+        };
+        assert_eq!(rocm.arch_variant(), "torch27-cxx98-rocm63-x86_64-linux");
+        assert_eq!(rocm.noarch_variant(), "torch-rocm");
+        let xpu = TorchEnv {
+            cuda: None,
+            xpu: Some("20250301".into()),
+            ..cuda.clone()
+        };
+        assert_eq!(xpu.arch_variant(), "torch27-cxx11-xpu20253-x86_64-linux");
+        let mac = TorchEnv {
+            mps: true,
+            ..env(None, "Darwin", "arm64")
+        };
+        assert_eq!(mac.arch_variant(), "torch27-metal-aarch64-darwin");
+        assert_eq!(mac.noarch_variant(), "torch-metal");
+        let win = env(Some("12.8"), "Windows", "AMD64");
+        assert_eq!(win.arch_variant(), "torch27-cu128-x86_64-windows");
+        let cpu = env(None, "Linux", "aarch64");
+        assert_eq!(cpu.arch_variant(), "torch27-cxx11-cpu-aarch64-linux");
+        assert_eq!(cpu.noarch_variant(), "torch-cpu");
+    }
+}

@@ -1,0 +1,417 @@
+//! Ranking: the order in which each target runtime prefers a kernel's build
+//! variants for a torch environment ([`VariantPreference`]).
+
+use super::environment::{TorchEnv, major_minor};
+use crate::lock::profile::VariantPreference;
+use kernels_types::variant_name::{
+    ArchVariant, Backend, BuildVariant, CxxAbi, Framework, MinorVersion, VariantKind,
+};
+
+/// The legacy variant every torch environment accepts last.
+pub const UNIVERSAL: &str = "torch-universal";
+
+/// Sort key of an accepted variant in the resolver's order (smaller first).
+type RankKey = (u8, i64, i64, i64);
+
+impl TorchEnv {
+    /// The reference ≤0.12 preference order: arch, noarch, universal; without
+    /// `noarch` (releases before the December 2025 back-port) arch, universal.
+    pub fn preference(&self, noarch: bool) -> Vec<String> {
+        let mut order = vec![self.arch_variant()];
+        if noarch {
+            order.push(self.noarch_variant());
+        }
+        order.push(UNIVERSAL.to_owned());
+        order
+    }
+
+    /// The variants the reference resolver (0.13+) accepts for this
+    /// environment, best first. `preference` selects the 0.13–0.14 or the
+    /// 0.15+ rules; [`VariantPreference::Exact`] is treated as 0.15+. Equal ranks
+    /// keep the order of `variants` (the reference leaves them unordered).
+    pub fn resolve<'a>(
+        &self,
+        variants: &'a [BuildVariant],
+        preference: VariantPreference,
+    ) -> Vec<&'a BuildVariant> {
+        let newer = preference != VariantPreference::Resolver;
+        let mut ranked: Vec<(RankKey, &BuildVariant)> = variants
+            .iter()
+            .filter_map(|v| self.rank(v, newer).map(|key| (key, v)))
+            .collect();
+        ranked.sort_by_key(|(key, _)| *key);
+        ranked.into_iter().map(|(_, v)| v).collect()
+    }
+
+    /// The sort key of `variant` if this environment accepts it; `newer`
+    /// selects the 0.15+ rules (stable ABI, tagless before tagged).
+    fn rank(&self, variant: &BuildVariant, newer: bool) -> Option<RankKey> {
+        match variant.kind() {
+            VariantKind::Unknown => None,
+            VariantKind::Universal => Some((3, 0, 0, 1)),
+            VariantKind::Noarch(backend) => {
+                (backend.as_str() == self.noarch_backend()).then_some((3, 0, 0, 0))
+            }
+            VariantKind::Arch(arch) => self.rank_arch(arch, newer),
+        }
+    }
+
+    fn rank_arch(&self, arch: &ArchVariant, newer: bool) -> Option<RankKey> {
+        if arch.cpu.as_str() != self.cpu() || arch.os.as_str() != self.os() {
+            return None;
+        }
+        let torch = MinorVersion::new(self.major, self.minor);
+        let (framework, abi_major, abi_minor) = match arch.framework {
+            Framework::Torch(version) => {
+                if version != torch {
+                    return None;
+                }
+                if let Some(tag) = arch.cxx_abi {
+                    // The environment has no ABI tag off Linux, so tagged
+                    // variants never match there.
+                    let env_tag = if self.cxx11_abi {
+                        CxxAbi::Cxx11
+                    } else {
+                        CxxAbi::Cxx98
+                    };
+                    if self.os() != "linux" || tag != env_tag {
+                        return None;
+                    }
+                }
+                let tagged = i64::from(newer && arch.cxx_abi.is_some());
+                (1, 0, tagged)
+            }
+            Framework::TorchStableAbi(version) => {
+                if !newer || version > torch {
+                    return None;
+                }
+                (0, -i64::from(version.major), -i64::from(version.minor))
+            }
+            Framework::TvmFfi(version) => {
+                let env = self.tvm_ffi.as_deref().and_then(major_minor)?;
+                if version != MinorVersion::new(env.0, env.1) {
+                    return None;
+                }
+                (2, 0, 0)
+            }
+        };
+        let env_backend = self.backend();
+        match (arch.backend, env_backend) {
+            (Backend::Cuda(v), Backend::Cuda(env)) => {
+                if v.major != env.major || v.minor > env.minor {
+                    return None;
+                }
+            }
+            (backend, env) => {
+                if backend.to_string() != env.to_string() {
+                    return None;
+                }
+            }
+        }
+        let backend_minor = arch.backend.version().map_or(0, |v| -i64::from(v.minor));
+        // 0.15+ ranks tvm-ffi level with noarch variants, 0.13 before them.
+        let framework = if framework == 2 && newer {
+            3
+        } else {
+            framework
+        };
+        Some((framework, abi_major, abi_minor, backend_minor))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::variant::VariantSelection;
+    use crate::variant::testing::env;
+    use kernels_types::repo_id::RepoId;
+
+    /// The names `env` accepts among `names` under `preference`, best first.
+    fn ranked(env: &TorchEnv, preference: VariantPreference, names: &[&str]) -> Vec<String> {
+        let variants: Vec<BuildVariant> = names.iter().map(|n| BuildVariant::parse(n)).collect();
+        env.resolve(&variants, preference)
+            .iter()
+            .map(|v| v.name().to_owned())
+            .collect()
+    }
+
+    fn linux(major: u32, minor: u32, cuda: Option<&str>) -> TorchEnv {
+        TorchEnv {
+            major,
+            minor,
+            ..env(cuda, "Linux", "x86_64")
+        }
+    }
+
+    #[test]
+    fn resolver_accepts_older_cuda_minors_of_the_same_major() {
+        let names = [
+            "torch-universal",
+            "torch-cuda",
+            "torch29-cxx11-cu118-x86_64-linux",
+            "torch29-cxx11-cu126-x86_64-linux",
+            "torch29-cxx11-cu128-x86_64-linux",
+            "torch29-cxx11-cu128-aarch64-linux",
+            "torch29-cxx11-cu130-x86_64-linux",
+            "torch28-cxx11-cu128-x86_64-linux",
+            "torch29-metal-aarch64-darwin",
+        ];
+        for preference in [
+            VariantPreference::Resolver,
+            VariantPreference::ResolverStableAbi,
+        ] {
+            // CUDA 12.9: 12.8 and 12.6 qualify (higher minor first); 11.8 and
+            // 13.0 do not, nor other Torch versions, CPUs or systems.
+            assert_eq!(
+                ranked(&linux(2, 9, Some("12.9")), preference, &names),
+                [
+                    "torch29-cxx11-cu128-x86_64-linux",
+                    "torch29-cxx11-cu126-x86_64-linux",
+                    "torch-cuda",
+                    "torch-universal"
+                ]
+            );
+            assert_eq!(
+                ranked(&linux(2, 9, Some("13.0")), preference, &names)[0],
+                "torch29-cxx11-cu130-x86_64-linux"
+            );
+        }
+        // The exact order (≤0.12) has no fallback: CUDA 12.9 gets the noarch build.
+        let id: RepoId = "acme/relu".parse().unwrap();
+        let available: BTreeSet<String> = names.map(String::from).into();
+        let pick = |preference| {
+            VariantSelection::Detected {
+                env: linux(2, 9, Some("12.9")),
+                preference,
+            }
+            .choose(&id, "c", &available)
+            .unwrap()
+        };
+        assert_eq!(
+            pick(VariantPreference::Exact { noarch: true }),
+            ["torch-cuda"]
+        );
+        assert_eq!(
+            pick(VariantPreference::ResolverStableAbi),
+            ["torch29-cxx11-cu128-x86_64-linux"]
+        );
+    }
+
+    #[test]
+    fn resolver_needs_exact_rocm_and_xpu_versions_and_the_cxx_tag() {
+        let names = [
+            "torch-universal",
+            "torch-cuda",
+            "torch-rocm",
+            "torch-xpu",
+            "torch28-cxx11-rocm63-x86_64-linux",
+            "torch28-cxx11-rocm64-x86_64-linux",
+            "torch28-cxx11-xpu20251-x86_64-linux",
+            "torch28-cxx98-cu126-x86_64-linux",
+        ];
+        let rocm = |hip: &str| TorchEnv {
+            hip: Some(hip.to_owned()),
+            ..linux(2, 8, None)
+        };
+        assert_eq!(
+            ranked(
+                &rocm("6.4.43482-0f2d60242"),
+                VariantPreference::ResolverStableAbi,
+                &names
+            ),
+            [
+                "torch28-cxx11-rocm64-x86_64-linux",
+                "torch-rocm",
+                "torch-universal"
+            ]
+        );
+        assert_eq!(
+            ranked(&rocm("6.2.1"), VariantPreference::Resolver, &names),
+            ["torch-rocm", "torch-universal"]
+        );
+        let xpu = |v: &str| TorchEnv {
+            xpu: Some(v.to_owned()),
+            ..linux(2, 8, None)
+        };
+        // `torch.version.xpu` `20250001` is oneAPI 2025.0, `20250101` 2025.1.
+        assert_eq!(
+            ranked(
+                &xpu("20250001"),
+                VariantPreference::ResolverStableAbi,
+                &names
+            ),
+            ["torch-xpu", "torch-universal"]
+        );
+        assert_eq!(
+            ranked(&xpu("20250101"), VariantPreference::Resolver, &names)[0],
+            "torch28-cxx11-xpu20251-x86_64-linux"
+        );
+        // A cxx98 build only suits a torch without the C++11 ABI.
+        let cuda = linux(2, 8, Some("12.6"));
+        assert_eq!(
+            ranked(&cuda, VariantPreference::ResolverStableAbi, &names),
+            ["torch-cuda", "torch-universal"]
+        );
+        let old_abi = TorchEnv {
+            cxx11_abi: false,
+            ..cuda
+        };
+        assert_eq!(
+            ranked(&old_abi, VariantPreference::Resolver, &names)[0],
+            "torch28-cxx98-cu126-x86_64-linux"
+        );
+    }
+
+    #[test]
+    fn stable_abi_and_tagless_variants_from_0_15() {
+        let names = [
+            "torch-cuda",
+            "torch210-cxx11-cu130-x86_64-linux",
+            "torch210-cu126-x86_64-linux",
+            "torch-stable-abi29-cu130-x86_64-linux",
+            "torch-stable-abi29-cu128-x86_64-linux",
+            "torch-stable-abi210-cu128-x86_64-linux",
+            "torch-stable-abi211-cu130-x86_64-linux",
+        ];
+        let env = linux(2, 10, Some("13.0"));
+        // 0.15+: stable ABI up to the torch version first (newest ABI first),
+        // then tagless before cxx-tagged Torch builds, then noarch.
+        assert_eq!(
+            ranked(&env, VariantPreference::ResolverStableAbi, &names),
+            [
+                "torch-stable-abi29-cu130-x86_64-linux",
+                "torch210-cxx11-cu130-x86_64-linux",
+                "torch-cuda"
+            ]
+        );
+        let env = linux(2, 10, Some("12.8"));
+        assert_eq!(
+            ranked(&env, VariantPreference::ResolverStableAbi, &names),
+            [
+                "torch-stable-abi210-cu128-x86_64-linux",
+                "torch-stable-abi29-cu128-x86_64-linux",
+                "torch210-cu126-x86_64-linux",
+                "torch-cuda"
+            ]
+        );
+        // 0.13–0.14 do not know stable-ABI names; tags do not rank.
+        assert_eq!(
+            ranked(&env, VariantPreference::Resolver, &names),
+            ["torch210-cu126-x86_64-linux", "torch-cuda"]
+        );
+        let tags = [
+            "torch210-cxx11-cu128-x86_64-linux",
+            "torch210-cu126-x86_64-linux",
+        ];
+        assert_eq!(
+            ranked(&env, VariantPreference::ResolverStableAbi, &tags),
+            [
+                "torch210-cu126-x86_64-linux",
+                "torch210-cxx11-cu128-x86_64-linux"
+            ]
+        );
+        assert_eq!(
+            ranked(&env, VariantPreference::Resolver, &tags),
+            [
+                "torch210-cxx11-cu128-x86_64-linux",
+                "torch210-cu126-x86_64-linux"
+            ]
+        );
+    }
+
+    #[test]
+    fn tvm_ffi_noarch_universal_and_unknown_names() {
+        let names = [
+            "torch-universal",
+            "torch-cpu",
+            "torch-cuda",
+            "torch-ext",
+            "tvm-ffi01-cu128-x86_64-linux",
+            "tvm-ffi02-cu128-x86_64-linux",
+            "torch27-cxx11-cu128-x86_64-linux",
+        ];
+        let plain = linux(2, 7, Some("12.8"));
+        let with_tvm = TorchEnv {
+            tvm_ffi: Some("0.1.9".to_owned()),
+            ..plain.clone()
+        };
+        for preference in [
+            VariantPreference::Resolver,
+            VariantPreference::ResolverStableAbi,
+        ] {
+            assert_eq!(
+                ranked(&with_tvm, preference, &names),
+                [
+                    "torch27-cxx11-cu128-x86_64-linux",
+                    "tvm-ffi01-cu128-x86_64-linux",
+                    "torch-cuda",
+                    "torch-universal"
+                ]
+            );
+            assert_eq!(
+                ranked(&plain, preference, &names),
+                [
+                    "torch27-cxx11-cu128-x86_64-linux",
+                    "torch-cuda",
+                    "torch-universal"
+                ]
+            );
+        }
+        let cpu = linux(2, 7, None);
+        assert_eq!(
+            ranked(&cpu, VariantPreference::ResolverStableAbi, &names),
+            ["torch-cpu", "torch-universal"]
+        );
+        // `torch-ext` is never chosen, only skipped.
+        let id: RepoId = "acme/relu".parse().unwrap();
+        let available: BTreeSet<String> = ["torch-ext", "torch-universal"].map(String::from).into();
+        let selection = VariantSelection::Detected {
+            env: cpu,
+            preference: VariantPreference::Resolver,
+        };
+        assert_eq!(
+            selection.choose(&id, "c", &available).unwrap(),
+            ["torch-universal"]
+        );
+        let only_junk: BTreeSet<String> = ["torch-ext".to_owned()].into();
+        let err = selection
+            .choose(&id, "c", &only_junk)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("torch 2.7") && err.contains("torch-ext"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn macos_and_windows_in_the_resolver() {
+        let names = [
+            "torch27-cxx11-metal-aarch64-darwin",
+            "torch27-metal-aarch64-darwin",
+            "torch-metal",
+            "torch27-cu128-x86_64-windows",
+        ];
+        let mac = TorchEnv {
+            mps: true,
+            ..env(None, "Darwin", "arm64")
+        };
+        // A cxx-tagged macOS build has an ABI tag the environment lacks.
+        assert_eq!(
+            ranked(&mac, VariantPreference::ResolverStableAbi, &names),
+            ["torch27-metal-aarch64-darwin", "torch-metal"]
+        );
+        let win = env(Some("12.9"), "Windows", "AMD64");
+        assert_eq!(
+            ranked(&win, VariantPreference::Resolver, &names),
+            ["torch27-cu128-x86_64-windows"]
+        );
+        assert_eq!(win.describe(), "torch 2.7, CUDA 12.9, x86_64-windows");
+        assert_eq!(
+            linux(2, 10, Some("12.8")).describe(),
+            "torch 2.10 (cxx11 ABI), CUDA 12.8, x86_64-linux"
+        );
+    }
+}
