@@ -3,7 +3,6 @@
 
 mod auth;
 mod cli;
-mod common;
 mod concurrency;
 #[cfg(unix)]
 mod crash;
@@ -14,5 +13,6 @@ mod matrix;
 mod precommit;
 mod profiles;
 mod serve;
+mod snapshots_cli;
 mod to_wheel;
 mod verify;

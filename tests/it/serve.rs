@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
-use crate::common::{self, Server};
+use kernels_test_support::{self as common, Server};
 
 const C1: &str = "1111111111111111111111111111111111111111";
 
@@ -1026,7 +1026,7 @@ fn control_routes_need_the_hidden_flag() {
 }
 
 fn serve_output(mirror: &Path) -> std::process::Output {
-    std::process::Command::new(common::kernels_bin())
+    common::kernels_scrubbed()
         .arg("serve")
         .arg(mirror)
         .output()
@@ -1074,7 +1074,7 @@ fn malformed_mirrors_name_file_entry_and_fix() {
 fn prints_endpoint_first_and_stops_on_sigterm() {
     use std::io::{BufRead, BufReader};
     let mirror = TestMirror::new();
-    let mut child = std::process::Command::new(common::kernels_bin())
+    let mut child = common::kernels_scrubbed()
         .arg("serve")
         .arg(mirror.path())
         .stdout(std::process::Stdio::piped())
