@@ -490,14 +490,16 @@ fn offline_check_accepts_transitive_entries_of_a_kernel_locks_file() {
 /// exit 1, not a panic (exit 101).
 #[test]
 fn closed_output_pipe_is_not_a_panic() {
-    let mut child = common::kernels_scrubbed()
+    // The read end is closed before the child starts, so its first write fails
+    // (a pipe it could fill before the reader went away made this test racy).
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = common::kernels_scrubbed()
         .arg("generate-cli-reference")
-        .stdout(std::process::Stdio::piped())
+        .stdout(writer)
         .stderr(std::process::Stdio::piped())
-        .spawn()
+        .output()
         .unwrap();
-    drop(child.stdout.take());
-    let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
