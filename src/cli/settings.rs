@@ -13,6 +13,38 @@ pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 /// Retries after a transient failure when `KERNELS_MAX_RETRIES` is unset.
 pub const DEFAULT_MAX_RETRIES: u32 = 5;
 
+/// Every environment variable the CLI reads: [`Settings::from_env`],
+/// [`LockFlags::from_env`], [`virtual_env`], [`color_enabled`], [`path_var`] and
+/// the clap `env = ...` attributes of the command arguments. Test harnesses clear
+/// exactly these for every spawned binary; a unit test below fails when this
+/// module or `cli/` reads a name missing here.
+pub const ENV_VARS: &[&str] = &[
+    "HF_ENDPOINT",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_TOKEN_PATH",
+    "HF_HUB_DISABLE_IMPLICIT_TOKEN",
+    "HOME",
+    "XDG_CACHE_HOME",
+    "HF_HOME",
+    "KERNELS_CACHE",
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "KERNELS_OFFLINE",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_HUB_ETAG_TIMEOUT",
+    "HF_HUB_DOWNLOAD_TIMEOUT",
+    "KERNELS_STALL_TIMEOUT",
+    "KERNELS_MAX_RETRIES",
+    "KERNELS_LOCKED",
+    "KERNELS_FROZEN",
+    "VIRTUAL_ENV",
+    "NO_COLOR",
+    "PATH",
+    "SOURCE_DATE_EPOCH",
+];
+
 /// Settings shared by the network and cache commands.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -178,5 +210,60 @@ impl Settings {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(DEFAULT_MAX_RETRIES),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ENV_VARS;
+
+    /// The quoted names read by `var("X")`, `flag("X")`, `seconds("X", ..)`,
+    /// `var_os("X")` and clap's `env = "X"` in `text`.
+    fn names_read(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for opener in ["var(\"", "flag(\"", "seconds(\"", "var_os(\"", "env = \""] {
+            let mut rest = text;
+            while let Some(i) = rest.find(opener) {
+                rest = &rest[i + opener.len()..];
+                let end = rest.find('"').unwrap_or(0);
+                out.push(rest[..end].to_owned());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn env_vars_lists_every_variable_the_cli_reads() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            // This test's own string literals are not reads.
+            let text = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+            for name in names_read(text) {
+                seen += 1;
+                assert!(
+                    ENV_VARS.contains(&name.as_str()),
+                    "{} reads `{name}`, which is missing from settings::ENV_VARS",
+                    path.display()
+                );
+            }
+        }
+        assert!(
+            seen >= 20,
+            "only {seen} reads found: has the reader changed shape?"
+        );
+    }
+
+    #[test]
+    fn env_vars_has_no_duplicates() {
+        let mut names = ENV_VARS.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ENV_VARS.len());
     }
 }

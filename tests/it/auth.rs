@@ -5,8 +5,8 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::common;
-use crate::download::{GELU_SHA, World, assert_ok, cdn_requests, stderr};
+use kernels_test_support as common;
+use kernels_test_support::{GELU_SHA, World, assert_ok, cdn_requests, stderr};
 
 /// The `Authorization` values the Hub listener received.
 fn hub_auth(log: &[Value]) -> Vec<String> {

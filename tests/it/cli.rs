@@ -1,12 +1,14 @@
 //! The command-line surface: `--help` of every command, `docs/cli.md`, rendered
 //! diagnostics (colour off), `lock --check`, the lock-state flags, conflicted locks
-//! and `--format json`. Snapshots live in `tests/it/snapshots/` (`cargo insta
-//! review`, or `INSTA_UPDATE=always` to rewrite them).
+//! and `--format json`. Snapshots (the shared `snapshot!` macro of
+//! `kernels-test-support`) live in `tests/it/snapshots/` (`cargo insta review`, or
+//! `INSTA_UPDATE=always` to rewrite them).
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{self, Server};
+use kernels_test_support::snapshot::SnapshotText;
+use kernels_test_support::{self as common, Server, snapshot};
 
 /// A `kernels` command run in `dir` against `endpoint` with an empty cache
 /// (`http://127.0.0.1:9` is never listening: any request fails).
@@ -27,48 +29,9 @@ fn project(pyproject: &str, lock: Option<&str>) -> tempfile::TempDir {
     dir
 }
 
-/// Exit code, then stdout and stderr, with the server port masked.
+/// Exit code, then stdout and stderr (unfiltered, for assertion messages).
 fn rendered(output: &Output) -> String {
-    let text = format!(
-        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    mask_port(&text)
-}
-
-/// Replaces `127.0.0.1:<5 digits>` by a placeholder of the same width (ephemeral
-/// ports have 5 digits), so wrapped lines stay identical.
-fn mask_port(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("127.0.0.1:") {
-        let (head, tail) = rest.split_at(i + "127.0.0.1:".len());
-        out.push_str(head);
-        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 5 {
-            out.push_str("PORT_");
-        } else {
-            out.push_str(&tail[..digits]);
-        }
-        rest = &tail[digits..];
-    }
-    out.push_str(rest);
-    mask_request_id(&out)
-}
-
-/// Replaces the serial of `Root=1-<8 hex>` request ids (same width).
-fn mask_request_id(text: &str) -> String {
-    let mut out = text.to_owned();
-    while let Some(i) = out
-        .find("Root=1-")
-        .filter(|i| !out[i + 7..].starts_with("XXXX"))
-    {
-        let end = (i + 15).min(out.len());
-        out.replace_range(i + 7..end, "XXXXXXXX");
-    }
-    out
+    output.snapshot_text()
 }
 
 /// Collapses runs of whitespace (diagnostics wrap at 80 columns).
@@ -116,7 +79,7 @@ fn every_help_is_snapshot_tested() {
         } else {
             format!("help_{}", path.join("_"))
         };
-        insta::assert_snapshot!(name, String::from_utf8_lossy(&output.stdout));
+        snapshot!(name, String::from_utf8_lossy(&output.stdout));
     }
 }
 
@@ -194,7 +157,7 @@ fn manifest_diagnostics() {
             run(kernels_in(dir.path(), NO_HUB, cache.path()).args(["lock", "--color", "never"]));
         assert_eq!(output.status.code(), Some(1), "{name}");
         assert!(!dir.path().join("kernels.lock").exists());
-        insta::assert_snapshot!(name, rendered(&output));
+        snapshot!(name, output);
     }
 }
 
@@ -212,7 +175,7 @@ fn resolution_and_network_diagnostics() {
     let text = rendered(&output);
     assert!(text.contains("closest: 0.2.0") && text.contains("RepoNotFound"));
     assert!(text.contains("request id"));
-    insta::assert_snapshot!("diag_resolution_and_network", text);
+    snapshot!("diag_resolution_and_network", output);
 }
 
 #[test]
@@ -259,7 +222,7 @@ fn lock_check_online_and_offline() {
     assert_eq!(online.status.code(), Some(0), "{}", rendered(&online));
     let offline = check(&["--offline"], NO_HUB);
     assert_eq!(offline.status.code(), Some(0), "{}", rendered(&offline));
-    insta::assert_snapshot!("check_offline_fresh_cold_cache", rendered(&offline));
+    snapshot!("check_offline_fresh_cold_cache", offline);
 
     // A stale commit: online shows the diff; offline cannot know.
     let activation_commit =
@@ -277,7 +240,7 @@ fn lock_check_online_and_offline() {
     .unwrap();
     let stale = check(&[], &server.endpoint);
     assert_eq!(stale.status.code(), Some(1));
-    insta::assert_snapshot!("check_online_stale", rendered(&stale));
+    snapshot!("check_online_stale", stale);
     let json = check(&["--format", "json"], &server.endpoint);
     assert_eq!(json.status.code(), Some(1));
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
@@ -310,7 +273,7 @@ fn lock_check_online_and_offline() {
     .unwrap();
     let offline = check(&["--offline"], NO_HUB);
     assert_eq!(offline.status.code(), Some(1));
-    insta::assert_snapshot!("check_offline_stale", rendered(&offline));
+    snapshot!("check_offline_stale", offline);
     let quiet = check(&["--offline", "-q"], NO_HUB);
     assert_eq!(quiet.status.code(), Some(1));
     assert!(quiet.stderr.is_empty() && quiet.stdout.is_empty());
@@ -347,7 +310,7 @@ fn offline_check_uses_cache_refs() {
         "-v",
     ]));
     assert_eq!(output.status.code(), Some(1), "{}", rendered(&output));
-    insta::assert_snapshot!("check_offline_cache_refs", rendered(&output));
+    snapshot!("check_offline_cache_refs", output);
 }
 
 #[test]
@@ -388,7 +351,7 @@ fn lock_state_flags() {
         "--all-variants",
     ]));
     assert_eq!(download.status.code(), Some(1));
-    insta::assert_snapshot!("download_locked_stale", rendered(&download));
+    snapshot!("download_locked_stale", download);
 
     // KERNELS_FROZEN: `kernels lock` refuses to update; `lock --check` ignores it.
     let frozen = run(kernels_in(dir.path(), &server.endpoint, cache.path())
@@ -444,7 +407,7 @@ fn conflicted_lock_is_reported_and_repaired() {
     let check =
         run(kernels_in(dir.path(), NO_HUB, cache.path()).args(["lock", "--check", "--offline"]));
     assert_eq!(check.status.code(), Some(1));
-    insta::assert_snapshot!("check_conflict", rendered(&check));
+    snapshot!("check_conflict", check);
 
     let repair = run(kernels_in(dir.path(), &server.endpoint, cache.path()).arg("lock"));
     assert!(repair.status.success(), "{}", rendered(&repair));
@@ -527,14 +490,16 @@ fn offline_check_accepts_transitive_entries_of_a_kernel_locks_file() {
 /// exit 1, not a panic (exit 101).
 #[test]
 fn closed_output_pipe_is_not_a_panic() {
-    let mut child = Command::new(common::kernels_bin())
+    // The read end is closed before the child starts, so its first write fails
+    // (a pipe it could fill before the reader went away made this test racy).
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = common::kernels_scrubbed()
         .arg("generate-cli-reference")
-        .stdout(std::process::Stdio::piped())
+        .stdout(writer)
         .stderr(std::process::Stdio::piped())
-        .spawn()
+        .output()
         .unwrap();
-    drop(child.stdout.take());
-    let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");

@@ -3,8 +3,10 @@
 
 use std::process::{Command, Stdio};
 
-use crate::common;
-use crate::download::{GELU_SHA, RELU_SHA, World, assert_layout, gelu_files, relu_files, variants};
+use kernels_test_support as common;
+use kernels_test_support::{
+    GELU_SHA, RELU_SHA, World, assert_layout, gelu_files, relu_files, variants,
+};
 
 fn spawn(mut cmd: Command) -> std::process::Child {
     cmd.stdout(Stdio::piped())

@@ -13,10 +13,10 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use crate::download::{
-    RELU_SHA, World, assert_layout, assert_ok, python_reads_snapshot, relu_files, variants,
+use kernels_test_support::{
+    RELU_SHA, World, assert_cache_verified, assert_layout, assert_ok, python_reads_snapshot,
+    relu_files, variants,
 };
-use crate::faults::assert_cache_verified;
 
 /// Kill trials (the issue asks for at least 30).
 const TRIALS: usize = 30;
@@ -63,7 +63,7 @@ fn sigkill_at_random_points_keeps_the_cache_valid_and_resumable() {
             world.reset();
             // About 1 s for the whole transfer, so kills land mid-body.
             world.fault(json!({"listener": "cdn", "throttle_bps": 400_000}));
-            let mut child = crate::common::kernels(&world.server.endpoint, &world.cache)
+            let mut child = kernels_test_support::kernels(&world.server.endpoint, &world.cache)
                 .arg("download")
                 .arg(&world.project)
                 .arg("--all-variants")

@@ -3,15 +3,14 @@
 //! after a retry, or a clear error) and that the cache holds no unverified byte
 //! afterwards ([`assert_cache_verified`]).
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kernels_types::digest::{git_blob_sha1, sha256};
+use kernels_types::digest::sha256;
 use serde_json::{Value, json};
 
-use crate::download::{
-    GELU_SHA, RELU_SHA, World, assert_layout, assert_ok, cdn_requests, gelu_files, hex, relu_files,
-    resolve_requests, stderr, variants,
+use kernels_test_support::{
+    GELU_SHA, RELU_SHA, World, assert_cache_verified, assert_layout, assert_ok, cdn_requests,
+    gelu_files, hex, relu_files, resolve_requests, stderr, variants,
 };
 
 /// Short timeouts so that faults are detected quickly.
@@ -20,49 +19,6 @@ const FAST: &[(&str, &str)] = &[
     ("HF_HUB_ETAG_TIMEOUT", "2"),
     ("KERNELS_STALL_TIMEOUT", "1"),
 ];
-
-/// Asserts the cache invariants: every file named like a blob under a
-/// `blobs/` folder hashes to its name (sha256 for 64 hex characters, git blob
-/// sha1 for 40), and every snapshot link resolves to such a blob. Partial
-/// `.incomplete` files are allowed (they are not blobs).
-pub(crate) fn assert_cache_verified(cache: &Path) {
-    if !cache.exists() {
-        return;
-    }
-    for entry in walkdir::WalkDir::new(cache) {
-        let entry = entry.unwrap();
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let parent = path
-            .parent()
-            .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().into_owned());
-        if parent.as_deref() == Some("blobs") && entry.file_type().is_file() {
-            if name.ends_with(".incomplete") {
-                continue;
-            }
-            let content = std::fs::read(path).unwrap();
-            let actual = match name.len() {
-                64 => hex(&sha256(&content)),
-                40 => hex(&git_blob_sha1(&content)),
-                _ => panic!("unexpected file in blobs/: {}", path.display()),
-            };
-            assert_eq!(actual, name, "{} does not hash to its name", path.display());
-        }
-        let in_snapshots = path.components().any(|c| c.as_os_str() == "snapshots");
-        if in_snapshots && entry.path_is_symlink() {
-            let target = std::fs::canonicalize(path)
-                .unwrap_or_else(|e| panic!("{} points at a missing blob: {e}", path.display()));
-            assert!(target.is_file(), "{}", path.display());
-            assert_eq!(
-                target.parent().and_then(|p| p.file_name()).unwrap(),
-                "blobs",
-                "{} does not point into blobs/",
-                path.display()
-            );
-        }
-    }
-}
 
 fn gelu_world() -> World {
     let world = World::new();
@@ -105,7 +61,7 @@ fn assert_fails(out: &std::process::Output, needles: &[&str]) -> String {
     err
 }
 
-fn so() -> crate::download::MirrorFile {
+fn so() -> kernels_test_support::MirrorFile {
     gelu_files()[1].clone()
 }
 
@@ -605,7 +561,7 @@ fn disabled_route_or_unreachable_server_is_a_clear_error() {
         std::fs::read(world.project.join("kernels.lock")).unwrap(),
     )
     .unwrap();
-    let out = crate::common::kernels(&closed, &tmp.path().join("cache"))
+    let out = kernels_test_support::kernels(&closed, &tmp.path().join("cache"))
         .arg("download")
         .arg(tmp.path())
         .args(["--variant", "torch-cuda"])

@@ -8,7 +8,7 @@ use std::process::Output;
 
 use kernels::lock::format::{LockedKernel, Lockfile};
 
-use crate::common::{self, Server};
+use kernels_test_support::{self as common, Server};
 
 /// Set to regenerate `fixtures/golden/lock/*` from our own output.
 const BLESS: &str = "KERNELS_BLESS";

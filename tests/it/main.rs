@@ -3,7 +3,6 @@
 
 mod auth;
 mod cli;
-mod common;
 mod concurrency;
 #[cfg(unix)]
 mod crash;
@@ -14,6 +13,7 @@ mod matrix;
 mod precommit;
 mod profiles;
 mod serve;
+mod snapshots_cli;
 mod sticky;
 mod to_wheel;
 mod verify;

@@ -60,7 +60,7 @@ use kernels_types::repo_id::RepoId;
 use kernels_types::variant_name::{Backend, BuildVariant, CxxAbi, Framework, Os};
 use serde_json::Value;
 
-use crate::common::{self, Server};
+use kernels_test_support::{self as common, Server};
 
 /// A reference release in the matrix.
 struct Reference {

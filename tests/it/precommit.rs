@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::common;
+use kernels_test_support as common;
 
 /// A temp git repository with the text-generation-inference fixture project and its
 /// real lock, staged.

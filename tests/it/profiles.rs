@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use kernels::lock::format::{LockFormat, Lockfile};
 
-use crate::common::{self, Server};
+use kernels_test_support::{self as common, Server};
 
 /// A fake Python environment at `prefix` with `kernels` `version` installed
 /// (only its `dist-info/METADATA`).

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
-use crate::common::{self, Server};
+use kernels_test_support::{self as common, Server};
 
 const C1: &str = "1111111111111111111111111111111111111111";
 
@@ -1026,7 +1026,7 @@ fn control_routes_need_the_hidden_flag() {
 }
 
 fn serve_output(mirror: &Path) -> std::process::Output {
-    std::process::Command::new(common::kernels_bin())
+    common::kernels_scrubbed()
         .arg("serve")
         .arg(mirror)
         .output()
@@ -1074,7 +1074,7 @@ fn malformed_mirrors_name_file_entry_and_fix() {
 fn prints_endpoint_first_and_stops_on_sigterm() {
     use std::io::{BufRead, BufReader};
     let mirror = TestMirror::new();
-    let mut child = std::process::Command::new(common::kernels_bin())
+    let mut child = common::kernels_scrubbed()
         .arg("serve")
         .arg(mirror.path())
         .stdout(std::process::Stdio::piped())
@@ -1669,7 +1669,7 @@ fn idle_sockets(endpoint: &str, n: usize) -> Vec<std::net::TcpStream> {
 }
 
 /// Runs a `kernels download` with a deadline; panics with its output on failure.
-fn bounded_download(world: &crate::download::World, secs: u64) {
+fn bounded_download(world: &kernels_test_support::World, secs: u64) {
     let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
     cmd.arg("download")
         .arg(&world.project)
@@ -1690,18 +1690,18 @@ fn bounded_download(world: &crate::download::World, secs: u64) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
-    crate::download::assert_ok(&out);
+    kernels_test_support::assert_ok(&out);
 }
 
-fn download_world(server_args: &[&str]) -> crate::download::World {
-    use crate::download::{RELU_SHA, relu_files, write_repo};
+fn download_world(server_args: &[&str]) -> kernels_test_support::World {
+    use kernels_test_support::{RELU_SHA, relu_files, write_repo};
     let tmp = tempfile::tempdir().unwrap();
     let mirror = tmp.path().join("mirror");
     write_repo(&mirror, "acme/relu", RELU_SHA, &relu_files());
     let server = Server::start_with_args(&mirror, server_args);
     let project = tmp.path().join("project");
     fs_err::create_dir_all(&project).unwrap();
-    let world = crate::download::World {
+    let world = kernels_test_support::World {
         cache: tmp.path().join("cache"),
         _tmp: tmp,
         server,

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::common::{self, Server};
+use kernels_test_support::{self as common, Server};
 
 const VERSIONS_V1: &str = "kernels-test/versions";
 

@@ -12,7 +12,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use crate::common::{Server, kernels, pyref_python, python};
+use kernels_test_support::{Server, kernels, pyref_python, python};
 
 const REPO: &str = "kernels-community/activation";
 /// An endpoint nothing listens on: to-wheel must not need the network here.

@@ -5,25 +5,14 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::common;
-use crate::download::{
+use kernels_test_support as common;
+use kernels_test_support::{
     GELU_SHA, RELU_SHA, World, assert_ok, cdn_requests, gelu_files, relu_files, resolve_requests,
     stderr, variants,
 };
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-impl World {
-    fn verify(&self, args: &[&str]) -> Output {
-        common::kernels(&self.server.endpoint, &self.cache)
-            .arg("verify")
-            .arg(&self.project)
-            .args(args)
-            .output()
-            .unwrap()
-    }
 }
 
 /// Miette wraps long messages (also after a `-`); compare without line

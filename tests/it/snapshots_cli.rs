@@ -1,0 +1,246 @@
+//! What every command prints, through the real binary against `kernels serve`
+//! over the bundled mirror, as reviewed snapshots (the shared `snapshot!` macro:
+//! ports, temporary paths and durations are filtered). A UX change shows up here
+//! as a snapshot diff: review it with `cargo insta review`, or rerun with
+//! `INSTA_UPDATE=always` and read `git diff tests/it/snapshots/`.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use kernels_test_support::{self as common, Server, snapshot};
+
+/// An endpoint nothing listens on.
+const NO_HUB: &str = "http://127.0.0.1:9";
+const PROJECT: &str = "[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n";
+const VARIANT: &str = "torch210-cxx11-cpu-x86_64-linux";
+
+/// A project with [`PROJECT`], its cache and the server.
+struct Setup {
+    server: Server,
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        fs_err::create_dir_all(dir.path().join("project")).unwrap();
+        fs_err::write(dir.path().join("project/pyproject.toml"), PROJECT).unwrap();
+        Setup {
+            server: Server::bundled(),
+            dir,
+        }
+    }
+
+    fn project(&self) -> std::path::PathBuf {
+        self.dir.path().join("project")
+    }
+
+    fn cache(&self) -> std::path::PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    fn cmd(&self, endpoint: &str) -> Command {
+        let mut cmd = common::kernels(endpoint, &self.cache());
+        cmd.current_dir(self.project());
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(&self.server.endpoint).args(args).output().unwrap()
+    }
+
+    fn locked(&self) -> &Self {
+        let out = self.run(&["lock"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self
+    }
+}
+
+fn code(out: &Output) -> Option<i32> {
+    out.status.code()
+}
+
+#[test]
+fn lock_success() {
+    let setup = Setup::new();
+    let out = setup.run(&["lock"]);
+    assert_eq!(code(&out), Some(0));
+    snapshot!("lock_success", out);
+    snapshot!(
+        "lock_success_file",
+        fs_err::read_to_string(setup.project().join("kernels.lock")).unwrap()
+    );
+}
+
+#[test]
+fn lock_check_fresh_and_stale() {
+    let setup = Setup::new();
+    setup.locked();
+    let fresh = setup.run(&["lock", "--check"]);
+    assert_eq!(code(&fresh), Some(0));
+    snapshot!("lock_check_fresh", fresh);
+    fs_err::write(
+        setup.project().join("pyproject.toml"),
+        format!("{PROJECT}\"kernels-community/activation\" = \">=0.0.2\"\n"),
+    )
+    .unwrap();
+    let stale = setup.run(&["lock", "--check"]);
+    assert_eq!(code(&stale), Some(1));
+    snapshot!("lock_check_stale", stale);
+}
+
+#[test]
+fn download_outputs() {
+    let setup = Setup::new();
+    let missing = setup.run(&["download", "--variant", VARIANT]);
+    assert_eq!(code(&missing), Some(1));
+    snapshot!("download_no_lock", missing);
+
+    setup.locked();
+    let dry = setup.run(&["download", "--variant", VARIANT, "--dry-run"]);
+    assert_eq!(code(&dry), Some(0));
+    snapshot!("download_dry_run", dry);
+
+    let cold = setup
+        .cmd(NO_HUB)
+        .args(["download", "--variant", VARIANT, "--offline"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&cold), Some(1));
+    snapshot!("download_offline_cold", cold);
+
+    let ok = setup.run(&["download", "--variant", VARIANT]);
+    assert_eq!(code(&ok), Some(0));
+    snapshot!("download_success", ok);
+
+    let offline = setup
+        .cmd(NO_HUB)
+        .args(["download", "--variant", VARIANT, "--offline"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&offline), Some(0));
+    snapshot!("download_offline_warm", offline);
+}
+
+/// The largest blob of the cache (an LFS `.so`), for corrupting it.
+fn largest_blob(cache: &Path) -> std::path::PathBuf {
+    walkdir::WalkDir::new(cache)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file() && e.path().parent().unwrap().ends_with("blobs"))
+        .max_by_key(|e| (e.metadata().unwrap().len(), e.path().to_owned()))
+        .expect("a blob")
+        .into_path()
+}
+
+#[test]
+fn verify_success_and_corrupted() {
+    let setup = Setup::new();
+    setup.locked();
+    assert!(
+        setup
+            .run(&["download", "--variant", VARIANT])
+            .status
+            .success()
+    );
+    let ok = setup.run(&["verify", "--variant", VARIANT]);
+    assert_eq!(code(&ok), Some(0));
+    snapshot!("verify_success", ok);
+
+    let blob = largest_blob(&setup.cache());
+    let len = fs_err::metadata(&blob).unwrap().len() as usize;
+    fs_err::write(&blob, vec![b'x'; len]).unwrap();
+    let bad = setup.run(&["verify", "--variant", VARIANT]);
+    assert_eq!(code(&bad), Some(1));
+    snapshot!("verify_corrupted", bad);
+}
+
+#[test]
+fn to_wheel_success_and_bad_version() {
+    let setup = Setup::new();
+    let out_dir = setup.dir.path().join("wheels");
+    let ok = setup
+        .cmd(&setup.server.endpoint)
+        .args([
+            "to-wheel",
+            "kernels-community/relu",
+            "1.0.0",
+            "--revision",
+            "v1",
+        ])
+        .args(["--variant", VARIANT, "--out-dir"])
+        .arg(&out_dir)
+        .env("SOURCE_DATE_EPOCH", "315532800")
+        .output()
+        .unwrap();
+    assert_eq!(
+        code(&ok),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    snapshot!("to_wheel_success", ok);
+
+    let bad = setup
+        .cmd(&setup.server.endpoint)
+        .args(["to-wheel", "kernels-community/relu", "not-a-version"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&bad), Some(1));
+    snapshot!("to_wheel_bad_version", bad);
+}
+
+#[test]
+fn serve_startup_and_bad_mirror() {
+    let mut child = common::kernels_scrubbed()
+        .arg("serve")
+        .arg(common::mirror_dir())
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    snapshot!("serve_startup", line);
+
+    let missing = tempfile::tempdir().unwrap();
+    let bad = common::kernels_scrubbed()
+        .arg("serve")
+        .arg(missing.path().join("no-such-mirror"))
+        .args(["--port", "0"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&bad), Some(1));
+    snapshot!("serve_bad_mirror", bad);
+}
+
+#[test]
+fn completions_and_version() {
+    let cache = tempfile::tempdir().unwrap();
+    let version = common::kernels(NO_HUB, cache.path())
+        .arg("--version")
+        .output()
+        .unwrap();
+    snapshot!(
+        "version",
+        version,
+        &[(env!("CARGO_PKG_VERSION"), "[VERSION]")]
+    );
+    let bash = common::kernels(NO_HUB, cache.path())
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&bash), Some(0));
+    snapshot!("completions_bash", bash);
+}
