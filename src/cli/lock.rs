@@ -77,9 +77,26 @@ pub struct LockArgs {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// Replace a `kernels.lock` that is not a lock file of either format (for
+    /// example a checksum list); without it, `kernels lock` refuses to.
+    #[arg(long)]
+    pub force: bool,
+
     /// Output format on stdout (schemas in docs/json-output.md).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+}
+
+/// `kernels lock` would replace a file that is not a lock file.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("refusing to replace {}: it is not a kernels lock file ({detail})", path.display())]
+#[diagnostic(
+    code(kernels::lock::not_ours),
+    help("move it away, or run `kernels lock --force` to replace it with a lock file")
+)]
+struct NotOurs {
+    path: PathBuf,
+    detail: String,
 }
 
 /// `--upgrade-package` names a repository the project does not depend on.
@@ -481,6 +498,21 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         return Err(Frozen { path: lock_path }.into());
     }
     let old = std::fs::read(&lock_path).ok();
+    if !args.force
+        && let Some(text) = old.as_deref()
+    {
+        let text = String::from_utf8_lossy(text);
+        if !text.trim().is_empty()
+            && let Err(err) = Lockfile::parse(&text, &lock_path)
+            && let Some(detail) = err.foreign_detail()
+        {
+            return Err(NotOurs {
+                path: lock_path,
+                detail: detail.to_owned(),
+            }
+            .into());
+        }
+    }
     let merged = old
         .as_deref()
         .and_then(|bytes| std::str::from_utf8(bytes).ok())
