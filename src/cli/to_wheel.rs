@@ -107,7 +107,7 @@ pub fn run(
             || args.from_dir.is_some()
             || !args.variants.is_empty()
         {
-            super::command()
+            subcommand()
                 .error(
                     clap::error::ErrorKind::ArgumentConflict,
                     "`kernels to-wheel --locked/--frozen [PROJECT_DIR]` builds every locked \
@@ -127,7 +127,7 @@ pub fn run(
         return run_locked(&project_dir, &args, &options, settings, quiet);
     }
     let (Some(repo_id), Some(version)) = (&args.repo_id, &args.kernel_version) else {
-        super::command()
+        subcommand()
             .error(
                 clap::error::ErrorKind::MissingRequiredArgument,
                 "`kernels to-wheel` needs REPO_ID and VERSION, or `--locked [PROJECT_DIR]` / \
@@ -153,6 +153,17 @@ pub fn run(
     }
     write_wheels(plan.wheels.iter(), &args.out_dir, quiet)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `to-wheel` subcommand, built so that usage errors show its own usage
+/// line (`kernels to-wheel [OPTIONS] [REPO_ID] [VERSION]`), not the top-level one.
+fn subcommand() -> clap::Command {
+    let mut command = super::command();
+    command.build();
+    command
+        .find_subcommand("to-wheel")
+        .cloned()
+        .expect("to-wheel is a subcommand")
 }
 
 /// Prints the planner's notes on stderr, one line per distinct note naming

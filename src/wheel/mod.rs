@@ -139,6 +139,17 @@ pub enum WheelError {
         /// The cache root searched.
         cache_dir: PathBuf,
     },
+    /// The version's tag or branch `v<VERSION>` does not exist.
+    #[error("`{repo_id}` has no version `{revision}` (no such tag or branch)")]
+    #[diagnostic(code(kernels::wheel::no_such_version), help("{help}"))]
+    NoSuchVersion {
+        /// The repository id.
+        repo_id: String,
+        /// The revision looked up (`v<VERSION>`).
+        revision: String,
+        /// The versions there are, and the closest one.
+        help: String,
+    },
     /// A variant directory holds neither a flat module nor the package directory.
     #[error("build variant `{variant}` has neither {}/__init__.py nor a `{package}/` package directory", dir.display())]
     #[diagnostic(

@@ -1369,3 +1369,36 @@ fn wheels_require_the_kernels_python_dependencies_and_pip_resolves_them() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_missing_version_lists_the_available_ones_and_usage_is_its_own() {
+    let server = Server::bundled();
+    let tmp = tempfile::tempdir().unwrap();
+    let output = kernels(&server.endpoint, &tmp.path().join("cache"))
+        .args(["to-wheel", REPO, "0.0.9", "--out-dir"])
+        .arg(tmp.path().join("dist"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    insta::assert_snapshot!(String::from_utf8_lossy(&output.stderr), @r"
+    kernels::wheel::no_such_version
+
+      × `kernels-community/activation` has no version `v0.0.9` (no such tag or
+      │ branch)
+      help: available versions: 0.0.2, 0.0.3; closest: 0.0.3
+    ");
+    assert!(!tmp.path().join("dist").exists());
+
+    let output = kernels(NO_ENDPOINT, &tmp.path().join("cache"))
+        .args(["to-wheel", REPO])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    insta::assert_snapshot!(String::from_utf8_lossy(&output.stderr), @r"
+    error: `kernels to-wheel` needs REPO_ID and VERSION, or `--locked [PROJECT_DIR]` / `--frozen [PROJECT_DIR]` to build from a project's kernels.lock
+
+    Usage: kernels to-wheel [OPTIONS] [REPO_ID] [VERSION]
+
+    For more information, try '--help'.
+    ");
+}
