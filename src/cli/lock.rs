@@ -78,9 +78,26 @@ pub struct LockArgs {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// Replace a `kernels.lock` that is not a lock file of either format (for
+    /// example a checksum list); without it, `kernels lock` refuses to.
+    #[arg(long)]
+    pub force: bool,
+
     /// Output format on stdout (schemas in docs/json-output.md).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+}
+
+/// `kernels lock` would replace a file that is not a lock file.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("refusing to replace {}: it is not a kernels lock file ({detail})", path.display())]
+#[diagnostic(
+    code(kernels::lock::not_ours),
+    help("move it away, or run `kernels lock --force` to replace it with a lock file")
+)]
+struct NotOurs {
+    path: PathBuf,
+    detail: String,
 }
 
 /// `--upgrade-package` names a repository the project does not depend on.
@@ -455,6 +472,19 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         return Err(Frozen { path: lock_path }.into());
     }
     let on_disk = LockOnDisk::read(&lock_path);
+    if !args.force
+        && on_disk.lockfile().is_none()
+        && let Some(text) = on_disk.text()
+        && !text.trim().is_empty()
+        && let Err(err) = Lockfile::parse(text, &lock_path)
+        && let Some(detail) = err.foreign_detail()
+    {
+        return Err(NotOurs {
+            path: lock_path,
+            detail: detail.to_owned(),
+        }
+        .into());
+    }
     let merged = on_disk
         .text()
         .and_then(|text| conflict::merge(text, &lock_path));

@@ -116,6 +116,7 @@ pub fn ensure_current(
         upgrade: false,
         upgrade_package: Vec::new(),
         dry_run: false,
+        force: false,
         format: super::OutputFormat::Text,
     };
     super::lock::run(args, settings, global).map(|_| ())

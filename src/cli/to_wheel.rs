@@ -107,7 +107,7 @@ pub fn run(
             || args.from_dir.is_some()
             || !args.variants.is_empty()
         {
-            super::command()
+            subcommand()
                 .error(
                     clap::error::ErrorKind::ArgumentConflict,
                     "`kernels to-wheel --locked/--frozen [PROJECT_DIR]` builds every locked \
@@ -127,7 +127,7 @@ pub fn run(
         return run_locked(&project_dir, &args, &options, settings, quiet);
     }
     let (Some(repo_id), Some(version)) = (&args.repo_id, &args.kernel_version) else {
-        super::command()
+        subcommand()
             .error(
                 clap::error::ErrorKind::MissingRequiredArgument,
                 "`kernels to-wheel` needs REPO_ID and VERSION, or `--locked [PROJECT_DIR]` / \
@@ -149,9 +149,42 @@ pub fn run(
         for variant in &plan.skipped {
             eprintln!("warning: skipping `{variant}`: not a build-variant name");
         }
+        print_notes(&plan.notes, None);
     }
     write_wheels(plan.wheels.iter(), &args.out_dir, quiet)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `to-wheel` subcommand, built so that usage errors show its own usage
+/// line (`kernels to-wheel [OPTIONS] [REPO_ID] [VERSION]`), not the top-level one.
+fn subcommand() -> clap::Command {
+    let mut command = super::command();
+    command.build();
+    command
+        .find_subcommand("to-wheel")
+        .cloned()
+        .expect("to-wheel is a subcommand")
+}
+
+/// Prints the planner's notes on stderr, one line per distinct note naming
+/// the variants it applies to (`of <label>` for `--locked` builds).
+fn print_notes(notes: &[wheel::WheelNote], label: Option<&str>) {
+    let mut grouped: Vec<(String, Vec<&str>)> = Vec::new();
+    for note in notes {
+        let message = note.message();
+        match grouped.iter_mut().find(|(m, _)| *m == message) {
+            Some((_, variants)) => variants.push(note.variant()),
+            None => grouped.push((message, vec![note.variant()])),
+        }
+    }
+    for (message, variants) in grouped {
+        let of = label.map(|l| format!(" of {l}")).unwrap_or_default();
+        let which = match variants.as_slice() {
+            [one] => format!("`{one}`"),
+            many => format!("{} variants", many.len()),
+        };
+        eprintln!("note: {which}{of}: {message}");
+    }
 }
 
 /// Writes planned wheels into `out_dir` (created if missing), several at a
@@ -238,6 +271,7 @@ fn run_locked(
             for variant in &build.plan.skipped {
                 eprintln!("warning: skipping `{variant}` of {label}: not a build-variant name");
             }
+            print_notes(&build.plan.notes, Some(&label));
             if !build.plan.wheels.is_empty() {
                 eprintln!(
                     "{label}: {} wheel(s), version {} ({})",

@@ -198,7 +198,9 @@ impl LockOnDisk {
     /// Reads and parses the file at `path` (a missing, unreadable, conflicted
     /// or malformed file is a state, not an error).
     pub fn read(path: &Path) -> LockOnDisk {
-        let text = std::fs::read_to_string(path);
+        // Bytes that are not UTF-8 are shown as U+FFFD: such a file is no lock,
+        // and its text only serves to say what it looks like.
+        let text = std::fs::read(path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
         let state = match &text {
             Ok(text) => parse_state(text, path),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => LockState::Missing,

@@ -169,6 +169,7 @@ pub async fn plan_locked(
                 plan: Plan {
                     wheels: Vec::new(),
                     skipped: Vec::new(),
+                    notes: Vec::new(),
                 },
                 skipped_locked,
             });

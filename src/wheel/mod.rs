@@ -37,6 +37,7 @@
 //! ```
 
 mod archive;
+mod depends;
 pub mod locked;
 mod source;
 mod spec;
@@ -46,6 +47,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use archive::ZIP_EPOCH;
+pub use depends::{Depends, KernelDepend, WheelNote};
 pub use source::{HubRevision, Snapshot};
 pub use spec::{Kernel, KernelMetadata, TagVersion, WheelOptions, WheelSpec};
 
@@ -136,6 +138,17 @@ pub enum WheelError {
         revision: String,
         /// The cache root searched.
         cache_dir: PathBuf,
+    },
+    /// The version's tag or branch `v<VERSION>` does not exist.
+    #[error("`{repo_id}` has no version `{revision}` (no such tag or branch)")]
+    #[diagnostic(code(kernels::wheel::no_such_version), help("{help}"))]
+    NoSuchVersion {
+        /// The repository id.
+        repo_id: String,
+        /// The revision looked up (`v<VERSION>`).
+        revision: String,
+        /// The versions there are, and the closest one.
+        help: String,
     },
     /// A variant directory holds neither a flat module nor the package directory.
     #[error("build variant `{variant}` has neither {}/__init__.py nor a `{package}/` package directory", dir.display())]
@@ -230,6 +243,9 @@ pub struct Plan {
     /// Variants skipped because no wheel can be built for them (only when
     /// no explicit selection was given).
     pub skipped: Vec<BuildVariant>,
+    /// What the variants' `metadata.json` said that the wheels do not carry
+    /// as it is (unknown fields, dependencies that cannot be declared).
+    pub notes: Vec<WheelNote>,
 }
 
 /// A wheel ready to be written.
@@ -336,6 +352,7 @@ pub fn plan_wheels(
     let package = kernel.package_dir();
     let mut by_file: BTreeMap<String, String> = BTreeMap::new();
     let mut wheels = Vec::new();
+    let mut notes = Vec::new();
     for variant in chosen {
         let spec = WheelSpec::new(kernel, &variant, options)?;
         if let Some(first) = by_file.insert(spec.file_name(), variant.name().to_owned()) {
@@ -360,7 +377,28 @@ pub fn plan_wheels(
             });
         }
         let entries = archive::collect(&root, &package, snapshot.trust_root())?;
-        let extra = read_kernel_metadata(&dir.join("metadata.json"))?;
+        let mut extra = read_kernel_metadata(&dir.join("metadata.json"))?;
+        for field in &extra.unknown_fields {
+            notes.push(WheelNote::UnknownField {
+                variant: variant.name().to_owned(),
+                field: field.clone(),
+            });
+        }
+        let (requires, dependency_notes) = extra.depends.requirements(&variant);
+        // The framework requirement of the variant is more precise than a
+        // bare `torch` in `python-depends`.
+        let name_of = |r: &str| {
+            r.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase()
+        };
+        let framework = spec.requires_dist.as_deref().map(name_of);
+        extra.requires = requires
+            .into_iter()
+            .filter(|r| framework.as_deref() != Some(name_of(r).as_str()))
+            .collect();
+        notes.extend(dependency_notes);
         let metadata = spec.metadata_text(kernel.repo_id(), variant.name(), &extra);
         wheels.push(PlannedWheel {
             variant,
@@ -370,7 +408,11 @@ pub fn plan_wheels(
             epoch: options.source_date_epoch,
         });
     }
-    Ok(Plan { wheels, skipped })
+    Ok(Plan {
+        wheels,
+        skipped,
+        notes,
+    })
 }
 
 fn read_kernel_metadata(path: &Path) -> Result<KernelMetadata, WheelError> {

@@ -27,6 +27,32 @@ pub struct HubRevision<'a> {
     pub repo_type: RepoType,
 }
 
+/// For a missing revision `v<version>`: the versions the repository has
+/// (`v<version>` tags and `v<N>` branches, ascending) and the closest one, as
+/// `kernels lock` reports them. `None` when the revision is not of that form
+/// or the refs cannot be listed.
+async fn no_such_version(client: &HubClient, at: &HubRevision<'_>) -> Option<WheelError> {
+    use crate::lock::requirement::{Requirement, select_tag, tag_version};
+    let version = tag_version(at.revision)?;
+    let refs = client.list_refs(at.repo_type, at.repo_id).await.ok()?;
+    let spec = format!("=={version}").parse().ok()?;
+    let refs: Vec<_> = refs.tags.into_iter().chain(refs.branches).collect();
+    let no_match = select_tag(&Requirement::Pep440(spec), &refs).err()?;
+    let mut help = if no_match.available.is_empty() {
+        "the repository has no `v<version>` tags or branches; pass `--revision`".to_owned()
+    } else {
+        format!("available versions: {}", no_match.available.join(", "))
+    };
+    if let Some(closest) = &no_match.closest {
+        help.push_str(&format!("; closest: {closest}"));
+    }
+    Some(WheelError::NoSuchVersion {
+        repo_id: at.repo_id.to_string(),
+        revision: at.revision.to_owned(),
+        help,
+    })
+}
+
 /// A kernel snapshot on disk: a directory with `build/<variant>/…`.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -106,10 +132,18 @@ impl Snapshot {
         if CommitId::is_canonical(at.revision) {
             return Ok(at.revision.to_owned());
         }
-        let info = client
+        let info = match client
             .repo_info(at.repo_type, at.repo_id, at.revision)
             .await
-            .map_err(DownloadError::from)?;
+        {
+            Ok(info) => info,
+            Err(err @ kernels_hub::HubError::RevisionNotFound { .. }) => {
+                return Err(no_such_version(client, at)
+                    .await
+                    .unwrap_or_else(|| DownloadError::from(err).into()));
+            }
+            Err(err) => return Err(DownloadError::from(err).into()),
+        };
         Ok(info.sha.to_ascii_lowercase())
     }
 

@@ -12,6 +12,7 @@ use kernels_types::variant_name::{
 };
 
 use super::WheelError;
+use super::depends::Depends;
 
 /// A `major.minor` version given on the command line (`3.9`, `2.28`, `11.0`).
 ///
@@ -301,7 +302,7 @@ impl WheelSpec {
         for (label, url) in &extra.project_urls {
             text.push_str(&format!("Project-URL: {label}, {url}\n"));
         }
-        if let Some(requirement) = &self.requires_dist {
+        for requirement in self.requires_dist.iter().chain(&extra.requires) {
             text.push_str(&format!("Requires-Dist: {requirement}\n"));
         }
         text.push_str(&format!(
@@ -319,12 +320,21 @@ pub struct KernelMetadata {
     pub license: Option<String>,
     /// `(label, url)` pairs from `upstream` and `source`.
     pub project_urls: Vec<(String, String)>,
+    /// The dependency fields (`python-depends`, `python-depends-backends`,
+    /// `kernel-depends`).
+    pub depends: Depends,
+    /// Top-level fields this version does not know, in file order.
+    pub unknown_fields: Vec<String>,
+    /// The `Requires-Dist` values of one variant after its framework
+    /// requirement (see [`Depends::requirements`]); filled by the planner.
+    pub requires: Vec<String>,
 }
 
 impl KernelMetadata {
     /// Reads the fields from the JSON text of `metadata.json`; other fields
-    /// are ignored. Errors name the problem (invalid JSON, or a field that is
-    /// not a single-line string).
+    /// are ignored (and listed in `unknown_fields` unless known). Errors name
+    /// the problem (invalid JSON, a field that is not a single-line string, a
+    /// dependency field of the wrong shape).
     pub fn from_json(text: &str) -> Result<Self, String> {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|err| format!("invalid JSON: {err}"))?;
@@ -343,9 +353,21 @@ impl KernelMetadata {
                 project_urls.push((label.to_owned(), url));
             }
         }
+        let unknown_fields = value
+            .as_object()
+            .map(|map| {
+                map.keys()
+                    .filter(|key| !super::depends::KNOWN_FIELDS.contains(&key.as_str()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(KernelMetadata {
             license: field("license")?,
             project_urls,
+            depends: Depends::from_value(&value)?,
+            unknown_fields,
+            requires: Vec::new(),
         })
     }
 }

@@ -9,6 +9,7 @@ mod crash;
 mod download;
 mod faults;
 mod lock;
+mod lock_files;
 mod matrix;
 mod precommit;
 mod profiles;

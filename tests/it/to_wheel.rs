@@ -1198,3 +1198,207 @@ fn locked_builds_every_kernel_of_a_kernel_locks_file() {
             .is_dir()
     );
 }
+
+/// A minimal pure-Python distribution `name==version` as a wheel in `dir`,
+/// importable as `module`.
+fn stub_wheel(dir: &Path, name: &str, version: &str, module: &str) {
+    use std::io::Write;
+    let escaped = name.replace('-', "_");
+    let dist_info = format!("{escaped}-{version}.dist-info");
+    let files = [
+        (
+            format!("{module}/__init__.py"),
+            format!("__version__ = {version:?}\n"),
+        ),
+        (
+            format!("{dist_info}/METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
+        ),
+        (
+            format!("{dist_info}/WHEEL"),
+            "Wheel-Version: 1.0\nGenerator: stub\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+                .to_owned(),
+        ),
+    ];
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(format!("{escaped}-{version}-py3-none-any.whl"));
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let options = zip::write::SimpleFileOptions::default();
+    let mut record = String::new();
+    for (file, content) in &files {
+        zip.start_file(file.as_str(), options).unwrap();
+        zip.write_all(content.as_bytes()).unwrap();
+        let digest = URL_SAFE_NO_PAD.encode(Sha256::digest(content.as_bytes()));
+        record.push_str(&format!("{file},sha256={digest},{}\n", content.len()));
+    }
+    record.push_str(&format!("{dist_info}/RECORD,,\n"));
+    zip.start_file(format!("{dist_info}/RECORD"), options)
+        .unwrap();
+    zip.write_all(record.as_bytes()).unwrap();
+    zip.finish().unwrap();
+}
+
+/// A kernel whose `metadata.json` declares Python dependencies: a noarch
+/// CUDA variant and a universal one, as current kernel builders write them.
+fn python_dep_snapshot(root: &Path) -> PathBuf {
+    let snap = root.join("python-dep");
+    let build = snap.join("build");
+    write(
+        &build.join("torch-cuda/__init__.py"),
+        "import einops\nimport tvm_ffi\nimport nvidia_cutlass_dsl\n",
+    );
+    write(
+        &build.join("torch-cuda/metadata.json"),
+        r#"{
+  "name": "python-dep",
+  "id": "_python_dep_cuda_0a1b2c3",
+  "version": 1,
+  "license": "Apache-2.0",
+  "python-depends": ["einops", "tvm-ffi", "nvidia-cutlass-dsl"],
+  "backend": {"type": "cuda"},
+  "build-host": "ci-runner-7"
+}
+"#,
+    );
+    write(
+        &build.join("torch-universal/python_dep/__init__.py"),
+        "import einops\n",
+    );
+    write(
+        &build.join("torch-universal/metadata.json"),
+        r#"{"version": 1, "python-depends": ["einops"], "python-depends-backends": {"cuda": ["nvidia-cutlass-dsl"]}, "build-host": "ci-runner-7"}"#,
+    );
+    snap
+}
+
+#[test]
+fn wheels_require_the_kernels_python_dependencies_and_pip_resolves_them() {
+    let tools = pyref_python("wheel-tools");
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = python_dep_snapshot(tmp.path());
+    let dist = tmp.path().join("dist");
+    let output = run_ok(
+        to_wheel(&tmp.path().join("cache"))
+            .args(["kernels-test/python-dep", "1", "--from-dir"])
+            .arg(&snap)
+            .arg("--out-dir")
+            .arg(&dist),
+    );
+    insta::assert_snapshot!(String::from_utf8_lossy(&output.stderr), @r"
+    note: 2 variants: metadata.json field `build-host` is not known to this version; ignored
+    note: `torch-universal`: `nvidia-cutlass-dsl` is only needed on cuda and a universal wheel cannot tell the backend; not declared, install it yourself where needed
+    Built python_dep-1+cuda-py3-none-any.whl from torch-cuda
+    Built python_dep-1-py3-none-any.whl from torch-universal
+    ");
+    let cuda = dist.join("python_dep-1+cuda-py3-none-any.whl");
+    let entries = read_wheel(&cuda);
+    let metadata =
+        String::from_utf8(entries["python_dep-1+cuda.dist-info/METADATA"].1.clone()).unwrap();
+    let requires: Vec<&str> = metadata
+        .lines()
+        .filter_map(|l| l.strip_prefix("Requires-Dist: "))
+        .collect();
+    assert_eq!(
+        requires,
+        [
+            "torch",
+            "einops",
+            "apache-tvm-ffi",
+            r#"nvidia-cutlass-dsl; sys_platform == "linux" or sys_platform == "win32""#
+        ]
+    );
+
+    // Stub distributions for every dependency, in a local index.
+    let index = tmp.path().join("index");
+    for (name, version, module) in [
+        ("torch", "2.10.0", "torch"),
+        ("einops", "0.8.1", "einops"),
+        ("apache-tvm-ffi", "0.1.0", "tvm_ffi"),
+        ("nvidia-cutlass-dsl", "4.3.0", "nvidia_cutlass_dsl"),
+    ] {
+        stub_wheel(&index, name, version, module);
+    }
+    let install = |venv_name: &str, find_links: &Path| -> Output {
+        let venv = tmp.path().join(venv_name);
+        python_ok(
+            &tools,
+            &["-m", "venv", "--without-pip", venv.to_str().unwrap()],
+        );
+        Command::new(&tools)
+            .args(["-m", "pip", "--python"])
+            .arg(venv.join("bin/python"))
+            .args(["install", "--no-index", "--no-compile", "--find-links"])
+            .arg(find_links)
+            .arg(&cuda)
+            .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+            .unwrap()
+    };
+    let out = install("venv-all", &index);
+    assert!(
+        out.status.success(),
+        "pip failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = python_ok(
+        &tmp.path().join("venv-all/bin/python"),
+        &[
+            "-c",
+            "import importlib.metadata as m\n\
+             for d in ['python-dep', 'torch', 'einops', 'apache-tvm-ffi', 'nvidia-cutlass-dsl']:\n    \
+             print(d, m.version(d))\n\
+             import python_dep",
+        ],
+    );
+    assert_eq!(
+        report,
+        "python-dep 1+cuda\ntorch 2.10.0\neinops 0.8.1\napache-tvm-ffi 0.1.0\nnvidia-cutlass-dsl 4.3.0\n"
+    );
+
+    // Without one of them, pip refuses and names it.
+    std::fs::remove_file(index.join("nvidia_cutlass_dsl-4.3.0-py3-none-any.whl")).unwrap();
+    let out = install("venv-missing", &index);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "pip installed without nvidia-cutlass-dsl"
+    );
+    assert!(
+        stderr.contains("No matching distribution found for nvidia-cutlass-dsl"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_version_lists_the_available_ones_and_usage_is_its_own() {
+    let server = Server::bundled();
+    let tmp = tempfile::tempdir().unwrap();
+    let output = kernels(&server.endpoint, &tmp.path().join("cache"))
+        .args(["to-wheel", REPO, "0.0.9", "--out-dir"])
+        .arg(tmp.path().join("dist"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    insta::assert_snapshot!(String::from_utf8_lossy(&output.stderr), @r"
+    kernels::wheel::no_such_version
+
+      × `kernels-community/activation` has no version `v0.0.9` (no such tag or
+      │ branch)
+      help: available versions: 0.0.2, 0.0.3; closest: 0.0.3
+    ");
+    assert!(!tmp.path().join("dist").exists());
+
+    let output = kernels(NO_ENDPOINT, &tmp.path().join("cache"))
+        .args(["to-wheel", REPO])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    insta::assert_snapshot!(String::from_utf8_lossy(&output.stderr), @r"
+    error: `kernels to-wheel` needs REPO_ID and VERSION, or `--locked [PROJECT_DIR]` / `--frozen [PROJECT_DIR]` to build from a project's kernels.lock
+
+    Usage: kernels to-wheel [OPTIONS] [REPO_ID] [VERSION]
+
+    For more information, try '--help'.
+    ");
+}

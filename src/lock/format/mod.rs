@@ -107,6 +107,19 @@ pub enum LockfileError {
         span: Option<SourceSpan>,
     },
 
+    /// The file starts with a UTF-8 byte order mark, which neither runtime
+    /// reads (0.1.7–0.16 `json.load`: `Unexpected UTF-8 BOM`; 0.17:
+    /// `expected value at line 1 column 1`).
+    #[error("{} starts with a UTF-8 byte order mark (BOM), which no kernels runtime reads", path.display())]
+    #[diagnostic(
+        code(kernels::lockfile::bom),
+        help("save the file as UTF-8 without BOM, or run `kernels lock` to write it again")
+    )]
+    ByteOrderMark {
+        /// The lock file.
+        path: PathBuf,
+    },
+
     /// A lock file of a known format with an invalid entry.
     #[error("{} is not a valid {format} lock file: {detail}", path.display())]
     #[diagnostic(
@@ -131,6 +144,20 @@ pub enum LockfileError {
 
 const FORMAT_A: &str = "variant-hash (kernels 0.1.7–0.16)";
 const FORMAT_B: &str = "KernelLocks (kernels 0.17)";
+
+impl LockfileError {
+    /// For a file that is not a lock file of either format (not JSON, or JSON
+    /// of another shape, such as a checksum list): what it looks like.
+    /// `None` for lock files with a problem `kernels lock` repairs by writing
+    /// them again (merge conflict markers, a byte order mark, an invalid
+    /// entry) and for I/O errors.
+    pub fn foreign_detail(&self) -> Option<&str> {
+        match self {
+            LockfileError::NotALockfile { detail, .. } => Some(detail),
+            _ => None,
+        }
+    }
+}
 
 impl Lockfile {
     /// Reads and parses a lock file.
@@ -157,6 +184,11 @@ impl Lockfile {
                 source_code: span.and(source()),
                 span,
             };
+        if text.starts_with('\u{feff}') {
+            return Err(LockfileError::ByteOrderMark {
+                path: path.to_owned(),
+            });
+        }
         let value: Value = match serde_json::from_str(text) {
             Ok(value) => value,
             Err(err) => {
