@@ -166,7 +166,7 @@ fn print_report(
 ) -> bool {
     let stale = report.is_stale() || changes.is_some_and(|c| !c.is_empty());
     if format == OutputFormat::Json {
-        let mut doc = report.to_json();
+        let mut doc = report_json(report);
         doc["up_to_date"] = serde_json::Value::Bool(!stale);
         if let Some(changes) = changes {
             doc["changes"] = serde_json::to_value(changes).unwrap_or_default();
@@ -181,12 +181,12 @@ fn print_report(
             Some(changes) => {
                 let mut file_level = report.clone();
                 file_level.findings.retain(|f| f.repo_id.is_none());
-                eprint!("{}", file_level.render_text(global.verbose > 0));
+                eprint!("{}", report_text(&file_level, global.verbose > 0));
                 for change in changes {
                     eprintln!("{change}");
                 }
             }
-            None => eprint!("{}", report.render_text(global.verbose > 0)),
+            None => eprint!("{}", report_text(report, global.verbose > 0)),
         }
     }
     let unverified = report.unverified().count();
@@ -663,6 +663,38 @@ fn print_json(resolved: &Resolved<'_>, written: bool, dry_run: bool) -> miette::
     });
     println!("{doc}");
     Ok(())
+}
+
+/// A check report as lines for stderr: stale findings, then (when `verbose`)
+/// the others. Each line starts with the entry.
+fn report_text(report: &CheckReport, verbose: bool) -> String {
+    let mut out = String::new();
+    for finding in &report.findings {
+        if !finding.kind.is_stale() && !verbose {
+            continue;
+        }
+        let subject = finding.repo_id.as_deref().unwrap_or("kernels.lock");
+        out.push_str(&format!(
+            "{subject}: {}: {}\n",
+            finding.kind.label(),
+            finding.detail
+        ));
+    }
+    out
+}
+
+/// The stable JSON document of `kernels lock --check --format json` (schema in
+/// `docs/json-output.md`).
+fn report_json(report: &CheckReport) -> serde_json::Value {
+    serde_json::json!({
+        "schema": 1,
+        "command": "lock --check",
+        "lock_file": report.lock_file.display().to_string(),
+        "mode": report.mode,
+        "up_to_date": !report.is_stale(),
+        "unverified": report.unverified().count(),
+        "findings": report.findings,
+    })
 }
 
 fn format_name(format: LockFormat) -> &'static str {

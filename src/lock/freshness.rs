@@ -61,7 +61,8 @@ impl FindingKind {
         !matches!(self, FindingKind::UpToDate | FindingKind::Unverified)
     }
 
-    fn label(self) -> &'static str {
+    /// The short word shown before a finding's detail.
+    pub fn label(self) -> &'static str {
         match self {
             FindingKind::UpToDate => "up to date",
             FindingKind::Added => "added",
@@ -143,38 +144,6 @@ impl CheckReport {
         self.findings
             .iter()
             .filter(|f| f.kind == FindingKind::Unverified)
-    }
-
-    /// Human-readable lines for stderr: stale findings, then (when `verbose`) the
-    /// others. Each line starts with the entry.
-    pub fn render_text(&self, verbose: bool) -> String {
-        let mut out = String::new();
-        for finding in &self.findings {
-            if !finding.kind.is_stale() && !verbose {
-                continue;
-            }
-            let subject = finding.repo_id.as_deref().unwrap_or("kernels.lock");
-            out.push_str(&format!(
-                "{subject}: {}: {}\n",
-                finding.kind.label(),
-                finding.detail
-            ));
-        }
-        out
-    }
-
-    /// The stable JSON document of `kernels lock --check --format json`
-    /// (schema in `docs/json-output.md`).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "schema": 1,
-            "command": "lock --check",
-            "lock_file": self.lock_file.display().to_string(),
-            "mode": self.mode,
-            "up_to_date": !self.is_stale(),
-            "unverified": self.unverified().count(),
-            "findings": self.findings,
-        })
     }
 }
 
