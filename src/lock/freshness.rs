@@ -299,101 +299,110 @@ pub fn check_offline(
         Lockfile::VariantHash(_) => {
             check_by_commit(manifest, lock, lock_path, cache, repo_type, &mut findings)
         }
-        Lockfile::KernelLocks(locks) => {
-            let mut used = BTreeSet::new();
-            for dep in &manifest.dependencies {
-                let repo = dep.repo_id.to_string();
-                let wanted = match &dep.requirement {
-                    Requirement::Branch(n) => KernelVersion::Version(*n),
-                    Requirement::Revision(r) => KernelVersion::Revision(r.clone()),
-                    other => {
-                        findings.push(Finding::new(
-                            Some(&repo),
-                            FindingKind::Format,
-                            format!(
-                                "{other} is a version specifier, which the KernelLocks format (kernels 0.17) cannot record; use an integer version or a revision"
-                            ),
-                        ));
-                        used.extend(
-                            locks
-                                .iter()
-                                .filter(|(d, _)| d.repo_id == repo)
-                                .map(|(d, _)| d.clone()),
-                        );
-                        continue;
-                    }
-                };
-                let found = locks
-                    .iter()
-                    .find(|(d, _)| d.repo_id == repo && d.version == wanted);
-                match found {
-                    Some((d, commit)) => {
-                        used.insert(d.clone());
-                        findings.push(
-                            Finding::new(
-                                Some(&repo),
-                                FindingKind::UpToDate,
-                                format!("{} locked at {}", dep.requirement, commit.as_str()),
-                            )
-                            .locked(commit.as_str()),
-                        );
-                    }
-                    None => {
-                        let other: Vec<String> = locks
-                            .iter()
-                            .filter(|(d, _)| d.repo_id == repo)
-                            .map(|(d, _)| d.to_string())
-                            .collect();
-                        if other.is_empty() {
-                            findings.push(Finding::new(
-                                Some(&repo),
-                                FindingKind::Added,
-                                format!(
-                                    "pyproject.toml asks for {}, kernels.lock has no entry; run `kernels lock`",
-                                    dep.requirement
-                                ),
-                            ));
-                        } else {
-                            findings.push(Finding::new(
-                                Some(&repo),
-                                FindingKind::Unsatisfied,
-                                format!(
-                                    "pyproject.toml asks for {}, kernels.lock records {}; run `kernels lock`",
-                                    dep.requirement,
-                                    other.join(", ")
-                                ),
-                            ));
-                        }
-                    }
-                }
-            }
-            for (dep, commit) in locks.iter() {
-                let already_reported = manifest
-                    .dependencies
-                    .iter()
-                    .any(|d| d.repo_id.as_str() == dep.repo_id);
-                if !used.contains(dep) && !already_reported {
-                    // A KernelLocks file also holds the transitive `kernel-depends`
-                    // of the listed kernels, which only their `metadata.json` on
-                    // the Hub tells apart from a removed dependency.
-                    findings.push(
-                        Finding::new(
-                            Some(&dep.repo_id),
-                            FindingKind::Unverified,
-                            format!(
-                                "kernels.lock has {dep}, which pyproject.toml does not list: a transitive kernel dependency or a removed one (the online `kernels lock --check` tells)"
-                            ),
-                        )
-                        .locked(commit.as_str()),
-                    );
-                }
-            }
-        }
+        Lockfile::KernelLocks(locks) => check_kernel_locks(manifest, locks, &mut findings),
     }
     CheckReport {
         lock_file: lock_path.to_owned(),
         mode: CheckMode::Offline,
         findings,
+    }
+}
+
+/// Offline check of a KernelLocks file (0.17), which records the requested
+/// version or revision of every entry: each manifest dependency must have its
+/// entry; entries the manifest does not list may be transitive dependencies.
+fn check_kernel_locks(
+    manifest: &Manifest,
+    locks: &crate::lock::format::KernelLocks,
+    findings: &mut Vec<Finding>,
+) {
+    let mut used = BTreeSet::new();
+    for dep in &manifest.dependencies {
+        let repo = dep.repo_id.to_string();
+        let wanted = match &dep.requirement {
+            Requirement::Branch(n) => KernelVersion::Version(*n),
+            Requirement::Revision(r) => KernelVersion::Revision(r.clone()),
+            other => {
+                findings.push(Finding::new(
+                    Some(&repo),
+                    FindingKind::Format,
+                    format!(
+                        "{other} is a version specifier, which the KernelLocks format (kernels 0.17) cannot record; use an integer version or a revision"
+                    ),
+                ));
+                used.extend(
+                    locks
+                        .iter()
+                        .filter(|(d, _)| d.repo_id == repo)
+                        .map(|(d, _)| d.clone()),
+                );
+                continue;
+            }
+        };
+        let found = locks
+            .iter()
+            .find(|(d, _)| d.repo_id == repo && d.version == wanted);
+        match found {
+            Some((d, commit)) => {
+                used.insert(d.clone());
+                findings.push(
+                    Finding::new(
+                        Some(&repo),
+                        FindingKind::UpToDate,
+                        format!("{} locked at {}", dep.requirement, commit.as_str()),
+                    )
+                    .locked(commit.as_str()),
+                );
+            }
+            None => {
+                let other: Vec<String> = locks
+                    .iter()
+                    .filter(|(d, _)| d.repo_id == repo)
+                    .map(|(d, _)| d.to_string())
+                    .collect();
+                if other.is_empty() {
+                    findings.push(Finding::new(
+                        Some(&repo),
+                        FindingKind::Added,
+                        format!(
+                            "pyproject.toml asks for {}, kernels.lock has no entry; run `kernels lock`",
+                            dep.requirement
+                        ),
+                    ));
+                } else {
+                    findings.push(Finding::new(
+                        Some(&repo),
+                        FindingKind::Unsatisfied,
+                        format!(
+                            "pyproject.toml asks for {}, kernels.lock records {}; run `kernels lock`",
+                            dep.requirement,
+                            other.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    for (dep, commit) in locks.iter() {
+        let already_reported = manifest
+            .dependencies
+            .iter()
+            .any(|d| d.repo_id.as_str() == dep.repo_id);
+        if !used.contains(dep) && !already_reported {
+            // A KernelLocks file also holds the transitive `kernel-depends`
+            // of the listed kernels, which only their `metadata.json` on
+            // the Hub tells apart from a removed dependency.
+            findings.push(
+                Finding::new(
+                    Some(&dep.repo_id),
+                    FindingKind::Unverified,
+                    format!(
+                        "kernels.lock has {dep}, which pyproject.toml does not list: a transitive kernel dependency or a removed one (the online `kernels lock --check` tells)"
+                    ),
+                )
+                .locked(commit.as_str()),
+            );
+        }
     }
 }
 
