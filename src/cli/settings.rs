@@ -28,11 +28,16 @@ pub struct Settings {
     /// No request may be made: `KERNELS_OFFLINE`, `HF_HUB_OFFLINE` or
     /// `TRANSFORMERS_OFFLINE` is truthy (the CLI's `--offline` also sets it).
     pub offline: bool,
-    /// Connect timeout for Hub requests: `HF_HUB_ETAG_TIMEOUT` seconds, default 10.
+    /// Connect timeout for Hub requests: `HF_HUB_ETAG_TIMEOUT` seconds, default 10
+    /// (huggingface_hub's metadata-request timeout; `kernels` makes no metadata
+    /// request, see `docs/downloading.md`).
     pub etag_timeout: Duration,
-    /// Read timeout (longest pause between received bytes) for Hub requests:
-    /// `HF_HUB_DOWNLOAD_TIMEOUT` seconds, default 10.
+    /// File downloads: longest wait for the response headers and longest pause
+    /// between received bytes: `HF_HUB_DOWNLOAD_TIMEOUT` seconds, default 10.
     pub download_timeout: Duration,
+    /// Deadline of one whole API exchange (headers and body):
+    /// `KERNELS_API_TIMEOUT` seconds, default 60.
+    pub api_timeout: Duration,
     /// Stall watchdog of file downloads: a transfer that receives no body byte
     /// for this long is abandoned and retried (resuming with `Range`):
     /// `KERNELS_STALL_TIMEOUT` seconds, default the download timeout.
@@ -57,12 +62,25 @@ pub fn is_truthy(value: &str) -> bool {
 }
 
 /// A timeout in (possibly fractional) seconds; unparsable, negative or zero values
-/// fall back to `default_secs`.
+/// fall back to `default_secs`, values too large for a [`Duration`] (`1e20`) are
+/// clamped to [`MAX_TIMEOUT`].
 fn seconds(name: &str, default_secs: u64) -> Duration {
-    var(name)
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(Duration::from_secs(default_secs), Duration::from_secs_f64)
+    var(name).map_or(Duration::from_secs(default_secs), |v| {
+        parse_seconds(&v).unwrap_or(Duration::from_secs(default_secs))
+    })
+}
+
+/// Longest timeout accepted from the environment (one year; more is clamped).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Parses (possibly fractional) seconds, never panicking: `None` for text that is
+/// not a positive finite number, [`MAX_TIMEOUT`] at most.
+pub fn parse_seconds(value: &str) -> Option<Duration> {
+    let secs = value.trim().parse::<f64>().ok()?;
+    if !secs.is_finite() || secs <= 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(secs).map_or(MAX_TIMEOUT, |d| d.min(MAX_TIMEOUT)))
 }
 
 /// `VIRTUAL_ENV`: the active Python environment, whose interpreter detects torch
@@ -125,6 +143,7 @@ impl Settings {
             etag_timeout: self.etag_timeout,
             download_timeout: self.download_timeout,
             stall_timeout: self.stall_timeout,
+            api_timeout: self.api_timeout,
         }
     }
 
@@ -172,6 +191,10 @@ impl Settings {
                 || flag("TRANSFORMERS_OFFLINE"),
             etag_timeout: seconds("HF_HUB_ETAG_TIMEOUT", 10),
             download_timeout,
+            api_timeout: seconds(
+                "KERNELS_API_TIMEOUT",
+                kernels_hub::retry::DEFAULT_API_TIMEOUT.as_secs(),
+            ),
             stall_timeout: var("KERNELS_STALL_TIMEOUT")
                 .map_or(download_timeout, |_| seconds("KERNELS_STALL_TIMEOUT", 10)),
             max_retries: var("KERNELS_MAX_RETRIES")

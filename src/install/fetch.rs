@@ -236,13 +236,9 @@ async fn attempt(
                 .header(IF_RANGE, guard);
         }
         let limit = policy.download_timeout;
-        let response = tokio::time::timeout(limit, request.send())
+        let response = tokio::time::timeout(limit, source.client.send_unchecked(request))
             .await
-            .map_err(|_| timeout(&url, "no response", limit, "HF_HUB_DOWNLOAD_TIMEOUT"))?
-            .map_err(|source| HubError::Transport {
-                url: url.clone(),
-                source,
-            })?;
+            .map_err(|_| timeout(&url, "no response", limit, "HF_HUB_DOWNLOAD_TIMEOUT"))??;
         if response.status() == StatusCode::RANGE_NOT_SATISFIABLE && offset > 0 {
             // The partial data does not fit what the server has: start over.
             writer.restart()?;

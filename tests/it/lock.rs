@@ -639,6 +639,7 @@ fn hub_client_against_serve() {
             etag_timeout: std::time::Duration::from_secs(10),
             download_timeout: std::time::Duration::from_secs(10),
             stall_timeout: std::time::Duration::from_secs(10),
+            api_timeout: std::time::Duration::from_secs(10),
         },
     })
     .unwrap();

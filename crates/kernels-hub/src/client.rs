@@ -1,14 +1,28 @@
 //! A small async client for the Hub HTTP API endpoints `kernels` uses.
 //!
-//! Every request carries `user-agent: kernels/<version>` and, when a token is
-//! configured, `authorization: Bearer <token>`. reqwest drops the authorization
-//! header when a redirect leaves the original host, so the token never reaches a
-//! CDN. In offline mode every call fails with [`HubError::Offline`] before any
+//! Every request carries `user-agent: kernels/<version>`. When a token is
+//! configured, `authorization: Bearer <token>` is attached to requests whose
+//! origin is one of the Hub's ([`HubClient::is_hub_origin`]: the endpoint,
+//! `huggingface.co`, `hf.co`, `hub-ci.huggingface.co`, as huggingface_hub 2.4
+//! trusts them) and to no other: redirects are followed here, hop by hop, so a
+//! CDN, a redirect target or a pagination link elsewhere never sees it. In
+//! offline mode every call fails with [`HubError::Offline`] before any
 //! connection is made.
+//!
+//! Every read is bounded: an API exchange (headers and body) has one deadline
+//! ([`RetryPolicy::api_timeout`]), a JSON document at most
+//! [`MAX_DOCUMENT_BYTES`], an error body is read up to [`ERROR_BODY_BYTES`],
+//! redirects stop after [`MAX_REDIRECTS`] hops, and
+//! pagination after [`MAX_PAGES`] pages or a repeated page, following `next`
+//! links on the endpoint's origin only.
+
+use std::collections::HashSet;
+use std::time::Duration;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, LINK};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, LINK, LOCATION};
 use serde::de::DeserializeOwned;
+use url::{Origin, Url};
 
 use kernels_types::RepoId;
 use kernels_types::wire::{
@@ -17,6 +31,29 @@ use kernels_types::wire::{
 
 use crate::error::{ErrorResponse, HubError, Target};
 use crate::retry::RetryPolicy;
+
+/// Largest JSON document (one API answer or one `metadata.json`) read into memory.
+pub const MAX_DOCUMENT_BYTES: usize = 16 << 20;
+
+/// How much of an error body is kept for the message.
+pub const ERROR_BODY_BYTES: usize = 4 << 10;
+
+/// Longest time spent reading an error body (what arrived by then is used).
+pub const ERROR_BODY_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Redirect hops followed for one request (reqwest's default; huggingface_hub
+/// 2.4 allows 20).
+pub const MAX_REDIRECTS: usize = 10;
+
+/// Pages of one paginated listing (tree or commits).
+pub const MAX_PAGES: usize = 1_000;
+
+/// Origins huggingface_hub 2.4 treats as the Hub besides the configured endpoint.
+const HUB_ORIGINS: [&str; 3] = [
+    "https://huggingface.co",
+    "https://hf.co",
+    "https://hub-ci.huggingface.co",
+];
 
 /// What a [`HubClient`] is bound to: built by the caller (the CLI's settings
 /// layer reads the environment), never read from the environment here.
@@ -58,7 +95,8 @@ pub fn quote_path(path: &str) -> String {
 pub struct HubClient {
     http: reqwest::Client,
     endpoint: String,
-    auth: HeaderMap,
+    token: Option<HeaderValue>,
+    hub_origins: Vec<Origin>,
     offline: bool,
     retry: RetryPolicy,
 }
@@ -68,17 +106,27 @@ impl HubClient {
     /// flag, connect timeout `retry.etag_timeout`, read timeout
     /// `retry.download_timeout`. Fails if the token cannot be sent as a header.
     pub fn new(settings: &ClientConfig) -> Result<Self, HubError> {
-        let mut auth = HeaderMap::new();
-        if let Some(token) = &settings.token {
-            let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|_| HubError::InvalidToken)?;
-            value.set_sensitive(true);
-            auth.insert(AUTHORIZATION, value);
-        }
+        let token = match &settings.token {
+            Some(token) => {
+                let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| HubError::InvalidToken)?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => None,
+        };
+        let endpoint = settings.endpoint.trim_end_matches('/').to_owned();
+        let hub_origins = std::iter::once(endpoint.as_str())
+            .chain(HUB_ORIGINS)
+            .filter_map(|u| Url::parse(u).ok())
+            .map(|u| u.origin())
+            .collect();
         let http = reqwest::Client::builder()
             .user_agent(concat!("kernels/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(settings.retry.etag_timeout)
             .read_timeout(settings.retry.download_timeout)
+            // Followed hop by hop in `execute`, deciding about the token each time.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|source| HubError::Transport {
                 url: settings.endpoint.clone(),
@@ -86,8 +134,9 @@ impl HubClient {
             })?;
         Ok(HubClient {
             http,
-            endpoint: settings.endpoint.trim_end_matches('/').to_owned(),
-            auth,
+            endpoint,
+            token,
+            hub_origins,
             offline: settings.offline,
             retry: settings.retry,
         })
@@ -108,20 +157,28 @@ impl HubClient {
         self.offline
     }
 
-    /// The underlying reqwest client (no auth header attached; prefer [`HubClient::get`]).
-    pub fn http(&self) -> &reqwest::Client {
-        &self.http
+    /// Whether `url` is served by the Hub (the endpoint's origin or one of the
+    /// Hub origins huggingface_hub 2.4 trusts), so the token may go there.
+    pub fn is_hub_origin(&self, url: &Url) -> bool {
+        let origin = url.origin();
+        self.hub_origins.contains(&origin)
     }
 
-    /// A GET request to `url` carrying the auth header, for streaming downloads.
+    /// Whether `url` has the endpoint's own origin (pagination stays there).
+    fn is_endpoint_origin(&self, url: &Url) -> bool {
+        self.hub_origins.first() == Some(&url.origin())
+    }
+
+    /// A GET request to `url`, for streaming downloads; send it with
+    /// [`HubClient::send`] or [`HubClient::send_unchecked`], which attach the
+    /// token where it may go and follow redirects.
     ///
-    /// Fails with [`HubError::Offline`] in offline mode. Use
-    /// [`HubClient::check`] on the response to turn failures into [`HubError`]s.
+    /// Fails with [`HubError::Offline`] in offline mode.
     pub fn get(&self, url: &str) -> Result<reqwest::RequestBuilder, HubError> {
         self.request(reqwest::Method::GET, url)
     }
 
-    /// A request with any method (for example `HEAD`) carrying the auth header.
+    /// A request with any method (for example `HEAD`); see [`HubClient::get`].
     pub fn request(
         &self,
         method: reqwest::Method,
@@ -132,7 +189,7 @@ impl HubClient {
                 url: url.to_owned(),
             });
         }
-        Ok(self.http.request(method, url).headers(self.auth.clone()))
+        Ok(self.http.request(method, url))
     }
 
     /// Sends a request, mapping transport errors and unsuccessful statuses to
@@ -142,24 +199,67 @@ impl HubClient {
         request: reqwest::RequestBuilder,
         target: Option<&Target>,
     ) -> Result<reqwest::Response, HubError> {
-        let request = request.build().map_err(|source| HubError::Transport {
-            url: source.url().map(|u| u.to_string()).unwrap_or_default(),
-            source,
-        })?;
-        let url = request.url().to_string();
-        let response = self
-            .http
-            .execute(request)
-            .await
-            .map_err(|source| HubError::Transport {
-                url: url.clone(),
-                source,
-            })?;
+        let response = self.send_unchecked(request).await?;
         Self::check(response, target).await
     }
 
-    /// Returns the response if its status is a success (2xx or 3xx), else reads the
-    /// body and builds the matching [`HubError`].
+    /// Sends a request following redirects (at most [`MAX_REDIRECTS`] hops), with the token attached on Hub origins only; the final
+    /// answer is returned whatever its status.
+    pub async fn send_unchecked(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, HubError> {
+        let mut request = request.build().map_err(|source| HubError::Transport {
+            url: source.url().map(|u| u.to_string()).unwrap_or_default(),
+            source,
+        })?;
+        let mut hops = 0;
+        loop {
+            let url = request.url().clone();
+            if hops > MAX_REDIRECTS {
+                return Err(HubError::InvalidResponse {
+                    url: url.to_string(),
+                    detail: format!("redirect loop (more than {MAX_REDIRECTS} hops)"),
+                });
+            }
+            hops += 1;
+            match &self.token {
+                Some(token) if self.is_hub_origin(&url) => {
+                    request.headers_mut().insert(AUTHORIZATION, token.clone());
+                }
+                _ => {
+                    request.headers_mut().remove(AUTHORIZATION);
+                }
+            }
+            let next = request.try_clone();
+            let response =
+                self.http
+                    .execute(request)
+                    .await
+                    .map_err(|source| HubError::Transport {
+                        url: url.to_string(),
+                        source,
+                    })?;
+            let location = response
+                .headers()
+                .get(LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| url.join(v).ok());
+            match (response.status().is_redirection(), location, next) {
+                (true, Some(target), Some(mut next))
+                    if matches!(target.scheme(), "http" | "https") =>
+                {
+                    *next.url_mut() = target;
+                    request = next;
+                }
+                _ => return Ok(response),
+            }
+        }
+    }
+
+    /// Returns the response if its status is a success (2xx or 3xx), else reads
+    /// the start of the body (at most [`ERROR_BODY_BYTES`], for at most
+    /// [`ERROR_BODY_DEADLINE`]) and builds the matching [`HubError`].
     pub async fn check(
         response: reqwest::Response,
         target: Option<&Target>,
@@ -170,23 +270,24 @@ impl HubClient {
         }
         let url = response.url().to_string();
         let headers = response.headers().clone();
-        let body = response.bytes().await.unwrap_or_default();
+        let body = read_capped(response, ERROR_BODY_BYTES, ERROR_BODY_DEADLINE).await;
         Err(HubError::from_response(
             target,
             ErrorResponse::new(&url, status.as_u16(), &headers, &body),
         ))
     }
 
-    /// GETs a JSON document, retrying retryable failures as the [`RetryPolicy`]
-    /// says; each attempt waits at most `etag_timeout` for the response headers.
-    async fn get_json<T: DeserializeOwned>(
+    /// GETs a document (JSON answer or small file) with retries: each attempt
+    /// has [`RetryPolicy::api_timeout`] for the whole exchange and may be at
+    /// most [`MAX_DOCUMENT_BYTES`] long. Returns the body and the headers.
+    pub async fn get_document(
         &self,
         url: &str,
         target: Option<&Target>,
-    ) -> Result<(T, HeaderMap), HubError> {
+    ) -> Result<(Vec<u8>, HeaderMap), HubError> {
         let mut attempt = 0;
         loop {
-            match self.get_json_once(url, target).await {
+            match self.get_document_once(url, target).await {
                 Err(err) if attempt < self.retry.max_retries && err.is_retryable() => {
                     let wait = self.retry.delay(attempt, err.retry_after());
                     tracing::debug!("retrying {url} after {wait:?}: {err}");
@@ -198,33 +299,98 @@ impl HubClient {
         }
     }
 
-    async fn get_json_once<T: DeserializeOwned>(
+    async fn get_document_once(
+        &self,
+        url: &str,
+        target: Option<&Target>,
+    ) -> Result<(Vec<u8>, HeaderMap), HubError> {
+        let limit = self.retry.api_timeout;
+        let exchange = async {
+            let response = self.send(self.get(url)?, target).await?;
+            let headers = response.headers().clone();
+            if response
+                .content_length()
+                .is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64)
+            {
+                return Err(too_large(url));
+            }
+            let mut response = response;
+            let mut body = Vec::new();
+            while let Some(chunk) =
+                response
+                    .chunk()
+                    .await
+                    .map_err(|source| HubError::Transport {
+                        url: url.to_owned(),
+                        source,
+                    })?
+            {
+                if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+                    return Err(too_large(url));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok((body, headers))
+        };
+        tokio::time::timeout(limit, exchange)
+            .await
+            .map_err(|_| HubError::Timeout {
+                url: url.to_owned(),
+                what: "no complete answer",
+                seconds: limit.as_secs_f64(),
+                setting: "KERNELS_API_TIMEOUT",
+            })?
+    }
+
+    /// GETs and parses a JSON document ([`HubClient::get_document`]).
+    async fn get_json<T: DeserializeOwned>(
         &self,
         url: &str,
         target: Option<&Target>,
     ) -> Result<(T, HeaderMap), HubError> {
-        let limit = self.retry.etag_timeout;
-        let response = tokio::time::timeout(limit, self.send(self.get(url)?, target))
-            .await
-            .map_err(|_| HubError::Timeout {
-                url: url.to_owned(),
-                what: "no response",
-                seconds: limit.as_secs_f64(),
-                setting: "HF_HUB_ETAG_TIMEOUT",
-            })??;
-        let headers = response.headers().clone();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|source| HubError::Transport {
-                url: url.to_owned(),
-                source,
-            })?;
+        let (body, headers) = self.get_document(url, target).await?;
         let value = serde_json::from_slice(&body).map_err(|err| HubError::InvalidResponse {
             url: url.to_owned(),
             detail: format!("invalid JSON: {err}"),
         })?;
         Ok((value, headers))
+    }
+
+    /// The next page of a listing: the `Link: rel="next"` target resolved
+    /// against `url`, accepted only on the endpoint's origin, never a page seen
+    /// before, and at most [`MAX_PAGES`] pages.
+    fn next_page(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        seen: &mut HashSet<String>,
+    ) -> Result<Option<String>, HubError> {
+        let Some(link) = next_link(headers) else {
+            return Ok(None);
+        };
+        let invalid = |detail: String| HubError::InvalidResponse {
+            url: url.to_owned(),
+            detail,
+        };
+        let next = Url::parse(url)
+            .and_then(|base| base.join(&link))
+            .map_err(|_| invalid("the `Link` header's next page is not a URL".into()))?;
+        if !self.is_endpoint_origin(&next) {
+            return Err(invalid(format!(
+                "the `Link` header's next page leaves the Hub ({})",
+                next.origin().ascii_serialization()
+            )));
+        }
+        let next = next.to_string();
+        if !seen.insert(next.clone()) {
+            return Err(invalid(
+                "the `Link` header points at a page already read (pagination loop)".into(),
+            ));
+        }
+        if seen.len() > MAX_PAGES {
+            return Err(invalid(format!("more than {MAX_PAGES} pages")));
+        }
+        Ok(Some(next))
     }
 
     fn api_url(&self, repo_type: RepoType, repo_id: &RepoId) -> String {
@@ -302,17 +468,12 @@ impl HubClient {
             target = target.path(path);
         }
         let mut entries = Vec::new();
+        let mut seen = HashSet::from([url.clone()]);
         let mut next = Some(url);
         while let Some(url) = next.take() {
             let (page, headers): (Vec<TreeEntry>, _) = self.get_json(&url, Some(&target)).await?;
             entries.extend(page);
-            next = next_link(&headers);
-            if next.as_deref() == Some(url.as_str()) {
-                return Err(HubError::InvalidResponse {
-                    url,
-                    detail: "the `Link` header points at the same page".into(),
-                });
-            }
+            next = self.next_page(&url, &headers, &mut seen)?;
         }
         Ok(entries)
     }
@@ -334,6 +495,7 @@ impl HubClient {
         );
         let target = Target::repo(repo_type, repo_id).at(revision);
         let mut commits = Vec::new();
+        let mut seen = HashSet::from([url.clone()]);
         let mut next = Some(url);
         while let Some(url) = next.take() {
             let (page, headers): (Vec<CommitInfo>, _) = self.get_json(&url, Some(&target)).await?;
@@ -344,13 +506,7 @@ impl HubClient {
                     return Ok(commits);
                 }
             }
-            next = next_link(&headers);
-            if next.as_deref() == Some(url.as_str()) {
-                return Err(HubError::InvalidResponse {
-                    url,
-                    detail: "the `Link` header points at the same page".into(),
-                });
-            }
+            next = self.next_page(&url, &headers, &mut seen)?;
         }
         Ok(commits)
     }
@@ -404,6 +560,33 @@ impl HubClient {
             quote_path(path)
         )
     }
+}
+
+fn too_large(url: &str) -> HubError {
+    HubError::InvalidResponse {
+        url: url.to_owned(),
+        detail: format!(
+            "the answer is larger than {} MiB, more than any Hub API answer",
+            MAX_DOCUMENT_BYTES >> 20
+        ),
+    }
+}
+
+/// Reads at most `cap` bytes of a body within `deadline`; what arrived is kept
+/// when the body ends, fails, or the time is up.
+async fn read_capped(mut response: reqwest::Response, cap: usize, deadline: Duration) -> Vec<u8> {
+    let mut body = Vec::new();
+    let _ = tokio::time::timeout(deadline, async {
+        while let Ok(Some(chunk)) = response.chunk().await {
+            let room = cap - body.len();
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if body.len() >= cap {
+                break;
+            }
+        }
+    })
+    .await;
+    body
 }
 
 /// The `rel="next"` target of a `Link` header, if any.
@@ -471,6 +654,7 @@ mod tests {
                 etag_timeout: second,
                 download_timeout: second,
                 stall_timeout: second,
+                api_timeout: second,
             },
         }
     }

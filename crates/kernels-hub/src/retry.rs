@@ -28,8 +28,9 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 pub struct RetryPolicy {
     /// Retries after the first attempt (`KERNELS_MAX_RETRIES`, default 5).
     pub max_retries: u32,
-    /// Longest wait for the response headers of an API (metadata) call
-    /// (`HF_HUB_ETAG_TIMEOUT`); also the connect timeout.
+    /// Longest wait for a connection to be set up (`HF_HUB_ETAG_TIMEOUT`,
+    /// which bounds huggingface_hub's metadata request; `kernels` sends no
+    /// metadata request of its own, see `docs/downloading.md`).
     pub etag_timeout: Duration,
     /// Longest wait for the response headers of a file download, and longest
     /// pause of a socket read (`HF_HUB_DOWNLOAD_TIMEOUT`).
@@ -37,6 +38,27 @@ pub struct RetryPolicy {
     /// Stall watchdog: longest time without a body byte during a file
     /// download (`KERNELS_STALL_TIMEOUT`).
     pub stall_timeout: Duration,
+    /// Deadline of one whole API exchange (request, response headers and the
+    /// complete body) of a JSON call: refs, revision, tree and commit pages,
+    /// organization overview, `metadata.json` (`KERNELS_API_TIMEOUT`).
+    pub api_timeout: Duration,
+}
+
+/// Default of [`RetryPolicy::api_timeout`].
+pub const DEFAULT_API_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Default for RetryPolicy {
+    /// huggingface_hub's defaults: 10 s timeouts, 5 retries, 60 s per API exchange.
+    fn default() -> Self {
+        let ten = Duration::from_secs(10);
+        RetryPolicy {
+            max_retries: 5,
+            etag_timeout: ten,
+            download_timeout: ten,
+            stall_timeout: ten,
+            api_timeout: DEFAULT_API_TIMEOUT,
+        }
+    }
 }
 
 impl RetryPolicy {
@@ -62,6 +84,7 @@ mod tests {
             etag_timeout: Duration::from_secs(1),
             download_timeout: Duration::from_secs(1),
             stall_timeout: Duration::from_secs(1),
+            api_timeout: Duration::from_secs(1),
         }
     }
 
