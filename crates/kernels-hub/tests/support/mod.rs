@@ -1,6 +1,8 @@
 //! A scripted HTTP/1.1 listener for client tests: every request is recorded
 //! byte for byte, and a closure decides the answer from the request line.
 
+#![allow(dead_code)] // each test binary uses a part of it
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
