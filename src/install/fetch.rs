@@ -311,10 +311,7 @@ async fn attempt(
             Ok(Ok(Some(chunk))) => chunk,
             Ok(Ok(None)) => break,
             Ok(Err(source)) => {
-                return Err(DownloadError::Hub(HubError::Transport {
-                    url: final_url,
-                    source,
-                }));
+                return Err(DownloadError::Hub(HubError::transport(final_url, source)));
             }
         };
         *received += chunk.len() as u64;

@@ -128,10 +128,7 @@ impl HubClient {
             // Followed hop by hop in `execute`, deciding about the token each time.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|source| HubError::Transport {
-                url: settings.endpoint.clone(),
-                source,
-            })?;
+            .map_err(|source| HubError::transport(settings.endpoint.clone(), source))?;
         Ok(HubClient {
             http,
             endpoint,
@@ -209,9 +206,11 @@ impl HubClient {
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, HubError> {
-        let mut request = request.build().map_err(|source| HubError::Transport {
-            url: source.url().map(|u| u.to_string()).unwrap_or_default(),
-            source,
+        let mut request = request.build().map_err(|source| {
+            HubError::transport(
+                source.url().map(|u| u.to_string()).unwrap_or_default(),
+                source,
+            )
         })?;
         let mut hops = 0;
         loop {
@@ -232,14 +231,11 @@ impl HubClient {
                 }
             }
             let next = request.try_clone();
-            let response =
-                self.http
-                    .execute(request)
-                    .await
-                    .map_err(|source| HubError::Transport {
-                        url: url.to_string(),
-                        source,
-                    })?;
+            let response = self
+                .http
+                .execute(request)
+                .await
+                .map_err(|source| HubError::transport(url.to_string(), source))?;
             let location = response
                 .headers()
                 .get(LOCATION)
@@ -316,14 +312,10 @@ impl HubClient {
             }
             let mut response = response;
             let mut body = Vec::new();
-            while let Some(chunk) =
-                response
-                    .chunk()
-                    .await
-                    .map_err(|source| HubError::Transport {
-                        url: url.to_owned(),
-                        source,
-                    })?
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|source| HubError::transport(url.to_owned(), source))?
             {
                 if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
                     return Err(too_large(url));
@@ -410,7 +402,20 @@ impl HubClient {
     ) -> Result<GitRefs, HubError> {
         let url = format!("{}/refs", self.api_url(repo_type, repo_id));
         let target = Target::repo(repo_type, repo_id);
-        Ok(self.get_json(&url, Some(&target)).await?.0)
+        let refs: GitRefs = self.get_json(&url, Some(&target)).await?.0;
+        // Git forbids control characters in ref names; a listing with one is
+        // hostile (an escape sequence waiting to be printed).
+        let all = refs.branches.iter().chain(&refs.converts).chain(&refs.tags);
+        if let Some(bad) = all
+            .flat_map(|r| [&r.name, &r.git_ref, &r.target_commit])
+            .find(|t| t.chars().any(char::is_control))
+        {
+            return Err(HubError::InvalidResponse {
+                url,
+                detail: format!("a ref name contains control characters: {bad:?}"),
+            });
+        }
+        Ok(refs)
     }
 
     /// `GET /api/{type}s/{repo_id}/revision/{revision}`: the commit a revision

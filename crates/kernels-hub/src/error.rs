@@ -12,6 +12,7 @@ use reqwest::header::HeaderMap;
 
 use kernels_types::RepoId;
 use kernels_types::RepoType;
+use kernels_types::text::safe;
 
 /// What a request was about; used to phrase error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,17 +149,19 @@ fn body_message(body: &[u8]) -> Option<String> {
     Some(text.to_owned())
 }
 
+/// Server-supplied text is shown escaped (control characters visible, never
+/// executed) and signed URLs lose their query ([`kernels_types::text::safe`]).
 impl fmt::Display for ErrorResponse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "HTTP {} from {}", self.status, self.url)?;
+        write!(f, "HTTP {} from {}", self.status, safe(&self.url))?;
         if let Some(code) = &self.code {
-            write!(f, " ({code})")?;
+            write!(f, " ({})", safe(code))?;
         }
         if let Some(message) = &self.message {
-            write!(f, ": {message}")?;
+            write!(f, ": {}", safe(message))?;
         }
         if let Some(id) = &self.request_id {
-            write!(f, " [request id {id}]")?;
+            write!(f, " [request id {}]", safe(id))?;
         }
         Ok(())
     }
@@ -168,7 +171,7 @@ impl fmt::Display for ErrorResponse {
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum HubError {
     /// Offline mode is on; no connection was attempted.
-    #[error("cannot reach {url}: offline mode is enabled (HF_HUB_OFFLINE)")]
+    #[error("cannot reach {}: offline mode is enabled (HF_HUB_OFFLINE)", safe(url))]
     #[diagnostic(
         code(kernels::hub::offline),
         help("unset HF_HUB_OFFLINE (and TRANSFORMERS_OFFLINE) to allow network access")
@@ -270,7 +273,7 @@ pub enum HubError {
     },
 
     /// Connection, TLS, timeout or body transfer failure.
-    #[error("cannot reach {url}: {source}")]
+    #[error("cannot reach {}: {}", safe(url), safe(&source.to_string()))]
     #[diagnostic(
         code(kernels::hub::transport),
         help(
@@ -286,7 +289,7 @@ pub enum HubError {
     },
 
     /// No answer, or no body bytes, within a configured time.
-    #[error("{url}: {what} within {seconds} s")]
+    #[error("{}: {what} within {seconds} s", safe(url))]
     #[diagnostic(
         code(kernels::hub::timeout),
         help("the server or network is slow; raise {setting} (seconds) to wait longer")
@@ -303,7 +306,7 @@ pub enum HubError {
     },
 
     /// A successful answer whose body is not what the API promises.
-    #[error("unexpected answer from {url}: {detail}")]
+    #[error("unexpected answer from {}: {}", safe(url), safe(detail))]
     #[diagnostic(code(kernels::hub::invalid_response))]
     InvalidResponse {
         /// Requested URL.
@@ -314,6 +317,15 @@ pub enum HubError {
 }
 
 impl HubError {
+    /// A transport failure for `url`; the URL is kept once, in `url` (shown with
+    /// a signed query removed), not again inside the reqwest error.
+    pub fn transport(url: impl Into<String>, source: reqwest::Error) -> Self {
+        HubError::Transport {
+            url: url.into(),
+            source: source.without_url(),
+        }
+    }
+
     /// Classifies an unsuccessful response the way `huggingface_hub` does:
     /// `X-Error-Code` first, then the status.
     pub fn from_response(target: Option<&Target>, response: ErrorResponse) -> Self {

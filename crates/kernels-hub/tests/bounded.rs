@@ -145,3 +145,59 @@ async fn redirect_loop_ends() {
     assert!(err.to_string().contains("redirect loop"), "{err}");
     assert_eq!(hub.received().matches("GET ").count(), 11);
 }
+
+#[tokio::test]
+async fn server_text_is_escaped_and_signed_urls_redacted() {
+    let cdn = Listener::start("localhost", |_| {
+        json(
+            "403 Forbidden",
+            "",
+            "{\"error\":\"\\u001b[2J\\u001b]0;pwned\\u0007\\r\\nDownloaded everything\"}",
+        )
+    })
+    .await;
+    let to = format!(
+        "{}/lfs/abc?X-Amz-Algorithm=AWS4&X-Amz-Signature=0123secret&X-Amz-Expires=3600",
+        cdn.base
+    );
+    let hub = Listener::start("127.0.0.1", move |_| {
+        Reply::Full(format!("HTTP/1.1 302 Found\r\nlocation: {to}"), Vec::new())
+    })
+    .await;
+    let client = client(&hub.base, None);
+    let err = client
+        .send(client.get(&format!("{}/x", hub.base)).unwrap(), None)
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(!text.chars().any(char::is_control), "{text:?}");
+    assert!(
+        text.contains("\\u{1b}[2J") && text.contains("\\r\\nDownloaded"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("0123secret") && text.contains("/lfs/abc?…"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn ref_names_with_control_characters_are_refused() {
+    let hub = Listener::start("127.0.0.1", |_| {
+        json(
+            "200 OK",
+            "",
+            r#"{"branches":[{"name":"v1\u001b[2J","ref":"refs/heads/v1","targetCommit":"0000000000000000000000000000000000000000"}],"tags":[]}"#,
+        )
+    })
+    .await;
+    let err = client(&hub.base, None)
+        .list_refs(RepoType::Kernel, &relu())
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("control characters") && !text.contains('\u{1b}'),
+        "{text}"
+    );
+}
