@@ -82,7 +82,7 @@ fn classify(err: &DownloadError, endpoint: &str) -> Next {
         DownloadError::Hub(err) if err.is_retryable() => Next::Retry(err.retry_after()),
         // A signed CDN URL that expired (or was refused) while we waited: the
         // next attempt asks the Hub again and gets a fresh one.
-        DownloadError::Hub(HubError::Status { response })
+        DownloadError::Hub(HubError::Status { response } | HubError::Forbidden { response })
             if response.status == 403 && !same_origin(&response.url, endpoint) =>
         {
             Next::Retry(None)
@@ -244,7 +244,10 @@ async fn attempt(
             writer.restart()?;
             continue;
         }
-        break HubClient::check(response, Some(&target)).await?;
+        break source
+            .client
+            .check_response(response, Some(&target))
+            .await?;
     };
     let final_url = response.url().to_string();
     let offset = writer.offset();

@@ -197,7 +197,22 @@ impl HubClient {
         target: Option<&Target>,
     ) -> Result<reqwest::Response, HubError> {
         let response = self.send_unchecked(request).await?;
-        Self::check(response, target).await
+        self.check_response(response, target).await
+    }
+
+    /// [`HubClient::check`], knowing whether the final request was anonymous
+    /// (no token configured, or none sent to that origin): an anonymous 401
+    /// reads as "repository not found", as huggingface_hub reads it.
+    pub async fn check_response(
+        &self,
+        response: reqwest::Response,
+        target: Option<&Target>,
+    ) -> Result<reqwest::Response, HubError> {
+        let anonymous = self.token.is_none() || !self.is_hub_origin(response.url());
+        match Self::check(response, target).await {
+            Err(err) if anonymous => Err(err.into_anonymous(target)),
+            result => result,
+        }
     }
 
     /// Sends a request following redirects (at most [`MAX_REDIRECTS`] hops), with the token attached on Hub origins only; the final
@@ -402,7 +417,10 @@ impl HubClient {
     ) -> Result<GitRefs, HubError> {
         let url = format!("{}/refs", self.api_url(repo_type, repo_id));
         let target = Target::repo(repo_type, repo_id);
-        let refs: GitRefs = self.get_json(&url, Some(&target)).await?.0;
+        let refs: GitRefs = match self.get_json(&url, Some(&target)).await {
+            Ok((refs, _)) => refs,
+            Err(err) => return Err(self.with_suggestion(err).await),
+        };
         // Git forbids control characters in ref names; a listing with one is
         // hostile (an escape sequence waiting to be printed).
         let all = refs.branches.iter().chain(&refs.converts).chain(&refs.tags);
@@ -432,7 +450,10 @@ impl HubClient {
             quote_revision(revision)
         );
         let target = Target::repo(repo_type, repo_id).at(revision);
-        let info: RepoInfo = self.get_json(&url, Some(&target)).await?.0;
+        let info: RepoInfo = match self.get_json(&url, Some(&target)).await {
+            Ok((info, _)) => info,
+            Err(err) => return Err(self.with_suggestion(err).await),
+        };
         if !info
             .sha
             .parse::<kernels_types::CommitId>()
@@ -535,6 +556,55 @@ impl HubClient {
             .is_some_and(|c| c.id.eq_ignore_ascii_case(commit)))
     }
 
+    /// Adds "did you mean" to a [`HubError::RepoNotFound`]: the closest name
+    /// among the owner's repositories of that type
+    /// (`GET /api/{type}s?author={owner}`), if one is close enough. Any failure
+    /// of that listing leaves the error as it is.
+    pub async fn with_suggestion(&self, err: HubError) -> HubError {
+        let HubError::RepoNotFound {
+            target,
+            response,
+            suggestion: None,
+        } = err
+        else {
+            return err;
+        };
+        let suggestion = self.suggest_repo(target.repo_type, &target.repo_id).await;
+        HubError::RepoNotFound {
+            target,
+            response,
+            suggestion,
+        }
+    }
+
+    async fn suggest_repo(&self, repo_type: RepoType, repo_id: &RepoId) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Listed {
+            id: String,
+        }
+        let (owner, name) = repo_id.as_str().split_once('/')?;
+        let url = format!(
+            "{}/api/{}?author={}&limit=1000",
+            self.endpoint,
+            repo_type.api_segment(),
+            quote_revision(owner)
+        );
+        let (body, _) = self.get_document_once(&url, None).await.ok()?;
+        let listed: Vec<Listed> = serde_json::from_slice(&body).ok()?;
+        let wanted = name.to_ascii_lowercase();
+        listed
+            .into_iter()
+            .filter_map(|r| {
+                let (o, n) = r.id.split_once('/')?;
+                let distance = edit_distance(&wanted, &n.to_ascii_lowercase());
+                let close = distance <= (wanted.chars().count() / 3).max(2);
+                (o.eq_ignore_ascii_case(owner) && n != name && close)
+                    .then(|| (distance, kernels_types::text::safe(&r.id)))
+            })
+            .min()
+            .map(|(_, id)| id)
+    }
+
     /// `GET /api/organizations/{org}/overview`.
     pub async fn org_overview(&self, org: &str) -> Result<OrganizationOverview, HubError> {
         let url = format!(
@@ -565,6 +635,22 @@ impl HubClient {
             quote_path(path)
         )
     }
+}
+
+/// Levenshtein distance of two short names (by characters).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
 }
 
 fn too_large(url: &str) -> HubError {
@@ -662,6 +748,14 @@ mod tests {
                 api_timeout: second,
             },
         }
+    }
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("relu", "relu"), 0);
+        assert_eq!(edit_distance("rleu", "relu"), 2);
+        assert_eq!(edit_distance("activatoin", "activation"), 2);
+        assert_eq!(edit_distance("", "abc"), 3);
     }
 
     #[test]

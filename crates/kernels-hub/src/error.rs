@@ -71,6 +71,8 @@ pub struct ErrorResponse {
     pub request_id: Option<String>,
     /// `Retry-After` header in seconds, if the server sent one.
     pub retry_after: Option<u64>,
+    /// The request carried no token (none configured, or not sent to that origin).
+    pub anonymous: bool,
 }
 
 impl ErrorResponse {
@@ -94,6 +96,7 @@ impl ErrorResponse {
             retry_after: header("retry-after")
                 .and_then(|v| v.parse().ok())
                 .or_else(|| header("ratelimit").and_then(|v| ratelimit_reset(&v))),
+            anonymous: false,
         }
     }
 }
@@ -190,11 +193,11 @@ pub enum HubError {
     InvalidToken,
 
     /// The repository does not exist for this repo type, or is private.
-    #[error("{} repository `{}` was not found: {response}", target.repo_type.as_str(), target.repo_id)]
+    #[error("{} repository `{}` was not found{}: {response}", target.repo_type.as_str(), target.repo_id, suggestion.as_deref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default())]
     #[diagnostic(
         code(kernels::hub::repo_not_found),
         help(
-            "check the repo id and the repo type (`--repo-type kernel` or `model`); for a private repository set HF_TOKEN"
+            "check the repo id and the repo type (`--repo-type kernel` or `model`); for a private repository set HF_TOKEN to a token with read access (the Hub answers 401 to anonymous requests for missing and private repositories alike)"
         )
     )]
     RepoNotFound {
@@ -202,6 +205,9 @@ pub enum HubError {
         target: Target,
         /// The server's answer.
         response: Box<ErrorResponse>,
+        /// A repository of the same owner with a similar name, when the Hub
+        /// could list the owner's repositories.
+        suggestion: Option<String>,
     },
 
     /// The revision (branch, tag or commit) does not exist in the repository.
@@ -249,6 +255,19 @@ pub enum HubError {
         help("set HF_TOKEN to a valid token, or unset it if it is stale")
     )]
     Unauthorized {
+        /// The server's answer.
+        response: Box<ErrorResponse>,
+    },
+
+    /// 403 without a more specific code.
+    #[error("access denied: {response}")]
+    #[diagnostic(
+        code(kernels::hub::forbidden),
+        help(
+            "the token lacks permission for this repository (a fine-grained token needs read access to it), or the repository is disabled; check HF_TOKEN"
+        )
+    )]
+    Forbidden {
         /// The server's answer.
         response: Box<ErrorResponse>,
     },
@@ -333,7 +352,13 @@ impl HubError {
         let code = response.code.as_deref();
         if let Some(target) = target.cloned() {
             match code {
-                Some("RepoNotFound") => return HubError::RepoNotFound { target, response },
+                Some("RepoNotFound") => {
+                    return HubError::RepoNotFound {
+                        target,
+                        response,
+                        suggestion: None,
+                    };
+                }
                 Some("RevisionNotFound") => {
                     return HubError::RevisionNotFound { target, response };
                 }
@@ -342,10 +367,49 @@ impl HubError {
                 _ => {}
             }
         }
-        match response.status {
-            401 => HubError::Unauthorized { response },
-            500..=599 => HubError::Server { response },
+        // Without a code, read the status as huggingface_hub does: an anonymous
+        // 401 about a repository is the Hub hiding a missing or private repo,
+        // unless the message says the credentials themselves are bad.
+        let bad_credentials = response
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("Invalid credentials in Authorization header"));
+        match (response.status, target) {
+            (401, Some(target)) if response.anonymous && !bad_credentials => {
+                HubError::RepoNotFound {
+                    target: target.clone(),
+                    response,
+                    suggestion: None,
+                }
+            }
+            (404, Some(target)) if code.is_none() && target.path.is_some() => {
+                HubError::EntryNotFound {
+                    target: target.clone(),
+                    response,
+                }
+            }
+            (404, Some(target)) if code.is_none() && target.revision.is_none() => {
+                HubError::RepoNotFound {
+                    target: target.clone(),
+                    response,
+                    suggestion: None,
+                }
+            }
+            (401, _) => HubError::Unauthorized { response },
+            (403, _) => HubError::Forbidden { response },
+            (500..=599, _) => HubError::Server { response },
             _ => HubError::Status { response },
+        }
+    }
+
+    /// The same answer classified again as one to an anonymous request.
+    pub(crate) fn into_anonymous(self, target: Option<&Target>) -> Self {
+        match self {
+            HubError::Unauthorized { mut response } => {
+                response.anonymous = true;
+                HubError::from_response(target, *response)
+            }
+            other => other,
         }
     }
 
@@ -379,6 +443,7 @@ impl HubError {
             | HubError::EntryNotFound { response, .. }
             | HubError::Gated { response, .. }
             | HubError::Unauthorized { response }
+            | HubError::Forbidden { response }
             | HubError::Server { response }
             | HubError::Status { response } => Some(response.status),
             HubError::Transport { source, .. } => source.status().map(|s| s.as_u16()),
