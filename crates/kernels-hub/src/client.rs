@@ -563,18 +563,15 @@ impl HubClient {
     pub async fn with_suggestion(&self, err: HubError) -> HubError {
         let HubError::RepoNotFound {
             target,
-            response,
-            suggestion: None,
+            mut response,
         } = err
         else {
             return err;
         };
-        let suggestion = self.suggest_repo(target.repo_type, &target.repo_id).await;
-        HubError::RepoNotFound {
-            target,
-            response,
-            suggestion,
+        if response.suggestion.is_none() {
+            response.suggestion = self.suggest_repo(target.repo_type, &target.repo_id).await;
         }
+        HubError::RepoNotFound { target, response }
     }
 
     async fn suggest_repo(&self, repo_type: RepoType, repo_id: &RepoId) -> Option<String> {

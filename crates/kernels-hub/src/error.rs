@@ -73,6 +73,9 @@ pub struct ErrorResponse {
     pub retry_after: Option<u64>,
     /// The request carried no token (none configured, or not sent to that origin).
     pub anonymous: bool,
+    /// For a repository not found: a repository of the same owner with a
+    /// similar name, when the Hub could list the owner's repositories.
+    pub suggestion: Option<String>,
 }
 
 impl ErrorResponse {
@@ -97,6 +100,7 @@ impl ErrorResponse {
                 .and_then(|v| v.parse().ok())
                 .or_else(|| header("ratelimit").and_then(|v| ratelimit_reset(&v))),
             anonymous: false,
+            suggestion: None,
         }
     }
 }
@@ -193,7 +197,7 @@ pub enum HubError {
     InvalidToken,
 
     /// The repository does not exist for this repo type, or is private.
-    #[error("{} repository `{}` was not found{}: {response}", target.repo_type.as_str(), target.repo_id, suggestion.as_deref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default())]
+    #[error("{} repository `{}` was not found{}: {response}", target.repo_type.as_str(), target.repo_id, response.suggestion.as_deref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default())]
     #[diagnostic(
         code(kernels::hub::repo_not_found),
         help(
@@ -203,11 +207,8 @@ pub enum HubError {
     RepoNotFound {
         /// What was asked.
         target: Target,
-        /// The server's answer.
+        /// The server's answer (with the "did you mean" suggestion, if any).
         response: Box<ErrorResponse>,
-        /// A repository of the same owner with a similar name, when the Hub
-        /// could list the owner's repositories.
-        suggestion: Option<String>,
     },
 
     /// The revision (branch, tag or commit) does not exist in the repository.
@@ -353,11 +354,7 @@ impl HubError {
         if let Some(target) = target.cloned() {
             match code {
                 Some("RepoNotFound") => {
-                    return HubError::RepoNotFound {
-                        target,
-                        response,
-                        suggestion: None,
-                    };
+                    return HubError::RepoNotFound { target, response };
                 }
                 Some("RevisionNotFound") => {
                     return HubError::RevisionNotFound { target, response };
@@ -379,7 +376,6 @@ impl HubError {
                 HubError::RepoNotFound {
                     target: target.clone(),
                     response,
-                    suggestion: None,
                 }
             }
             (404, Some(target)) if code.is_none() && target.path.is_some() => {
@@ -392,7 +388,6 @@ impl HubError {
                 HubError::RepoNotFound {
                     target: target.clone(),
                     response,
-                    suggestion: None,
                 }
             }
             (401, _) => HubError::Unauthorized { response },
