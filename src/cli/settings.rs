@@ -38,6 +38,10 @@ pub struct Settings {
     /// Deadline of one whole API exchange (headers and body):
     /// `KERNELS_API_TIMEOUT` seconds, default 60.
     pub api_timeout: Duration,
+    /// Longest wait honoured when the Hub rate-limits (`RateLimit` reset,
+    /// `Retry-After`): `KERNELS_MAX_RATE_LIMIT_WAIT` seconds, default 300 (the
+    /// Hub's window).
+    pub max_rate_limit_wait: Duration,
     /// Stall watchdog of file downloads: a transfer that receives no body byte
     /// for this long is abandoned and retried (resuming with `Range`):
     /// `KERNELS_STALL_TIMEOUT` seconds, default the download timeout.
@@ -133,6 +137,7 @@ impl Settings {
             token: self.token.clone(),
             offline: self.offline,
             retry: self.retry_policy(),
+            events: Some(super::hub_event_sink()),
         }
     }
 
@@ -144,6 +149,7 @@ impl Settings {
             download_timeout: self.download_timeout,
             stall_timeout: self.stall_timeout,
             api_timeout: self.api_timeout,
+            max_wait: self.max_rate_limit_wait,
         }
     }
 
@@ -194,6 +200,10 @@ impl Settings {
             api_timeout: seconds(
                 "KERNELS_API_TIMEOUT",
                 kernels_hub::retry::DEFAULT_API_TIMEOUT.as_secs(),
+            ),
+            max_rate_limit_wait: seconds(
+                "KERNELS_MAX_RATE_LIMIT_WAIT",
+                kernels_hub::retry::MAX_RETRY_AFTER.as_secs(),
             ),
             stall_timeout: var("KERNELS_STALL_TIMEOUT")
                 .map_or(download_timeout, |_| seconds("KERNELS_STALL_TIMEOUT", 10)),

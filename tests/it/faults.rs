@@ -255,8 +255,16 @@ fn rate_limit_waits_for_retry_after() {
     world.fault(json!({"listener": "cdn", "count": 1,
         "rate_limit": {"ratelimit": "\"api\";r=0;t=1", "policy": "\"api\";q=100;w=300"}}));
     let started = Instant::now();
-    assert_ok(&gelu(&world, &[]));
-    assert!(started.elapsed() >= Duration::from_secs(1));
+    let out = gelu(&world, &[]);
+    assert_ok(&out);
+    // t + 1 seconds, as huggingface_hub waits, announced on stderr.
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    assert!(
+        stderr(&out)
+            .contains("rate limited by the Hub, waiting 2 s (`api` quota: 100 requests per 300 s)"),
+        "{}",
+        stderr(&out)
+    );
     assert_gelu_done(&world);
 }
 

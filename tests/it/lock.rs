@@ -647,7 +647,9 @@ fn hub_client_against_serve() {
             download_timeout: std::time::Duration::from_secs(10),
             stall_timeout: std::time::Duration::from_secs(10),
             api_timeout: std::time::Duration::from_secs(10),
+            max_wait: std::time::Duration::from_secs(10),
         },
+        events: None,
     })
     .unwrap();
     let relu: RepoId = "kernels-community/relu".parse().unwrap();

@@ -30,7 +30,12 @@ use kernels_types::wire::{
 };
 
 use crate::error::{ErrorResponse, HubError, Target};
+use crate::ratelimit::{EventSink, HubEvent, RateLimit};
 use crate::retry::RetryPolicy;
+
+/// When each exhausted rate-limit quota (`api`, `resolvers`, …) resets.
+type Pauses =
+    std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::time::Instant>>>;
 
 /// Largest JSON document (one API answer or one `metadata.json`) read into memory.
 pub const MAX_DOCUMENT_BYTES: usize = 16 << 20;
@@ -67,6 +72,8 @@ pub struct ClientConfig {
     pub offline: bool,
     /// Retry budget and timeouts of every request.
     pub retry: RetryPolicy,
+    /// Where to report [`HubEvent`]s (rate-limit waits); `None` drops them.
+    pub events: Option<EventSink>,
 }
 
 /// Characters Python's `urllib.parse.quote(s, safe="")` leaves alone: letters,
@@ -99,6 +106,8 @@ pub struct HubClient {
     hub_origins: Vec<Origin>,
     offline: bool,
     retry: RetryPolicy,
+    events: Option<EventSink>,
+    pauses: Pauses,
 }
 
 impl HubClient {
@@ -136,6 +145,8 @@ impl HubClient {
             hub_origins,
             offline: settings.offline,
             retry: settings.retry,
+            events: settings.events.clone(),
+            pauses: Pauses::default(),
         })
     }
 
@@ -189,6 +200,71 @@ impl HubClient {
         Ok(self.http.request(method, url))
     }
 
+    /// The quota a request counts against: `api` for `/api/…`, else `resolvers`
+    /// (file downloads), the names the Hub uses in `RateLimit`.
+    fn quota(url: &Url) -> &'static str {
+        if url.path().starts_with("/api/") {
+            "api"
+        } else {
+            "resolvers"
+        }
+    }
+
+    /// Remembers an exhausted quota (`r=0`) from a successful answer, so the
+    /// next request against it waits for the reset instead of failing.
+    fn note_rate_limit(&self, headers: &HeaderMap) {
+        let Some(limit) = RateLimit::from_headers(headers) else {
+            return;
+        };
+        if let Some(wait) = limit.wait() {
+            let until = tokio::time::Instant::now() + wait.min(self.retry.max_wait);
+            self.pauses
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(limit.resource, until);
+        }
+    }
+
+    /// Waits while the quota of `url` is exhausted (telling the event sink).
+    async fn pace(&self, url: &Url) {
+        let until = {
+            let pauses = self.pauses.lock().unwrap_or_else(|e| e.into_inner());
+            pauses.get(Self::quota(url)).copied()
+        };
+        let Some(until) = until else { return };
+        let now = tokio::time::Instant::now();
+        if until > now {
+            self.emit(&HubEvent::RateLimited {
+                wait: until - now,
+                resource: Some(Self::quota(url).to_owned()),
+                policy: None,
+            });
+            tokio::time::sleep_until(until).await;
+        }
+    }
+
+    fn emit(&self, event: &HubEvent) {
+        if let Some(sink) = &self.events {
+            sink.emit(event);
+        }
+    }
+
+    /// Waits before retry number `attempt` after `err` ([`RetryPolicy::delay`]);
+    /// a rate-limit wait (`429`) is reported as [`HubEvent::RateLimited`].
+    pub async fn wait_to_retry(&self, attempt: u32, err: &HubError) {
+        let wait = self.retry.delay(attempt, err.retry_after());
+        if err.status() == Some(429) {
+            let limit = err.rate_limit();
+            self.emit(&HubEvent::RateLimited {
+                wait,
+                resource: limit.map(|l| l.resource.clone()),
+                policy: limit.and_then(|l| Some((l.limit?, l.window_secs?))),
+            });
+        }
+        tracing::debug!("retrying after {wait:?}: {err}");
+        tokio::time::sleep(wait).await;
+    }
+
     /// Sends a request, mapping transport errors and unsuccessful statuses to
     /// [`HubError`]; `target` phrases not-found errors.
     pub async fn send(
@@ -227,6 +303,7 @@ impl HubClient {
                 source,
             )
         })?;
+        self.pace(request.url()).await;
         let mut hops = 0;
         loop {
             let url = request.url().clone();
@@ -251,6 +328,11 @@ impl HubClient {
                 .execute(request)
                 .await
                 .map_err(|source| HubError::transport(url.to_string(), source))?;
+            if self.is_hub_origin(&url)
+                && response.status() != reqwest::StatusCode::TOO_MANY_REQUESTS
+            {
+                self.note_rate_limit(response.headers());
+            }
             let location = response
                 .headers()
                 .get(LOCATION)
@@ -300,9 +382,7 @@ impl HubClient {
         loop {
             match self.get_document_once(url, target).await {
                 Err(err) if attempt < self.retry.max_retries && err.is_retryable() => {
-                    let wait = self.retry.delay(attempt, err.retry_after());
-                    tracing::debug!("retrying {url} after {wait:?}: {err}");
-                    tokio::time::sleep(wait).await;
+                    self.wait_to_retry(attempt, &err).await;
                     attempt += 1;
                 }
                 result => return result,
@@ -743,7 +823,9 @@ mod tests {
                 download_timeout: second,
                 stall_timeout: second,
                 api_timeout: second,
+                max_wait: second,
             },
+            events: None,
         }
     }
 

@@ -69,8 +69,11 @@ pub struct ErrorResponse {
     pub message: Option<String>,
     /// `X-Request-Id` header (or `X-Amz-Cf-Id`), for support requests.
     pub request_id: Option<String>,
-    /// `Retry-After` header in seconds, if the server sent one.
+    /// Seconds to wait before trying again: `t + 1` of a `RateLimit` header with
+    /// `r=0` (preferred, as huggingface_hub 2.4 does), else `Retry-After`.
     pub retry_after: Option<u64>,
+    /// The `RateLimit` / `RateLimit-Policy` headers, if sent.
+    pub rate_limit: Option<crate::ratelimit::RateLimit>,
     /// The request carried no token (none configured, or not sent to that origin).
     pub anonymous: bool,
     /// For a repository not found: a repository of the same owner with a
@@ -90,34 +93,23 @@ impl ErrorResponse {
                 .map(str::to_owned)
         };
         let message = header("x-error-message").or_else(|| body_message(body));
+        let rate_limit = crate::ratelimit::RateLimit::from_headers(headers);
         ErrorResponse {
             url: url.to_owned(),
             status,
             code: header("x-error-code"),
             message,
             request_id: header("x-request-id").or_else(|| header("x-amz-cf-id")),
-            retry_after: header("retry-after")
-                .and_then(|v| v.parse().ok())
-                .or_else(|| header("ratelimit").and_then(|v| ratelimit_reset(&v))),
+            retry_after: rate_limit
+                .as_ref()
+                .and_then(|r| r.wait())
+                .map(|w| w.as_secs())
+                .or_else(|| header("retry-after").and_then(|v| v.parse().ok())),
+            rate_limit,
             anonymous: false,
             suggestion: None,
         }
     }
-}
-
-/// The reset time `t` (seconds) of an IETF `RateLimit` header such as
-/// `"api";r=0;t=55`, when the remaining quota `r` is 0.
-fn ratelimit_reset(value: &str) -> Option<u64> {
-    let mut remaining = None;
-    let mut reset = None;
-    for param in value.split([';', ',']).map(str::trim) {
-        if let Some(r) = param.strip_prefix("r=") {
-            remaining = r.parse::<u64>().ok();
-        } else if let Some(t) = param.strip_prefix("t=") {
-            reset = t.parse::<u64>().ok();
-        }
-    }
-    (remaining == Some(0)).then_some(reset).flatten()
 }
 
 /// Extracts a message from a JSON error body, or returns a short non-HTML text body.
@@ -430,6 +422,16 @@ impl HubError {
         }
     }
 
+    /// The `RateLimit` headers of the failed answer, if sent.
+    pub fn rate_limit(&self) -> Option<&crate::ratelimit::RateLimit> {
+        match self {
+            HubError::Server { response } | HubError::Status { response } => {
+                response.rate_limit.as_ref()
+            }
+            _ => None,
+        }
+    }
+
     /// HTTP status of the failed answer, if there was one.
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -455,10 +457,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ratelimit_header_gives_the_wait() {
-        assert_eq!(ratelimit_reset("\"api\";r=0;t=55"), Some(55));
-        assert_eq!(ratelimit_reset("\"api\";r=3;t=55"), None);
-        assert_eq!(ratelimit_reset("garbage"), None);
+    fn ratelimit_header_is_preferred_over_retry_after() {
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", "5".parse().unwrap());
+        let resp = |h: &HeaderMap| ErrorResponse::new("http://h/api", 429, h, b"").retry_after;
+        assert_eq!(resp(&headers), Some(5));
+        headers.insert("ratelimit", "\"api\";r=0;t=55".parse().unwrap());
+        assert_eq!(resp(&headers), Some(56));
+        headers.insert("ratelimit", "\"api\";r=3;t=55".parse().unwrap());
+        assert_eq!(resp(&headers), Some(5));
     }
 
     #[test]

@@ -20,6 +20,7 @@ fn client(endpoint: &str, token: Option<&str>) -> HubClient {
             api_timeout: Duration::from_secs(1),
             ..RetryPolicy::default()
         },
+        events: None,
     })
     .unwrap()
 }
@@ -62,6 +63,7 @@ async fn endless_json_document_is_refused() {
         token: None,
         offline: false,
         retry: policy,
+        events: None,
     })
     .unwrap();
     let err = client

@@ -20,6 +20,7 @@ fn client(endpoint: &str, token: Option<&str>) -> HubClient {
             api_timeout: Duration::from_secs(5),
             ..RetryPolicy::default()
         },
+        events: None,
     })
     .unwrap()
 }
