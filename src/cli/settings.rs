@@ -21,7 +21,8 @@ pub struct Settings {
     /// Bearer token (`HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the file at
     /// `HF_TOKEN_PATH` or `$HF_HOME/token`), unless `HF_HUB_DISABLE_IMPLICIT_TOKEN` is set.
     pub token: Option<String>,
-    /// Hub cache root: `KERNELS_CACHE`, else `HF_HUB_CACHE`, else
+    /// Hub cache root: `KERNELS_CACHE` (else the deprecated `HF_KERNELS_CACHE`,
+    /// with a note), else `HF_HUB_CACHE`, else
     /// `HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, where `HF_HOME` defaults to
     /// `$XDG_CACHE_HOME/huggingface` or `~/.cache/huggingface`.
     pub cache_dir: PathBuf,
@@ -85,6 +86,57 @@ pub fn parse_seconds(value: &str) -> Option<Duration> {
         return None;
     }
     Some(Duration::try_from_secs_f64(secs).map_or(MAX_TIMEOUT, |d| d.min(MAX_TIMEOUT)))
+}
+
+/// Expands a path the way huggingface_hub does (`os.path.expandvars(
+/// os.path.expanduser(value))`): a leading `~` or `~/` becomes `$HOME`, then
+/// `$NAME` and `${NAME}` become the variable's value; unknown variables and
+/// `~user` are left as they are.
+pub fn expand_path(value: &str) -> PathBuf {
+    PathBuf::from(expand_vars(&expand_user(value)))
+}
+
+fn expand_user(value: &str) -> String {
+    let home = || std::env::var("HOME").ok().filter(|h| !h.is_empty());
+    match value.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => match home() {
+            Some(home) => format!("{}{rest}", home.trim_end_matches('/')),
+            None => value.to_owned(),
+        },
+        _ => value.to_owned(),
+    }
+}
+
+fn expand_vars(value: &str) -> String {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let (name, tail, raw) = if let Some(braced) = after.strip_prefix('{') {
+            match braced.find('}') {
+                Some(end) => (&braced[..end], &braced[end + 1..], &rest[i..i + end + 3]),
+                None => ("", after, "$"),
+            }
+        } else {
+            let end = after.find(|c: char| !is_name(c)).unwrap_or(after.len());
+            (&after[..end], &after[end..], &rest[i..i + 1 + end])
+        };
+        match std::env::var(name).ok().filter(|_| !name.is_empty()) {
+            Some(v) => out.push_str(&v),
+            None => out.push_str(raw),
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Prints a one-line deprecation note on stderr, once per process.
+fn deprecation_note(message: &str) {
+    static SHOWN: std::sync::Once = std::sync::Once::new();
+    SHOWN.call_once(|| eprintln!("note: {message}"));
 }
 
 /// `VIRTUAL_ENV`: the active Python environment, whose interpreter detects torch
@@ -158,16 +210,29 @@ impl Settings {
         let home = var("HOME")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("."));
-        let hf_home = var("HF_HOME").map(PathBuf::from).unwrap_or_else(|| {
+        // `~` and `$VAR` are expanded where huggingface_hub expands them (HF_HOME,
+        // its XDG default, HF_HUB_CACHE / HUGGINGFACE_HUB_CACHE, HF_TOKEN_PATH),
+        // and in KERNELS_CACHE / HF_KERNELS_CACHE alike.
+        let hf_home = var("HF_HOME").map(|v| expand_path(&v)).unwrap_or_else(|| {
             var("XDG_CACHE_HOME")
-                .map(PathBuf::from)
+                .map(|v| expand_path(&v))
                 .unwrap_or_else(|| home.join(".cache"))
                 .join("huggingface")
         });
+        let legacy_cache = var("KERNELS_CACHE")
+            .is_none()
+            .then(|| var("HF_KERNELS_CACHE"))
+            .flatten();
+        if legacy_cache.is_some() {
+            deprecation_note(
+                "HF_KERNELS_CACHE is deprecated and will be removed; set KERNELS_CACHE instead",
+            );
+        }
         let cache_dir = var("KERNELS_CACHE")
+            .or(legacy_cache)
             .or_else(|| var("HF_HUB_CACHE"))
             .or_else(|| var("HUGGINGFACE_HUB_CACHE"))
-            .map(PathBuf::from)
+            .map(|v| expand_path(&v))
             .unwrap_or_else(|| hf_home.join("hub"));
         let token = if flag("HF_HUB_DISABLE_IMPLICIT_TOKEN") {
             None
@@ -176,7 +241,7 @@ impl Settings {
                 .or_else(|| var("HUGGING_FACE_HUB_TOKEN"))
                 .or_else(|| {
                     let path = var("HF_TOKEN_PATH")
-                        .map(PathBuf::from)
+                        .map(|v| expand_path(&v))
                         .unwrap_or_else(|| hf_home.join("token"));
                     std::fs::read_to_string(path)
                         .ok()
@@ -211,5 +276,42 @@ impl Settings {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(DEFAULT_MAX_RETRIES),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_never_panic() {
+        assert_eq!(parse_seconds("1e20"), Some(MAX_TIMEOUT));
+        assert_eq!(parse_seconds("inf"), None);
+        assert_eq!(parse_seconds("NaN"), None);
+        assert_eq!(parse_seconds("-1"), None);
+        assert_eq!(parse_seconds("0"), None);
+        assert_eq!(parse_seconds(" 0.5 "), Some(Duration::from_millis(500)));
+        assert_eq!(parse_seconds("10"), Some(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn expansion_follows_python() {
+        // HOME is set for the test process; unknown variables stay as written.
+        let home = std::env::var("HOME").unwrap();
+        assert_eq!(expand_user("~"), home.trim_end_matches('/'));
+        assert_eq!(
+            expand_user("~/hf"),
+            format!("{}/hf", home.trim_end_matches('/'))
+        );
+        assert_eq!(expand_user("~other/hf"), "~other/hf");
+        assert_eq!(expand_user("a/~/b"), "a/~/b");
+        assert_eq!(expand_vars("$HOME/x"), format!("{home}/x"));
+        assert_eq!(expand_vars("${HOME}/x"), format!("{home}/x"));
+        assert_eq!(
+            expand_vars("/a/$KERNELS_SURELY_UNSET_VAR/b"),
+            "/a/$KERNELS_SURELY_UNSET_VAR/b"
+        );
+        assert_eq!(expand_vars("cost$"), "cost$");
+        assert_eq!(expand_vars("${unclosed"), "${unclosed");
     }
 }

@@ -8,6 +8,7 @@ mod concurrency;
 #[cfg(unix)]
 mod crash;
 mod download;
+mod environment;
 mod faults;
 mod lock;
 mod matrix;
