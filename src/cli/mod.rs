@@ -205,6 +205,12 @@ pub fn main() -> ExitCode {
 /// is a pipe whose reader went away (`kernels … | head`), as command-line tools do
 /// on a closed pipe. Files already in the cache stay valid: every blob is renamed
 /// into place only once verified, and partial data resumes on the next run.
+/// How the CLI shows what the Hub client reports: one status line on stderr
+/// per event ("rate limited by the Hub, waiting N s").
+pub(crate) fn hub_event_sink() -> kernels_hub::EventSink {
+    kernels_hub::EventSink::new(|event| eprintln!("{event}"))
+}
+
 fn exit_quietly_on_closed_pipe() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

@@ -28,6 +28,9 @@ pub const ENV_VARS: &[&str] = &[
     "XDG_CACHE_HOME",
     "HF_HOME",
     "KERNELS_CACHE",
+    "HF_KERNELS_CACHE",
+    "KERNELS_API_TIMEOUT",
+    "KERNELS_MAX_RATE_LIMIT_WAIT",
     "HF_HUB_CACHE",
     "HUGGINGFACE_HUB_CACHE",
     "KERNELS_OFFLINE",
@@ -53,18 +56,28 @@ pub struct Settings {
     /// Bearer token (`HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the file at
     /// `HF_TOKEN_PATH` or `$HF_HOME/token`), unless `HF_HUB_DISABLE_IMPLICIT_TOKEN` is set.
     pub token: Option<String>,
-    /// Hub cache root: `KERNELS_CACHE`, else `HF_HUB_CACHE`, else
+    /// Hub cache root: `KERNELS_CACHE` (else the deprecated `HF_KERNELS_CACHE`,
+    /// with a note), else `HF_HUB_CACHE`, else
     /// `HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, where `HF_HOME` defaults to
     /// `$XDG_CACHE_HOME/huggingface` or `~/.cache/huggingface`.
     pub cache_dir: PathBuf,
     /// No request may be made: `KERNELS_OFFLINE`, `HF_HUB_OFFLINE` or
     /// `TRANSFORMERS_OFFLINE` is truthy (the CLI's `--offline` also sets it).
     pub offline: bool,
-    /// Connect timeout for Hub requests: `HF_HUB_ETAG_TIMEOUT` seconds, default 10.
+    /// Connect timeout for Hub requests: `HF_HUB_ETAG_TIMEOUT` seconds, default 10
+    /// (huggingface_hub's metadata-request timeout; `kernels` makes no metadata
+    /// request, see `docs/downloading.md`).
     pub etag_timeout: Duration,
-    /// Read timeout (longest pause between received bytes) for Hub requests:
-    /// `HF_HUB_DOWNLOAD_TIMEOUT` seconds, default 10.
+    /// File downloads: longest wait for the response headers and longest pause
+    /// between received bytes: `HF_HUB_DOWNLOAD_TIMEOUT` seconds, default 10.
     pub download_timeout: Duration,
+    /// Deadline of one whole API exchange (headers and body):
+    /// `KERNELS_API_TIMEOUT` seconds, default 60.
+    pub api_timeout: Duration,
+    /// Longest wait honoured when the Hub rate-limits (`RateLimit` reset,
+    /// `Retry-After`): `KERNELS_MAX_RATE_LIMIT_WAIT` seconds, default 300 (the
+    /// Hub's window).
+    pub max_rate_limit_wait: Duration,
     /// Stall watchdog of file downloads: a transfer that receives no body byte
     /// for this long is abandoned and retried (resuming with `Range`):
     /// `KERNELS_STALL_TIMEOUT` seconds, default the download timeout.
@@ -89,12 +102,76 @@ pub fn is_truthy(value: &str) -> bool {
 }
 
 /// A timeout in (possibly fractional) seconds; unparsable, negative or zero values
-/// fall back to `default_secs`.
+/// fall back to `default_secs`, values too large for a [`Duration`] (`1e20`) are
+/// clamped to [`MAX_TIMEOUT`].
 fn seconds(name: &str, default_secs: u64) -> Duration {
-    var(name)
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(Duration::from_secs(default_secs), Duration::from_secs_f64)
+    var(name).map_or(Duration::from_secs(default_secs), |v| {
+        parse_seconds(&v).unwrap_or(Duration::from_secs(default_secs))
+    })
+}
+
+/// Longest timeout accepted from the environment (one year; more is clamped).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Parses (possibly fractional) seconds, never panicking: `None` for text that is
+/// not a positive finite number, [`MAX_TIMEOUT`] at most.
+pub fn parse_seconds(value: &str) -> Option<Duration> {
+    let secs = value.trim().parse::<f64>().ok()?;
+    if !secs.is_finite() || secs <= 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(secs).map_or(MAX_TIMEOUT, |d| d.min(MAX_TIMEOUT)))
+}
+
+/// Expands a path the way huggingface_hub does (`os.path.expandvars(
+/// os.path.expanduser(value))`): a leading `~` or `~/` becomes `$HOME`, then
+/// `$NAME` and `${NAME}` become the variable's value; unknown variables and
+/// `~user` are left as they are.
+pub fn expand_path(value: &str) -> PathBuf {
+    PathBuf::from(expand_vars(&expand_user(value)))
+}
+
+fn expand_user(value: &str) -> String {
+    let home = || std::env::var("HOME").ok().filter(|h| !h.is_empty());
+    match value.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => match home() {
+            Some(home) => format!("{}{rest}", home.trim_end_matches('/')),
+            None => value.to_owned(),
+        },
+        _ => value.to_owned(),
+    }
+}
+
+fn expand_vars(value: &str) -> String {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let (name, tail, raw) = if let Some(braced) = after.strip_prefix('{') {
+            match braced.find('}') {
+                Some(end) => (&braced[..end], &braced[end + 1..], &rest[i..i + end + 3]),
+                None => ("", after, "$"),
+            }
+        } else {
+            let end = after.find(|c: char| !is_name(c)).unwrap_or(after.len());
+            (&after[..end], &after[end..], &rest[i..i + 1 + end])
+        };
+        match std::env::var(name).ok().filter(|_| !name.is_empty()) {
+            Some(v) => out.push_str(&v),
+            None => out.push_str(raw),
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Prints a one-line deprecation note on stderr, once per process.
+fn deprecation_note(message: &str) {
+    static SHOWN: std::sync::Once = std::sync::Once::new();
+    SHOWN.call_once(|| eprintln!("note: {message}"));
 }
 
 /// `VIRTUAL_ENV`: the active Python environment, whose interpreter detects torch
@@ -147,6 +224,7 @@ impl Settings {
             token: self.token.clone(),
             offline: self.offline,
             retry: self.retry_policy(),
+            events: Some(super::hub_event_sink()),
         }
     }
 
@@ -157,6 +235,8 @@ impl Settings {
             etag_timeout: self.etag_timeout,
             download_timeout: self.download_timeout,
             stall_timeout: self.stall_timeout,
+            api_timeout: self.api_timeout,
+            max_wait: self.max_rate_limit_wait,
         }
     }
 
@@ -165,16 +245,29 @@ impl Settings {
         let home = var("HOME")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("."));
-        let hf_home = var("HF_HOME").map(PathBuf::from).unwrap_or_else(|| {
+        // `~` and `$VAR` are expanded where huggingface_hub expands them (HF_HOME,
+        // its XDG default, HF_HUB_CACHE / HUGGINGFACE_HUB_CACHE, HF_TOKEN_PATH),
+        // and in KERNELS_CACHE / HF_KERNELS_CACHE alike.
+        let hf_home = var("HF_HOME").map(|v| expand_path(&v)).unwrap_or_else(|| {
             var("XDG_CACHE_HOME")
-                .map(PathBuf::from)
+                .map(|v| expand_path(&v))
                 .unwrap_or_else(|| home.join(".cache"))
                 .join("huggingface")
         });
+        let legacy_cache = var("KERNELS_CACHE")
+            .is_none()
+            .then(|| var("HF_KERNELS_CACHE"))
+            .flatten();
+        if legacy_cache.is_some() {
+            deprecation_note(
+                "HF_KERNELS_CACHE is deprecated and will be removed; set KERNELS_CACHE instead",
+            );
+        }
         let cache_dir = var("KERNELS_CACHE")
+            .or(legacy_cache)
             .or_else(|| var("HF_HUB_CACHE"))
             .or_else(|| var("HUGGINGFACE_HUB_CACHE"))
-            .map(PathBuf::from)
+            .map(|v| expand_path(&v))
             .unwrap_or_else(|| hf_home.join("hub"));
         let token = if flag("HF_HUB_DISABLE_IMPLICIT_TOKEN") {
             None
@@ -183,7 +276,7 @@ impl Settings {
                 .or_else(|| var("HUGGING_FACE_HUB_TOKEN"))
                 .or_else(|| {
                     let path = var("HF_TOKEN_PATH")
-                        .map(PathBuf::from)
+                        .map(|v| expand_path(&v))
                         .unwrap_or_else(|| hf_home.join("token"));
                     std::fs::read_to_string(path)
                         .ok()
@@ -204,6 +297,14 @@ impl Settings {
                 || flag("TRANSFORMERS_OFFLINE"),
             etag_timeout: seconds("HF_HUB_ETAG_TIMEOUT", 10),
             download_timeout,
+            api_timeout: seconds(
+                "KERNELS_API_TIMEOUT",
+                kernels_hub::retry::DEFAULT_API_TIMEOUT.as_secs(),
+            ),
+            max_rate_limit_wait: seconds(
+                "KERNELS_MAX_RATE_LIMIT_WAIT",
+                kernels_hub::retry::MAX_RETRY_AFTER.as_secs(),
+            ),
             stall_timeout: var("KERNELS_STALL_TIMEOUT")
                 .map_or(download_timeout, |_| seconds("KERNELS_STALL_TIMEOUT", 10)),
             max_retries: var("KERNELS_MAX_RETRIES")
@@ -215,18 +316,21 @@ impl Settings {
 
 #[cfg(test)]
 mod tests {
-    use super::ENV_VARS;
+    use super::*;
 
     /// The quoted names read by `var("X")`, `flag("X")`, `seconds("X", ..)`,
     /// `var_os("X")` and clap's `env = "X"` in `text`.
     fn names_read(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        for opener in ["var(\"", "flag(\"", "seconds(\"", "var_os(\"", "env = \""] {
+        for opener in ["var(", "flag(", "seconds(", "var_os(", "env = "] {
             let mut rest = text;
             while let Some(i) = rest.find(opener) {
-                rest = &rest[i + opener.len()..];
-                let end = rest.find('"').unwrap_or(0);
-                out.push(rest[..end].to_owned());
+                // The name may follow on the next line (`seconds(\n "X", …)`).
+                rest = rest[i + opener.len()..].trim_start();
+                if let Some(quoted) = rest.strip_prefix('"') {
+                    let end = quoted.find('"').unwrap_or(0);
+                    out.push(quoted[..end].to_owned());
+                }
             }
         }
         out
@@ -265,5 +369,37 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ENV_VARS.len());
+    }
+
+    #[test]
+    fn durations_never_panic() {
+        assert_eq!(parse_seconds("1e20"), Some(MAX_TIMEOUT));
+        assert_eq!(parse_seconds("inf"), None);
+        assert_eq!(parse_seconds("NaN"), None);
+        assert_eq!(parse_seconds("-1"), None);
+        assert_eq!(parse_seconds("0"), None);
+        assert_eq!(parse_seconds(" 0.5 "), Some(Duration::from_millis(500)));
+        assert_eq!(parse_seconds("10"), Some(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn expansion_follows_python() {
+        // HOME is set for the test process; unknown variables stay as written.
+        let home = std::env::var("HOME").unwrap();
+        assert_eq!(expand_user("~"), home.trim_end_matches('/'));
+        assert_eq!(
+            expand_user("~/hf"),
+            format!("{}/hf", home.trim_end_matches('/'))
+        );
+        assert_eq!(expand_user("~other/hf"), "~other/hf");
+        assert_eq!(expand_user("a/~/b"), "a/~/b");
+        assert_eq!(expand_vars("$HOME/x"), format!("{home}/x"));
+        assert_eq!(expand_vars("${HOME}/x"), format!("{home}/x"));
+        assert_eq!(
+            expand_vars("/a/$KERNELS_SURELY_UNSET_VAR/b"),
+            "/a/$KERNELS_SURELY_UNSET_VAR/b"
+        );
+        assert_eq!(expand_vars("cost$"), "cost$");
+        assert_eq!(expand_vars("${unclosed"), "${unclosed");
     }
 }

@@ -69,9 +69,9 @@ async fn open(repo: &RepoCache, digest: &BlobId) -> Result<PartialBlob, Download
 enum Next {
     /// Content was wrong; the partial data is gone. Start again from zero.
     Restart,
-    /// Transient failure; wait (server's `Retry-After` in seconds, if any) and
-    /// resume from the partial data kept.
-    Retry(Option<u64>),
+    /// Transient failure; wait (the server's `RateLimit` / `Retry-After`, if
+    /// any) and resume from the partial data kept.
+    Retry,
     /// Give up.
     Fail,
 }
@@ -79,13 +79,13 @@ enum Next {
 fn classify(err: &DownloadError, endpoint: &str) -> Next {
     match err {
         DownloadError::Cache(CacheError::Mismatch { .. }) => Next::Restart,
-        DownloadError::Hub(err) if err.is_retryable() => Next::Retry(err.retry_after()),
+        DownloadError::Hub(err) if err.is_retryable() => Next::Retry,
         // A signed CDN URL that expired (or was refused) while we waited: the
         // next attempt asks the Hub again and gets a fresh one.
-        DownloadError::Hub(HubError::Status { response })
+        DownloadError::Hub(HubError::Status { response } | HubError::Forbidden { response })
             if response.status == 403 && !same_origin(&response.url, endpoint) =>
         {
-            Next::Retry(None)
+            Next::Retry
         }
         _ => Next::Fail,
     }
@@ -128,10 +128,11 @@ pub(crate) async fn ensure_blob(
                 validator = None;
                 tracing::debug!("{}: fetching again from byte 0: {err}", source.path);
             }
-            Next::Retry(retry_after) if retries < policy.max_retries => {
-                let wait = policy.delay(retries, retry_after);
-                tracing::debug!("{}: retrying after {wait:?}: {err}", source.path);
-                tokio::time::sleep(wait).await;
+            Next::Retry if retries < policy.max_retries => {
+                match &err {
+                    DownloadError::Hub(hub) => source.client.wait_to_retry(retries, hub).await,
+                    _ => tokio::time::sleep(policy.delay(retries, None)).await,
+                }
                 retries += 1;
             }
             _ => return Err(err),
@@ -236,19 +237,18 @@ async fn attempt(
                 .header(IF_RANGE, guard);
         }
         let limit = policy.download_timeout;
-        let response = tokio::time::timeout(limit, request.send())
+        let response = tokio::time::timeout(limit, source.client.send_unchecked(request))
             .await
-            .map_err(|_| timeout(&url, "no response", limit, "HF_HUB_DOWNLOAD_TIMEOUT"))?
-            .map_err(|source| HubError::Transport {
-                url: url.clone(),
-                source,
-            })?;
+            .map_err(|_| timeout(&url, "no response", limit, "HF_HUB_DOWNLOAD_TIMEOUT"))??;
         if response.status() == StatusCode::RANGE_NOT_SATISFIABLE && offset > 0 {
             // The partial data does not fit what the server has: start over.
             writer.restart()?;
             continue;
         }
-        break HubClient::check(response, Some(&target)).await?;
+        break source
+            .client
+            .check_response(response, Some(&target))
+            .await?;
     };
     let final_url = response.url().to_string();
     let offset = writer.offset();
@@ -315,10 +315,7 @@ async fn attempt(
             Ok(Ok(Some(chunk))) => chunk,
             Ok(Ok(None)) => break,
             Ok(Err(source)) => {
-                return Err(DownloadError::Hub(HubError::Transport {
-                    url: final_url,
-                    source,
-                }));
+                return Err(DownloadError::Hub(HubError::transport(final_url, source)));
             }
         };
         *received += chunk.len() as u64;

@@ -140,6 +140,29 @@ pub enum DownloadError {
         path: String,
     },
 
+    /// A listing names a path that could leave the snapshot or is otherwise
+    /// unusable ([`kernels_types::repo_path`]); refused before any file request.
+    #[error(
+        "the Hub listing of {repo_id}@{commit} has an unsafe path `{}`: {reason}",
+        kernels_types::text::escape(path)
+    )]
+    #[diagnostic(
+        code(kernels::download::unsafe_path),
+        help(
+            "nothing was downloaded; the server's listing is malformed or hostile, report it to the mirror's operator"
+        )
+    )]
+    UnsafePath {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// The refused path, as listed.
+        path: String,
+        /// What is wrong with it.
+        reason: kernels_types::repo_path::RepoPathError,
+    },
+
     /// A selected variant has no hash in a variant-hash lock.
     #[error("kernels.lock has no hash for variant `{variant}` of {repo_id}@{commit}")]
     #[diagnostic(

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::variant::VariantSelection;
 use kernels_types::file_set::{self, FileSet};
 use kernels_types::repo_id::RepoId;
+use kernels_types::repo_path;
 use kernels_types::wire::TreeEntry;
 use kernels_types::{BlobId, Digest};
 
@@ -62,6 +63,10 @@ impl PlannedFile {
 
 /// Chooses variants and files for one kernel from its recursive listing.
 ///
+/// Every path of the listing is checked first ([`repo_path::check_entries`]):
+/// `..`, absolute paths, backslashes, control characters, over-long names and
+/// duplicates fail the plan, so no file of a hostile listing is ever requested.
+///
 /// With variant hashes (a format-A lock) every selected variant must be
 /// locked, and the file set is the one whose hash equals the lock's: all files
 /// (locks written by reference ≤0.15) or all but bytecode (0.16). Without
@@ -71,6 +76,12 @@ pub fn plan_kernel(
     entries: &[TreeEntry],
     selection: &VariantSelection,
 ) -> Result<KernelPlan, DownloadError> {
+    repo_path::check_entries(entries).map_err(|(path, reason)| DownloadError::UnsafePath {
+        repo_id: kernel.repo_id.clone(),
+        commit: kernel.commit.clone(),
+        path,
+        reason,
+    })?;
     let available = available_variants(entries);
     let chosen = selection.choose(&kernel.repo_id, &kernel.commit, &available)?;
     let mut variants = BTreeMap::new();
@@ -259,6 +270,41 @@ mod tests {
             count(&unlocked),
             Err(DownloadError::VariantNotLocked { .. })
         ));
+    }
+
+    #[test]
+    fn unsafe_listing_paths_fail_the_plan() {
+        let kernel = LockedKernel {
+            repo_id: "acme/x".parse().unwrap(),
+            commit: "1".repeat(40),
+            variants: None,
+        };
+        let named = VariantSelection::Named(vec!["torch-cpu".into()]);
+        for bad in [
+            "build/torch-cpu/../../../etc/x",
+            "/build/torch-cpu/x",
+            "build/torch-cpu/a\\b",
+            "build/torch-cpu/a\0b",
+            "build/torch-cpu/\u{1b}[2J",
+        ] {
+            let entries = vec![
+                file("build/torch-cpu/x/__init__.py", &"a".repeat(40), 3, None),
+                file(bad, &"b".repeat(40), 3, None),
+            ];
+            let err = plan_kernel(&kernel, &entries, &named).unwrap_err();
+            let text = err.to_string();
+            assert!(matches!(err, DownloadError::UnsafePath { .. }), "{text}");
+            assert!(
+                text.contains("acme/x@1111") && !text.contains('\u{1b}'),
+                "{text}"
+            );
+        }
+        let twice = vec![
+            file("build/torch-cpu/x/a.py", &"a".repeat(40), 3, None),
+            file("build/torch-cpu/x/a.py", &"b".repeat(40), 3, None),
+        ];
+        let err = plan_kernel(&kernel, &twice, &named).unwrap_err();
+        assert!(err.to_string().contains("twice"), "{err}");
     }
 
     #[test]

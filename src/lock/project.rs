@@ -811,8 +811,8 @@ async fn fetch_metadata(
     let file = format!("build/{variant}/metadata.json");
     let url = client.resolve_url(repo_type, repo_id, commit, &file);
     let target = Target::repo(repo_type, repo_id).at(commit).path(&file);
-    let response = match client.send(client.get(&url)?, Some(&target)).await {
-        Ok(response) => response,
+    let body = match client.get_document(&url, Some(&target)).await {
+        Ok((body, _)) => body,
         Err(HubError::EntryNotFound { .. }) => {
             return Err(LockError::MissingMetadata {
                 repo_id: repo_id.clone(),
@@ -822,13 +822,6 @@ async fn fetch_metadata(
         }
         Err(err) => return Err(err.into()),
     };
-    let body = response
-        .bytes()
-        .await
-        .map_err(|source| HubError::Transport {
-            url: url.clone(),
-            source,
-        })?;
     let invalid = |detail: String| LockError::InvalidMetadata {
         repo_id: repo_id.clone(),
         commit: commit.to_owned(),

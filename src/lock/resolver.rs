@@ -116,6 +116,26 @@ pub enum ResolveError {
         /// The digest text.
         digest: String,
     },
+
+    /// A listing names a path that could leave a snapshot ([`kernels_types::repo_path`]).
+    #[error(
+        "the Hub listing of `{repo_id}` at {commit} has an unsafe path `{}`: {reason}",
+        kernels_types::text::escape(path)
+    )]
+    #[diagnostic(
+        code(kernels::resolve::unsafe_path),
+        help("the server's listing is malformed or hostile; report it to the mirror's operator")
+    )]
+    UnsafePath {
+        /// The repository.
+        repo_id: RepoId,
+        /// The commit.
+        commit: String,
+        /// The refused path, as listed.
+        path: String,
+        /// What is wrong with it.
+        reason: kernels_types::repo_path::RepoPathError,
+    },
 }
 
 impl Resolver {
@@ -155,6 +175,14 @@ impl Resolver {
             .client
             .list_tree(self.repo_type, repo_id, &commit, "", true)
             .await?;
+        kernels_types::repo_path::check_entries(&entries).map_err(|(path, reason)| {
+            ResolveError::UnsafePath {
+                repo_id: repo_id.clone(),
+                commit: commit.clone(),
+                path,
+                reason,
+            }
+        })?;
         let variants =
             variant_hashes(&entries, self.exclude_bytecode).map_err(|(path, digest)| {
                 ResolveError::BadDigest {

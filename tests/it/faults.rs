@@ -17,6 +17,7 @@ use kernels_test_support::{
 const FAST: &[(&str, &str)] = &[
     ("HF_HUB_DOWNLOAD_TIMEOUT", "2"),
     ("HF_HUB_ETAG_TIMEOUT", "2"),
+    ("KERNELS_API_TIMEOUT", "2"),
     ("KERNELS_STALL_TIMEOUT", "1"),
 ];
 
@@ -84,13 +85,13 @@ fn leave_partial(world: &World, bytes: u64) -> u64 {
 
 #[test]
 fn latency_beyond_the_timeouts_is_retried() {
-    // API call: HF_HUB_ETAG_TIMEOUT bounds the wait for the tree listing.
+    // API call: KERNELS_API_TIMEOUT bounds the whole tree-listing exchange.
     // (A request abandoned by the client is never logged by the server, so the
     // proof is the time taken: far less than the injected latency.)
     let world = gelu_world();
     world.fault(json!({"path": "/api/*/tree/*", "count": 1, "latency_ms": 4000}));
     let started = Instant::now();
-    assert_ok(&gelu(&world, &[("HF_HUB_ETAG_TIMEOUT", "0.3")]));
+    assert_ok(&gelu(&world, &[("KERNELS_API_TIMEOUT", "0.3")]));
     assert!(started.elapsed() < Duration::from_secs(3));
     assert_gelu_done(&world);
 
@@ -210,8 +211,16 @@ fn rate_limit_waits_for_retry_after() {
     world.fault(json!({"listener": "cdn", "count": 1,
         "rate_limit": {"ratelimit": "\"api\";r=0;t=1", "policy": "\"api\";q=100;w=300"}}));
     let started = Instant::now();
-    assert_ok(&gelu(&world, &[]));
-    assert!(started.elapsed() >= Duration::from_secs(1));
+    let out = gelu(&world, &[]);
+    assert_ok(&out);
+    // t + 1 seconds, as huggingface_hub waits, announced on stderr.
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    assert!(
+        stderr(&out)
+            .contains("rate limited by the Hub, waiting 2 s (`api` quota: 100 requests per 300 s)"),
+        "{}",
+        stderr(&out)
+    );
     assert_gelu_done(&world);
 }
 

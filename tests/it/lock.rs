@@ -409,6 +409,13 @@ fn resolution_errors_exit_1_and_keep_the_lock() {
         &[],
         &["kernel repository `kernels-test/does-not-exist` was not found"],
     );
+    // A typo gets "did you mean" from the owner's repositories.
+    assert_lock_fails(
+        &server,
+        Some(&entry("kernels-community/activatoin", "1")),
+        &[],
+        &["did you mean `kernels-community/activation`?"],
+    );
     assert_lock_fails(
         &server,
         Some(&entry("kernels-test/does-not-exist", "1")),
@@ -639,7 +646,10 @@ fn hub_client_against_serve() {
             etag_timeout: std::time::Duration::from_secs(10),
             download_timeout: std::time::Duration::from_secs(10),
             stall_timeout: std::time::Duration::from_secs(10),
+            api_timeout: std::time::Duration::from_secs(10),
+            max_wait: std::time::Duration::from_secs(10),
         },
+        events: None,
     })
     .unwrap();
     let relu: RepoId = "kernels-community/relu".parse().unwrap();

@@ -7,6 +7,7 @@ mod concurrency;
 #[cfg(unix)]
 mod crash;
 mod download;
+mod environment;
 mod faults;
 mod lock;
 mod lock_files;

@@ -1,14 +1,28 @@
 //! A small async client for the Hub HTTP API endpoints `kernels` uses.
 //!
-//! Every request carries `user-agent: kernels/<version>` and, when a token is
-//! configured, `authorization: Bearer <token>`. reqwest drops the authorization
-//! header when a redirect leaves the original host, so the token never reaches a
-//! CDN. In offline mode every call fails with [`HubError::Offline`] before any
+//! Every request carries `user-agent: kernels/<version>`. When a token is
+//! configured, `authorization: Bearer <token>` is attached to requests whose
+//! origin is one of the Hub's ([`HubClient::is_hub_origin`]: the endpoint,
+//! `huggingface.co`, `hf.co`, `hub-ci.huggingface.co`, as huggingface_hub 2.4
+//! trusts them) and to no other: redirects are followed here, hop by hop, so a
+//! CDN, a redirect target or a pagination link elsewhere never sees it. In
+//! offline mode every call fails with [`HubError::Offline`] before any
 //! connection is made.
+//!
+//! Every read is bounded: an API exchange (headers and body) has one deadline
+//! ([`RetryPolicy::api_timeout`]), a JSON document at most
+//! [`MAX_DOCUMENT_BYTES`], an error body is read up to [`ERROR_BODY_BYTES`],
+//! redirects stop after [`MAX_REDIRECTS`] hops, and
+//! pagination after [`MAX_PAGES`] pages or a repeated page, following `next`
+//! links on the endpoint's origin only.
+
+use std::collections::HashSet;
+use std::time::Duration;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, LINK};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, LINK, LOCATION};
 use serde::de::DeserializeOwned;
+use url::{Origin, Url};
 
 use kernels_types::RepoId;
 use kernels_types::wire::{
@@ -16,7 +30,35 @@ use kernels_types::wire::{
 };
 
 use crate::error::{ErrorResponse, HubError, Target};
+use crate::ratelimit::{EventSink, HubEvent, RateLimit};
 use crate::retry::RetryPolicy;
+
+/// When each exhausted rate-limit quota (`api`, `resolvers`, …) resets.
+type Pauses =
+    std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::time::Instant>>>;
+
+/// Largest JSON document (one API answer or one `metadata.json`) read into memory.
+pub const MAX_DOCUMENT_BYTES: usize = 16 << 20;
+
+/// How much of an error body is kept for the message.
+pub const ERROR_BODY_BYTES: usize = 4 << 10;
+
+/// Longest time spent reading an error body (what arrived by then is used).
+pub const ERROR_BODY_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Redirect hops followed for one request (reqwest's default; huggingface_hub
+/// 2.4 allows 20).
+pub const MAX_REDIRECTS: usize = 10;
+
+/// Pages of one paginated listing (tree or commits).
+pub const MAX_PAGES: usize = 1_000;
+
+/// Origins huggingface_hub 2.4 treats as the Hub besides the configured endpoint.
+const HUB_ORIGINS: [&str; 3] = [
+    "https://huggingface.co",
+    "https://hf.co",
+    "https://hub-ci.huggingface.co",
+];
 
 /// What a [`HubClient`] is bound to: built by the caller (the CLI's settings
 /// layer reads the environment), never read from the environment here.
@@ -30,6 +72,8 @@ pub struct ClientConfig {
     pub offline: bool,
     /// Retry budget and timeouts of every request.
     pub retry: RetryPolicy,
+    /// Where to report [`HubEvent`]s (rate-limit waits); `None` drops them.
+    pub events: Option<EventSink>,
 }
 
 /// Characters Python's `urllib.parse.quote(s, safe="")` leaves alone: letters,
@@ -58,9 +102,12 @@ pub fn quote_path(path: &str) -> String {
 pub struct HubClient {
     http: reqwest::Client,
     endpoint: String,
-    auth: HeaderMap,
+    token: Option<HeaderValue>,
+    hub_origins: Vec<Origin>,
     offline: bool,
     retry: RetryPolicy,
+    events: Option<EventSink>,
+    pauses: Pauses,
 }
 
 impl HubClient {
@@ -68,28 +115,38 @@ impl HubClient {
     /// flag, connect timeout `retry.etag_timeout`, read timeout
     /// `retry.download_timeout`. Fails if the token cannot be sent as a header.
     pub fn new(settings: &ClientConfig) -> Result<Self, HubError> {
-        let mut auth = HeaderMap::new();
-        if let Some(token) = &settings.token {
-            let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|_| HubError::InvalidToken)?;
-            value.set_sensitive(true);
-            auth.insert(AUTHORIZATION, value);
-        }
+        let token = match &settings.token {
+            Some(token) => {
+                let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| HubError::InvalidToken)?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => None,
+        };
+        let endpoint = settings.endpoint.trim_end_matches('/').to_owned();
+        let hub_origins = std::iter::once(endpoint.as_str())
+            .chain(HUB_ORIGINS)
+            .filter_map(|u| Url::parse(u).ok())
+            .map(|u| u.origin())
+            .collect();
         let http = reqwest::Client::builder()
             .user_agent(concat!("kernels/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(settings.retry.etag_timeout)
             .read_timeout(settings.retry.download_timeout)
+            // Followed hop by hop in `execute`, deciding about the token each time.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|source| HubError::Transport {
-                url: settings.endpoint.clone(),
-                source,
-            })?;
+            .map_err(|source| HubError::transport(settings.endpoint.clone(), source))?;
         Ok(HubClient {
             http,
-            endpoint: settings.endpoint.trim_end_matches('/').to_owned(),
-            auth,
+            endpoint,
+            token,
+            hub_origins,
             offline: settings.offline,
             retry: settings.retry,
+            events: settings.events.clone(),
+            pauses: Pauses::default(),
         })
     }
 
@@ -108,15 +165,28 @@ impl HubClient {
         self.offline
     }
 
-    /// A GET request to `url` carrying the auth header, for streaming downloads.
+    /// Whether `url` is served by the Hub (the endpoint's origin or one of the
+    /// Hub origins huggingface_hub 2.4 trusts), so the token may go there.
+    pub fn is_hub_origin(&self, url: &Url) -> bool {
+        let origin = url.origin();
+        self.hub_origins.contains(&origin)
+    }
+
+    /// Whether `url` has the endpoint's own origin (pagination stays there).
+    fn is_endpoint_origin(&self, url: &Url) -> bool {
+        self.hub_origins.first() == Some(&url.origin())
+    }
+
+    /// A GET request to `url`, for streaming downloads; send it with
+    /// [`HubClient::send`] or [`HubClient::send_unchecked`], which attach the
+    /// token where it may go and follow redirects.
     ///
-    /// Fails with [`HubError::Offline`] in offline mode. Use
-    /// [`HubClient::check`] on the response to turn failures into [`HubError`]s.
+    /// Fails with [`HubError::Offline`] in offline mode.
     pub fn get(&self, url: &str) -> Result<reqwest::RequestBuilder, HubError> {
         self.request(reqwest::Method::GET, url)
     }
 
-    /// A request with any method (for example `HEAD`) carrying the auth header.
+    /// A request with any method (for example `HEAD`); see [`HubClient::get`].
     pub fn request(
         &self,
         method: reqwest::Method,
@@ -127,7 +197,72 @@ impl HubClient {
                 url: url.to_owned(),
             });
         }
-        Ok(self.http.request(method, url).headers(self.auth.clone()))
+        Ok(self.http.request(method, url))
+    }
+
+    /// The quota a request counts against: `api` for `/api/…`, else `resolvers`
+    /// (file downloads), the names the Hub uses in `RateLimit`.
+    fn quota(url: &Url) -> &'static str {
+        if url.path().starts_with("/api/") {
+            "api"
+        } else {
+            "resolvers"
+        }
+    }
+
+    /// Remembers an exhausted quota (`r=0`) from a successful answer, so the
+    /// next request against it waits for the reset instead of failing.
+    fn note_rate_limit(&self, headers: &HeaderMap) {
+        let Some(limit) = RateLimit::from_headers(headers) else {
+            return;
+        };
+        if let Some(wait) = limit.wait() {
+            let until = tokio::time::Instant::now() + wait.min(self.retry.max_wait);
+            self.pauses
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(limit.resource, until);
+        }
+    }
+
+    /// Waits while the quota of `url` is exhausted (telling the event sink).
+    async fn pace(&self, url: &Url) {
+        let until = {
+            let pauses = self.pauses.lock().unwrap_or_else(|e| e.into_inner());
+            pauses.get(Self::quota(url)).copied()
+        };
+        let Some(until) = until else { return };
+        let now = tokio::time::Instant::now();
+        if until > now {
+            self.emit(&HubEvent::RateLimited {
+                wait: until - now,
+                resource: Some(Self::quota(url).to_owned()),
+                policy: None,
+            });
+            tokio::time::sleep_until(until).await;
+        }
+    }
+
+    fn emit(&self, event: &HubEvent) {
+        if let Some(sink) = &self.events {
+            sink.emit(event);
+        }
+    }
+
+    /// Waits before retry number `attempt` after `err` ([`RetryPolicy::delay`]);
+    /// a rate-limit wait (`429`) is reported as [`HubEvent::RateLimited`].
+    pub async fn wait_to_retry(&self, attempt: u32, err: &HubError) {
+        let wait = self.retry.delay(attempt, err.retry_after());
+        if err.status() == Some(429) {
+            let limit = err.rate_limit();
+            self.emit(&HubEvent::RateLimited {
+                wait,
+                resource: limit.map(|l| l.resource.clone()),
+                policy: limit.and_then(|l| Some((l.limit?, l.window_secs?))),
+            });
+        }
+        tracing::debug!("retrying after {wait:?}: {err}");
+        tokio::time::sleep(wait).await;
     }
 
     /// Sends a request, mapping transport errors and unsuccessful statuses to
@@ -137,24 +272,87 @@ impl HubClient {
         request: reqwest::RequestBuilder,
         target: Option<&Target>,
     ) -> Result<reqwest::Response, HubError> {
-        let request = request.build().map_err(|source| HubError::Transport {
-            url: source.url().map(|u| u.to_string()).unwrap_or_default(),
-            source,
-        })?;
-        let url = request.url().to_string();
-        let response = self
-            .http
-            .execute(request)
-            .await
-            .map_err(|source| HubError::Transport {
-                url: url.clone(),
-                source,
-            })?;
-        Self::check(response, target).await
+        let response = self.send_unchecked(request).await?;
+        self.check_response(response, target).await
     }
 
-    /// Returns the response if its status is a success (2xx or 3xx), else reads the
-    /// body and builds the matching [`HubError`].
+    /// [`HubClient::check`], knowing whether the final request was anonymous
+    /// (no token configured, or none sent to that origin): an anonymous 401
+    /// reads as "repository not found", as huggingface_hub reads it.
+    pub async fn check_response(
+        &self,
+        response: reqwest::Response,
+        target: Option<&Target>,
+    ) -> Result<reqwest::Response, HubError> {
+        let anonymous = self.token.is_none() || !self.is_hub_origin(response.url());
+        match Self::check(response, target).await {
+            Err(err) if anonymous => Err(err.into_anonymous(target)),
+            result => result,
+        }
+    }
+
+    /// Sends a request following redirects (at most [`MAX_REDIRECTS`] hops), with the token attached on Hub origins only; the final
+    /// answer is returned whatever its status.
+    pub async fn send_unchecked(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, HubError> {
+        let mut request = request.build().map_err(|source| {
+            HubError::transport(
+                source.url().map(|u| u.to_string()).unwrap_or_default(),
+                source,
+            )
+        })?;
+        self.pace(request.url()).await;
+        let mut hops = 0;
+        loop {
+            let url = request.url().clone();
+            if hops > MAX_REDIRECTS {
+                return Err(HubError::InvalidResponse {
+                    url: url.to_string(),
+                    detail: format!("redirect loop (more than {MAX_REDIRECTS} hops)"),
+                });
+            }
+            hops += 1;
+            match &self.token {
+                Some(token) if self.is_hub_origin(&url) => {
+                    request.headers_mut().insert(AUTHORIZATION, token.clone());
+                }
+                _ => {
+                    request.headers_mut().remove(AUTHORIZATION);
+                }
+            }
+            let next = request.try_clone();
+            let response = self
+                .http
+                .execute(request)
+                .await
+                .map_err(|source| HubError::transport(url.to_string(), source))?;
+            if self.is_hub_origin(&url)
+                && response.status() != reqwest::StatusCode::TOO_MANY_REQUESTS
+            {
+                self.note_rate_limit(response.headers());
+            }
+            let location = response
+                .headers()
+                .get(LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| url.join(v).ok());
+            match (response.status().is_redirection(), location, next) {
+                (true, Some(target), Some(mut next))
+                    if matches!(target.scheme(), "http" | "https") =>
+                {
+                    *next.url_mut() = target;
+                    request = next;
+                }
+                _ => return Ok(response),
+            }
+        }
+    }
+
+    /// Returns the response if its status is a success (2xx or 3xx), else reads
+    /// the start of the body (at most [`ERROR_BODY_BYTES`], for at most
+    /// [`ERROR_BODY_DEADLINE`]) and builds the matching [`HubError`].
     pub async fn check(
         response: reqwest::Response,
         target: Option<&Target>,
@@ -165,27 +363,26 @@ impl HubClient {
         }
         let url = response.url().to_string();
         let headers = response.headers().clone();
-        let body = response.bytes().await.unwrap_or_default();
+        let body = read_capped(response, ERROR_BODY_BYTES, ERROR_BODY_DEADLINE).await;
         Err(HubError::from_response(
             target,
             ErrorResponse::new(&url, status.as_u16(), &headers, &body),
         ))
     }
 
-    /// GETs a JSON document, retrying retryable failures as the [`RetryPolicy`]
-    /// says; each attempt waits at most `etag_timeout` for the response headers.
-    async fn get_json<T: DeserializeOwned>(
+    /// GETs a document (JSON answer or small file) with retries: each attempt
+    /// has [`RetryPolicy::api_timeout`] for the whole exchange and may be at
+    /// most [`MAX_DOCUMENT_BYTES`] long. Returns the body and the headers.
+    pub async fn get_document(
         &self,
         url: &str,
         target: Option<&Target>,
-    ) -> Result<(T, HeaderMap), HubError> {
+    ) -> Result<(Vec<u8>, HeaderMap), HubError> {
         let mut attempt = 0;
         loop {
-            match self.get_json_once(url, target).await {
+            match self.get_document_once(url, target).await {
                 Err(err) if attempt < self.retry.max_retries && err.is_retryable() => {
-                    let wait = self.retry.delay(attempt, err.retry_after());
-                    tracing::debug!("retrying {url} after {wait:?}: {err}");
-                    tokio::time::sleep(wait).await;
+                    self.wait_to_retry(attempt, &err).await;
                     attempt += 1;
                 }
                 result => return result,
@@ -193,33 +390,94 @@ impl HubClient {
         }
     }
 
-    async fn get_json_once<T: DeserializeOwned>(
+    async fn get_document_once(
+        &self,
+        url: &str,
+        target: Option<&Target>,
+    ) -> Result<(Vec<u8>, HeaderMap), HubError> {
+        let limit = self.retry.api_timeout;
+        let exchange = async {
+            let response = self.send(self.get(url)?, target).await?;
+            let headers = response.headers().clone();
+            if response
+                .content_length()
+                .is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64)
+            {
+                return Err(too_large(url));
+            }
+            let mut response = response;
+            let mut body = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|source| HubError::transport(url.to_owned(), source))?
+            {
+                if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+                    return Err(too_large(url));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok((body, headers))
+        };
+        tokio::time::timeout(limit, exchange)
+            .await
+            .map_err(|_| HubError::Timeout {
+                url: url.to_owned(),
+                what: "no complete answer",
+                seconds: limit.as_secs_f64(),
+                setting: "KERNELS_API_TIMEOUT",
+            })?
+    }
+
+    /// GETs and parses a JSON document ([`HubClient::get_document`]).
+    async fn get_json<T: DeserializeOwned>(
         &self,
         url: &str,
         target: Option<&Target>,
     ) -> Result<(T, HeaderMap), HubError> {
-        let limit = self.retry.etag_timeout;
-        let response = tokio::time::timeout(limit, self.send(self.get(url)?, target))
-            .await
-            .map_err(|_| HubError::Timeout {
-                url: url.to_owned(),
-                what: "no response",
-                seconds: limit.as_secs_f64(),
-                setting: "HF_HUB_ETAG_TIMEOUT",
-            })??;
-        let headers = response.headers().clone();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|source| HubError::Transport {
-                url: url.to_owned(),
-                source,
-            })?;
+        let (body, headers) = self.get_document(url, target).await?;
         let value = serde_json::from_slice(&body).map_err(|err| HubError::InvalidResponse {
             url: url.to_owned(),
             detail: format!("invalid JSON: {err}"),
         })?;
         Ok((value, headers))
+    }
+
+    /// The next page of a listing: the `Link: rel="next"` target resolved
+    /// against `url`, accepted only on the endpoint's origin, never a page seen
+    /// before, and at most [`MAX_PAGES`] pages.
+    fn next_page(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        seen: &mut HashSet<String>,
+    ) -> Result<Option<String>, HubError> {
+        let Some(link) = next_link(headers) else {
+            return Ok(None);
+        };
+        let invalid = |detail: String| HubError::InvalidResponse {
+            url: url.to_owned(),
+            detail,
+        };
+        let next = Url::parse(url)
+            .and_then(|base| base.join(&link))
+            .map_err(|_| invalid("the `Link` header's next page is not a URL".into()))?;
+        if !self.is_endpoint_origin(&next) {
+            return Err(invalid(format!(
+                "the `Link` header's next page leaves the Hub ({})",
+                next.origin().ascii_serialization()
+            )));
+        }
+        let next = next.to_string();
+        if !seen.insert(next.clone()) {
+            return Err(invalid(
+                "the `Link` header points at a page already read (pagination loop)".into(),
+            ));
+        }
+        if seen.len() > MAX_PAGES {
+            return Err(invalid(format!("more than {MAX_PAGES} pages")));
+        }
+        Ok(Some(next))
     }
 
     fn api_url(&self, repo_type: RepoType, repo_id: &RepoId) -> String {
@@ -239,7 +497,23 @@ impl HubClient {
     ) -> Result<GitRefs, HubError> {
         let url = format!("{}/refs", self.api_url(repo_type, repo_id));
         let target = Target::repo(repo_type, repo_id);
-        Ok(self.get_json(&url, Some(&target)).await?.0)
+        let refs: GitRefs = match self.get_json(&url, Some(&target)).await {
+            Ok((refs, _)) => refs,
+            Err(err) => return Err(self.with_suggestion(err).await),
+        };
+        // Git forbids control characters in ref names; a listing with one is
+        // hostile (an escape sequence waiting to be printed).
+        let all = refs.branches.iter().chain(&refs.converts).chain(&refs.tags);
+        if let Some(bad) = all
+            .flat_map(|r| [&r.name, &r.git_ref, &r.target_commit])
+            .find(|t| t.chars().any(char::is_control))
+        {
+            return Err(HubError::InvalidResponse {
+                url,
+                detail: format!("a ref name contains control characters: {bad:?}"),
+            });
+        }
+        Ok(refs)
     }
 
     /// `GET /api/{type}s/{repo_id}/revision/{revision}`: the commit a revision
@@ -256,7 +530,10 @@ impl HubClient {
             quote_revision(revision)
         );
         let target = Target::repo(repo_type, repo_id).at(revision);
-        let info: RepoInfo = self.get_json(&url, Some(&target)).await?.0;
+        let info: RepoInfo = match self.get_json(&url, Some(&target)).await {
+            Ok((info, _)) => info,
+            Err(err) => return Err(self.with_suggestion(err).await),
+        };
         if !info
             .sha
             .parse::<kernels_types::CommitId>()
@@ -297,17 +574,12 @@ impl HubClient {
             target = target.path(path);
         }
         let mut entries = Vec::new();
+        let mut seen = HashSet::from([url.clone()]);
         let mut next = Some(url);
         while let Some(url) = next.take() {
             let (page, headers): (Vec<TreeEntry>, _) = self.get_json(&url, Some(&target)).await?;
             entries.extend(page);
-            next = next_link(&headers);
-            if next.as_deref() == Some(url.as_str()) {
-                return Err(HubError::InvalidResponse {
-                    url,
-                    detail: "the `Link` header points at the same page".into(),
-                });
-            }
+            next = self.next_page(&url, &headers, &mut seen)?;
         }
         Ok(entries)
     }
@@ -329,6 +601,7 @@ impl HubClient {
         );
         let target = Target::repo(repo_type, repo_id).at(revision);
         let mut commits = Vec::new();
+        let mut seen = HashSet::from([url.clone()]);
         let mut next = Some(url);
         while let Some(url) = next.take() {
             let (page, headers): (Vec<CommitInfo>, _) = self.get_json(&url, Some(&target)).await?;
@@ -339,13 +612,7 @@ impl HubClient {
                     return Ok(commits);
                 }
             }
-            next = next_link(&headers);
-            if next.as_deref() == Some(url.as_str()) {
-                return Err(HubError::InvalidResponse {
-                    url,
-                    detail: "the `Link` header points at the same page".into(),
-                });
-            }
+            next = self.next_page(&url, &headers, &mut seen)?;
         }
         Ok(commits)
     }
@@ -367,6 +634,52 @@ impl HubClient {
         Ok(history
             .last()
             .is_some_and(|c| c.id.eq_ignore_ascii_case(commit)))
+    }
+
+    /// Adds "did you mean" to a [`HubError::RepoNotFound`]: the closest name
+    /// among the owner's repositories of that type
+    /// (`GET /api/{type}s?author={owner}`), if one is close enough. Any failure
+    /// of that listing leaves the error as it is.
+    pub async fn with_suggestion(&self, err: HubError) -> HubError {
+        let HubError::RepoNotFound {
+            target,
+            mut response,
+        } = err
+        else {
+            return err;
+        };
+        if response.suggestion.is_none() {
+            response.suggestion = self.suggest_repo(target.repo_type, &target.repo_id).await;
+        }
+        HubError::RepoNotFound { target, response }
+    }
+
+    async fn suggest_repo(&self, repo_type: RepoType, repo_id: &RepoId) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Listed {
+            id: String,
+        }
+        let (owner, name) = repo_id.as_str().split_once('/')?;
+        let url = format!(
+            "{}/api/{}?author={}&limit=1000",
+            self.endpoint,
+            repo_type.api_segment(),
+            quote_revision(owner)
+        );
+        let (body, _) = self.get_document_once(&url, None).await.ok()?;
+        let listed: Vec<Listed> = serde_json::from_slice(&body).ok()?;
+        let wanted = name.to_ascii_lowercase();
+        listed
+            .into_iter()
+            .filter_map(|r| {
+                let (o, n) = r.id.split_once('/')?;
+                let distance = edit_distance(&wanted, &n.to_ascii_lowercase());
+                let close = distance <= (wanted.chars().count() / 3).max(2);
+                (o.eq_ignore_ascii_case(owner) && n != name && close)
+                    .then(|| (distance, kernels_types::text::safe(&r.id)))
+            })
+            .min()
+            .map(|(_, id)| id)
     }
 
     /// `GET /api/organizations/{org}/overview`.
@@ -399,6 +712,49 @@ impl HubClient {
             quote_path(path)
         )
     }
+}
+
+/// Levenshtein distance of two short names (by characters).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}
+
+fn too_large(url: &str) -> HubError {
+    HubError::InvalidResponse {
+        url: url.to_owned(),
+        detail: format!(
+            "the answer is larger than {} MiB, more than any Hub API answer",
+            MAX_DOCUMENT_BYTES >> 20
+        ),
+    }
+}
+
+/// Reads at most `cap` bytes of a body within `deadline`; what arrived is kept
+/// when the body ends, fails, or the time is up.
+async fn read_capped(mut response: reqwest::Response, cap: usize, deadline: Duration) -> Vec<u8> {
+    let mut body = Vec::new();
+    let _ = tokio::time::timeout(deadline, async {
+        while let Ok(Some(chunk)) = response.chunk().await {
+            let room = cap - body.len();
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if body.len() >= cap {
+                break;
+            }
+        }
+    })
+    .await;
+    body
 }
 
 /// The `rel="next"` target of a `Link` header, if any.
@@ -466,8 +822,19 @@ mod tests {
                 etag_timeout: second,
                 download_timeout: second,
                 stall_timeout: second,
+                api_timeout: second,
+                max_wait: second,
             },
+            events: None,
         }
+    }
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("relu", "relu"), 0);
+        assert_eq!(edit_distance("rleu", "relu"), 2);
+        assert_eq!(edit_distance("activatoin", "activation"), 2);
+        assert_eq!(edit_distance("", "abc"), 3);
     }
 
     #[test]

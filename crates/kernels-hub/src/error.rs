@@ -12,6 +12,7 @@ use reqwest::header::HeaderMap;
 
 use kernels_types::RepoId;
 use kernels_types::RepoType;
+use kernels_types::text::safe;
 
 /// What a request was about; used to phrase error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,8 +69,16 @@ pub struct ErrorResponse {
     pub message: Option<String>,
     /// `X-Request-Id` header (or `X-Amz-Cf-Id`), for support requests.
     pub request_id: Option<String>,
-    /// `Retry-After` header in seconds, if the server sent one.
+    /// Seconds to wait before trying again: `t + 1` of a `RateLimit` header with
+    /// `r=0` (preferred, as huggingface_hub 2.4 does), else `Retry-After`.
     pub retry_after: Option<u64>,
+    /// The `RateLimit` / `RateLimit-Policy` headers, if sent.
+    pub rate_limit: Option<crate::ratelimit::RateLimit>,
+    /// The request carried no token (none configured, or not sent to that origin).
+    pub anonymous: bool,
+    /// For a repository not found: a repository of the same owner with a
+    /// similar name, when the Hub could list the owner's repositories.
+    pub suggestion: Option<String>,
 }
 
 impl ErrorResponse {
@@ -84,32 +93,23 @@ impl ErrorResponse {
                 .map(str::to_owned)
         };
         let message = header("x-error-message").or_else(|| body_message(body));
+        let rate_limit = crate::ratelimit::RateLimit::from_headers(headers);
         ErrorResponse {
             url: url.to_owned(),
             status,
             code: header("x-error-code"),
             message,
             request_id: header("x-request-id").or_else(|| header("x-amz-cf-id")),
-            retry_after: header("retry-after")
-                .and_then(|v| v.parse().ok())
-                .or_else(|| header("ratelimit").and_then(|v| ratelimit_reset(&v))),
+            retry_after: rate_limit
+                .as_ref()
+                .and_then(|r| r.wait())
+                .map(|w| w.as_secs())
+                .or_else(|| header("retry-after").and_then(|v| v.parse().ok())),
+            rate_limit,
+            anonymous: false,
+            suggestion: None,
         }
     }
-}
-
-/// The reset time `t` (seconds) of an IETF `RateLimit` header such as
-/// `"api";r=0;t=55`, when the remaining quota `r` is 0.
-fn ratelimit_reset(value: &str) -> Option<u64> {
-    let mut remaining = None;
-    let mut reset = None;
-    for param in value.split([';', ',']).map(str::trim) {
-        if let Some(r) = param.strip_prefix("r=") {
-            remaining = r.parse::<u64>().ok();
-        } else if let Some(t) = param.strip_prefix("t=") {
-            reset = t.parse::<u64>().ok();
-        }
-    }
-    (remaining == Some(0)).then_some(reset).flatten()
 }
 
 /// Extracts a message from a JSON error body, or returns a short non-HTML text body.
@@ -148,17 +148,19 @@ fn body_message(body: &[u8]) -> Option<String> {
     Some(text.to_owned())
 }
 
+/// Server-supplied text is shown escaped (control characters visible, never
+/// executed) and signed URLs lose their query ([`kernels_types::text::safe`]).
 impl fmt::Display for ErrorResponse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "HTTP {} from {}", self.status, self.url)?;
+        write!(f, "HTTP {} from {}", self.status, safe(&self.url))?;
         if let Some(code) = &self.code {
-            write!(f, " ({code})")?;
+            write!(f, " ({})", safe(code))?;
         }
         if let Some(message) = &self.message {
-            write!(f, ": {message}")?;
+            write!(f, ": {}", safe(message))?;
         }
         if let Some(id) = &self.request_id {
-            write!(f, " [request id {id}]")?;
+            write!(f, " [request id {}]", safe(id))?;
         }
         Ok(())
     }
@@ -168,7 +170,7 @@ impl fmt::Display for ErrorResponse {
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum HubError {
     /// Offline mode is on; no connection was attempted.
-    #[error("cannot reach {url}: offline mode is enabled (HF_HUB_OFFLINE)")]
+    #[error("cannot reach {}: offline mode is enabled (HF_HUB_OFFLINE)", safe(url))]
     #[diagnostic(
         code(kernels::hub::offline),
         help("unset HF_HUB_OFFLINE (and TRANSFORMERS_OFFLINE) to allow network access")
@@ -187,17 +189,17 @@ pub enum HubError {
     InvalidToken,
 
     /// The repository does not exist for this repo type, or is private.
-    #[error("{} repository `{}` was not found: {response}", target.repo_type.as_str(), target.repo_id)]
+    #[error("{} repository `{}` was not found{}: {response}", target.repo_type.as_str(), target.repo_id, response.suggestion.as_deref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default())]
     #[diagnostic(
         code(kernels::hub::repo_not_found),
         help(
-            "check the repo id and the repo type (`--repo-type kernel` or `model`); for a private repository set HF_TOKEN"
+            "check the repo id and the repo type (`--repo-type kernel` or `model`); for a private repository set HF_TOKEN to a token with read access (the Hub answers 401 to anonymous requests for missing and private repositories alike)"
         )
     )]
     RepoNotFound {
         /// What was asked.
         target: Target,
-        /// The server's answer.
+        /// The server's answer (with the "did you mean" suggestion, if any).
         response: Box<ErrorResponse>,
     },
 
@@ -250,6 +252,19 @@ pub enum HubError {
         response: Box<ErrorResponse>,
     },
 
+    /// 403 without a more specific code.
+    #[error("access denied: {response}")]
+    #[diagnostic(
+        code(kernels::hub::forbidden),
+        help(
+            "the token lacks permission for this repository (a fine-grained token needs read access to it), or the repository is disabled; check HF_TOKEN"
+        )
+    )]
+    Forbidden {
+        /// The server's answer.
+        response: Box<ErrorResponse>,
+    },
+
     /// A 5xx answer.
     #[error("the Hub server failed: {response}")]
     #[diagnostic(
@@ -270,7 +285,7 @@ pub enum HubError {
     },
 
     /// Connection, TLS, timeout or body transfer failure.
-    #[error("cannot reach {url}: {source}")]
+    #[error("cannot reach {}: {}", safe(url), safe(&source.to_string()))]
     #[diagnostic(
         code(kernels::hub::transport),
         help(
@@ -286,7 +301,7 @@ pub enum HubError {
     },
 
     /// No answer, or no body bytes, within a configured time.
-    #[error("{url}: {what} within {seconds} s")]
+    #[error("{}: {what} within {seconds} s", safe(url))]
     #[diagnostic(
         code(kernels::hub::timeout),
         help("the server or network is slow; raise {setting} (seconds) to wait longer")
@@ -303,7 +318,7 @@ pub enum HubError {
     },
 
     /// A successful answer whose body is not what the API promises.
-    #[error("unexpected answer from {url}: {detail}")]
+    #[error("unexpected answer from {}: {}", safe(url), safe(detail))]
     #[diagnostic(code(kernels::hub::invalid_response))]
     InvalidResponse {
         /// Requested URL.
@@ -314,6 +329,15 @@ pub enum HubError {
 }
 
 impl HubError {
+    /// A transport failure for `url`; the URL is kept once, in `url` (shown with
+    /// a signed query removed), not again inside the reqwest error.
+    pub fn transport(url: impl Into<String>, source: reqwest::Error) -> Self {
+        HubError::Transport {
+            url: url.into(),
+            source: source.without_url(),
+        }
+    }
+
     /// Classifies an unsuccessful response the way `huggingface_hub` does:
     /// `X-Error-Code` first, then the status.
     pub fn from_response(target: Option<&Target>, response: ErrorResponse) -> Self {
@@ -321,7 +345,9 @@ impl HubError {
         let code = response.code.as_deref();
         if let Some(target) = target.cloned() {
             match code {
-                Some("RepoNotFound") => return HubError::RepoNotFound { target, response },
+                Some("RepoNotFound") => {
+                    return HubError::RepoNotFound { target, response };
+                }
                 Some("RevisionNotFound") => {
                     return HubError::RevisionNotFound { target, response };
                 }
@@ -330,10 +356,47 @@ impl HubError {
                 _ => {}
             }
         }
-        match response.status {
-            401 => HubError::Unauthorized { response },
-            500..=599 => HubError::Server { response },
+        // Without a code, read the status as huggingface_hub does: an anonymous
+        // 401 about a repository is the Hub hiding a missing or private repo,
+        // unless the message says the credentials themselves are bad.
+        let bad_credentials = response
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("Invalid credentials in Authorization header"));
+        match (response.status, target) {
+            (401, Some(target)) if response.anonymous && !bad_credentials => {
+                HubError::RepoNotFound {
+                    target: target.clone(),
+                    response,
+                }
+            }
+            (404, Some(target)) if code.is_none() && target.path.is_some() => {
+                HubError::EntryNotFound {
+                    target: target.clone(),
+                    response,
+                }
+            }
+            (404, Some(target)) if code.is_none() && target.revision.is_none() => {
+                HubError::RepoNotFound {
+                    target: target.clone(),
+                    response,
+                }
+            }
+            (401, _) => HubError::Unauthorized { response },
+            (403, _) => HubError::Forbidden { response },
+            (500..=599, _) => HubError::Server { response },
             _ => HubError::Status { response },
+        }
+    }
+
+    /// The same answer classified again as one to an anonymous request.
+    pub(crate) fn into_anonymous(self, target: Option<&Target>) -> Self {
+        match self {
+            HubError::Unauthorized { mut response } => {
+                response.anonymous = true;
+                HubError::from_response(target, *response)
+            }
+            other => other,
         }
     }
 
@@ -359,6 +422,16 @@ impl HubError {
         }
     }
 
+    /// The `RateLimit` headers of the failed answer, if sent.
+    pub fn rate_limit(&self) -> Option<&crate::ratelimit::RateLimit> {
+        match self {
+            HubError::Server { response } | HubError::Status { response } => {
+                response.rate_limit.as_ref()
+            }
+            _ => None,
+        }
+    }
+
     /// HTTP status of the failed answer, if there was one.
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -367,6 +440,7 @@ impl HubError {
             | HubError::EntryNotFound { response, .. }
             | HubError::Gated { response, .. }
             | HubError::Unauthorized { response }
+            | HubError::Forbidden { response }
             | HubError::Server { response }
             | HubError::Status { response } => Some(response.status),
             HubError::Transport { source, .. } => source.status().map(|s| s.as_u16()),
@@ -383,10 +457,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ratelimit_header_gives_the_wait() {
-        assert_eq!(ratelimit_reset("\"api\";r=0;t=55"), Some(55));
-        assert_eq!(ratelimit_reset("\"api\";r=3;t=55"), None);
-        assert_eq!(ratelimit_reset("garbage"), None);
+    fn ratelimit_header_is_preferred_over_retry_after() {
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", "5".parse().unwrap());
+        let resp = |h: &HeaderMap| ErrorResponse::new("http://h/api", 429, h, b"").retry_after;
+        assert_eq!(resp(&headers), Some(5));
+        headers.insert("ratelimit", "\"api\";r=0;t=55".parse().unwrap());
+        assert_eq!(resp(&headers), Some(56));
+        headers.insert("ratelimit", "\"api\";r=3;t=55".parse().unwrap());
+        assert_eq!(resp(&headers), Some(5));
     }
 
     #[test]

@@ -5,10 +5,12 @@
 
 pub mod client;
 pub mod error;
+pub mod ratelimit;
 pub mod retry;
 
 pub use client::{ClientConfig, HubClient};
 pub use error::{HubError, Target};
 /// The Hub API's JSON shapes (re-exported from [`kernels_types::wire`]).
 pub use kernels_types::wire as types;
+pub use ratelimit::{EventSink, HubEvent, RateLimit};
 pub use retry::RetryPolicy;

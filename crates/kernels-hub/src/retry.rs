@@ -4,8 +4,8 @@
 //! A failure is retried when [`crate::HubError::is_retryable`] says so
 //! (connection errors, timeouts, 408, 429, 500, 502, 503, 504), at most
 //! [`RetryPolicy::max_retries`] times. The wait before retry `n` (0-based) is
-//! the server's `Retry-After` when it sent one (capped at
-//! [`MAX_RETRY_AFTER`]), else an exponential backoff `BASE · 2ⁿ` capped at
+//! the server's wait when it sent one (`RateLimit` reset + 1 s, else
+//! `Retry-After`; capped at [`RetryPolicy::max_wait`], default 300 s), else an exponential backoff `BASE · 2ⁿ` capped at
 //! [`MAX_BACKOFF`], with "equal jitter": a uniformly random value between half
 //! and all of it, so that parallel clients do not retry in lockstep.
 
@@ -19,17 +19,18 @@ pub const BASE: Duration = Duration::from_millis(500);
 /// Longest backoff between two attempts (without `Retry-After`).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
-/// Longest wait honoured from a `Retry-After` (or `RateLimit` reset) header;
-/// a server asking for more gets this.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// Default ceiling of a wait the server asks for (`RateLimit` reset or
+/// `Retry-After`): the Hub's rate-limit window, 5 minutes.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 /// Retry budget and timeouts shared by every request of one process.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt (`KERNELS_MAX_RETRIES`, default 5).
     pub max_retries: u32,
-    /// Longest wait for the response headers of an API (metadata) call
-    /// (`HF_HUB_ETAG_TIMEOUT`); also the connect timeout.
+    /// Longest wait for a connection to be set up (`HF_HUB_ETAG_TIMEOUT`,
+    /// which bounds huggingface_hub's metadata request; `kernels` sends no
+    /// metadata request of its own, see `docs/downloading.md`).
     pub etag_timeout: Duration,
     /// Longest wait for the response headers of a file download, and longest
     /// pause of a socket read (`HF_HUB_DOWNLOAD_TIMEOUT`).
@@ -37,6 +38,32 @@ pub struct RetryPolicy {
     /// Stall watchdog: longest time without a body byte during a file
     /// download (`KERNELS_STALL_TIMEOUT`).
     pub stall_timeout: Duration,
+    /// Deadline of one whole API exchange (request, response headers and the
+    /// complete body) of a JSON call: refs, revision, tree and commit pages,
+    /// organization overview, `metadata.json` (`KERNELS_API_TIMEOUT`).
+    pub api_timeout: Duration,
+    /// Longest wait honoured from the server (`RateLimit` reset, `Retry-After`),
+    /// also when pacing requests after `r` reached 0
+    /// (`KERNELS_MAX_RATE_LIMIT_WAIT`, default [`MAX_RETRY_AFTER`]).
+    pub max_wait: Duration,
+}
+
+/// Default of [`RetryPolicy::api_timeout`].
+pub const DEFAULT_API_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Default for RetryPolicy {
+    /// huggingface_hub's defaults: 10 s timeouts, 5 retries, 60 s per API exchange.
+    fn default() -> Self {
+        let ten = Duration::from_secs(10);
+        RetryPolicy {
+            max_retries: 5,
+            etag_timeout: ten,
+            download_timeout: ten,
+            stall_timeout: ten,
+            api_timeout: DEFAULT_API_TIMEOUT,
+            max_wait: MAX_RETRY_AFTER,
+        }
+    }
 }
 
 impl RetryPolicy {
@@ -44,7 +71,7 @@ impl RetryPolicy {
     /// given the server's `Retry-After` in seconds, if any.
     pub fn delay(&self, retry: u32, retry_after: Option<u64>) -> Duration {
         if let Some(secs) = retry_after {
-            return Duration::from_secs(secs).min(MAX_RETRY_AFTER);
+            return Duration::from_secs(secs).min(self.max_wait);
         }
         let full = BASE.saturating_mul(1u32 << retry.min(16)).min(MAX_BACKOFF);
         let jitter: f64 = rand::rng().random_range(0.5..=1.0);
@@ -62,6 +89,8 @@ mod tests {
             etag_timeout: Duration::from_secs(1),
             download_timeout: Duration::from_secs(1),
             stall_timeout: Duration::from_secs(1),
+            api_timeout: Duration::from_secs(1),
+            max_wait: MAX_RETRY_AFTER,
         }
     }
 

@@ -53,6 +53,9 @@ pub(super) async fn route(
             Ok(axum::Json(json!({"standardEnvVars": [], "harnesses": {}})).into_response())
         }
         ["api", "organizations", org, "overview"] => org_overview(app, &decode(org)?),
+        ["api", kind @ ("kernels" | "models")] => {
+            list_repos(app, api_kind(kind), &parse_query(parts.uri.query()))
+        }
         ["api", "resolve-cache", kind, owner, name, sha, rest @ ..] if !rest.is_empty() => {
             let (repo, _) = find_repo(app, api_kind(kind), owner, name, &parts.headers)?;
             let target = ResolveTarget { repo, kind: None };
@@ -173,6 +176,22 @@ fn resolve_rev(app: &App, repo: &Repo, rev: &str) -> Result<usize> {
     moved
         .or_else(|| repo.resolve(rev))
         .ok_or_else(|| ApiError::revision_not_found(rev))
+}
+
+/// `GET /api/{kernels,models}?author=<owner>`: the public repositories of one
+/// owner answering as that type, as `[{"id": "owner/name"}, …]` (the Hub's
+/// `list_models(author=…)` shape, reduced to the id). No author lists all.
+fn list_repos(app: &App, kind: Option<RepoType>, query: &[(String, String)]) -> Result<Response> {
+    let author = query.iter().find(|(k, _)| k == "author").map(|(_, v)| v);
+    let ids: Vec<_> = app
+        .mirror
+        .repos
+        .iter()
+        .filter(|r| !r.private && kind.is_none_or(|k| r.types.contains(&k)))
+        .filter(|r| author.is_none_or(|a| r.owner() == a))
+        .map(|r| json!({"id": r.id}))
+        .collect();
+    Ok(axum::Json(ids).into_response())
 }
 
 fn org_overview(app: &App, org: &str) -> Result<Response> {

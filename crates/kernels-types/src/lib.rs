@@ -11,6 +11,8 @@ pub mod commit;
 pub mod digest;
 pub mod file_set;
 pub mod repo_id;
+pub mod repo_path;
+pub mod text;
 pub mod variant_name;
 pub mod wire;
 
