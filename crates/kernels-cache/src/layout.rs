@@ -293,6 +293,11 @@ impl RepoCache {
         crate::file_matches(&path, blob)
     }
 
+    /// Whether the real path of `path` stays inside this cache.
+    pub fn resolves_inside(&self, path: &Path) -> bool {
+        fsx::resolves_inside(&self.root, path)
+    }
+
     /// Whether the blob file `blobs/<etag>` is a symlink whose real path leaves
     /// the cache (planted; never trusted).
     pub fn blob_escapes(&self, etag: &str) -> bool {
