@@ -317,14 +317,16 @@ pub async fn download(
     options: &DownloadOptions,
     progress: &dyn Reporter,
 ) -> DownloadSummary {
+    // Offline, the run is a check and writes nothing (refs included).
     let mut summary = if client.is_offline() {
         verify_offline(cache, kernels, options, progress).await
     } else {
-        download_online(client, cache, kernels, options, progress).await
+        let summary = download_online(client, cache, kernels, options, progress).await;
+        for report in &summary.done {
+            record_refs(cache, options, report);
+        }
+        summary
     };
-    for report in &summary.done {
-        record_refs(cache, options, report);
-    }
     summary.warnings = cache.take_warnings();
     summary
 }
