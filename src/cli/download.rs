@@ -187,6 +187,18 @@ enum DownloadCliError {
     )]
     NoLock { dir: PathBuf, path: PathBuf },
 
+    #[error("{detail} (while downloading {})", kernels.join(", "))]
+    #[diagnostic(
+        code(kernels::download::disk_full),
+        help(
+            "free space (`kernels cache prune` removes leftovers) or move the cache with KERNELS_CACHE, then run `kernels download` again: partial files resume"
+        )
+    )]
+    DiskFull {
+        detail: String,
+        kernels: Vec<String>,
+    },
+
     #[error("{} of {} kernels failed to download: {}", failures.len(), total, failures.join("; "))]
     #[diagnostic(code(kernels::download::failed))]
     Failed {
@@ -206,13 +218,14 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         repo_type,
         selection,
         concurrency: args.concurrency,
+        refs: lock_refs(&args.project_dir, &kernels),
     };
     let mut settings = settings.clone();
     settings.offline |= args.offline;
     let settings = &settings;
     let client = HubClient::new(&settings.client_config())
         .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?;
-    let cache = HubCache::new(&settings.cache_dir);
+    let cache = settings.cache();
     if args.dry_run {
         let warnings = Progress::new(
             if quiet {
@@ -230,9 +243,35 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     );
     let summary =
         super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
-
+    if !quiet {
+        for warning in &summary.warnings {
+            eprintln!("warning: {warning}");
+        }
+    }
+    if let Some(blocked) = summary.blocked {
+        for failure in summary.failed {
+            eprintln!(
+                "{}: {:?}",
+                failure.label(),
+                miette::Report::new(failure.error)
+            );
+        }
+        return Err(miette::Report::new(blocked));
+    }
     if summary.failed.is_empty() {
         return Ok(ExitCode::SUCCESS);
+    }
+    // A disk that fills mid-way is one error, not one per file.
+    if let Some(full) = summary.failed.iter().find_map(|f| match &f.error {
+        DownloadError::Cache(err @ kernels_cache::CacheError::DiskFull { .. }) => {
+            Some(err.to_string())
+        }
+        _ => None,
+    }) {
+        return Err(miette::Report::new(DownloadCliError::DiskFull {
+            detail: full,
+            kernels: summary.failed.iter().map(|f| f.label()).collect(),
+        }));
     }
     let mut failures = Vec::new();
     let mut internal = None;
@@ -271,6 +310,55 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
 }
 
 /// A path as it can be pasted into a shell (quoted when it has special characters).
+/// The `refs/<name>` each locked entry was resolved from, when the lock or
+/// `pyproject.toml` says: a `KernelLocks` entry's `version = N` is branch `vN`
+/// and its `revision` a branch or tag; for a variant-hash lock, the
+/// `pyproject.toml` requirement (`N` → `vN`, a `revision` name as is). Commit
+/// ids and version specifiers (whose tag the lock does not record) give none.
+fn lock_refs(project_dir: &Path, kernels: &[LockedKernel]) -> Vec<crate::install::KernelRef> {
+    use crate::install::KernelRef;
+    use crate::lock::format::kernel_locks::KernelVersion;
+    use crate::lock::requirement::Requirement;
+    let is_commit = |r: &str| r.len() >= 40 && r.bytes().all(|b| b.is_ascii_hexdigit());
+    let mut out = Vec::new();
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    if let Ok(Lockfile::KernelLocks(locks)) = Lockfile::read(&lock_path) {
+        for (dep, commit) in locks.iter() {
+            let name = match &dep.version {
+                KernelVersion::Version(n) => format!("v{n}"),
+                KernelVersion::Revision(r) if !is_commit(r) => r.clone(),
+                KernelVersion::Revision(_) => continue,
+            };
+            if let Ok(repo_id) = dep.repo_id.parse() {
+                out.push(KernelRef {
+                    repo_id,
+                    commit: commit.as_str().to_owned(),
+                    name,
+                });
+            }
+        }
+        return out;
+    }
+    let Ok(manifest) = crate::lock::manifest::Manifest::read(project_dir) else {
+        return out;
+    };
+    for dep in &manifest.dependencies {
+        let name = match &dep.requirement {
+            Requirement::Branch(n) => format!("v{n}"),
+            Requirement::Revision(r) if !is_commit(r) => r.clone(),
+            _ => continue,
+        };
+        for kernel in kernels.iter().filter(|k| k.repo_id == dep.repo_id) {
+            out.push(KernelRef {
+                repo_id: kernel.repo_id.clone(),
+                commit: kernel.commit.clone(),
+                name: name.clone(),
+            });
+        }
+    }
+    out
+}
+
 pub(super) fn shell_path(path: &Path) -> String {
     let text = path.display().to_string();
     if text

@@ -4,6 +4,7 @@
 //! function that translates arguments into library calls and prints results.
 //! Output rules: data on stdout, status and progress on stderr.
 
+mod cache;
 mod download;
 mod lock;
 mod profile;
@@ -83,6 +84,8 @@ pub enum OutputFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Show where the cache is, list it, and prune leftovers.
+    Cache(cache::CacheArgs),
     /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
     Download(download::DownloadArgs),
     /// Resolve `[tool.kernels.dependencies]` and write `kernels.lock`.
@@ -160,6 +163,7 @@ pub fn main() -> ExitCode {
             )
             .and_then(|()| download::run(args, &settings, quiet))
         }
+        Command::Cache(args) => cache::run(args, &settings, quiet),
         Command::Lock(args) => lock::run(args, &settings, &global),
         Command::Serve(args) => serve::run(args, quiet),
         Command::ToWheel(args) => to_wheel::run(args, explicit_lock_mode, &settings, &global),

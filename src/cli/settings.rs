@@ -28,6 +28,8 @@ pub const ENV_VARS: &[&str] = &[
     "XDG_CACHE_HOME",
     "HF_HOME",
     "KERNELS_CACHE",
+    "HF_HUB_DISABLE_SYMLINKS",
+    "KERNELS_TEST_ASSUME_NO_FLOCK",
     "HF_KERNELS_CACHE",
     "KERNELS_API_TIMEOUT",
     "KERNELS_MAX_RATE_LIMIT_WAIT",
@@ -61,6 +63,14 @@ pub struct Settings {
     /// `HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, where `HF_HOME` defaults to
     /// `$XDG_CACHE_HOME/huggingface` or `~/.cache/huggingface`.
     pub cache_dir: PathBuf,
+    /// Which setting chose [`Settings::cache_dir`] (`KERNELS_CACHE`,
+    /// `HF_HUB_CACHE`, `HUGGINGFACE_HUB_CACHE`, `HF_HOME`, `XDG_CACHE_HOME` or
+    /// `default`), for `kernels cache dir`.
+    pub cache_dir_source: &'static str,
+    /// How the cache writer adapts to its file system: `HF_HUB_DISABLE_SYMLINKS`
+    /// (copy instead of symlinking, as huggingface_hub) and, for tests only,
+    /// `KERNELS_TEST_ASSUME_NO_FLOCK` (behave as on a file system without flock).
+    pub cache_options: kernels_cache::CacheOptions,
     /// No request may be made: `KERNELS_OFFLINE`, `HF_HUB_OFFLINE` or
     /// `TRANSFORMERS_OFFLINE` is truthy (the CLI's `--offline` also sets it).
     pub offline: bool,
@@ -216,6 +226,11 @@ impl LockFlags {
 }
 
 impl Settings {
+    /// The hub cache at [`Settings::cache_dir`] with [`Settings::cache_options`].
+    pub fn cache(&self) -> kernels_cache::HubCache {
+        kernels_cache::HubCache::with_options(&self.cache_dir, self.cache_options)
+    }
+
     /// What the Hub client is bound to: endpoint, token, offline flag and the
     /// one retry and deadline policy of every request.
     pub fn client_config(&self) -> kernels_hub::ClientConfig {
@@ -263,12 +278,24 @@ impl Settings {
                 "HF_KERNELS_CACHE is deprecated and will be removed; set KERNELS_CACHE instead",
             );
         }
-        let cache_dir = var("KERNELS_CACHE")
-            .or(legacy_cache)
-            .or_else(|| var("HF_HUB_CACHE"))
-            .or_else(|| var("HUGGINGFACE_HUB_CACHE"))
-            .map(|v| expand_path(&v))
-            .unwrap_or_else(|| hf_home.join("hub"));
+        let chosen = var("KERNELS_CACHE")
+            .map(|v| (v, "KERNELS_CACHE"))
+            .or(legacy_cache.map(|v| (v, "HF_KERNELS_CACHE")))
+            .or_else(|| var("HF_HUB_CACHE").map(|v| (v, "HF_HUB_CACHE")))
+            .or_else(|| var("HUGGINGFACE_HUB_CACHE").map(|v| (v, "HUGGINGFACE_HUB_CACHE")));
+        let (cache_dir, cache_dir_source) = match chosen {
+            Some((value, name)) => (expand_path(&value), name),
+            None => {
+                let source = if var("HF_HOME").is_some() {
+                    "HF_HOME"
+                } else if var("XDG_CACHE_HOME").is_some() {
+                    "XDG_CACHE_HOME"
+                } else {
+                    "default"
+                };
+                (hf_home.join("hub"), source)
+            }
+        };
         let token = if flag("HF_HUB_DISABLE_IMPLICIT_TOKEN") {
             None
         } else {
@@ -292,6 +319,11 @@ impl Settings {
                 .to_owned(),
             token,
             cache_dir,
+            cache_dir_source,
+            cache_options: kernels_cache::CacheOptions {
+                disable_symlinks: flag("HF_HUB_DISABLE_SYMLINKS"),
+                assume_no_flock: flag("KERNELS_TEST_ASSUME_NO_FLOCK"),
+            },
             offline: flag("KERNELS_OFFLINE")
                 || flag("HF_HUB_OFFLINE")
                 || flag("TRANSFORMERS_OFFLINE"),

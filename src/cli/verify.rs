@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use super::progress::human_bytes;
 use crate::cli::settings::Settings;
 use crate::install::verify::verify_kernels;
-use kernels_cache::HubCache;
 
 use super::download::{SelectArgs, read_lock, shell_path};
 
@@ -42,7 +41,7 @@ struct VerifyFailed {
 /// 1 on any difference.
 pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
     let (kernels, selection, repo_type) = read_lock(&args.project_dir, &args.select, quiet)?;
-    let cache = HubCache::new(&settings.cache_dir);
+    let cache = settings.cache();
     let checks = verify_kernels(&cache, repo_type, &kernels, &selection);
     let mut problems = 0;
     let mut failed = 0;
@@ -53,6 +52,14 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
         }
     }
     for check in &checks {
+        if !check.copies.is_empty() && !quiet {
+            eprintln!(
+                "note: {}: {} file(s) are copies instead of links to blobs (verified by content): {}",
+                check.label(),
+                check.copies.len(),
+                check.copies.join(", ")
+            );
+        }
         if check.is_ok() {
             if !quiet {
                 eprintln!(

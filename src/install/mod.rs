@@ -51,6 +51,21 @@ pub struct DownloadOptions {
     pub selection: VariantSelection,
     /// Maximum number of files fetched at once over all kernels (at least 1).
     pub concurrency: usize,
+    /// Ref names to record per `(repo, commit)` once the kernel is in the
+    /// cache (`refs/<name>`: the branch or tag the entry was resolved from,
+    /// such as `v2` for `version = 2`), so that a runtime resolves them offline.
+    pub refs: Vec<KernelRef>,
+}
+
+/// One `refs/<name>` to record for a locked kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelRef {
+    /// Hub repository.
+    pub repo_id: RepoId,
+    /// Locked commit.
+    pub commit: String,
+    /// Branch or tag name.
+    pub name: String,
 }
 
 /// A kernel whose selected variants are all in the cache and verified.
@@ -105,6 +120,11 @@ pub struct DownloadSummary {
     pub done: Vec<KernelReport>,
     /// Kernels that failed.
     pub failed: Vec<KernelFailure>,
+    /// A check before any download failed for the whole run (read-only cache
+    /// with files missing, not enough free space); nothing was fetched.
+    pub blocked: Option<DownloadError>,
+    /// What the cache adapted to (no flock, no symlinks), each once.
+    pub warnings: Vec<kernels_cache::CacheWarning>,
 }
 
 /// Why one kernel could not be downloaded.
@@ -161,6 +181,68 @@ pub enum DownloadError {
         path: String,
         /// What is wrong with it.
         reason: kernels_types::repo_path::RepoPathError,
+    },
+
+    /// A variant the lock pins is not in the Hub listing of the locked commit.
+    #[error(
+        "variant `{variant}` of {repo_id}@{commit} is in kernels.lock but not in the Hub listing of that commit (listed: {})",
+        if listed.is_empty() { "none".to_owned() } else { listed.join(", ") }
+    )]
+    #[diagnostic(
+        code(kernels::download::locked_variant_not_listed),
+        help(
+            "the server's listing is incomplete or the lock does not belong to this repository; check the mirror, or regenerate the lock with `kernels lock`"
+        )
+    )]
+    LockedVariantNotListed {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// The variant.
+        variant: String,
+        /// Variants the listing has.
+        listed: Vec<String>,
+    },
+
+    /// Files are missing and the cache cannot be written.
+    #[error(
+        "the cache {} is not writable and {} file(s) are missing from it: {}{}",
+        dir.display(), missing.len(),
+        missing.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+        if missing.len() > 5 { ", …" } else { "" }
+    )]
+    #[diagnostic(
+        code(kernels::download::read_only),
+        help(
+            "download into a writable cache first (set KERNELS_CACHE), or make this one writable"
+        )
+    )]
+    ReadOnly {
+        /// The cache directory.
+        dir: std::path::PathBuf,
+        /// `owner/name@commit: path` of each missing file.
+        missing: Vec<String>,
+    },
+
+    /// Not enough free space for what must be fetched.
+    #[error(
+        "not enough disk space in {}: {} byte(s) to download, {} byte(s) free",
+        dir.display(), needed, available
+    )]
+    #[diagnostic(
+        code(kernels::download::no_space),
+        help(
+            "free space (`kernels cache prune` removes leftovers and unreferenced blobs) or move the cache with KERNELS_CACHE"
+        )
+    )]
+    NoSpace {
+        /// The cache directory.
+        dir: std::path::PathBuf,
+        /// Bytes to fetch.
+        needed: u64,
+        /// Bytes free on its file system.
+        available: u64,
     },
 
     /// A selected variant has no hash in a variant-hash lock.
@@ -258,14 +340,174 @@ pub async fn download(
     options: &DownloadOptions,
     progress: &dyn Reporter,
 ) -> DownloadSummary {
-    if client.is_offline() {
-        return verify_offline(cache, kernels, options, progress).await;
+    // Offline, the run is a check and writes nothing (refs included).
+    let mut summary = if client.is_offline() {
+        verify_offline(cache, kernels, options, progress).await
+    } else {
+        let summary = download_online(client, cache, kernels, options, progress).await;
+        for report in &summary.done {
+            record_refs(cache, options, report);
+        }
+        summary
+    };
+    summary.warnings = cache.take_warnings();
+    summary
+}
+
+/// Writes the `refs/<name>` files of a finished kernel. A cache that cannot
+/// be written keeps what it has (a read-only cache stays untouched).
+fn record_refs(cache: &HubCache, options: &DownloadOptions, report: &KernelReport) {
+    let repo = cache.repo(&report.repo_id, options.repo_type);
+    for r in options
+        .refs
+        .iter()
+        .filter(|r| r.repo_id == report.repo_id && r.commit == report.commit)
+    {
+        if repo.read_ref(&r.name).as_deref() == Some(r.commit.as_str()) {
+            continue;
+        }
+        if let Err(err) = repo.write_ref(&r.name, &r.commit) {
+            tracing::warn!("{}: cannot record refs/{}: {err}", report.repo_id, r.name);
+        }
     }
+}
+
+/// One kernel after listing: its plan and what is already in place.
+struct Prepared {
+    plan: KernelPlan,
+    /// Per distinct blob: digest, the paths it backs, and whether each path
+    /// is already in place (a verified link or a verified copy).
+    blobs: Vec<(kernels_types::BlobId, Vec<(String, bool)>)>,
+}
+
+impl Prepared {
+    fn missing_paths(&self) -> impl Iterator<Item = &str> {
+        self.blobs
+            .iter()
+            .flat_map(|(_, paths)| paths.iter().filter(|(_, ok)| !ok).map(|(p, _)| p.as_str()))
+    }
+}
+
+async fn prepare(
+    client: &HubClient,
+    cache: &HubCache,
+    kernel: &LockedKernel,
+    options: &DownloadOptions,
+    progress: &dyn Reporter,
+) -> Result<Prepared, DownloadError> {
+    let repo = cache.repo(&kernel.repo_id, options.repo_type);
+    let label = plan::label(&kernel.repo_id, &kernel.commit);
+    tracing::debug!("{label}: listing the files of the locked commit");
+    let entries = client
+        .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
+        .await?;
+    report_warnings(kernel, &entries, &options.selection, progress);
+    let plan = plan_kernel(kernel, &entries, &options.selection)?;
+    let commit = kernel.commit.clone();
+    let blob_list: Vec<_> = plan.blobs().into_values().collect();
+    let blobs = tokio::task::spawn_blocking(move || {
+        blob_list
+            .into_iter()
+            .map(|(digest, paths)| {
+                let placed = paths
+                    .into_iter()
+                    .map(|path| {
+                        let ok = matches!(
+                            repo.placement(&commit, &path, &digest),
+                            Ok(kernels_cache::Placement::Linked | kernels_cache::Placement::Copied)
+                        );
+                        (path, ok)
+                    })
+                    .collect();
+                (digest, placed)
+            })
+            .collect()
+    })
+    .await
+    .map_err(|err| DownloadError::Internal(format!("cache check failed: {err}")))?;
+    Ok(Prepared { plan, blobs })
+}
+
+/// Bytes still to fetch for `prepared`: blobs neither in place nor in
+/// `blobs/`, less what their `.incomplete` files already hold.
+fn bytes_to_fetch(repo: &kernels_cache::RepoCache, prepared: &Prepared) -> u64 {
+    prepared
+        .blobs
+        .iter()
+        .filter(|(_, paths)| paths.iter().any(|(_, ok)| !ok))
+        .filter(|(digest, _)| !repo.blob_matches(digest).unwrap_or(false))
+        .map(|(digest, _)| {
+            let partial = std::fs::symlink_metadata(repo.incomplete_path(&digest.etag()))
+                .map_or(0, |m| m.len());
+            digest.size.saturating_sub(partial)
+        })
+        .sum()
+}
+
+async fn download_online(
+    client: &HubClient,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    progress: &dyn Reporter,
+) -> DownloadSummary {
+    let prepared = join_all(
+        kernels
+            .iter()
+            .map(|kernel| prepare(client, cache, kernel, options, progress)),
+    )
+    .await;
+
+    // Checks for the whole run before any byte is fetched.
+    let mut missing = Vec::new();
+    let mut needed = 0;
+    for (kernel, prepared) in kernels.iter().zip(&prepared) {
+        if let Ok(prepared) = prepared {
+            let label = plan::label(&kernel.repo_id, &kernel.commit);
+            missing.extend(prepared.missing_paths().map(|p| format!("{label}: {p}")));
+            needed += bytes_to_fetch(&cache.repo(&kernel.repo_id, options.repo_type), prepared);
+        }
+    }
+    let mut summary = DownloadSummary::default();
+    if !missing.is_empty() && !cache.is_writable() {
+        summary.blocked = Some(DownloadError::ReadOnly {
+            dir: cache.root().to_owned(),
+            missing,
+        });
+    } else if let Some(available) = cache.free_space()
+        && needed > available
+    {
+        summary.blocked = Some(DownloadError::NoSpace {
+            dir: cache.root().to_owned(),
+            needed,
+            available,
+        });
+    }
+    if summary.blocked.is_some() {
+        for (kernel, prepared) in kernels.iter().zip(prepared) {
+            if let Err(error) = prepared {
+                summary.failed.push(KernelFailure {
+                    repo_id: kernel.repo_id.clone(),
+                    commit: kernel.commit.clone(),
+                    error,
+                });
+            }
+        }
+        progress.finish();
+        return summary;
+    }
+
     let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
-    let results = join_all(kernels.iter().map(|kernel| {
+    let results = join_all(kernels.iter().zip(prepared).map(|(kernel, prepared)| {
         let permits = permits.clone();
         async move {
-            let result = download_kernel(client, cache, kernel, options, &permits, progress).await;
+            let result = match prepared {
+                Ok(prepared) => {
+                    download_kernel(client, cache, kernel, prepared, options, &permits, progress)
+                        .await
+                }
+                Err(err) => Err(err),
+            };
             if let Ok(report) = &result {
                 progress.kernel_done(report);
             }
@@ -274,7 +516,6 @@ pub async fn download(
     }))
     .await;
     progress.finish();
-    let mut summary = DownloadSummary::default();
     for (kernel, result) in results {
         match result {
             Ok(report) => summary.done.push(report),
@@ -292,30 +533,31 @@ async fn download_kernel(
     client: &HubClient,
     cache: &HubCache,
     kernel: &LockedKernel,
+    prepared: Prepared,
     options: &DownloadOptions,
     permits: &Semaphore,
     progress: &dyn Reporter,
 ) -> Result<KernelReport, DownloadError> {
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
     let label = plan::label(&kernel.repo_id, &kernel.commit);
-    tracing::debug!("{label}: listing the files of the locked commit");
-    let entries = client
-        .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
-        .await?;
-    report_warnings(kernel, &entries, &options.selection, progress);
-    let plan = plan_kernel(kernel, &entries, &options.selection)?;
+    let Prepared { plan, blobs } = prepared;
     tracing::debug!(
         "{label}: {} file(s), {} blob(s) in variant(s) {}",
         plan.file_count(),
-        plan.blobs().len(),
+        blobs.len(),
         plan.variants.keys().cloned().collect::<Vec<_>>().join(", ")
     );
     progress.add_total(plan.total_bytes());
 
-    let blobs = plan.blobs();
-    let outcomes = join_all(blobs.values().map(|(digest, paths)| {
+    let outcomes = join_all(blobs.iter().map(|(digest, paths)| {
         let repo = &repo;
         async move {
+            let count = paths.len() as u64;
+            if paths.iter().all(|(_, ok)| *ok) {
+                // Everything in place (links or verified copies): no lock, no write.
+                progress.cached(digest.size * count);
+                return Ok::<_, DownloadError>(Fetched::Cached);
+            }
             let _permit = permits
                 .acquire()
                 .await
@@ -325,25 +567,33 @@ async fn download_kernel(
                 repo_type: options.repo_type,
                 repo_id: &kernel.repo_id,
                 commit: &kernel.commit,
-                path: &paths[0],
+                path: &paths[0].0,
             };
             let fetched = ensure_blob(repo, digest, &source, progress).await?;
             match &fetched {
-                Fetched::Cached => tracing::debug!("{}: cached and verified", paths[0]),
+                Fetched::Cached => tracing::debug!("{}: cached and verified", paths[0].0),
                 Fetched::Downloaded { bytes } => {
-                    tracing::debug!("{}: downloaded {bytes} bytes, verified", paths[0]);
+                    tracing::debug!("{}: downloaded {bytes} bytes, verified", paths[0].0);
                 }
             }
-            // Links only after the blob is in place.
-            for path in paths {
-                repo.link(&kernel.commit, path, &digest.etag())?;
+            // Links (or copies) only after the blob is in place; without
+            // symlinks a new blob is moved into the last path that needs it.
+            let todo: Vec<&str> = paths
+                .iter()
+                .filter(|(_, ok)| !ok)
+                .map(|(p, _)| p.as_str())
+                .collect();
+            let new_blob = matches!(fetched, Fetched::Downloaded { .. });
+            for (i, path) in todo.iter().enumerate() {
+                let last = i + 1 == todo.len();
+                repo.place(&kernel.commit, path, &digest.etag(), new_blob && last)?;
             }
             if let Fetched::Cached = fetched {
-                progress.cached(digest.size * paths.len() as u64);
+                progress.cached(digest.size * count);
             } else {
-                progress.cached(digest.size * (paths.len() as u64 - 1));
+                progress.cached(digest.size * (count - 1));
             }
-            Ok::<_, DownloadError>(fetched)
+            Ok(fetched)
         }
     }))
     .await;
@@ -472,7 +722,16 @@ fn verify_variant(
         };
         // `huggingface_hub` replaces a link by removing it first; if another
         // process is doing that right now, put ours back (the blob is in place).
+        // A verified copy (copy mode, `cp -rL`) stands for its planned digest.
+        let copied = || {
+            matches!(
+                repo.placement(&kernel.commit, &file.path, &file.digest),
+                Ok(kernels_cache::Placement::Copied)
+            )
+            .then(|| file.digest.etag())
+        };
         let etag = current()
+            .or_else(copied)
             .or_else(|| {
                 repo.link(&kernel.commit, &file.path, &file.digest.etag())
                     .ok()?;

@@ -28,16 +28,12 @@ pub struct KernelPlan {
     pub variants: BTreeMap<String, Vec<PlannedFile>>,
 }
 
-/// The variant directories of a listing: the second component of every entry
-/// below `build/` (directories `build/<v>` and files `build/<v>/…`).
+/// The variants of a listing by the shared rule [`file_set::variant_of`]
+/// (directories `build/<v>`, files `build/<v>/…`, and files `build/torch…`).
 pub fn available_variants(entries: &[TreeEntry]) -> BTreeSet<String> {
     entries
         .iter()
-        .filter_map(|e| {
-            let rest = e.path.strip_prefix("build/")?;
-            let (variant, tail) = rest.split_once('/').unwrap_or((rest, ""));
-            (!variant.is_empty() && (!e.is_file() || !tail.is_empty())).then(|| variant.to_owned())
-        })
+        .filter_map(|e| file_set::variant_of(&e.path, e.is_file()).map(str::to_owned))
         .collect()
 }
 
@@ -83,14 +79,30 @@ pub fn plan_kernel(
         reason,
     })?;
     let available = available_variants(entries);
-    let chosen = selection.choose(&kernel.repo_id, &kernel.commit, &available)?;
+    // With variant hashes the lock is the authority: the variants come from
+    // it, and each must be in the listing of the locked commit.
+    let chosen = match &kernel.variants {
+        Some(hashes) if !hashes.is_empty() => {
+            let locked: BTreeSet<String> = hashes.keys().cloned().collect();
+            let chosen = selection.choose(&kernel.repo_id, &kernel.commit, &locked)?;
+            if let Some(missing) = chosen.iter().find(|v| !available.contains(*v)) {
+                return Err(DownloadError::LockedVariantNotListed {
+                    repo_id: kernel.repo_id.clone(),
+                    commit: kernel.commit.clone(),
+                    variant: missing.clone(),
+                    listed: available.into_iter().collect(),
+                });
+            }
+            chosen
+        }
+        _ => selection.choose(&kernel.repo_id, &kernel.commit, &available)?,
+    };
     let mut variants = BTreeMap::new();
     for variant in chosen {
-        let prefix = format!("build/{variant}/");
         let mut files = Vec::new();
         for entry in entries
             .iter()
-            .filter(|e| e.is_file() && e.path.starts_with(&prefix))
+            .filter(|e| e.is_file() && file_set::in_variant(&e.path, &variant))
         {
             let digest = entry_digest(entry).ok_or_else(|| DownloadError::InvalidListing {
                 repo_id: kernel.repo_id.clone(),

@@ -113,6 +113,34 @@ pub enum Problem {
         error: String,
     },
 
+    /// A variant in the snapshot that the lock does not list: the runtime may load it.
+    #[error(
+        "variant `{variant}` is in the cached snapshot but not in kernels.lock (the runtime may load it); remove `{}`",
+        dir.display()
+    )]
+    UnlockedVariant {
+        /// The variant name.
+        variant: String,
+        /// Its path in the snapshot.
+        dir: PathBuf,
+    },
+
+    /// A blob is a symlink leading out of the cache (planted).
+    #[error("`{path}`: blob {etag} is a symlink that leads out of the cache; it is not trusted")]
+    BlobIsLink {
+        /// Repo path of the file.
+        path: String,
+        /// The blob name.
+        etag: String,
+    },
+
+    /// A snapshot directory leads out of the cache through a symlink.
+    #[error("`{}` leads out of the cache through a symlink; it is not trusted", dir.display())]
+    Escapes {
+        /// The directory.
+        dir: PathBuf,
+    },
+
     /// A selected variant has no hash in a lock that has variant hashes.
     #[error("variant `{variant}` has no hash in kernels.lock")]
     VariantNotLocked {
@@ -141,7 +169,12 @@ impl Problem {
     /// Whether fetching again can fix it (everything except a lock without a
     /// hash for the variant, which needs `kernels lock`).
     pub fn fixed_by_download(&self) -> bool {
-        !matches!(self, Problem::VariantNotLocked { .. })
+        !matches!(
+            self,
+            Problem::VariantNotLocked { .. }
+                | Problem::UnlockedVariant { .. }
+                | Problem::Escapes { .. }
+        )
     }
 }
 
@@ -154,6 +187,10 @@ pub struct CachedFile {
     pub digest: Digest,
     /// Size of the blob in bytes (0 when the blob is missing).
     pub size: u64,
+    /// For a regular file in the snapshot (a copy instead of a link): the
+    /// other digest kind of its content, since a copy does not say whether it
+    /// was an LFS file (sha256) or a git file (git blob sha1).
+    pub copy_alt: Option<Digest>,
 }
 
 /// The verification result of one kernel.
@@ -170,6 +207,8 @@ pub struct KernelVerification {
     pub problems: Vec<Problem>,
     /// What choosing among the cached variants warned about.
     pub warnings: Vec<VariantWarning>,
+    /// Files that are copies (regular files) instead of links, verified by content.
+    pub copies: Vec<String>,
 }
 
 impl KernelVerification {
@@ -210,6 +249,8 @@ struct Listing {
     variants: BTreeMap<String, Vec<CachedFile>>,
     problems: Vec<Problem>,
     warnings: Vec<VariantWarning>,
+    /// Snapshot paths of copies, with their content already hashed.
+    copies: Vec<(String, PathBuf)>,
 }
 
 /// Verifies every kernel of `kernels` in `cache` (see the module docs), in
@@ -228,12 +269,17 @@ pub fn verify_kernels(
     let blobs: BTreeSet<(PathBuf, Digest)> = listings
         .iter()
         .flat_map(|listing| {
-            listing.variants.values().flatten().map(|file| {
-                (
-                    listing.repo.blob_path(&file.digest.to_string()),
-                    file.digest,
-                )
-            })
+            listing
+                .variants
+                .values()
+                .flatten()
+                .filter(|f| f.copy_alt.is_none())
+                .map(|file| {
+                    (
+                        listing.repo.blob_path(&file.digest.to_string()),
+                        file.digest,
+                    )
+                })
         })
         .collect();
     tracing::debug!(
@@ -261,11 +307,15 @@ pub fn verify_kernels(
 /// cannot be read.
 fn cached_variants(build: &Path) -> Option<BTreeSet<String>> {
     let entries = std::fs::read_dir(build).ok()?;
+    // The shared rule of what a variant is (directories, files named `torch…`).
     Some(
         entries
             .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .filter_map(|e| {
+                let name = e.file_name().to_str()?.to_owned();
+                let is_file = !e.file_type().is_ok_and(|t| t.is_dir());
+                file_set::variant_of(&format!("build/{name}"), is_file).map(str::to_owned)
+            })
             .collect(),
     )
 }
@@ -325,6 +375,7 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         variants: BTreeMap::new(),
         problems: Vec::new(),
         warnings: Vec::new(),
+        copies: Vec::new(),
     };
     let Ok(build) = listing.repo.snapshot_path(&kernel.commit, "build") else {
         listing.problems.push(Problem::NotCached {
@@ -332,17 +383,36 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         });
         return listing;
     };
+    if build.exists() && !listing.repo.resolves_inside(&build) {
+        listing.problems.push(Problem::Escapes { dir: build });
+        return listing;
+    }
     let Some(cached) = cached_variants(&build) else {
         listing.problems.push(Problem::NotCached { dir: build });
         return listing;
     };
+    // With variant hashes, a cached variant the lock does not list is an
+    // error: the runtime may pick exactly that directory.
+    if let Some(hashes) = kernel.variants.as_ref().filter(|h| !h.is_empty()) {
+        for name in cached.iter().filter(|n| !hashes.contains_key(*n)) {
+            listing.problems.push(Problem::UnlockedVariant {
+                variant: name.clone(),
+                dir: build.join(name),
+            });
+        }
+    }
     let Some(chosen) = choose_cached(&mut listing, kernel, selection, &cached, &build) else {
         return listing;
     };
 
     for variant in chosen {
         let mut files = Vec::new();
-        for entry in walkdir::WalkDir::new(build.join(&variant)).sort_by_file_name() {
+        let root = build.join(&variant);
+        if !listing.repo.resolves_inside(&root) {
+            listing.problems.push(Problem::Escapes { dir: root });
+            continue;
+        }
+        for entry in walkdir::WalkDir::new(&root).sort_by_file_name() {
             let entry = match entry {
                 Ok(entry) => entry,
                 Err(err) => {
@@ -354,7 +424,8 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
                     continue;
                 }
             };
-            if !entry.path_is_symlink() {
+            let is_copy = entry.file_type().is_file() && !entry.path_is_symlink();
+            if !entry.path_is_symlink() && !is_copy {
                 continue;
             }
             let Ok(rel) = entry.path().strip_prefix(&build) else {
@@ -365,6 +436,20 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
             let path = format!("build/{}", rel.join("/"));
+            if is_copy {
+                match hash_copy(&listing.repo, entry.path()) {
+                    Ok(file) => {
+                        listing.copies.push((path.clone(), entry.path().to_owned()));
+                        files.push(CachedFile { path, ..file });
+                    }
+                    Err(err) => listing.problems.push(Problem::Unreadable {
+                        path,
+                        etag: String::new(),
+                        error: err.to_string(),
+                    }),
+                }
+                continue;
+            }
             let Some(etag) = listing.repo.linked_etag(&kernel.commit, &path) else {
                 listing.problems.push(Problem::ForeignLink { path });
                 continue;
@@ -374,11 +459,16 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
                 continue;
             };
             let blob = listing.repo.blob_path(&etag);
+            if listing.repo.blob_escapes(&etag) {
+                listing.problems.push(Problem::BlobIsLink { path, etag });
+                continue;
+            }
             match std::fs::metadata(&blob) {
                 Ok(meta) if meta.is_file() => files.push(CachedFile {
                     path,
                     digest,
                     size: meta.len(),
+                    copy_alt: None,
                 }),
                 _ => {
                     let partial = listing.repo.incomplete_path(&etag).exists();
@@ -416,6 +506,7 @@ fn finish_kernel(
         mut variants,
         mut problems,
         warnings,
+        copies,
     } = listing;
     let mut reported = BTreeSet::new();
     for file in variants.values().flatten() {
@@ -457,7 +548,9 @@ fn finish_kernel(
             };
             let hashed: Vec<(&str, Digest)> =
                 files.iter().map(|f| (f.path.as_str(), f.digest)).collect();
-            match file_set::matching_file_set(variant, &hashed, locked) {
+            let matched = file_set::matching_file_set(variant, &hashed, locked)
+                .or_else(|all| match_copies(variant, files, locked).ok_or(all));
+            match matched {
                 Ok(set) => {
                     files.retain(|f| set.includes(&f.path));
                     continue;
@@ -478,7 +571,77 @@ fn finish_kernel(
         variants,
         problems,
         warnings,
+        copies: copies.into_iter().map(|(path, _)| path).collect(),
     }
+}
+
+/// Hashes a snapshot file that is a copy with both digest kinds. The one that
+/// names a blob in `blobs/` wins (a `cp -rL` copy keeps them), else sha256 for
+/// binary content (LFS files are the compiled ones) and git blob sha1 otherwise;
+/// the other is kept in [`CachedFile::copy_alt`] for [`match_copies`].
+fn hash_copy(repo: &RepoCache, path: &std::path::Path) -> std::io::Result<CachedFile> {
+    let (sha256, size) = kernels_cache::hash_file(path, DigestKind::Sha256)?;
+    let (sha1, _) = kernels_cache::hash_file(path, DigestKind::GitBlobSha1)?;
+    let binary = {
+        use std::io::Read;
+        let mut head = Vec::new();
+        fs_err::File::open(path)?
+            .take(8000)
+            .read_to_end(&mut head)?;
+        head.contains(&0)
+    };
+    let lfs = if repo.blob_path(&sha256.to_string()).exists() {
+        true
+    } else if repo.blob_path(&sha1.to_string()).exists() {
+        false
+    } else {
+        binary
+    };
+    let (digest, alt) = if lfs { (sha256, sha1) } else { (sha1, sha256) };
+    Ok(CachedFile {
+        path: String::new(),
+        digest,
+        size,
+        copy_alt: Some(alt),
+    })
+}
+
+/// For a variant with copies whose hash did not match: tries the other digest
+/// kind of each copy (up to 2^12 combinations) and, on a match, keeps it.
+fn match_copies(
+    variant: &str,
+    files: &mut [CachedFile],
+    locked: &str,
+) -> Option<file_set::FileSet> {
+    let flexible: Vec<usize> = (0..files.len())
+        .filter(|&i| files[i].copy_alt.is_some())
+        .collect();
+    if flexible.is_empty() || flexible.len() > 12 {
+        return None;
+    }
+    for mask in 1u32..(1 << flexible.len()) {
+        let mut digests: Vec<Digest> = files.iter().map(|f| f.digest).collect();
+        for (bit, &i) in flexible.iter().enumerate() {
+            if mask & (1 << bit) != 0 {
+                digests[i] = files[i].copy_alt.expect("flexible");
+            }
+        }
+        let hashed: Vec<(&str, Digest)> = files
+            .iter()
+            .zip(&digests)
+            .map(|(f, d)| (f.path.as_str(), *d))
+            .collect();
+        if let Ok(set) = file_set::matching_file_set(variant, &hashed, locked) {
+            for (file, digest) in files.iter_mut().zip(digests) {
+                if file.digest != digest {
+                    file.copy_alt = Some(file.digest);
+                    file.digest = digest;
+                }
+            }
+            return Some(set);
+        }
+    }
+    None
 }
 
 #[cfg(test)]

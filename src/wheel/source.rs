@@ -174,6 +174,7 @@ impl Snapshot {
                 VariantSelection::Named(variants.to_vec())
             },
             concurrency: DEFAULT_CONCURRENCY,
+            refs: Vec::new(),
         };
         let mut summary = download(
             client,

@@ -2,6 +2,8 @@
 //! and against the pinned Python reference where an issue asks for parity.
 
 mod auth;
+#[cfg(unix)]
+mod cache_env;
 mod cli;
 mod concurrency;
 #[cfg(unix)]

@@ -23,12 +23,10 @@ pub fn write_atomic_with(
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    // A fixed short prefix: the temporary name never exceeds NAME_MAX, whatever
+    // the length of the destination's name.
     let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{file_name}."))
+        .prefix(".kernels-")
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(|err| with_path(err, dir))?;
@@ -71,5 +69,8 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1);
+        let long = dir.path().join("x".repeat(250));
+        write_atomic(&long, b"long").unwrap();
+        assert_eq!(std::fs::read(&long).unwrap(), b"long");
     }
 }

@@ -54,7 +54,7 @@ pub enum PartialBlob {
 #[derive(Debug)]
 pub struct BlobWriter {
     file: fs_err::File,
-    partial: PathBuf,
+    partial: TempGuard,
     blob: PathBuf,
     expected: BlobId,
     hasher: HasherCell,
@@ -87,17 +87,20 @@ impl RepoCache {
         let etag = expected.etag();
         let lock = self.lock_blob(&etag)?;
         let blob = self.blob_path(&etag);
-        if file_matches(&blob, expected)? {
+        if self.blob_matches(expected)? {
             return Ok(PartialBlob::Complete);
         }
-        fs_err::create_dir_all(self.blobs_dir())?;
-        let partial = self.incomplete_path(&etag);
-        let mut file = fs_err::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&partial)?;
+        self.create_dir(&self.blobs_dir())?;
+        // Without an flock the shared `.incomplete` name could be written by two
+        // processes at once: write a name of our own (huggingface_hub 1.18's
+        // `<etag>.<8hex>.incomplete`), removed when the writer is dropped unfinished.
+        let (partial, unique) = if lock.is_held() {
+            (self.incomplete_path(&etag), false)
+        } else {
+            let name = format!("{etag}.{}.incomplete", super::layout::temp_suffix());
+            (self.blobs_dir().join(name), true)
+        };
+        let mut file = super::fsx::open_rw_no_follow(&partial, 0o644)?;
         let mut hasher = Hasher::new(expected.kind(), expected.size);
         let existing = file.metadata()?.len();
         if existing > expected.size {
@@ -109,7 +112,10 @@ impl RepoCache {
         file.seek(SeekFrom::Start(offset))?;
         Ok(PartialBlob::Missing(Box::new(BlobWriter {
             file,
-            partial,
+            partial: TempGuard {
+                path: partial,
+                remove_on_drop: unique,
+            },
             blob,
             expected: *expected,
             hasher: HasherCell(hasher),
@@ -119,10 +125,40 @@ impl RepoCache {
     }
 }
 
+/// The `.incomplete` file of a writer; a private one (no flock) is removed
+/// when the writer is dropped without finishing.
+#[derive(Debug)]
+struct TempGuard {
+    path: PathBuf,
+    remove_on_drop: bool,
+}
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        if self.remove_on_drop {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 impl BlobWriter {
     /// Bytes already present (from an earlier run) before any write.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// A write error; a full disk becomes [`CacheError::DiskFull`] with the
+    /// figures (the partial data stays, so a later run resumes it).
+    fn io_error(&self, err: std::io::Error) -> CacheError {
+        if super::fsx::is_disk_full(&err) {
+            let dir = self.blob.parent().unwrap_or(&self.blob).to_owned();
+            return CacheError::DiskFull {
+                available: super::fsx::free_space(&dir),
+                needed: self.expected.size - self.hasher.0.len(),
+                dir,
+            };
+        }
+        err.into()
     }
 
     /// Bytes present now.
@@ -161,7 +197,9 @@ impl BlobWriter {
                 actual_size: total,
             });
         }
-        self.file.write_all(chunk)?;
+        if let Err(err) = self.file.write_all(chunk) {
+            return Err(self.io_error(err));
+        }
         self.hasher.0.update(chunk);
         Ok(())
     }
@@ -183,7 +221,7 @@ impl BlobWriter {
         let actual = hasher.0.finish();
         if actual_size != expected.size || actual != expected.digest {
             drop(file);
-            let _ = fs_err::remove_file(&partial);
+            let _ = fs_err::remove_file(&partial.path);
             return Err(CacheError::Mismatch {
                 path: repo_path.to_owned(),
                 kind: expected.kind(),
@@ -196,7 +234,7 @@ impl BlobWriter {
         file.flush()?;
         file.sync_all()?;
         drop(file);
-        fs_err::rename(&partial, &blob)?;
+        fs_err::rename(&partial.path, &blob)?;
         if let Some(dir) = blob.parent() {
             sync_dir(dir)?;
         }

@@ -1,18 +1,51 @@
 //! Paths of the hub cache, snapshot links and ref files.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use kernels_types::RepoId;
 use kernels_types::RepoType;
 
-use kernels_types::{CommitId, Digest};
+use kernels_types::{BlobId, CommitId, Digest};
 
-use super::{BlobLock, CacheError};
+use super::{BlobLock, CacheError, CacheWarning, fsx};
+
+/// How the cache writer adapts to its file system.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheOptions {
+    /// Never create symlinks: snapshot files are copies (a new blob is moved
+    /// into the snapshot), as `huggingface_hub` does with
+    /// `HF_HUB_DISABLE_SYMLINKS` or where symlinks fail.
+    pub disable_symlinks: bool,
+    /// Test only: behave as on a file system without `flock`.
+    pub assume_no_flock: bool,
+}
+
+/// What a [`HubCache`] learned about its file system while working, and the
+/// warnings it owes its caller.
+#[derive(Debug, Default)]
+struct State {
+    options: CacheOptions,
+    no_flock: AtomicBool,
+    no_symlinks: AtomicBool,
+    warnings: Mutex<Vec<CacheWarning>>,
+}
+
+impl State {
+    fn warn(&self, warning: CacheWarning) {
+        let mut warnings = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        if !warnings.contains(&warning) {
+            warnings.push(warning);
+        }
+    }
+}
 
 /// The root of a Hugging Face hub cache (`Settings::cache_dir`).
 #[derive(Debug, Clone)]
 pub struct HubCache {
     root: PathBuf,
+    state: Arc<State>,
 }
 
 /// One repository's folder inside a [`HubCache`].
@@ -20,12 +53,37 @@ pub struct HubCache {
 pub struct RepoCache {
     root: PathBuf,
     folder: String,
+    state: Arc<State>,
+}
+
+/// How one snapshot file is present in the cache (see [`RepoCache::placement`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// A relative symlink to its blob, which is present and verifies.
+    Linked,
+    /// A regular file (copy mode, `cp -rL`, `tar -h`) whose content verifies.
+    Copied,
+    /// Nothing is there.
+    Absent,
+    /// Something is there but it is not the expected content.
+    Wrong,
 }
 
 impl HubCache {
     /// A cache rooted at `root`. Nothing is created until something is written.
     pub fn new(root: impl Into<PathBuf>) -> HubCache {
-        HubCache { root: root.into() }
+        HubCache::with_options(root, CacheOptions::default())
+    }
+
+    /// A cache rooted at `root` with explicit [`CacheOptions`].
+    pub fn with_options(root: impl Into<PathBuf>, options: CacheOptions) -> HubCache {
+        HubCache {
+            root: root.into(),
+            state: Arc::new(State {
+                options,
+                ..State::default()
+            }),
+        }
     }
 
     /// The cache root.
@@ -39,7 +97,29 @@ impl HubCache {
         RepoCache {
             root: self.root.clone(),
             folder: repo_id.folder_name(repo_type.as_str()),
+            state: self.state.clone(),
         }
+    }
+
+    /// The warnings collected so far (each once), emptied; the caller reports them.
+    pub fn take_warnings(&self) -> Vec<CacheWarning> {
+        std::mem::take(
+            &mut *self
+                .state
+                .warnings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
+    }
+
+    /// Whether new entries can be created in the cache root (or where it would be created).
+    pub fn is_writable(&self) -> bool {
+        fsx::is_writable(&self.root)
+    }
+
+    /// Bytes free for us on the cache's file system, when known.
+    pub fn free_space(&self) -> Option<u64> {
+        fsx::free_space(&self.root)
     }
 }
 
@@ -102,6 +182,12 @@ pub(crate) fn temp_suffix() -> String {
     format!("{:08x}", rand::random::<u32>())
 }
 
+/// A temporary name in the destination's directory that never exceeds
+/// `NAME_MAX` whatever the destination's own name length (`.kernels-<8hex>.tmp`).
+pub(crate) fn temp_name(dir: &Path) -> PathBuf {
+    dir.join(format!(".kernels-{}.tmp", temp_suffix()))
+}
+
 impl RepoCache {
     /// The folder name, for example `kernels--kernels-community--activation`.
     pub fn folder_name(&self) -> &str {
@@ -156,24 +242,131 @@ impl RepoCache {
     }
 
     /// Takes the inter-process lock of blob `etag` (see [`BlobLock`]); blocks
-    /// until it is free.
+    /// until it is free. On a file system without `flock` the lock is not held
+    /// ([`BlobLock::is_held`]) and [`CacheWarning::NoFlock`] is recorded once.
     pub fn lock_blob(&self, etag: &str) -> Result<BlobLock, CacheError> {
         check_etag(etag)?;
-        BlobLock::acquire(&self.lock_path(etag))
+        let path = self.lock_path(etag);
+        let use_flock =
+            !self.state.options.assume_no_flock && !self.state.no_flock.load(Ordering::Relaxed);
+        let (lock, unsupported) = BlobLock::acquire(&self.root, &path, use_flock)?;
+        if unsupported || self.state.options.assume_no_flock {
+            self.state.no_flock.store(true, Ordering::Relaxed);
+            self.state.warn(CacheWarning::NoFlock {
+                dir: path.parent().unwrap_or(&self.root).to_owned(),
+            });
+        }
+        Ok(lock)
     }
 
-    /// Makes `snapshots/<commit>/<path>` a relative symlink to `blobs/<etag>`.
+    /// Creates `dir` (inside this cache) without following a symlink that leads out of it.
+    pub(crate) fn create_dir(&self, dir: &Path) -> Result<(), CacheError> {
+        fsx::create_dir_inside(&self.root, dir)
+    }
+
+    /// Whether snapshot files are copies rather than links (symlinks disabled
+    /// or found unsupported).
+    pub fn copy_mode(&self) -> bool {
+        self.state.options.disable_symlinks || self.state.no_symlinks.load(Ordering::Relaxed)
+    }
+
+    /// Whether `blobs/<etag>` is a regular file (or a link into this cache,
+    /// such as `huggingface_hub` 1.32's shared store) with exactly the size and
+    /// digest of `blob`. A link leading out of the cache never matches.
+    pub fn blob_matches(&self, blob: &BlobId) -> std::io::Result<bool> {
+        let path = self.blob_path(&blob.etag());
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if !fsx::resolves_inside(&self.root, &path) {
+                    return Ok(false);
+                }
+            }
+            Ok(_) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(err) => return Err(err),
+        }
+        crate::file_matches(&path, blob)
+    }
+
+    /// Whether the real path of `path` stays inside this cache.
+    pub fn resolves_inside(&self, path: &Path) -> bool {
+        fsx::resolves_inside(&self.root, path)
+    }
+
+    /// Whether the blob file `blobs/<etag>` is a symlink whose real path leaves
+    /// the cache (planted; never trusted).
+    pub fn blob_escapes(&self, etag: &str) -> bool {
+        let path = self.blob_path(etag);
+        std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink())
+            && !fsx::resolves_inside(&self.root, &path)
+    }
+
+    /// How `snapshots/<commit>/<path>` holds `blob`: a link to a verified
+    /// blob, a regular file with the right content (copy-mode caches,
+    /// `cp -rL` and `tar -h` copies), nothing, or something else.
+    pub fn placement(
+        &self,
+        commit: &str,
+        path: &str,
+        blob: &BlobId,
+    ) -> Result<Placement, CacheError> {
+        let pointer = self.snapshot_path(commit, path)?;
+        let meta = match std::fs::symlink_metadata(&pointer) {
+            Ok(meta) => meta,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Placement::Absent);
+            }
+            Err(err) => return Err(err.into()),
+        };
+        if meta.file_type().is_symlink() {
+            let ok = self.linked_etag(commit, path).as_deref() == Some(blob.etag().as_str())
+                && self.blob_matches(blob)?;
+            return Ok(if ok {
+                Placement::Linked
+            } else {
+                Placement::Wrong
+            });
+        }
+        if meta.is_file() && crate::file_matches(&pointer, blob)? {
+            return Ok(Placement::Copied);
+        }
+        Ok(Placement::Wrong)
+    }
+
+    /// Makes `snapshots/<commit>/<path>` a relative symlink to `blobs/<etag>`
+    /// (see [`RepoCache::place`]).
+    pub fn link(&self, commit: &str, path: &str, etag: &str) -> Result<bool, CacheError> {
+        self.place(commit, path, etag, false)
+    }
+
+    /// Makes `snapshots/<commit>/<path>` a relative symlink to `blobs/<etag>`,
+    /// or, without symlink support, a copy of the blob, exactly as
+    /// `huggingface_hub`'s `_create_symlink`: a blob just downloaded
+    /// (`new_blob`) is moved into the snapshot, an existing one is copied.
     ///
     /// The blob must already be in place (a link never points at a missing
     /// blob). An existing identical link is kept as is; a different link or a
-    /// regular file at that path is replaced atomically. Returns whether the
-    /// link had to be created or changed.
-    pub fn link(&self, commit: &str, path: &str, etag: &str) -> Result<bool, CacheError> {
+    /// regular file at that path is replaced atomically (a temp name, then a
+    /// rename, which replaces a planted link itself, never its target). Returns
+    /// whether anything had to be created or changed.
+    pub fn place(
+        &self,
+        commit: &str,
+        path: &str,
+        etag: &str,
+        new_blob: bool,
+    ) -> Result<bool, CacheError> {
         check_etag(etag)?;
         let pointer = self.snapshot_path(commit, path)?;
         let target = relative_link_target(path, etag)?;
         let blob = self.blob_path(etag);
-        if !blob.is_file() {
+        let blob_meta = std::fs::symlink_metadata(&blob).ok();
+        let blob_ok = match &blob_meta {
+            Some(m) if m.file_type().is_symlink() => fsx::resolves_inside(&self.root, &blob),
+            Some(m) => m.is_file(),
+            None => false,
+        };
+        if !blob_ok {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
                 format!(
@@ -184,7 +377,7 @@ impl RepoCache {
             )
             .into());
         }
-        match fs_err::symlink_metadata(&pointer) {
+        match std::fs::symlink_metadata(&pointer) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 if std::fs::read_link(&pointer).is_ok_and(|t| t == target) {
                     return Ok(false);
@@ -196,16 +389,37 @@ impl RepoCache {
             Err(err) => return Err(err.into()),
         }
         let parent = pointer.parent().expect("snapshot path has a parent");
-        fs_err::create_dir_all(parent)?;
-        let name = pointer
-            .file_name()
-            .expect("snapshot path has a file name")
-            .to_string_lossy();
-        let tmp = parent.join(format!(".{name}.{}.tmp", temp_suffix()));
-        symlink(&target, &tmp)?;
-        if let Err(err) = fs_err::rename(&tmp, &pointer) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(err.into());
+        self.create_dir(parent)?;
+        if !self.copy_mode() {
+            let tmp = temp_name(parent);
+            match symlink(&target, &tmp) {
+                Ok(()) => {
+                    if let Err(err) = fs_err::rename(&tmp, &pointer) {
+                        let _ = std::fs::remove_file(&tmp);
+                        return Err(err.into());
+                    }
+                    return Ok(true);
+                }
+                Err(err) if fsx::is_unsupported(&err) => {
+                    self.state.no_symlinks.store(true, Ordering::Relaxed);
+                    self.state.warn(CacheWarning::NoSymlinks {
+                        dir: self.root.clone(),
+                        reason: err.to_string(),
+                    });
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        // Copy mode.
+        if new_blob && blob_meta.is_some_and(|m| m.is_file()) {
+            fs_err::rename(&blob, &pointer)?;
+        } else {
+            let tmp = temp_name(parent);
+            if let Err(err) = fs_err::copy(&blob, &tmp).and_then(|_| fs_err::rename(&tmp, &pointer))
+            {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(err.into());
+            }
         }
         Ok(true)
     }
@@ -241,7 +455,7 @@ impl RepoCache {
             return Ok(());
         }
         if let Some(parent) = path.parent() {
-            fs_err::create_dir_all(parent)?;
+            self.create_dir(parent)?;
         }
         crate::write_atomic(&path, commit.as_bytes())?;
         Ok(())

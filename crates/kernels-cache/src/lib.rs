@@ -20,14 +20,42 @@
 
 pub mod atomic;
 mod blob;
+pub mod fsx;
+pub mod inventory;
 mod layout;
 mod lock;
 
 pub use atomic::{write_atomic, write_atomic_with};
 pub use blob::{BlobWriter, PartialBlob, file_matches, hash_file};
 pub use kernels_types::{BlobId, DigestKind};
-pub use layout::{HubCache, RepoCache, relative_link_target};
+pub use layout::{CacheOptions, HubCache, Placement, RepoCache, relative_link_target};
 pub use lock::BlobLock;
+
+/// Something the cache adapted to, for the caller to report once (the library
+/// never prints).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CacheWarning {
+    /// The file system does not implement `flock`.
+    #[error(
+        "file locking is not supported in {} (flock failed); continuing without locks: blobs are written to private temporary files and renamed into place",
+        dir.display()
+    )]
+    NoFlock {
+        /// The lock directory.
+        dir: PathBuf,
+    },
+    /// Symlinks cannot be created (or `HF_HUB_DISABLE_SYMLINKS` is set).
+    #[error(
+        "symlinks are not supported in {} ({reason}); snapshot files are copies of their blobs, as huggingface_hub stores them there",
+        dir.display()
+    )]
+    NoSymlinks {
+        /// The cache root.
+        dir: PathBuf,
+        /// Why (the error of the first failed symlink, or the setting).
+        reason: String,
+    },
+}
 
 use std::path::PathBuf;
 
@@ -104,6 +132,57 @@ pub enum CacheError {
         expected_size: u64,
         /// Number of bytes received.
         actual_size: u64,
+    },
+
+    /// A cache directory is (or goes through) a symlink whose real path leaves the cache.
+    #[error(
+        "refusing to use `{}`: its real path `{}` is outside the cache `{}`",
+        path.display(), real.display(), root.display()
+    )]
+    #[diagnostic(
+        code(kernels::cache::escapes),
+        help(
+            "someone replaced a cache directory by a link; remove that link and run the command again"
+        )
+    )]
+    Escapes {
+        /// The directory in the cache.
+        path: PathBuf,
+        /// Where it really leads.
+        real: PathBuf,
+        /// The cache root (real path).
+        root: PathBuf,
+    },
+
+    /// A file is expected but a directory is in the way.
+    #[error("`{}` is a directory, expected a file", .0.display())]
+    #[diagnostic(code(kernels::cache::not_a_file))]
+    NotAFile(PathBuf),
+
+    /// A directory is expected but something else is in the way.
+    #[error("`{}` is not a directory", .0.display())]
+    #[diagnostic(code(kernels::cache::not_a_directory))]
+    NotADirectory(PathBuf),
+
+    /// The disk filled up while writing.
+    #[error(
+        "the disk holding {} is full: {} more byte(s) needed for this file, {} available",
+        dir.display(), needed,
+        available.map_or_else(|| "unknown".to_owned(), |a| a.to_string())
+    )]
+    #[diagnostic(
+        code(kernels::cache::disk_full),
+        help(
+            "free some space (`kernels cache prune` removes leftovers) or move the cache with KERNELS_CACHE; the partial download is kept and resumes"
+        )
+    )]
+    DiskFull {
+        /// The directory written to.
+        dir: PathBuf,
+        /// Bytes still needed for the file being written.
+        needed: u64,
+        /// Bytes free on that file system, when known.
+        available: Option<u64>,
     },
 
     /// A snapshot path exists but is a directory where a file link belongs.

@@ -92,6 +92,35 @@ pub fn entry_digest(entry: &TreeEntry) -> Option<Digest> {
     Digest::from_etag(hex).ok().filter(|d| d.kind() == kind)
 }
 
+/// The one rule for which build variant a repo path belongs to, shared by
+/// lock, download and verify: the component after `build/`. A directory (or a
+/// file below it) under `build/` is a variant; a *file* directly under
+/// `build/` counts as a variant of its own name when that name starts with
+/// `torch` (the reference lock writer hashes it as one).
+pub fn variant_of(path: &str, is_file: bool) -> Option<&str> {
+    let rest = path.strip_prefix("build/")?;
+    let (variant, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    if variant.is_empty() || (is_file && tail.is_empty() && !is_locked_variant(variant)) {
+        return None;
+    }
+    Some(variant)
+}
+
+/// Whether a variant-hash lock holds variant `name`: the reference writer
+/// hashes exactly the variants whose name starts with `torch` (so `tvm-ffi*`
+/// builds and other names are never in such a lock).
+pub fn is_locked_variant(name: &str) -> bool {
+    name.starts_with("torch")
+}
+
+/// Whether repo path `path` is a file of variant `variant` (below
+/// `build/<variant>/`, or the file `build/<variant>` itself).
+pub fn in_variant(path: &str, variant: &str) -> bool {
+    path.strip_prefix("build/")
+        .and_then(|rest| rest.strip_prefix(variant))
+        .is_some_and(|tail| tail.is_empty() || tail.starts_with('/'))
+}
+
 /// The `git_lfs_concat` hash of every build variant of a recursive listing, as
 /// the reference lock writer computes them: a variant is the second path
 /// component of every *file* whose path starts with the string `build/torch`
@@ -104,12 +133,12 @@ pub fn variant_hashes(
 ) -> Result<Vec<(String, String)>, (String, String)> {
     let mut files: std::collections::BTreeMap<&str, Vec<(&str, Digest)>> = Default::default();
     for entry in entries {
-        if !entry.is_file() || !entry.path.starts_with("build/torch") || !set.includes(&entry.path)
-        {
+        if !entry.is_file() || !set.includes(&entry.path) {
             continue;
         }
-        let rest = &entry.path["build/".len()..];
-        let (variant, _) = rest.split_once('/').unwrap_or((rest, ""));
+        let Some(variant) = variant_of(&entry.path, true).filter(|v| is_locked_variant(v)) else {
+            continue;
+        };
         let hex = entry
             .lfs
             .as_ref()
@@ -137,6 +166,25 @@ mod tests {
         assert!(!is_bytecode("build/x/a/m.py"));
         assert!(FileSet::All.includes("a.pyc"));
         assert!(!FileSet::NoBytecode.includes("a.pyc"));
+    }
+
+    #[test]
+    fn one_variant_rule() {
+        assert_eq!(
+            variant_of("build/torch-cuda/x.py", true),
+            Some("torch-cuda")
+        );
+        assert_eq!(variant_of("build/torch-cuda", true), Some("torch-cuda"));
+        assert_eq!(variant_of("build/README", true), None);
+        assert_eq!(variant_of("build/cpu", false), Some("cpu"));
+        assert_eq!(
+            variant_of("build/tvm-ffi-cu126/x", true),
+            Some("tvm-ffi-cu126")
+        );
+        assert!(!is_locked_variant("tvm-ffi-cu126") && is_locked_variant("torch-ext"));
+        assert!(in_variant("build/torch-cuda", "torch-cuda"));
+        assert!(in_variant("build/torch-cuda/a", "torch-cuda"));
+        assert!(!in_variant("build/torch-cuda2/a", "torch-cuda"));
     }
 
     #[test]

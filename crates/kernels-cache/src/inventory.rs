@@ -1,0 +1,336 @@
+//! What a hub cache holds (`kernels cache ls`) and removing what nothing needs
+//! (`kernels cache prune`), like `hf cache ls` / `hf cache prune` and
+//! `uv cache prune`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{CacheError, HubCache, fsx};
+
+/// One repository folder of the cache.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RepoEntry {
+    /// Folder name, `kernels--owner--name`.
+    pub folder: String,
+    /// `kernel`, `model`, … (from the folder prefix).
+    pub repo_type: String,
+    /// `owner/name`.
+    pub repo_id: String,
+    /// Bytes on disk: blobs plus snapshot files that are copies.
+    pub size: u64,
+    /// Bytes in `.incomplete` files.
+    pub incomplete: u64,
+    /// Cached revisions, sorted by commit.
+    pub revisions: Vec<Revision>,
+}
+
+/// One `snapshots/<commit>` directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Revision {
+    /// The commit.
+    pub commit: String,
+    /// Ref names (`refs/…`) pointing at it.
+    pub refs: Vec<String>,
+    /// Files in the snapshot.
+    pub files: usize,
+    /// Their size in bytes (followed links).
+    pub size: u64,
+}
+
+/// Splits `kernels--owner--name` into (`kernel`, `owner/name`).
+fn parse_folder(folder: &str) -> Option<(String, String)> {
+    let (kind, rest) = folder.split_once("--")?;
+    let kind = kind.strip_suffix('s')?;
+    let (owner, name) = rest.split_once("--")?;
+    (!owner.is_empty() && !name.is_empty()).then(|| (kind.to_owned(), format!("{owner}/{name}")))
+}
+
+fn repo_folders(root: &Path) -> std::io::Result<Vec<(String, String, String)>> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(err) => return Err(err),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        if !entry.file_type()?.is_dir() {
+            continue;
+        }
+        if let Some((kind, id)) = parse_folder(&name) {
+            out.push((name, kind, id));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn read_refs(dir: &Path) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let refs = dir.join("refs");
+    for entry in walkdir::WalkDir::new(&refs)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+    {
+        let Ok(commit) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let Ok(rel) = entry.path().strip_prefix(&refs) else {
+            continue;
+        };
+        let name = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        out.entry(commit.trim().to_owned()).or_default().push(name);
+    }
+    out
+}
+
+/// Lists the repositories of the cache with their revisions and sizes.
+pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
+    let mut out = Vec::new();
+    for (folder, repo_type, repo_id) in repo_folders(cache.root())? {
+        let dir = cache.root().join(&folder);
+        let refs = read_refs(&dir);
+        let mut size = 0;
+        let mut incomplete = 0;
+        if let Ok(entries) = std::fs::read_dir(dir.join("blobs")) {
+            for entry in entries.filter_map(Result::ok) {
+                let Ok(meta) = entry.metadata() else { continue };
+                if entry.file_name().to_string_lossy().ends_with(".incomplete") {
+                    incomplete += meta.len();
+                } else if meta.is_file() {
+                    size += meta.len();
+                }
+            }
+        }
+        let mut revisions = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(dir.join("snapshots")) {
+            for entry in entries.filter_map(Result::ok) {
+                let commit = entry.file_name().to_string_lossy().into_owned();
+                let (mut files, mut rev_size) = (0, 0);
+                for file in walkdir::WalkDir::new(entry.path())
+                    .into_iter()
+                    .filter_map(Result::ok)
+                    .filter(|e| !e.file_type().is_dir())
+                {
+                    files += 1;
+                    if let Ok(meta) = std::fs::metadata(file.path()) {
+                        rev_size += meta.len();
+                        if file.file_type().is_file() {
+                            size += meta.len();
+                        }
+                    }
+                }
+                revisions.push(Revision {
+                    refs: refs.get(&commit).cloned().unwrap_or_default(),
+                    commit,
+                    files,
+                    size: rev_size,
+                });
+            }
+        }
+        revisions.sort_by(|a, b| a.commit.cmp(&b.commit));
+        out.push(RepoEntry {
+            folder,
+            repo_type,
+            repo_id,
+            size,
+            incomplete,
+            revisions,
+        });
+    }
+    Ok(out)
+}
+
+/// What `prune` keeps beyond what is referenced: with `keep_only`, the
+/// snapshots of the listed repository folders that are not among its
+/// `(folder, commit)` pairs are removed first (with the refs pointing at them).
+#[derive(Debug, Clone, Default)]
+pub struct PruneOptions {
+    /// `(folder, commit)` pairs to keep; folders not named are left alone.
+    pub keep_only: Option<BTreeSet<(String, String)>>,
+    /// Only report what would be removed.
+    pub dry_run: bool,
+}
+
+/// What `prune` removed (or would remove).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PruneReport {
+    /// Removed snapshot directories.
+    pub snapshots: Vec<PathBuf>,
+    /// Removed ref files.
+    pub refs: Vec<PathBuf>,
+    /// Removed `.incomplete` files.
+    pub incomplete: Vec<PathBuf>,
+    /// Removed blobs no snapshot links to.
+    pub blobs: Vec<PathBuf>,
+    /// Bytes freed.
+    pub freed: u64,
+    /// Files left because another process holds their blob lock.
+    pub busy: Vec<PathBuf>,
+}
+
+/// Removes stale `.incomplete` files and blobs no snapshot references (see
+/// [`PruneOptions`] for dropping snapshots). A file is removed only while its
+/// blob lock is ours, taken without waiting: a file another process is writing
+/// or linking is left alone and reported in [`PruneReport::busy`].
+pub fn prune(cache: &HubCache, options: &PruneOptions) -> Result<PruneReport, CacheError> {
+    let mut report = PruneReport::default();
+    for (folder, _, _) in repo_folders(cache.root())? {
+        let dir = cache.root().join(&folder);
+        if let Some(keep) = &options.keep_only
+            && keep.iter().any(|(f, _)| *f == folder)
+        {
+            let refs = read_refs(&dir);
+            if let Ok(entries) = std::fs::read_dir(dir.join("snapshots")) {
+                for entry in entries.filter_map(Result::ok) {
+                    let commit = entry.file_name().to_string_lossy().into_owned();
+                    if keep.contains(&(folder.clone(), commit.clone())) {
+                        continue;
+                    }
+                    report.snapshots.push(entry.path());
+                    for name in refs.get(&commit).into_iter().flatten() {
+                        report.refs.push(dir.join("refs").join(name));
+                    }
+                    if !options.dry_run {
+                        fs_err::remove_dir_all(entry.path())?;
+                    }
+                }
+            }
+            if !options.dry_run {
+                for path in &report.refs {
+                    let _ = fs_err::remove_file(path);
+                }
+            }
+        }
+
+        let mut referenced = BTreeSet::new();
+        for entry in walkdir::WalkDir::new(dir.join("snapshots"))
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.path_is_symlink())
+        {
+            if let Ok(target) = std::fs::read_link(entry.path())
+                && let Some(name) = target.file_name()
+            {
+                referenced.insert(name.to_string_lossy().into_owned());
+            }
+        }
+        let Ok(entries) = std::fs::read_dir(dir.join("blobs")) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names {
+            let incomplete = name.ends_with(".incomplete");
+            if !incomplete && referenced.contains(&name) {
+                continue;
+            }
+            let etag = name.split('.').next().unwrap_or_default();
+            if kernels_types::Digest::from_etag(etag).is_err() {
+                continue;
+            }
+            let path = dir.join("blobs").join(&name);
+            let lock_path = cache
+                .root()
+                .join(".locks")
+                .join(&folder)
+                .join(format!("{etag}.lock"));
+            let size = std::fs::symlink_metadata(&path).map_or(0, |m| m.len());
+            let guard = match try_lock(cache.root(), &lock_path) {
+                Ok(Some(guard)) => guard,
+                Ok(None) => {
+                    report.busy.push(path);
+                    continue;
+                }
+                Err(err) => return Err(err),
+            };
+            if !options.dry_run {
+                fs_err::remove_file(&path)?;
+            }
+            drop(guard);
+            report.freed += size;
+            if incomplete {
+                report.incomplete.push(path);
+            } else {
+                report.blobs.push(path);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Takes the blob lock without waiting; `None` when another process holds it.
+/// Where `flock` is unsupported the file counts as free.
+fn try_lock(root: &Path, path: &Path) -> Result<Option<std::fs::File>, CacheError> {
+    if let Some(parent) = path.parent() {
+        fsx::create_dir_inside(root, parent)?;
+    }
+    let (file, _) = fsx::open_rw_no_follow(path, 0o664)?.into_parts();
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(err)) if fsx::is_unsupported(&err) => Ok(Some(file)),
+        Err(std::fs::TryLockError::Error(err)) => Err(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_types::RepoType;
+
+    #[test]
+    fn prune_removes_leftovers_but_not_busy_or_linked_blobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = HubCache::new(dir.path());
+        let repo = cache.repo(&"acme/relu".parse().unwrap(), RepoType::Kernel);
+        let linked = "a".repeat(40);
+        let orphan = "b".repeat(40);
+        let busy = "c".repeat(64);
+        fs_err::create_dir_all(repo.blobs_dir()).unwrap();
+        for name in [&linked, &orphan] {
+            fs_err::write(repo.blob_path(name), b"x").unwrap();
+        }
+        fs_err::write(repo.incomplete_path(&orphan), b"part").unwrap();
+        fs_err::write(repo.incomplete_path(&busy), b"part").unwrap();
+        repo.link(&"1".repeat(40), "build/v/x.py", &linked).unwrap();
+        repo.write_ref("v1", &"1".repeat(40)).unwrap();
+        let held = repo.lock_blob(&busy).unwrap();
+        let listed = list(&cache).unwrap();
+        assert_eq!(listed[0].repo_id, "acme/relu");
+        assert_eq!(listed[0].revisions[0].refs, ["v1"]);
+        assert_eq!(listed[0].incomplete, 8);
+
+        let report = prune(&cache, &PruneOptions::default()).unwrap();
+        assert_eq!(report.blobs, [repo.blob_path(&orphan)]);
+        assert_eq!(report.incomplete, [repo.incomplete_path(&orphan)]);
+        assert_eq!(report.busy, [repo.incomplete_path(&busy)]);
+        assert!(repo.blob_path(&linked).exists());
+        drop(held);
+
+        let keep = PruneOptions {
+            keep_only: Some([(repo.folder_name().to_owned(), "2".repeat(40))].into()),
+            dry_run: false,
+        };
+        let report = prune(&cache, &keep).unwrap();
+        assert_eq!(report.snapshots.len(), 1);
+        assert!(!repo.blob_path(&linked).exists());
+        assert!(!repo.dir().join("refs/v1").exists());
+        assert!(!repo.incomplete_path(&busy).exists());
+    }
+}

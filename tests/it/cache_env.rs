@@ -1,0 +1,428 @@
+//! The cache outside a developer's laptop (issue 12): read-only caches, no
+//! flock, no symlinks, dereferenced copies, long names, planted links, a small
+//! disk, refs, and `kernels cache`. Each test runs the real binary against
+//! `kernels serve`; the read-only and small-disk cases use a private mount
+//! namespace (`unshare -m`, available to root here) with a read-only bind
+//! mount or a tiny tmpfs.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use kernels_test_support as common;
+use kernels_test_support::{
+    GELU_SHA, MirrorFile, RELU_SHA, World, assert_ok, gelu_files, relu_files, stderr,
+};
+
+fn repo_dir(world: &World, repo: &str) -> PathBuf {
+    world
+        .cache
+        .join(format!("kernels--{}", repo.replace('/', "--")))
+}
+
+/// Every path below `dir` with its kind, not following links.
+fn listing(dir: &Path) -> BTreeSet<String> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let kind = if e.path_is_symlink() {
+                "l"
+            } else if e.file_type().is_dir() {
+                "d"
+            } else {
+                "f"
+            };
+            format!("{kind} {}", e.path().display())
+        })
+        .collect()
+}
+
+fn kernels_cmd(world: &World, args: &[&str]) -> Command {
+    let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
+    cmd.args(args);
+    cmd
+}
+
+/// Runs `kernels ARGS` in a mount namespace where `world.cache` is a
+/// read-only bind mount of itself.
+fn read_only(world: &World, args: &[&str]) -> Output {
+    let inner = kernels_cmd(world, args);
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "-m",
+        "sh",
+        "-c",
+        r#"mount --bind -o ro "$0" "$0" && exec "$@""#,
+    ])
+    .arg(&world.cache)
+    .arg(inner.get_program())
+    .args(inner.get_args());
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.output().unwrap()
+}
+
+fn project(world: &World) -> String {
+    world.project.display().to_string()
+}
+
+#[test]
+fn complete_read_only_cache_downloads_and_verifies_creating_nothing() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    assert_ok(&world.download(&["--all-variants"]));
+    // Remove the lock files: a root-owned layer has none we could open.
+    fs_err::remove_dir_all(world.cache.join(".locks")).unwrap();
+    let before = listing(&world.cache);
+    let p = project(&world);
+    for args in [
+        vec!["download", &p, "--all-variants"],
+        vec!["download", &p, "--all-variants", "--offline"],
+        vec!["verify", &p, "--all-variants"],
+    ] {
+        let out = read_only(&world, &args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(before, listing(&world.cache), "something was created");
+
+    // Incomplete: one error naming the directory and what is missing.
+    let repo = repo_dir(&world, "acme/gelu");
+    let victim = walkdir::WalkDir::new(repo.join("snapshots"))
+        .into_iter()
+        .flatten()
+        .find(|e| e.path_is_symlink())
+        .unwrap()
+        .into_path();
+    fs_err::remove_file(&victim).unwrap();
+    let out = read_only(&world, &["download", &p, "--all-variants"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is not writable") && err.contains(&world.cache.display().to_string()),
+        "{err}"
+    );
+    let name = victim.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(err.contains(&name), "{err}");
+}
+
+#[test]
+fn without_flock_one_warning_and_atomic_writes() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let out = world.download_with(
+        &["--all-variants"],
+        &[("KERNELS_TEST_ASSUME_NO_FLOCK", "1")],
+    );
+    assert_ok(&out);
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("file locking is not supported").count(),
+        1,
+        "{err}"
+    );
+    let blobs = repo_dir(&world, "acme/gelu").join("blobs");
+    for entry in fs_err::read_dir(&blobs).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.contains(".incomplete"), "partial file left: {name}");
+    }
+    assert_ok(
+        &kernels_cmd(&world, &["verify", &project(&world), "--all-variants"])
+            .output()
+            .unwrap(),
+    );
+}
+
+#[test]
+fn without_symlinks_files_are_copies_like_huggingface_hub() {
+    let world = World::new();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
+    let out = world.download_with(&["--all-variants"], &[("HF_HUB_DISABLE_SYMLINKS", "1")]);
+    // Asked for explicitly: no warning (huggingface_hub warns only when a probe fails).
+    assert_ok(&out);
+    let snap = repo_dir(&world, "acme/relu")
+        .join("snapshots")
+        .join(RELU_SHA);
+    let files: Vec<_> = walkdir::WalkDir::new(&snap)
+        .into_iter()
+        .flatten()
+        .filter(|e| !e.file_type().is_dir())
+        .collect();
+    assert!(!files.is_empty());
+    assert!(files.iter().all(|e| !e.path_is_symlink()), "links created");
+    // New blobs were moved into the snapshot, as huggingface_hub does.
+    let blobs = repo_dir(&world, "acme/relu").join("blobs");
+    assert_eq!(fs_err::read_dir(&blobs).map(|d| d.count()).unwrap_or(0), 0);
+    let out = kernels_cmd(&world, &["verify", &project(&world), "--all-variants"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains("copies instead of links"),
+        "{}",
+        stderr(&out)
+    );
+    // A second online run repairs nothing: copies stay copies.
+    let before = listing(&world.cache);
+    assert_ok(&world.download(&["--all-variants"]));
+    assert_eq!(before, listing(&world.cache));
+}
+
+#[test]
+fn dereferenced_copies_are_accepted_and_left_alone() {
+    for tool in ["cp", "tar"] {
+        let world = World::new();
+        world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
+        assert_ok(&world.download(&["--all-variants"]));
+        let copy = world._tmp.path().join(format!("copy-{tool}"));
+        let status = if tool == "cp" {
+            Command::new("cp")
+                .arg("-rL")
+                .arg(&world.cache)
+                .arg(&copy)
+                .status()
+        } else {
+            fs_err::create_dir_all(&copy).unwrap();
+            Command::new("sh")
+                .arg("-c")
+                .arg(r#"tar -C "$0" -hcf - . | tar -C "$1" -xf -"#)
+                .arg(&world.cache)
+                .arg(&copy)
+                .status()
+        };
+        assert!(status.unwrap().success());
+        let run = |args: &[&str]| {
+            let mut cmd = common::kernels(&world.server.endpoint, &copy);
+            cmd.args(args).output().unwrap()
+        };
+        let p = project(&world);
+        let out = run(&["verify", &p, "--all-variants"]);
+        assert_ok(&out);
+        assert!(
+            stderr(&out).contains("copies instead of links"),
+            "{tool}: {}",
+            stderr(&out)
+        );
+        assert_ok(&run(&["download", &p, "--all-variants", "--offline"]));
+        let before = listing(&copy);
+        assert_ok(&run(&["download", &p, "--all-variants"]));
+        assert_eq!(
+            before,
+            listing(&copy),
+            "{tool}: an online run changed the copy"
+        );
+    }
+}
+
+#[test]
+fn a_250_byte_file_name_downloads() {
+    let long = format!("build/torch-universal/relu/{}.py", "n".repeat(247));
+    let files = vec![
+        MirrorFile {
+            path: "build/torch-universal/relu/__init__.py".into(),
+            content: b"x = 1\n".to_vec(),
+        },
+        MirrorFile {
+            path: long.clone(),
+            content: b"y = 2\n".to_vec(),
+        },
+    ];
+    let files2 = files.clone();
+    let world = World::with_mirror(move |mirror| {
+        kernels_test_support::write_repo(
+            mirror,
+            "acme/long",
+            "3333333333333333333333333333333333333333",
+            &files2,
+        )
+    });
+    world.lock_a(&[(
+        "acme/long",
+        "3333333333333333333333333333333333333333",
+        &files,
+    )]);
+    assert_ok(&world.download(&["--all-variants"]));
+    let pointer = repo_dir(&world, "acme/long")
+        .join("snapshots/3333333333333333333333333333333333333333")
+        .join(&long);
+    assert_eq!(fs_err::read(&pointer).unwrap(), b"y = 2\n");
+}
+
+#[test]
+fn planted_symlinks_are_never_followed() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let sandbox = world._tmp.path().join("outside");
+    fs_err::create_dir_all(&sandbox).unwrap();
+    fs_err::write(sandbox.join("victim"), b"keep me").unwrap();
+    let repo = repo_dir(&world, "acme/gelu");
+    let so = gelu_files().into_iter().find(|f| f.lfs()).unwrap();
+    let p = project(&world);
+
+    // 1. blobs/<sha>.incomplete -> an outside file.
+    fs_err::create_dir_all(repo.join("blobs")).unwrap();
+    std::os::unix::fs::symlink(
+        sandbox.join("victim"),
+        repo.join("blobs").join(format!("{}.incomplete", so.etag())),
+    )
+    .unwrap();
+    let before = listing(&sandbox);
+    assert_ok(&world.download(&["--all-variants"]));
+    assert_eq!(before, listing(&sandbox));
+    assert_eq!(fs_err::read(sandbox.join("victim")).unwrap(), b"keep me");
+    let blob = repo.join("blobs").join(so.etag());
+    assert!(!std::fs::symlink_metadata(&blob).unwrap().is_symlink());
+
+    // 2. A blob replaced by a link to an outside copy: verify rejects it.
+    fs_err::write(sandbox.join("copy"), &so.content).unwrap();
+    fs_err::remove_file(&blob).unwrap();
+    std::os::unix::fs::symlink(sandbox.join("copy"), &blob).unwrap();
+    let out = kernels_cmd(&world, &["verify", &p, "--all-variants"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("leads out of the cache"));
+    // and download replaces the link, not its target.
+    assert_ok(&world.download(&["--all-variants"]));
+    assert!(!std::fs::symlink_metadata(&blob).unwrap().is_symlink());
+    assert_eq!(fs_err::read(sandbox.join("copy")).unwrap(), so.content);
+
+    // 3. Symlinked directories (blobs/, .locks/<folder>, snapshots/<c>/build).
+    for dir in [
+        repo.join("blobs"),
+        world.cache.join(".locks").join("kernels--acme--gelu"),
+        repo.join("snapshots").join(GELU_SHA).join("build"),
+    ] {
+        fs_err::remove_dir_all(&dir).unwrap();
+        let target = sandbox.join("planted");
+        fs_err::create_dir_all(&target).unwrap();
+        std::os::unix::fs::symlink(&target, &dir).unwrap();
+        let before = listing(&sandbox);
+        let out = world.download(&["--all-variants"]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}: {}",
+            dir.display(),
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("outside the cache"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(
+            before,
+            listing(&sandbox),
+            "{}: wrote outside the cache",
+            dir.display()
+        );
+        fs_err::remove_file(&dir).unwrap();
+        fs_err::remove_dir_all(&target).unwrap();
+    }
+}
+
+#[test]
+fn unlocked_variant_in_the_snapshot_is_an_error() {
+    let world = World::new();
+    let relu = relu_files();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
+    assert_ok(&world.download(&["--all-variants"]));
+    let planted = repo_dir(&world, "acme/relu")
+        .join("snapshots")
+        .join(RELU_SHA)
+        .join("build/torch-planted");
+    fs_err::create_dir_all(&planted).unwrap();
+    fs_err::write(planted.join("__init__.py"), b"evil\n").unwrap();
+    let p = project(&world);
+    for args in [
+        vec!["verify", &p, "--all-variants"],
+        vec!["download", &p, "--all-variants", "--offline"],
+    ] {
+        let out = kernels_cmd(&world, &args).output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
+        assert!(text.contains("torch-planted"), "{text}");
+    }
+}
+
+#[test]
+fn refs_let_the_runtime_resolve_the_version_offline() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    assert_ok(&world.download(&["--all-variants"]));
+    let r = repo_dir(&world, "acme/gelu").join("refs/v1");
+    assert_eq!(fs_err::read(&r).unwrap(), GELU_SHA.as_bytes());
+}
+
+/// Runs `sh -c SCRIPT` in a mount namespace where `world.cache` is a tmpfs of `size`.
+fn on_small_tmpfs(world: &World, size: &str, args: &[&str]) -> Output {
+    let inner = kernels_cmd(world, args);
+    fs_err::create_dir_all(&world.cache).unwrap();
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "sh", "-c", r#"mount -t tmpfs -o size="$1" tmpfs "$0" && shift && "$@"; rc=$?; find "$0" -name '*.incomplete' | sed 's/^/LEFT /'; exit $rc"#])
+        .arg(&world.cache)
+        .arg(size)
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn small_disk_fails_early_with_both_figures_and_prune_cleans_up() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let out = on_small_tmpfs(
+        &world,
+        "8k",
+        &["download", &project(&world), "--all-variants"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not enough disk space") && err.contains("byte(s) free"),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("LEFT"));
+
+    // Leftovers from an earlier full disk: prune removes them.
+    let blobs = repo_dir(&world, "acme/gelu").join("blobs");
+    fs_err::create_dir_all(&blobs).unwrap();
+    let so = gelu_files().into_iter().find(|f| f.lfs()).unwrap();
+    fs_err::write(blobs.join(format!("{}.incomplete", so.etag())), b"\x7fEL").unwrap();
+    let out = kernels_cmd(&world, &["cache", "prune"]).output().unwrap();
+    assert_ok(&out);
+    assert!(!blobs.join(format!("{}.incomplete", so.etag())).exists());
+}
+
+#[test]
+fn cache_dir_and_ls() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    assert_ok(&world.download(&["--all-variants"]));
+    let out = kernels_cmd(&world, &["cache", "dir"]).output().unwrap();
+    assert_ok(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        world.cache.display().to_string()
+    );
+    assert!(stderr(&out).contains("HF_HUB_CACHE"));
+    let out = kernels_cmd(&world, &["cache", "ls", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["repos"][0]["repo_id"], "acme/gelu");
+    assert_eq!(doc["repos"][0]["revisions"][0]["commit"], GELU_SHA);
+    assert_eq!(doc["repos"][0]["revisions"][0]["refs"][0], "v1");
+}
