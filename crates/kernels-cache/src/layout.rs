@@ -30,6 +30,8 @@ struct State {
     no_flock: AtomicBool,
     no_symlinks: AtomicBool,
     warnings: Mutex<Vec<CacheWarning>>,
+    /// Snapshot directories already swept of stale temporary names.
+    swept: Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 impl State {
@@ -183,9 +185,46 @@ pub(crate) fn temp_suffix() -> String {
 }
 
 /// A temporary name in the destination's directory that never exceeds
-/// `NAME_MAX` whatever the destination's own name length (`.kernels-<8hex>.tmp`).
+/// `NAME_MAX` whatever the destination's own name length
+/// (`.kernels-<pid>-<8hex>.tmp`). The process id lets a later run tell a name
+/// left by a killed process ([`sweep_stale_temps`]) from one being written.
 pub(crate) fn temp_name(dir: &Path) -> PathBuf {
-    dir.join(format!(".kernels-{}.tmp", temp_suffix()))
+    dir.join(format!(
+        ".kernels-{}-{}.tmp",
+        std::process::id(),
+        temp_suffix()
+    ))
+}
+
+/// The process id in a temporary name written by [`temp_name`].
+fn temp_name_pid(name: &str) -> Option<u32> {
+    let (pid, suffix) = name
+        .strip_prefix(".kernels-")?
+        .strip_suffix(".tmp")?
+        .split_once('-')?;
+    (suffix.len() == 8 && suffix.bytes().all(|b| b.is_ascii_hexdigit())).then_some(())?;
+    pid.parse().ok()
+}
+
+/// Removes temporary names that a killed process left in snapshot directory
+/// `dir` (a process that no longer exists wrote them): a stray link there
+/// would count as a file of the variant for `kernels verify` and for the
+/// runtime's own hash check. A name whose writer runs in another PID namespace
+/// may be taken for stale; its writer then links again ([`RepoCache::link`]).
+fn sweep_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let own = std::process::id();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_name_pid) else {
+            continue;
+        };
+        if pid != own && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 impl RepoCache {
@@ -388,17 +427,40 @@ impl RepoCache {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
             Err(err) => return Err(err.into()),
         }
-        let parent = pointer.parent().expect("snapshot path has a parent");
+        let parent = pointer.parent().ok_or_else(|| CacheError::BadPath {
+            path: path.to_owned(),
+        })?;
         self.create_dir(parent)?;
+        if cfg!(target_os = "linux")
+            && self
+                .state
+                .swept
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(parent.to_owned())
+        {
+            sweep_stale_temps(parent);
+        }
         if !self.copy_mode() {
             let tmp = temp_name(parent);
             match symlink(&target, &tmp) {
                 Ok(()) => {
-                    if let Err(err) = fs_err::rename(&tmp, &pointer) {
-                        let _ = std::fs::remove_file(&tmp);
-                        return Err(err.into());
+                    match fs_err::rename(&tmp, &pointer) {
+                        Ok(()) => return Ok(true),
+                        // Another process took our name for a stale one: link again.
+                        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                            symlink(&target, &tmp)?;
+                            if let Err(err) = fs_err::rename(&tmp, &pointer) {
+                                let _ = std::fs::remove_file(&tmp);
+                                return Err(err.into());
+                            }
+                            return Ok(true);
+                        }
+                        Err(err) => {
+                            let _ = std::fs::remove_file(&tmp);
+                            return Err(err.into());
+                        }
                     }
-                    return Ok(true);
                 }
                 Err(err) if fsx::is_unsupported(&err) => {
                     self.state.no_symlinks.store(true, Ordering::Relaxed);
@@ -484,6 +546,26 @@ fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn stale_temporary_names_of_dead_processes_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(".kernels-4294967294-0123abcd.tmp");
+        let ours = temp_name(dir.path());
+        let other = dir.path().join(".kernels-notes.tmp");
+        for path in [&dead, &ours, &other] {
+            std::os::unix::fs::symlink("../../blobs/x", path).unwrap();
+        }
+        assert_eq!(
+            temp_name_pid(ours.file_name().unwrap().to_str().unwrap()),
+            Some(std::process::id())
+        );
+        sweep_stale_temps(dir.path());
+        assert!(std::fs::symlink_metadata(&dead).is_err());
+        assert!(std::fs::symlink_metadata(&ours).is_ok());
+        assert!(std::fs::symlink_metadata(&other).is_ok());
+    }
 
     const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
     const ETAG: &str = "7d4290a117a4ddcc11daae7ea675841033830c8f";
