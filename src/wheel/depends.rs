@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use kernels_types::variant_name::{Backend, BuildVariant, NoarchBackend, VariantKind};
+use kernels_types::variant_name::{BuildVariant, NoarchBackend, VariantKind};
 
 /// Fields of `metadata.json` that are read or knowingly ignored; any other
 /// field gets a [`WheelNote::UnknownField`].
@@ -312,16 +312,7 @@ impl Depends {
 /// The backend type (`metadata.json` `backend.type` spelling) of a variant.
 fn variant_backend(variant: &BuildVariant) -> Option<&'static str> {
     match variant.kind() {
-        VariantKind::Arch(arch) => Some(match arch.backend {
-            Backend::Cuda(_) => "cuda",
-            Backend::Rocm(_) => "rocm",
-            Backend::Xpu(_) => "xpu",
-            Backend::Cann(_) => "cann",
-            Backend::Cpu => "cpu",
-            Backend::Metal => "metal",
-            Backend::Neuron => "neuron",
-            Backend::Tpu => "tpu",
-        }),
+        VariantKind::Arch(arch) => Some(arch.backend.family()),
         VariantKind::Noarch(backend) => Some(match backend {
             NoarchBackend::Npu => "cann",
             other => other.as_str(),

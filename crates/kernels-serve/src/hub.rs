@@ -441,26 +441,39 @@ fn tree(
         .collect();
     let mut resp = axum::Json(page).into_response();
     if end < all.len() {
-        let mut next = url::form_urlencoded::Serializer::new(String::new());
-        for (k, v) in query.iter().filter(|(k, _)| k != "cursor") {
-            next.append_pair(k, v);
-        }
-        next.append_pair("cursor", &URL_SAFE_NO_PAD.encode(format!("offset:{end}")));
-        let url = format!(
-            "{}{}?{}",
-            // The configured base (`--public-url`, else the listener's own
-            // URL), never the request's `Host`: a client must not be able
-            // to make the server hand out links to a host of its choosing.
-            app.endpoints.hub,
-            parts.uri.path(),
-            next.finish()
-        );
-        resp.headers_mut().insert(
-            header::LINK,
-            header_value(&format!("<{url}>; rel=\"next\"")),
-        );
+        let cursor = URL_SAFE_NO_PAD.encode(format!("offset:{end}"));
+        set_next_link(&mut resp, app, parts, query, ("cursor", &cursor));
     }
     Ok(resp)
+}
+
+/// Adds `Link: <…>; rel="next"` to a page: the request's path and query with
+/// `page` (the cursor parameter and its next value) replaced, on the configured
+/// base URL (`--public-url`, else the listener's own), never on the request's
+/// `Host`: a client must not make the server hand out links to a host of its
+/// choosing.
+fn set_next_link(
+    resp: &mut Response,
+    app: &App,
+    parts: &Parts,
+    query: &[(String, String)],
+    page: (&str, &str),
+) {
+    let mut next = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in query.iter().filter(|(k, _)| k != page.0) {
+        next.append_pair(k, v);
+    }
+    next.append_pair(page.0, page.1);
+    let url = format!(
+        "{}{}?{}",
+        app.endpoints.hub,
+        parts.uri.path(),
+        next.finish()
+    );
+    resp.headers_mut().insert(
+        header::LINK,
+        header_value(&format!("<{url}>; rel=\"next\"")),
+    );
 }
 
 /// `GET /api/<type>/<rid>/commits/<rev>?p=<page>`: the history of a revision,
@@ -504,21 +517,7 @@ fn commits(
         .collect();
     let mut resp = axum::Json(entries).into_response();
     if end < history.len() {
-        let mut next = url::form_urlencoded::Serializer::new(String::new());
-        for (k, v) in query.iter().filter(|(k, _)| k != "p") {
-            next.append_pair(k, v);
-        }
-        next.append_pair("p", &(page + 1).to_string());
-        let url = format!(
-            "{}{}?{}",
-            app.endpoints.hub,
-            parts.uri.path(),
-            next.finish()
-        );
-        resp.headers_mut().insert(
-            header::LINK,
-            header_value(&format!("<{url}>; rel=\"next\"")),
-        );
+        set_next_link(&mut resp, app, parts, query, ("p", &(page + 1).to_string()));
     }
     Ok(resp)
 }
