@@ -16,5 +16,6 @@
 pub mod cli;
 pub mod install;
 pub mod lock;
+pub mod mirror;
 pub mod variant;
 pub mod wheel;

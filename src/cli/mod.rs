@@ -7,6 +7,7 @@
 mod cache;
 mod download;
 mod lock;
+mod mirror;
 mod profile;
 pub mod progress;
 mod reference;
@@ -90,6 +91,8 @@ enum Command {
     Download(download::DownloadArgs),
     /// Resolve `[tool.kernels.dependencies]` and write `kernels.lock`.
     Lock(lock::LockArgs),
+    /// Write a mirror directory of what a project locks, or of named repositories.
+    Mirror(mirror::MirrorArgs),
     /// Serve a mirror directory over the Hugging Face Hub HTTP API.
     Serve(serve::ServeArgs),
     /// Build Python wheels from the build variants of a kernel snapshot.
@@ -165,6 +168,7 @@ pub fn main() -> ExitCode {
         }
         Command::Cache(args) => cache::run(args, &settings, quiet),
         Command::Lock(args) => lock::run(args, &settings, &global),
+        Command::Mirror(args) => mirror::run(args, &settings, quiet),
         Command::Serve(args) => serve::run(args, quiet),
         Command::ToWheel(args) => to_wheel::run(args, explicit_lock_mode, &settings, &global),
         Command::Verify(args) => {

@@ -34,7 +34,7 @@ use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
 pub use dry_run::{DRY_RUN_SCHEMA, DryRunKernel, DryRunVariant, dry_run};
-use fetch::{Fetched, Source, ensure_blob};
+pub(crate) use fetch::{Fetched, Source, ensure_blob};
 pub use plan::{KernelPlan, PlannedFile, plan_kernel};
 pub use reporter::{FileReporter, NoReporter, Reporter};
 

@@ -14,6 +14,7 @@ mod faults;
 mod lock;
 mod lock_files;
 mod matrix;
+mod mirror;
 mod precommit;
 mod profiles;
 mod serve;

@@ -27,6 +27,7 @@ mod hub;
 pub mod listener;
 pub mod mirror;
 mod reload;
+pub mod writer;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

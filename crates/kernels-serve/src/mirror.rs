@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sha1::{Digest, Sha1};
 
 use kernels_types::{CommitId, DigestKind};
@@ -431,7 +431,7 @@ fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, MirrorError> {
     Ok(out)
 }
 
-fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, MirrorError> {
+pub(crate) fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, MirrorError> {
     let text = fs_err::read_to_string(path)?;
     toml::from_str(&text).map_err(|err| MirrorError::Toml {
         path: path.to_owned(),
@@ -439,11 +439,12 @@ fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, MirrorErr
     })
 }
 
-#[derive(Deserialize)]
-struct OrgToml {
-    fullname: Option<String>,
+#[derive(Deserialize, Serialize)]
+pub(crate) struct OrgToml {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fullname: Option<String>,
     #[serde(default, alias = "trustedKernelPublisher")]
-    trusted_kernel_publisher: bool,
+    pub(crate) trusted_kernel_publisher: bool,
 }
 
 fn load_orgs(dir: &Path, confine: Confine<'_>) -> Result<BTreeMap<String, Org>, MirrorError> {
@@ -474,17 +475,17 @@ fn load_orgs(dir: &Path, confine: Confine<'_>) -> Result<BTreeMap<String, Org>, 
     Ok(orgs)
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Serialize, Default)]
 #[serde(untagged)]
-enum GatedToml {
+pub(crate) enum GatedToml {
     #[default]
     Unset,
     Bool(bool),
     Mode(String),
 }
 
-#[derive(Deserialize)]
-struct SyntheticToml {
+#[derive(Deserialize, Serialize)]
+pub(crate) struct SyntheticToml {
     size: u64,
     #[serde(default)]
     seed: u64,
@@ -492,46 +493,65 @@ struct SyntheticToml {
     lfs: bool,
 }
 
-#[derive(Deserialize)]
-struct RepoToml {
-    commits: Vec<String>,
+/// `repo.toml`; read here and written by [`crate::writer`] (one definition of the format).
+#[derive(Deserialize, Serialize, Default)]
+pub(crate) struct RepoToml {
+    pub(crate) commits: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) also_serve_as: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) private: bool,
+    #[serde(default, skip_serializing_if = "GatedToml::is_unset")]
+    pub(crate) gated: GatedToml,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) allowed_tokens: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) default_branch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) lfs: Option<Vec<String>>,
     #[serde(default)]
-    also_serve_as: Vec<String>,
+    pub(crate) branches: BTreeMap<String, String>,
     #[serde(default)]
-    private: bool,
-    #[serde(default)]
-    gated: GatedToml,
-    #[serde(default)]
-    allowed_tokens: Vec<String>,
-    default_branch: Option<String>,
-    lfs: Option<Vec<String>>,
-    #[serde(default)]
-    branches: BTreeMap<String, String>,
-    #[serde(default)]
-    tags: BTreeMap<String, String>,
-    #[serde(default)]
-    converts: BTreeMap<String, String>,
-    #[serde(default)]
-    pull_requests: BTreeMap<String, String>,
-    #[serde(default)]
-    synthetic: BTreeMap<String, SyntheticToml>,
+    pub(crate) tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) converts: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) pull_requests: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) synthetic: BTreeMap<String, SyntheticToml>,
 }
 
-#[derive(Deserialize, Default)]
-struct CommitToml {
-    sha: Option<String>,
-    parent: Option<String>,
-    title: Option<String>,
-    date: Option<String>,
-    lfs: Option<Vec<String>>,
+impl GatedToml {
+    fn is_unset(&self) -> bool {
+        matches!(self, GatedToml::Unset)
+    }
 }
 
-fn is_sha(s: &str) -> bool {
+/// `commit.toml`; read here and written by [`crate::writer`].
+#[derive(Deserialize, Serialize, Default)]
+pub(crate) struct CommitToml {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sha: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) parent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) date: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) lfs: Option<Vec<String>>,
+    /// Exact paths of this commit's LFS files; when present it replaces every
+    /// pattern (`lfs` here or in `repo.toml`, `.gitattributes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) lfs_files: Option<Vec<String>>,
+}
+
+pub(crate) fn is_sha(s: &str) -> bool {
     CommitId::is_canonical(s) && s.len() == 40
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.fff]Z`, the only date shape Python's parser accepts.
-fn is_hub_date(s: &str) -> bool {
+pub(crate) fn is_hub_date(s: &str) -> bool {
     let b = s.as_bytes();
     let digits =
         |r: std::ops::Range<usize>| r.clone().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
@@ -757,7 +777,10 @@ fn load_repo(
                     "rename the file",
                 ));
             };
-            let lfs = patterns.iter().any(|p| lfs_match(p, &rel));
+            let lfs = match &meta.lfs_files {
+                Some(files) => files.contains(&rel),
+                None => patterns.iter().any(|p| lfs_match(p, &rel)),
+            };
             let disk = real.unwrap_or_else(|| entry.path().to_owned());
             jobs.push((rel, Content::Disk(disk), lfs));
         }

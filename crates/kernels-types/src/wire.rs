@@ -118,6 +118,9 @@ pub struct RepoInfo {
 pub struct OrganizationOverview {
     /// Organization name.
     pub name: String,
+    /// Display name, when the Hub sends one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fullname: Option<String>,
     /// Whether the Hub marks the organization as a trusted kernel publisher.
     #[serde(rename = "trustedKernelPublisher", default)]
     pub trusted_kernel_publisher: bool,

@@ -1,0 +1,302 @@
+//! `kernels mirror`: a mirror written from server A (the bundled mirror),
+//! served as B, answers `kernels lock`/`download` and huggingface_hub as A
+//! does; re-running fetches nothing; bad input leaves the output untouched.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use kernels_test_support::{self as common, Server};
+use serde_json::{Value, json};
+
+const TGI: &str = "fixtures/projects/tgi-server-db931fcf";
+
+fn run(endpoint: &str, cache: &Path, args: &[&str]) -> Output {
+    common::kernels(endpoint, cache)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "failed: {err}");
+    err
+}
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        common::repo_root().join(TGI).join("pyproject.toml"),
+        dir.path().join("pyproject.toml"),
+    )
+    .unwrap();
+    dir
+}
+
+fn control(endpoint: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    request(method, &format!("{endpoint}/__fixture/{path}"), body)
+}
+
+fn request(method: reqwest::Method, url: &str, body: Option<Value>) -> Value {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut req = reqwest::Client::new().request(method, url);
+            if let Some(body) = body {
+                req = req.json(&body);
+            }
+            let resp = req.send().await.unwrap();
+            assert!(resp.status().is_success(), "{url}: {}", resp.status());
+            serde_json::from_str(&resp.text().await.unwrap()).unwrap_or(Value::Null)
+        })
+}
+
+/// Every path under `root` → file bytes or `link -> target`.
+fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(root).sort_by_file_name() {
+        let entry = entry.unwrap();
+        let rel = entry.path().strip_prefix(root).unwrap().to_owned();
+        if entry.path_is_symlink() {
+            let target = std::fs::read_link(entry.path()).unwrap();
+            out.insert(rel, format!("-> {}", target.display()).into_bytes());
+        } else if entry.file_type().is_file() {
+            out.insert(rel, std::fs::read(entry.path()).unwrap());
+        } else {
+            out.insert(rel, b"<dir>".to_vec());
+        }
+    }
+    out
+}
+
+const HUB_SCRIPT: &str = r#"
+import hashlib, json, os, sys
+from huggingface_hub import HfApi, snapshot_download
+repo, rev, variant = sys.argv[1:4]
+api = HfApi()
+refs = api.list_repo_refs(repo, repo_type="model")
+tree = [[e.path, getattr(e, "blob_id", None), getattr(e, "size", None),
+         (e.lfs.sha256 if getattr(e, "lfs", None) else None)]
+        for e in api.list_repo_tree(repo, revision=rev, recursive=True, repo_type="model")]
+path = snapshot_download(repo, revision=rev, allow_patterns=[f"build/{variant}/*"])
+files = {}
+for d, _, names in os.walk(path):
+    for n in names:
+        p = os.path.join(d, n)
+        files[os.path.relpath(p, path)] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+print(json.dumps({
+    "branches": {r.name: r.target_commit for r in refs.branches},
+    "tags": {r.name: r.target_commit for r in refs.tags},
+    "tree": sorted(tree), "files": files,
+}))
+"#;
+
+fn hub_answers(endpoint: &str, repo: &str, rev: &str, variant: &str) -> Value {
+    let cache = tempfile::tempdir().unwrap();
+    let out = common::python("hub-2.4.0", endpoint, cache.path())
+        .args(["-c", HUB_SCRIPT, repo, rev, variant])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "huggingface_hub against {endpoint}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn round_trip_of_the_tgi_project() {
+    let a = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let project_a = project();
+    let dir_a = project_a.path().to_str().unwrap();
+    ok(&run(&a.endpoint, scratch.path(), &["lock", dir_a]));
+
+    let out = tempfile::tempdir().unwrap();
+    let mirror = out.path().join("mirror");
+    let m = mirror.to_str().unwrap();
+    ok(&run(
+        &a.endpoint,
+        scratch.path(),
+        &["mirror", dir_a, "--out", m],
+    ));
+
+    // B answers `kernels lock` and `kernels download` exactly as A.
+    let b = Server::start(&mirror);
+    let project_b = project();
+    let dir_b = project_b.path().to_str().unwrap();
+    ok(&run(&b.endpoint, scratch.path(), &["lock", dir_b]));
+    assert_eq!(
+        std::fs::read(project_a.path().join("kernels.lock")).unwrap(),
+        std::fs::read(project_b.path().join("kernels.lock")).unwrap(),
+        "the lock against the mirror differs"
+    );
+    let (cache_a, cache_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    ok(&run(
+        &a.endpoint,
+        cache_a.path(),
+        &["download", dir_a, "--all-variants"],
+    ));
+    ok(&run(
+        &b.endpoint,
+        cache_b.path(),
+        &["download", dir_b, "--all-variants"],
+    ));
+    let (tree_a, tree_b) = (tree(cache_a.path()), tree(cache_b.path()));
+    assert_eq!(
+        tree_a.keys().collect::<Vec<_>>(),
+        tree_b.keys().collect::<Vec<_>>()
+    );
+    assert!(tree_a == tree_b, "the caches differ");
+    ok(&run(
+        &b.endpoint,
+        cache_b.path(),
+        &["verify", dir_b, "--all-variants"],
+    ));
+
+    // huggingface_hub gets the same refs (those the mirror keeps), listing and files.
+    let lock: Value =
+        serde_json::from_slice(&std::fs::read(project_a.path().join("kernels.lock")).unwrap())
+            .unwrap();
+    let first = &lock[0];
+    let (repo, sha) = (
+        first["repo_id"].as_str().unwrap(),
+        first["sha"].as_str().unwrap(),
+    );
+    let variant = first["variants"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap();
+    let from_a = hub_answers(&a.endpoint, repo, sha, variant);
+    let from_b = hub_answers(&b.endpoint, repo, sha, variant);
+    assert_eq!(from_a["tree"], from_b["tree"]);
+    assert_eq!(from_a["files"], from_b["files"]);
+    assert!(!from_b["files"].as_object().unwrap().is_empty());
+    for kind in ["branches", "tags"] {
+        for (name, target) in from_b[kind].as_object().unwrap() {
+            assert_eq!(&from_a[kind][name], target, "{kind} {name}");
+        }
+    }
+    assert!(
+        from_b["tags"]
+            .as_object()
+            .unwrap()
+            .values()
+            .any(|t| t == sha)
+    );
+
+    // Re-running fetches nothing: no file request reaches A.
+    control(&a.endpoint, reqwest::Method::POST, "reset", None);
+    let again = ok(&run(
+        &a.endpoint,
+        scratch.path(),
+        &["mirror", dir_a, "--out", m],
+    ));
+    assert!(again.contains("0 new commit(s)"), "{again}");
+    let log = control(&a.endpoint, reqwest::Method::GET, "requests", None);
+    let fetches: Vec<&Value> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r["listener"] == "cdn"
+                || ["/resolve/", "/tree/"]
+                    .iter()
+                    .any(|p| r["path"].as_str().unwrap_or("").contains(p))
+        })
+        .collect();
+    assert!(fetches.is_empty(), "re-run fetched: {fetches:?}");
+}
+
+#[test]
+fn named_repos_all_refs_and_interrupted_runs() {
+    let a = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let m = out.path().to_str().unwrap();
+    let repo = "kernels-community/rotary";
+    ok(&run(
+        &a.endpoint,
+        scratch.path(),
+        &["mirror", &format!("{repo}@v0.0.2"), "--out", m],
+    ));
+    let repo_dir = out.path().join("repos/kernels").join(repo);
+    let before = tree(&repo_dir);
+
+    // Every file fetch fails: the run stops, the mirror is as it was and loads.
+    control(
+        &a.endpoint,
+        reqwest::Method::POST,
+        "faults",
+        Some(json!({"listener": "cdn", "status": 404})),
+    );
+    let failed = run(
+        &a.endpoint,
+        scratch.path(),
+        &["mirror", repo, "--all-refs", "--out", m],
+    );
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(tree(&repo_dir) == before, "a failed run changed the mirror");
+    drop(Server::start(out.path()));
+
+    control(&a.endpoint, reqwest::Method::DELETE, "faults", None);
+    ok(&run(
+        &a.endpoint,
+        scratch.path(),
+        &["mirror", repo, "--all-refs", "--out", m],
+    ));
+    let b = Server::start(out.path());
+    let refs = |endpoint: &str| {
+        request(
+            reqwest::Method::GET,
+            &format!("{endpoint}/api/kernels/{repo}/refs"),
+            None,
+        )
+    };
+    assert_eq!(refs(&a.endpoint), refs(&b.endpoint));
+}
+
+#[test]
+fn bad_input_writes_nothing() {
+    let a = Server::bundled();
+    let scratch = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+
+    // A non-empty folder that is not a mirror.
+    std::fs::write(out.path().join("notes.txt"), "mine").unwrap();
+    let o = run(
+        &a.endpoint,
+        scratch.path(),
+        &[
+            "mirror",
+            "kernels-community/rotary",
+            "--out",
+            out.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a mirror directory"));
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
+
+    // A repository or a revision that does not exist.
+    let fresh = out.path().join("new");
+    let f = fresh.to_str().unwrap();
+    for (spec, message) in [
+        ("kernels-community/no-such-kernel", "was not found"),
+        ("kernels-community/rotary@v9.9.9", "does not exist"),
+    ] {
+        let o = run(&a.endpoint, scratch.path(), &["mirror", spec, "--out", f]);
+        assert_eq!(o.status.code(), Some(1), "{spec}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(message),
+            "{spec}"
+        );
+        assert!(!fresh.exists(), "{spec}: the output was created");
+    }
+}
