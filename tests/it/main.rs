@@ -16,6 +16,7 @@ mod lock_files;
 mod matrix;
 mod precommit;
 mod profiles;
+mod requirement_forms;
 mod serve;
 mod snapshots_cli;
 mod sticky;
