@@ -373,6 +373,13 @@ fn freshness(
             repo_type,
             true,
         )?;
+        // A requirement the target runtime does not read fails the check as it
+        // fails `kernels lock`; the ones it only warns about are printed.
+        let remarks = crate::lock::support::check_requirements(&profile, &manifest)
+            .map_err(|err| miette::Report::new(*err))?;
+        for remark in remarks {
+            eprintln!("warning: {remark}");
+        }
         let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
         let cache = HubCache::new(&settings.cache_dir);
         return Ok((

@@ -35,6 +35,8 @@ pub struct Manifest {
     pub dependencies: Vec<Dependency>,
     /// The other `[tool.kernels]` keys this tool reads.
     pub settings: ToolSettings,
+    /// The file's text, for diagnostics pointing at a [`Dependency::span`].
+    pub text: Arc<str>,
 }
 
 /// `[tool.kernels]` keys other than `dependencies` (extensions; the Python
@@ -56,6 +58,11 @@ pub struct Dependency {
     pub repo_id: RepoId,
     /// What it asks for.
     pub requirement: Requirement,
+    /// Byte range of the value in [`Manifest::text`].
+    pub span: Option<Range<usize>>,
+    /// Written as a table (`{ version = … }`, `{ revision = … }`) rather than a
+    /// bare integer or string.
+    pub table: bool,
 }
 
 /// One invalid entry of `[tool.kernels.dependencies]`, pointing into the file.
@@ -301,6 +308,8 @@ impl Manifest {
                 (Ok(repo_id), Ok(requirement)) => dependencies.push(Dependency {
                     repo_id,
                     requirement,
+                    span: item.span(),
+                    table: item.is_table_like(),
                 }),
                 (repo_id, requirement) => {
                     problems.extend(repo_id.err().map(|p| to_entry(p, Some(key))));
@@ -313,6 +322,7 @@ impl Manifest {
                 path: path.to_owned(),
                 dependencies,
                 settings,
+                text: Arc::from(text),
             }),
             1 => Err(ManifestError::Entry(Box::new(
                 problems.pop().expect("one problem"),

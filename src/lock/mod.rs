@@ -2,7 +2,8 @@
 //! requirements ([`requirement`]), resolving them against the Hub
 //! ([`resolver`]), locking a project ([`project`]), checking a lock against its
 //! manifest ([`freshness`]), repairing merge conflicts ([`conflict`]), choosing
-//! the target runtime ([`profile`]), and the two on-disk formats ([`format`]).
+//! the target runtime ([`profile`]) and which requirement forms it reads
+//! ([`support`]), and the two on-disk formats ([`format`]).
 
 pub mod conflict;
 pub mod format;
@@ -13,3 +14,4 @@ pub mod project;
 pub mod requirement;
 pub mod resolver;
 pub mod sticky;
+pub mod support;

@@ -29,10 +29,11 @@ use serde::Deserialize;
 use crate::lock::format::variant_hash::{KernelHashLock, VariantHash};
 use crate::lock::format::{KernelDependency, KernelLocks, KernelVersion, Lockfile};
 use crate::lock::manifest::{Dependency, Manifest};
-use crate::lock::profile::{Profile, RequirementSupport};
+use crate::lock::profile::{Profile, RuntimeVersion};
 use crate::lock::requirement::Requirement;
 use crate::lock::resolver::{DEFAULT_CONCURRENCY, ResolveError, ResolvedCommit, Resolver};
 use crate::lock::sticky::{Upgrade, Verdict, keep_hashed};
+use crate::lock::support::{UnsupportedRequirement, check_requirements, unsupported};
 use kernels_hub::{HubClient, HubError, Target};
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
@@ -88,25 +89,9 @@ pub enum LockError {
     },
 
     /// A requirement form the target runtime does not accept.
-    #[error(
-        "{path}: [tool.kernels.dependencies] entry `{repo_id}`: {requirement} is not supported by kernels {runtime}, which reads integer versions only"
-    )]
-    #[diagnostic(
-        code(kernels::lock::unsupported_requirement),
-        help(
-            "write an integer version such as `1` (branch `v1`), or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
-        )
-    )]
-    UnsupportedRequirement {
-        /// The pyproject file.
-        path: String,
-        /// The entry.
-        repo_id: RepoId,
-        /// The requirement as text.
-        requirement: String,
-        /// The target runtime.
-        runtime: String,
-    },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    UnsupportedRequirement(Box<UnsupportedRequirement>),
 
     /// Resolving a repository failed.
     #[error(transparent)]
@@ -236,32 +221,11 @@ pub async fn lock_project(
     options: &LockOptions,
 ) -> Result<LockOutcome, LockError> {
     let path = manifest.path.display().to_string();
-    let mut warnings = Vec::new();
-    for dep in &manifest.dependencies {
-        let is_specifier = matches!(
-            dep.requirement,
-            Requirement::Pep440(_) | Requirement::Semver(_)
-        );
-        match (profile.requirements, profile.runtime) {
-            (RequirementSupport::IntegersOnly, Some(runtime)) if is_specifier => {
-                return Err(LockError::UnsupportedRequirement {
-                    path,
-                    repo_id: dep.repo_id.clone(),
-                    requirement: dep.requirement.to_string(),
-                    runtime: runtime.to_string(),
-                });
-            }
-            (RequirementSupport::StringsOnly, Some(runtime))
-                if matches!(dep.requirement, Requirement::Branch(_)) =>
-            {
-                warnings.push(format!(
-                    "`{}` uses an integer version, which the `kernels lock` of kernels {runtime} cannot read; the lock written here works with that runtime",
-                    dep.repo_id
-                ));
-            }
-            _ => {}
-        }
-    }
+    let mut warnings: Vec<String> = check_requirements(profile, manifest)
+        .map_err(LockError::UnsupportedRequirement)?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let locker = Locker {
         client,
         profile,
@@ -508,13 +472,14 @@ impl Locker<'_> {
                 Requirement::Branch(n) => KernelVersion::Version(*n),
                 Requirement::Revision(r) => KernelVersion::Revision(r.clone()),
                 // Rejected by the requirement check of the profile.
-                other => {
-                    return Err(LockError::UnsupportedRequirement {
-                        path: manifest.path.display().to_string(),
-                        repo_id: dep.repo_id.clone(),
-                        requirement: other.to_string(),
-                        runtime: "0.17".to_owned(),
-                    });
+                _ => {
+                    let runtime = self
+                        .profile
+                        .runtime
+                        .unwrap_or(RuntimeVersion::new(0, 17, 0));
+                    return Err(LockError::UnsupportedRequirement(Box::new(unsupported(
+                        manifest, dep, runtime,
+                    ))));
                 }
             };
             let node = KernelDependency {

@@ -17,6 +17,7 @@ mod matrix;
 mod mirror;
 mod precommit;
 mod profiles;
+mod requirement_forms;
 mod serve;
 mod snapshots_cli;
 mod sticky;

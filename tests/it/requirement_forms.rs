@@ -1,0 +1,103 @@
+//! A `[tool.kernels.dependencies]` value the target runtime does not read is
+//! reported by `kernels lock` (and the offline `kernels lock --check`), naming
+//! the runtime and the form it reads: an error when the runtime reads integers
+//! only (0.14+) and the value is a string, a warning otherwise. The reference's
+//! own `kernels lock` was run on the same forms: 0.13.0 warns about a PEP 440
+//! string and fails on `^0.1` and on tables; 0.16.2 and 0.17.2 fail on every
+//! string and table.
+
+use std::path::Path;
+use std::process::Output;
+
+use kernels_test_support::{self as common, Server, snapshot};
+
+fn project(deps: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        format!("[tool.kernels.dependencies]\n{deps}"),
+    )
+    .unwrap();
+    dir
+}
+
+/// Runs `kernels <args> .` inside `dir`, so messages name `./pyproject.toml`.
+fn run(server: &Server, dir: &Path, args: &[&str]) -> Output {
+    let cache = tempfile::tempdir().unwrap();
+    common::kernels(&server.endpoint, cache.path())
+        .current_dir(dir)
+        .args(args)
+        .arg(".")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn lock_rejects_a_specifier_for_an_integers_only_runtime() {
+    let server = Server::bundled();
+    for runtime in ["0.16.2", "0.17.2"] {
+        let dir = project("\"kernels-test/versions\" = \">=1.0,<2\"\n");
+        let output = run(&server, dir.path(), &["lock", "--target-runtime", runtime]);
+        snapshot!(format!("lock_specifier_{runtime}"), output);
+        assert!(!dir.path().join("kernels.lock").exists());
+        // The offline check fails the same way.
+        let output = run(
+            &server,
+            dir.path(),
+            &["lock", "--check", "--offline", "--target-runtime", runtime],
+        );
+        assert_eq!(output.status.code(), Some(1));
+        assert!(
+            String::from_utf8_lossy(&output.stderr)
+                .contains("kernels 0.14+ reads only integer versions"),
+            "{output:?}"
+        );
+    }
+    let dir = project("\"kernels-test/versions\" = \"^2.1\"\n");
+    let output = run(&server, dir.path(), &["lock", "--target-runtime", "0.14.0"]);
+    snapshot!("lock_cargo_style_0.14.0", output);
+}
+
+#[test]
+fn lock_warns_about_forms_the_runtime_deprecates_or_cannot_read() {
+    let server = Server::bundled();
+    let cases = [
+        ("0.13.0", "\"kernels-test/versions\" = \">=0.1\"\n"),
+        ("0.13.0", "\"kernels-test/versions\" = \"^0.1\"\n"),
+        ("0.10.5", "\"kernels-test/versions\" = \"~0.1.0\"\n"),
+        ("0.10.5", "\"kernels-test/versions\" = 1\n"),
+        ("0.16.2", "\"kernels-test/versions\" = { version = 1 }\n"),
+        (
+            "0.16.2",
+            "\"kernels-test/versions\" = { revision = \"v0.1.1\" }\n",
+        ),
+    ];
+    let mut text = String::new();
+    for (runtime, deps) in cases {
+        let dir = project(deps);
+        let output = run(&server, dir.path(), &["lock", "--target-runtime", runtime]);
+        assert!(output.status.success(), "{output:?}");
+        assert!(dir.path().join("kernels.lock").exists());
+        let warnings: Vec<_> = String::from_utf8_lossy(&output.stderr)
+            .lines()
+            .filter(|l| {
+                l.starts_with("warning: `kernels-test/versions`") && !l.contains("is available")
+            })
+            .map(str::to_owned)
+            .collect();
+        text.push_str(&format!("--- {runtime}: {deps}{}\n", warnings.join("\n")));
+    }
+    // The offline check prints the same warning.
+    let dir = project("\"kernels-test/versions\" = \">=0.1\"\n");
+    let output = run(
+        &server,
+        dir.path(),
+        &["lock", "--check", "--offline", "--target-runtime", "0.13.0"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    text.push_str(&format!(
+        "--- lock --check --offline, 0.13.0:\n{}\n",
+        stderr.lines().next().unwrap_or("")
+    ));
+    snapshot!("lock_requirement_warnings", text);
+}
