@@ -16,6 +16,7 @@ mod lock_files;
 mod matrix;
 mod precommit;
 mod profiles;
+mod runtime_offline;
 mod serve;
 mod snapshots_cli;
 mod sticky;
