@@ -112,8 +112,17 @@ pub(super) fn describe_preference(preference: VariantPreference) -> &'static str
         VariantPreference::Exact { noarch: false } => {
             "exact names [arch, universal] (kernels before the noarch back-port)"
         }
+        VariantPreference::ExactBefore011 { noarch: true } => {
+            "exact names [arch, noarch, universal] (kernels ≤0.10: no CPU builds)"
+        }
+        VariantPreference::ExactBefore011 { noarch: false } => {
+            "exact names [arch, universal] (kernels ≤0.10 before the noarch back-port: no CPU builds)"
+        }
         VariantPreference::Resolver => "resolver of kernels 0.13–0.14",
         VariantPreference::ResolverStableAbi => "resolver of kernels 0.15+",
+        VariantPreference::ResolverMetalMacos26 => {
+            "resolver of kernels 0.17+ (Metal builds need macOS 26)"
+        }
     }
 }
 

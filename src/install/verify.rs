@@ -802,6 +802,7 @@ mod tests {
                 tvm_ffi: None,
                 system: "Linux".into(),
                 machine: "x86_64".into(),
+                mac_version: None,
             },
             preference: crate::lock::profile::VariantPreference::Exact { noarch: true },
         };

@@ -89,9 +89,33 @@ pub enum VariantPreference {
     /// Reference 0.13–0.14: filter by environment, CUDA minor fallback (same
     /// major, variant minor ≤ runtime minor), noarch by backend, then universal.
     Resolver,
-    /// Reference 0.15+: [`VariantPreference::Resolver`] plus Torch stable-ABI
+    /// Reference 0.15–0.16: [`VariantPreference::Resolver`] plus Torch stable-ABI
     /// variants (sorted first) and tagless Linux variants before cxx-tagged ones.
     ResolverStableAbi,
+    /// Reference before 0.11 (0.10.5 and older): [`VariantPreference::Exact`]
+    /// with the older arch name: no CPU builds (a CPU-only torch makes the
+    /// reference's variant detection raise, so nothing can be loaded) and
+    /// Windows names like Linux ones, with the cxx tag and the raw
+    /// `platform.machine()` (`torch27-cxx11-cu128-AMD64-windows`).
+    ExactBefore011 {
+        /// Whether the `torch-<backend>` noarch variant is tried.
+        noarch: bool,
+    },
+    /// Reference 0.17+: [`VariantPreference::ResolverStableAbi`], and Metal
+    /// arch variants are rejected below macOS 26 (`platform.mac_ver()`), so a
+    /// Mac on macOS 15 takes `torch-metal` or `torch-universal` instead.
+    ResolverMetalMacos26,
+}
+
+impl VariantPreference {
+    /// Whether this is an exact-name order (reference ≤0.12):
+    /// [`VariantPreference::Exact`] or [`VariantPreference::ExactBefore011`].
+    pub fn is_exact(self) -> bool {
+        matches!(
+            self,
+            VariantPreference::Exact { .. } | VariantPreference::ExactBefore011 { .. }
+        )
+    }
 }
 
 /// Which `[tool.kernels.dependencies]` value forms the runtime accepts.
@@ -180,10 +204,16 @@ impl Profile {
                 RepoType::Model
             },
             repo_type_overridden: false,
-            variant_preference: if version.at_least(15) {
+            variant_preference: if v017 {
+                VariantPreference::ResolverMetalMacos26
+            } else if version.at_least(15) {
                 VariantPreference::ResolverStableAbi
             } else if version.at_least(13) {
                 VariantPreference::Resolver
+            } else if !version.at_least(11) {
+                VariantPreference::ExactBefore011 {
+                    noarch: has_noarch_backport(version),
+                }
             } else {
                 VariantPreference::Exact {
                     noarch: has_noarch_backport(version),
@@ -552,12 +582,21 @@ mod tests {
         assert_eq!(old.repo_type, RepoType::Model);
         assert_eq!(
             old.variant_preference,
-            VariantPreference::Exact { noarch: true }
+            VariantPreference::ExactBefore011 { noarch: true }
         );
         assert_eq!(
             p("0.10.4").variant_preference,
+            VariantPreference::ExactBefore011 { noarch: false }
+        );
+        assert_eq!(
+            p("0.11.1").variant_preference,
             VariantPreference::Exact { noarch: false }
         );
+        assert_eq!(
+            p("0.12.3").variant_preference,
+            VariantPreference::Exact { noarch: true }
+        );
+        assert!(old.variant_preference.is_exact());
         assert_eq!(old.requirements, RequirementSupport::StringsOnly);
         assert!(!old.exclude_bytecode && !old.transitive);
         assert_eq!(p("0.13.0").variant_preference, VariantPreference::Resolver);
@@ -569,7 +608,14 @@ mod tests {
         let new = p("0.17.2");
         assert_eq!(new.lock_format, LockFormat::KernelLocks);
         assert!(new.transitive && new.check_trust);
-        assert_eq!(new.variant_preference, VariantPreference::ResolverStableAbi);
+        assert_eq!(
+            new.variant_preference,
+            VariantPreference::ResolverMetalMacos26
+        );
+        assert_eq!(
+            p("0.16.2").variant_preference,
+            VariantPreference::ResolverStableAbi
+        );
     }
 
     fn fake_env(prefix: &Path, version: &str) {

@@ -38,6 +38,10 @@ pub struct TorchEnv {
     pub system: String,
     /// `platform.machine()`, for example `x86_64` or `arm64`.
     pub machine: String,
+    /// `platform.mac_ver()[0]` on macOS, for example `15.5` (`None` when
+    /// empty); reference 0.17 loads Metal arch builds only from macOS 26.
+    #[serde(default)]
+    pub mac_version: Option<String>,
 }
 
 /// Prints one JSON object: `{"torch": null, "error": …}` when torch cannot be
@@ -68,7 +72,8 @@ print(json.dumps({"torch": {
     "neuron": hasattr(torch, "neuron"),
     "cxx11_abi": call(torch.compiled_with_cxx11_abi, True),
     "tvm_ffi": tvm,
-    "system": platform.system(), "machine": platform.machine()}}))
+    "system": platform.system(), "machine": platform.machine(),
+    "mac_version": platform.mac_ver()[0] or None}}))
 "#;
 
 #[derive(Deserialize)]
@@ -195,6 +200,44 @@ impl TorchEnv {
         }
     }
 
+    /// The arch variant name of reference runtimes before 0.11: every OS but
+    /// macOS is named like Linux, with the cxx tag and the raw
+    /// `platform.machine()` (`torch27-cxx11-cu128-AMD64-windows`). `None` for
+    /// a CPU-only torch, for which those runtimes have no name (their
+    /// detection raises).
+    pub fn arch_variant_before_0_11(&self) -> Option<String> {
+        let os = self.os();
+        if os == "darwin" {
+            return (self.backend() != Backend::Cpu).then(|| self.arch_variant());
+        }
+        let compute = match self.backend() {
+            // Neuron is detected from 0.12.2 on; before, such a torch is
+            // whatever else it reports.
+            Backend::Neuron => TorchEnv {
+                neuron: false,
+                ..self.clone()
+            }
+            .backend(),
+            other => other,
+        };
+        if compute == Backend::Cpu {
+            return None;
+        }
+        let abi = if self.cxx11_abi { "cxx11" } else { "cxx98" };
+        Some(format!(
+            "torch{}{}-{abi}-{compute}-{}-{os}",
+            self.major, self.minor, self.machine
+        ))
+    }
+
+    /// The macOS `major.minor` (from [`TorchEnv::mac_version`]) on macOS.
+    pub(super) fn macos(&self) -> Option<(u32, u32)> {
+        if self.os() != "darwin" {
+            return None;
+        }
+        self.mac_version.as_deref().and_then(major_minor)
+    }
+
     /// The Python-only variant: `torch-cuda`, `torch-rocm`, `torch-metal`,
     /// `torch-xpu`, `torch-neuron` or `torch-cpu`.
     pub fn noarch_variant(&self) -> String {
@@ -233,6 +276,11 @@ impl TorchEnv {
             out.push_str(&format!(", tvm-ffi {tvm}"));
         }
         out.push_str(&format!(", {}-{}", self.cpu(), self.os()));
+        if self.os() == "darwin"
+            && let Some(mac) = &self.mac_version
+        {
+            out.push_str(&format!(" (macOS {mac})"));
+        }
         out
     }
 }

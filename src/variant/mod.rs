@@ -85,6 +85,24 @@ pub enum VariantError {
         available: Vec<String>,
     },
 
+    /// A runtime before 0.11 with a CPU-only torch: its variant detection
+    /// raises, so it can load no variant at all.
+    #[error(
+        "{repo_id}@{commit}: kernels runtimes before 0.11 cannot load any build variant with a CPU-only torch (their variant detection raises \"Torch was not compiled with CUDA, Metal, XPU, NPU, or ROCm enabled.\")"
+    )]
+    #[diagnostic(
+        code(kernels::variant::cpu_torch_unsupported),
+        help(
+            "target kernels 0.11 or newer (`--target-runtime`), which loads CPU builds, use a GPU build of torch, or choose variants explicitly with `--variant NAME`"
+        )
+    )]
+    NoVariantForCpuTorch {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+    },
+
     /// No variant of the kernel suits the environment.
     #[error(
         "{repo_id}@{commit} has no build variant for this environment ({wanted}); available: {}",
@@ -132,6 +150,7 @@ pub(crate) mod testing {
             tvm_ffi: None,
             system: system.to_owned(),
             machine: machine.to_owned(),
+            mac_version: None,
         }
     }
 }

@@ -25,6 +25,26 @@ impl TorchEnv {
         order
     }
 
+    /// The exact names a reference ≤0.12 tries, in order, under
+    /// `preference` ([`TorchEnv::preference`], with the arch name of
+    /// runtimes before 0.11 for [`VariantPreference::ExactBefore011`]); `None`
+    /// when that runtime cannot name any variant for this torch (CPU-only
+    /// torch before 0.11). The resolver preferences give `None` as well.
+    pub fn exact_candidates(&self, preference: VariantPreference) -> Option<Vec<String>> {
+        match preference {
+            VariantPreference::Exact { noarch } => Some(self.preference(noarch)),
+            VariantPreference::ExactBefore011 { noarch } => {
+                let mut order = vec![self.arch_variant_before_0_11()?];
+                if noarch {
+                    order.push(self.noarch_variant());
+                }
+                order.push(UNIVERSAL.to_owned());
+                Some(order)
+            }
+            _ => None,
+        }
+    }
+
     /// The variants the reference resolver (0.13+) accepts for this
     /// environment, best first. `preference` selects the 0.13–0.14 or the
     /// 0.15+ rules; [`VariantPreference::Exact`] is treated as 0.15+. Equal ranks
@@ -35,24 +55,34 @@ impl TorchEnv {
         preference: VariantPreference,
     ) -> Vec<&'a BuildVariant> {
         let newer = preference != VariantPreference::Resolver;
+        let metal26 = preference == VariantPreference::ResolverMetalMacos26;
         let mut ranked: Vec<(RankKey, &BuildVariant)> = variants
             .iter()
-            .filter_map(|v| self.rank(v, newer).map(|key| (key, v)))
+            .filter_map(|v| self.rank(v, newer, metal26).map(|key| (key, v)))
             .collect();
         ranked.sort_by_key(|(key, _)| *key);
         ranked.into_iter().map(|(_, v)| v).collect()
     }
 
     /// The sort key of `variant` if this environment accepts it; `newer`
-    /// selects the 0.15+ rules (stable ABI, tagless before tagged).
-    fn rank(&self, variant: &BuildVariant, newer: bool) -> Option<RankKey> {
+    /// selects the 0.15+ rules (stable ABI, tagless before tagged), `metal26`
+    /// the 0.17 rejection of Metal arch builds below macOS 26.
+    fn rank(&self, variant: &BuildVariant, newer: bool, metal26: bool) -> Option<RankKey> {
         match variant.kind() {
             VariantKind::Unknown => None,
             VariantKind::Universal => Some((3, 0, 0, 1)),
             VariantKind::Noarch(backend) => {
                 (backend.as_str() == self.noarch_backend()).then_some((3, 0, 0, 0))
             }
-            VariantKind::Arch(arch) => self.rank_arch(arch, newer),
+            VariantKind::Arch(arch) => {
+                if metal26
+                    && arch.backend == Backend::Metal
+                    && self.macos().is_none_or(|v| v < (26, 0))
+                {
+                    return None;
+                }
+                self.rank_arch(arch, newer)
+            }
         }
     }
 
@@ -178,7 +208,8 @@ mod tests {
                 "torch29-cxx11-cu130-x86_64-linux"
             );
         }
-        // The exact order (≤0.12) has no fallback: CUDA 12.9 gets the noarch build.
+        // The exact order (≤0.12) has no fallback: CUDA 12.9 gets the noarch
+        // build (and the universal one, which the reference downloads too).
         let id: RepoId = "acme/relu".parse().unwrap();
         let available: BTreeSet<String> = names.map(String::from).into();
         let pick = |preference| {
@@ -191,7 +222,7 @@ mod tests {
         };
         assert_eq!(
             pick(VariantPreference::Exact { noarch: true }),
-            ["torch-cuda"]
+            ["torch-cuda", "torch-universal"]
         );
         assert_eq!(
             pick(VariantPreference::ResolverStableAbi),

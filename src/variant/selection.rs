@@ -42,8 +42,11 @@ pub enum VariantSelection {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
     /// The chosen variants: `available` order for [`VariantSelection::All`],
-    /// command-line order (deduplicated) for [`VariantSelection::Named`], one
-    /// element for [`VariantSelection::Detected`].
+    /// command-line order (deduplicated) for [`VariantSelection::Named`]; for
+    /// [`VariantSelection::Detected`] the best variant with a resolver, and
+    /// with an exact-name order (reference ≤0.12) every candidate the kernel
+    /// has, in candidate order, the first being the one the runtime loads
+    /// (the reference downloads them all).
     pub variants: Vec<String>,
     /// Named variants that `available` lacks, in command-line order
     /// (deduplicated); always empty for the other selections.
@@ -122,7 +125,7 @@ impl VariantSelection {
                 return Ok(Choice { variants, missing });
             }
             VariantSelection::Detected { env, preference } => {
-                vec![best_for(env, *preference, repo_id, commit, available)?]
+                best_for(env, *preference, repo_id, commit, available)?
             }
         };
         Ok(Choice {
@@ -141,7 +144,10 @@ impl VariantSelection {
     ) -> Vec<VariantWarning> {
         match self {
             VariantSelection::Detected {
-                preference: VariantPreference::Resolver | VariantPreference::ResolverStableAbi,
+                preference:
+                    VariantPreference::Resolver
+                    | VariantPreference::ResolverStableAbi
+                    | VariantPreference::ResolverMetalMacos26,
                 ..
             } => available
                 .iter()
@@ -157,36 +163,48 @@ impl VariantSelection {
     }
 }
 
-/// The best variant of `available` for `env` under `preference`.
+/// The variants of `available` to fetch for `env` under `preference`: with an
+/// exact-name order (reference ≤0.12) every candidate the kernel has, in
+/// candidate order (the reference downloads them all and loads the first);
+/// with a resolver the best one.
 fn best_for(
     env: &TorchEnv,
     preference: VariantPreference,
     repo_id: &RepoId,
     commit: &str,
     available: &BTreeSet<String>,
-) -> Result<String, VariantError> {
-    let best = match preference {
-        VariantPreference::Exact { noarch } => env
-            .preference(noarch)
-            .into_iter()
-            .find(|v| available.contains(v)),
-        VariantPreference::Resolver | VariantPreference::ResolverStableAbi => {
-            let variants: Vec<BuildVariant> =
-                available.iter().map(|n| BuildVariant::parse(n)).collect();
-            env.resolve(&variants, preference)
-                .first()
-                .map(|v| v.name().to_owned())
-        }
+) -> Result<Vec<String>, VariantError> {
+    let (chosen, wanted) = if preference.is_exact() {
+        let Some(candidates) = env.exact_candidates(preference) else {
+            return Err(VariantError::NoVariantForCpuTorch {
+                repo_id: repo_id.clone(),
+                commit: commit.to_owned(),
+            });
+        };
+        let chosen: Vec<String> = candidates
+            .iter()
+            .filter(|v| available.contains(*v))
+            .cloned()
+            .collect();
+        (chosen, candidates.join(", "))
+    } else {
+        let variants: Vec<BuildVariant> =
+            available.iter().map(|n| BuildVariant::parse(n)).collect();
+        let best = env
+            .resolve(&variants, preference)
+            .first()
+            .map(|v| v.name().to_owned());
+        (best.into_iter().collect(), env.describe())
     };
-    best.ok_or_else(|| VariantError::NoCompatible {
-        repo_id: repo_id.clone(),
-        commit: commit.to_owned(),
-        wanted: match preference {
-            VariantPreference::Exact { noarch } => env.preference(noarch).join(", "),
-            _ => env.describe(),
-        },
-        available: available.iter().cloned().collect(),
-    })
+    if chosen.is_empty() {
+        return Err(VariantError::NoCompatible {
+            repo_id: repo_id.clone(),
+            commit: commit.to_owned(),
+            wanted,
+            available: available.iter().cloned().collect(),
+        });
+    }
+    Ok(chosen)
 }
 
 impl VariantRequest {
@@ -228,9 +246,11 @@ mod tests {
             env: env(Some(cuda), "Linux", "x86_64"),
             preference: VariantPreference::Exact { noarch: true },
         };
+        // Every existing candidate, as the reference downloads them; the
+        // first is the one it loads.
         assert_eq!(
             exact("12.6").choose(&id, "c", &available).unwrap(),
-            ["torch27-cxx11-cu126-x86_64-linux"]
+            ["torch27-cxx11-cu126-x86_64-linux", "torch-universal"]
         );
         assert_eq!(
             exact("12.8").choose(&id, "c", &available).unwrap(),
@@ -255,6 +275,83 @@ mod tests {
         );
         let none = exact("12.6").choose(&id, "c", &BTreeSet::new());
         assert!(matches!(none, Err(VariantError::NoCompatible { .. })));
+    }
+
+    #[test]
+    fn runtimes_before_0_11_name_windows_builds_and_refuse_cpu_torch() {
+        let id: RepoId = "acme/relu".parse().unwrap();
+        let available: BTreeSet<String> = [
+            "torch27-cxx11-cu128-AMD64-windows",
+            "torch27-cu128-x86_64-windows",
+            "torch-cuda",
+            "torch-universal",
+        ]
+        .map(String::from)
+        .into();
+        let pick = |env: TorchEnv, preference| {
+            VariantSelection::Detected { env, preference }.choose(&id, "c", &available)
+        };
+        let win = env(Some("12.8"), "Windows", "AMD64");
+        assert_eq!(
+            pick(
+                win.clone(),
+                VariantPreference::ExactBefore011 { noarch: true }
+            )
+            .unwrap(),
+            [
+                "torch27-cxx11-cu128-AMD64-windows",
+                "torch-cuda",
+                "torch-universal"
+            ]
+        );
+        assert_eq!(
+            pick(win, VariantPreference::Exact { noarch: true }).unwrap(),
+            [
+                "torch27-cu128-x86_64-windows",
+                "torch-cuda",
+                "torch-universal"
+            ]
+        );
+        let err = pick(
+            env(None, "Linux", "x86_64"),
+            VariantPreference::ExactBefore011 { noarch: true },
+        )
+        .unwrap_err();
+        assert!(matches!(err, VariantError::NoVariantForCpuTorch { .. }));
+        assert!(err.to_string().contains("CPU-only torch"), "{err}");
+    }
+
+    #[test]
+    fn runtime_0_17_refuses_metal_builds_below_macos_26() {
+        let id: RepoId = "acme/relu".parse().unwrap();
+        let available: BTreeSet<String> = ["torch27-metal-aarch64-darwin", "torch-universal"]
+            .map(String::from)
+            .into();
+        let mac = |version: Option<&str>| TorchEnv {
+            mps: true,
+            mac_version: version.map(str::to_owned),
+            ..env(None, "Darwin", "arm64")
+        };
+        let pick = |env: TorchEnv, preference| {
+            VariantSelection::Detected { env, preference }
+                .choose(&id, "c", &available)
+                .unwrap()
+        };
+        let v017 = VariantPreference::ResolverMetalMacos26;
+        assert_eq!(pick(mac(Some("15.5")), v017), ["torch-universal"]);
+        assert_eq!(pick(mac(None), v017), ["torch-universal"]);
+        assert_eq!(
+            pick(mac(Some("26.0")), v017),
+            ["torch27-metal-aarch64-darwin"]
+        );
+        assert_eq!(
+            pick(mac(Some("15.5")), VariantPreference::ResolverStableAbi),
+            ["torch27-metal-aarch64-darwin"]
+        );
+        assert_eq!(
+            mac(Some("15.5")).describe(),
+            "torch 2.7, metal, aarch64-darwin (macOS 15.5)"
+        );
     }
 
     #[test]

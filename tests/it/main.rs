@@ -18,6 +18,7 @@ mod mirror;
 mod precommit;
 mod profiles;
 mod requirement_forms;
+mod runtime_offline;
 mod serve;
 mod snapshots_cli;
 mod sticky;

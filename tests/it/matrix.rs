@@ -404,6 +404,7 @@ fn candidates(variants: &BTreeSet<String>, bump: bool) -> Vec<StubEnv> {
                 tvm_ffi: None,
                 system: "Linux".to_owned(),
                 machine: machine.clone(),
+                mac_version: None,
             },
         })
     };
@@ -426,28 +427,27 @@ fn candidates(variants: &BTreeSet<String>, bump: bool) -> Vec<StubEnv> {
 }
 
 /// Picks the first candidate under which our selection finds a variant for
-/// every kernel, and returns it with the chosen variant per repo.
+/// every kernel, and returns it with the chosen variants per repo (one with a
+/// resolver; with exact names every candidate the kernel has, the first being
+/// the one the runtime loads).
 fn pick_env(
     kernels: &[(String, String, BTreeSet<String>)],
     reference: &Reference,
-) -> Result<(StubEnv, BTreeMap<String, String>), String> {
+) -> Result<(StubEnv, BTreeMap<String, Vec<String>>), String> {
     let preference = reference.profile().variant_preference;
-    let bump = !matches!(
-        preference,
-        kernels::lock::profile::VariantPreference::Exact { .. }
-    );
+    let bump = !preference.is_exact();
     let all: BTreeSet<String> = kernels.iter().flat_map(|k| k.2.iter().cloned()).collect();
     for candidate in candidates(&all, bump) {
         let selection = VariantSelection::Detected {
             env: candidate.env.clone(),
             preference,
         };
-        let chosen: Option<BTreeMap<String, String>> = kernels
+        let chosen: Option<BTreeMap<String, Vec<String>>> = kernels
             .iter()
             .map(|(repo, commit, variants)| {
                 let id: RepoId = repo.parse().ok()?;
                 let pick = selection.choose(&id, commit, variants).ok()?;
-                Some((repo.clone(), pick.first()?.clone()))
+                (!pick.is_empty()).then(|| (repo.clone(), pick))
             })
             .collect();
         if let Some(chosen) = chosen {
@@ -596,7 +596,7 @@ fn download_checks(
             .map_err(|e| e.to_string())?
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        let expected: BTreeSet<String> = [chosen[repo].clone()].into();
+        let expected: BTreeSet<String> = chosen[repo].iter().cloned().collect();
         if got != expected {
             return Err(context(
                 "our variant choice",
@@ -631,7 +631,7 @@ fn download_checks(
             .join("snapshots")
             .join(commit)
             .join("build")
-            .join(&chosen[repo]);
+            .join(&chosen[repo][0]);
         let path = line["file"]
             .as_str()
             .or(line["synthetic_so"].as_str())
@@ -815,6 +815,7 @@ fn resolver_ranks_like_the_reference_resolvers() {
                             tvm_ffi: tvm.map(str::to_owned),
                             system: system.to_owned(),
                             machine: machine.to_owned(),
+                            mac_version: None,
                         };
                         let case = serde_json::json!({
                             "names": names, "backend": [backend, version], "cpu": machine,
@@ -827,7 +828,11 @@ fn resolver_ranks_like_the_reference_resolvers() {
             }
         }
     }
-    for (backend, mps) in [("metal", true), ("cpu", false)] {
+    for (backend, mps, mac) in [
+        ("metal", true, "15.5"),
+        ("metal", true, "26.0"),
+        ("cpu", false, "15.5"),
+    ] {
         let env = TorchEnv {
             major: 2,
             minor: 10,
@@ -840,10 +845,11 @@ fn resolver_ranks_like_the_reference_resolvers() {
             tvm_ffi: None,
             system: "Darwin".to_owned(),
             machine: "arm64".to_owned(),
+            mac_version: Some(mac.to_owned()),
         };
         let case = serde_json::json!({
             "names": names, "backend": [backend, null], "cpu": "aarch64", "os": "darwin",
-            "torch": "2.10", "cxx11": null, "tvm": null,
+            "torch": "2.10", "cxx11": null, "tvm": null, "macos": mac,
         });
         envs.push((env, case));
     }
@@ -859,6 +865,7 @@ fn resolver_ranks_like_the_reference_resolvers() {
         tvm_ffi: None,
         system: "Windows".to_owned(),
         machine: "AMD64".to_owned(),
+        mac_version: None,
     };
     let case = serde_json::json!({
         "names": names, "backend": ["cuda", "12.9"], "cpu": "x86_64", "os": "windows",
@@ -871,7 +878,7 @@ fn resolver_ranks_like_the_reference_resolvers() {
     for (version, preference) in [
         ("0.13.0", VariantPreference::Resolver),
         ("0.16.2", VariantPreference::ResolverStableAbi),
-        ("0.17.2", VariantPreference::ResolverStableAbi),
+        ("0.17.2", VariantPreference::ResolverMetalMacos26),
     ] {
         let mut child = Command::new(common::pyref_python(&format!("kernels-{version}")))
             .arg(common::repo_root().join("tests/python/resolve_variants.py"))
@@ -905,14 +912,217 @@ fn resolver_ranks_like_the_reference_resolvers() {
                 .iter()
                 .map(|v| v.name().to_owned())
                 .collect();
-            // 0.17 also rejects Metal arch builds below macOS 26, which
-            // `kernels` does not model (docs/variants.md).
-            if version == "0.17.2" && case["backend"][0] == "metal" {
-                continue;
-            }
             let mut case = case.clone();
             case["names"] = Value::Null;
             assert_eq!(ours, reference, "kernels {version}, {case}");
+        }
+    }
+}
+
+/// One stubbed platform of [`platform_rules_like_the_reference`]: the
+/// `STUB_TORCH_*` / `STUB_PLATFORM_*` variables, the `build/` directories of
+/// a kernel, and the reference versions to compare on.
+struct PlatformCase {
+    what: &'static str,
+    env: &'static [(&'static str, &'static str)],
+    names: &'static [&'static str],
+}
+
+const PLATFORM_CASES: &[PlatformCase] = &[
+    PlatformCase {
+        what: "Metal on macOS 15, arch and universal",
+        env: &[
+            ("STUB_PLATFORM_SYSTEM", "Darwin"),
+            ("STUB_PLATFORM_MACHINE", "arm64"),
+            ("STUB_PLATFORM_MAC_VER", "15.5"),
+            ("STUB_TORCH_VERSION", "2.9.0"),
+            ("STUB_TORCH_MPS", "1"),
+        ],
+        names: &["torch29-metal-aarch64-darwin", "torch-universal"],
+    },
+    PlatformCase {
+        what: "Metal on macOS 15, arch, noarch and universal",
+        env: &[
+            ("STUB_PLATFORM_SYSTEM", "Darwin"),
+            ("STUB_PLATFORM_MACHINE", "arm64"),
+            ("STUB_PLATFORM_MAC_VER", "15.5"),
+            ("STUB_TORCH_VERSION", "2.9.0"),
+            ("STUB_TORCH_MPS", "1"),
+        ],
+        names: &[
+            "torch29-metal-aarch64-darwin",
+            "torch-metal",
+            "torch-universal",
+        ],
+    },
+    PlatformCase {
+        what: "Metal on macOS 26",
+        env: &[
+            ("STUB_PLATFORM_SYSTEM", "Darwin"),
+            ("STUB_PLATFORM_MACHINE", "arm64"),
+            ("STUB_PLATFORM_MAC_VER", "26.0"),
+            ("STUB_TORCH_VERSION", "2.9.0"),
+            ("STUB_TORCH_MPS", "1"),
+        ],
+        names: &["torch29-metal-aarch64-darwin", "torch-universal"],
+    },
+    PlatformCase {
+        what: "Windows AMD64, CUDA, both arch spellings",
+        env: &[
+            ("STUB_PLATFORM_SYSTEM", "Windows"),
+            ("STUB_PLATFORM_MACHINE", "AMD64"),
+            ("STUB_TORCH_CUDA", "12.8"),
+        ],
+        names: &[
+            "torch27-cxx11-cu128-AMD64-windows",
+            "torch27-cu128-x86_64-windows",
+            "torch-cuda",
+            "torch-universal",
+        ],
+    },
+    PlatformCase {
+        what: "Windows AMD64, CUDA, builder names only",
+        env: &[
+            ("STUB_PLATFORM_SYSTEM", "Windows"),
+            ("STUB_PLATFORM_MACHINE", "AMD64"),
+            ("STUB_TORCH_CUDA", "12.8"),
+        ],
+        names: &["torch27-cu128-x86_64-windows", "torch-universal"],
+    },
+    PlatformCase {
+        what: "Linux CUDA, every candidate present",
+        env: &[
+            ("STUB_PLATFORM_SYSTEM", "Linux"),
+            ("STUB_PLATFORM_MACHINE", "x86_64"),
+            ("STUB_TORCH_CUDA", "12.6"),
+        ],
+        names: &[
+            "torch27-cxx11-cu126-x86_64-linux",
+            "torch-cuda",
+            "torch-cpu",
+            "torch-universal",
+        ],
+    },
+    PlatformCase {
+        what: "Linux CPU-only torch",
+        env: &[
+            ("STUB_PLATFORM_SYSTEM", "Linux"),
+            ("STUB_PLATFORM_MACHINE", "x86_64"),
+        ],
+        names: &[
+            "torch27-cxx11-cpu-x86_64-linux",
+            "torch-cpu",
+            "torch-universal",
+        ],
+    },
+];
+
+/// The variant rules that depend on the platform (0.17's Metal rule below
+/// macOS 26, the Windows names of runtimes before 0.11, the download of every
+/// existing candidate of runtimes ≤0.12, CPU-only torch) against the
+/// reference, with `platform.system()/machine()/mac_ver()` and torch stubbed
+/// (`tests/python/stub_torch`): our detection (through the stubs) and
+/// selection fetch exactly what the reference's `build_variants()` /
+/// `resolve_variants()` fetch, and fail where it fails. One reference process
+/// per release handles every case.
+#[test]
+fn platform_rules_like_the_reference() {
+    let stub = common::repo_root().join("tests/python/stub_torch");
+    let scratch = tempfile::tempdir().unwrap();
+    let id: RepoId = "acme/relu".parse().unwrap();
+    let input: Vec<Value> = PLATFORM_CASES
+        .iter()
+        .map(|c| {
+            let env: serde_json::Map<String, Value> = c
+                .env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), Value::from(*v)))
+                .collect();
+            serde_json::json!({"env": env, "names": c.names})
+        })
+        .collect();
+    let input = serde_json::to_vec(&input).unwrap();
+    for version in ["0.10.5", "0.11.3", "0.12.3", "0.16.2", "0.17.2"] {
+        let python = common::pyref_python(&format!("kernels-{version}"));
+        let mut child = Command::new(&python)
+            .arg(common::repo_root().join("tests/python/select_variants.py"))
+            .env("PYTHONPATH", &stub)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(&input).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "kernels {version}: {}",
+            describe(&out)
+        );
+        let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), PLATFORM_CASES.len(), "kernels {version}");
+        let preference = Profile::for_runtime(
+            RuntimeVersion::parse(version).unwrap(),
+            ProfileSource::Option,
+        )
+        .variant_preference;
+        for (i, (case, reference)) in PLATFORM_CASES.iter().zip(lines).enumerate() {
+            // Our detection runs through the same stubs (a wrapper that sets
+            // the variables and runs the reference's interpreter).
+            let wrapper = scratch.path().join(format!("python-{i}"));
+            let mut script = format!(
+                "#!/bin/sh\nexport PYTHONPATH='{}'\nunset STUB_PLATFORM_MAC_VER\n",
+                stub.display()
+            );
+            for (k, v) in case.env {
+                script.push_str(&format!("export {k}='{v}'\n"));
+            }
+            script.push_str(&format!("exec '{}' \"$@\"\n", python.display()));
+            fs_err::write(&wrapper, script).unwrap();
+            fs_err::set_permissions(
+                &wrapper,
+                std::os::unix::fs::PermissionsExt::from_mode(0o755),
+            )
+            .unwrap();
+            let env = TorchEnv::detect(&wrapper).unwrap();
+            let available: BTreeSet<String> = case.names.iter().map(|n| (*n).to_owned()).collect();
+            let selection = VariantSelection::Detected { env, preference };
+            let ours = selection.select(&id, "c", &available);
+            let context = format!("kernels {version}, {}", case.what);
+            match (&ours, reference.get("fetch")) {
+                (Ok(choice), Some(fetch)) => {
+                    let fetch: Vec<String> = serde_json::from_value(fetch.clone()).unwrap();
+                    assert_eq!(choice.variants, fetch, "{context}");
+                }
+                (Err(err), Some(fetch)) => {
+                    assert_eq!(
+                        fetch,
+                        &Value::Array(Vec::new()),
+                        "{context}: we fail: {err}"
+                    );
+                }
+                (Err(err), None) => {
+                    assert!(
+                        matches!(
+                            err,
+                            kernels::variant::VariantError::NoVariantForCpuTorch { .. }
+                        ),
+                        "{context}: {err} vs {reference}"
+                    );
+                }
+                (Ok(choice), None) => {
+                    panic!(
+                        "{context}: we fetch {:?}, the reference fails: {reference}",
+                        choice.variants
+                    )
+                }
+            }
         }
     }
 }

@@ -2,10 +2,12 @@
 
 Reads a JSON list of cases from stdin; each case has "names" (variant names, in
 the order to hand to the resolver), "backend" ([name, version or null]), "cpu",
-"os", "torch" ("2.9"), "cxx11" (bool or null) and "tvm" ("0.1" or null).
+"os", "torch" ("2.9"), "cxx11" (bool or null), "tvm" ("0.1" or null) and optionally "macos" ("15.5"),
+passed to resolvers that take it (0.17+).
 Prints one JSON list per case: the accepted variant names, best first.
 """
 
+import inspect
 import json
 import sys
 
@@ -34,6 +36,9 @@ for case in json.load(sys.stdin):
             variants.append(parse_variant(name))
         except ValueError:
             pass
+    extra = {}
+    if "macos_version" in inspect.signature(_resolve_variant_for_system).parameters:
+        extra["macos_version"] = Version(case["macos"]) if case.get("macos") else None
     result = _resolve_variant_for_system(
         variants,
         backend(*case["backend"]),
@@ -42,6 +47,7 @@ for case in json.load(sys.stdin):
         Version(case["torch"]),
         case["cxx11"],
         Version(case["tvm"]) if case["tvm"] else None,
+        **extra,
     )
     accepted = result[0] if isinstance(result, tuple) else result
     print(json.dumps([v.variant_str for v in accepted]))
