@@ -4,6 +4,7 @@
 //! function that translates arguments into library calls and prints results.
 //! Output rules: data on stdout, status and progress on stderr.
 
+mod add;
 mod download;
 mod lock;
 pub mod progress;
@@ -14,6 +15,7 @@ mod stale;
 mod to_wheel;
 mod verify;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -55,6 +57,12 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub frozen: bool,
 
+    /// The project directory (holding `pyproject.toml` and `kernels.lock`), for
+    /// commands that take one. Default: the nearest directory from the current
+    /// one upwards whose `pyproject.toml` has `[tool.kernels]`.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+
     /// When to colour diagnostics (`auto` follows the terminal and `NO_COLOR`).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -82,10 +90,14 @@ pub enum OutputFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Add a kernel to `[tool.kernels.dependencies]` and lock it.
+    Add(add::AddArgs),
     /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
     Download(download::DownloadArgs),
     /// Resolve `[tool.kernels.dependencies]` and write `kernels.lock`.
     Lock(lock::LockArgs),
+    /// Remove kernels from `[tool.kernels.dependencies]` and from `kernels.lock`.
+    Remove(add::RemoveArgs),
     /// Serve a mirror directory over the Hugging Face Hub HTTP API.
     Serve(serve::ServeArgs),
     /// Build Python wheels from the build variants of a kernel snapshot.
@@ -145,8 +157,62 @@ pub fn main() -> ExitCode {
     }
     let global = cli.global;
     let quiet = global.quiet;
-    let result = match cli.command {
-        Command::Download(args) => {
+    let result = dispatch(cli.command, &settings, &global, explicit_lock_mode, quiet);
+    match result {
+        Ok(code) => code,
+        Err(report) => {
+            let internal = report.downcast_ref::<InternalError>().is_some();
+            eprintln!("{report:?}");
+            ExitCode::from(if internal { 2 } else { 1 })
+        }
+    }
+}
+
+/// The project directory of a command: the positional `PROJECT_DIR`, else
+/// `--project`, else the nearest directory upwards from the current one whose
+/// `pyproject.toml` has `[tool.kernels]`, else `.` (whose missing
+/// `pyproject.toml` the command then reports).
+pub(crate) fn project_dir(
+    positional: Option<PathBuf>,
+    global: &GlobalArgs,
+) -> miette::Result<PathBuf> {
+    match (positional, &global.project) {
+        (Some(dir), Some(project)) if dir != *project => Err(miette::miette!(
+            code = "kernels::project::twice",
+            help = "give the project directory once, either as PROJECT_DIR or with --project",
+            "two project directories given: {} (PROJECT_DIR) and {} (--project)",
+            dir.display(),
+            project.display()
+        )),
+        (Some(dir), _) => Ok(dir),
+        (None, Some(dir)) => Ok(dir.clone()),
+        (None, None) => Ok(std::env::current_dir()
+            .ok()
+            .and_then(|cwd| crate::lock::manifest::discover_project(&cwd))
+            .unwrap_or_else(|| PathBuf::from("."))),
+    }
+}
+
+fn dispatch(
+    cmd: Command,
+    settings: &Settings,
+    global: &GlobalArgs,
+    explicit_lock_mode: Option<to_wheel::FromLock>,
+    quiet: bool,
+) -> miette::Result<ExitCode> {
+    let settings = settings.clone();
+    let global = global.clone();
+    match cmd {
+        Command::Add(args) => {
+            let dir = project_dir(None, &global)?;
+            add::run_add(args, &dir, &settings, &global)
+        }
+        Command::Remove(args) => {
+            let dir = project_dir(None, &global)?;
+            add::run_remove(args, &dir, &settings, &global)
+        }
+        Command::Download(mut args) => {
+            args.project_dir = project_dir(args.project_arg.take(), &global)?;
             let mut check_settings = settings.clone();
             check_settings.offline |= args.offline;
             stale::ensure_current(
@@ -159,10 +225,14 @@ pub fn main() -> ExitCode {
             )
             .and_then(|()| download::run(args, &settings, quiet))
         }
-        Command::Lock(args) => lock::run(args, &settings, &global),
+        Command::Lock(mut args) => {
+            args.project_dir = project_dir(args.project_arg.take(), &global)?;
+            lock::run(args, &settings, &global)
+        }
         Command::Serve(args) => serve::run(args, quiet),
         Command::ToWheel(args) => to_wheel::run(args, explicit_lock_mode, &settings, &global),
-        Command::Verify(args) => {
+        Command::Verify(mut args) => {
+            args.project_dir = project_dir(args.project_arg.take(), &global)?;
             // `verify` makes no request, so its lock check is offline too.
             let mut check_settings = settings.clone();
             check_settings.offline = true;
@@ -188,14 +258,6 @@ pub fn main() -> ExitCode {
         Command::GenerateCliReference => {
             print!("{}", reference::markdown(&command()));
             Ok(ExitCode::SUCCESS)
-        }
-    };
-    match result {
-        Ok(code) => code,
-        Err(report) => {
-            let internal = report.downcast_ref::<InternalError>().is_some();
-            eprintln!("{report:?}");
-            ExitCode::from(if internal { 2 } else { 1 })
         }
     }
 }

@@ -5,6 +5,7 @@
 //! the target runtime ([`profile`]), and the two on-disk formats ([`format`]).
 
 pub mod conflict;
+pub mod edit;
 pub mod format;
 pub mod freshness;
 pub mod manifest;

@@ -1,6 +1,7 @@
 //! Integration tests: the real `kernels` binary against `kernels serve` on loopback,
 //! and against the pinned Python reference where an issue asks for parity.
 
+mod add;
 mod auth;
 mod cli;
 mod common;
