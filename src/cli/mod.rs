@@ -13,6 +13,7 @@ mod serve;
 pub mod settings;
 mod stale;
 mod to_wheel;
+mod tree;
 mod verify;
 
 use std::path::PathBuf;
@@ -100,6 +101,13 @@ enum Command {
     Remove(add::RemoveArgs),
     /// Serve a mirror directory over the Hugging Face Hub HTTP API.
     Serve(serve::ServeArgs),
+    /// Show each dependency with its locked version, and what it depends on.
+    Tree(tree::TreeArgs),
+    /// List locked kernels with a newer compatible or newer overall version.
+    Outdated(tree::OutdatedArgs),
+    /// List a kernel's versions (`vN` branches and release tags) with their
+    /// build variants and whether one matches this environment.
+    Versions(tree::VersionsArgs),
     /// Build Python wheels from the build variants of a kernel snapshot.
     ToWheel(to_wheel::ToWheelArgs),
     /// Re-hash the kernels pinned in `kernels.lock` in the cache; no network.
@@ -210,6 +218,18 @@ fn dispatch(
         Command::Remove(args) => {
             let dir = project_dir(None, &global)?;
             add::run_remove(args, &dir, &settings, &global)
+        }
+        Command::Tree(mut args) => {
+            let dir = project_dir(args.project_arg.take(), &global)?;
+            tree::run_tree(args, &dir, &settings, &global)
+        }
+        Command::Outdated(mut args) => {
+            let dir = project_dir(args.project_arg.take(), &global)?;
+            tree::run_outdated(args, &dir, &settings, &global)
+        }
+        Command::Versions(args) => {
+            let dir = project_dir(None, &global)?;
+            tree::run_versions(args, &dir, &settings, &global)
         }
         Command::Download(mut args) => {
             args.project_dir = project_dir(args.project_arg.take(), &global)?;

@@ -8,6 +8,7 @@ pub mod conflict;
 pub mod edit;
 pub mod format;
 pub mod freshness;
+pub mod inspect;
 pub mod manifest;
 pub mod profile;
 pub mod project;

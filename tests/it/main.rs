@@ -10,6 +10,7 @@ mod concurrency;
 mod crash;
 mod download;
 mod faults;
+mod inspect;
 mod lock;
 mod matrix;
 mod precommit;
