@@ -567,6 +567,19 @@ impl Locker<'_> {
         let mut orgs: HashSet<String> = HashSet::new();
         let mut queue: std::collections::VecDeque<(KernelDependency, RepoId)> =
             roots.iter().cloned().collect();
+        // Entries of the previous lock that are kept are most likely still
+        // reached: learn their `kernel-depends` now instead of level by level.
+        // One that is no longer reached is never visited, so it costs requests
+        // but changes nothing.
+        if let Some(Lockfile::KernelLocks(old)) = &self.options.previous {
+            for (dep, _) in old.iter() {
+                if !self.options.upgrade.covers(&dep.repo_id)
+                    && let Ok(repo_id) = dep.repo_id.parse::<RepoId>()
+                {
+                    queue.push_back((dep.clone(), repo_id));
+                }
+            }
+        }
         let mut running: futures_util::stream::FuturesUnordered<LocalBoxFuture<'_, Done>> =
             futures_util::stream::FuturesUnordered::new();
         loop {
