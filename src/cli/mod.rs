@@ -58,15 +58,15 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub frozen: bool,
 
+    /// When to colour diagnostics (`auto` follows the terminal and `NO_COLOR`).
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+
     /// The project directory (holding `pyproject.toml` and `kernels.lock`), for
     /// commands that take one. Default: the nearest directory from the current
     /// one upwards whose `pyproject.toml` has `[tool.kernels]`.
     #[arg(long, global = true, value_name = "DIR")]
     pub project: Option<PathBuf>,
-
-    /// When to colour diagnostics (`auto` follows the terminal and `NO_COLOR`).
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
-    pub color: ColorChoice,
 }
 
 /// `--color` values.
@@ -194,9 +194,18 @@ pub(crate) fn project_dir(
         )),
         (Some(dir), _) => Ok(dir),
         (None, Some(dir)) => Ok(dir.clone()),
+        // Named relative to the current directory (`.`, `..`, `../..`), as
+        // messages named it before discovery.
         (None, None) => Ok(std::env::current_dir()
             .ok()
-            .and_then(|cwd| crate::lock::manifest::discover_project(&cwd))
+            .and_then(|cwd| {
+                let found = crate::lock::manifest::discover_project(&cwd)?;
+                let up = cwd.components().count() - found.components().count();
+                Some(match up {
+                    0 => PathBuf::from("."),
+                    n => std::iter::repeat_n("..", n).collect(),
+                })
+            })
             .unwrap_or_else(|| PathBuf::from("."))),
     }
 }
