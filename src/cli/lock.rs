@@ -351,6 +351,7 @@ fn plan(
         allow_model_repos,
         previous,
         upgrade: upgrade.clone(),
+        cache: Some(HubCache::new(&settings.cache_dir)),
     };
     let client = HubClient::new(&settings.client_config())?;
     let started = std::time::Instant::now();

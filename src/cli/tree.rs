@@ -120,7 +120,12 @@ pub fn run_tree(
     let (manifest, _lock, entries, profile) = read_project("tree", project_dir, settings, global)?;
     let client = HubClient::new(&settings.client_config())?;
     let runtime = super::runtime()?;
-    let children = runtime.block_on(inspect::depends_of(&client, profile.repo_type, &entries))?;
+    let children = runtime.block_on(inspect::depends_of(
+        &client,
+        Some(kernels_cache::HubCache::new(&settings.cache_dir)),
+        profile.repo_type,
+        &entries,
+    ))?;
     let statuses: HashMap<String, EntryStatus> = if args.outdated {
         let refs = runtime.block_on(inspect::refs_of(
             &client,

@@ -271,15 +271,29 @@ pub fn statuses(
 /// fetched at once.
 pub async fn depends_of(
     client: &HubClient,
+    cache: Option<kernels_cache::HubCache>,
     repo_type: RepoType,
     entries: &[Entry],
 ) -> Result<HashMap<KernelDependency, Vec<KernelDependency>>, LockError> {
     let with_dep: Vec<&Entry> = entries.iter().filter(|e| e.dependency.is_some()).collect();
+    let cache = cache.map(crate::lock::project::MetadataCache::new);
+    let cache = cache.as_ref();
     let answers = join_all(with_dep.iter().map(|e| async move {
         let mut warnings = Vec::new();
-        kernel_depends(client, repo_type, &e.repo_id, &e.commit, &mut warnings).await
+        kernel_depends(
+            client,
+            cache,
+            repo_type,
+            &e.repo_id,
+            &e.commit,
+            &mut warnings,
+        )
+        .await
     }))
     .await;
+    if let Some(cache) = cache {
+        cache.flush().await;
+    }
     let mut out = HashMap::new();
     for (entry, answer) in with_dep.into_iter().zip(answers) {
         out.insert(entry.dependency.clone().expect("filtered"), answer?);

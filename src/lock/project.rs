@@ -50,6 +50,10 @@ pub struct LockOptions {
     pub previous: Option<Lockfile>,
     /// Which kept entries are resolved again anyway.
     pub upgrade: Upgrade,
+    /// The Hub cache: `metadata.json` blobs found there (by the git blob id of
+    /// the tree listing) are read instead of fetched, and fetched ones are
+    /// stored there, as the 0.17 reference stores them. `None`: no cache.
+    pub cache: Option<kernels_cache::HubCache>,
 }
 
 /// A written-to-be lock with its status lines.
@@ -266,6 +270,7 @@ pub async fn lock_project(
         client,
         profile,
         options,
+        metadata: options.cache.clone().map(MetadataCache::new),
     };
     let mut outcome = match profile.lock_format {
         crate::lock::format::LockFormat::VariantHash => locker.variant_hash(manifest).await?,
@@ -273,7 +278,11 @@ pub async fn lock_project(
             if manifest.dependencies.is_empty() {
                 return Err(LockError::NoKernels { path });
             }
-            locker.kernel_locks(manifest).await?
+            let outcome = locker.kernel_locks(manifest).await;
+            if let Some(metadata) = &locker.metadata {
+                metadata.flush().await;
+            }
+            outcome?
         }
     };
     warnings.append(&mut outcome.warnings);
@@ -299,6 +308,7 @@ struct Locker<'a> {
     client: &'a HubClient,
     profile: &'a Profile,
     options: &'a LockOptions,
+    metadata: Option<MetadataCache>,
 }
 
 /// Whether an error is the `kernel` API's RepoNotFound.
@@ -694,6 +704,7 @@ impl Locker<'_> {
         warnings.extend(resolved.warnings);
         let children = kernel_depends(
             self.client,
+            self.metadata.as_ref(),
             repo_type,
             repo_id,
             &resolved.commit,
@@ -892,6 +903,7 @@ impl Tree {
 /// usually share it).
 pub async fn kernel_depends(
     client: &HubClient,
+    cache: Option<&MetadataCache>,
     repo_type: RepoType,
     repo_id: &RepoId,
     commit: &str,
@@ -905,9 +917,11 @@ pub async fn kernel_depends(
         Err(HubError::EntryNotFound { .. }) => return Ok(Vec::new()),
         Err(err) => return Err(err.into()),
     };
-    // Variant directory → blob id of its metadata.json (if it has one).
+    // Variant directory → blob id of its metadata.json (if it has one), with
+    // its size when it is a plain git blob (cacheable by that id).
     let mut variants: std::collections::BTreeMap<String, Option<String>> =
         std::collections::BTreeMap::new();
+    let mut sizes: HashMap<String, u64> = HashMap::new();
     let mut invalid = BTreeSet::new();
     for entry in &entries {
         let rest = entry.path.strip_prefix("build/").unwrap_or(&entry.path);
@@ -921,6 +935,9 @@ pub async fn kernel_depends(
         let slot = variants.entry(name.to_owned()).or_default();
         if inner == "metadata.json" && entry.is_file() {
             *slot = Some(entry.oid.clone());
+            if entry.lfs.is_none() {
+                sizes.insert(entry.oid.clone(), entry.size);
+            }
         }
     }
     for name in invalid {
@@ -937,11 +954,19 @@ pub async fn kernel_depends(
             blobs.push((oid, variant));
         }
     }
-    let fetched = join_all(
-        blobs
-            .iter()
-            .map(|(_, variant)| fetch_metadata(client, repo_type, repo_id, commit, variant)),
-    )
+    let repo_cache = cache.map(|c| c.cache.repo(repo_id, repo_type));
+    let fetched = join_all(blobs.iter().map(|(oid, variant)| {
+        let blob = sizes
+            .get(*oid)
+            .and_then(|size| {
+                Some(kernels_cache::BlobId {
+                    digest: kernels_types::Digest::from_etag(oid).ok()?,
+                    size: *size,
+                })
+            })
+            .zip(repo_cache.as_ref());
+        cached_metadata(client, blob, cache, repo_type, repo_id, commit, variant)
+    }))
     .await;
     let mut by_blob: HashMap<&str, Result<Vec<KernelDependency>, LockError>> =
         blobs.iter().map(|(oid, _)| *oid).zip(fetched).collect();
@@ -980,14 +1005,92 @@ fn describe(dep: &KernelDependency) -> String {
     }
 }
 
-/// Downloads and parses `build/<variant>/metadata.json` at `commit`.
+/// The Hub cache as [`kernel_depends`] uses it: `metadata.json` blobs are read
+/// from it and stored in it. Stores run on the blocking pool, off the
+/// resolution's path; [`MetadataCache::flush`] waits for them.
+#[derive(Debug)]
+pub struct MetadataCache {
+    cache: kernels_cache::HubCache,
+    pending: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl MetadataCache {
+    /// A cache rooted at `cache`.
+    pub fn new(cache: kernels_cache::HubCache) -> Self {
+        MetadataCache {
+            cache,
+            pending: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Waits until every store started so far is done (or failed: stores are
+    /// best effort).
+    pub async fn flush(&self) {
+        let pending: Vec<_> = self
+            .pending
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        for handle in pending {
+            let _ = handle.await;
+        }
+    }
+}
+
+/// `build/<variant>/metadata.json` at `commit`, parsed: from the Hub cache
+/// when `blob` (its git blob id, and the repository's cache folder) is there
+/// with that exact content, else fetched and then stored in the cache
+/// (best effort: a cache that cannot be written is skipped).
+async fn cached_metadata(
+    client: &HubClient,
+    blob: Option<(kernels_cache::BlobId, &kernels_cache::RepoCache)>,
+    store: Option<&MetadataCache>,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &str,
+    variant: &str,
+) -> Result<Vec<KernelDependency>, LockError> {
+    let file = format!("build/{variant}/metadata.json");
+    if let Some((id, repo)) = &blob {
+        let path = repo.blob_path(&id.etag());
+        if kernels_cache::file_matches(&path, id).unwrap_or(false)
+            && let Ok(body) = std::fs::read(&path)
+        {
+            let _ = repo.link(commit, &file, &id.etag());
+            return parse_metadata(&body, repo_id, commit, variant);
+        }
+    }
+    let body = fetch_metadata(client, repo_type, repo_id, commit, variant).await?;
+    if let Some((id, repo)) = blob {
+        // On the blocking pool and not awaited here: the fsyncs of a store must
+        // not delay what depends on this answer ([`MetadataCache::flush`]).
+        let (repo, body, commit) = (repo.clone(), body.clone(), commit.to_owned());
+        let handle = tokio::task::spawn_blocking(move || {
+            if let Ok(kernels_cache::PartialBlob::Missing(mut writer)) = repo.open_blob(&id) {
+                let stored = writer
+                    .restart()
+                    .and_then(|()| writer.write(&body, &file))
+                    .and_then(|()| writer.finish(&file));
+                if stored.is_ok() {
+                    let _ = repo.link(&commit, &file, &id.etag());
+                }
+            }
+        });
+        if let Some(Ok(mut pending)) = store.map(|s| s.pending.lock()) {
+            pending.push(handle);
+        }
+    }
+    parse_metadata(&body, repo_id, commit, variant)
+}
+
+/// Downloads `build/<variant>/metadata.json` at `commit`.
 async fn fetch_metadata(
     client: &HubClient,
     repo_type: RepoType,
     repo_id: &RepoId,
     commit: &str,
     variant: &str,
-) -> Result<Vec<KernelDependency>, LockError> {
+) -> Result<Vec<u8>, LockError> {
     let file = format!("build/{variant}/metadata.json");
     let url = client.resolve_url(repo_type, repo_id, commit, &file);
     let target = Target::repo(repo_type, repo_id).at(commit).path(&file);
@@ -1009,6 +1112,16 @@ async fn fetch_metadata(
             url: url.clone(),
             source,
         })?;
+    Ok(body.to_vec())
+}
+
+/// The `kernel-depends` of a `metadata.json`.
+fn parse_metadata(
+    body: &[u8],
+    repo_id: &RepoId,
+    commit: &str,
+    variant: &str,
+) -> Result<Vec<KernelDependency>, LockError> {
     let invalid = |detail: String| LockError::InvalidMetadata {
         repo_id: repo_id.clone(),
         commit: commit.to_owned(),
@@ -1016,7 +1129,7 @@ async fn fetch_metadata(
         detail,
     };
     let metadata: Metadata =
-        serde_json::from_slice(&body).map_err(|err| invalid(err.to_string()))?;
+        serde_json::from_slice(body).map_err(|err| invalid(err.to_string()))?;
     metadata
         .kernel_depends
         .into_iter()
