@@ -380,3 +380,49 @@ pub async fn versions(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_types::wire::GitRefInfo;
+
+    fn r(name: &str, kind: &str, commit: char) -> GitRefInfo {
+        GitRefInfo {
+            name: name.to_owned(),
+            git_ref: format!("refs/{kind}/{name}"),
+            target_commit: commit.to_string().repeat(40),
+        }
+    }
+
+    fn refs() -> GitRefs {
+        GitRefs {
+            branches: vec![
+                r("main", "heads", 'a'),
+                r("v1", "heads", 'b'),
+                r("v2", "heads", 'c'),
+            ],
+            converts: Vec::new(),
+            tags: vec![
+                r("v0.1.0", "tags", 'd'),
+                r("v0.2.0", "tags", 'e'),
+                r("v0.3.0rc1", "tags", 'f'),
+            ],
+            pull_requests: None,
+        }
+    }
+
+    #[test]
+    fn compatible_and_newest_follow_the_requirement_kind() {
+        let refs = refs();
+        let branch = Requirement::Branch(1);
+        assert_eq!(compatible(&branch, &refs).unwrap().label, "v1");
+        assert_eq!(newest_for(&branch, &refs).unwrap().label, "v2");
+        let spec = Requirement::parse_str(">=0.1,<0.2").unwrap();
+        assert_eq!(compatible(&spec, &refs).unwrap().label, "v0.1.0");
+        // A specifier's newest is the highest release tag, not a branch.
+        assert_eq!(newest_for(&spec, &refs).unwrap().label, "v0.2.0");
+        let rev = Requirement::Revision("main".into());
+        assert_eq!(compatible(&rev, &refs).unwrap().commit, "a".repeat(40));
+        assert_eq!(compatible(&Requirement::Branch(3), &refs), None);
+    }
+}

@@ -192,3 +192,56 @@ fn versions_lists_branches_and_tags_with_matching_variants() {
     assert_eq!(first["variant_count"], 4);
     assert_eq!(first["matching"], "torch-cpu");
 }
+
+fn requests(endpoint: &str) -> Vec<String> {
+    use std::io::{Read, Write};
+    let host = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "GET /__fixture/requests HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let body = response.split_once("\r\n\r\n").unwrap().1;
+    let log: serde_json::Value = serde_json::from_str(body).unwrap();
+    log.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A re-lock with nothing changed (0.17): no refs, no `metadata.json`, one
+/// `build/` listing per locked kernel (the lock does not record who requires
+/// whom); the metadata blobs come from the Hub cache the first lock filled.
+#[test]
+fn unchanged_relock_lists_each_kernel_once() {
+    let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
+    let dir = project(
+        &server,
+        "0.17.2",
+        "\"kernels-test/kernel-deps\" = 1\n\"kernels-test/versions\" = 1\n",
+    );
+    let before = requests(&server.endpoint).len();
+    let lock = std::fs::read(dir.path().join("kernels.lock")).unwrap();
+    run(&server.endpoint, dir.path(), &["lock"]);
+    assert_eq!(
+        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
+        lock
+    );
+    let mut paths: Vec<String> = requests(&server.endpoint)[before..].to_vec();
+    paths.sort();
+    assert_eq!(paths.len(), 3, "{paths:#?}");
+    for (path, repo) in paths.iter().zip([
+        "kernels-community/einops",
+        "kernels-test/kernel-deps",
+        "kernels-test/versions",
+    ]) {
+        assert!(
+            path.starts_with(&format!("/api/kernels/{repo}/tree/")),
+            "{paths:#?}"
+        );
+    }
+}
