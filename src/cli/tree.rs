@@ -64,6 +64,12 @@ pub struct VersionsArgs {
     #[arg(long, value_enum)]
     pub repo_type: Option<RepoTypeArg>,
 
+    /// Also list every build variant of each version: `✅ NAME (compatible,
+    /// preferred)`, `✅ NAME (compatible)` or the bare name, as the reference
+    /// 0.13–0.14 `kernels versions` does.
+    #[arg(long)]
+    pub variants: bool,
+
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
@@ -464,6 +470,32 @@ pub fn run_versions(
             "{head}: {count} build variant{}{fit}",
             if count == 1 { "" } else { "s" }
         );
+        if args.variants {
+            let parsed: Vec<kernels_types::variant_name::BuildVariant> = v
+                .variants
+                .iter()
+                .map(|n| kernels_types::variant_name::BuildVariant::parse(n))
+                .collect();
+            let accepted: Vec<String> = env
+                .as_ref()
+                .map(|env| {
+                    env.resolve(&parsed, profile.variant_preference)
+                        .into_iter()
+                        .map(|b| b.name().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let best = matching(v);
+            for name in &v.variants {
+                if best.as_ref() == Some(name) {
+                    println!("  ✅ {name} (compatible, preferred)");
+                } else if accepted.contains(name) {
+                    println!("  ✅ {name} (compatible)");
+                } else {
+                    println!("  {name}");
+                }
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

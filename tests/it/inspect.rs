@@ -177,6 +177,15 @@ fn versions_lists_branches_and_tags_with_matching_variants() {
         ),
         "{out}"
     );
+    let out = stdout(&run(
+        &server.endpoint,
+        dir.path(),
+        &["versions", "kernels-test/versions", "--variants"],
+    ));
+    assert!(
+        out.starts_with("Version 1 (branch v1, f609e51): 4 build variants, ✅ torch-cpu matches this environment\n  ✅ torch-cpu (compatible, preferred)\n  torch-cuda\n"),
+        "{out}"
+    );
     let json: serde_json::Value = serde_json::from_slice(
         &run(
             &server.endpoint,
