@@ -21,8 +21,15 @@ use kernels_types::wire::RepoType;
 /// Arguments of `kernels download`.
 #[derive(Debug, clap::Args)]
 pub struct DownloadArgs {
-    /// Project directory holding `kernels.lock`.
-    #[arg(default_value = ".")]
+    /// Project directory holding `kernels.lock`. Default: `--project`, else the nearest
+    /// directory from the current one upwards whose `pyproject.toml` has
+    /// `[tool.kernels]`, else `.`.
+    #[arg(value_name = "PROJECT_DIR")]
+    pub project_arg: Option<PathBuf>,
+
+    /// The project directory in use (set from `project_arg`, `--project` or
+    /// discovery before the command runs).
+    #[arg(skip)]
     pub project_dir: PathBuf,
 
     /// Which variants, and where they live in the cache.

@@ -23,8 +23,15 @@ use kernels_types::wire::RepoType;
 /// Arguments of `kernels lock`.
 #[derive(Debug, clap::Args)]
 pub struct LockArgs {
-    /// Project directory holding `pyproject.toml`.
-    #[arg(default_value = ".")]
+    /// Project directory holding `pyproject.toml`. Default: `--project`, else the nearest
+    /// directory from the current one upwards whose `pyproject.toml` has
+    /// `[tool.kernels]`, else `.`.
+    #[arg(value_name = "PROJECT_DIR")]
+    pub project_arg: Option<PathBuf>,
+
+    /// The project directory in use (set from `project_arg`, `--project` or
+    /// discovery before the command runs).
+    #[arg(skip)]
     pub project_dir: PathBuf,
 
     /// Write the lock for this `kernels` runtime version (for example `0.10.5`
@@ -98,6 +105,27 @@ pub struct LockArgs {
 struct NotOurs {
     path: PathBuf,
     detail: String,
+}
+
+impl LockArgs {
+    /// `kernels lock <project_dir>` with every option at its default.
+    pub fn for_project(project_dir: &Path) -> Self {
+        LockArgs {
+            project_arg: None,
+            project_dir: project_dir.to_owned(),
+            target_runtime: None,
+            repo_type: None,
+            trust: Vec::new(),
+            allow_model_repos: false,
+            check: false,
+            offline: false,
+            upgrade: false,
+            upgrade_package: Vec::new(),
+            dry_run: false,
+            force: false,
+            format: OutputFormat::Text,
+        }
+    }
 }
 
 /// `--upgrade-package` names a repository the project does not depend on.
@@ -308,6 +336,7 @@ fn plan(
         allow_model_repos,
         previous,
         upgrade: upgrade.clone(),
+        cache: Some(HubCache::new(&settings.cache_dir)),
     };
     let client = HubClient::new(&settings.client_config())?;
     let started = std::time::Instant::now();

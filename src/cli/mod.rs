@@ -4,6 +4,7 @@
 //! function that translates arguments into library calls and prints results.
 //! Output rules: data on stdout, status and progress on stderr.
 
+mod add;
 mod cache;
 mod download;
 mod lock;
@@ -15,8 +16,10 @@ mod serve;
 pub mod settings;
 mod stale;
 mod to_wheel;
+mod tree;
 mod verify;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -61,6 +64,12 @@ pub struct GlobalArgs {
     /// When to colour diagnostics (`auto` follows the terminal and `NO_COLOR`).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+
+    /// The project directory (holding `pyproject.toml` and `kernels.lock`), for
+    /// commands that take one. Default: the nearest directory from the current
+    /// one upwards whose `pyproject.toml` has `[tool.kernels]`.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub project: Option<PathBuf>,
 }
 
 /// `--color` values.
@@ -87,14 +96,25 @@ pub enum OutputFormat {
 enum Command {
     /// Show where the cache is, list it, and prune leftovers.
     Cache(cache::CacheArgs),
+    /// Add a kernel to `[tool.kernels.dependencies]` and lock it.
+    Add(add::AddArgs),
     /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
     Download(download::DownloadArgs),
     /// Resolve `[tool.kernels.dependencies]` and write `kernels.lock`.
     Lock(lock::LockArgs),
     /// Write a mirror directory of what a project locks, or of named repositories.
     Mirror(mirror::MirrorArgs),
+    /// Remove kernels from `[tool.kernels.dependencies]` and from `kernels.lock`.
+    Remove(add::RemoveArgs),
     /// Serve a mirror directory over the Hugging Face Hub HTTP API.
     Serve(serve::ServeArgs),
+    /// Show each dependency with its locked version, and what it depends on.
+    Tree(tree::TreeArgs),
+    /// List locked kernels with a newer compatible or newer overall version.
+    Outdated(tree::OutdatedArgs),
+    /// List a kernel's versions (`vN` branches and release tags) with their
+    /// build variants and whether one matches this environment.
+    Versions(tree::VersionsArgs),
     /// Build Python wheels from the build variants of a kernel snapshot.
     ToWheel(to_wheel::ToWheelArgs),
     /// Re-hash the kernels pinned in `kernels.lock` in the cache; no network.
@@ -152,8 +172,83 @@ pub fn main() -> ExitCode {
     }
     let global = cli.global;
     let quiet = global.quiet;
-    let result = match cli.command {
-        Command::Download(args) => {
+    let result = dispatch(cli.command, &settings, &global, explicit_lock_mode, quiet);
+    match result {
+        Ok(code) => code,
+        Err(report) => {
+            let internal = report.downcast_ref::<InternalError>().is_some();
+            eprintln!("{report:?}");
+            ExitCode::from(if internal { 2 } else { 1 })
+        }
+    }
+}
+
+/// The project directory of a command: the positional `PROJECT_DIR`, else
+/// `--project`, else the nearest directory upwards from the current one whose
+/// `pyproject.toml` has `[tool.kernels]`, else `.` (whose missing
+/// `pyproject.toml` the command then reports).
+pub(crate) fn project_dir(
+    positional: Option<PathBuf>,
+    global: &GlobalArgs,
+) -> miette::Result<PathBuf> {
+    match (positional, &global.project) {
+        (Some(dir), Some(project)) if dir != *project => Err(miette::miette!(
+            code = "kernels::project::twice",
+            help = "give the project directory once, either as PROJECT_DIR or with --project",
+            "two project directories given: {} (PROJECT_DIR) and {} (--project)",
+            dir.display(),
+            project.display()
+        )),
+        (Some(dir), _) => Ok(dir),
+        (None, Some(dir)) => Ok(dir.clone()),
+        // Named relative to the current directory (`.`, `..`, `../..`), as
+        // messages named it before discovery.
+        (None, None) => Ok(std::env::current_dir()
+            .ok()
+            .and_then(|cwd| {
+                let found = crate::lock::manifest::discover_project(&cwd)?;
+                let up = cwd.components().count() - found.components().count();
+                Some(match up {
+                    0 => PathBuf::from("."),
+                    n => std::iter::repeat_n("..", n).collect(),
+                })
+            })
+            .unwrap_or_else(|| PathBuf::from("."))),
+    }
+}
+
+fn dispatch(
+    cmd: Command,
+    settings: &Settings,
+    global: &GlobalArgs,
+    explicit_lock_mode: Option<to_wheel::FromLock>,
+    quiet: bool,
+) -> miette::Result<ExitCode> {
+    let settings = settings.clone();
+    let global = global.clone();
+    match cmd {
+        Command::Add(args) => {
+            let dir = project_dir(None, &global)?;
+            add::run_add(args, &dir, &settings, &global)
+        }
+        Command::Remove(args) => {
+            let dir = project_dir(None, &global)?;
+            add::run_remove(args, &dir, &settings, &global)
+        }
+        Command::Tree(mut args) => {
+            let dir = project_dir(args.project_arg.take(), &global)?;
+            tree::run_tree(args, &dir, &settings, &global)
+        }
+        Command::Outdated(mut args) => {
+            let dir = project_dir(args.project_arg.take(), &global)?;
+            tree::run_outdated(args, &dir, &settings, &global)
+        }
+        Command::Versions(args) => {
+            let dir = project_dir(None, &global)?;
+            tree::run_versions(args, &dir, &settings, &global)
+        }
+        Command::Download(mut args) => {
+            args.project_dir = project_dir(args.project_arg.take(), &global)?;
             let mut check_settings = settings.clone();
             check_settings.offline |= args.offline;
             stale::ensure_current(
@@ -167,11 +262,15 @@ pub fn main() -> ExitCode {
             .and_then(|()| download::run(args, &settings, quiet))
         }
         Command::Cache(args) => cache::run(args, &settings, quiet),
-        Command::Lock(args) => lock::run(args, &settings, &global),
         Command::Mirror(args) => mirror::run(args, &settings, quiet),
+        Command::Lock(mut args) => {
+            args.project_dir = project_dir(args.project_arg.take(), &global)?;
+            lock::run(args, &settings, &global)
+        }
         Command::Serve(args) => serve::run(args, quiet),
         Command::ToWheel(args) => to_wheel::run(args, explicit_lock_mode, &settings, &global),
-        Command::Verify(args) => {
+        Command::Verify(mut args) => {
+            args.project_dir = project_dir(args.project_arg.take(), &global)?;
             // `verify` makes no request, so its lock check is offline too.
             let mut check_settings = settings.clone();
             check_settings.offline = true;
@@ -197,14 +296,6 @@ pub fn main() -> ExitCode {
         Command::GenerateCliReference => {
             print!("{}", reference::markdown(&command()));
             Ok(ExitCode::SUCCESS)
-        }
-    };
-    match result {
-        Ok(code) => code,
-        Err(report) => {
-            let internal = report.downcast_ref::<InternalError>().is_some();
-            eprintln!("{report:?}");
-            ExitCode::from(if internal { 2 } else { 1 })
         }
     }
 }

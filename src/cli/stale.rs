@@ -102,22 +102,10 @@ pub fn ensure_current(
                 .join(", ")
         );
     }
-    let args = LockArgs {
-        project_dir: project_dir.to_owned(),
-        target_runtime: None,
-        repo_type: repo_type.map(|t| match t {
-            RepoType::Model => RepoTypeArg::Model,
-            _ => RepoTypeArg::Kernel,
-        }),
-        trust: Vec::new(),
-        allow_model_repos: false,
-        check: false,
-        offline: false,
-        upgrade: false,
-        upgrade_package: Vec::new(),
-        dry_run: false,
-        force: false,
-        format: super::OutputFormat::Text,
-    };
+    let mut args = LockArgs::for_project(project_dir);
+    args.repo_type = repo_type.map(|t| match t {
+        RepoType::Model => RepoTypeArg::Model,
+        _ => RepoTypeArg::Kernel,
+    });
     super::lock::run(args, settings, global).map(|_| ())
 }

@@ -23,7 +23,7 @@ use super::lock::RepoTypeArg;
 #[derive(Debug, clap::Args)]
 pub struct ToWheelArgs {
     /// Kernel repository, `owner/name`. With `--locked` or `--frozen`: the
-    /// project directory whose `kernels.lock` to build (default `.`).
+    /// project directory whose `kernels.lock` to build (default: `--project`, else the nearest project upwards, else `.`).
     #[arg(value_name = "REPO_ID")]
     pub repo_id: Option<String>,
 
@@ -115,7 +115,7 @@ pub fn run(
                 )
                 .exit();
         }
-        let project_dir = PathBuf::from(args.repo_id.as_deref().unwrap_or("."));
+        let project_dir = super::project_dir(args.repo_id.as_deref().map(PathBuf::from), global)?;
         if mode == FromLock::Locked {
             super::lock::ensure_locked(
                 &project_dir,

@@ -297,8 +297,27 @@ impl Manifest {
         };
 
         let mut dependencies = Vec::new();
+        // Hub repository ids are case-insensitive: two spellings of one repo
+        // would lock the same kernel twice.
+        let mut spellings: std::collections::HashMap<String, &str> =
+            std::collections::HashMap::new();
         for (key, item) in table.iter() {
             let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
+            if let Some(first) = spellings.get(&key.to_ascii_lowercase()) {
+                let problem = Problem::new(
+                    key_span.clone(),
+                    format!(
+                        "`{key}` and `{first}` are two spellings of the same Hub repository (repository ids are case-insensitive)"
+                    ),
+                    "second spelling",
+                )
+                .help(format!(
+                    "keep one entry for the repository: delete the `{key}` line or the `{first}` line (`kernels remove {key}` removes this one), then run `kernels lock`"
+                ));
+                problems.push(to_entry(problem, Some(key)));
+                continue;
+            }
+            spellings.insert(key.to_ascii_lowercase(), key);
             let repo_id = key.parse::<RepoId>().map_err(|err| {
                 Problem::new(key_span.clone(), err.to_string(), "invalid repo id")
                     .help("keys are Hub repository ids such as `kernels-community/activation`")
@@ -446,6 +465,21 @@ fn first_definition(text: &str, dup: Range<usize>) -> Option<Range<usize>> {
         offset += line.len();
     }
     None
+}
+
+/// The nearest directory from `start` upwards (`start` included) whose
+/// `pyproject.toml` has a `[tool.kernels]` table, as uv and cargo find their
+/// project. A file that is not valid TOML counts when it mentions
+/// `tool.kernels`, so that its syntax error is reported instead of skipped.
+pub fn discover_project(start: &Path) -> Option<PathBuf> {
+    start.ancestors().find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join(MANIFEST_FILE_NAME)).ok()?;
+        let has_kernels = match toml_edit::Document::parse(text.as_str()) {
+            Ok(doc) => doc.get("tool").and_then(|t| t.get("kernels")).is_some(),
+            Err(_) => text.contains("tool.kernels"),
+        };
+        has_kernels.then(|| dir.to_owned())
+    })
 }
 
 impl ToolSettings {

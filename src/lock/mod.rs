@@ -6,8 +6,10 @@
 //! ([`support`]), and the two on-disk formats ([`format`]).
 
 pub mod conflict;
+pub mod edit;
 pub mod format;
 pub mod freshness;
+pub mod inspect;
 pub mod manifest;
 pub mod profile;
 pub mod project;

@@ -51,6 +51,10 @@ pub struct LockOptions {
     pub previous: Option<Lockfile>,
     /// Which kept entries are resolved again anyway.
     pub upgrade: Upgrade,
+    /// The Hub cache: `metadata.json` blobs found there (by the git blob id of
+    /// the tree listing) are read instead of fetched, and fetched ones are
+    /// stored there, as the 0.17 reference stores them. `None`: no cache.
+    pub cache: Option<kernels_cache::HubCache>,
 }
 
 /// A written-to-be lock with its status lines.
@@ -230,6 +234,7 @@ pub async fn lock_project(
         client,
         profile,
         options,
+        metadata: options.cache.clone().map(MetadataCache::new),
     };
     let mut outcome = match profile.lock_format {
         crate::lock::format::LockFormat::VariantHash => locker.variant_hash(manifest).await?,
@@ -237,7 +242,11 @@ pub async fn lock_project(
             if manifest.dependencies.is_empty() {
                 return Err(LockError::NoKernels { path });
             }
-            locker.kernel_locks(manifest).await?
+            let outcome = locker.kernel_locks(manifest).await;
+            if let Some(metadata) = &locker.metadata {
+                metadata.flush().await;
+            }
+            outcome?
         }
     };
     warnings.append(&mut outcome.warnings);
@@ -263,6 +272,7 @@ struct Locker<'a> {
     client: &'a HubClient,
     profile: &'a Profile,
     options: &'a LockOptions,
+    metadata: Option<MetadataCache>,
 }
 
 /// Whether an error is the `kernel` API's RepoNotFound.
@@ -458,15 +468,7 @@ impl Locker<'_> {
     }
 
     async fn kernel_locks(&self, manifest: &Manifest) -> Result<LockOutcome, LockError> {
-        let mut tree = Tree {
-            locker: self,
-            locks: KernelLocks::new(),
-            done: HashSet::new(),
-            trust: HashMap::new(),
-            locked: Vec::new(),
-            warnings: Vec::new(),
-            kept: 0,
-        };
+        let mut roots = Vec::new();
         for dep in &manifest.dependencies {
             let version = match &dep.requirement {
                 Requirement::Branch(n) => KernelVersion::Version(*n),
@@ -486,7 +488,24 @@ impl Locker<'_> {
                 repo_id: dep.repo_id.to_string(),
                 version,
             };
-            tree.visit(node, dep.repo_id.clone(), Vec::new()).await?;
+            roots.push((node, dep.repo_id.clone()));
+        }
+        // Every request first, as concurrently as the graph allows; then the
+        // reference's depth-first walk over the answers, so that the lock, the
+        // status lines, the warnings and the first error are the same as when
+        // one kernel is visited at a time.
+        let (nodes, trust) = self.discover(&roots).await;
+        let mut tree = Tree {
+            nodes,
+            trust,
+            locks: KernelLocks::new(),
+            done: HashSet::new(),
+            locked: Vec::new(),
+            warnings: Vec::new(),
+            kept: 0,
+        };
+        for (node, repo_id) in roots {
+            tree.visit(node, repo_id, Vec::new())?;
         }
         Ok(LockOutcome {
             lockfile: Lockfile::KernelLocks(tree.locks),
@@ -497,6 +516,188 @@ impl Locker<'_> {
             kept: tree.kept,
         })
     }
+
+    /// Whether locking `repo_id` needs its publisher's trust status.
+    fn needs_trust(&self, repo_id: &RepoId) -> bool {
+        self.profile.check_trust && !self.options.trust.contains(repo_id)
+    }
+
+    /// Resolves every node reachable from `roots` (and the trust status of
+    /// every organization that needs one), each request as soon as what it
+    /// depends on is known. A node's children are scheduled when it is done.
+    async fn discover(
+        &self,
+        roots: &[(KernelDependency, RepoId)],
+    ) -> (
+        HashMap<KernelDependency, Result<Node, LockError>>,
+        HashMap<String, Result<bool, HubError>>,
+    ) {
+        enum Done {
+            Node(KernelDependency, Box<Result<Node, LockError>>),
+            Trust(String, Result<bool, HubError>),
+        }
+        let mut nodes = HashMap::new();
+        let mut trust = HashMap::new();
+        let mut seen: HashSet<KernelDependency> = HashSet::new();
+        let mut orgs: HashSet<String> = HashSet::new();
+        let mut queue: std::collections::VecDeque<(KernelDependency, RepoId)> =
+            roots.iter().cloned().collect();
+        // Entries of the previous lock that are kept are most likely still
+        // reached: learn their `kernel-depends` now instead of level by level.
+        // One that is no longer reached is never visited, so it costs requests
+        // but changes nothing.
+        if let Some(Lockfile::KernelLocks(old)) = &self.options.previous {
+            for (dep, _) in old.iter() {
+                if !self.options.upgrade.covers(&dep.repo_id)
+                    && let Ok(repo_id) = dep.repo_id.parse::<RepoId>()
+                {
+                    queue.push_back((dep.clone(), repo_id));
+                }
+            }
+        }
+        let mut running: futures_util::stream::FuturesUnordered<LocalBoxFuture<'_, Done>> =
+            futures_util::stream::FuturesUnordered::new();
+        loop {
+            while running.len() < DISCOVERY_CONCURRENCY
+                && let Some((node, repo_id)) = queue.pop_front()
+            {
+                if !seen.insert(node.clone()) {
+                    continue;
+                }
+                let previous = self.previous_commit(&node);
+                if previous.is_none()
+                    && self.needs_trust(&repo_id)
+                    && !self.client.is_offline()
+                    && orgs.insert(repo_id.owner().to_owned())
+                {
+                    let org = repo_id.owner().to_owned();
+                    running.push(Box::pin(async move {
+                        let result = self
+                            .client
+                            .org_overview(&org)
+                            .await
+                            .map(|o| o.trusted_kernel_publisher);
+                        Done::Trust(org, result)
+                    }));
+                }
+                running.push(Box::pin(async move {
+                    let result = self.resolve_node(&node, &repo_id, previous).await;
+                    Done::Node(node, Box::new(result))
+                }));
+            }
+            let Some(done) = running.next().await else {
+                break;
+            };
+            match done {
+                Done::Trust(org, result) => {
+                    trust.insert(org, result);
+                }
+                Done::Node(node, result) => {
+                    if let Ok(resolved) = &*result {
+                        for child in &resolved.children {
+                            if let Ok(child_id) = child.repo_id.parse::<RepoId>()
+                                && !seen.contains(child)
+                            {
+                                queue.push_back((child.clone(), child_id));
+                            }
+                        }
+                    }
+                    nodes.insert(node, *result);
+                }
+            }
+        }
+        (nodes, trust)
+    }
+
+    /// The commit the previous lock has for `node`, unless it is upgraded.
+    fn previous_commit(&self, node: &KernelDependency) -> Option<String> {
+        match &self.options.previous {
+            Some(Lockfile::KernelLocks(old)) if !self.options.upgrade.covers(&node.repo_id) => old
+                .iter()
+                .find(|(d, _)| *d == node)
+                .map(|(_, c)| c.as_str().to_owned()),
+            _ => None,
+        }
+    }
+
+    /// One node: its commit (kept from the previous lock, or resolved, through
+    /// the model API when allowed) and its `kernel-depends`.
+    async fn resolve_node(
+        &self,
+        node: &KernelDependency,
+        repo_id: &RepoId,
+        previous: Option<String>,
+    ) -> Result<Node, LockError> {
+        let mut warnings = Vec::new();
+        let requirement = match &node.version {
+            KernelVersion::Version(n) => Requirement::Branch(*n),
+            KernelVersion::Revision(r) => Requirement::Revision(r.clone()),
+        };
+        let mut repo_type = self.profile.repo_type;
+        let kept = previous.is_some();
+        let resolved = if let Some(commit) = previous {
+            // The requirement is recorded and unchanged: keep the commit.
+            ResolvedCommit {
+                chosen: match &node.version {
+                    KernelVersion::Version(n) => format!("v{n}"),
+                    KernelVersion::Revision(r) => r.clone(),
+                },
+                commit,
+                warnings: Vec::new(),
+            }
+        } else {
+            if self.needs_trust(repo_id) && self.client.is_offline() {
+                warnings.push(format!(
+                    "Skipping publisher trust check for '{repo_id}' because Hugging Face Hub is in offline mode."
+                ));
+            }
+            match self
+                .resolver(repo_type)
+                .resolve_commit(repo_id, &requirement)
+                .await
+            {
+                Ok(resolved) => resolved,
+                Err(err) => {
+                    self.model_fallback(repo_id, err, &mut warnings).await?;
+                    repo_type = RepoType::Model;
+                    self.resolver(repo_type)
+                        .resolve_commit(repo_id, &requirement)
+                        .await?
+                }
+            }
+        };
+        warnings.extend(resolved.warnings);
+        let children = kernel_depends(
+            self.client,
+            self.metadata.as_ref(),
+            repo_type,
+            repo_id,
+            &resolved.commit,
+            &mut warnings,
+        )
+        .await?;
+        Ok(Node {
+            chosen: resolved.chosen,
+            commit: resolved.commit,
+            kept,
+            warnings,
+            children,
+        })
+    }
+}
+
+/// How many nodes [`Locker::discover`] resolves at the same time.
+const DISCOVERY_CONCURRENCY: usize = 32;
+
+/// A resolved node of the 0.17 dependency graph.
+struct Node {
+    chosen: String,
+    commit: String,
+    /// Kept from the previous lock.
+    kept: bool,
+    /// Remarks, in the order the reference makes them.
+    warnings: Vec<String>,
+    children: Vec<KernelDependency>,
 }
 
 /// A tag or branch pointing at `commit` (tags first), for change lines.
@@ -530,13 +731,14 @@ fn check_errors(mut errors: Vec<LockError>, manifest: &Manifest) -> Result<(), L
     }
 }
 
-/// Depth-first locking of `kernel-depends` (0.17 profile).
-struct Tree<'a, 'b> {
-    locker: &'a Locker<'b>,
+/// Depth-first locking of `kernel-depends` (0.17 profile) over the nodes
+/// [`Locker::discover`] resolved.
+struct Tree {
+    nodes: HashMap<KernelDependency, Result<Node, LockError>>,
+    /// Trust status per organization.
+    trust: HashMap<String, Result<bool, HubError>>,
     locks: KernelLocks,
     done: HashSet<KernelDependency>,
-    /// Trust status per organization.
-    trust: HashMap<String, bool>,
     locked: Vec<String>,
     warnings: Vec<String>,
     /// Entries kept from the previous lock.
@@ -561,201 +763,204 @@ struct MetadataDependency {
     revision: Option<String>,
 }
 
-impl Tree<'_, '_> {
+impl Tree {
     fn visit(
         &mut self,
         node: KernelDependency,
         repo_id: RepoId,
         mut path: Vec<KernelDependency>,
-    ) -> LocalBoxFuture<'_, Result<(), LockError>> {
-        Box::pin(async move {
-            if let Some(start) = path.iter().position(|d| d == &node) {
-                let cycle: Vec<String> = path[start..]
-                    .iter()
-                    .chain(std::iter::once(&node))
-                    .map(describe)
-                    .collect();
-                return Err(LockError::Cycle {
-                    cycle: cycle.join(" → "),
-                });
-            }
-            if self.done.contains(&node) {
-                return Ok(());
-            }
-            let locker = self.locker;
-            let requirement = match &node.version {
-                KernelVersion::Version(n) => Requirement::Branch(*n),
-                KernelVersion::Revision(r) => Requirement::Revision(r.clone()),
-            };
-            let mut repo_type = locker.profile.repo_type;
-            let previous = match &locker.options.previous {
-                Some(Lockfile::KernelLocks(old))
-                    if !locker.options.upgrade.covers(&node.repo_id) =>
-                {
-                    old.iter()
-                        .find(|(d, _)| **d == node)
-                        .map(|(_, c)| c.as_str().to_owned())
-                }
-                _ => None,
-            };
-            let ResolvedCommit {
-                chosen,
-                commit,
-                warnings,
-            } = if let Some(commit) = previous {
-                // The requirement is recorded and unchanged: keep the commit.
-                self.kept += 1;
-                ResolvedCommit {
-                    chosen: match &node.version {
-                        KernelVersion::Version(n) => format!("v{n}"),
-                        KernelVersion::Revision(r) => r.clone(),
-                    },
-                    commit,
-                    warnings: Vec::new(),
-                }
-            } else {
-                self.check_trust(&repo_id).await?;
-                match locker
-                    .resolver(repo_type)
-                    .resolve_commit(&repo_id, &requirement)
-                    .await
-                {
-                    Ok(resolved) => resolved,
-                    Err(err) => {
-                        locker
-                            .model_fallback(&repo_id, err, &mut self.warnings)
-                            .await?;
-                        repo_type = RepoType::Model;
-                        locker
-                            .resolver(repo_type)
-                            .resolve_commit(&repo_id, &requirement)
-                            .await?
-                    }
-                }
-            };
-            self.warnings.extend(warnings);
-            let children = self.dependencies_of(repo_type, &repo_id, &commit).await?;
-            path.push(node.clone());
-            for child in children {
-                let child_id: RepoId =
-                    child
-                        .repo_id
-                        .parse()
-                        .map_err(|err| LockError::InvalidMetadata {
-                            repo_id: repo_id.clone(),
-                            commit: commit.clone(),
-                            variant: "*".to_owned(),
-                            detail: format!("kernel-depends repo id `{}`: {err}", child.repo_id),
-                        })?;
-                self.visit(child, child_id, path.clone()).await?;
-            }
-            let oid = commit
-                .parse::<CommitId>()
-                .map_err(|_| ResolveError::BadCommit {
-                    repo_id: repo_id.clone(),
-                    chosen: chosen.clone(),
-                    commit: format!(
-                        "invalid git object id, expected 40 or 64 hexadecimal digits: {commit}"
-                    ),
-                })?;
-            let via = match path.len() {
-                1 => String::new(),
-                n => format!(", required by {}", describe(&path[n - 2])),
-            };
-            self.locked.push(format!(
-                "Locked {repo_id} {chosen} ({}){via}",
-                short(&commit)
-            ));
-            // `done` guards against a second insert of the same dependency.
-            let _ = self.locks.insert(node.clone(), oid);
-            self.done.insert(node);
-            Ok(())
-        })
-    }
-
-    /// The trust check of the 0.17 profile; cached per organization.
-    async fn check_trust(&mut self, repo_id: &RepoId) -> Result<(), LockError> {
-        let locker = self.locker;
-        if !locker.profile.check_trust || locker.options.trust.contains(repo_id) {
-            return Ok(());
-        }
-        if locker.client.is_offline() {
-            self.warnings.push(format!(
-                "Skipping publisher trust check for '{repo_id}' because Hugging Face Hub is in offline mode."
-            ));
-            return Ok(());
-        }
-        let org = repo_id.owner().to_owned();
-        let trusted = match self.trust.get(&org) {
-            Some(trusted) => *trusted,
-            None => {
-                let overview = locker.client.org_overview(&org).await.map_err(|source| {
-                    LockError::TrustUnknown {
-                        repo_id: repo_id.clone(),
-                        source,
-                    }
-                })?;
-                self.trust
-                    .insert(org.clone(), overview.trusted_kernel_publisher);
-                overview.trusted_kernel_publisher
-            }
-        };
-        if trusted {
-            Ok(())
-        } else {
-            Err(LockError::Untrusted {
-                repo_id: repo_id.clone(),
-                org,
-            })
-        }
-    }
-
-    /// `kernel-depends` of every variant of a commit, deduplicated, in variant
-    /// then file order. Variant directories are the directories under `build/`
-    /// named `torch…` or `tvm-ffi…`; other names are skipped with a warning, as
-    /// the reference skips names its variant parser rejects.
-    async fn dependencies_of(
-        &mut self,
-        repo_type: RepoType,
-        repo_id: &RepoId,
-        commit: &str,
-    ) -> Result<Vec<KernelDependency>, LockError> {
-        let client = self.locker.client;
-        let entries = match client
-            .list_tree(repo_type, repo_id, commit, "build", false)
-            .await
-        {
-            Ok(entries) => entries,
-            Err(HubError::EntryNotFound { .. }) => return Ok(Vec::new()),
-            Err(err) => return Err(err.into()),
-        };
-        let mut variants = BTreeSet::new();
-        for entry in entries.iter().filter(|e| !e.is_file()) {
-            let name = entry.path.strip_prefix("build/").unwrap_or(&entry.path);
-            if name.starts_with("torch") || name.starts_with("tvm-ffi") {
-                variants.insert(name.to_owned());
-            } else {
-                self.warnings.push(format!(
-                    "Repository {repo_id} (revision: {commit}) contains invalid build variant: {name:?}"
-                ));
-            }
-        }
-        let fetched = join_all(
-            variants
+    ) -> Result<(), LockError> {
+        if let Some(start) = path.iter().position(|d| d == &node) {
+            let cycle: Vec<String> = path[start..]
                 .iter()
-                .map(|variant| fetch_metadata(client, repo_type, repo_id, commit, variant)),
-        )
-        .await;
-        let mut out: Vec<KernelDependency> = Vec::new();
-        for deps in fetched {
-            for dep in deps? {
-                if !out.contains(&dep) {
-                    out.push(dep);
-                }
+                .chain(std::iter::once(&node))
+                .map(describe)
+                .collect();
+            return Err(LockError::Cycle {
+                cycle: cycle.join(" → "),
+            });
+        }
+        if self.done.contains(&node) {
+            return Ok(());
+        }
+        let resolved = self
+            .nodes
+            .remove(&node)
+            .expect("every reachable node was discovered")?;
+        if resolved.kept {
+            self.kept += 1;
+        } else {
+            self.check_trust(&repo_id)?;
+        }
+        let Node {
+            chosen,
+            commit,
+            warnings,
+            children,
+            ..
+        } = resolved;
+        self.warnings.extend(warnings);
+        path.push(node.clone());
+        for child in children {
+            let child_id: RepoId =
+                child
+                    .repo_id
+                    .parse()
+                    .map_err(|err| LockError::InvalidMetadata {
+                        repo_id: repo_id.clone(),
+                        commit: commit.clone(),
+                        variant: "*".to_owned(),
+                        detail: format!("kernel-depends repo id `{}`: {err}", child.repo_id),
+                    })?;
+            self.visit(child, child_id, path.clone())?;
+        }
+        let oid = commit
+            .parse::<CommitId>()
+            .map_err(|_| ResolveError::BadCommit {
+                repo_id: repo_id.clone(),
+                chosen: chosen.clone(),
+                commit: format!(
+                    "invalid git object id, expected 40 or 64 hexadecimal digits: {commit}"
+                ),
+            })?;
+        let via = match path.len() {
+            1 => String::new(),
+            n => format!(", required by {}", describe(&path[n - 2])),
+        };
+        self.locked.push(format!(
+            "Locked {repo_id} {chosen} ({}){via}",
+            short(&commit)
+        ));
+        // `done` guards against a second insert of the same dependency.
+        let _ = self.locks.insert(node.clone(), oid);
+        self.done.insert(node);
+        Ok(())
+    }
+
+    /// The trust status [`Locker::discover`] fetched for the node's
+    /// organization; no entry means none was needed (allowed, offline, or the
+    /// profile does not check).
+    fn check_trust(&mut self, repo_id: &RepoId) -> Result<(), LockError> {
+        let org = repo_id.owner();
+        match self.trust.get(org) {
+            None | Some(Ok(true)) => Ok(()),
+            Some(Ok(false)) => Err(LockError::Untrusted {
+                repo_id: repo_id.clone(),
+                org: org.to_owned(),
+            }),
+            Some(Err(_)) => match self.trust.remove(org) {
+                Some(Err(source)) => Err(LockError::TrustUnknown {
+                    repo_id: repo_id.clone(),
+                    source,
+                }),
+                _ => unreachable!("checked above"),
+            },
+        }
+    }
+}
+
+/// `kernel-depends` of every variant of `repo_id` at `commit`, deduplicated, in
+/// variant then file order. Variant directories are the directories under
+/// `build/` named `torch…` or `tvm-ffi…`; other names are skipped with a warning
+/// (added to `warnings`), as the reference skips names its variant parser
+/// rejects. One recursive listing of `build/` gives every `metadata.json` with
+/// its blob id; each distinct blob is fetched once (variants of one build
+/// usually share it).
+pub async fn kernel_depends(
+    client: &HubClient,
+    cache: Option<&MetadataCache>,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<KernelDependency>, LockError> {
+    let entries = match client
+        .list_tree(repo_type, repo_id, commit, "build", true)
+        .await
+    {
+        Ok(entries) => entries,
+        Err(HubError::EntryNotFound { .. }) => return Ok(Vec::new()),
+        Err(err) => return Err(err.into()),
+    };
+    // Variant directory → blob id of its metadata.json (if it has one), with
+    // its size when it is a plain git blob (cacheable by that id).
+    let mut variants: std::collections::BTreeMap<String, Option<String>> =
+        std::collections::BTreeMap::new();
+    let mut sizes: HashMap<String, u64> = HashMap::new();
+    let mut invalid = BTreeSet::new();
+    for entry in &entries {
+        let rest = entry.path.strip_prefix("build/").unwrap_or(&entry.path);
+        let Some((name, inner)) = rest.split_once('/') else {
+            continue;
+        };
+        if !(name.starts_with("torch") || name.starts_with("tvm-ffi")) {
+            invalid.insert(name.to_owned());
+            continue;
+        }
+        let slot = variants.entry(name.to_owned()).or_default();
+        if inner == "metadata.json" && entry.is_file() {
+            *slot = Some(entry.oid.clone());
+            if entry.lfs.is_none() {
+                sizes.insert(entry.oid.clone(), entry.size);
             }
         }
-        Ok(out)
     }
+    for name in invalid {
+        warnings.push(format!(
+            "Repository {repo_id} (revision: {commit}) contains invalid build variant: {name:?}"
+        ));
+    }
+    // One fetch per distinct blob, named by the first variant that has it.
+    let mut blobs: Vec<(&str, &str)> = Vec::new();
+    for (variant, oid) in &variants {
+        if let Some(oid) = oid
+            && !blobs.iter().any(|(o, _)| o == oid)
+        {
+            blobs.push((oid, variant));
+        }
+    }
+    let repo_cache = cache.map(|c| c.cache.repo(repo_id, repo_type));
+    let fetched = join_all(blobs.iter().map(|(oid, variant)| {
+        let blob = sizes
+            .get(*oid)
+            .and_then(|size| {
+                Some(kernels_cache::BlobId {
+                    digest: kernels_types::Digest::from_etag(oid).ok()?,
+                    size: *size,
+                })
+            })
+            .zip(repo_cache.as_ref());
+        cached_metadata(client, blob, cache, repo_type, repo_id, commit, variant)
+    }))
+    .await;
+    let mut by_blob: HashMap<&str, Result<Vec<KernelDependency>, LockError>> =
+        blobs.iter().map(|(oid, _)| *oid).zip(fetched).collect();
+    let mut out: Vec<KernelDependency> = Vec::new();
+    for (variant, oid) in &variants {
+        let Some(oid) = oid else {
+            return Err(LockError::MissingMetadata {
+                repo_id: repo_id.clone(),
+                commit: commit.to_owned(),
+                variant: variant.clone(),
+            });
+        };
+        let deps = match by_blob.get_mut(oid.as_str()) {
+            Some(Ok(deps)) => deps,
+            Some(Err(_)) => {
+                return Err(by_blob
+                    .remove(oid.as_str())
+                    .and_then(Result::err)
+                    .expect("an error"));
+            }
+            None => unreachable!("every blob was fetched"),
+        };
+        for dep in deps.iter() {
+            if !out.contains(dep) {
+                out.push(dep.clone());
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn describe(dep: &KernelDependency) -> String {
@@ -765,14 +970,92 @@ fn describe(dep: &KernelDependency) -> String {
     }
 }
 
-/// Downloads and parses `build/<variant>/metadata.json` at `commit`.
+/// The Hub cache as [`kernel_depends`] uses it: `metadata.json` blobs are read
+/// from it and stored in it. Stores run on the blocking pool, off the
+/// resolution's path; [`MetadataCache::flush`] waits for them.
+#[derive(Debug)]
+pub struct MetadataCache {
+    cache: kernels_cache::HubCache,
+    pending: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl MetadataCache {
+    /// A cache rooted at `cache`.
+    pub fn new(cache: kernels_cache::HubCache) -> Self {
+        MetadataCache {
+            cache,
+            pending: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Waits until every store started so far is done (or failed: stores are
+    /// best effort).
+    pub async fn flush(&self) {
+        let pending: Vec<_> = self
+            .pending
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        for handle in pending {
+            let _ = handle.await;
+        }
+    }
+}
+
+/// `build/<variant>/metadata.json` at `commit`, parsed: from the Hub cache
+/// when `blob` (its git blob id, and the repository's cache folder) is there
+/// with that exact content, else fetched and then stored in the cache
+/// (best effort: a cache that cannot be written is skipped).
+async fn cached_metadata(
+    client: &HubClient,
+    blob: Option<(kernels_cache::BlobId, &kernels_cache::RepoCache)>,
+    store: Option<&MetadataCache>,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &str,
+    variant: &str,
+) -> Result<Vec<KernelDependency>, LockError> {
+    let file = format!("build/{variant}/metadata.json");
+    if let Some((id, repo)) = &blob {
+        let path = repo.blob_path(&id.etag());
+        if kernels_cache::file_matches(&path, id).unwrap_or(false)
+            && let Ok(body) = std::fs::read(&path)
+        {
+            let _ = repo.link(commit, &file, &id.etag());
+            return parse_metadata(&body, repo_id, commit, variant);
+        }
+    }
+    let body = fetch_metadata(client, repo_type, repo_id, commit, variant).await?;
+    if let Some((id, repo)) = blob {
+        // On the blocking pool and not awaited here: the fsyncs of a store must
+        // not delay what depends on this answer ([`MetadataCache::flush`]).
+        let (repo, body, commit) = (repo.clone(), body.clone(), commit.to_owned());
+        let handle = tokio::task::spawn_blocking(move || {
+            if let Ok(kernels_cache::PartialBlob::Missing(mut writer)) = repo.open_blob(&id) {
+                let stored = writer
+                    .restart()
+                    .and_then(|()| writer.write(&body, &file))
+                    .and_then(|()| writer.finish(&file));
+                if stored.is_ok() {
+                    let _ = repo.link(&commit, &file, &id.etag());
+                }
+            }
+        });
+        if let Some(Ok(mut pending)) = store.map(|s| s.pending.lock()) {
+            pending.push(handle);
+        }
+    }
+    parse_metadata(&body, repo_id, commit, variant)
+}
+
+/// Downloads `build/<variant>/metadata.json` at `commit`.
 async fn fetch_metadata(
     client: &HubClient,
     repo_type: RepoType,
     repo_id: &RepoId,
     commit: &str,
     variant: &str,
-) -> Result<Vec<KernelDependency>, LockError> {
+) -> Result<Vec<u8>, LockError> {
     let file = format!("build/{variant}/metadata.json");
     let url = client.resolve_url(repo_type, repo_id, commit, &file);
     let target = Target::repo(repo_type, repo_id).at(commit).path(&file);
@@ -787,6 +1070,16 @@ async fn fetch_metadata(
         }
         Err(err) => return Err(err.into()),
     };
+    Ok(body)
+}
+
+/// The `kernel-depends` of a `metadata.json`.
+fn parse_metadata(
+    body: &[u8],
+    repo_id: &RepoId,
+    commit: &str,
+    variant: &str,
+) -> Result<Vec<KernelDependency>, LockError> {
     let invalid = |detail: String| LockError::InvalidMetadata {
         repo_id: repo_id.clone(),
         commit: commit.to_owned(),
@@ -794,7 +1087,7 @@ async fn fetch_metadata(
         detail,
     };
     let metadata: Metadata =
-        serde_json::from_slice(&body).map_err(|err| invalid(err.to_string()))?;
+        serde_json::from_slice(body).map_err(|err| invalid(err.to_string()))?;
     metadata
         .kernel_depends
         .into_iter()

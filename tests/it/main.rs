@@ -1,6 +1,7 @@
 //! Integration tests: the real `kernels` binary against `kernels serve` on loopback,
 //! and against the pinned Python reference where an issue asks for parity.
 
+mod add;
 mod auth;
 #[cfg(unix)]
 mod cache_env;
@@ -11,6 +12,7 @@ mod crash;
 mod download;
 mod environment;
 mod faults;
+mod inspect;
 mod lock;
 mod lock_files;
 mod matrix;

@@ -1,0 +1,214 @@
+//! `kernels add` and `kernels remove`: edit `[tool.kernels.dependencies]`, then
+//! lock (sticky, so only the changed entries are resolved). When locking fails,
+//! `pyproject.toml` and `kernels.lock` are put back byte for byte.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::GlobalArgs;
+use super::lock::{LockArgs, RepoTypeArg};
+use super::profile::choose_profile;
+use crate::cli::settings::Settings;
+use crate::lock::edit::{
+    add_dependency, check_support, default_value, parse_entry_value, remove_dependencies,
+};
+use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
+use crate::lock::manifest::{MANIFEST_FILE_NAME, Manifest, ManifestError};
+use kernels_cache::atomic::write_atomic;
+use kernels_hub::HubClient;
+use kernels_types::repo_id::RepoId;
+
+/// Arguments of `kernels add`.
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// Kernel repository, `owner/name`.
+    pub repo_id: RepoId,
+
+    /// What to require: an integer `N` (branch `vN`) or a version specifier
+    /// such as `>=0.1.2` (tags, runtimes ≤0.13). Default: the highest `vN`
+    /// branch, else `>=X.Y.Z` of the highest release tag, in a form the target
+    /// runtime reads.
+    pub requirement: Option<String>,
+
+    /// Lock for this `kernels` runtime version (as `kernels lock --target-runtime`).
+    #[arg(long, value_name = "VERSION")]
+    pub target_runtime: Option<String>,
+
+    /// Override the target runtime's Hub repository type.
+    #[arg(long, value_enum)]
+    pub repo_type: Option<RepoTypeArg>,
+
+    /// Lock this repository even if its publisher is not a trusted kernel
+    /// publisher (as `kernels lock --trust`); repeatable.
+    #[arg(long = "trust", value_name = "REPO_ID")]
+    pub trust: Vec<RepoId>,
+}
+
+/// Arguments of `kernels remove`.
+#[derive(Debug, clap::Args)]
+pub struct RemoveArgs {
+    /// Kernel repositories to remove, `owner/name`.
+    #[arg(required = true)]
+    pub repo_ids: Vec<RepoId>,
+
+    /// Lock for this `kernels` runtime version (as `kernels lock --target-runtime`).
+    #[arg(long, value_name = "VERSION")]
+    pub target_runtime: Option<String>,
+}
+
+fn read_manifest_text(project_dir: &Path) -> miette::Result<(PathBuf, String)> {
+    let path = project_dir.join(MANIFEST_FILE_NAME);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok((path, text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            Err(ManifestError::Missing { path }.into())
+        }
+        Err(source) => Err(ManifestError::Io { path, source }.into()),
+    }
+}
+
+/// `kernels add`.
+pub fn run_add(
+    args: AddArgs,
+    project_dir: &Path,
+    settings: &Settings,
+    global: &GlobalArgs,
+) -> miette::Result<ExitCode> {
+    let (path, text) = read_manifest_text(project_dir)?;
+    let manifest = match Manifest::parse(&text, &path) {
+        Ok(manifest) => Some(manifest),
+        Err(ManifestError::NoDependencies { .. }) => None,
+        Err(err) => return Err(err.into()),
+    };
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    let lock_format = std::fs::read_to_string(&lock_path)
+        .ok()
+        .and_then(|t| Lockfile::parse(&t, &lock_path).ok())
+        .map(|l| l.format());
+    let profile = choose_profile(
+        project_dir,
+        args.target_runtime.as_deref(),
+        manifest.as_ref().and_then(Manifest::target_runtime),
+        lock_format,
+        args.repo_type,
+        true,
+    )?;
+    let runtime = profile.runtime.map(|r| r.to_string());
+    let value = match &args.requirement {
+        Some(text) => {
+            let value = parse_entry_value(&args.repo_id, text)?;
+            check_support(&args.repo_id, &value, profile.requirements, runtime)?;
+            value
+        }
+        None => {
+            if settings.offline {
+                return Err(miette::miette!(
+                    code = "kernels::add::offline",
+                    help = "give the requirement (for example `kernels add REPO 1`) or go online",
+                    "kernels add {} without a requirement asks the Hub for its versions, and this run is offline",
+                    args.repo_id
+                ));
+            }
+            let client = HubClient::new(&settings.client_config())?;
+            let refs =
+                super::runtime()?.block_on(client.list_refs(profile.repo_type, &args.repo_id))?;
+            default_value(&args.repo_id, &refs, profile.requirements, runtime)?
+        }
+    };
+    let (new_text, old) = add_dependency(&text, &path, &args.repo_id, &value)?;
+    // The edited file must still be a valid manifest before anything is written.
+    Manifest::parse(&new_text, &path)?;
+    let what = match &old {
+        Some(old) if *old == value.to_string() => {
+            format!("`{}` = {value} is already in", args.repo_id)
+        }
+        Some(old) => format!("Updated `{}` = {value} (was {old}) in", args.repo_id),
+        None => format!("Added `{}` = {value} to", args.repo_id),
+    };
+    let mut lock = LockArgs::for_project(project_dir);
+    lock.target_runtime = args.target_runtime;
+    lock.repo_type = args.repo_type;
+    lock.trust = args.trust;
+    edit_then_lock(&path, &text, &new_text, lock, settings, global, &what)
+}
+
+/// `kernels remove`.
+pub fn run_remove(
+    args: RemoveArgs,
+    project_dir: &Path,
+    settings: &Settings,
+    global: &GlobalArgs,
+) -> miette::Result<ExitCode> {
+    let (path, text) = read_manifest_text(project_dir)?;
+    let (new_text, removed) = remove_dependencies(&text, &path, &args.repo_ids)?;
+    Manifest::parse(&new_text, &path)?;
+    let what = format!(
+        "Removed {} from",
+        removed
+            .iter()
+            .map(|r| format!("`{r}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut lock = LockArgs::for_project(project_dir);
+    lock.target_runtime = args.target_runtime;
+    edit_then_lock(&path, &text, &new_text, lock, settings, global, &what)
+}
+
+/// Writes the edited manifest and locks; on failure puts `pyproject.toml` and
+/// `kernels.lock` back as they were. Under `--frozen` only the manifest is
+/// edited (as `uv add --frozen`).
+fn edit_then_lock(
+    path: &Path,
+    old_text: &str,
+    new_text: &str,
+    lock: LockArgs,
+    settings: &Settings,
+    global: &GlobalArgs,
+    what: &str,
+) -> miette::Result<ExitCode> {
+    let write = |bytes: &[u8], file: &Path| {
+        write_atomic(file, bytes).map_err(|err| {
+            miette::miette!(
+                code = "kernels::add::write",
+                help = "check that the project directory is writable",
+                "cannot write {}: {err}",
+                file.display()
+            )
+        })
+    };
+    if new_text != old_text {
+        write(new_text.as_bytes(), path)?;
+    }
+    if !global.quiet {
+        eprintln!("{what} [tool.kernels.dependencies] of {}", path.display());
+    }
+    if global.frozen {
+        if !global.quiet {
+            eprintln!("--frozen: kernels.lock was not updated; run `kernels lock` to update it");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let lock_path = lock.project_dir.join(LOCK_FILE_NAME);
+    let old_lock = std::fs::read(&lock_path).ok();
+    let result = super::lock::run(lock, settings, global);
+    let failed = !matches!(result, Ok(code) if code == ExitCode::SUCCESS);
+    if failed {
+        let mut restored = new_text == old_text || write(old_text.as_bytes(), path).is_ok();
+        let now = std::fs::read(&lock_path).ok();
+        if now != old_lock {
+            restored &= match &old_lock {
+                Some(bytes) => write(bytes, &lock_path).is_ok(),
+                None => std::fs::remove_file(&lock_path).is_ok(),
+            };
+        }
+        if restored && !global.quiet {
+            eprintln!(
+                "Locking failed: {} and {} were left as they were",
+                path.display(),
+                lock_path.display()
+            );
+        }
+    }
+    result
+}

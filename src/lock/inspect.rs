@@ -1,0 +1,428 @@
+//! Looking at a locked project and at a kernel's versions, for `kernels tree`,
+//! `kernels outdated` and `kernels versions`. Nothing here writes.
+//!
+//! * The *newest compatible* version of an entry is what its requirement
+//!   selects today: the current commit of branch `vN`, the best tag matching a
+//!   specifier, or what a revision names now.
+//! * The *newest* version is the highest `vN` branch (else the highest release
+//!   tag) whatever the requirement; for a tag specifier, the highest release tag.
+
+use std::collections::{BTreeSet, HashMap};
+
+use futures_util::future::join_all;
+use serde::Serialize;
+
+use crate::lock::format::{KernelDependency, KernelVersion, Lockfile};
+use crate::lock::manifest::Manifest;
+use crate::lock::project::{LockError, kernel_depends};
+use crate::lock::requirement::{Requirement, branch_version, select_tag, tag_version};
+use kernels_hub::{HubClient, HubError};
+use kernels_types::commit::short;
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::{GitRefs, RepoType};
+
+/// A version named by a ref, with its commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RefAt {
+    /// `v1`, `v0.1.2`, a revision, or a short commit when no ref names it.
+    pub label: String,
+    /// 40-hex commit.
+    pub commit: String,
+}
+
+impl std::fmt::Display for RefAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.label == short(&self.commit) {
+            write!(f, "{}", self.label)
+        } else {
+            write!(f, "{} ({})", self.label, short(&self.commit))
+        }
+    }
+}
+
+/// One lock entry compared with the Hub.
+#[derive(Debug, Clone, Serialize)]
+pub struct EntryStatus {
+    /// The repository.
+    pub repo_id: String,
+    /// The requirement, as written in the manifest or `kernel-depends`.
+    pub requirement: String,
+    /// What is locked.
+    pub locked: RefAt,
+    /// What the requirement selects today (`None`: nothing matches any more).
+    pub compatible: Option<RefAt>,
+    /// The newest version whatever the requirement.
+    pub newest: Option<RefAt>,
+    /// Whether `compatible` or `newest` differs from what is locked.
+    pub outdated: bool,
+}
+
+/// A requirement of a lock entry: from the manifest (variant-hash locks) or
+/// from the entry itself (0.17 locks).
+fn kernel_requirement(version: &KernelVersion) -> Requirement {
+    match version {
+        KernelVersion::Version(n) => Requirement::Branch(*n),
+        KernelVersion::Revision(r) => Requirement::Revision(r.clone()),
+    }
+}
+
+/// The text of a requirement as a user writes it.
+pub fn requirement_text(requirement: &Requirement) -> String {
+    match requirement {
+        Requirement::Branch(n) => n.to_string(),
+        Requirement::Pep440(spec) => format!("\"{spec}\""),
+        Requirement::Semver(req) => format!("\"{req}\""),
+        Requirement::Revision(r) => format!("{{ revision = \"{r}\" }}"),
+    }
+}
+
+/// The newest version of the kind `requirement` names: the highest release
+/// tag for a specifier (the runtimes that read specifiers know no branches),
+/// else the highest `vN` branch, else the highest release tag.
+pub fn newest_for(requirement: &Requirement, refs: &GitRefs) -> Option<RefAt> {
+    match requirement {
+        Requirement::Pep440(_) | Requirement::Semver(_) => {
+            newest_tag(refs).or_else(|| newest(refs))
+        }
+        _ => newest(refs),
+    }
+}
+
+/// The highest release tag.
+fn newest_tag(refs: &GitRefs) -> Option<RefAt> {
+    refs.tags
+        .iter()
+        .filter_map(|t| tag_version(&t.name).map(|v| (v, t)))
+        .filter(|(v, _)| !v.any_prerelease())
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, t)| RefAt {
+            label: t.name.clone(),
+            commit: t.target_commit.to_ascii_lowercase(),
+        })
+}
+
+/// The highest `vN` branch, else the highest release tag.
+pub fn newest(refs: &GitRefs) -> Option<RefAt> {
+    let branch = refs
+        .branches
+        .iter()
+        .filter_map(|b| branch_version(&b.name).map(|n| (n, b)))
+        .max_by_key(|(n, _)| *n);
+    if let Some((_, b)) = branch {
+        return Some(RefAt {
+            label: b.name.clone(),
+            commit: b.target_commit.to_ascii_lowercase(),
+        });
+    }
+    newest_tag(refs)
+}
+
+/// What `requirement` selects among `refs` today.
+pub fn compatible(requirement: &Requirement, refs: &GitRefs) -> Option<RefAt> {
+    let at = |r: &kernels_types::wire::GitRefInfo| RefAt {
+        label: r.name.clone(),
+        commit: r.target_commit.to_ascii_lowercase(),
+    };
+    match requirement {
+        Requirement::Branch(n) => refs
+            .branches
+            .iter()
+            .find(|b| branch_version(&b.name) == Some(i128::from(*n)))
+            .map(at),
+        Requirement::Pep440(_) | Requirement::Semver(_) => select_tag(requirement, &refs.tags)
+            .ok()
+            .map(|s| at(&s.git_ref)),
+        Requirement::Revision(r) => refs
+            .branches
+            .iter()
+            .chain(&refs.tags)
+            .find(|b| b.name == *r)
+            .map(at)
+            .or_else(|| {
+                (r.len() >= 7 && r.bytes().all(|b| b.is_ascii_hexdigit())).then(|| RefAt {
+                    label: short(r).to_owned(),
+                    commit: r.to_ascii_lowercase(),
+                })
+            }),
+    }
+}
+
+/// A name for `commit`: the ref the requirement selects when it points there,
+/// else any `vN` branch or `v<version>` tag pointing there, else the short commit.
+fn label_for(commit: &str, requirement: &Requirement, refs: Option<&GitRefs>) -> String {
+    if let Some(refs) = refs {
+        if let Some(c) = compatible(requirement, refs)
+            && c.commit.eq_ignore_ascii_case(commit)
+        {
+            return c.label;
+        }
+        if let Some(r) = refs
+            .tags
+            .iter()
+            .filter(|t| tag_version(&t.name).is_some())
+            .chain(
+                refs.branches
+                    .iter()
+                    .filter(|b| branch_version(&b.name).is_some()),
+            )
+            .find(|r| r.target_commit.eq_ignore_ascii_case(commit))
+        {
+            return r.name.clone();
+        }
+    }
+    match requirement {
+        Requirement::Branch(n) => format!("v{n}"),
+        Requirement::Revision(r) if !r.bytes().all(|b| b.is_ascii_hexdigit()) => r.clone(),
+        _ => short(commit).to_owned(),
+    }
+}
+
+/// One entry of the lock with the requirement it was locked from.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The repository.
+    pub repo_id: RepoId,
+    /// The requirement.
+    pub requirement: Requirement,
+    /// The locked commit.
+    pub commit: String,
+    /// The 0.17 dependency, for the graph.
+    pub dependency: Option<KernelDependency>,
+}
+
+/// The entries of `lock`: in file order for variant-hash locks (requirements from
+/// `manifest`; entries the manifest no longer has are skipped), in sorted order
+/// for 0.17 locks.
+pub fn entries(lock: &Lockfile, manifest: &Manifest) -> Vec<Entry> {
+    match lock {
+        Lockfile::VariantHash(locks) => locks
+            .iter()
+            .filter_map(|l| {
+                let dep = manifest
+                    .dependencies
+                    .iter()
+                    .find(|d| d.repo_id.as_str() == l.repo_id)?;
+                Some(Entry {
+                    repo_id: dep.repo_id.clone(),
+                    requirement: dep.requirement.clone(),
+                    commit: l.sha.clone(),
+                    dependency: None,
+                })
+            })
+            .collect(),
+        Lockfile::KernelLocks(locks) => locks
+            .iter()
+            .filter_map(|(dep, commit)| {
+                Some(Entry {
+                    repo_id: dep.repo_id.parse().ok()?,
+                    requirement: kernel_requirement(&dep.version),
+                    commit: commit.as_str().to_owned(),
+                    dependency: Some(dep.clone()),
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The refs of every repository of `entries`, one request per repository, all
+/// at once. A repository whose refs cannot be read is missing from the map.
+pub async fn refs_of(
+    client: &HubClient,
+    repo_type: RepoType,
+    repos: impl IntoIterator<Item = RepoId>,
+) -> HashMap<RepoId, Result<GitRefs, HubError>> {
+    let repos: BTreeSet<RepoId> = repos.into_iter().collect();
+    let answers = join_all(repos.iter().map(|r| client.list_refs(repo_type, r))).await;
+    repos.into_iter().zip(answers).collect()
+}
+
+/// Every entry of `entries` compared with the Hub's refs.
+pub fn statuses(
+    entries: &[Entry],
+    refs: &HashMap<RepoId, Result<GitRefs, HubError>>,
+) -> Vec<EntryStatus> {
+    entries
+        .iter()
+        .map(|e| {
+            let refs = refs.get(&e.repo_id).and_then(|r| r.as_ref().ok());
+            let compatible = refs.and_then(|r| compatible(&e.requirement, r));
+            let newest = refs.and_then(|r| newest_for(&e.requirement, r));
+            let locked = RefAt {
+                label: label_for(&e.commit, &e.requirement, refs),
+                commit: e.commit.to_ascii_lowercase(),
+            };
+            let differs = |r: &Option<RefAt>| {
+                r.as_ref()
+                    .is_some_and(|r| !r.commit.eq_ignore_ascii_case(&e.commit))
+            };
+            EntryStatus {
+                repo_id: e.repo_id.to_string(),
+                requirement: requirement_text(&e.requirement),
+                outdated: differs(&compatible) || differs(&newest),
+                locked,
+                compatible,
+                newest,
+            }
+        })
+        .collect()
+}
+
+/// The `kernel-depends` of every 0.17 lock entry at its locked commit, all
+/// fetched at once.
+pub async fn depends_of(
+    client: &HubClient,
+    cache: Option<kernels_cache::HubCache>,
+    repo_type: RepoType,
+    entries: &[Entry],
+) -> Result<HashMap<KernelDependency, Vec<KernelDependency>>, LockError> {
+    let with_dep: Vec<&Entry> = entries.iter().filter(|e| e.dependency.is_some()).collect();
+    let cache = cache.map(crate::lock::project::MetadataCache::new);
+    let cache = cache.as_ref();
+    let answers = join_all(with_dep.iter().map(|e| async move {
+        let mut warnings = Vec::new();
+        kernel_depends(
+            client,
+            cache,
+            repo_type,
+            &e.repo_id,
+            &e.commit,
+            &mut warnings,
+        )
+        .await
+    }))
+    .await;
+    if let Some(cache) = cache {
+        cache.flush().await;
+    }
+    let mut out = HashMap::new();
+    for (entry, answer) in with_dep.into_iter().zip(answers) {
+        out.insert(entry.dependency.clone().expect("filtered"), answer?);
+    }
+    Ok(out)
+}
+
+/// One build variant set of a version, for `kernels versions`.
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionInfo {
+    /// `branch` or `tag`.
+    pub kind: &'static str,
+    /// The ref name (`v1`, `v0.1.2`).
+    pub name: String,
+    /// The integer of a `vN` branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    /// The commit the ref points at.
+    pub commit: String,
+    /// The directory names under `build/` at that commit.
+    pub variants: Vec<String>,
+}
+
+/// The `vN` branches (by N) and `v<version>` tags (by version) of a repository,
+/// each with the build variants at its commit; one listing per distinct commit,
+/// all at once.
+pub async fn versions(
+    client: &HubClient,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+) -> Result<Vec<VersionInfo>, HubError> {
+    let refs = client.list_refs(repo_type, repo_id).await?;
+    let mut branches: Vec<(u64, &kernels_types::wire::GitRefInfo)> = refs
+        .branches
+        .iter()
+        .filter_map(|b| Some((u64::try_from(branch_version(&b.name)?).ok()?, b)))
+        .collect();
+    branches.sort_by_key(|(n, _)| *n);
+    let mut tags: Vec<_> = refs
+        .tags
+        .iter()
+        .filter_map(|t| Some((tag_version(&t.name)?, t)))
+        .collect();
+    tags.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<VersionInfo> = branches
+        .into_iter()
+        .map(|(n, b)| VersionInfo {
+            kind: "branch",
+            name: b.name.clone(),
+            version: Some(n),
+            commit: b.target_commit.to_ascii_lowercase(),
+            variants: Vec::new(),
+        })
+        .chain(tags.into_iter().map(|(_, t)| VersionInfo {
+            kind: "tag",
+            name: t.name.clone(),
+            version: None,
+            commit: t.target_commit.to_ascii_lowercase(),
+            variants: Vec::new(),
+        }))
+        .collect();
+    let commits: BTreeSet<String> = out.iter().map(|v| v.commit.clone()).collect();
+    let listings = join_all(commits.iter().map(|c| async move {
+        match client
+            .list_tree(repo_type, repo_id, c, "build", false)
+            .await
+        {
+            Ok(entries) => Ok(entries
+                .into_iter()
+                .filter(|e| !e.is_file())
+                .map(|e| e.path.trim_start_matches("build/").to_owned())
+                .collect::<Vec<_>>()),
+            Err(HubError::EntryNotFound { .. }) => Ok(Vec::new()),
+            Err(err) => Err(err),
+        }
+    }))
+    .await;
+    let mut by_commit = HashMap::new();
+    for (commit, listing) in commits.into_iter().zip(listings) {
+        by_commit.insert(commit, listing?);
+    }
+    for v in &mut out {
+        v.variants = by_commit.get(&v.commit).cloned().unwrap_or_default();
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_types::wire::GitRefInfo;
+
+    fn r(name: &str, kind: &str, commit: char) -> GitRefInfo {
+        GitRefInfo {
+            name: name.to_owned(),
+            git_ref: format!("refs/{kind}/{name}"),
+            target_commit: commit.to_string().repeat(40),
+        }
+    }
+
+    fn refs() -> GitRefs {
+        GitRefs {
+            branches: vec![
+                r("main", "heads", 'a'),
+                r("v1", "heads", 'b'),
+                r("v2", "heads", 'c'),
+            ],
+            converts: Vec::new(),
+            tags: vec![
+                r("v0.1.0", "tags", 'd'),
+                r("v0.2.0", "tags", 'e'),
+                r("v0.3.0rc1", "tags", 'f'),
+            ],
+            pull_requests: None,
+        }
+    }
+
+    #[test]
+    fn compatible_and_newest_follow_the_requirement_kind() {
+        let refs = refs();
+        let branch = Requirement::Branch(1);
+        assert_eq!(compatible(&branch, &refs).unwrap().label, "v1");
+        assert_eq!(newest_for(&branch, &refs).unwrap().label, "v2");
+        let spec = Requirement::parse_str(">=0.1,<0.2").unwrap();
+        assert_eq!(compatible(&spec, &refs).unwrap().label, "v0.1.0");
+        // A specifier's newest is the highest release tag, not a branch.
+        assert_eq!(newest_for(&spec, &refs).unwrap().label, "v0.2.0");
+        let rev = Requirement::Revision("main".into());
+        assert_eq!(compatible(&rev, &refs).unwrap().commit, "a".repeat(40));
+        assert_eq!(compatible(&Requirement::Branch(3), &refs), None);
+    }
+}

@@ -1,0 +1,256 @@
+//! `kernels tree`, `kernels outdated` and `kernels versions` against the
+//! bundled mirror, with a branch moved upstream at runtime (`--test-control`).
+
+use std::path::Path;
+use std::process::Output;
+
+use kernels_test_support::{self as common, Server};
+
+const VERSIONS_V2: &str = "f609e51b856b3d874b0ae8445913e200f02c1735";
+const VERSIONS_V1: &str = "2359bfbb38d7db7fb8069128596cff30b044053a";
+
+fn run(endpoint: &str, dir: &Path, args: &[&str]) -> Output {
+    let out = common::kernels(endpoint, &dir.join(".cache"))
+        .current_dir(dir)
+        .env(
+            "PYTHONPATH",
+            common::repo_root().join("tests/python/stub_torch"),
+        )
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn move_branch(endpoint: &str, repo: &str, branch: &str, to: &str) {
+    use std::io::{Read, Write};
+    let host = endpoint.trim_start_matches("http://");
+    let body = format!(r#"{{"repo": "{repo}", "ref": "{branch}", "to_commit": "{to}"}}"#);
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "POST /__fixture/refs HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 2"), "{response}");
+}
+
+fn project(server: &Server, runtime: &str, deps: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        format!("[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n{deps}"),
+    )
+    .unwrap();
+    run(
+        &server.endpoint,
+        dir.path(),
+        &["lock", "--target-runtime", runtime],
+    );
+    dir
+}
+
+#[test]
+fn tree_and_outdated_show_moved_refs() {
+    let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
+    let dir = project(
+        &server,
+        "0.17.2",
+        "\"kernels-test/kernel-deps\" = 1\n\"kernels-test/versions\" = 1\n",
+    );
+    let ep = &server.endpoint;
+    let tree = stdout(&run(ep, dir.path(), &["tree"]));
+    assert_eq!(
+        tree,
+        "kernels-test/kernel-deps v1 (b1c7a50)\n└── kernels-community/einops v1 (0bd0077)\nkernels-test/versions v1 (2359bfb)\n"
+    );
+    assert_eq!(
+        stdout(&run(ep, dir.path(), &["tree", "--depth", "0"])),
+        "kernels-test/kernel-deps v1 (b1c7a50)\nkernels-test/versions v1 (2359bfb)\n"
+    );
+
+    move_branch(ep, "kernels-test/versions", "v1", VERSIONS_V2);
+    let lock_before = std::fs::read(dir.path().join("kernels.lock")).unwrap();
+    let tree = stdout(&run(ep, dir.path(), &["tree", "--outdated"]));
+    assert!(
+        tree.contains("kernels-test/versions v1 (2359bfb) [newest compatible: v1 (f609e51), newest: v10 (3df70ae)]"),
+        "{tree}"
+    );
+    assert!(
+        tree.contains("└── kernels-community/einops v1 (0bd0077)\n"),
+        "{tree}"
+    );
+
+    let table = stdout(&run(ep, dir.path(), &["outdated"]));
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert!(lines[0].starts_with("Repository"), "{table}");
+    assert!(
+        lines[1].split_whitespace().eq([
+            "kernels-test/versions",
+            "v1",
+            "(2359bfb)",
+            "v1",
+            "(f609e51)",
+            "v10",
+            "(3df70ae)"
+        ]),
+        "{table}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&run(ep, dir.path(), &["outdated", "--format", "json"]).stdout)
+            .unwrap();
+    let versions = json["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["repo_id"] == "kernels-test/versions")
+        .unwrap();
+    assert_eq!(versions["locked"]["commit"], VERSIONS_V1);
+    assert_eq!(versions["compatible"]["commit"], VERSIONS_V2);
+    assert_eq!(versions["newest"]["label"], "v10");
+    assert_eq!(versions["outdated"], true);
+    // Looking changes nothing: the lock is sticky.
+    assert_eq!(
+        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
+        lock_before
+    );
+}
+
+#[test]
+fn outdated_for_tag_specifiers_compares_tags() {
+    let server = Server::bundled();
+    let dir = project(
+        &server,
+        "0.10.5",
+        "\"kernels-test/versions\" = \">=0.1.0,<0.2\"\n",
+    );
+    let table = stdout(&run(&server.endpoint, dir.path(), &["outdated"]));
+    assert!(
+        table.lines().nth(1).unwrap().split_whitespace().eq([
+            "kernels-test/versions",
+            "v0.1.1",
+            "(dc142fd)",
+            "v0.1.1",
+            "(dc142fd)",
+            "v0.2.0",
+            "(d09e74f)"
+        ]),
+        "{table}"
+    );
+}
+
+#[test]
+fn versions_lists_branches_and_tags_with_matching_variants() {
+    let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
+    let dir = tempfile::tempdir().unwrap();
+    move_branch(&server.endpoint, "kernels-test/versions", "v1", VERSIONS_V2);
+    let out = stdout(&run(
+        &server.endpoint,
+        dir.path(),
+        &["versions", "kernels-test/versions"],
+    ));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "Version 1 (branch v1, f609e51): 4 build variants, ✅ torch-cpu matches this environment"
+    );
+    assert_eq!(
+        lines[2],
+        "Version 10 (branch v10, 3df70ae): 4 build variants, ✅ torch-cpu matches this environment"
+    );
+    assert!(
+        lines.contains(
+            &"Tag v0.2.0 (d09e74f): 1 build variant, ✅ torch-universal matches this environment"
+        ),
+        "{out}"
+    );
+    let out = stdout(&run(
+        &server.endpoint,
+        dir.path(),
+        &["versions", "kernels-test/versions", "--variants"],
+    ));
+    assert!(
+        out.starts_with("Version 1 (branch v1, f609e51): 4 build variants, ✅ torch-cpu matches this environment\n  ✅ torch-cpu (compatible, preferred)\n  torch-cuda\n"),
+        "{out}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(
+        &run(
+            &server.endpoint,
+            dir.path(),
+            &["versions", "kernels-test/versions", "--format", "json"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    let first = &json["versions"][0];
+    assert_eq!(first["version"], 1);
+    assert_eq!(first["commit"], VERSIONS_V2);
+    assert_eq!(first["variant_count"], 4);
+    assert_eq!(first["matching"], "torch-cpu");
+}
+
+fn requests(endpoint: &str) -> Vec<String> {
+    use std::io::{Read, Write};
+    let host = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "GET /__fixture/requests HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let body = response.split_once("\r\n\r\n").unwrap().1;
+    let log: serde_json::Value = serde_json::from_str(body).unwrap();
+    log.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A re-lock with nothing changed (0.17): no refs, no `metadata.json`, one
+/// `build/` listing per locked kernel (the lock does not record who requires
+/// whom); the metadata blobs come from the Hub cache the first lock filled.
+#[test]
+fn unchanged_relock_lists_each_kernel_once() {
+    let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
+    let dir = project(
+        &server,
+        "0.17.2",
+        "\"kernels-test/kernel-deps\" = 1\n\"kernels-test/versions\" = 1\n",
+    );
+    let before = requests(&server.endpoint).len();
+    let lock = std::fs::read(dir.path().join("kernels.lock")).unwrap();
+    run(&server.endpoint, dir.path(), &["lock"]);
+    assert_eq!(
+        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
+        lock
+    );
+    let mut paths: Vec<String> = requests(&server.endpoint)[before..].to_vec();
+    paths.sort();
+    assert_eq!(paths.len(), 3, "{paths:#?}");
+    for (path, repo) in paths.iter().zip([
+        "kernels-community/einops",
+        "kernels-test/kernel-deps",
+        "kernels-test/versions",
+    ]) {
+        assert!(
+            path.starts_with(&format!("/api/kernels/{repo}/tree/")),
+            "{paths:#?}"
+        );
+    }
+}
