@@ -28,9 +28,9 @@
 //!     macos: "11.0".parse().unwrap(),
 //!     source_date_epoch: 315_532_800,
 //! };
+//! let mut written = Vec::new();
 //! for planned in plan_wheels(&kernel, &snapshot, &[], &options)?.wheels {
-//!     let path = planned.build("dist".as_ref())?;
-//!     println!("{}", path.display());
+//!     written.push(planned.build("dist".as_ref())?);
 //! }
 //! # Ok(())
 //! # }
