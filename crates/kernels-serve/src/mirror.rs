@@ -586,6 +586,50 @@ fn load_repo(
     let toml_path = dir.join("repo.toml");
     confine.check_if_present(&toml_path)?;
     let parsed: RepoToml = read_toml(&toml_path)?;
+    let id = repo_id_of(dir, &toml_path)?;
+    let types = repo_types(&parsed, primary, &toml_path)?;
+    let gated = gated_mode(&parsed, &toml_path)?;
+    let commits_dir = dir.join("commits");
+    check_commit_labels(&parsed, &commits_dir, &toml_path, confine)?;
+    let synthetic = synthetic_by_label(&parsed, &toml_path)?;
+    let source = CommitSource {
+        commits_dir: &commits_dir,
+        toml_path: &toml_path,
+        parsed: &parsed,
+        synthetic: &synthetic,
+        digester,
+        confine,
+    };
+    let mut commits: Vec<Commit> = Vec::with_capacity(parsed.commits.len());
+    for label in &parsed.commits {
+        let commit = load_commit(&source, label, &commits)?;
+        commits.push(commit);
+    }
+    let Refs {
+        branches,
+        tags,
+        converts,
+        pull_requests,
+        default_branch,
+    } = resolve_refs(&parsed, &commits, &toml_path)?;
+    Ok(Repo {
+        id,
+        primary,
+        types,
+        private: parsed.private,
+        gated,
+        allowed_tokens: parsed.allowed_tokens,
+        default_branch,
+        commits,
+        branches,
+        tags,
+        converts,
+        pull_requests,
+    })
+}
+
+/// `owner/name` from the repository folder's last two components.
+fn repo_id_of(dir: &Path, toml_path: &Path) -> Result<String, MirrorError> {
     let owner = dir
         .parent()
         .and_then(Path::file_name)
@@ -595,13 +639,21 @@ fn load_repo(
     let id = format!("{owner}/{name}");
     if id.parse::<kernels_types::RepoId>().is_err() {
         return Err(MirrorError::entry(
-            &toml_path,
+            toml_path,
             "repository folder",
             format!("gives the invalid repo id `{id}`"),
             "rename the folders to `repos/<type>/<owner>/<name>` using letters, digits, `-`, `_` and `.`",
         ));
     }
+    Ok(id)
+}
 
+/// The primary repo type and those of `also_serve_as`.
+fn repo_types(
+    parsed: &RepoToml,
+    primary: RepoType,
+    toml_path: &Path,
+) -> Result<Vec<RepoType>, MirrorError> {
     let mut types = vec![primary];
     for (i, other) in parsed.also_serve_as.iter().enumerate() {
         let kind = match other.as_str() {
@@ -609,7 +661,7 @@ fn load_repo(
             "kernel" => RepoType::Kernel,
             _ => {
                 return Err(MirrorError::entry(
-                    &toml_path,
+                    toml_path,
                     format!("also_serve_as[{i}]"),
                     format!("is `{other}`, not a supported repo type"),
                     "use \"model\" or \"kernel\"",
@@ -620,25 +672,37 @@ fn load_repo(
             types.push(kind);
         }
     }
+    Ok(types)
+}
 
-    let gated = match &parsed.gated {
+/// `gated` of `repo.toml`.
+fn gated_mode(parsed: &RepoToml, toml_path: &Path) -> Result<Gated, MirrorError> {
+    Ok(match &parsed.gated {
         GatedToml::Unset | GatedToml::Bool(false) => Gated::No,
         GatedToml::Bool(true) => Gated::Auto,
         GatedToml::Mode(m) if m == "auto" => Gated::Auto,
         GatedToml::Mode(m) if m == "manual" => Gated::Manual,
         GatedToml::Mode(m) => {
             return Err(MirrorError::entry(
-                &toml_path,
+                toml_path,
                 "gated",
                 format!("is `{m}`"),
                 "use false, \"auto\" or \"manual\"",
             ));
         }
-    };
+    })
+}
 
+/// `commits` of `repo.toml` names exactly the folders under `commits/`.
+fn check_commit_labels(
+    parsed: &RepoToml,
+    commits_dir: &Path,
+    toml_path: &Path,
+    confine: Confine<'_>,
+) -> Result<(), MirrorError> {
     if parsed.commits.is_empty() {
         return Err(MirrorError::entry(
-            &toml_path,
+            toml_path,
             "commits",
             "is empty",
             "list the folders under commits/, oldest first, e.g. commits = [\"c1\"]",
@@ -647,31 +711,38 @@ fn load_repo(
     for (i, label) in parsed.commits.iter().enumerate() {
         if label.is_empty() || label == "." || label == ".." || label.contains(['/', '\\']) {
             return Err(MirrorError::entry(
-                &toml_path,
+                toml_path,
                 format!("commits[{i}]"),
                 format!("is `{label}`, not the name of a folder under commits/"),
                 "list folder names only, e.g. commits = [\"c1\", \"c2\"]",
             ));
         }
     }
-    let commits_dir = dir.join("commits");
-    confine.check_if_present(&commits_dir)?;
-    for found in sorted_dirs(&commits_dir)? {
+    confine.check_if_present(commits_dir)?;
+    for found in sorted_dirs(commits_dir)? {
         let label = found
             .file_name()
             .and_then(|s| s.to_str())
             .unwrap_or_default();
         if !parsed.commits.iter().any(|c| c == label) {
             return Err(MirrorError::entry(
-                &toml_path,
+                toml_path,
                 "commits",
                 format!("does not list the folder commits/{label}"),
                 format!("add \"{label}\" to `commits` (oldest first) or delete the folder"),
             ));
         }
     }
+    Ok(())
+}
 
-    // Synthetic files grouped by commit label.
+/// `synthetic` entries of `repo.toml`, grouped by commit label.
+type SyntheticByLabel<'a> = HashMap<&'a str, Vec<(&'a str, &'a SyntheticToml)>>;
+
+fn synthetic_by_label<'a>(
+    parsed: &'a RepoToml,
+    toml_path: &Path,
+) -> Result<SyntheticByLabel<'a>, MirrorError> {
     let mut synthetic: HashMap<&str, Vec<(&str, &SyntheticToml)>> = HashMap::new();
     for (key, spec) in &parsed.synthetic {
         let Some((label, path)) = key
@@ -679,7 +750,7 @@ fn load_repo(
             .filter(|(l, p)| !l.is_empty() && valid_rel_path(p))
         else {
             return Err(MirrorError::entry(
-                &toml_path,
+                toml_path,
                 format!("synthetic.\"{key}\""),
                 "is not of the form \"<commit label>:<path>\"",
                 "write the key as \"c1:big.bin\"",
@@ -687,7 +758,7 @@ fn load_repo(
         };
         if !parsed.commits.iter().any(|c| c == label) {
             return Err(MirrorError::entry(
-                &toml_path,
+                toml_path,
                 format!("synthetic.\"{key}\""),
                 format!("names the commit `{label}`, which `commits` does not list"),
                 "use a label from `commits`",
@@ -695,160 +766,212 @@ fn load_repo(
         }
         synthetic.entry(label).or_default().push((path, spec));
     }
+    Ok(synthetic)
+}
 
-    let mut commits: Vec<Commit> = Vec::with_capacity(parsed.commits.len());
-    for label in &parsed.commits {
-        let commit_dir = commits_dir.join(label);
-        let tree_dir = commit_dir.join("tree");
-        if !tree_dir.is_dir() {
-            return Err(MirrorError::entry(
-                &toml_path,
-                "commits",
-                format!("lists `{label}`, but {} is missing", tree_dir.display()),
-                "create the commit's file tree under commits/<label>/tree/ or remove the label",
-            ));
-        }
-        confine.check(&tree_dir)?;
-        let commit_toml_path = commit_dir.join("commit.toml");
-        confine.check_if_present(&commit_toml_path)?;
-        confine.check_if_present(&tree_dir.join(".gitattributes"))?;
-        let meta: CommitToml = if commit_toml_path.is_file() {
-            read_toml(&commit_toml_path)?
-        } else {
-            CommitToml::default()
-        };
-        if let Some(sha) = &meta.sha
-            && !is_sha(sha)
-        {
-            return Err(MirrorError::entry(
-                &commit_toml_path,
-                "sha",
-                format!("is `{sha}`, not 40 lowercase hex digits"),
-                "write a full commit sha such as \"1111111111111111111111111111111111111111\" or remove the key",
-            ));
-        }
-        if let Some(date) = &meta.date
-            && !is_hub_date(date)
-        {
-            return Err(MirrorError::entry(
-                &commit_toml_path,
-                "date",
-                format!("is `{date}`"),
-                "use UTC with a Z suffix, e.g. \"2025-05-21T10:00:00Z\"",
-            ));
-        }
-        let patterns = match meta.lfs.clone().or_else(|| parsed.lfs.clone()) {
-            Some(p) => p,
-            None => gitattributes_lfs(&tree_dir.join(".gitattributes"))?,
-        };
+/// What [`load_commit`] reads a commit from.
+struct CommitSource<'a> {
+    commits_dir: &'a Path,
+    toml_path: &'a Path,
+    parsed: &'a RepoToml,
+    synthetic: &'a SyntheticByLabel<'a>,
+    digester: &'a Digester,
+    confine: Confine<'a>,
+}
 
-        let mut jobs: Vec<(String, Content, bool)> = Vec::new();
-        for entry in walkdir::WalkDir::new(&tree_dir).follow_links(true) {
-            let entry = entry.map_err(|err| match err.path() {
-                Some(path) => MirrorError::BrokenLink {
-                    path: path.to_owned(),
-                    message: err.to_string(),
-                },
-                None => MirrorError::Io(std::io::Error::other(err.to_string())),
-            })?;
-            // A link (to a file or a folder) is served as what it points at,
-            // and only when that lies inside the mirror. What is under a
-            // followed folder link is checked as the walk reaches it.
-            let real = if entry.path_is_symlink() {
-                Some(confine.check(entry.path())?)
-            } else {
-                None
-            };
-            if !entry.file_type().is_file() {
-                continue;
-            }
-            let rel = entry.path().strip_prefix(&tree_dir).unwrap_or(entry.path());
-            let Some(rel) = rel
-                .to_str()
-                .map(|s| s.replace(std::path::MAIN_SEPARATOR, "/"))
-            else {
-                return Err(MirrorError::entry(
-                    &toml_path,
-                    format!("commits/{label}/tree"),
-                    format!(
-                        "holds a file whose name is not UTF-8: {}",
-                        entry.path().display()
-                    ),
-                    "rename the file",
-                ));
-            };
-            let lfs = match &meta.lfs_files {
-                Some(files) => files.contains(&rel),
-                None => patterns.iter().any(|p| lfs_match(p, &rel)),
-            };
-            let disk = real.unwrap_or_else(|| entry.path().to_owned());
-            jobs.push((rel, Content::Disk(disk), lfs));
-        }
-        for (path, spec) in synthetic.get(label.as_str()).into_iter().flatten() {
-            let content = Content::Synthetic {
-                seed: spec.seed,
-                size: spec.size,
-            };
-            jobs.retain(|(p, _, _)| p != path);
-            jobs.push(((*path).to_owned(), content, spec.lfs));
-        }
-        let files: BTreeMap<String, FileMeta> = digester.describe_all(jobs)?.into_iter().collect();
-
-        let parent_index = match meta.parent.as_deref() {
-            None => commits.len().checked_sub(1),
-            Some("") => None,
-            Some(label) => Some(
-                commits
-                    .iter()
-                    .position(|c| c.label == label)
-                    .ok_or_else(|| {
-                        MirrorError::entry(
-                            &commit_toml_path,
-                            "parent",
-                            format!("names `{label}`, which is not an earlier commit"),
-                            "name the label of a commit listed before this one in `commits`, or \"\" for a root commit",
-                        )
-                    })?,
-            ),
-        };
-        let parent = parent_index
-            .map(|i| commits[i].sha.clone())
-            .unwrap_or_default();
-        let sha = match meta.sha {
-            Some(sha) => sha,
-            None => derived_commit_sha(label, &parent, &files),
-        };
-        if let Some(dup) = commits.iter().find(|c| c.sha == sha) {
-            return Err(MirrorError::entry(
-                &commit_toml_path,
-                "sha",
-                format!("repeats the sha of commit `{}`", dup.label),
-                "give every commit a distinct sha",
-            ));
-        }
-        let index = commits.len();
-        let mut tree = build_tree(files, index);
-        if let Some(prev) = commits.last() {
-            for (path, node) in tree.iter_mut() {
-                if let Some(old) = prev.tree.get(path)
-                    && old.oid() == node.oid()
-                    && matches!(old.kind, NodeKind::Dir { .. })
-                        == matches!(node.kind, NodeKind::Dir { .. })
-                {
-                    node.last_commit = old.last_commit;
-                }
-            }
-        }
-        commits.push(Commit {
-            label: label.clone(),
-            sha,
-            title: meta.title.unwrap_or_else(|| format!("Commit {label}")),
-            date: meta.date.unwrap_or_else(|| DEFAULT_DATE.to_owned()),
-            tree,
-            parent: parent_index,
-        });
+/// One commit folder (`commits/<label>/`: `commit.toml` and `tree/`), given
+/// the commits loaded before it (its default parent is the previous one).
+fn load_commit(
+    source: &CommitSource<'_>,
+    label: &String,
+    commits: &[Commit],
+) -> Result<Commit, MirrorError> {
+    let CommitSource {
+        commits_dir,
+        toml_path,
+        parsed,
+        confine,
+        ..
+    } = source;
+    let confine = *confine;
+    let commit_dir = commits_dir.join(label);
+    let tree_dir = commit_dir.join("tree");
+    if !tree_dir.is_dir() {
+        return Err(MirrorError::entry(
+            toml_path,
+            "commits",
+            format!("lists `{label}`, but {} is missing", tree_dir.display()),
+            "create the commit's file tree under commits/<label>/tree/ or remove the label",
+        ));
     }
+    confine.check(&tree_dir)?;
+    let commit_toml_path = commit_dir.join("commit.toml");
+    confine.check_if_present(&commit_toml_path)?;
+    confine.check_if_present(&tree_dir.join(".gitattributes"))?;
+    let meta: CommitToml = if commit_toml_path.is_file() {
+        read_toml(&commit_toml_path)?
+    } else {
+        CommitToml::default()
+    };
+    if let Some(sha) = &meta.sha
+        && !is_sha(sha)
+    {
+        return Err(MirrorError::entry(
+            &commit_toml_path,
+            "sha",
+            format!("is `{sha}`, not 40 lowercase hex digits"),
+            "write a full commit sha such as \"1111111111111111111111111111111111111111\" or remove the key",
+        ));
+    }
+    if let Some(date) = &meta.date
+        && !is_hub_date(date)
+    {
+        return Err(MirrorError::entry(
+            &commit_toml_path,
+            "date",
+            format!("is `{date}`"),
+            "use UTC with a Z suffix, e.g. \"2025-05-21T10:00:00Z\"",
+        ));
+    }
+    let patterns = match meta.lfs.clone().or_else(|| parsed.lfs.clone()) {
+        Some(p) => p,
+        None => gitattributes_lfs(&tree_dir.join(".gitattributes"))?,
+    };
 
+    let files = describe_tree(&tree_dir, &meta, &patterns, label, source)?;
+
+    let parent_index = match meta.parent.as_deref() {
+        None => commits.len().checked_sub(1),
+        Some("") => None,
+        Some(label) => Some(
+            commits
+                .iter()
+                .position(|c| c.label == label)
+                .ok_or_else(|| {
+                    MirrorError::entry(
+                        &commit_toml_path,
+                        "parent",
+                        format!("names `{label}`, which is not an earlier commit"),
+                        "name the label of a commit listed before this one in `commits`, or \"\" for a root commit",
+                    )
+                })?,
+        ),
+    };
+    let parent = parent_index
+        .map(|i| commits[i].sha.clone())
+        .unwrap_or_default();
+    let sha = match meta.sha {
+        Some(sha) => sha,
+        None => derived_commit_sha(label, &parent, &files),
+    };
+    if let Some(dup) = commits.iter().find(|c| c.sha == sha) {
+        return Err(MirrorError::entry(
+            &commit_toml_path,
+            "sha",
+            format!("repeats the sha of commit `{}`", dup.label),
+            "give every commit a distinct sha",
+        ));
+    }
+    let index = commits.len();
+    let mut tree = build_tree(files, index);
+    if let Some(prev) = commits.last() {
+        for (path, node) in tree.iter_mut() {
+            if let Some(old) = prev.tree.get(path)
+                && old.oid() == node.oid()
+                && matches!(old.kind, NodeKind::Dir { .. })
+                    == matches!(node.kind, NodeKind::Dir { .. })
+            {
+                node.last_commit = old.last_commit;
+            }
+        }
+    }
+    Ok(Commit {
+        label: label.clone(),
+        sha,
+        title: meta.title.unwrap_or_else(|| format!("Commit {label}")),
+        date: meta.date.unwrap_or_else(|| DEFAULT_DATE.to_owned()),
+        tree,
+        parent: parent_index,
+    })
+}
+
+/// The files of a commit's `tree/` folder (links resolved inside the mirror)
+/// and its synthetic entries, described with their digests.
+fn describe_tree(
+    tree_dir: &Path,
+    meta: &CommitToml,
+    patterns: &[String],
+    label: &str,
+    source: &CommitSource<'_>,
+) -> Result<BTreeMap<String, FileMeta>, MirrorError> {
+    let mut jobs: Vec<(String, Content, bool)> = Vec::new();
+    for entry in walkdir::WalkDir::new(tree_dir).follow_links(true) {
+        let entry = entry.map_err(|err| match err.path() {
+            Some(path) => MirrorError::BrokenLink {
+                path: path.to_owned(),
+                message: err.to_string(),
+            },
+            None => MirrorError::Io(std::io::Error::other(err.to_string())),
+        })?;
+        // A link (to a file or a folder) is served as what it points at,
+        // and only when that lies inside the mirror. What is under a
+        // followed folder link is checked as the walk reaches it.
+        let real = if entry.path_is_symlink() {
+            Some(source.confine.check(entry.path())?)
+        } else {
+            None
+        };
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let rel = entry.path().strip_prefix(tree_dir).unwrap_or(entry.path());
+        let Some(rel) = rel
+            .to_str()
+            .map(|s| s.replace(std::path::MAIN_SEPARATOR, "/"))
+        else {
+            return Err(MirrorError::entry(
+                source.toml_path,
+                format!("commits/{label}/tree"),
+                format!(
+                    "holds a file whose name is not UTF-8: {}",
+                    entry.path().display()
+                ),
+                "rename the file",
+            ));
+        };
+        let lfs = match &meta.lfs_files {
+            Some(files) => files.contains(&rel),
+            None => patterns.iter().any(|p| lfs_match(p, &rel)),
+        };
+        let disk = real.unwrap_or_else(|| entry.path().to_owned());
+        jobs.push((rel, Content::Disk(disk), lfs));
+    }
+    for (path, spec) in source.synthetic.get(label).into_iter().flatten() {
+        let content = Content::Synthetic {
+            seed: spec.seed,
+            size: spec.size,
+        };
+        jobs.retain(|(p, _, _)| p != path);
+        jobs.push(((*path).to_owned(), content, spec.lfs));
+    }
+    Ok(source.digester.describe_all(jobs)?.into_iter().collect())
+}
+
+/// The ref tables of `repo.toml` resolved to commit indices, and the default
+/// branch (which must exist).
+struct Refs {
+    branches: BTreeMap<String, usize>,
+    tags: BTreeMap<String, usize>,
+    converts: BTreeMap<String, usize>,
+    pull_requests: BTreeMap<String, usize>,
+    default_branch: String,
+}
+
+fn resolve_refs(
+    parsed: &RepoToml,
+    commits: &[Commit],
+    toml_path: &Path,
+) -> Result<Refs, MirrorError> {
     let target = |table: &str, name: &str, value: &str| -> Result<usize, MirrorError> {
         if let Some(i) = commits.iter().position(|c| c.label == value) {
             return Ok(i);
@@ -857,7 +980,7 @@ fn load_repo(
             return Ok(i);
         }
         Err(MirrorError::entry(
-            &toml_path,
+            toml_path,
             format!("{table}.\"{name}\""),
             format!("points at `{value}`, which is neither a commit label nor the sha of a commit"),
             format!(
@@ -878,29 +1001,24 @@ fn load_repo(
         }
     }
     let [branches, tags, converts, pull_requests] = tables;
-    let default_branch = parsed.default_branch.unwrap_or_else(|| "main".to_owned());
+    let default_branch = parsed
+        .default_branch
+        .clone()
+        .unwrap_or_else(|| "main".to_owned());
     if !branches.contains_key(&default_branch) {
         return Err(MirrorError::entry(
-            &toml_path,
+            toml_path,
             "branches",
             format!("has no entry for the default branch `{default_branch}`"),
             format!("add `{default_branch} = \"<label>\"` under [branches] or set default_branch"),
         ));
     }
-
-    Ok(Repo {
-        id,
-        primary,
-        types,
-        private: parsed.private,
-        gated,
-        allowed_tokens: parsed.allowed_tokens,
-        default_branch,
-        commits,
+    Ok(Refs {
         branches,
         tags,
         converts,
         pull_requests,
+        default_branch,
     })
 }
 
