@@ -11,6 +11,8 @@ mod crash;
 mod download;
 mod environment;
 mod faults;
+#[cfg(unix)]
+mod fleet;
 mod lock;
 mod lock_files;
 mod matrix;
