@@ -12,6 +12,8 @@ mod crash;
 mod download;
 mod environment;
 mod faults;
+#[cfg(unix)]
+mod fleet;
 mod inspect;
 mod lock;
 mod lock_files;
