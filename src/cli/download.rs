@@ -39,6 +39,12 @@ pub struct DownloadArgs {
     #[arg(long)]
     pub offline: bool,
 
+    /// List every kernel on the Hub even when it is already complete and
+    /// verified in the cache. Without it, a kernel locked with variant hashes
+    /// whose selected variants are all cached and verified costs no request.
+    #[arg(long, conflicts_with = "offline")]
+    pub refresh: bool,
+
     /// Print what would be downloaded (files and bytes per kernel and variant,
     /// and what is already cached) without downloading; only metadata requests.
     #[arg(long)]
@@ -206,6 +212,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         repo_type,
         selection,
         concurrency: args.concurrency,
+        refresh: args.refresh,
     };
     let mut settings = settings.clone();
     settings.offline |= args.offline;

@@ -247,6 +247,7 @@ fn run_locked(
         repo_type: args.repo_type.into(),
         selection: VariantSelection::All,
         concurrency: DEFAULT_CONCURRENCY,
+        refresh: false,
     };
     let builds = super::runtime()?.block_on(plan_locked(
         &client,

@@ -8,6 +8,10 @@
 //! hash recomputed from the linked blobs equals the lock's. All kernels are
 //! tried; failures are collected in the [`DownloadSummary`].
 //!
+//! With a variant-hash lock, a kernel whose selected variants are already
+//! complete and verified in the cache costs no request at all, not even the
+//! listing (module `warm`; [`DownloadOptions::refresh`] lists it anyway).
+//!
 //! In offline mode (`--offline`, `HF_HUB_OFFLINE`) no request is made: the
 //! kernels are checked with [`crate::install::verify::verify_kernels`] (the code behind
 //! `kernels verify`), which lists the files from the cached snapshot, re-hashes
@@ -19,6 +23,7 @@ mod fetch;
 pub mod plan;
 pub mod reporter;
 pub mod verify;
+mod warm;
 
 use std::sync::Arc;
 
@@ -51,6 +56,10 @@ pub struct DownloadOptions {
     pub selection: VariantSelection,
     /// Maximum number of files fetched at once over all kernels (at least 1).
     pub concurrency: usize,
+    /// List every kernel on the Hub even when a variant-hash lock and the
+    /// cache already show it complete (`--refresh`); otherwise such kernels
+    /// cost no request.
+    pub refresh: bool,
 }
 
 /// A kernel whose selected variants are all in the cache and verified.
@@ -238,11 +247,24 @@ pub async fn download(
     if client.is_offline() {
         return verify_offline(cache, kernels, options, progress).await;
     }
+    let warm = if options.refresh {
+        kernels.iter().map(|_| None).collect()
+    } else {
+        warm::check(cache, kernels, options.repo_type, &options.selection).await
+    };
     let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
-    let results = join_all(kernels.iter().map(|kernel| {
+    let results = join_all(kernels.iter().zip(warm).map(|(kernel, warm)| {
         let permits = permits.clone();
         async move {
-            let result = download_kernel(client, cache, kernel, options, &permits, progress).await;
+            let result = match warm {
+                Some(warm) => {
+                    for warning in &warm.warnings {
+                        progress.warning(warning);
+                    }
+                    Ok(KernelReport::from_verification(&warm.check))
+                }
+                None => download_kernel(client, cache, kernel, options, &permits, progress).await,
+            };
             if let Ok(report) = &result {
                 progress.kernel_done(report);
             }

@@ -174,6 +174,7 @@ impl Snapshot {
                 VariantSelection::Named(variants.to_vec())
             },
             concurrency: DEFAULT_CONCURRENCY,
+            refresh: false,
         };
         let mut summary = download(
             client,
