@@ -42,40 +42,52 @@ pub(crate) async fn check(
     if candidates.iter().all(Option::is_none) {
         return kernels.iter().map(|_| None).collect();
     }
+    // Kernels that check with the same selection share one `verify_kernels`
+    // call, so their blobs are hashed in one parallel pass.
+    let mut groups: Vec<(VariantSelection, Vec<usize>)> = Vec::new();
+    for (index, candidate) in candidates.into_iter().enumerate() {
+        let Some((named, _)) = candidate else {
+            continue;
+        };
+        match groups.iter_mut().find(|(s, _)| *s == named) {
+            Some((_, indices)) => indices.push(index),
+            None => groups.push((named, vec![index])),
+        }
+    }
     let count = kernels.len();
     let (cache, kernels) = (cache.clone(), kernels.to_vec());
+    let selection = selection.clone();
     tokio::task::spawn_blocking(move || {
-        kernels
-            .iter()
-            .zip(candidates)
-            .map(|(kernel, candidate)| {
-                let (named, warnings) = candidate?;
-                let [check] = <[KernelVerification; 1]>::try_from(verify_kernels(
-                    &cache,
-                    repo_type,
-                    std::slice::from_ref(kernel),
-                    &named,
-                ))
-                .ok()?;
+        let mut out: Vec<Option<Warm>> = (0..count).map(|_| None).collect();
+        for (named, indices) in groups {
+            let group: Vec<LockedKernel> = indices.iter().map(|&i| kernels[i].clone()).collect();
+            let checks = verify_kernels(&cache, repo_type, &group, &named);
+            for (index, check) in indices.into_iter().zip(checks) {
                 if !check.is_ok() {
                     tracing::debug!(
                         "{}: not complete in the cache, listing it on the Hub",
                         check.label()
                     );
-                    return None;
+                    continue;
                 }
                 tracing::debug!("{}: complete and verified in the cache", check.label());
-                Some(Warm { check, warnings })
-            })
-            .collect()
+                let kernel = &kernels[index];
+                let warnings = locked_selection(kernel, &selection)
+                    .map(|(_, warnings)| warnings)
+                    .unwrap_or_default();
+                out[index] = Some(Warm { check, warnings });
+            }
+        }
+        out
     })
     .await
     // A failed check task only costs the requests it would have saved.
     .unwrap_or_else(|_| (0..count).map(|_| None).collect())
 }
 
-/// The variants `selection` takes among the lock's variant names, as a
-/// [`VariantSelection::Named`], with the warnings; `None` when the lock has no
+/// The selection to check the kernel with (`selection`, or for the
+/// environment's choice the variant it takes among the lock's variant names,
+/// as a [`VariantSelection::Named`]), with the warnings; `None` when the lock has no
 /// variant hashes or the choice is not exactly what a listing would give
 /// (a named variant the lock lacks, no variant for the environment).
 fn locked_selection(
@@ -91,5 +103,11 @@ fn locked_selection(
         return None;
     }
     let warnings = selection.warnings(&kernel.repo_id, &kernel.commit, &locked);
-    Some((VariantSelection::Named(choice.variants), warnings))
+    // `verify_kernels` reads `All` as the locked names and `Named` as the
+    // names; only the environment's choice is made here, among the locked names.
+    let named = match selection {
+        VariantSelection::Detected { .. } => VariantSelection::Named(choice.variants),
+        other => other.clone(),
+    };
+    Some((named, warnings))
 }
