@@ -691,6 +691,8 @@ def report(args, runs: list[Run], kernels, variants, so_total, n_files, syscalls
         print(f"syscalls per file ({n_files} files, strace -c -f, one untimed run):")
         for tool, (total, per) in syscalls.items():
             top = sorted(per.items(), key=lambda kv: -kv[1])[:8]
+            top += [(n, per[n]) for n in ("fsync", "fdatasync", "flock", "rename", "symlink",
+                                           "mkdir", "openat") if n in per and n not in dict(top)]
             print(f"  {tool:<6} {total / n_files:6.1f}  ("
                   + ", ".join(f"{name} {n / n_files:.1f}" for name, n in top) + ")")
 
