@@ -111,3 +111,53 @@ fn locked_selection(
     };
     Some((named, warnings))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(variants: Option<&[&str]>) -> LockedKernel {
+        LockedKernel {
+            repo_id: "acme/relu".parse().unwrap(),
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            variants: variants.map(|names| {
+                names
+                    .iter()
+                    .map(|n| ((*n).to_owned(), format!("sha256-{n}")))
+                    .collect()
+            }),
+        }
+    }
+
+    #[test]
+    fn the_choice_is_made_among_the_locked_variant_names() {
+        let locked = kernel(Some(&["torch-cuda", "torch-universal"]));
+        let detected = VariantSelection::Detected {
+            env: crate::variant::TorchEnv {
+                major: 2,
+                minor: 7,
+                cuda: Some("12.6".into()),
+                hip: None,
+                xpu: None,
+                mps: false,
+                neuron: false,
+                cxx11_abi: true,
+                tvm_ffi: None,
+                system: "Linux".into(),
+                machine: "x86_64".into(),
+            },
+            preference: crate::lock::profile::VariantPreference::Exact { noarch: true },
+        };
+        let (named, _) = locked_selection(&locked, &detected).unwrap();
+        assert_eq!(named, VariantSelection::Named(vec!["torch-cuda".into()]));
+        // `All` and `Named` are checked as they are.
+        let all = VariantSelection::All;
+        assert_eq!(locked_selection(&locked, &all).unwrap().0, all);
+        // A named variant the lock lacks, or a lock without variant hashes:
+        // the online way decides.
+        let named = VariantSelection::Named(vec!["torch-cuda".into(), "torch-rocm".into()]);
+        assert!(locked_selection(&locked, &named).is_none());
+        assert!(locked_selection(&kernel(None), &all).is_none());
+        assert!(locked_selection(&kernel(Some(&[])), &all).is_none());
+    }
+}
