@@ -42,7 +42,7 @@ KERNEL_NAMES = [
     "flash-attn",
     "moe",
     "punica-sgmv",
-]
+] + [f"synthetic-{i:02d}" for i in range(9, 41)]
 OWNER = "bench-kernels"
 TAG = "v0.1.0"
 SPEC = ">=0.1.0"
@@ -123,7 +123,7 @@ TEXT_FILES = {
 }
 
 
-def write_mirror(root: Path, kernels: list[Kernel], variants: list[str]) -> None:
+def write_mirror(root: Path, kernels: list[Kernel], variants: list[str], small_files: int) -> None:
     """Writes a mirror (the layout in `kernels serve --help`) whose
     shared objects are `[synthetic]` entries: only small text files hit the disk."""
     (root / "orgs").mkdir(parents=True)
@@ -158,6 +158,10 @@ def write_mirror(root: Path, kernels: list[Kernel], variants: list[str]) -> None
             pkg_dir.mkdir(parents=True)
             for name, text in TEXT_FILES.items():
                 (pkg_dir / name).write_text(text.format(pkg=kernel.package))
+            for i in range(small_files):
+                data = pkg_dir / "data" / f"table_{i:04d}.py"
+                data.parent.mkdir(exist_ok=True)
+                data.write_text(f"# {kernel.name} {variant} {i}\nTABLE = {list(range(i % 7, i % 7 + 24))}\n")
             metadata = {"python-depends": [], "version": 1, "name": kernel.name}
             (tree / "build" / variant / "metadata.json").write_text(
                 json.dumps(metadata, indent=2) + "\n"
@@ -279,6 +283,7 @@ def timed(
     logdir: Path,
     timeout: float,
     server: Server,
+    cwd: Path | None = None,
 ) -> tuple[Run, Path]:
     """Runs `cmd` under GNU time; returns the run and the path of its stderr log."""
     stem = f"{tool}-{rnd}"
@@ -294,6 +299,7 @@ def timed(
             stdout=errf,
             stderr=errf,
             stdin=subprocess.DEVNULL,
+            cwd=cwd,
         )
         try:
             rc = proc.wait(timeout=timeout)
@@ -341,12 +347,26 @@ def main() -> int:
     ap.add_argument("--max-mib", type=float, default=200, help="largest .so at scale 1 (default 200)")
     ap.add_argument("--kernels", type=int, default=6, help=f"number of kernels (max {len(KERNEL_NAMES)})")
     ap.add_argument("--variants", type=int, default=12, help="build variants per kernel")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of alternating runs (default 3)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds of interleaved runs, each phase (default 5)")
+    ap.add_argument("--small-files", type=int, default=0,
+                    help="extra small Python files per variant (default 0)")
+    ap.add_argument("--concurrency", type=int, default=8,
+                    help="parallel files for ours and the curl floor (default 8)")
+    ap.add_argument("--tools", default=",".join(COLD_TOOLS + WARM_TOOLS),
+                    help="comma-separated tools to run (default: all): cold "
+                         + ",".join(COLD_TOOLS) + "; warm " + ",".join(WARM_TOOLS))
+    ap.add_argument("--no-strace", dest="strace", action="store_false",
+                    help="skip counting syscalls per file with strace")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per run")
     ap.add_argument("--workdir", type=Path, default=None,
                     help="parent of the temporary directory (default: $TMPDIR)")
     ap.add_argument("--json", type=Path, default=None, help="also write every run as JSON here")
     args = ap.parse_args()
+    args.tools = [t for t in args.tools.split(",") if t]
+    unknown = set(args.tools) - set(COLD_TOOLS + WARM_TOOLS)
+    if unknown:
+        sys.exit(f"bench: unknown tool(s) {', '.join(sorted(unknown))}")
 
     if not 1 <= args.kernels <= len(KERNEL_NAMES):
         sys.exit(f"bench: --kernels must be 1..{len(KERNEL_NAMES)}")
@@ -377,7 +397,7 @@ def main() -> int:
     parent = args.workdir or Path(tempfile.gettempdir())
     parent.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(parent).free
-    need = 2 * so_total + 512 * MIB  # floor source + one fresh copy at a time
+    need = 2 * so_total + 512 * MIB  # the warm cache + one fresh download at a time
     if free < need:
         sys.exit(f"bench: {parent} has {free / MIB:.0f} MiB free, needs {need / MIB:.0f} MiB; "
                  "lower --scale or pass --workdir")
@@ -393,6 +413,37 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+FSYNC = {
+    "ours": "fsync per blob and per directory entry change (docs/cache.md), inside the timing",
+    "kernels-0.10.5": "none (huggingface_hub 0.35 writes and renames, no fsync)",
+    "snapshot_download": "none (huggingface_hub 2.4 writes and renames, no fsync)",
+    "curl": "none",
+    "curl+sync": "one `sync` of everything dirty at the end, inside the timing",
+}
+COLD_TOOLS = list(FSYNC)
+WARM_TOOLS = ["warm", "offline", "verify", "sha256sum", "sha256sum-par", "openssl-par"]
+
+
+def rotated(order: list[str], rnd: int) -> list[str]:
+    """`order` rotated by one more place each round, so no tool always runs first."""
+    shift = (rnd - 1) % len(order)
+    return order[shift:] + order[:shift]
+
+
+def strace_counts(path: Path) -> tuple[int, dict[str, int]]:
+    """Total calls and calls per syscall from an `strace -c` summary."""
+    total, per = 0, {}
+    for line in path.read_text(errors="replace").splitlines():
+        tok = line.split()
+        if len(tok) < 5 or not tok[0].replace(".", "").isdigit():
+            continue
+        if tok[-1] == "total":
+            total = int(tok[3])
+        else:
+            per[tok[-1]] = int(tok[3])
+    return total, per
+
+
 def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total: int,
           kernels_py: Path, hub_py: Path) -> int:
     def status(msg: str) -> None:
@@ -401,14 +452,15 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
     logs = work / "logs"
     logs.mkdir()
     mirror = work / "mirror"
-    write_mirror(mirror, kernels, variants)
+    write_mirror(mirror, kernels, variants, args.small_files)
     status(f"mirror: {len(kernels)} kernels x {len(variants)} variants, "
            f".so {min(min(k.files.values()) for k in kernels) / MIB:.1f}-"
            f"{max(max(k.files.values()) for k in kernels) / MIB:.1f} MiB, "
-           f"{so_total / MIB:.0f} MiB in all (synthetic)")
+           f"{so_total / MIB:.0f} MiB in all (synthetic), "
+           f"{args.small_files} extra small file(s) per variant")
 
     t0 = time.monotonic()
-    server = Server(args.binary, mirror, logs / "serve.stderr", timeout=600)
+    server = Server(args.binary, mirror, logs / "serve.stderr", timeout=1200)
     status(f"serving at {server.endpoint} (mirror loaded and hashed in {time.monotonic() - t0:.1f}s)")
 
     home = work / "home"
@@ -447,28 +499,28 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
     status(f"locked {len(lock)} kernels in {time.monotonic() - t0:.2f}s")
     commits = {entry["repo_id"]: entry["sha"] for entry in lock}
 
-    # The floor's source: the same files materialised once, outside the timing.
-    floor_src = work / "floor-src"
-    t0 = time.monotonic()
-    for kernel in kernels:
-        sha = commits[kernel.repo_id]
-        paths = list(kernel.files)
-        for variant in variants:
-            paths += [f"build/{variant}/{kernel.package}/{n}" for n in TEXT_FILES]
-            paths.append(f"build/{variant}/metadata.json")
-        for path in paths:
-            dest = floor_src / kernel.repo_id / path
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            url = f"{server.endpoint}/{kernel.repo_id}/resolve/{sha}/{path}"
-            with urllib.request.urlopen(url, timeout=60) as resp, open(dest, "wb") as f:
-                shutil.copyfileobj(resp, f, 1 << 20)
-            if path in kernel.files and dest.stat().st_size != kernel.files[path]:
-                status(f"materialising {url}: got {dest.stat().st_size} bytes, "
-                       f"expected {kernel.files[path]}")
-                return 1
-    floor_bytes = regular_bytes(floor_src)
-    status(f"materialised the floor source ({floor_bytes / MIB:.0f} MiB) "
-           f"in {time.monotonic() - t0:.1f}s")
+    # The floor: the same files from the same server with curl, as many at once
+    # as ours fetches (--concurrency), one connection pool, no hashing, no fsync.
+    # `--parallel-immediate` opens the connections at once; without it curl waits
+    # to multiplex over one HTTP/1.1 connection and small files run ~4x slower.
+    curl_cfg = work / "curl.cfg"
+    n_files = 0
+    with open(curl_cfg, "w") as cfg:
+        for kernel in kernels:
+            sha = commits[kernel.repo_id]
+            paths = list(kernel.files)
+            for variant in variants:
+                paths += [f"build/{variant}/{kernel.package}/{n}" for n in TEXT_FILES]
+                paths += [f"build/{variant}/{kernel.package}/data/table_{i:04d}.py"
+                          for i in range(args.small_files)]
+                paths.append(f"build/{variant}/metadata.json")
+            for path in paths:
+                cfg.write(f'url = "{server.endpoint}/{kernel.repo_id}/resolve/{sha}/{path}"\n'
+                          f'output = "{kernel.repo_id}/{path}"\n')
+                n_files += 1
+    curl = ["curl", "--silent", "--show-error", "--fail", "--location", "--create-dirs",
+            "--parallel", "--parallel-immediate", "--parallel-max", str(args.concurrency),
+            "--config", str(curl_cfg)]
 
     hub_script = work / "snapshot.py"
     hub_script.write_text(
@@ -478,55 +530,110 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
         "    snapshot_download(repo_id, repo_type='kernel', revision=sha,"
         " allow_patterns=['build/*'])\n"
     )
+    ours = [str(args.binary), "download", str(project), "--all-variants",
+            "--concurrency", str(args.concurrency)]
 
-    def tools(dest: Path):
+    def cold(dest: Path):
         return {
-            "ours": ([str(args.binary), "download", str(project), "--all-variants"],
-                     dict(base_env, HF_HUB_CACHE=str(dest))),
+            "ours": (ours, dict(base_env, HF_HUB_CACHE=str(dest)), None),
             "kernels-0.10.5": ([str(kernels_py), "download", str(project), "--all-variants"],
-                               dict(py_env, HF_HUB_CACHE=str(dest))),
+                               dict(py_env, HF_HUB_CACHE=str(dest)), None),
             "snapshot_download": ([str(hub_py), str(hub_script)],
-                                  dict(py_env, HF_HUB_CACHE=str(dest))),
-            "cp": (["cp", "-r", str(floor_src), str(dest)], base_env),
-            "cp+sync": (["sh", "-c", 'cp -r "$1" "$2" && sync', "sh", str(floor_src), str(dest)],
-                        base_env),
+                                  dict(py_env, HF_HUB_CACHE=str(dest)), None),
+            "curl": (curl, base_env, dest),
+            "curl+sync": (["sh", "-c", '"$@" && sync', "sh", *curl], base_env, dest),
         }
 
-    order = list(tools(work).keys())
+    tools = [t for t in COLD_TOOLS if t in args.tools]
     runs: list[Run] = []
     failed = False
-    for rnd in range(1, args.rounds + 1):
-        # Rotate the start each round so no tool always runs first.
-        shift = (rnd - 1) % len(order)
-        for tool in order[shift:] + order[:shift]:
-            dest = work / "out"
-            shutil.rmtree(dest, ignore_errors=True)
-            sync()  # start every run with no dirty pages from the previous one
-            cmd, env = tools(dest)[tool]
-            run, err = timed(tool, rnd, cmd, env, logs, args.timeout, server)
+
+    def one(tool: str, rnd: int, cmd, env, cwd, dest: Path | None) -> Run:
+        nonlocal failed
+        run, err = timed(tool, rnd, cmd, env, logs, args.timeout, server, cwd)
+        if dest is not None:
             run.bytes_on_disk = regular_bytes(dest) if dest.exists() else 0
             if run.ok and run.bytes_on_disk < so_total:
                 run.ok = False
-                run.note = (f"only {run.bytes_on_disk} bytes on disk, "
-                            f"expected at least {so_total}")
-            if not run.ok:
-                failed = True
-                tail = err.read_text(errors="replace")[-2000:]
-                status(f"{tool} round {rnd} FAILED ({run.note}):\n{tail}")
-            runs.append(run)
-            status(f"round {rnd} {tool:<18} {run.wall:7.2f}s  "
-                   f"peak RSS {run.max_rss_kib / 1024:7.1f} MiB  "
-                   f"user {run.user:6.2f}s sys {run.system:6.2f}s  "
-                   f"server CPU {run.server_cpu:6.2f}s  load {run.load1:.1f}")
+                run.note = f"only {run.bytes_on_disk} bytes on disk, expected at least {so_total}"
+        if not run.ok:
+            failed = True
+            tail = err.read_text(errors="replace")[-2000:]
+            status(f"{tool} round {rnd} FAILED ({run.note}):\n{tail}")
+        runs.append(run)
+        status(f"round {rnd} {tool:<18} {run.wall:7.2f}s  "
+               f"peak RSS {run.max_rss_kib / 1024:7.1f} MiB  "
+               f"user {run.user:6.2f}s sys {run.system:6.2f}s  "
+               f"server CPU {run.server_cpu:6.2f}s  load {run.load1:.1f}")
+        return run
+
+    for rnd in range(1, args.rounds + 1):
+        for tool in rotated(tools, rnd):
+            dest = work / "out"
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.mkdir()
+            sync()  # start every run with no dirty pages from the previous one
+            cmd, env, cwd = cold(dest)[tool]
+            one(tool, rnd, cmd, env, cwd, dest)
             shutil.rmtree(dest, ignore_errors=True)
 
-    report(args, runs, kernels, variants, so_total, server)
+    # Syscalls per file, counted once outside the timing.
+    syscalls = {}
+    if args.strace and shutil.which("strace"):
+        for tool in ("ours", "curl"):
+            dest = work / "out"
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.mkdir()
+            cmd, env, cwd = cold(dest)[tool]
+            trace = logs / f"strace-{tool}.txt"
+            subprocess.run(["strace", "-f", "-c", "-o", str(trace), *cmd], env=env, cwd=cwd,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=args.timeout, check=False)
+            if trace.exists():
+                syscalls[tool] = strace_counts(trace)
+            shutil.rmtree(dest, ignore_errors=True)
+
+    # Warm phase: one cache filled by ours; the warm no-op online against the
+    # offline run, and our verify against sha256sum/openssl over the same blobs.
+    warm_tools = [t for t in WARM_TOOLS if t in args.tools]
+    if warm_tools:
+        cache = work / "warm-cache"
+        subprocess.run(ours, env=dict(base_env, HF_HUB_CACHE=str(cache)), check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=args.timeout)
+        env = dict(base_env, HF_HUB_CACHE=str(cache))
+        cores = str(os.cpu_count() or 1)
+        blobs = f'find "{cache}" -path "*/blobs/*" -type f -print0'
+        warm = {
+            "warm": ours,
+            "offline": ours + ["--offline"],
+            "verify": [str(args.binary), "verify", str(project), "--all-variants"],
+            "sha256sum": ["sh", "-c", f"{blobs} | xargs -0 sha256sum >/dev/null"],
+            "sha256sum-par": ["sh", "-c",
+                              f"{blobs} | xargs -0 -P {cores} -n 64 sha256sum >/dev/null"],
+            "openssl-par": ["sh", "-c",
+                            f"{blobs} | xargs -0 -P {cores} -n 64 openssl dgst -sha256 >/dev/null"],
+        }
+        # Untimed warm-up, so every tool reads from the page cache.
+        subprocess.run(warm["sha256sum"], env=env, check=False, timeout=args.timeout)
+        for rnd in range(1, args.rounds + 1):
+            for tool in rotated(warm_tools, rnd):
+                one(tool, rnd, warm[tool], env, None, None)
+
+    report(args, runs, kernels, variants, so_total, n_files, syscalls)
     if args.json:
         args.json.write_text(json.dumps([r.__dict__ for r in runs], indent=2) + "\n")
     return 1 if failed else 0
 
 
-def report(args, runs: list[Run], kernels, variants, so_total, server) -> None:
+def paired(runs: list[Run], a: str, b: str) -> list[float]:
+    """Per-round ratios a/b over rounds where both runs succeeded."""
+    by = {(r.tool, r.round): r for r in runs if r.ok}
+    return [by[(a, n)].wall / by[(b, n)].wall
+            for n in sorted({r.round for r in runs})
+            if (a, n) in by and (b, n) in by and by[(b, n)].wall > 0]
+
+
+def report(args, runs: list[Run], kernels, variants, so_total, n_files, syscalls) -> None:
     def med(tool: str, attr: str) -> float | None:
         vals = [getattr(r, attr) for r in runs if r.tool == tool and r.ok]
         return statistics.median(vals) if vals else None
@@ -538,8 +645,9 @@ def report(args, runs: list[Run], kernels, variants, so_total, server) -> None:
     loads = [r.load1 for r in runs]
     print(f"1-min load average before the runs: {min(loads):.1f}-{max(loads):.1f} "
           "(other processes share the cores; compare with the core count)")
-    print(f"data: {len(kernels)} kernels x {len(variants)} variants, "
-          f"{so_total / MIB:.0f} MiB of .so (scale {args.scale}), {args.rounds} rounds")
+    print(f"data: {len(kernels)} kernels x {len(variants)} variants, {n_files} files, "
+          f"{so_total / MIB:.0f} MiB of .so (scale {args.scale}), {args.rounds} rounds, "
+          f"concurrency {args.concurrency}")
     print()
     print(f"{'tool':<18} {'median s':>9} {'min s':>7} {'max s':>7} {'MiB/s':>7} "
           f"{'peak RSS MiB':>13} {'user s':>7} {'sys s':>7} {'server CPU s':>13}  ok")
@@ -550,32 +658,46 @@ def report(args, runs: list[Run], kernels, variants, so_total, server) -> None:
             print(f"{tool:<18} {'-':>9}  all runs failed")
             continue
         m = statistics.median(walls)
-        print(f"{tool:<18} {m:9.2f} {min(walls):7.2f} {max(walls):7.2f} {so_total / MIB / m:7.0f} "
+        print(f"{tool:<18} {m:9.3f} {min(walls):7.3f} {max(walls):7.3f} "
+              f"{so_total / MIB / m:7.0f} "
               f"{med(tool, 'max_rss_kib') / 1024:13.1f} {med(tool, 'user'):7.2f} "
               f"{med(tool, 'system'):7.2f} {med(tool, 'server_cpu'):13.2f}  "
               f"{len(ok)}/{len([r for r in runs if r.tool == tool])}")
     print()
-
-    ours = med("ours", "wall")
-    verdicts = []
-
-    def ratio(other: str, limit: float) -> None:
-        theirs = med(other, "wall")
-        if ours is None or theirs is None:
-            verdicts.append(f"ours/{other}: n/a (failed runs)")
-            return
-        r = ours / theirs
-        verdicts.append(f"ours/{other:<18} {r:5.2f}  target <= {limit:<4} "
-                        f"{'PASS' if r <= limit else 'FAIL'}")
-
-    ratio("kernels-0.10.5", 0.5)
-    ratio("snapshot_download", 0.5)
-    ratio("cp", 2.0)
+    print("fsync policy (cold runs):")
+    for tool in tools:
+        if tool in FSYNC:
+            print(f"  {tool:<18} {FSYNC[tool]}")
+    print()
+    print("paired ratios (per-round a/b of adjacent interleaved runs; median [min-max], n rounds):")
+    targets = [
+        ("ours", "curl", None), ("ours", "curl+sync", None),
+        ("ours", "snapshot_download", 0.5), ("ours", "kernels-0.10.5", 0.5),
+        ("warm", "offline", 1.2),
+        ("verify", "sha256sum", None), ("verify", "sha256sum-par", None),
+        ("verify", "openssl-par", None),
+    ]
+    for a, b, limit in targets:
+        rs = paired(runs, a, b)
+        if not rs:
+            continue
+        m = statistics.median(rs)
+        verdict = "" if limit is None else \
+            f"  target <= {limit}  {'PASS' if m <= limit else 'FAIL'}"
+        print(f"  {a + '/' + b:<26} {m:6.2f}  [{min(rs):.2f}-{max(rs):.2f}]  n={len(rs)}{verdict}")
     rss = med("ours", "max_rss_kib")
     if rss is not None:
-        verdicts.append(f"ours peak RSS        {rss / 1024:5.1f} MiB  target < 64 MiB "
-                        f"{'PASS' if rss < 64 * 1024 else 'FAIL'}")
-    print("\n".join(verdicts))
+        print(f"  ours peak RSS              {rss / 1024:6.1f} MiB  target < 64 MiB  "
+              f"{'PASS' if rss < 64 * 1024 else 'FAIL'}")
+    if syscalls:
+        print()
+        print(f"syscalls per file ({n_files} files, strace -c -f, one untimed run):")
+        for tool, (total, per) in syscalls.items():
+            top = sorted(per.items(), key=lambda kv: -kv[1])[:8]
+            top += [(n, per[n]) for n in ("fsync", "fdatasync", "flock", "rename", "symlink",
+                                           "mkdir", "openat") if n in per and n not in dict(top)]
+            print(f"  {tool:<6} {total / n_files:6.1f}  ("
+                  + ", ".join(f"{name} {n / n_files:.1f}" for name, n in top) + ")")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,12 @@ pub struct DownloadArgs {
     #[arg(long)]
     pub offline: bool,
 
+    /// List every kernel on the Hub even when it is already complete and
+    /// verified in the cache. Without it, a kernel locked with variant hashes
+    /// whose selected variants are all cached and verified costs no request.
+    #[arg(long, conflicts_with = "offline")]
+    pub refresh: bool,
+
     /// Print what would be downloaded (files and bytes per kernel and variant,
     /// and what is already cached) without downloading; only metadata requests.
     #[arg(long)]
@@ -226,6 +232,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         selection,
         concurrency: args.concurrency,
         refs: lock_refs(&args.project_dir, &kernels),
+        refresh: args.refresh,
     };
     let mut settings = settings.clone();
     settings.offline |= args.offline;

@@ -248,6 +248,7 @@ fn run_locked(
         selection: VariantSelection::All,
         concurrency: DEFAULT_CONCURRENCY,
         refs: Vec::new(),
+        refresh: false,
     };
     let builds = super::runtime()?.block_on(plan_locked(
         &client,

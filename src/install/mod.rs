@@ -8,6 +8,10 @@
 //! hash recomputed from the linked blobs equals the lock's. All kernels are
 //! tried; failures are collected in the [`DownloadSummary`].
 //!
+//! With a variant-hash lock, a kernel whose selected variants are already
+//! complete and verified in the cache costs no request at all, not even the
+//! listing (module `warm`; [`DownloadOptions::refresh`] lists it anyway).
+//!
 //! In offline mode (`--offline`, `HF_HUB_OFFLINE`) no request is made: the
 //! kernels are checked with [`crate::install::verify::verify_kernels`] (the code behind
 //! `kernels verify`), which lists the files from the cached snapshot, re-hashes
@@ -19,6 +23,7 @@ mod fetch;
 pub mod plan;
 pub mod reporter;
 pub mod verify;
+mod warm;
 
 use std::sync::Arc;
 
@@ -55,6 +60,10 @@ pub struct DownloadOptions {
     /// cache (`refs/<name>`: the branch or tag the entry was resolved from,
     /// such as `v2` for `version = 2`), so that a runtime resolves them offline.
     pub refs: Vec<KernelRef>,
+    /// List every kernel on the Hub even when a variant-hash lock and the
+    /// cache already show it complete (`--refresh`); otherwise such kernels
+    /// cost no request.
+    pub refresh: bool,
 }
 
 /// One `refs/<name>` to record for a locked kernel.
@@ -372,6 +381,15 @@ fn record_refs(cache: &HubCache, options: &DownloadOptions, report: &KernelRepor
     }
 }
 
+/// One kernel of an online run before its files are fetched: complete in the
+/// cache already, or listed and planned.
+enum Step {
+    /// Every selected variant is in the cache and verified; no request needed.
+    Warm(warm::Warm),
+    /// The listing and plan, or why they failed.
+    Listed(Result<Prepared, DownloadError>),
+}
+
 /// One kernel after listing: its plan and what is already in place.
 struct Prepared {
     plan: KernelPlan,
@@ -451,18 +469,26 @@ async fn download_online(
     options: &DownloadOptions,
     progress: &dyn Reporter,
 ) -> DownloadSummary {
-    let prepared = join_all(
-        kernels
-            .iter()
-            .map(|kernel| prepare(client, cache, kernel, options, progress)),
-    )
+    // A variant-hash lock says what must be on disk: kernels already complete
+    // and verified there cost no request (unless `--refresh`).
+    let warm = if options.refresh {
+        kernels.iter().map(|_| None).collect()
+    } else {
+        warm::check(cache, kernels, options.repo_type, &options.selection).await
+    };
+    let prepared: Vec<Step> = join_all(kernels.iter().zip(warm).map(|(kernel, warm)| async move {
+        match warm {
+            Some(warm) => Step::Warm(warm),
+            None => Step::Listed(prepare(client, cache, kernel, options, progress).await),
+        }
+    }))
     .await;
 
     // Checks for the whole run before any byte is fetched.
     let mut missing = Vec::new();
     let mut needed = 0;
     for (kernel, prepared) in kernels.iter().zip(&prepared) {
-        if let Ok(prepared) = prepared {
+        if let Step::Listed(Ok(prepared)) = prepared {
             let label = plan::label(&kernel.repo_id, &kernel.commit);
             missing.extend(prepared.missing_paths().map(|p| format!("{label}: {p}")));
             needed += bytes_to_fetch(&cache.repo(&kernel.repo_id, options.repo_type), prepared);
@@ -485,7 +511,7 @@ async fn download_online(
     }
     if summary.blocked.is_some() {
         for (kernel, prepared) in kernels.iter().zip(prepared) {
-            if let Err(error) = prepared {
+            if let Step::Listed(Err(error)) = prepared {
                 summary.failed.push(KernelFailure {
                     repo_id: kernel.repo_id.clone(),
                     commit: kernel.commit.clone(),
@@ -498,15 +524,21 @@ async fn download_online(
     }
 
     let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
-    let results = join_all(kernels.iter().zip(prepared).map(|(kernel, prepared)| {
+    let results = join_all(kernels.iter().zip(prepared).map(|(kernel, step)| {
         let permits = permits.clone();
         async move {
-            let result = match prepared {
-                Ok(prepared) => {
+            let result = match step {
+                Step::Warm(warm) => {
+                    for warning in &warm.warnings {
+                        progress.warning(warning);
+                    }
+                    Ok(KernelReport::from_verification(&warm.check))
+                }
+                Step::Listed(Ok(prepared)) => {
                     download_kernel(client, cache, kernel, prepared, options, &permits, progress)
                         .await
                 }
-                Err(err) => Err(err),
+                Step::Listed(Err(err)) => Err(err),
             };
             if let Ok(report) = &result {
                 progress.kernel_done(report);

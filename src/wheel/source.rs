@@ -175,6 +175,7 @@ impl Snapshot {
             },
             concurrency: DEFAULT_CONCURRENCY,
             refs: Vec::new(),
+            refresh: false,
         };
         let mut summary = download(
             client,

@@ -71,7 +71,52 @@ fn all_variants_writes_the_hf_layout_and_second_run_fetches_nothing() {
         "second run fetched: {log:#?}"
     );
     assert!(cdn_requests(&log).is_empty());
+    assert!(log.is_empty(), "a warm no-op made requests: {log:#?}");
+}
+
+#[test]
+fn warm_no_op_makes_no_request_unless_refreshed() {
+    let world = World::new();
+    let relu = relu_files();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
+    assert_ok(&world.download(&["--variant", "torch-cuda"]));
+
+    // Same selection, complete and verified cache: not a single request.
+    world.reset();
+    let out = world.download(&["--variant", "torch-cuda"]);
+    assert_ok(&out);
+    assert!(stderr(&out).contains("(0 B fetched)"), "{}", stderr(&out));
+    assert_eq!(world.requests().len(), 0, "{:#?}", world.requests());
+
+    // `--refresh` checks upstream: the listing, still nothing fetched.
+    let out = world.download(&["--variant", "torch-cuda", "--refresh"]);
+    assert_ok(&out);
+    let log = world.requests();
     assert_eq!(log.len(), 1, "only the tree listing: {log:#?}");
+    assert!(resolve_requests(&log).is_empty() && cdn_requests(&log).is_empty());
+
+    // More variants than the cache holds: online again, fetching only those.
+    world.reset();
+    assert_ok(&world.download(&["--all-variants"]));
+    assert!(!cdn_requests(&world.requests()).is_empty());
+
+    // A corrupted blob is not a warm no-op: it is listed and fetched again.
+    let so = variants(&relu).remove("torch-cuda").unwrap();
+    let so = so.iter().find(|f| f.lfs()).unwrap();
+    let blob = world
+        .repo_dir("kernel", "acme/relu")
+        .join("blobs")
+        .join(so.etag());
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&blob, &bytes).unwrap();
+    world.reset();
+    assert_ok(&world.download(&["--all-variants"]));
+    assert_eq!(cdn_requests(&world.requests()).len(), 1);
+    assert_eq!(std::fs::read(&blob).unwrap(), so.content);
+    world.reset();
+    assert_ok(&world.download(&["--all-variants"]));
+    assert!(world.requests().is_empty(), "{:#?}", world.requests());
 }
 
 #[test]
