@@ -11,6 +11,8 @@ mod crash;
 mod download;
 mod environment;
 mod faults;
+#[cfg(target_os = "linux")]
+mod hostile;
 mod lock;
 mod lock_files;
 mod matrix;
