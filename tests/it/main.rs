@@ -11,6 +11,7 @@ mod crash;
 mod download;
 mod environment;
 mod faults;
+mod fuzz;
 #[cfg(target_os = "linux")]
 mod hostile;
 mod lock;
