@@ -17,6 +17,7 @@ mod hostile;
 mod lock;
 mod lock_files;
 mod matrix;
+mod oauth;
 mod precommit;
 mod profiles;
 mod serve;

@@ -29,6 +29,7 @@ use kernels_types::wire::{
     CommitInfo, GitRefs, OrganizationOverview, RepoInfo, RepoType, TreeEntry,
 };
 
+use crate::auth::TokenSource;
 use crate::error::{ErrorResponse, HubError, Target};
 use crate::ratelimit::{EventSink, HubEvent, RateLimit};
 use crate::retry::RetryPolicy;
@@ -68,6 +69,9 @@ pub struct ClientConfig {
     pub endpoint: String,
     /// Bearer token sent to the Hub, if any.
     pub token: Option<String>,
+    /// Where `token` came from, when it may need a refresh or an exchange
+    /// first ([`TokenSource`]); resolved once, before the first request.
+    pub token_source: TokenSource,
     /// No request may be made: every call fails with [`HubError::Offline`].
     pub offline: bool,
     /// Retry budget and timeouts of every request.
@@ -102,7 +106,7 @@ pub fn quote_path(path: &str) -> String {
 pub struct HubClient {
     http: reqwest::Client,
     endpoint: String,
-    token: Option<HeaderValue>,
+    auth: std::sync::Arc<Auth>,
     hub_origins: Vec<Origin>,
     offline: bool,
     retry: RetryPolicy,
@@ -141,7 +145,12 @@ impl HubClient {
         Ok(HubClient {
             http,
             endpoint,
-            token,
+            auth: std::sync::Arc::new(Auth {
+                given: token,
+                given_text: settings.token.clone(),
+                source: settings.token_source.clone(),
+                resolved: tokio::sync::OnceCell::new(),
+            }),
             hub_origins,
             offline: settings.offline,
             retry: settings.retry,
@@ -284,7 +293,7 @@ impl HubClient {
         response: reqwest::Response,
         target: Option<&Target>,
     ) -> Result<reqwest::Response, HubError> {
-        let anonymous = self.token.is_none() || !self.is_hub_origin(response.url());
+        let anonymous = !self.has_token() || !self.is_hub_origin(response.url());
         match Self::check(response, target).await {
             Err(err) if anonymous => Err(err.into_anonymous(target)),
             result => result,
@@ -304,6 +313,7 @@ impl HubClient {
             )
         })?;
         self.pace(request.url()).await;
+        let token = self.token_header().await?;
         let mut hops = 0;
         loop {
             let url = request.url().clone();
@@ -314,7 +324,7 @@ impl HubClient {
                 });
             }
             hops += 1;
-            match &self.token {
+            match &token {
                 Some(token) if self.is_hub_origin(&url) => {
                     request.headers_mut().insert(AUTHORIZATION, token.clone());
                 }
@@ -740,6 +750,175 @@ fn too_large(url: &str) -> HubError {
     }
 }
 
+/// The token and how to obtain its final value (see [`crate::auth`]).
+#[derive(Debug)]
+struct Auth {
+    given: Option<HeaderValue>,
+    given_text: Option<String>,
+    source: TokenSource,
+    resolved: tokio::sync::OnceCell<Option<HeaderValue>>,
+}
+
+fn bearer(token: &str) -> Result<HeaderValue, HubError> {
+    let mut value =
+        HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| HubError::InvalidToken)?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+impl HubClient {
+    /// Whether requests to the Hub carry a token.
+    fn has_token(&self) -> bool {
+        self.auth.given.is_some() || matches!(self.auth.source, TokenSource::Oidc { .. })
+    }
+
+    /// The `Authorization` value for Hub origins, refreshed or exchanged once.
+    async fn token_header(&self) -> Result<Option<HeaderValue>, HubError> {
+        if matches!(self.auth.source, TokenSource::Given) || self.offline {
+            return Ok(self.auth.given.clone());
+        }
+        self.auth
+            .resolved
+            .get_or_try_init(|| self.resolve_token())
+            .await
+            .cloned()
+    }
+
+    async fn resolve_token(&self) -> Result<Option<HeaderValue>, HubError> {
+        let url = format!("{}/oauth/token", self.endpoint);
+        match &self.auth.source {
+            TokenSource::Given => Ok(self.auth.given.clone()),
+            TokenSource::StoredFile {
+                token_path,
+                client_id,
+            } => {
+                let Some(token) = &self.auth.given_text else {
+                    return Ok(None);
+                };
+                let exchange = |refresh_token: String| {
+                    let body = url::form_urlencoded::Serializer::new(String::new())
+                        .append_pair("grant_type", "refresh_token")
+                        .append_pair("refresh_token", &refresh_token)
+                        .append_pair("client_id", client_id)
+                        .finish();
+                    let request = self
+                        .http
+                        .post(&url)
+                        .header("content-type", "application/x-www-form-urlencoded")
+                        .body(body);
+                    self.token_exchange(request, &url)
+                };
+                match crate::auth::refresh_stored(token, token_path, unix_now(), exchange).await {
+                    Ok(fresh) if fresh == *token => Ok(self.auth.given.clone()),
+                    Ok(fresh) => {
+                        self.emit(&HubEvent::TokenRefreshed);
+                        bearer(&fresh).map(Some)
+                    }
+                    Err(reason) => {
+                        self.emit(&HubEvent::TokenRefreshFailed { reason });
+                        Ok(self.auth.given.clone())
+                    }
+                }
+            }
+            TokenSource::Oidc {
+                resource,
+                id_token,
+                github,
+            } => {
+                let subject = match (id_token, github) {
+                    (Some(token), _) => token.clone(),
+                    (None, Some((request_url, request_token))) => {
+                        self.github_id_token(request_url, request_token).await?
+                    }
+                    (None, None) => {
+                        return Err(crate::auth::oidc_error(
+                            &url,
+                            "no id token: set HF_OIDC_ID_TOKEN, or run in GitHub Actions with `permissions: id-token: write`",
+                        ));
+                    }
+                };
+                let body = serde_json::json!({
+                    "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                    "subject_token": subject,
+                    "resource": resource,
+                });
+                let request = self.http.post(&url).json(&body);
+                let response = self
+                    .token_exchange(request, &url)
+                    .await
+                    .map_err(|detail| crate::auth::oidc_error(&url, detail))?;
+                bearer(&response.access_token).map(Some)
+            }
+        }
+    }
+
+    /// One `/oauth/token` exchange, bounded by the API deadline and the
+    /// document cap; the error is a one-line reason.
+    async fn token_exchange(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<crate::auth::TokenResponse, String> {
+        let deadline = self.retry.api_timeout;
+        let response = tokio::time::timeout(deadline, request.send())
+            .await
+            .map_err(|_| format!("no answer from {url} within {} s", deadline.as_secs_f64()))?
+            .map_err(|err| format!("{url}: {}", err.without_url()))?;
+        let status = response.status();
+        let body = read_capped(response, 64 << 10, deadline).await;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+            return Err(format!(
+                "HTTP {} from {url}: {}",
+                status.as_u16(),
+                kernels_types::text::safe(&text)
+            ));
+        }
+        serde_json::from_slice(&body).map_err(|err| format!("unexpected answer from {url}: {err}"))
+    }
+
+    /// Mints an id token from GitHub Actions (audience: the Hub endpoint).
+    async fn github_id_token(&self, request_url: &str, bearer: &str) -> Result<String, HubError> {
+        #[derive(serde::Deserialize)]
+        struct Minted {
+            value: String,
+        }
+        let mut url = Url::parse(request_url)
+            .map_err(|err| crate::auth::oidc_error(request_url, err.to_string()))?;
+        url.query_pairs_mut()
+            .append_pair("audience", &self.endpoint);
+        let deadline = self.retry.api_timeout;
+        let response = tokio::time::timeout(
+            deadline,
+            self.http
+                .get(url.clone())
+                .header(AUTHORIZATION, format!("Bearer {bearer}"))
+                .send(),
+        )
+        .await
+        .map_err(|_| crate::auth::oidc_error(request_url, "no answer from GitHub"))?
+        .map_err(|err| crate::auth::oidc_error(request_url, err.without_url().to_string()))?;
+        if !response.status().is_success() {
+            return Err(crate::auth::oidc_error(
+                request_url,
+                format!("GitHub answered HTTP {}", response.status().as_u16()),
+            ));
+        }
+        let body = read_capped(response, 64 << 10, deadline).await;
+        serde_json::from_slice::<Minted>(&body)
+            .map(|m| m.value)
+            .map_err(|err| crate::auth::oidc_error(request_url, err.to_string()))
+    }
+}
+
 /// Reads at most `cap` bytes of a body within `deadline`; what arrived is kept
 /// when the body ends, fails, or the time is up.
 async fn read_capped(mut response: reqwest::Response, cap: usize, deadline: Duration) -> Vec<u8> {
@@ -816,6 +995,7 @@ mod tests {
         ClientConfig {
             endpoint: endpoint.to_owned(),
             token,
+            token_source: Default::default(),
             offline,
             retry: RetryPolicy {
                 max_retries: 0,

@@ -3,11 +3,13 @@
 //! errors a Hub exchange can end with ([`HubError`]). The JSON shapes live in
 //! [`kernels_types::wire`], shared with `kernels serve`.
 
+pub mod auth;
 pub mod client;
 pub mod error;
 pub mod ratelimit;
 pub mod retry;
 
+pub use auth::TokenSource;
 pub use client::{ClientConfig, HubClient};
 pub use error::{HubError, Target};
 /// The Hub API's JSON shapes (re-exported from [`kernels_types::wire`]).

@@ -20,6 +20,7 @@ fn client(endpoint: &str, max_wait: Duration) -> (HubClient, Arc<Mutex<Vec<HubEv
     let client = HubClient::new(&ClientConfig {
         endpoint: endpoint.to_owned(),
         token: None,
+        token_source: Default::default(),
         offline: false,
         retry: RetryPolicy {
             max_retries: 2,

@@ -20,6 +20,8 @@ pub struct Request<'a> {
     pub path: &'a str,
     /// This listener's own base URL (for loops back to itself).
     pub base: &'a str,
+    /// The request body (`Content-Length` framing only).
+    pub body: &'a [u8],
 }
 
 /// How to answer one request.
@@ -130,13 +132,26 @@ fn serve(
         let mut words = text.split_whitespace();
         let method = words.next().unwrap_or("GET").to_owned();
         let path = words.next().unwrap_or("/").to_owned();
+        let length = text
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0)
+            .min(1 << 20);
+        let mut body = vec![0; length];
+        socket.read_exact(&mut body)?;
+        log.lock().unwrap().extend_from_slice(&body);
         let request = Request {
             method: &method,
             path: &path,
             base,
+            body: &body,
         };
         match script(&request) {
-            Play::Forward => return forward(socket, &text, upstream),
+            Play::Forward => return forward(socket, &text, &body, upstream),
             Play::Full(head, body) => {
                 let mut head = head;
                 if !head.to_ascii_lowercase().contains("content-length:") {
@@ -168,7 +183,7 @@ fn serve(
 
 /// Relays one request to `upstream` with `Connection: close`, then the answer
 /// back until the upstream closes; the client connection is closed after it.
-fn forward(mut socket: TcpStream, head: &str, upstream: &str) -> std::io::Result<()> {
+fn forward(mut socket: TcpStream, head: &str, body: &[u8], upstream: &str) -> std::io::Result<()> {
     let mut out = String::new();
     for line in head.trim_end().split("\r\n") {
         if !line.to_ascii_lowercase().starts_with("connection:") {
@@ -179,6 +194,7 @@ fn forward(mut socket: TcpStream, head: &str, upstream: &str) -> std::io::Result
     out.push_str("connection: close\r\n\r\n");
     let mut up = TcpStream::connect(upstream)?;
     up.write_all(out.as_bytes())?;
+    up.write_all(body)?;
     std::io::copy(&mut up, &mut socket)?;
     socket.shutdown(std::net::Shutdown::Both)
 }
