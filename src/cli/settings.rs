@@ -30,6 +30,18 @@ pub const ENV_VARS: &[&str] = &[
     "ACTIONS_ID_TOKEN_REQUEST_URL",
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
     "HF_DEVICE_CODE_OAUTH_CLIENT_ID",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
     "HOME",
     "XDG_CACHE_HOME",
     "HF_HOME",
@@ -68,6 +80,10 @@ pub struct Settings {
     /// an OIDC exchange when `HF_OIDC_RESOURCE` is set (before `HF_TOKEN`), an
     /// OAuth refresh from `stored_tokens` for a token read from the token file.
     pub token_source: kernels_hub::TokenSource,
+    /// Trust roots and proxies (`SSL_CERT_FILE`, `SSL_CERT_DIR`,
+    /// `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`; `HTTPS_PROXY`, `HTTP_PROXY`,
+    /// `ALL_PROXY`, `NO_PROXY` and their lower-case forms).
+    pub network: kernels_hub::NetworkConfig,
     /// Hub cache root: `KERNELS_CACHE` (else the deprecated `HF_KERNELS_CACHE`,
     /// with a note), else `HF_HUB_CACHE`, else
     /// `HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, where `HF_HOME` defaults to
@@ -254,6 +270,30 @@ fn token_from_env(hf_home: &Path) -> (Option<String>, kernels_hub::TokenSource) 
     (token, source)
 }
 
+/// CA files and proxies. Certificates named by any of the CA variables are
+/// trusted in addition to the built-in and system roots; a proxy variable is
+/// read upper-case first, as curl and reqwest do.
+fn network_from_env() -> kernels_hub::NetworkConfig {
+    let either = |upper: &str, lower: &str| var(upper).or_else(|| var(lower));
+    kernels_hub::NetworkConfig {
+        system_roots: true,
+        extra_roots: [
+            "SSL_CERT_FILE",
+            "SSL_CERT_DIR",
+            "REQUESTS_CA_BUNDLE",
+            "CURL_CA_BUNDLE",
+        ]
+        .iter()
+        .filter_map(|name| var(name))
+        .map(|v| expand_path(&v))
+        .collect(),
+        https_proxy: either("HTTPS_PROXY", "https_proxy"),
+        http_proxy: either("HTTP_PROXY", "http_proxy"),
+        all_proxy: either("ALL_PROXY", "all_proxy"),
+        no_proxy: either("NO_PROXY", "no_proxy"),
+    }
+}
+
 /// huggingface_hub's default OAuth client id for `hf auth login`.
 const DEVICE_CODE_OAUTH_CLIENT_ID: &str = "26be6b09-91c5-47da-9861-d2d2bb7a7e36";
 
@@ -294,6 +334,7 @@ impl Settings {
             endpoint: self.endpoint.clone(),
             token: self.token.clone(),
             token_source: self.token_source.clone(),
+            network: self.network.clone(),
             offline: self.offline,
             retry: self.retry_policy(),
             events: Some(super::hub_event_sink()),
@@ -362,6 +403,7 @@ impl Settings {
                 .to_owned(),
             token,
             token_source,
+            network: network_from_env(),
             cache_dir,
             cache_dir_source,
             cache_options: kernels_cache::CacheOptions {

@@ -641,6 +641,7 @@ fn hub_client_against_serve() {
         endpoint: server.endpoint.clone(),
         token: None,
         token_source: Default::default(),
+        network: Default::default(),
         offline: false,
         retry: kernels_hub::RetryPolicy {
             max_retries: 0,

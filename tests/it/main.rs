@@ -23,5 +23,6 @@ mod profiles;
 mod serve;
 mod snapshots_cli;
 mod sticky;
+mod tls;
 mod to_wheel;
 mod verify;

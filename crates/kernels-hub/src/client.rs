@@ -78,7 +78,41 @@ pub struct ClientConfig {
     pub retry: RetryPolicy,
     /// Where to report [`HubEvent`]s (rate-limit waits); `None` drops them.
     pub events: Option<EventSink>,
+    /// Extra trust roots and proxies ([`NetworkConfig`]).
+    pub network: NetworkConfig,
 }
+
+/// Trust roots and proxies, given by the caller (the library reads no
+/// environment; reqwest's own proxy lookup is switched off).
+#[derive(Debug, Clone, Default)]
+pub struct NetworkConfig {
+    /// Also trust the operating system's CA bundle (the first of
+    /// [`SYSTEM_CA_FILES`] that exists), beside the built-in web PKI roots.
+    pub system_roots: bool,
+    /// PEM files (bundles) or folders of PEM files whose certificates are
+    /// trusted as well (`SSL_CERT_FILE`, `SSL_CERT_DIR`, `REQUESTS_CA_BUNDLE`,
+    /// `CURL_CA_BUNDLE`).
+    pub extra_roots: Vec<std::path::PathBuf>,
+    /// Proxy for `https://` URLs.
+    pub https_proxy: Option<String>,
+    /// Proxy for `http://` URLs.
+    pub http_proxy: Option<String>,
+    /// Proxy for both when the specific one is unset.
+    pub all_proxy: Option<String>,
+    /// Hosts reached directly (curl's `NO_PROXY` syntax).
+    pub no_proxy: Option<String>,
+}
+
+/// Where Linux distributions (and macOS, Alpine) keep the system CA bundle, in
+/// the order OpenSSL-based clients look for it.
+pub const SYSTEM_CA_FILES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/pki/tls/cert.pem",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
 
 /// Characters Python's `urllib.parse.quote(s, safe="")` leaves alone: letters,
 /// digits and `_.-~`.
@@ -111,6 +145,7 @@ pub struct HubClient {
     offline: bool,
     retry: RetryPolicy,
     events: Option<EventSink>,
+    network: std::sync::Arc<NetworkConfig>,
     pauses: Pauses,
 }
 
@@ -134,7 +169,14 @@ impl HubClient {
             .filter_map(|u| Url::parse(u).ok())
             .map(|u| u.origin())
             .collect();
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder().no_proxy();
+        for cert in root_certificates(&settings.network)? {
+            builder = builder.add_root_certificate(cert);
+        }
+        for proxy in proxies(&settings.network)? {
+            builder = builder.proxy(proxy);
+        }
+        let http = builder
             .user_agent(concat!("kernels/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(settings.retry.etag_timeout)
             .read_timeout(settings.retry.download_timeout)
@@ -155,6 +197,7 @@ impl HubClient {
             offline: settings.offline,
             retry: settings.retry,
             events: settings.events.clone(),
+            network: std::sync::Arc::new(settings.network.clone()),
             pauses: Pauses::default(),
         })
     }
@@ -337,7 +380,7 @@ impl HubClient {
                 .http
                 .execute(request)
                 .await
-                .map_err(|source| HubError::transport(url.to_string(), source))?;
+                .map_err(|source| self.transport_error(&url, source))?;
             if self.is_hub_origin(&url)
                 && response.status() != reqwest::StatusCode::TOO_MANY_REQUESTS
             {
@@ -750,6 +793,152 @@ fn too_large(url: &str) -> HubError {
     }
 }
 
+/// Certificates to trust besides the built-in roots; an unreadable or empty
+/// file given explicitly is an error naming it.
+fn root_certificates(network: &NetworkConfig) -> Result<Vec<reqwest::Certificate>, HubError> {
+    let bad = |path: &std::path::Path, detail: String| HubError::InvalidResponse {
+        url: path.display().to_string(),
+        detail: format!("cannot use this CA certificate file: {detail}"),
+    };
+    let mut certs = Vec::new();
+    if network.system_roots
+        && let Some(bundle) = SYSTEM_CA_FILES
+            .iter()
+            .map(std::path::Path::new)
+            .find(|p| p.is_file())
+        && let Ok(bytes) = std::fs::read(bundle)
+    {
+        certs.extend(reqwest::Certificate::from_pem_bundle(&bytes).unwrap_or_default());
+    }
+    for path in &network.extra_roots {
+        if path.is_dir() {
+            let entries = std::fs::read_dir(path).map_err(|e| bad(path, e.to_string()))?;
+            for entry in entries.flatten() {
+                if let Ok(bytes) = std::fs::read(entry.path()) {
+                    certs.extend(reqwest::Certificate::from_pem_bundle(&bytes).unwrap_or_default());
+                }
+            }
+        } else {
+            let bytes = std::fs::read(path).map_err(|e| bad(path, e.to_string()))?;
+            let found = reqwest::Certificate::from_pem_bundle(&bytes)
+                .map_err(|e| bad(path, e.to_string()))?;
+            if found.is_empty() {
+                return Err(bad(path, "no PEM certificate in it".to_owned()));
+            }
+            certs.extend(found);
+        }
+    }
+    Ok(certs)
+}
+
+fn proxies(network: &NetworkConfig) -> Result<Vec<reqwest::Proxy>, HubError> {
+    let no_proxy = network
+        .no_proxy
+        .as_deref()
+        .and_then(reqwest::NoProxy::from_string);
+    let mut out = Vec::new();
+    let bad = |url: &str, err: reqwest::Error| HubError::InvalidResponse {
+        url: without_credentials(url),
+        detail: format!("invalid proxy URL: {}", err.without_url()),
+    };
+    let entries = [
+        (&network.https_proxy, 0),
+        (&network.http_proxy, 1),
+        (&network.all_proxy, 2),
+    ];
+    for (url, kind) in entries {
+        if let Some(url) = url {
+            let proxy = match kind {
+                0 => reqwest::Proxy::https(url.as_str()),
+                1 => reqwest::Proxy::http(url.as_str()),
+                _ => reqwest::Proxy::all(url.as_str()),
+            }
+            .map_err(|e| bad(url, e))?;
+            out.push(proxy.no_proxy(no_proxy.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// A proxy URL as shown in messages: no user name or password.
+fn without_credentials(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string().trim_end_matches('/').to_owned()
+        }
+        Err(_) => url.to_owned(),
+    }
+}
+
+/// Whether the error chain is rustls refusing the peer's certificate.
+fn is_certificate_error(err: &reqwest::Error) -> bool {
+    let mut source: Option<&dyn std::error::Error> = Some(err);
+    while let Some(err) = source {
+        if err.to_string().contains("invalid peer certificate") {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
+/// Whether curl-style `no_proxy` exempts `host`.
+fn no_proxy_matches(no_proxy: &str, host: &str) -> bool {
+    no_proxy.split(',').map(str::trim).any(|entry| {
+        let entry = entry.trim_start_matches('.').trim_start_matches("*.");
+        entry == "*"
+            || (!entry.is_empty()
+                && (host.eq_ignore_ascii_case(entry)
+                    || host
+                        .to_ascii_lowercase()
+                        .ends_with(&format!(".{}", entry.to_ascii_lowercase()))))
+    })
+}
+
+impl HubClient {
+    /// The proxy a request to `url` goes through, if any (for messages).
+    fn proxy_for(&self, url: &Url) -> Option<String> {
+        let net = &self.network;
+        let host = url.host_str().unwrap_or_default();
+        if net
+            .no_proxy
+            .as_deref()
+            .is_some_and(|n| no_proxy_matches(n, host))
+        {
+            return None;
+        }
+        let specific = match url.scheme() {
+            "https" => &net.https_proxy,
+            _ => &net.http_proxy,
+        };
+        specific
+            .as_ref()
+            .or(net.all_proxy.as_ref())
+            .map(|p| without_credentials(p))
+    }
+
+    /// A transport error, naming the proxy when the connection went through
+    /// one, or the certificate when TLS refused it.
+    pub fn transport_error(&self, url: &Url, source: reqwest::Error) -> HubError {
+        if source.is_connect() && is_certificate_error(&source) {
+            return HubError::Certificate {
+                url: url.to_string(),
+                source: source.without_url(),
+            };
+        }
+        match self.proxy_for(url) {
+            Some(proxy) if source.is_connect() => HubError::Proxy {
+                url: url.to_string(),
+                proxy,
+                source: source.without_url(),
+            },
+            _ => HubError::transport(url.to_string(), source),
+        }
+    }
+}
+
 /// The token and how to obtain its final value (see [`crate::auth`]).
 #[derive(Debug)]
 struct Auth {
@@ -996,6 +1185,7 @@ mod tests {
             endpoint: endpoint.to_owned(),
             token,
             token_source: Default::default(),
+            network: Default::default(),
             offline,
             retry: RetryPolicy {
                 max_retries: 0,
