@@ -423,3 +423,35 @@ fn download_listing_with_bad_paths() {
         check(&format!("listing path {path:?}"), out, &["acme/gelu"]);
     }
 }
+
+#[test]
+fn download_link_to_another_host() {
+    let out = hostile(Cmd::Download, |r, other| {
+        if is_tree(r) {
+            Play::json(
+                "200 OK",
+                &format!("link: <{other}/api/kernels/acme/gelu/tree/x?cursor=2>; rel=\"next\""),
+                "[]",
+            )
+        } else {
+            Play::Forward
+        }
+    });
+    check("Link to another host (download)", out, &["leaves the Hub"]);
+}
+
+#[test]
+fn download_ansi_in_error_json() {
+    let out = hostile(Cmd::Download, |r, _| {
+        if is_file(r) {
+            Play::json(
+                "403 Forbidden",
+                "",
+                r#"{"error": "\u001b[2J\u001b]0;pwned\u0007fake line\r\nDownloaded acme/gelu"}"#,
+            )
+        } else {
+            Play::Forward
+        }
+    });
+    check("ANSI in error JSON (download)", out, &["403", "fake line"]);
+}
