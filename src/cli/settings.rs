@@ -4,7 +4,7 @@
 //! receives a [`Settings`] value. Precedence rules follow `huggingface_hub`
 //! (see `docs/` for the table).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Default Hub endpoint when `HF_ENDPOINT` is unset.
@@ -24,6 +24,24 @@ pub const ENV_VARS: &[&str] = &[
     "HUGGING_FACE_HUB_TOKEN",
     "HF_TOKEN_PATH",
     "HF_HUB_DISABLE_IMPLICIT_TOKEN",
+    "HF_OIDC_RESOURCE",
+    "HF_OIDC_ID_TOKEN",
+    "GITHUB_ACTIONS",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "HF_DEVICE_CODE_OAUTH_CLIENT_ID",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
     "HOME",
     "XDG_CACHE_HOME",
     "HF_HOME",
@@ -58,6 +76,14 @@ pub struct Settings {
     /// Bearer token (`HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the file at
     /// `HF_TOKEN_PATH` or `$HF_HOME/token`), unless `HF_HUB_DISABLE_IMPLICIT_TOKEN` is set.
     pub token: Option<String>,
+    /// How [`Settings::token`] is kept fresh or obtained (huggingface_hub 2.4):
+    /// an OIDC exchange when `HF_OIDC_RESOURCE` is set (before `HF_TOKEN`), an
+    /// OAuth refresh from `stored_tokens` for a token read from the token file.
+    pub token_source: kernels_hub::TokenSource,
+    /// Trust roots and proxies (`SSL_CERT_FILE`, `SSL_CERT_DIR`,
+    /// `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`; `HTTPS_PROXY`, `HTTP_PROXY`,
+    /// `ALL_PROXY`, `NO_PROXY` and their lower-case forms).
+    pub network: kernels_hub::NetworkConfig,
     /// Hub cache root: `KERNELS_CACHE` (else the deprecated `HF_KERNELS_CACHE`,
     /// with a note), else `HF_HUB_CACHE`, else
     /// `HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, where `HF_HOME` defaults to
@@ -201,6 +227,76 @@ pub fn path_var() -> Option<std::ffi::OsString> {
     std::env::var_os("PATH")
 }
 
+/// The token and its source, in huggingface_hub 2.4's order: OIDC
+/// (`HF_OIDC_RESOURCE`), `HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the token
+/// file (`HF_TOKEN_PATH`, else `$HF_HOME/token`), which may be refreshed from
+/// `stored_tokens`; nothing when `HF_HUB_DISABLE_IMPLICIT_TOKEN` is set.
+fn token_from_env(hf_home: &Path) -> (Option<String>, kernels_hub::TokenSource) {
+    use kernels_hub::TokenSource;
+    if flag("HF_HUB_DISABLE_IMPLICIT_TOKEN") {
+        return (None, TokenSource::Given);
+    }
+    if let Some(resource) = var("HF_OIDC_RESOURCE") {
+        let github = (var("GITHUB_ACTIONS").as_deref() == Some("true"))
+            .then(|| {
+                Some((
+                    var("ACTIONS_ID_TOKEN_REQUEST_URL")?,
+                    var("ACTIONS_ID_TOKEN_REQUEST_TOKEN")?,
+                ))
+            })
+            .flatten();
+        let source = TokenSource::Oidc {
+            resource,
+            id_token: var("HF_OIDC_ID_TOKEN"),
+            github,
+        };
+        return (None, source);
+    }
+    if let Some(token) = var("HF_TOKEN").or_else(|| var("HUGGING_FACE_HUB_TOKEN")) {
+        return (Some(token), TokenSource::Given);
+    }
+    let token_path = var("HF_TOKEN_PATH")
+        .map(|v| expand_path(&v))
+        .unwrap_or_else(|| hf_home.join("token"));
+    let token = std::fs::read_to_string(&token_path)
+        .ok()
+        .map(|t| t.replace(['\r', '\n'], "").trim().to_owned())
+        .filter(|t| !t.is_empty());
+    let source = TokenSource::StoredFile {
+        token_path,
+        client_id: var("HF_DEVICE_CODE_OAUTH_CLIENT_ID")
+            .unwrap_or_else(|| DEVICE_CODE_OAUTH_CLIENT_ID.to_owned()),
+    };
+    (token, source)
+}
+
+/// CA files and proxies. Certificates named by any of the CA variables are
+/// trusted in addition to the built-in and system roots; a proxy variable is
+/// read upper-case first, as curl and reqwest do.
+fn network_from_env() -> kernels_hub::NetworkConfig {
+    let either = |upper: &str, lower: &str| var(upper).or_else(|| var(lower));
+    kernels_hub::NetworkConfig {
+        system_roots: true,
+        extra_roots: [
+            "SSL_CERT_FILE",
+            "SSL_CERT_DIR",
+            "REQUESTS_CA_BUNDLE",
+            "CURL_CA_BUNDLE",
+        ]
+        .iter()
+        .filter_map(|name| var(name))
+        .map(|v| expand_path(&v))
+        .collect(),
+        https_proxy: either("HTTPS_PROXY", "https_proxy"),
+        http_proxy: either("HTTP_PROXY", "http_proxy"),
+        all_proxy: either("ALL_PROXY", "all_proxy"),
+        no_proxy: either("NO_PROXY", "no_proxy"),
+    }
+}
+
+/// huggingface_hub's default OAuth client id for `hf auth login`.
+const DEVICE_CODE_OAUTH_CLIENT_ID: &str = "26be6b09-91c5-47da-9861-d2d2bb7a7e36";
+
 fn flag(name: &str) -> bool {
     var(name).is_some_and(|v| is_truthy(&v))
 }
@@ -237,6 +333,8 @@ impl Settings {
         kernels_hub::ClientConfig {
             endpoint: self.endpoint.clone(),
             token: self.token.clone(),
+            token_source: self.token_source.clone(),
+            network: self.network.clone(),
             offline: self.offline,
             retry: self.retry_policy(),
             events: Some(super::hub_event_sink()),
@@ -296,21 +394,7 @@ impl Settings {
                 (hf_home.join("hub"), source)
             }
         };
-        let token = if flag("HF_HUB_DISABLE_IMPLICIT_TOKEN") {
-            None
-        } else {
-            var("HF_TOKEN")
-                .or_else(|| var("HUGGING_FACE_HUB_TOKEN"))
-                .or_else(|| {
-                    let path = var("HF_TOKEN_PATH")
-                        .map(|v| expand_path(&v))
-                        .unwrap_or_else(|| hf_home.join("token"));
-                    std::fs::read_to_string(path)
-                        .ok()
-                        .map(|t| t.trim().to_owned())
-                        .filter(|t| !t.is_empty())
-                })
-        };
+        let (token, token_source) = token_from_env(&hf_home);
         let download_timeout = seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10);
         Settings {
             endpoint: var("HF_ENDPOINT")
@@ -318,6 +402,8 @@ impl Settings {
                 .trim_end_matches('/')
                 .to_owned(),
             token,
+            token_source,
+            network: network_from_env(),
             cache_dir,
             cache_dir_source,
             cache_options: kernels_cache::CacheOptions {

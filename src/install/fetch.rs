@@ -173,23 +173,44 @@ enum Decoder {
     Gzip(Box<flate2::write::GzDecoder<Vec<u8>>>),
 }
 
+/// Compressed bytes inflated at a time. Deflate expands at most ~1032:1, so
+/// one step yields at most ~1 MiB: a gzip bomb in a single network chunk
+/// cannot grow the process, and the blob writer refuses the first byte past
+/// the expected size.
+const GZIP_STEP: usize = 1024;
+
 impl Decoder {
-    /// Feeds received bytes; returns the decoded ones.
-    fn feed(&mut self, chunk: bytes::Bytes) -> std::io::Result<bytes::Bytes> {
+    /// Feeds received bytes, handing decoded bytes to `sink` in bounded pieces.
+    fn feed(
+        &mut self,
+        chunk: &[u8],
+        sink: &mut dyn FnMut(&[u8]) -> Result<(), DownloadError>,
+        url: &str,
+    ) -> Result<(), DownloadError> {
         match self {
-            Decoder::Identity => Ok(chunk),
+            Decoder::Identity => sink(chunk),
             Decoder::Gzip(gz) => {
-                gz.write_all(&chunk)?;
-                Ok(std::mem::take(gz.get_mut()).into())
+                for step in chunk.chunks(GZIP_STEP) {
+                    gz.write_all(step).map_err(|err| gzip_error(url, &err))?;
+                    let out = std::mem::take(gz.get_mut());
+                    if !out.is_empty() {
+                        sink(&out)?;
+                    }
+                }
+                Ok(())
             }
         }
     }
 
-    /// Ends the stream; returns the last decoded bytes.
-    fn finish(self) -> std::io::Result<bytes::Bytes> {
+    /// Ends the stream, handing the last decoded bytes to `sink`.
+    fn finish(
+        self,
+        sink: &mut dyn FnMut(&[u8]) -> Result<(), DownloadError>,
+        url: &str,
+    ) -> Result<(), DownloadError> {
         match self {
-            Decoder::Identity => Ok(bytes::Bytes::new()),
-            Decoder::Gzip(gz) => Ok(gz.finish()?.into()),
+            Decoder::Identity => Ok(()),
+            Decoder::Gzip(gz) => sink(&gz.finish().map_err(|err| gzip_error(url, &err))?),
         }
     }
 }
@@ -319,16 +340,17 @@ async fn attempt(
             }
         };
         *received += chunk.len() as u64;
-        let data = decoder
-            .feed(chunk)
-            .map_err(|err| gzip_error(&final_url, &err))?;
-        writer.write(&data, source.path)?;
-        bar.inc(data.len() as u64);
+        decoder.feed(
+            &chunk,
+            &mut |data| {
+                writer.write(data, source.path)?;
+                bar.inc(data.len() as u64);
+                Ok(())
+            },
+            &final_url,
+        )?;
     }
-    let data = decoder
-        .finish()
-        .map_err(|err| gzip_error(&final_url, &err))?;
-    writer.write(&data, source.path)?;
+    decoder.finish(&mut |data| Ok(writer.write(data, source.path)?), &final_url)?;
     finish(writer, source.path).await?;
     bar.done();
     Ok(())
@@ -339,4 +361,31 @@ fn gzip_error(url: &str, err: &std::io::Error) -> DownloadError {
         url: url.to_owned(),
         detail: format!("invalid gzip body: {err}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A whole gzip bomb in one network chunk is inflated in bounded pieces.
+    #[test]
+    fn gzip_chunk_inflates_in_bounded_pieces() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..32 {
+            gz.write_all(&zeros).unwrap();
+        }
+        let bomb = gz.finish().unwrap();
+        let mut decoder = Decoder::Gzip(Box::new(flate2::write::GzDecoder::new(Vec::new())));
+        let (mut total, mut largest) = (0usize, 0usize);
+        let mut sink = |data: &[u8]| {
+            total += data.len();
+            largest = largest.max(data.len());
+            Ok(())
+        };
+        decoder.feed(&bomb, &mut sink, "http://h/x").unwrap();
+        decoder.finish(&mut sink, "http://h/x").unwrap();
+        assert_eq!(total, 32 << 20);
+        assert!(largest <= 1100 * GZIP_STEP, "{largest} bytes at once");
+    }
 }

@@ -17,6 +17,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use kernels_types::source_text::ClippedText;
 use miette::{NamedSource, SourceSpan};
 use toml_edit::{Item, TableLike, Value};
 
@@ -73,7 +74,7 @@ pub struct EntryProblem {
     /// What is wrong, naming the file and the entry.
     pub message: String,
     #[source_code]
-    source_code: Arc<NamedSource<String>>,
+    source_code: Arc<NamedSource<ClippedText>>,
     #[label("{label}")]
     span: SourceSpan,
     label: String,
@@ -118,7 +119,7 @@ pub enum ManifestError {
         message: String,
         /// The file text.
         #[source_code]
-        source_code: Arc<NamedSource<String>>,
+        source_code: Arc<NamedSource<ClippedText>>,
         /// Where parsing failed.
         #[label("here")]
         span: Option<SourceSpan>,
@@ -213,7 +214,7 @@ impl Manifest {
     pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
         let source = Arc::new(NamedSource::new(
             path.display().to_string(),
-            text.to_owned(),
+            ClippedText::new(text),
         ));
         let doc = toml_edit::Document::parse(text).map_err(|err| {
             let message = err.message().trim().to_owned();
@@ -363,7 +364,7 @@ pub const KNOWN_KERNELS_KEYS: &[&str] = &["dependencies", "target-runtime", "tru
 fn check_kernels_table(
     kernels: &Item,
     path: &Path,
-    source: &Arc<NamedSource<String>>,
+    source: &Arc<NamedSource<ClippedText>>,
 ) -> Vec<EntryProblem> {
     let problem =
         |message: String, span: Option<Range<usize>>, label: &str, help: String| EntryProblem {
@@ -492,7 +493,10 @@ impl ToolSettings {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(ManifestError::Io { path, source }),
         };
-        let source = Arc::new(NamedSource::new(path.display().to_string(), text.clone()));
+        let source = Arc::new(NamedSource::new(
+            path.display().to_string(),
+            ClippedText::new(text.clone()),
+        ));
         let doc =
             toml_edit::Document::parse(text.as_str()).map_err(|err| ManifestError::Syntax {
                 path: path.clone(),
@@ -510,7 +514,7 @@ impl ToolSettings {
 fn parse_settings(
     doc: &toml_edit::Document<&str>,
     path: &Path,
-    source: &Arc<NamedSource<String>>,
+    source: &Arc<NamedSource<ClippedText>>,
 ) -> Result<ToolSettings, ManifestError> {
     let mut settings = ToolSettings::default();
     let Some(table) = doc

@@ -640,6 +640,8 @@ fn hub_client_against_serve() {
     let client = HubClient::new(&kernels_hub::ClientConfig {
         endpoint: server.endpoint.clone(),
         token: None,
+        token_source: Default::default(),
+        network: Default::default(),
         offline: false,
         retry: kernels_hub::RetryPolicy {
             max_retries: 0,

@@ -14,11 +14,15 @@ mod environment;
 mod faults;
 #[cfg(unix)]
 mod fleet;
+mod fuzz;
+#[cfg(target_os = "linux")]
+mod hostile;
 mod inspect;
 mod lock;
 mod lock_files;
 mod matrix;
 mod mirror;
+mod oauth;
 mod precommit;
 mod profiles;
 mod requirement_forms;
@@ -26,5 +30,6 @@ mod runtime_offline;
 mod serve;
 mod snapshots_cli;
 mod sticky;
+mod tls;
 mod to_wheel;
 mod verify;

@@ -29,6 +29,7 @@ use kernels_types::wire::{
     CommitInfo, GitRefs, OrganizationOverview, RepoInfo, RepoType, TreeEntry,
 };
 
+use crate::auth::TokenSource;
 use crate::error::{ErrorResponse, HubError, Target};
 use crate::ratelimit::{EventSink, HubEvent, RateLimit};
 use crate::retry::RetryPolicy;
@@ -68,13 +69,50 @@ pub struct ClientConfig {
     pub endpoint: String,
     /// Bearer token sent to the Hub, if any.
     pub token: Option<String>,
+    /// Where `token` came from, when it may need a refresh or an exchange
+    /// first ([`TokenSource`]); resolved once, before the first request.
+    pub token_source: TokenSource,
     /// No request may be made: every call fails with [`HubError::Offline`].
     pub offline: bool,
     /// Retry budget and timeouts of every request.
     pub retry: RetryPolicy,
     /// Where to report [`HubEvent`]s (rate-limit waits); `None` drops them.
     pub events: Option<EventSink>,
+    /// Extra trust roots and proxies ([`NetworkConfig`]).
+    pub network: NetworkConfig,
 }
+
+/// Trust roots and proxies, given by the caller (the library reads no
+/// environment; reqwest's own proxy lookup is switched off).
+#[derive(Debug, Clone, Default)]
+pub struct NetworkConfig {
+    /// Also trust the operating system's CA bundle (the first of
+    /// [`SYSTEM_CA_FILES`] that exists), beside the built-in web PKI roots.
+    pub system_roots: bool,
+    /// PEM files (bundles) or folders of PEM files whose certificates are
+    /// trusted as well (`SSL_CERT_FILE`, `SSL_CERT_DIR`, `REQUESTS_CA_BUNDLE`,
+    /// `CURL_CA_BUNDLE`).
+    pub extra_roots: Vec<std::path::PathBuf>,
+    /// Proxy for `https://` URLs.
+    pub https_proxy: Option<String>,
+    /// Proxy for `http://` URLs.
+    pub http_proxy: Option<String>,
+    /// Proxy for both when the specific one is unset.
+    pub all_proxy: Option<String>,
+    /// Hosts reached directly (curl's `NO_PROXY` syntax).
+    pub no_proxy: Option<String>,
+}
+
+/// Where Linux distributions (and macOS, Alpine) keep the system CA bundle, in
+/// the order OpenSSL-based clients look for it.
+pub const SYSTEM_CA_FILES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/pki/tls/cert.pem",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
 
 /// Characters Python's `urllib.parse.quote(s, safe="")` leaves alone: letters,
 /// digits and `_.-~`.
@@ -102,11 +140,12 @@ pub fn quote_path(path: &str) -> String {
 pub struct HubClient {
     http: reqwest::Client,
     endpoint: String,
-    token: Option<HeaderValue>,
+    auth: std::sync::Arc<Auth>,
     hub_origins: Vec<Origin>,
     offline: bool,
     retry: RetryPolicy,
     events: Option<EventSink>,
+    network: std::sync::Arc<NetworkConfig>,
     pauses: Pauses,
 }
 
@@ -130,7 +169,14 @@ impl HubClient {
             .filter_map(|u| Url::parse(u).ok())
             .map(|u| u.origin())
             .collect();
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder().no_proxy();
+        for cert in root_certificates(&settings.network)? {
+            builder = builder.add_root_certificate(cert);
+        }
+        for proxy in proxies(&settings.network)? {
+            builder = builder.proxy(proxy);
+        }
+        let http = builder
             .user_agent(concat!("kernels/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(settings.retry.etag_timeout)
             .read_timeout(settings.retry.download_timeout)
@@ -141,11 +187,17 @@ impl HubClient {
         Ok(HubClient {
             http,
             endpoint,
-            token,
+            auth: std::sync::Arc::new(Auth {
+                given: token,
+                given_text: settings.token.clone(),
+                source: settings.token_source.clone(),
+                resolved: tokio::sync::OnceCell::new(),
+            }),
             hub_origins,
             offline: settings.offline,
             retry: settings.retry,
             events: settings.events.clone(),
+            network: std::sync::Arc::new(settings.network.clone()),
             pauses: Pauses::default(),
         })
     }
@@ -284,7 +336,7 @@ impl HubClient {
         response: reqwest::Response,
         target: Option<&Target>,
     ) -> Result<reqwest::Response, HubError> {
-        let anonymous = self.token.is_none() || !self.is_hub_origin(response.url());
+        let anonymous = !self.has_token() || !self.is_hub_origin(response.url());
         match Self::check(response, target).await {
             Err(err) if anonymous => Err(err.into_anonymous(target)),
             result => result,
@@ -304,6 +356,7 @@ impl HubClient {
             )
         })?;
         self.pace(request.url()).await;
+        let token = self.token_header().await?;
         let mut hops = 0;
         loop {
             let url = request.url().clone();
@@ -314,7 +367,7 @@ impl HubClient {
                 });
             }
             hops += 1;
-            match &self.token {
+            match &token {
                 Some(token) if self.is_hub_origin(&url) => {
                     request.headers_mut().insert(AUTHORIZATION, token.clone());
                 }
@@ -327,7 +380,7 @@ impl HubClient {
                 .http
                 .execute(request)
                 .await
-                .map_err(|source| HubError::transport(url.to_string(), source))?;
+                .map_err(|source| self.transport_error(&url, source))?;
             if self.is_hub_origin(&url)
                 && response.status() != reqwest::StatusCode::TOO_MANY_REQUESTS
             {
@@ -740,6 +793,321 @@ fn too_large(url: &str) -> HubError {
     }
 }
 
+/// Certificates to trust besides the built-in roots; an unreadable or empty
+/// file given explicitly is an error naming it.
+fn root_certificates(network: &NetworkConfig) -> Result<Vec<reqwest::Certificate>, HubError> {
+    let bad = |path: &std::path::Path, detail: String| HubError::InvalidResponse {
+        url: path.display().to_string(),
+        detail: format!("cannot use this CA certificate file: {detail}"),
+    };
+    let mut certs = Vec::new();
+    if network.system_roots
+        && let Some(bundle) = SYSTEM_CA_FILES
+            .iter()
+            .map(std::path::Path::new)
+            .find(|p| p.is_file())
+        && let Ok(bytes) = std::fs::read(bundle)
+    {
+        certs.extend(reqwest::Certificate::from_pem_bundle(&bytes).unwrap_or_default());
+    }
+    for path in &network.extra_roots {
+        if path.is_dir() {
+            let entries = std::fs::read_dir(path).map_err(|e| bad(path, e.to_string()))?;
+            for entry in entries.flatten() {
+                if let Ok(bytes) = std::fs::read(entry.path()) {
+                    certs.extend(reqwest::Certificate::from_pem_bundle(&bytes).unwrap_or_default());
+                }
+            }
+        } else {
+            let bytes = std::fs::read(path).map_err(|e| bad(path, e.to_string()))?;
+            let found = reqwest::Certificate::from_pem_bundle(&bytes)
+                .map_err(|e| bad(path, e.to_string()))?;
+            if found.is_empty() {
+                return Err(bad(path, "no PEM certificate in it".to_owned()));
+            }
+            certs.extend(found);
+        }
+    }
+    Ok(certs)
+}
+
+fn proxies(network: &NetworkConfig) -> Result<Vec<reqwest::Proxy>, HubError> {
+    let no_proxy = network
+        .no_proxy
+        .as_deref()
+        .and_then(reqwest::NoProxy::from_string);
+    let mut out = Vec::new();
+    let bad = |url: &str, err: reqwest::Error| HubError::InvalidResponse {
+        url: without_credentials(url),
+        detail: format!("invalid proxy URL: {}", err.without_url()),
+    };
+    let entries = [
+        (&network.https_proxy, 0),
+        (&network.http_proxy, 1),
+        (&network.all_proxy, 2),
+    ];
+    for (url, kind) in entries {
+        if let Some(url) = url {
+            let proxy = match kind {
+                0 => reqwest::Proxy::https(url.as_str()),
+                1 => reqwest::Proxy::http(url.as_str()),
+                _ => reqwest::Proxy::all(url.as_str()),
+            }
+            .map_err(|e| bad(url, e))?;
+            out.push(proxy.no_proxy(no_proxy.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// A proxy URL as shown in messages: no user name or password.
+fn without_credentials(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string().trim_end_matches('/').to_owned()
+        }
+        Err(_) => url.to_owned(),
+    }
+}
+
+/// Whether the error chain is rustls refusing the peer's certificate.
+fn is_certificate_error(err: &reqwest::Error) -> bool {
+    let mut source: Option<&dyn std::error::Error> = Some(err);
+    while let Some(err) = source {
+        if err.to_string().contains("invalid peer certificate") {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
+/// Whether curl-style `no_proxy` exempts `host`.
+fn no_proxy_matches(no_proxy: &str, host: &str) -> bool {
+    no_proxy.split(',').map(str::trim).any(|entry| {
+        let entry = entry.trim_start_matches('.').trim_start_matches("*.");
+        entry == "*"
+            || (!entry.is_empty()
+                && (host.eq_ignore_ascii_case(entry)
+                    || host
+                        .to_ascii_lowercase()
+                        .ends_with(&format!(".{}", entry.to_ascii_lowercase()))))
+    })
+}
+
+impl HubClient {
+    /// The proxy a request to `url` goes through, if any (for messages).
+    fn proxy_for(&self, url: &Url) -> Option<String> {
+        let net = &self.network;
+        let host = url.host_str().unwrap_or_default();
+        if net
+            .no_proxy
+            .as_deref()
+            .is_some_and(|n| no_proxy_matches(n, host))
+        {
+            return None;
+        }
+        let specific = match url.scheme() {
+            "https" => &net.https_proxy,
+            _ => &net.http_proxy,
+        };
+        specific
+            .as_ref()
+            .or(net.all_proxy.as_ref())
+            .map(|p| without_credentials(p))
+    }
+
+    /// A transport error, naming the proxy when the connection went through
+    /// one, or the certificate when TLS refused it.
+    pub fn transport_error(&self, url: &Url, source: reqwest::Error) -> HubError {
+        if source.is_connect() && is_certificate_error(&source) {
+            return HubError::Certificate {
+                url: url.to_string(),
+                source: source.without_url(),
+            };
+        }
+        match self.proxy_for(url) {
+            Some(proxy) if source.is_connect() => HubError::Proxy {
+                url: url.to_string(),
+                proxy,
+                source: source.without_url(),
+            },
+            _ => HubError::transport(url.to_string(), source),
+        }
+    }
+}
+
+/// The token and how to obtain its final value (see [`crate::auth`]).
+#[derive(Debug)]
+struct Auth {
+    given: Option<HeaderValue>,
+    given_text: Option<String>,
+    source: TokenSource,
+    resolved: tokio::sync::OnceCell<Option<HeaderValue>>,
+}
+
+fn bearer(token: &str) -> Result<HeaderValue, HubError> {
+    let mut value =
+        HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| HubError::InvalidToken)?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+impl HubClient {
+    /// Whether requests to the Hub carry a token.
+    fn has_token(&self) -> bool {
+        self.auth.given.is_some() || matches!(self.auth.source, TokenSource::Oidc { .. })
+    }
+
+    /// The `Authorization` value for Hub origins, refreshed or exchanged once.
+    async fn token_header(&self) -> Result<Option<HeaderValue>, HubError> {
+        if matches!(self.auth.source, TokenSource::Given) || self.offline {
+            return Ok(self.auth.given.clone());
+        }
+        self.auth
+            .resolved
+            .get_or_try_init(|| self.resolve_token())
+            .await
+            .cloned()
+    }
+
+    async fn resolve_token(&self) -> Result<Option<HeaderValue>, HubError> {
+        let url = format!("{}/oauth/token", self.endpoint);
+        match &self.auth.source {
+            TokenSource::Given => Ok(self.auth.given.clone()),
+            TokenSource::StoredFile {
+                token_path,
+                client_id,
+            } => {
+                let Some(token) = &self.auth.given_text else {
+                    return Ok(None);
+                };
+                let exchange = |refresh_token: String| {
+                    let body = url::form_urlencoded::Serializer::new(String::new())
+                        .append_pair("grant_type", "refresh_token")
+                        .append_pair("refresh_token", &refresh_token)
+                        .append_pair("client_id", client_id)
+                        .finish();
+                    let request = self
+                        .http
+                        .post(&url)
+                        .header("content-type", "application/x-www-form-urlencoded")
+                        .body(body);
+                    self.token_exchange(request, &url)
+                };
+                match crate::auth::refresh_stored(token, token_path, unix_now(), exchange).await {
+                    Ok(fresh) if fresh == *token => Ok(self.auth.given.clone()),
+                    Ok(fresh) => {
+                        self.emit(&HubEvent::TokenRefreshed);
+                        bearer(&fresh).map(Some)
+                    }
+                    Err(reason) => {
+                        self.emit(&HubEvent::TokenRefreshFailed { reason });
+                        Ok(self.auth.given.clone())
+                    }
+                }
+            }
+            TokenSource::Oidc {
+                resource,
+                id_token,
+                github,
+            } => {
+                let subject = match (id_token, github) {
+                    (Some(token), _) => token.clone(),
+                    (None, Some((request_url, request_token))) => {
+                        self.github_id_token(request_url, request_token).await?
+                    }
+                    (None, None) => {
+                        return Err(crate::auth::oidc_error(
+                            &url,
+                            "no id token: set HF_OIDC_ID_TOKEN, or run in GitHub Actions with `permissions: id-token: write`",
+                        ));
+                    }
+                };
+                let body = serde_json::json!({
+                    "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                    "subject_token": subject,
+                    "resource": resource,
+                });
+                let request = self.http.post(&url).json(&body);
+                let response = self
+                    .token_exchange(request, &url)
+                    .await
+                    .map_err(|detail| crate::auth::oidc_error(&url, detail))?;
+                bearer(&response.access_token).map(Some)
+            }
+        }
+    }
+
+    /// One `/oauth/token` exchange, bounded by the API deadline and the
+    /// document cap; the error is a one-line reason.
+    async fn token_exchange(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<crate::auth::TokenResponse, String> {
+        let deadline = self.retry.api_timeout;
+        let response = tokio::time::timeout(deadline, request.send())
+            .await
+            .map_err(|_| format!("no answer from {url} within {} s", deadline.as_secs_f64()))?
+            .map_err(|err| format!("{url}: {}", err.without_url()))?;
+        let status = response.status();
+        let body = read_capped(response, 64 << 10, deadline).await;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+            return Err(format!(
+                "HTTP {} from {url}: {}",
+                status.as_u16(),
+                kernels_types::text::safe(&text)
+            ));
+        }
+        serde_json::from_slice(&body).map_err(|err| format!("unexpected answer from {url}: {err}"))
+    }
+
+    /// Mints an id token from GitHub Actions (audience: the Hub endpoint).
+    async fn github_id_token(&self, request_url: &str, bearer: &str) -> Result<String, HubError> {
+        #[derive(serde::Deserialize)]
+        struct Minted {
+            value: String,
+        }
+        let mut url = Url::parse(request_url)
+            .map_err(|err| crate::auth::oidc_error(request_url, err.to_string()))?;
+        url.query_pairs_mut()
+            .append_pair("audience", &self.endpoint);
+        let deadline = self.retry.api_timeout;
+        let response = tokio::time::timeout(
+            deadline,
+            self.http
+                .get(url.clone())
+                .header(AUTHORIZATION, format!("Bearer {bearer}"))
+                .send(),
+        )
+        .await
+        .map_err(|_| crate::auth::oidc_error(request_url, "no answer from GitHub"))?
+        .map_err(|err| crate::auth::oidc_error(request_url, err.without_url().to_string()))?;
+        if !response.status().is_success() {
+            return Err(crate::auth::oidc_error(
+                request_url,
+                format!("GitHub answered HTTP {}", response.status().as_u16()),
+            ));
+        }
+        let body = read_capped(response, 64 << 10, deadline).await;
+        serde_json::from_slice::<Minted>(&body)
+            .map(|m| m.value)
+            .map_err(|err| crate::auth::oidc_error(request_url, err.to_string()))
+    }
+}
+
 /// Reads at most `cap` bytes of a body within `deadline`; what arrived is kept
 /// when the body ends, fails, or the time is up.
 async fn read_capped(mut response: reqwest::Response, cap: usize, deadline: Duration) -> Vec<u8> {
@@ -816,6 +1184,8 @@ mod tests {
         ClientConfig {
             endpoint: endpoint.to_owned(),
             token,
+            token_source: Default::default(),
+            network: Default::default(),
             offline,
             retry: RetryPolicy {
                 max_retries: 0,

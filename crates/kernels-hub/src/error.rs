@@ -300,6 +300,40 @@ pub enum HubError {
         source: reqwest::Error,
     },
 
+    /// The server's TLS certificate is not trusted (or invalid).
+    #[error("cannot reach {}: the server's TLS certificate was refused: {}", safe(url), safe(&source.to_string()))]
+    #[diagnostic(
+        code(kernels::hub::certificate),
+        help(
+            "behind a corporate proxy or with a private CA, point SSL_CERT_FILE (or SSL_CERT_DIR, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) at a PEM file with that CA; the system CA bundle is trusted already"
+        )
+    )]
+    Certificate {
+        /// Requested URL.
+        url: String,
+        /// The underlying error.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// The connection to the configured proxy failed (`HTTPS_PROXY`, …).
+    #[error("cannot reach {} through the proxy {proxy}: {}", safe(url), safe(&source.to_string()))]
+    #[diagnostic(
+        code(kernels::hub::proxy),
+        help(
+            "check the proxy settings (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY, or their lower-case forms) and that the proxy is running"
+        )
+    )]
+    Proxy {
+        /// Requested URL.
+        url: String,
+        /// The proxy, without credentials.
+        proxy: String,
+        /// The underlying error.
+        #[source]
+        source: reqwest::Error,
+    },
+
     /// No answer, or no body bytes, within a configured time.
     #[error("{}: {what} within {seconds} s", safe(url))]
     #[diagnostic(
@@ -405,7 +439,10 @@ impl HubError {
     pub fn is_retryable(&self) -> bool {
         match self {
             // Redirect loops and unbuildable requests fail the same way every time.
-            HubError::Transport { source, .. } => !source.is_redirect() && !source.is_builder(),
+            HubError::Transport { source, .. } | HubError::Proxy { source, .. } => {
+                !source.is_redirect() && !source.is_builder()
+            }
+            HubError::Certificate { .. } => false,
             HubError::Timeout { .. } => true,
             HubError::Server { response } | HubError::Status { response } => {
                 matches!(response.status, 408 | 429 | 500 | 502 | 503 | 504)
@@ -443,7 +480,10 @@ impl HubError {
             | HubError::Forbidden { response }
             | HubError::Server { response }
             | HubError::Status { response } => Some(response.status),
-            HubError::Transport { source, .. } => source.status().map(|s| s.as_u16()),
+            HubError::Transport { source, .. } | HubError::Proxy { source, .. } => {
+                source.status().map(|s| s.as_u16())
+            }
+            HubError::Certificate { .. } => None,
             HubError::Offline { .. }
             | HubError::Timeout { .. }
             | HubError::InvalidResponse { .. }

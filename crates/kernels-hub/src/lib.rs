@@ -3,12 +3,14 @@
 //! errors a Hub exchange can end with ([`HubError`]). The JSON shapes live in
 //! [`kernels_types::wire`], shared with `kernels serve`.
 
+pub mod auth;
 pub mod client;
 pub mod error;
 pub mod ratelimit;
 pub mod retry;
 
-pub use client::{ClientConfig, HubClient};
+pub use auth::TokenSource;
+pub use client::{ClientConfig, HubClient, NetworkConfig};
 pub use error::{HubError, Target};
 /// The Hub API's JSON shapes (re-exported from [`kernels_types::wire`]).
 pub use kernels_types::wire as types;

@@ -81,6 +81,14 @@ pub enum HubEvent {
         /// `q` requests per `w` seconds, when the Hub sent its policy.
         policy: Option<(u64, u64)>,
     },
+    /// The stored OAuth token was close to expiry and has been refreshed
+    /// (`stored_tokens` and the token file rewritten).
+    TokenRefreshed,
+    /// The stored OAuth token could not be refreshed; the old one is used.
+    TokenRefreshFailed {
+        /// Why (one line, server text escaped).
+        reason: String,
+    },
 }
 
 impl fmt::Display for HubEvent {
@@ -99,6 +107,11 @@ impl fmt::Display for HubEvent {
                     _ => Ok(()),
                 }
             }
+            HubEvent::TokenRefreshed => write!(f, "refreshed the stored Hub access token"),
+            HubEvent::TokenRefreshFailed { reason } => write!(
+                f,
+                "warning: could not refresh the Hub access token ({reason}); using the stored one (run `hf auth login` if it has expired)"
+            ),
         }
     }
 }

@@ -14,6 +14,8 @@ fn client(endpoint: &str, token: Option<&str>) -> HubClient {
     HubClient::new(&ClientConfig {
         endpoint: endpoint.to_owned(),
         token: token.map(str::to_owned),
+        token_source: Default::default(),
+        network: Default::default(),
         offline: false,
         retry: RetryPolicy {
             max_retries: 0,
@@ -61,6 +63,8 @@ async fn endless_json_document_is_refused() {
     let client = HubClient::new(&ClientConfig {
         endpoint: hub.base.clone(),
         token: None,
+        token_source: Default::default(),
+        network: Default::default(),
         offline: false,
         retry: policy,
         events: None,

@@ -20,6 +20,8 @@ fn client(endpoint: &str, max_wait: Duration) -> (HubClient, Arc<Mutex<Vec<HubEv
     let client = HubClient::new(&ClientConfig {
         endpoint: endpoint.to_owned(),
         token: None,
+        token_source: Default::default(),
+        network: Default::default(),
         offline: false,
         retry: RetryPolicy {
             max_retries: 2,

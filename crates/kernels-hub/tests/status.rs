@@ -14,6 +14,8 @@ fn client(endpoint: &str, token: Option<&str>) -> HubClient {
     HubClient::new(&ClientConfig {
         endpoint: endpoint.to_owned(),
         token: token.map(str::to_owned),
+        token_source: Default::default(),
+        network: Default::default(),
         offline: false,
         retry: RetryPolicy {
             max_retries: 0,

@@ -14,6 +14,8 @@ fn client(endpoint: &str) -> HubClient {
     HubClient::new(&ClientConfig {
         endpoint: endpoint.to_owned(),
         token: Some(TOKEN.to_owned()),
+        token_source: Default::default(),
+        network: Default::default(),
         offline: false,
         retry: RetryPolicy {
             max_retries: 0,

@@ -12,6 +12,7 @@ pub mod digest;
 pub mod file_set;
 pub mod repo_id;
 pub mod repo_path;
+pub mod source_text;
 pub mod text;
 pub mod variant_name;
 pub mod wire;

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
+use kernels_types::source_text::ClippedText;
 use miette::{NamedSource, SourceOffset, SourceSpan};
 use serde_json::Value;
 
@@ -101,7 +102,7 @@ pub enum LockfileError {
         detail: String,
         /// The file text, when pointing into it helps.
         #[source_code]
-        source_code: Option<Arc<NamedSource<String>>>,
+        source_code: Option<Arc<NamedSource<ClippedText>>>,
         /// Where the problem is.
         #[label("here")]
         span: Option<SourceSpan>,
@@ -135,7 +136,7 @@ pub enum LockfileError {
         detail: String,
         /// The file text.
         #[source_code]
-        source_code: Option<Arc<NamedSource<String>>>,
+        source_code: Option<Arc<NamedSource<ClippedText>>>,
         /// Where the problem is, when known.
         #[label("here")]
         span: Option<SourceSpan>,
@@ -174,7 +175,7 @@ impl Lockfile {
         let source = || {
             Some(Arc::new(NamedSource::new(
                 path.display().to_string(),
-                text.to_owned(),
+                ClippedText::new(text),
             )))
         };
         let not_a_lockfile =

@@ -1,0 +1,457 @@
+//! The hostile-server suite (issue 11, item 8): the real `kernels` binary,
+//! `lock` and `download`, against a front of `kernels serve` that lies in one
+//! way per test. Every case must end with exit 1 and a clear message, within a
+//! time bound, with a peak RSS under 64 MiB, without sending the token to the
+//! other origin (every byte it received is searched), and without writing
+//! anything outside the cache.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use kernels_test_support::hostile::{Hostile, Play, Request};
+use kernels_test_support::{GELU_SHA, World, assert_cache_verified, kernels};
+
+const SECRET: &str = "hf_hostileSuiteSecretToken";
+const PEAK_RSS_KIB: u64 = 64 << 10;
+const TIME_LIMIT: Duration = Duration::from_secs(40);
+const FAST: &[(&str, &str)] = &[
+    ("HF_HUB_DOWNLOAD_TIMEOUT", "2"),
+    ("HF_HUB_ETAG_TIMEOUT", "2"),
+    ("KERNELS_API_TIMEOUT", "2"),
+    ("KERNELS_STALL_TIMEOUT", "1"),
+    ("KERNELS_MAX_RETRIES", "1"),
+];
+
+/// The outcome of one child run.
+struct Run {
+    code: Option<i32>,
+    stderr: String,
+    elapsed: Duration,
+    peak_kib: u64,
+}
+
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Runs `cmd`, polling the child's high-water RSS until it exits.
+fn measure(mut cmd: Command) -> Run {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log.reopen().unwrap());
+    let start = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = vm_hwm_kib(child.id()) {
+            peak = peak.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > TIME_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {TIME_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Run {
+        code: status.code(),
+        stderr: std::fs::read_to_string(log.path()).unwrap(),
+        elapsed: start.elapsed(),
+        peak_kib: peak,
+    }
+}
+
+/// Every file and folder under `root` except `cache/`, with file sizes.
+fn listing(root: &Path) -> BTreeMap<String, u64> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_entry(|e| e.path() != root.join("cache"))
+        .map(|e| {
+            let e = e.unwrap();
+            let size = if e.file_type().is_file() {
+                e.metadata().unwrap().len()
+            } else {
+                0
+            };
+            (
+                e.path().strip_prefix(root).unwrap().display().to_string(),
+                size,
+            )
+        })
+        .collect()
+}
+
+enum Cmd {
+    Lock,
+    Download,
+}
+
+/// Plays `script` in front of a fresh world and runs one command through it.
+fn hostile(
+    what: Cmd,
+    script: impl Fn(&Request<'_>, &str) -> Play + Send + Sync + 'static,
+) -> (Run, Vec<u8>) {
+    let world = World::new();
+    // The other origin: records everything and answers with a loop to itself.
+    let other = Hostile::start("localhost", "", |r| {
+        Play::redirect(&format!("{}{}", r.base, r.path))
+    });
+    let other_base = other.base.clone();
+    let front = Hostile::start("127.0.0.1", &world.server.endpoint, move |r| {
+        script(r, &other_base)
+    });
+
+    let sandbox = tempfile::tempdir().unwrap();
+    let root = sandbox.path();
+    for dir in ["home", "tmp", "project"] {
+        fs_err::create_dir_all(root.join(dir)).unwrap();
+    }
+    let project = root.join("project");
+    match what {
+        Cmd::Lock => fs_err::write(
+            project.join("pyproject.toml"),
+            "[project]\nname = \"p\"\nversion = \"0\"\n\n[tool.kernels.dependencies]\n\"acme/gelu\" = { revision = \"main\" }\n",
+        )
+        .unwrap(),
+        Cmd::Download => fs_err::write(
+            project.join("kernels.lock"),
+            format!(
+                "[\n  {{\"dependency\": {{\"repo-id\": \"acme/gelu\", \"version\": 1}}, \"lock\": {{\"commit\": \"{GELU_SHA}\"}}}}\n]\n"
+            ),
+        )
+        .unwrap(),
+    }
+    let before = listing(root);
+    let cache = root.join("cache");
+    let mut cmd = kernels(&front.base, &cache);
+    cmd.current_dir(&project)
+        .env("HOME", root.join("home"))
+        .env("TMPDIR", root.join("tmp"))
+        .env("HF_HOME", root.join("home/.cache/huggingface"))
+        .env("HF_TOKEN", SECRET);
+    for (k, v) in FAST {
+        cmd.env(k, v);
+    }
+    match what {
+        Cmd::Lock => cmd.arg("lock").arg(&project),
+        Cmd::Download => cmd
+            .args(["download", "--variant", "torch-cuda"])
+            .arg(&project),
+    };
+    let run = measure(cmd);
+    let after = listing(root);
+    assert_eq!(before, after, "written outside the cache:\n{}", run.stderr);
+    if cache.exists() {
+        assert_cache_verified(&cache);
+    }
+    let received = other.received();
+    drop(world);
+    (run, received)
+}
+
+/// The common assertions, then the case's own `needles` in the message.
+fn check(case: &str, (run, other): (Run, Vec<u8>), needles: &[&str]) {
+    let err = &run.stderr;
+    eprintln!("{case}: {:?}, {} KiB\n{err}", run.elapsed, run.peak_kib);
+    assert_eq!(run.code, Some(1), "{case}: exit {:?}\n{err}", run.code);
+    assert!(run.elapsed < TIME_LIMIT, "{case}: took {:?}", run.elapsed);
+    assert!(
+        run.peak_kib > 0 && run.peak_kib < PEAK_RSS_KIB,
+        "{case}: peak RSS {} KiB",
+        run.peak_kib
+    );
+    assert!(
+        !other.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+        "{case}: the token reached the other origin"
+    );
+    assert!(!err.contains(SECRET), "{case}: token printed");
+    assert!(
+        !err.contains('\u{1b}'),
+        "{case}: raw escape printed:\n{err:?}"
+    );
+    let flat = |t: &str| {
+        t.chars()
+            .filter(|c| !c.is_whitespace() && *c != '│')
+            .collect::<String>()
+    };
+    for needle in needles {
+        assert!(
+            flat(err).contains(&flat(needle)),
+            "{case}: `{needle}` missing from:\n{err}"
+        );
+    }
+}
+
+fn is_tree(r: &Request<'_>) -> bool {
+    r.path.starts_with("/api/kernels/acme/gelu/tree/")
+}
+
+fn is_file(r: &Request<'_>) -> bool {
+    r.path.contains("/acme/gelu/resolve/")
+}
+
+/// `gzip` of 256 MiB of zeros (about 250 KiB).
+fn bomb() -> &'static [u8] {
+    static BOMB: OnceLock<Vec<u8>> = OnceLock::new();
+    BOMB.get_or_init(|| {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..256 {
+            gz.write_all(&zeros).unwrap();
+        }
+        gz.finish().unwrap()
+    })
+}
+
+fn poisoned_listing(path: &str) -> String {
+    serde_json::json!([
+        {"type": "file", "oid": "0123456789abcdef0123456789abcdef01234567", "size": 3, "path": path}
+    ])
+    .to_string()
+}
+
+// --- lock ---------------------------------------------------------------
+
+#[test]
+fn lock_stalled_listing() {
+    let out = hostile(Cmd::Lock, |r, _| {
+        if is_tree(r) {
+            Play::Trickle(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json".into(),
+                Duration::from_millis(500),
+            )
+        } else {
+            Play::Forward
+        }
+    });
+    check("stalled listing", out, &["KERNELS_API_TIMEOUT"]);
+}
+
+#[test]
+fn lock_endless_listing() {
+    let out = hostile(Cmd::Lock, |r, _| {
+        if is_tree(r) {
+            Play::Endless("HTTP/1.1 200 OK\r\ncontent-type: application/json".into())
+        } else {
+            Play::Forward
+        }
+    });
+    check("endless listing", out, &[]);
+}
+
+#[test]
+fn lock_endless_error_body() {
+    let out = hostile(Cmd::Lock, |r, _| {
+        if is_tree(r) {
+            Play::Endless("HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain".into())
+        } else {
+            Play::Forward
+        }
+    });
+    check("endless error body", out, &["500"]);
+}
+
+#[test]
+fn lock_redirect_loop() {
+    let out = hostile(Cmd::Lock, |r, _| {
+        if is_tree(r) {
+            Play::redirect(&format!("{}{}", r.base, r.path))
+        } else {
+            Play::Forward
+        }
+    });
+    check("redirect loop", out, &["redirect"]);
+}
+
+#[test]
+fn lock_link_to_another_host() {
+    let out = hostile(Cmd::Lock, |r, other| {
+        if is_tree(r) {
+            Play::json(
+                "200 OK",
+                &format!("link: <{other}/api/kernels/acme/gelu/tree/main?cursor=2>; rel=\"next\""),
+                "[]",
+            )
+        } else {
+            Play::Forward
+        }
+    });
+    check("Link to another host", out, &[]);
+}
+
+#[test]
+fn lock_ansi_in_error_json() {
+    let out = hostile(Cmd::Lock, |r, _| {
+        if is_tree(r) {
+            Play::json(
+                "400 Bad Request",
+                "",
+                r#"{"error": "\u001b[2J\u001b]0;pwned\u0007Downloaded everything\r"}"#,
+            )
+        } else {
+            Play::Forward
+        }
+    });
+    check("ANSI in error JSON", out, &["Downloaded everything"]);
+}
+
+#[test]
+fn lock_listing_with_bad_paths() {
+    for path in [
+        "build/../../../outside.so",
+        "/etc/passwd",
+        "build/a\u{0}b.so",
+    ] {
+        let listing = poisoned_listing(path);
+        let out = hostile(Cmd::Lock, move |r, _| {
+            if is_tree(r) {
+                Play::json("200 OK", "", &listing)
+            } else {
+                Play::Forward
+            }
+        });
+        check(&format!("listing path {path:?}"), out, &["acme/gelu"]);
+    }
+}
+
+// --- download -------------------------------------------------------------
+
+#[test]
+fn download_gzip_bomb() {
+    let out = hostile(Cmd::Download, |r, _| {
+        if is_file(r) {
+            Play::Full(
+                "HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-type: application/octet-stream".into(),
+                bomb().to_vec(),
+            )
+        } else {
+            Play::Forward
+        }
+    });
+    check("gzip bomb", out, &["torch-cuda"]);
+}
+
+#[test]
+fn download_stalled_body() {
+    let out = hostile(Cmd::Download, |r, _| {
+        if is_file(r) {
+            Play::Trickle(
+                "HTTP/1.1 200 OK\r\ncontent-length: 50000".into(),
+                Duration::from_secs(2),
+            )
+        } else {
+            Play::Forward
+        }
+    });
+    check("stalled body", out, &["KERNELS_STALL_TIMEOUT"]);
+}
+
+#[test]
+fn download_endless_body() {
+    let out = hostile(Cmd::Download, |r, _| {
+        if is_file(r) {
+            Play::Endless("HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream".into())
+        } else {
+            Play::Forward
+        }
+    });
+    check("endless body", out, &["torch-cuda"]);
+}
+
+#[test]
+fn download_wrong_size() {
+    let out = hostile(Cmd::Download, |r, _| {
+        if is_file(r) {
+            Play::Full("HTTP/1.1 200 OK".into(), vec![7; 1234])
+        } else {
+            Play::Forward
+        }
+    });
+    check("wrong size", out, &["1234"]);
+}
+
+#[test]
+fn download_wrong_hash() {
+    let out = hostile(Cmd::Download, |r, _| {
+        if is_file(r) {
+            // The right size (the file is 50,000 bytes), the wrong bytes.
+            Play::Full("HTTP/1.1 200 OK".into(), vec![7; 50_000])
+        } else {
+            Play::Forward
+        }
+    });
+    check("wrong hash", out, &["sha256"]);
+}
+
+#[test]
+fn download_redirect_loop_to_another_host() {
+    let out = hostile(Cmd::Download, |r, other| {
+        if is_file(r) {
+            Play::redirect(&format!("{other}/loop"))
+        } else {
+            Play::Forward
+        }
+    });
+    check("redirect loop on another host", out, &["redirect"]);
+}
+
+#[test]
+fn download_listing_with_bad_paths() {
+    for path in [
+        "build/../../../outside.so",
+        "/tmp/abs.so",
+        "build/torch-cuda/a\u{0}b.so",
+    ] {
+        let listing = poisoned_listing(path);
+        let out = hostile(Cmd::Download, move |r, _| {
+            if is_tree(r) {
+                Play::json("200 OK", "", &listing)
+            } else {
+                Play::Forward
+            }
+        });
+        check(&format!("listing path {path:?}"), out, &["acme/gelu"]);
+    }
+}
+
+#[test]
+fn download_link_to_another_host() {
+    let out = hostile(Cmd::Download, |r, other| {
+        if is_tree(r) {
+            Play::json(
+                "200 OK",
+                &format!("link: <{other}/api/kernels/acme/gelu/tree/x?cursor=2>; rel=\"next\""),
+                "[]",
+            )
+        } else {
+            Play::Forward
+        }
+    });
+    check("Link to another host (download)", out, &["leaves the Hub"]);
+}
+
+#[test]
+fn download_ansi_in_error_json() {
+    let out = hostile(Cmd::Download, |r, _| {
+        if is_file(r) {
+            Play::json(
+                "403 Forbidden",
+                "",
+                r#"{"error": "\u001b[2J\u001b]0;pwned\u0007fake line\r\nDownloaded acme/gelu"}"#,
+            )
+        } else {
+            Play::Forward
+        }
+    });
+    check("ANSI in error JSON (download)", out, &["403", "fake line"]);
+}
