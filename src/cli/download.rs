@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::lock::RepoTypeArg;
 use super::profile::{CACHE_HINT, choose_profile, describe_preference};
-use super::progress::{Progress, ProgressMode, human_bytes};
+use super::progress::{Progress, ProgressMode, human_bytes, summary_line};
 use crate::cli::settings::Settings;
 use crate::install::dry_run::DryRunKernel;
 use crate::install::{
@@ -230,6 +230,16 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     );
     let summary =
         super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
+    if !quiet && !summary.done.is_empty() {
+        eprintln!(
+            "{}",
+            summary_line(
+                &summary.done,
+                progress.elapsed(),
+                &settings.display_path(&settings.cache_dir)
+            )
+        );
+    }
 
     if summary.failed.is_empty() {
         return Ok(ExitCode::SUCCESS);

@@ -311,8 +311,18 @@ fn plan(
     };
     let client = HubClient::new(&settings.client_config())?;
     let started = std::time::Instant::now();
-    let mut outcome =
-        super::runtime()?.block_on(lock_project(&client, &profile, &to_resolve, &options))?;
+    let spinner = super::progress::Spinner::start(
+        super::progress::ProgressMode::detect(quiet),
+        &format!(
+            "Resolving {}",
+            super::progress::plural(to_resolve.dependencies.len(), "kernel")
+        ),
+        crate::cli::settings::color_enabled(),
+    );
+    let outcome =
+        super::runtime()?.block_on(lock_project(&client, &profile, &to_resolve, &options));
+    drop(spinner);
+    let mut outcome = outcome?;
     let elapsed = started.elapsed();
     let mut kept = Vec::new();
     if let (Some(_), Lockfile::VariantHash(fresh)) = (merged, &outcome.lockfile) {

@@ -56,6 +56,11 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub frozen: bool,
 
+    /// Show no progress bars or spinners, only plain status lines (also set
+    /// by a true `HF_HUB_DISABLE_PROGRESS_BARS`).
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+
     /// When to colour diagnostics (`auto` follows the terminal and `NO_COLOR`).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -127,6 +132,9 @@ pub fn main() -> ExitCode {
     let mut cli = Cli::parse();
     install_report_handler(cli.global.color);
     let settings = Settings::from_env();
+    if cli.global.no_progress || settings.no_progress {
+        progress::ProgressMode::disable_bars();
+    }
     init_logging(cli.global.verbose);
     // Given on the command line (not through the environment): for `to-wheel`,
     // `--locked`/`--frozen` also say "build from the project's lock".
@@ -248,7 +256,7 @@ fn init_logging(verbose: u8) {
     };
     let ansi = crate::cli::settings::color_enabled() && std::io::stderr().is_terminal();
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(progress::LogWriter)
         .with_ansi(ansi)
         .with_target(false);
     let filter = tracing_subscriber::filter::Targets::new().with_target("kernels", level);

@@ -43,6 +43,7 @@ pub const ENV_VARS: &[&str] = &[
     "NO_COLOR",
     "PATH",
     "SOURCE_DATE_EPOCH",
+    "HF_HUB_DISABLE_PROGRESS_BARS",
 ];
 
 /// Settings shared by the network and cache commands.
@@ -73,6 +74,11 @@ pub struct Settings {
     /// (connection error, timeout, 408, 429, 500, 502, 503, 504):
     /// `KERNELS_MAX_RETRIES`, default 5; 0 disables retries.
     pub max_retries: u32,
+    /// The home directory (`HOME`), to print paths below it as `~/…`.
+    pub home: Option<PathBuf>,
+    /// `HF_HUB_DISABLE_PROGRESS_BARS` is truthy: plain lines even on a
+    /// terminal (as `--no-progress`).
+    pub no_progress: bool,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -139,6 +145,19 @@ impl LockFlags {
 }
 
 impl Settings {
+    /// `path` for people: below the home directory as `~/…`.
+    pub fn display_path(&self, path: &std::path::Path) -> String {
+        match self
+            .home
+            .as_deref()
+            .and_then(|home| path.strip_prefix(home).ok())
+        {
+            Some(rest) if rest.as_os_str().is_empty() => "~".to_owned(),
+            Some(rest) => format!("~/{}", rest.display()),
+            None => path.display().to_string(),
+        }
+    }
+
     /// What the Hub client is bound to: endpoint, token, offline flag and the
     /// one retry and deadline policy of every request.
     pub fn client_config(&self) -> kernels_hub::ClientConfig {
@@ -209,6 +228,8 @@ impl Settings {
             max_retries: var("KERNELS_MAX_RETRIES")
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(DEFAULT_MAX_RETRIES),
+            home: var("HOME").map(PathBuf::from),
+            no_progress: flag("HF_HUB_DISABLE_PROGRESS_BARS"),
         }
     }
 }

@@ -131,6 +131,13 @@ pub(crate) async fn ensure_blob(
             Next::Retry(retry_after) if retries < policy.max_retries => {
                 let wait = policy.delay(retries, retry_after);
                 tracing::debug!("{}: retrying after {wait:?}: {err}", source.path);
+                progress.retry(&super::RetryEvent {
+                    what: format!("{}: {}", source.repo_id, source.path),
+                    reason: one_line(&err),
+                    wait,
+                    attempt: retries + 1,
+                    max: policy.max_retries,
+                });
                 tokio::time::sleep(wait).await;
                 retries += 1;
             }
@@ -302,7 +309,7 @@ async fn attempt(
         *validator = Some(etag.to_owned());
     }
 
-    let mut bar = progress.file(source.path, size);
+    let mut bar = progress.file(source.repo_id, source.path, size);
     bar.inc(writer.written());
     let stall = policy.stall_timeout;
     loop {
@@ -335,6 +342,15 @@ async fn attempt(
     finish(writer, source.path).await?;
     bar.done();
     Ok(())
+}
+
+/// The first line of an error's message.
+fn one_line(err: &DownloadError) -> String {
+    err.to_string()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn gzip_error(url: &str, err: &std::io::Error) -> DownloadError {

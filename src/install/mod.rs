@@ -36,7 +36,7 @@ use kernels_types::wire::RepoType;
 pub use dry_run::{DRY_RUN_SCHEMA, DryRunKernel, DryRunVariant, dry_run};
 use fetch::{Fetched, Source, ensure_blob};
 pub use plan::{KernelPlan, PlannedFile, plan_kernel};
-pub use reporter::{FileReporter, NoReporter, Reporter};
+pub use reporter::{FileReporter, NoReporter, PlannedKernel, Reporter, RetryEvent};
 
 /// Default number of files fetched at the same time (`--concurrency`).
 pub const DEFAULT_CONCURRENCY: usize = 8;
@@ -238,6 +238,7 @@ pub async fn download(
     if client.is_offline() {
         return verify_offline(cache, kernels, options, progress).await;
     }
+    progress.start(kernels.len());
     let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
     let results = join_all(kernels.iter().map(|kernel| {
         let permits = permits.clone();
@@ -287,7 +288,13 @@ async fn download_kernel(
         plan.blobs().len(),
         plan.variants.keys().cloned().collect::<Vec<_>>().join(", ")
     );
-    progress.add_total(plan.total_bytes());
+    progress.kernel_planned(&PlannedKernel {
+        repo_id: kernel.repo_id.clone(),
+        commit: kernel.commit.clone(),
+        variants: plan.variants.keys().cloned().collect(),
+        files: plan.file_count(),
+        bytes: plan.total_bytes(),
+    });
 
     let blobs = plan.blobs();
     let outcomes = join_all(blobs.values().map(|(digest, paths)| {

@@ -16,5 +16,6 @@ mod profiles;
 mod serve;
 mod snapshots_cli;
 mod sticky;
+mod terminal;
 mod to_wheel;
 mod verify;

@@ -133,7 +133,9 @@ fn offline_flag_makes_no_request_and_names_what_is_missing() {
     let out = world.download(&["--all-variants", "--offline"]);
     assert_ok(&out);
     assert!(
-        stderr(&out).contains("Downloaded acme/gelu@2222222: 2 variants, 2 files"),
+        stderr(&out).contains("Downloaded acme/gelu@2222222: ")
+            && stderr(&out).contains(", 2 files, ")
+            && stderr(&out).contains("Checked 2 kernels ("),
         "{}",
         stderr(&out)
     );
@@ -284,14 +286,17 @@ fn quiet_prints_nothing_and_lines_name_each_kernel() {
     );
     let out = world.download(&["--all-variants"]);
     let err = stderr(&out);
-    // The target-runtime line, then one line per kernel.
+    // The target-runtime line, one line per kernel and the summary.
     let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 3, "{err}");
+    assert_eq!(lines.len(), 4, "{err}");
     assert!(lines[0].starts_with("Target runtime: "), "{err}");
     assert!(
-        lines[1..].iter().all(|l| l.starts_with("Downloaded acme/")),
+        lines[1..3]
+            .iter()
+            .all(|l| l.starts_with("Downloaded acme/")),
         "{err}"
     );
+    assert!(lines[3].starts_with("Checked 2 kernels ("), "{err}");
     assert!(
         !err.contains('\x1b'),
         "escape codes without a terminal: {err:?}"
