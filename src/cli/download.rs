@@ -139,7 +139,7 @@ pub(super) fn read_lock(
         select.repo_type,
         quiet,
     )?;
-    if profile.cache_is_ambiguous() && !quiet && !kernels.is_empty() {
+    if profile.cache_is_ambiguous() && !quiet && !kernels.is_empty() && super::verbosity() > 0 {
         eprintln!("note: {CACHE_HINT}");
     }
     let request = if select.all_variants {
@@ -187,7 +187,7 @@ enum DownloadCliError {
     )]
     NoLock { dir: PathBuf, path: PathBuf },
 
-    #[error("{} of {} kernels failed to download: {}", failures.len(), total, failures.join("; "))]
+    #[error("{} of {} kernels failed to download: {}", failures.len(), total, failures.join(", "))]
     #[diagnostic(code(kernels::download::failed))]
     Failed {
         total: usize,
@@ -210,24 +210,21 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     let mut settings = settings.clone();
     settings.offline |= args.offline;
     let settings = &settings;
+    let progress = Progress::new(
+        if args.dry_run && !quiet {
+            ProgressMode::Lines
+        } else {
+            ProgressMode::detect(quiet)
+        },
+        crate::cli::settings::color_enabled() && !args.dry_run,
+    );
     let client = HubClient::new(&settings.client_config())
-        .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?;
+        .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
+        .with_retry_observer(retry_observer(&progress, &settings.endpoint));
     let cache = HubCache::new(&settings.cache_dir);
     if args.dry_run {
-        let warnings = Progress::new(
-            if quiet {
-                ProgressMode::Quiet
-            } else {
-                ProgressMode::Lines
-            },
-            false,
-        );
-        return print_dry_run(&client, &cache, &kernels, &options, args.format, &warnings);
+        return print_dry_run(&client, &cache, &kernels, &options, args.format, &progress);
     }
-    let progress = Progress::new(
-        ProgressMode::detect(quiet),
-        crate::cli::settings::color_enabled(),
-    );
     let summary =
         super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
     if !quiet && !summary.done.is_empty() {
@@ -246,13 +243,42 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     }
     let mut failures = Vec::new();
     let mut internal = None;
+    // One cause, one message: failures with the same code and help (a
+    // `--variant` typo, the Hub unreachable) are printed once, naming the kernels.
+    let mut groups: Vec<(String, Vec<crate::install::KernelFailure>)> = Vec::new();
     for failure in summary.failed {
         let label = failure.label();
-        failures.push(format!("{label} ({})", failure.error));
+        failures.push(label.clone());
         if let DownloadError::Internal(msg) = &failure.error {
             internal.get_or_insert_with(|| format!("{label}: {msg}"));
         }
-        eprintln!("{label}: {:?}", miette::Report::new(failure.error));
+        let key = cause_key(&failure.error);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, group)) => group.push(failure),
+            None => groups.push((key, vec![failure])),
+        }
+    }
+    let single_cause = groups.len() == 1 && internal.is_none();
+    for (_, group) in groups {
+        if let Some(err) = unreachable(&group, settings, &cache, &kernels, &options, &args) {
+            if single_cause {
+                return Err(err);
+            }
+            eprintln!("{err:?}");
+            continue;
+        }
+        let mut group = group.into_iter();
+        let Some(first) = group.next() else { continue };
+        let others: Vec<String> = group.map(|f| f.label()).collect();
+        let who = match others.len() {
+            0 => first.label(),
+            n => format!("{} and {n} more ({})", first.label(), others.join(", ")),
+        };
+        eprintln!("{who}: {:?}", miette::Report::new(first.error));
+        if single_cause && failures.len() > 1 {
+            // One cause printed once; the summary would only repeat it.
+            return Ok(ExitCode::from(1));
+        }
     }
     if let Some(msg) = internal {
         return Err(super::InternalError(msg).into());
@@ -278,6 +304,123 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         help,
     }
     .into())
+}
+
+/// Shows the Hub client's retries of metadata requests as status lines: one
+/// per retry round (kernels are listed in parallel and fail together), naming
+/// the endpoint.
+pub(super) fn retry_observer(
+    progress: &Progress,
+    endpoint: &str,
+) -> impl Fn(&kernels_hub::RetryNotice) + Send + Sync + 'static {
+    let progress = progress.clone();
+    let endpoint = endpoint.to_owned();
+    let shown = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    move |notice| {
+        use crate::install::Reporter;
+        use std::sync::atomic::Ordering;
+        if shown.fetch_max(notice.attempt, Ordering::Relaxed) >= notice.attempt {
+            return;
+        }
+        progress.retry(&crate::install::RetryEvent {
+            what: endpoint.clone(),
+            reason: notice.reason.clone(),
+            wait: notice.wait,
+            attempt: notice.attempt,
+            max: notice.max,
+        });
+    }
+}
+
+/// The Hub cannot be reached at all.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("cannot reach the Hub at {endpoint} ({cause}); not downloaded: {kernels}")]
+#[diagnostic(code(kernels::download::unreachable))]
+struct Unreachable {
+    endpoint: String,
+    cause: String,
+    /// The kernels, at most three named.
+    kernels: String,
+    #[help]
+    help: String,
+}
+
+/// One error for a group of failures that all are "cannot connect", naming the
+/// endpoint and the deepest cause once; with an `--offline` hint when the cache
+/// holds everything these kernels need.
+fn unreachable(
+    group: &[crate::install::KernelFailure],
+    settings: &Settings,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    args: &DownloadArgs,
+) -> Option<miette::Report> {
+    let DownloadError::Hub(kernels_hub::HubError::Transport { source, url }) =
+        &group.first()?.error
+    else {
+        return None;
+    };
+    // Only "cannot connect to the endpoint": a transfer that broke off, or a
+    // CDN, is another cause.
+    if !source.is_connect() || !url.starts_with(&settings.endpoint) {
+        return None;
+    }
+    let mut cause: &dyn std::error::Error = source;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let failed: Vec<LockedKernel> = kernels
+        .iter()
+        .filter(|k| {
+            group
+                .iter()
+                .any(|f| f.repo_id == k.repo_id && f.commit == k.commit)
+        })
+        .cloned()
+        .collect();
+    let complete = crate::install::verify::verify_kernels(
+        cache,
+        options.repo_type,
+        &failed,
+        &options.selection,
+    )
+    .iter()
+    .all(|check| check.is_ok());
+    let help = if complete {
+        format!(
+            "the cache already holds every file these kernels need; use it without the network:\n\n    kernels download {} --offline{}",
+            shell_path(&args.project_dir),
+            args.select.flags()
+        )
+    } else {
+        "check HF_ENDPOINT and the network; timeouts are set with HF_HUB_ETAG_TIMEOUT and HF_HUB_DOWNLOAD_TIMEOUT (seconds)".to_owned()
+    };
+    Some(miette::Report::new(Unreachable {
+        endpoint: settings.endpoint.clone(),
+        cause: cause.to_string(),
+        kernels: {
+            let labels: Vec<String> = group.iter().take(3).map(|f| f.label()).collect();
+            match group.len() {
+                n if n > 3 => format!("{} and {} more", labels.join(", "), n - 3),
+                _ => labels.join(", "),
+            }
+        },
+        help,
+    }))
+}
+
+/// What makes two kernel failures the same cause: their diagnostic code and
+/// help (the help names the fix, not the kernel).
+fn cause_key(error: &DownloadError) -> String {
+    use miette::Diagnostic;
+    let code = error.code().map(|c| c.to_string()).unwrap_or_default();
+    let help = error.help().map(|h| h.to_string()).unwrap_or_default();
+    if code.is_empty() && help.is_empty() {
+        // Nothing to compare: every such failure is its own cause.
+        return format!("{:p}", error);
+    }
+    format!("{code}\n{help}")
 }
 
 /// A path as it can be pasted into a shell (quoted when it has special characters).

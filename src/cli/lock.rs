@@ -309,7 +309,17 @@ fn plan(
         previous,
         upgrade: upgrade.clone(),
     };
-    let client = HubClient::new(&settings.client_config())?;
+    let retries = super::progress::Progress::new(
+        if quiet {
+            super::progress::ProgressMode::Quiet
+        } else {
+            super::progress::ProgressMode::Lines
+        },
+        false,
+    );
+    let client = HubClient::new(&settings.client_config())?.with_retry_observer(
+        super::download::retry_observer(&retries, &settings.endpoint),
+    );
     let started = std::time::Instant::now();
     let spinner = super::progress::Spinner::start(
         super::progress::ProgressMode::detect(quiet),

@@ -118,6 +118,14 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
+/// `-v` count of this process (set once by [`main`]).
+static VERBOSITY: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// How many `-v` were given.
+pub(crate) fn verbosity() -> u8 {
+    VERBOSITY.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Marks an error as a bug or environment failure: the process exits with 2
 /// instead of 1.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -135,6 +143,7 @@ pub fn main() -> ExitCode {
     if cli.global.no_progress || settings.no_progress {
         progress::ProgressMode::disable_bars();
     }
+    VERBOSITY.store(cli.global.verbose, std::sync::atomic::Ordering::Relaxed);
     init_logging(cli.global.verbose);
     // Given on the command line (not through the environment): for `to-wheel`,
     // `--locked`/`--frozen` also say "build from the project's lock".
@@ -233,7 +242,8 @@ fn exit_quietly_on_closed_pipe() {
 /// (`auto` leaves the decision to the terminal and `NO_COLOR`).
 fn install_report_handler(color: ColorChoice) {
     let _ = miette::set_hook(Box::new(move |_| {
-        let opts = miette::MietteHandlerOpts::new();
+        // Never wrap: hints hold commands that must stay pasteable.
+        let opts = miette::MietteHandlerOpts::new().wrap_lines(false);
         let opts = match color {
             ColorChoice::Auto => opts,
             ColorChoice::Always => opts.color(true),

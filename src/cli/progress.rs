@@ -314,7 +314,8 @@ impl Progress {
         match self.mode {
             ProgressMode::Quiet => {}
             ProgressMode::Bars => self.multi.suspend(|| eprintln!("{message}")),
-            ProgressMode::Lines => eprintln!("{message}"),
+            // Above a spinner of another step, if one is drawn.
+            ProgressMode::Lines => eprint_above(message),
         }
     }
 

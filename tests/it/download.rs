@@ -223,6 +223,9 @@ fn variant_hash_lock_without_a_runtime_notes_the_models_cache() {
     world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
     let out = world.download(&["--variant", "torch-cpu"]);
     assert_ok(&out);
+    assert!(!stderr(&out).contains("`models--`"), "only with -v");
+    let out = world.download(&["--variant", "torch-cpu", "-v"]);
+    assert_ok(&out);
     assert!(
         stderr(&out).contains("read `models--` cache folders"),
         "{}",

@@ -11,6 +11,7 @@ mod faults;
 mod lock;
 mod lock_files;
 mod matrix;
+mod messages;
 mod precommit;
 mod profiles;
 mod serve;

@@ -10,14 +10,15 @@ use std::process::Command;
 use kernels_test_support::{self as common, Server, snapshot};
 
 /// A project with a lock over the bundled mirror, and a fresh cache.
-struct Project {
-    server: Server,
+pub(crate) struct Project {
+    pub(crate) server: Server,
     _dir: tempfile::TempDir,
-    project: PathBuf,
-    cache: PathBuf,
+    pub(crate) project: PathBuf,
+    pub(crate) cache: PathBuf,
 }
 
-fn project() -> Project {
+/// The text-generation-inference project locked against the bundled mirror.
+pub(crate) fn project() -> Project {
     let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");

@@ -7,7 +7,7 @@ pub mod client;
 pub mod error;
 pub mod retry;
 
-pub use client::{ClientConfig, HubClient};
+pub use client::{ClientConfig, HubClient, RetryNotice};
 pub use error::{HubError, Target};
 /// The Hub API's JSON shapes (re-exported from [`kernels_types::wire`]).
 pub use kernels_types::wire as types;
