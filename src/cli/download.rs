@@ -47,6 +47,18 @@ pub struct DownloadArgs {
     /// Output format of `--dry-run` (on stdout).
     #[arg(long, value_enum, default_value_t = Format::Text, requires = "dry_run")]
     pub format: Format,
+
+    /// `--locked` / `--frozen`.
+    #[command(flatten)]
+    pub lock_mode: super::LockModeArgs,
+
+    /// `--cache-dir`.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
+
+    /// `--no-progress`.
+    #[command(flatten)]
+    pub progress: super::ProgressArgs,
 }
 
 /// `--format` values.

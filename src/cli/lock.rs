@@ -86,6 +86,18 @@ pub struct LockArgs {
     /// Output format on stdout (schemas in docs/json-output.md).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+
+    /// `--locked` / `--frozen`.
+    #[command(flatten)]
+    pub lock_mode: super::LockModeArgs,
+
+    /// `--cache-dir`.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
+
+    /// `--no-progress`.
+    #[command(flatten)]
+    pub progress: super::ProgressArgs,
 }
 
 /// `kernels lock` would replace a file that is not a lock file.

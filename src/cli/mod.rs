@@ -23,7 +23,13 @@ use crate::cli::settings::{LockFlags, Settings};
 
 /// Lock and download compute kernels from the Hugging Face Hub.
 #[derive(Debug, Parser)]
-#[command(name = "kernels", version, about, propagate_version = true)]
+#[command(
+    name = "kernels",
+    version,
+    about,
+    propagate_version = true,
+    after_long_help = ENVIRONMENT_HELP
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,27 +50,73 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
-    /// Require an up-to-date lock: fail, without changing anything, when
-    /// `kernels.lock` is missing or when resolving `pyproject.toml` again would change
-    /// it. Also set by a true `KERNELS_LOCKED`.
-    #[arg(long, global = true, conflicts_with = "frozen")]
+    /// `--locked` of the command, or a true `KERNELS_LOCKED` (set by [`main`]).
+    #[arg(skip)]
     pub locked: bool,
 
-    /// Use `kernels.lock` as it is: no check that it still matches `pyproject.toml`,
-    /// and no update of it; fail when it is missing. Also set by a true
-    /// `KERNELS_FROZEN` (which `kernels lock --check` ignores).
-    #[arg(long, global = true)]
+    /// `--frozen` of the command, or a true `KERNELS_FROZEN` (set by [`main`]).
+    #[arg(skip)]
     pub frozen: bool,
-
-    /// Show no progress bars or spinners, only plain status lines (also set
-    /// by a true `HF_HUB_DISABLE_PROGRESS_BARS`).
-    #[arg(long, global = true)]
-    pub no_progress: bool,
 
     /// When to colour diagnostics (`auto` follows the terminal and `NO_COLOR`).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
 }
+
+/// `--locked` and `--frozen`, on the commands that read `kernels.lock`.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct LockModeArgs {
+    /// Require an up-to-date lock: fail, without changing anything, when
+    /// `kernels.lock` is missing or when resolving `pyproject.toml` again would change
+    /// it. Also set by a true `KERNELS_LOCKED`.
+    #[arg(long, conflicts_with = "frozen")]
+    pub locked: bool,
+
+    /// Use `kernels.lock` as it is: no check that it still matches `pyproject.toml`,
+    /// and no update of it; fail when it is missing. Also set by a true
+    /// `KERNELS_FROZEN` (which `kernels lock --check` ignores).
+    #[arg(long)]
+    pub frozen: bool,
+}
+
+/// `--no-progress`, on the commands that draw progress.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct ProgressArgs {
+    /// Show no progress bars or spinners, only plain status lines (also set
+    /// by a true `HF_HUB_DISABLE_PROGRESS_BARS`).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// `--cache-dir`, on the commands that use the Hub cache.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CacheArgs {
+    /// The Hugging Face hub cache to read and write. Default: `HF_HUB_CACHE`,
+    /// else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
+    #[arg(long, value_name = "DIR", env = "KERNELS_CACHE")]
+    pub cache_dir: Option<std::path::PathBuf>,
+}
+
+/// The environment section of `kernels --help`.
+const ENVIRONMENT_HELP: &str = "\
+Environment variables:
+  HF_ENDPOINT              Hub URL (default https://huggingface.co)
+  HF_TOKEN                 Hub token; also HUGGING_FACE_HUB_TOKEN, HF_TOKEN_PATH
+  HF_HUB_DISABLE_IMPLICIT_TOKEN  Send no token
+  KERNELS_CACHE            The hub cache (as --cache-dir)
+  HF_HUB_CACHE             The hub cache when KERNELS_CACHE is unset
+  HF_HOME                  Default cache $HF_HOME/hub, token $HF_HOME/token
+  HF_HUB_OFFLINE           No network (as --offline); also KERNELS_OFFLINE
+  HF_HUB_ETAG_TIMEOUT      Seconds to connect and get headers (default 10)
+  HF_HUB_DOWNLOAD_TIMEOUT  Seconds between received bytes (default 10)
+  KERNELS_STALL_TIMEOUT    Seconds without body bytes before a retry
+  KERNELS_MAX_RETRIES      Retries after a transient failure (default 5)
+  KERNELS_LOCKED           As --locked
+  KERNELS_FROZEN           As --frozen
+  HF_HUB_DISABLE_PROGRESS_BARS  As --no-progress
+  NO_COLOR                 No colour
+  VIRTUAL_ENV              The Python environment torch is detected in
+  SOURCE_DATE_EPOCH        File times in wheels built by to-wheel";
 
 /// `--color` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -139,8 +191,20 @@ pub fn main() -> ExitCode {
     exit_quietly_on_closed_pipe();
     let mut cli = Cli::parse();
     install_report_handler(cli.global.color);
-    let settings = Settings::from_env();
-    if cli.global.no_progress || settings.no_progress {
+    let mut settings = Settings::from_env();
+    let (lock_mode, cache, no_progress) = match &cli.command {
+        Command::Download(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
+        Command::Lock(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
+        Command::Verify(a) => (a.lock_mode, Some(&a.cache), false),
+        Command::ToWheel(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
+        _ => (LockModeArgs::default(), None, false),
+    };
+    if let Some(dir) = cache.and_then(|c| c.cache_dir.clone()) {
+        settings.cache_dir = dir;
+    }
+    cli.global.locked = lock_mode.locked;
+    cli.global.frozen = lock_mode.frozen;
+    if no_progress || settings.no_progress {
         progress::ProgressMode::disable_bars();
     }
     VERBOSITY.store(cli.global.verbose, std::sync::atomic::Ordering::Relaxed);
@@ -283,4 +347,28 @@ pub(crate) fn runtime() -> miette::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .map_err(|err| InternalError(format!("cannot start the async runtime: {err}")).into())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_environment_help_names_every_variable_a_user_sets() {
+        // Read for their usual meaning, or spellings documented beside another name.
+        let implied = [
+            "HOME",
+            "PATH",
+            "XDG_CACHE_HOME",
+            "HUGGINGFACE_HUB_CACHE",
+            "HUGGING_FACE_HUB_TOKEN",
+            "HF_TOKEN_PATH",
+            "TRANSFORMERS_OFFLINE",
+            "KERNELS_OFFLINE",
+        ];
+        for name in super::settings::ENV_VARS {
+            assert!(
+                implied.contains(name) || super::ENVIRONMENT_HELP.contains(&format!("  {name} ")),
+                "`kernels --help` does not list {name}"
+            );
+        }
+    }
 }

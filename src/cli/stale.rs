@@ -118,6 +118,9 @@ pub fn ensure_current(
         dry_run: false,
         force: false,
         format: super::OutputFormat::Text,
+        lock_mode: super::LockModeArgs::default(),
+        cache: super::CacheArgs::default(),
+        progress: super::ProgressArgs::default(),
     };
     super::lock::run(args, settings, global).map(|_| ())
 }

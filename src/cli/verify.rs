@@ -20,6 +20,14 @@ pub struct VerifyArgs {
     /// Which variants to check (the same selection as `kernels download`).
     #[command(flatten)]
     pub select: SelectArgs,
+
+    /// `--locked` / `--frozen`.
+    #[command(flatten)]
+    pub lock_mode: super::LockModeArgs,
+
+    /// `--cache-dir`.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// `kernels verify` found differences between the lock and the cache.

@@ -8,6 +8,7 @@ mod concurrency;
 mod crash;
 mod download;
 mod faults;
+mod flags;
 mod lock;
 mod lock_files;
 mod matrix;
