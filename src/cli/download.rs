@@ -95,6 +95,101 @@ pub struct SelectArgs {
     /// cache folder prefix (`kernels--` or `models--`).
     #[arg(long, value_enum)]
     pub repo_type: Option<RepoTypeArg>,
+
+    /// The environment the variant is chosen for, instead of asking torch.
+    #[command(flatten)]
+    pub env: EnvArgs,
+}
+
+/// Environment overrides: choose variants for an image built on a machine
+/// without a GPU or without torch (`kernels env` shows the result).
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Environment overrides")]
+pub struct EnvArgs {
+    /// Choose for this torch version (`MAJOR.MINOR`, e.g. `2.8`) without asking
+    /// Python; the backend is CPU and the platform this machine unless given.
+    #[arg(long, value_name = "VERSION", value_parser = parse_torch)]
+    pub torch_version: Option<(u32, u32)>,
+    /// Choose for this CUDA version (e.g. `12.6`).
+    #[arg(long, value_name = "VERSION", group = "backend")]
+    pub cuda_version: Option<String>,
+    /// Choose for this ROCm version (e.g. `6.3`).
+    #[arg(long, value_name = "VERSION", group = "backend")]
+    pub rocm_version: Option<String>,
+    /// Choose for this Intel XPU (oneAPI) version (e.g. `2025.0`).
+    #[arg(long, value_name = "VERSION", group = "backend")]
+    pub xpu_version: Option<String>,
+    /// Choose for Apple Metal.
+    #[arg(long, group = "backend")]
+    pub metal: bool,
+    /// Choose for no accelerator.
+    #[arg(long, group = "backend")]
+    pub cpu: bool,
+    /// Choose for this C++ ABI of torch (Linux).
+    #[arg(long, value_name = "ABI", value_parser = ["cxx11", "cxx98"])]
+    pub cxx_abi: Option<String>,
+    /// Choose for this OS (`linux`, `darwin`, `windows`).
+    #[arg(long, value_name = "OS")]
+    pub os: Option<String>,
+    /// Choose for this CPU architecture (`x86_64`, `aarch64`).
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<String>,
+}
+
+impl EnvArgs {
+    /// The overrides for the variant layer.
+    pub fn overrides(&self) -> crate::variant::EnvOverrides {
+        crate::variant::EnvOverrides {
+            torch: self.torch_version,
+            cuda: self.cuda_version.clone(),
+            rocm: self.rocm_version.clone(),
+            xpu: self.xpu_version.clone(),
+            metal: self.metal,
+            cpu: self.cpu,
+            cxx11_abi: self.cxx_abi.as_deref().map(|abi| abi == "cxx11"),
+            os: self.os.clone(),
+            arch: self.arch.clone(),
+        }
+    }
+
+    /// The same overrides as flags, for hints.
+    fn flags(&self) -> String {
+        let mut out = String::new();
+        if let Some((major, minor)) = self.torch_version {
+            out.push_str(&format!(" --torch-version {major}.{minor}"));
+        }
+        for (flag, value) in [
+            ("--cuda-version", &self.cuda_version),
+            ("--rocm-version", &self.rocm_version),
+            ("--xpu-version", &self.xpu_version),
+            ("--cxx-abi", &self.cxx_abi),
+            ("--os", &self.os),
+            ("--arch", &self.arch),
+        ] {
+            if let Some(value) = value {
+                out.push_str(&format!(" {flag} {value}"));
+            }
+        }
+        if self.metal {
+            out.push_str(" --metal");
+        }
+        if self.cpu {
+            out.push_str(" --cpu");
+        }
+        out
+    }
+}
+
+/// `2.8` → `(2, 8)`.
+fn parse_torch(s: &str) -> Result<(u32, u32), String> {
+    let (major, minor) = s
+        .split_once('.')
+        .ok_or_else(|| format!("`{s}` is not MAJOR.MINOR (for example `2.8`)"))?;
+    let minor = minor.split('.').next().unwrap_or(minor);
+    match (major.parse(), minor.parse()) {
+        (Ok(major), Ok(minor)) => Ok((major, minor)),
+        _ => Err(format!("`{s}` is not MAJOR.MINOR (for example `2.8`)")),
+    }
 }
 
 impl SelectArgs {
@@ -116,6 +211,7 @@ impl SelectArgs {
             Some(RepoTypeArg::Kernel) => out.push_str(" --repo-type kernel"),
             None => {}
         }
+        out.push_str(&self.env.flags());
         out
     }
 }
@@ -166,7 +262,7 @@ pub(super) fn read_lock(
         VariantSelection::All
     } else {
         let python = project_python(project_dir, crate::cli::settings::virtual_env().as_deref());
-        request.resolve(&python, profile.variant_preference)?
+        request.resolve_with(&python, profile.variant_preference, &select.env.overrides())?
     };
     if let VariantSelection::Detected { env, preference } = &selection
         && !quiet

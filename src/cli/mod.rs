@@ -5,6 +5,7 @@
 //! Output rules: data on stdout, status and progress on stderr.
 
 mod download;
+mod env;
 mod lock;
 mod profile;
 pub mod progress;
@@ -40,6 +41,7 @@ pub struct Cli {
 
 /// Options every subcommand accepts (`kernels <command> --help` lists them).
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Print only errors.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
@@ -142,6 +144,8 @@ pub enum OutputFormat {
 enum Command {
     /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
     Download(download::DownloadArgs),
+    /// Show the environment variants are chosen for, and where each value came from.
+    Env(env::EnvCmdArgs),
     /// Resolve `[tool.kernels.dependencies]` and write `kernels.lock`.
     Lock(lock::LockArgs),
     /// Serve a mirror directory over the Hugging Face Hub HTTP API.
@@ -241,6 +245,7 @@ pub fn main() -> ExitCode {
             )
             .and_then(|()| download::run(args, &settings, quiet))
         }
+        Command::Env(args) => env::run(args, &settings),
         Command::Lock(args) => lock::run(args, &settings, &global),
         Command::Serve(args) => serve::run(args, quiet),
         Command::ToWheel(args) => to_wheel::run(args, explicit_lock_mode, &settings, &global),

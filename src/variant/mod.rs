@@ -28,7 +28,7 @@ use std::path::PathBuf;
 
 use kernels_types::repo_id::RepoId;
 
-pub use environment::{TorchEnv, project_python};
+pub use environment::{EnvOverrides, EnvSource, EnvSources, TorchEnv, project_python};
 pub use ranking::UNIVERSAL;
 pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};
 
@@ -63,6 +63,16 @@ pub enum VariantError {
         python: PathBuf,
         /// The import error message.
         reason: String,
+    },
+
+    /// An environment override is not a version.
+    #[error("{flag} `{value}` is not a version such as `12.6`")]
+    #[diagnostic(code(kernels::variant::bad_override))]
+    BadOverride {
+        /// The flag.
+        flag: String,
+        /// Its value.
+        value: String,
     },
 
     /// None of the `--variant` names is a directory under `build/` at the locked commit.

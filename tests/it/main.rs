@@ -7,6 +7,7 @@ mod concurrency;
 #[cfg(unix)]
 mod crash;
 mod download;
+mod env;
 mod faults;
 mod flags;
 mod lock;
