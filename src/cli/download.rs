@@ -44,8 +44,14 @@ pub struct DownloadArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Output format of `--dry-run` (on stdout).
-    #[arg(long, value_enum, default_value_t = Format::Text, requires = "dry_run")]
+    /// Print, per locked kernel, the variant chosen for the environment and why
+    /// every other one was rejected; download nothing. With the overrides
+    /// (`--torch-version`, `--cuda-version`, …) for another machine.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub explain: bool,
+
+    /// Output format of `--dry-run` and `--explain` (on stdout).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 
     /// `--locked` / `--frozen`.
@@ -330,6 +336,9 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
         .with_retry_observer(retry_observer(&progress, &settings.endpoint));
     let cache = HubCache::new(&settings.cache_dir);
+    if args.explain {
+        return print_explain(&client, &cache, &kernels, &options, args.format);
+    }
     if args.dry_run {
         return print_dry_run(&client, &cache, &kernels, &options, args.format, &progress);
     }
@@ -598,6 +607,87 @@ fn print_dry_run(
     } else {
         Ok(ExitCode::from(1))
     }
+}
+
+/// The `schema` of `kernels download --explain --format json`.
+pub const EXPLAIN_SCHEMA: &str = "kernels-explain/1";
+
+/// `--explain`: per kernel the chosen variant, then every other with its reason.
+fn print_explain(
+    client: &HubClient,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    format: Format,
+) -> miette::Result<ExitCode> {
+    let results = super::runtime()?.block_on(crate::install::explain::explain(
+        client, cache, kernels, options,
+    ));
+    let mut explained = Vec::new();
+    let mut failed = Vec::new();
+    for result in results {
+        match result {
+            Ok(kernel) => explained.push(kernel),
+            Err((kernel, error)) => {
+                use miette::Diagnostic;
+                failed.push(serde_json::json!({
+                    "repo_id": kernel.repo_id.to_string(),
+                    "commit": kernel.commit,
+                    "code": error.code().map(|c| c.to_string()),
+                    "message": error.to_string(),
+                }));
+                eprintln!(
+                    "{}: {:?}",
+                    crate::install::plan::label(&kernel.repo_id, &kernel.commit),
+                    miette::Report::new(error)
+                );
+            }
+        }
+    }
+    match format {
+        Format::Json => {
+            let environment = match &options.selection {
+                crate::variant::VariantSelection::Detected { env, .. } => {
+                    serde_json::Value::String(env.describe())
+                }
+                _ => serde_json::Value::Null,
+            };
+            let doc = serde_json::json!({
+                "schema": EXPLAIN_SCHEMA,
+                "environment": environment,
+                "kernels": explained,
+                "failed": failed,
+            });
+            println!("{doc:#}");
+        }
+        Format::Text => {
+            for kernel in &explained {
+                let chosen = if kernel.chosen.is_empty() {
+                    "no variant suits this environment".to_owned()
+                } else {
+                    kernel.chosen.join(", ")
+                };
+                println!(
+                    "{}@{}: {chosen}",
+                    kernel.repo_id,
+                    kernels_types::commit::short(&kernel.commit)
+                );
+                for v in kernel.variants.iter().filter(|v| !v.chosen) {
+                    println!(
+                        "  - {}: {}",
+                        v.name,
+                        v.reason.as_deref().unwrap_or_default()
+                    );
+                }
+            }
+        }
+    }
+    let none = explained.iter().any(|k| k.chosen.is_empty());
+    Ok(if failed.is_empty() && !none {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// One line for the kernel, one per variant.

@@ -15,6 +15,7 @@
 //! cache written by us or by `huggingface_hub` and names whatever is missing.
 
 pub mod dry_run;
+pub mod explain;
 mod fetch;
 pub mod plan;
 pub mod reporter;
