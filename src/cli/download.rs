@@ -50,7 +50,8 @@ pub struct DownloadArgs {
     #[arg(long, conflicts_with = "dry_run")]
     pub explain: bool,
 
-    /// Output format of `--dry-run` and `--explain` (on stdout).
+    /// Output format (on stdout): with `json`, one document per run (the
+    /// download summary, the `--dry-run` plan or the `--explain` verdicts).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 
@@ -315,6 +316,8 @@ enum DownloadCliError {
 /// Exit 0 when all kernels are in the cache and verified, 1 when any failed
 /// (each is named on stderr), 2 on internal errors.
 pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
+    let json = args.format == Format::Json && !args.dry_run && !args.explain;
+    let quiet = quiet || json;
     let (kernels, selection, repo_type) = read_lock(&args.project_dir, &args.select, quiet)?;
     let options = DownloadOptions {
         repo_type,
@@ -344,6 +347,24 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     }
     let summary =
         super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
+    if json {
+        let doc = serde_json::json!({
+            "schema": 1,
+            "command": "download",
+            "cache_dir": settings.cache_dir,
+            "kernels": summary.done.iter().map(|r| serde_json::json!({
+                "repo_id": r.repo_id.to_string(),
+                "commit": r.commit,
+                "variants": r.variants,
+                "files": r.files,
+                "bytes": r.bytes,
+                "fetched_bytes": r.fetched_bytes,
+                "fetched_blobs": r.fetched_blobs,
+            })).collect::<Vec<_>>(),
+            "failed": summary.failed.iter().map(failure_json).collect::<Vec<_>>(),
+        });
+        println!("{doc:#}");
+    }
     if !quiet && !summary.done.is_empty() {
         eprintln!(
             "{}",
@@ -527,6 +548,18 @@ fn unreachable(
     }))
 }
 
+/// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
+/// and the `message`.
+fn failure_json(failure: &crate::install::KernelFailure) -> serde_json::Value {
+    use miette::Diagnostic;
+    serde_json::json!({
+        "repo_id": failure.repo_id.to_string(),
+        "commit": failure.commit,
+        "code": failure.error.code().map(|c| c.to_string()),
+        "message": failure.error.to_string(),
+    })
+}
+
 /// What makes two kernel failures the same cause: their diagnostic code and
 /// help (the help names the fix, not the kernel).
 fn cause_key(error: &DownloadError) -> String {
@@ -570,7 +603,7 @@ fn print_dry_run(
         match result {
             Ok(kernel) => planned.push(kernel),
             Err(failure) => {
-                failures.push(format!("{} ({})", failure.label(), failure.error));
+                failures.push(failure_json(&failure));
                 eprintln!(
                     "{}: {:?}",
                     failure.label(),
@@ -594,6 +627,7 @@ fn print_dry_run(
         Format::Json => {
             let doc = serde_json::json!({
                 "schema": DRY_RUN_SCHEMA,
+                "command": "download --dry-run",
                 "kernels": planned,
                 "download_files": planned.iter().map(|k| k.download_files).sum::<usize>(),
                 "download_bytes": planned.iter().map(|k| k.download_bytes).sum::<u64>(),
@@ -610,7 +644,7 @@ fn print_dry_run(
 }
 
 /// The `schema` of `kernels download --explain --format json`.
-pub const EXPLAIN_SCHEMA: &str = "kernels-explain/1";
+pub const EXPLAIN_SCHEMA: u32 = 1;
 
 /// `--explain`: per kernel the chosen variant, then every other with its reason.
 fn print_explain(
@@ -654,6 +688,7 @@ fn print_explain(
             };
             let doc = serde_json::json!({
                 "schema": EXPLAIN_SCHEMA,
+                "command": "download --explain",
                 "environment": environment,
                 "kernels": explained,
                 "failed": failed,

@@ -15,7 +15,7 @@ use crate::lock::profile::VariantPreference;
 use crate::variant::project_python;
 
 /// The `schema` of `kernels env --format json` (`docs/json-output.md`).
-pub const ENV_SCHEMA: &str = "kernels-env/1";
+pub const ENV_SCHEMA: u32 = 1;
 
 /// Arguments of `kernels env`.
 #[derive(Debug, clap::Args)]
@@ -89,13 +89,14 @@ pub fn run(args: EnvCmdArgs, settings: &Settings) -> miette::Result<ExitCode> {
             };
             let doc = serde_json::json!({
                 "schema": ENV_SCHEMA,
+                "command": "env",
                 "kernels_version": env!("CARGO_PKG_VERSION"),
                 "python": python,
                 "torch": torch,
                 "torch_error": resolved.as_ref().err().map(|e| e.to_string()),
                 "target_runtime": {
                     "version": profile.runtime.map(|v| v.to_string()),
-                    "lock_format": format!("{:?}", profile.lock_format),
+                    "lock_format": super::lock::format_name(profile.lock_format),
                     "repo_type": profile.repo_type.as_str(),
                     "cache_prefix": profile.cache_prefix(),
                     "description": runtime,

@@ -697,7 +697,7 @@ fn print_json(resolved: &Resolved<'_>, written: bool, dry_run: bool) -> miette::
     Ok(())
 }
 
-fn format_name(format: LockFormat) -> &'static str {
+pub(super) fn format_name(format: LockFormat) -> &'static str {
     match format {
         LockFormat::VariantHash => "variant-hash (kernels ≤0.16)",
         LockFormat::KernelLocks => "KernelLocks (kernels 0.17)",

@@ -66,7 +66,10 @@ fn overrides_need_no_torch_and_json_is_typed() {
         &[("PYTHONPATH", "/nonexistent")],
     );
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(doc["schema"], "kernels-env/1");
+    assert_eq!(
+        (doc["schema"].as_u64(), doc["command"].as_str()),
+        (Some(1), Some("env"))
+    );
     assert_eq!(
         doc["torch"]["arch_variant"],
         "torch213-cxx11-cu126-x86_64-linux"
@@ -113,7 +116,7 @@ fn download_explain_names_the_choice_and_every_rejection() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["schema"], "kernels-explain/1");
+    assert_eq!(doc["command"], "download --explain");
     let kernels = doc["kernels"].as_array().unwrap();
     assert_eq!(kernels.len(), 6);
     let rotary = kernels

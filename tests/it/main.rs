@@ -10,6 +10,7 @@ mod download;
 mod env;
 mod faults;
 mod flags;
+mod json;
 mod lock;
 mod lock_files;
 mod matrix;

@@ -246,7 +246,8 @@ fn dry_run_reports_sizes_and_makes_only_metadata_requests() {
     let out = world.download(&["--all-variants", "--dry-run", "--format", "json"]);
     assert_ok(&out);
     let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(doc["schema"], 1);
+    assert_eq!(doc["schema"], 2);
+    assert_eq!(doc["command"], "download --dry-run");
     let kernel = &doc["kernels"][0];
     assert_eq!(kernel["repo_id"], "acme/relu");
     assert_eq!(kernel["commit"], RELU_SHA);
