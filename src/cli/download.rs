@@ -412,7 +412,18 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
             0 => first.label(),
             n => format!("{} and {n} more ({})", first.label(), others.join(", ")),
         };
+        let code = {
+            use miette::Diagnostic;
+            first
+                .error
+                .code()
+                .map(|c| c.to_string())
+                .unwrap_or_default()
+        };
         eprintln!("{who}: {:?}", miette::Report::new(first.error));
+        if let Some(note) = settings.token_note(&code) {
+            eprintln!("{note}");
+        }
         if single_cause && failures.len() > 1 {
             // One cause printed once; the summary would only repeat it.
             return Ok(ExitCode::from(1));

@@ -281,7 +281,11 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(report) => {
             let internal = report.downcast_ref::<InternalError>().is_some();
-            eprintln!("{report:?}");
+            let text = format!("{report:?}");
+            eprintln!("{text}");
+            if let Some(note) = settings.token_note(&text) {
+                eprintln!("{note}");
+            }
             ExitCode::from(if internal { 2 } else { 1 })
         }
     }

@@ -74,6 +74,8 @@ pub struct Settings {
     /// (connection error, timeout, 408, 429, 500, 502, 503, 504):
     /// `KERNELS_MAX_RETRIES`, default 5; 0 disables retries.
     pub max_retries: u32,
+    /// Where [`Settings::token`] came from (`HF_TOKEN`, …), for messages.
+    pub token_source: Option<String>,
     /// The home directory (`HOME`), to print paths below it as `~/…`.
     pub home: Option<PathBuf>,
     /// `HF_HUB_DISABLE_PROGRESS_BARS` is truthy: plain lines even on a
@@ -145,6 +147,25 @@ impl LockFlags {
 }
 
 impl Settings {
+    /// A note for an error the Hub answered with "not found", "unauthorized" or
+    /// "gated" (diagnostic `code`) while a token was sent: the token is set,
+    /// and was rejected or lacks access; `None` otherwise.
+    pub fn token_note(&self, code: &str) -> Option<String> {
+        let source = self.token_source.as_ref()?;
+        [
+            "kernels::hub::repo_not_found",
+            "kernels::hub::unauthorized",
+            "kernels::hub::gated",
+        ]
+        .iter()
+        .any(|c| code.contains(c))
+        .then(|| {
+            format!(
+                "note: a token is set (from {source}) and was sent: the Hub rejected it, or its account has no access to this repository"
+            )
+        })
+    }
+
     /// `path` for people: below the home directory as `~/…`.
     pub fn display_path(&self, path: &std::path::Path) -> String {
         match self
@@ -195,20 +216,24 @@ impl Settings {
             .or_else(|| var("HUGGINGFACE_HUB_CACHE"))
             .map(PathBuf::from)
             .unwrap_or_else(|| hf_home.join("hub"));
-        let token = if flag("HF_HUB_DISABLE_IMPLICIT_TOKEN") {
-            None
+        let (token, token_source) = if flag("HF_HUB_DISABLE_IMPLICIT_TOKEN") {
+            (None, None)
+        } else if let Some(token) = var("HF_TOKEN") {
+            (Some(token), Some("HF_TOKEN".to_owned()))
+        } else if let Some(token) = var("HUGGING_FACE_HUB_TOKEN") {
+            (Some(token), Some("HUGGING_FACE_HUB_TOKEN".to_owned()))
         } else {
-            var("HF_TOKEN")
-                .or_else(|| var("HUGGING_FACE_HUB_TOKEN"))
-                .or_else(|| {
-                    let path = var("HF_TOKEN_PATH")
-                        .map(PathBuf::from)
-                        .unwrap_or_else(|| hf_home.join("token"));
-                    std::fs::read_to_string(path)
-                        .ok()
-                        .map(|t| t.trim().to_owned())
-                        .filter(|t| !t.is_empty())
-                })
+            let path = var("HF_TOKEN_PATH")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| hf_home.join("token"));
+            let token = std::fs::read_to_string(&path)
+                .ok()
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty());
+            let source = token
+                .as_ref()
+                .map(|_| format!("the token file {}", path.display()));
+            (token, source)
         };
         let download_timeout = seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10);
         Settings {
@@ -217,6 +242,7 @@ impl Settings {
                 .trim_end_matches('/')
                 .to_owned(),
             token,
+            token_source,
             cache_dir,
             offline: flag("KERNELS_OFFLINE")
                 || flag("HF_HUB_OFFLINE")
