@@ -17,6 +17,7 @@ mod matrix;
 mod messages;
 mod precommit;
 mod profiles;
+mod readme;
 mod serve;
 mod snapshots_cli;
 mod sticky;
