@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::lock::RepoTypeArg;
 use super::profile::{CACHE_HINT, choose_profile, describe_preference};
-use super::progress::{Progress, ProgressMode, human_bytes};
+use super::progress::{Progress, ProgressMode, human_bytes, summary_line};
 use crate::cli::settings::Settings;
 use crate::install::dry_run::DryRunKernel;
 use crate::install::{
@@ -57,9 +57,28 @@ pub struct DownloadArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Output format of `--dry-run` (on stdout).
-    #[arg(long, value_enum, default_value_t = Format::Text, requires = "dry_run")]
+    /// Print, per locked kernel, the variant chosen for the environment and why
+    /// every other one was rejected; download nothing. With the overrides
+    /// (`--torch-version`, `--cuda-version`, …) for another machine.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub explain: bool,
+
+    /// Output format (on stdout): with `json`, one document per run (the
+    /// download summary, the `--dry-run` plan or the `--explain` verdicts).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+
+    /// `--locked` / `--frozen`.
+    #[command(flatten)]
+    pub lock_mode: super::LockModeArgs,
+
+    /// `--cache-dir`.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
+
+    /// `--no-progress`.
+    #[command(flatten)]
+    pub progress: super::ProgressArgs,
 }
 
 /// `--format` values.
@@ -96,6 +115,101 @@ pub struct SelectArgs {
     /// cache folder prefix (`kernels--` or `models--`).
     #[arg(long, value_enum)]
     pub repo_type: Option<RepoTypeArg>,
+
+    /// The environment the variant is chosen for, instead of asking torch.
+    #[command(flatten)]
+    pub env: EnvArgs,
+}
+
+/// Environment overrides: choose variants for an image built on a machine
+/// without a GPU or without torch (`kernels env` shows the result).
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Environment overrides")]
+pub struct EnvArgs {
+    /// Choose for this torch version (`MAJOR.MINOR`, e.g. `2.8`) without asking
+    /// Python; the backend is CPU and the platform this machine unless given.
+    #[arg(long, value_name = "VERSION", value_parser = parse_torch)]
+    pub torch_version: Option<(u32, u32)>,
+    /// Choose for this CUDA version (e.g. `12.6`).
+    #[arg(long, value_name = "VERSION", group = "backend")]
+    pub cuda_version: Option<String>,
+    /// Choose for this ROCm version (e.g. `6.3`).
+    #[arg(long, value_name = "VERSION", group = "backend")]
+    pub rocm_version: Option<String>,
+    /// Choose for this Intel XPU (oneAPI) version (e.g. `2025.0`).
+    #[arg(long, value_name = "VERSION", group = "backend")]
+    pub xpu_version: Option<String>,
+    /// Choose for Apple Metal.
+    #[arg(long, group = "backend")]
+    pub metal: bool,
+    /// Choose for no accelerator.
+    #[arg(long, group = "backend")]
+    pub cpu: bool,
+    /// Choose for this C++ ABI of torch (Linux).
+    #[arg(long, value_name = "ABI", value_parser = ["cxx11", "cxx98"])]
+    pub cxx_abi: Option<String>,
+    /// Choose for this OS (`linux`, `darwin`, `windows`).
+    #[arg(long, value_name = "OS")]
+    pub os: Option<String>,
+    /// Choose for this CPU architecture (`x86_64`, `aarch64`).
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<String>,
+}
+
+impl EnvArgs {
+    /// The overrides for the variant layer.
+    pub fn overrides(&self) -> crate::variant::EnvOverrides {
+        crate::variant::EnvOverrides {
+            torch: self.torch_version,
+            cuda: self.cuda_version.clone(),
+            rocm: self.rocm_version.clone(),
+            xpu: self.xpu_version.clone(),
+            metal: self.metal,
+            cpu: self.cpu,
+            cxx11_abi: self.cxx_abi.as_deref().map(|abi| abi == "cxx11"),
+            os: self.os.clone(),
+            arch: self.arch.clone(),
+        }
+    }
+
+    /// The same overrides as flags, for hints.
+    fn flags(&self) -> String {
+        let mut out = String::new();
+        if let Some((major, minor)) = self.torch_version {
+            out.push_str(&format!(" --torch-version {major}.{minor}"));
+        }
+        for (flag, value) in [
+            ("--cuda-version", &self.cuda_version),
+            ("--rocm-version", &self.rocm_version),
+            ("--xpu-version", &self.xpu_version),
+            ("--cxx-abi", &self.cxx_abi),
+            ("--os", &self.os),
+            ("--arch", &self.arch),
+        ] {
+            if let Some(value) = value {
+                out.push_str(&format!(" {flag} {value}"));
+            }
+        }
+        if self.metal {
+            out.push_str(" --metal");
+        }
+        if self.cpu {
+            out.push_str(" --cpu");
+        }
+        out
+    }
+}
+
+/// `2.8` → `(2, 8)`.
+fn parse_torch(s: &str) -> Result<(u32, u32), String> {
+    let (major, minor) = s
+        .split_once('.')
+        .ok_or_else(|| format!("`{s}` is not MAJOR.MINOR (for example `2.8`)"))?;
+    let minor = minor.split('.').next().unwrap_or(minor);
+    match (major.parse(), minor.parse()) {
+        (Ok(major), Ok(minor)) => Ok((major, minor)),
+        _ => Err(format!("`{s}` is not MAJOR.MINOR (for example `2.8`)")),
+    }
 }
 
 impl SelectArgs {
@@ -117,6 +231,7 @@ impl SelectArgs {
             Some(RepoTypeArg::Kernel) => out.push_str(" --repo-type kernel"),
             None => {}
         }
+        out.push_str(&self.env.flags());
         out
     }
 }
@@ -152,7 +267,7 @@ pub(super) fn read_lock(
         select.repo_type,
         quiet,
     )?;
-    if profile.cache_is_ambiguous() && !quiet && !kernels.is_empty() {
+    if profile.cache_is_ambiguous() && !quiet && !kernels.is_empty() && super::verbosity() > 0 {
         eprintln!("note: {CACHE_HINT}");
     }
     let request = if select.all_variants {
@@ -167,7 +282,7 @@ pub(super) fn read_lock(
         VariantSelection::All
     } else {
         let python = project_python(project_dir, crate::cli::settings::virtual_env().as_deref());
-        request.resolve(&python, profile.variant_preference)?
+        request.resolve_with(&python, profile.variant_preference, &select.env.overrides())?
     };
     if let VariantSelection::Detected { env, preference } = &selection
         && !quiet
@@ -226,6 +341,8 @@ enum DownloadCliError {
 /// Exit 0 when all kernels are in the cache and verified, 1 when any failed
 /// (each is named on stderr), 2 on internal errors.
 pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
+    let json = args.format == Format::Json && !args.dry_run && !args.explain;
+    let quiet = quiet || json;
     let (kernels, selection, repo_type) = read_lock(&args.project_dir, &args.select, quiet)?;
     let options = DownloadOptions {
         repo_type,
@@ -237,24 +354,24 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     let mut settings = settings.clone();
     settings.offline |= args.offline;
     let settings = &settings;
-    let client = HubClient::new(&settings.client_config())
-        .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?;
-    let cache = settings.cache();
-    if args.dry_run {
-        let warnings = Progress::new(
-            if quiet {
-                ProgressMode::Quiet
-            } else {
-                ProgressMode::Lines
-            },
-            false,
-        );
-        return print_dry_run(&client, &cache, &kernels, &options, args.format, &warnings);
-    }
     let progress = Progress::new(
-        ProgressMode::detect(quiet),
-        crate::cli::settings::color_enabled(),
+        if args.dry_run && !quiet {
+            ProgressMode::Lines
+        } else {
+            ProgressMode::detect(quiet)
+        },
+        crate::cli::settings::color_enabled() && !args.dry_run,
     );
+    let client = HubClient::new(&settings.client_config())
+        .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
+        .with_retry_observer(retry_observer(&progress, &settings.endpoint));
+    let cache = settings.cache();
+    if args.explain {
+        return print_explain(&client, &cache, &kernels, &options, args.format);
+    }
+    if args.dry_run {
+        return print_dry_run(&client, &cache, &kernels, &options, args.format, &progress);
+    }
     let summary =
         super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
     if !quiet {
@@ -272,6 +389,35 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         }
         return Err(miette::Report::new(blocked));
     }
+    if json {
+        let doc = serde_json::json!({
+            "schema": 1,
+            "command": "download",
+            "cache_dir": settings.cache_dir,
+            "kernels": summary.done.iter().map(|r| serde_json::json!({
+                "repo_id": r.repo_id.to_string(),
+                "commit": r.commit,
+                "variants": r.variants,
+                "files": r.files,
+                "bytes": r.bytes,
+                "fetched_bytes": r.fetched_bytes,
+                "fetched_blobs": r.fetched_blobs,
+            })).collect::<Vec<_>>(),
+            "failed": summary.failed.iter().map(failure_json).collect::<Vec<_>>(),
+        });
+        println!("{doc:#}");
+    }
+    if !quiet && !summary.done.is_empty() {
+        eprintln!(
+            "{}",
+            summary_line(
+                &summary.done,
+                progress.elapsed(),
+                &settings.display_path(&settings.cache_dir)
+            )
+        );
+    }
+
     if summary.failed.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -289,13 +435,53 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     }
     let mut failures = Vec::new();
     let mut internal = None;
+    // One cause, one message: failures with the same code and help (a
+    // `--variant` typo, the Hub unreachable) are printed once, naming the kernels.
+    let mut groups: Vec<(String, Vec<crate::install::KernelFailure>)> = Vec::new();
     for failure in summary.failed {
         let label = failure.label();
-        failures.push(format!("{label} ({})", failure.error));
+        failures.push(label.clone());
         if let DownloadError::Internal(msg) = &failure.error {
             internal.get_or_insert_with(|| format!("{label}: {msg}"));
         }
-        eprintln!("{label}: {:?}", miette::Report::new(failure.error));
+        let key = cause_key(&failure.error);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, group)) => group.push(failure),
+            None => groups.push((key, vec![failure])),
+        }
+    }
+    let single_cause = groups.len() == 1 && internal.is_none();
+    for (_, group) in groups {
+        if let Some(err) = unreachable(&group, settings, &cache, &kernels, &options, &args) {
+            if single_cause {
+                return Err(err);
+            }
+            eprintln!("{err:?}");
+            continue;
+        }
+        let mut group = group.into_iter();
+        let Some(first) = group.next() else { continue };
+        let others: Vec<String> = group.map(|f| f.label()).collect();
+        let who = match others.len() {
+            0 => first.label(),
+            n => format!("{} and {n} more ({})", first.label(), others.join(", ")),
+        };
+        let code = {
+            use miette::Diagnostic;
+            first
+                .error
+                .code()
+                .map(|c| c.to_string())
+                .unwrap_or_default()
+        };
+        eprintln!("{who}: {:?}", miette::Report::new(first.error));
+        if let Some(note) = settings.token_note(&code) {
+            eprintln!("{note}");
+        }
+        if single_cause && failures.len() > 1 {
+            // One cause printed once; the summary would only repeat it.
+            return Ok(ExitCode::from(1));
+        }
     }
     if let Some(msg) = internal {
         return Err(super::InternalError(msg).into());
@@ -321,6 +507,135 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         help,
     }
     .into())
+}
+
+/// Shows the Hub client's retries of metadata requests as status lines: one
+/// per retry round (kernels are listed in parallel and fail together), naming
+/// the endpoint.
+pub(super) fn retry_observer(
+    progress: &Progress,
+    endpoint: &str,
+) -> impl Fn(&kernels_hub::RetryNotice) + Send + Sync + 'static {
+    let progress = progress.clone();
+    let endpoint = endpoint.to_owned();
+    let shown = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    move |notice| {
+        use crate::install::Reporter;
+        use std::sync::atomic::Ordering;
+        if shown.fetch_max(notice.attempt, Ordering::Relaxed) >= notice.attempt {
+            return;
+        }
+        progress.retry(&crate::install::RetryEvent {
+            what: endpoint.clone(),
+            reason: notice.reason.clone(),
+            wait: notice.wait,
+            attempt: notice.attempt,
+            max: notice.max,
+        });
+    }
+}
+
+/// The Hub cannot be reached at all.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("cannot reach the Hub at {endpoint} ({cause}); not downloaded: {kernels}")]
+#[diagnostic(code(kernels::download::unreachable))]
+struct Unreachable {
+    endpoint: String,
+    cause: String,
+    /// The kernels, at most three named.
+    kernels: String,
+    #[help]
+    help: String,
+}
+
+/// One error for a group of failures that all are "cannot connect", naming the
+/// endpoint and the deepest cause once; with an `--offline` hint when the cache
+/// holds everything these kernels need.
+fn unreachable(
+    group: &[crate::install::KernelFailure],
+    settings: &Settings,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    args: &DownloadArgs,
+) -> Option<miette::Report> {
+    let DownloadError::Hub(kernels_hub::HubError::Transport { source, url }) =
+        &group.first()?.error
+    else {
+        return None;
+    };
+    // Only "cannot connect to the endpoint": a transfer that broke off, or a
+    // CDN, is another cause.
+    if !source.is_connect() || !url.starts_with(&settings.endpoint) {
+        return None;
+    }
+    let mut cause: &dyn std::error::Error = source;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let failed: Vec<LockedKernel> = kernels
+        .iter()
+        .filter(|k| {
+            group
+                .iter()
+                .any(|f| f.repo_id == k.repo_id && f.commit == k.commit)
+        })
+        .cloned()
+        .collect();
+    let complete = crate::install::verify::verify_kernels(
+        cache,
+        options.repo_type,
+        &failed,
+        &options.selection,
+    )
+    .iter()
+    .all(|check| check.is_ok());
+    let help = if complete {
+        format!(
+            "the cache already holds every file these kernels need; use it without the network:\n\n    kernels download {} --offline{}",
+            shell_path(&args.project_dir),
+            args.select.flags()
+        )
+    } else {
+        "check HF_ENDPOINT and the network; timeouts are set with HF_HUB_ETAG_TIMEOUT and HF_HUB_DOWNLOAD_TIMEOUT (seconds)".to_owned()
+    };
+    Some(miette::Report::new(Unreachable {
+        endpoint: settings.endpoint.clone(),
+        cause: cause.to_string(),
+        kernels: {
+            let labels: Vec<String> = group.iter().take(3).map(|f| f.label()).collect();
+            match group.len() {
+                n if n > 3 => format!("{} and {} more", labels.join(", "), n - 3),
+                _ => labels.join(", "),
+            }
+        },
+        help,
+    }))
+}
+
+/// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
+/// and the `message`.
+fn failure_json(failure: &crate::install::KernelFailure) -> serde_json::Value {
+    use miette::Diagnostic;
+    serde_json::json!({
+        "repo_id": failure.repo_id.to_string(),
+        "commit": failure.commit,
+        "code": failure.error.code().map(|c| c.to_string()),
+        "message": failure.error.to_string(),
+    })
+}
+
+/// What makes two kernel failures the same cause: their diagnostic code and
+/// help (the help names the fix, not the kernel).
+fn cause_key(error: &DownloadError) -> String {
+    use miette::Diagnostic;
+    let code = error.code().map(|c| c.to_string()).unwrap_or_default();
+    let help = error.help().map(|h| h.to_string()).unwrap_or_default();
+    if code.is_empty() && help.is_empty() {
+        // Nothing to compare: every such failure is its own cause.
+        return format!("{:p}", error);
+    }
+    format!("{code}\n{help}")
 }
 
 /// A path as it can be pasted into a shell (quoted when it has special characters).
@@ -402,7 +717,7 @@ fn print_dry_run(
         match result {
             Ok(kernel) => planned.push(kernel),
             Err(failure) => {
-                failures.push(format!("{} ({})", failure.label(), failure.error));
+                failures.push(failure_json(&failure));
                 eprintln!(
                     "{}: {:?}",
                     failure.label(),
@@ -426,6 +741,7 @@ fn print_dry_run(
         Format::Json => {
             let doc = serde_json::json!({
                 "schema": DRY_RUN_SCHEMA,
+                "command": "download --dry-run",
                 "kernels": planned,
                 "download_files": planned.iter().map(|k| k.download_files).sum::<usize>(),
                 "download_bytes": planned.iter().map(|k| k.download_bytes).sum::<u64>(),
@@ -439,6 +755,88 @@ fn print_dry_run(
     } else {
         Ok(ExitCode::from(1))
     }
+}
+
+/// The `schema` of `kernels download --explain --format json`.
+pub const EXPLAIN_SCHEMA: u32 = 1;
+
+/// `--explain`: per kernel the chosen variant, then every other with its reason.
+fn print_explain(
+    client: &HubClient,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    format: Format,
+) -> miette::Result<ExitCode> {
+    let results = super::runtime()?.block_on(crate::install::explain::explain(
+        client, cache, kernels, options,
+    ));
+    let mut explained = Vec::new();
+    let mut failed = Vec::new();
+    for result in results {
+        match result {
+            Ok(kernel) => explained.push(kernel),
+            Err((kernel, error)) => {
+                use miette::Diagnostic;
+                failed.push(serde_json::json!({
+                    "repo_id": kernel.repo_id.to_string(),
+                    "commit": kernel.commit,
+                    "code": error.code().map(|c| c.to_string()),
+                    "message": error.to_string(),
+                }));
+                eprintln!(
+                    "{}: {:?}",
+                    crate::install::plan::label(&kernel.repo_id, &kernel.commit),
+                    miette::Report::new(error)
+                );
+            }
+        }
+    }
+    match format {
+        Format::Json => {
+            let environment = match &options.selection {
+                crate::variant::VariantSelection::Detected { env, .. } => {
+                    serde_json::Value::String(env.describe())
+                }
+                _ => serde_json::Value::Null,
+            };
+            let doc = serde_json::json!({
+                "schema": EXPLAIN_SCHEMA,
+                "command": "download --explain",
+                "environment": environment,
+                "kernels": explained,
+                "failed": failed,
+            });
+            println!("{doc:#}");
+        }
+        Format::Text => {
+            for kernel in &explained {
+                let chosen = if kernel.chosen.is_empty() {
+                    "no variant suits this environment".to_owned()
+                } else {
+                    kernel.chosen.join(", ")
+                };
+                println!(
+                    "{}@{}: {chosen}",
+                    kernel.repo_id,
+                    kernels_types::commit::short(&kernel.commit)
+                );
+                for v in kernel.variants.iter().filter(|v| !v.chosen) {
+                    println!(
+                        "  - {}: {}",
+                        v.name,
+                        v.reason.as_deref().unwrap_or_default()
+                    );
+                }
+            }
+        }
+    }
+    let none = explained.iter().any(|k| k.chosen.is_empty());
+    Ok(if failed.is_empty() && !none {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// One line for the kernel, one per variant.

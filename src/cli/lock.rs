@@ -93,6 +93,18 @@ pub struct LockArgs {
     /// Output format on stdout (schemas in docs/json-output.md).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+
+    /// `--locked` / `--frozen`.
+    #[command(flatten)]
+    pub lock_mode: super::LockModeArgs,
+
+    /// `--cache-dir`.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
+
+    /// `--no-progress`.
+    #[command(flatten)]
+    pub progress: super::ProgressArgs,
 }
 
 /// `kernels lock` would replace a file that is not a lock file.
@@ -124,6 +136,9 @@ impl LockArgs {
             dry_run: false,
             force: false,
             format: OutputFormat::Text,
+            lock_mode: super::LockModeArgs::default(),
+            cache: super::CacheArgs::default(),
+            progress: super::ProgressArgs::default(),
         }
     }
 }
@@ -338,10 +353,30 @@ fn plan(
         upgrade: upgrade.clone(),
         cache: Some(HubCache::new(&settings.cache_dir)),
     };
-    let client = HubClient::new(&settings.client_config())?;
+    let retries = super::progress::Progress::new(
+        if quiet {
+            super::progress::ProgressMode::Quiet
+        } else {
+            super::progress::ProgressMode::Lines
+        },
+        false,
+    );
+    let client = HubClient::new(&settings.client_config())?.with_retry_observer(
+        super::download::retry_observer(&retries, &settings.endpoint),
+    );
     let started = std::time::Instant::now();
-    let mut outcome =
-        super::runtime()?.block_on(lock_project(&client, &profile, &to_resolve, &options))?;
+    let spinner = super::progress::Spinner::start(
+        super::progress::ProgressMode::detect(quiet),
+        &format!(
+            "Resolving {}",
+            super::progress::plural(to_resolve.dependencies.len(), "kernel")
+        ),
+        crate::cli::settings::color_enabled(),
+    );
+    let outcome =
+        super::runtime()?.block_on(lock_project(&client, &profile, &to_resolve, &options));
+    drop(spinner);
+    let mut outcome = outcome?;
     let elapsed = started.elapsed();
     let mut kept = Vec::new();
     if let (Some(_), Lockfile::VariantHash(fresh)) = (merged, &outcome.lockfile) {
@@ -733,7 +768,7 @@ fn report_json(report: &CheckReport) -> serde_json::Value {
     })
 }
 
-fn format_name(format: LockFormat) -> &'static str {
+pub(super) fn format_name(format: LockFormat) -> &'static str {
     match format {
         LockFormat::VariantHash => "variant-hash (kernels ≤0.16)",
         LockFormat::KernelLocks => "KernelLocks (kernels 0.17)",

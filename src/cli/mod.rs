@@ -7,6 +7,7 @@
 mod add;
 mod cache;
 mod download;
+mod env;
 mod lock;
 mod mirror;
 mod profile;
@@ -28,7 +29,13 @@ use crate::cli::settings::{LockFlags, Settings};
 
 /// Lock and download compute kernels from the Hugging Face Hub.
 #[derive(Debug, Parser)]
-#[command(name = "kernels", version, about, propagate_version = true)]
+#[command(
+    name = "kernels",
+    version,
+    about,
+    propagate_version = true,
+    after_long_help = ENVIRONMENT_HELP
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -39,6 +46,7 @@ pub struct Cli {
 
 /// Options every subcommand accepts (`kernels <command> --help` lists them).
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Print only errors.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
@@ -49,16 +57,12 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
-    /// Require an up-to-date lock: fail, without changing anything, when
-    /// `kernels.lock` is missing or when resolving `pyproject.toml` again would change
-    /// it. Also set by a true `KERNELS_LOCKED`.
-    #[arg(long, global = true, conflicts_with = "frozen")]
+    /// `--locked` of the command, or a true `KERNELS_LOCKED` (set by [`main`]).
+    #[arg(skip)]
     pub locked: bool,
 
-    /// Use `kernels.lock` as it is: no check that it still matches `pyproject.toml`,
-    /// and no update of it; fail when it is missing. Also set by a true
-    /// `KERNELS_FROZEN` (which `kernels lock --check` ignores).
-    #[arg(long, global = true)]
+    /// `--frozen` of the command, or a true `KERNELS_FROZEN` (set by [`main`]).
+    #[arg(skip)]
     pub frozen: bool,
 
     /// When to colour diagnostics (`auto` follows the terminal and `NO_COLOR`).
@@ -71,6 +75,68 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "DIR")]
     pub project: Option<PathBuf>,
 }
+
+/// `--locked` and `--frozen`, on the commands that read `kernels.lock`.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct LockModeArgs {
+    /// Require an up-to-date lock: fail, without changing anything, when
+    /// `kernels.lock` is missing or when resolving `pyproject.toml` again would change
+    /// it. Also set by a true `KERNELS_LOCKED`.
+    #[arg(long, conflicts_with = "frozen")]
+    pub locked: bool,
+
+    /// Use `kernels.lock` as it is: no check that it still matches `pyproject.toml`,
+    /// and no update of it; fail when it is missing. Also set by a true
+    /// `KERNELS_FROZEN` (which `kernels lock --check` ignores).
+    #[arg(long)]
+    pub frozen: bool,
+}
+
+/// `--no-progress`, on the commands that draw progress.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct ProgressArgs {
+    /// Show no progress bars or spinners, only plain status lines (also set
+    /// by a true `HF_HUB_DISABLE_PROGRESS_BARS`).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// `--cache-dir`, on the commands that use the Hub cache.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CacheArgs {
+    /// The Hugging Face hub cache to read and write. Default: `HF_HUB_CACHE`,
+    /// else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
+    #[arg(long, value_name = "DIR", env = "KERNELS_CACHE")]
+    pub cache_dir: Option<std::path::PathBuf>,
+}
+
+/// The environment section of `kernels --help`.
+const ENVIRONMENT_HELP: &str = "\
+Environment variables:
+  HF_ENDPOINT              Hub URL (default https://huggingface.co)
+  HF_TOKEN                 Hub token; also HUGGING_FACE_HUB_TOKEN, HF_TOKEN_PATH
+  HF_HUB_DISABLE_IMPLICIT_TOKEN  Send no token
+  HF_OIDC_RESOURCE         Exchange a CI id token (HF_OIDC_ID_TOKEN) for a Hub token
+  SSL_CERT_FILE            Extra CA certificates; also SSL_CERT_DIR, REQUESTS_CA_BUNDLE,
+                           CURL_CA_BUNDLE
+  HTTPS_PROXY              Proxy; also HTTP_PROXY, ALL_PROXY, NO_PROXY (and lower case)
+  KERNELS_CACHE            The hub cache (as --cache-dir); HF_KERNELS_CACHE is deprecated
+  HF_HUB_DISABLE_SYMLINKS  Copies instead of links in snapshots
+  HF_HUB_CACHE             The hub cache when KERNELS_CACHE is unset
+  HF_HOME                  Default cache $HF_HOME/hub, token $HF_HOME/token
+  HF_HUB_OFFLINE           No network (as --offline); also KERNELS_OFFLINE
+  HF_HUB_ETAG_TIMEOUT      Seconds to connect and get headers (default 10)
+  HF_HUB_DOWNLOAD_TIMEOUT  Seconds between received bytes (default 10)
+  KERNELS_STALL_TIMEOUT    Seconds without body bytes before a retry
+  KERNELS_MAX_RETRIES      Retries after a transient failure (default 5)
+  KERNELS_API_TIMEOUT      Seconds for one whole API exchange (default 60)
+  KERNELS_MAX_RATE_LIMIT_WAIT  Longest wait the Hub may ask for (default 300)
+  KERNELS_LOCKED           As --locked
+  KERNELS_FROZEN           As --frozen
+  HF_HUB_DISABLE_PROGRESS_BARS  As --no-progress
+  NO_COLOR                 No colour
+  VIRTUAL_ENV              The Python environment torch is detected in
+  SOURCE_DATE_EPOCH        File times in wheels built by to-wheel";
 
 /// `--color` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -100,6 +166,8 @@ enum Command {
     Add(add::AddArgs),
     /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
     Download(download::DownloadArgs),
+    /// Show the environment variants are chosen for, and where each value came from.
+    Env(env::EnvCmdArgs),
     /// Resolve `[tool.kernels.dependencies]` and write `kernels.lock`.
     Lock(lock::LockArgs),
     /// Write a mirror directory of what a project locks, or of named repositories.
@@ -139,6 +207,14 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
+/// `-v` count of this process (set once by [`main`]).
+static VERBOSITY: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// How many `-v` were given.
+pub(crate) fn verbosity() -> u8 {
+    VERBOSITY.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Marks an error as a bug or environment failure: the process exits with 2
 /// instead of 1.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -152,7 +228,23 @@ pub fn main() -> ExitCode {
     exit_quietly_on_closed_pipe();
     let mut cli = Cli::parse();
     install_report_handler(cli.global.color);
-    let settings = Settings::from_env();
+    let mut settings = Settings::from_env();
+    let (lock_mode, cache, no_progress) = match &cli.command {
+        Command::Download(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
+        Command::Lock(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
+        Command::Verify(a) => (a.lock_mode, Some(&a.cache), false),
+        Command::ToWheel(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
+        _ => (LockModeArgs::default(), None, false),
+    };
+    if let Some(dir) = cache.and_then(|c| c.cache_dir.clone()) {
+        settings.cache_dir = dir;
+    }
+    cli.global.locked = lock_mode.locked;
+    cli.global.frozen = lock_mode.frozen;
+    if no_progress || settings.no_progress {
+        progress::ProgressMode::disable_bars();
+    }
+    VERBOSITY.store(cli.global.verbose, std::sync::atomic::Ordering::Relaxed);
     init_logging(cli.global.verbose);
     // Given on the command line (not through the environment): for `to-wheel`,
     // `--locked`/`--frozen` also say "build from the project's lock".
@@ -177,7 +269,11 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(report) => {
             let internal = report.downcast_ref::<InternalError>().is_some();
-            eprintln!("{report:?}");
+            let text = format!("{report:?}");
+            eprintln!("{text}");
+            if let Some(note) = settings.token_note(&text) {
+                eprintln!("{note}");
+            }
             ExitCode::from(if internal { 2 } else { 1 })
         }
     }
@@ -261,6 +357,10 @@ fn dispatch(
             )
             .and_then(|()| download::run(args, &settings, quiet))
         }
+        Command::Env(mut args) => {
+            args.project_dir = project_dir(None, &global)?;
+            env::run(args, &settings)
+        }
         Command::Cache(args) => cache::run(args, &settings, quiet),
         Command::Mirror(args) => mirror::run(args, &settings, quiet),
         Command::Lock(mut args) => {
@@ -330,7 +430,8 @@ fn exit_quietly_on_closed_pipe() {
 /// (`auto` leaves the decision to the terminal and `NO_COLOR`).
 fn install_report_handler(color: ColorChoice) {
     let _ = miette::set_hook(Box::new(move |_| {
-        let opts = miette::MietteHandlerOpts::new();
+        // Never wrap: hints hold commands that must stay pasteable.
+        let opts = miette::MietteHandlerOpts::new().wrap_lines(false);
         let opts = match color {
             ColorChoice::Auto => opts,
             ColorChoice::Always => opts.color(true),
@@ -353,7 +454,7 @@ fn init_logging(verbose: u8) {
     };
     let ansi = crate::cli::settings::color_enabled() && std::io::stderr().is_terminal();
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(progress::LogWriter)
         .with_ansi(ansi)
         .with_target(false);
     let filter = tracing_subscriber::filter::Targets::new().with_target("kernels", level);
@@ -370,4 +471,46 @@ pub(crate) fn runtime() -> miette::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .map_err(|err| InternalError(format!("cannot start the async runtime: {err}")).into())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_environment_help_names_every_variable_a_user_sets() {
+        // Read for their usual meaning, or spellings documented beside another name.
+        let implied = [
+            "HOME",
+            "PATH",
+            "XDG_CACHE_HOME",
+            "HUGGINGFACE_HUB_CACHE",
+            "HUGGING_FACE_HUB_TOKEN",
+            "HF_TOKEN_PATH",
+            "TRANSFORMERS_OFFLINE",
+            "KERNELS_OFFLINE",
+            "HF_OIDC_ID_TOKEN",
+            "GITHUB_ACTIONS",
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+            "HF_DEVICE_CODE_OAUTH_CLIENT_ID",
+            "SSL_CERT_DIR",
+            "REQUESTS_CA_BUNDLE",
+            "CURL_CA_BUNDLE",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+            "NO_PROXY",
+            "no_proxy",
+            "HF_KERNELS_CACHE",
+            // Test-only switch, documented in docs/testing.md.
+            "KERNELS_TEST_ASSUME_NO_FLOCK",
+        ];
+        for name in super::settings::ENV_VARS {
+            assert!(
+                implied.contains(name) || super::ENVIRONMENT_HELP.contains(&format!("  {name} ")),
+                "`kernels --help` does not list {name}"
+            );
+        }
+    }
 }

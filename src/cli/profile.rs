@@ -14,6 +14,8 @@ use crate::lock::profile::{
 /// key, the existing lock's format and the installed `kernels`, with the
 /// `--repo-type` override, and prints the one `Target runtime: …` line (and a
 /// warning about an installed `kernels` that cannot read the lock) unless `quiet`.
+/// The line is printed only with `-v`, unless an installed `kernels` decided the
+/// profile (then it changes the result without any file saying so).
 pub(super) fn choose_profile(
     project_dir: &Path,
     option: Option<&str>,
@@ -31,11 +33,15 @@ pub(super) fn choose_profile(
         installed: installed_kernels(project_dir, virtual_env.as_deref(), path_var.as_deref()),
         repo_type: repo_type.map(Into::into),
     })?;
-    if !quiet {
+    let from_installed = matches!(
+        profile.source,
+        ProfileSource::Installed(_) | ProfileSource::LockFileAndInstalled(..)
+    );
+    if !quiet && (from_installed || super::verbosity() > 0) {
         eprintln!("{}", describe(&profile));
-        if let Some(installed) = &profile.ignored_installed {
-            eprintln!("warning: {}", cannot_read_lock(installed));
-        }
+    }
+    if !quiet && let Some(installed) = &profile.ignored_installed {
+        eprintln!("warning: {}", cannot_read_lock(installed));
     }
     Ok(profile)
 }

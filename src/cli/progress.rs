@@ -1,16 +1,41 @@
-//! Progress reporting on stderr: indicatif bars on a terminal (per file and
-//! overall: bytes, rate, ETA), one plain line per finished kernel otherwise,
-//! nothing when quiet. Without colour (`NO_COLOR`) the bars carry no style codes.
+//! Progress on stderr, as uv draws it.
+//!
+//! On a terminal ([`ProgressMode::Bars`]): a spinner until the first kernel's
+//! files are known, then one total bar (bytes, rate, ETA) and below it at most
+//! [`MAX_FILE_BARS`] bars of files being fetched, labelled `owner/name: path`
+//! and fitted to the terminal width; one line per finished kernel and every
+//! log line (`-v`, through [`LogWriter`]) is printed above the bars, never
+//! through them. Elsewhere ([`ProgressMode::Lines`], also with `--no-progress`
+//! or `HF_HUB_DISABLE_PROGRESS_BARS`): the same lines, no bar. Quiet: nothing.
+//! Without colour (`NO_COLOR`) the bars carry no style codes.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::install::{FileReporter, KernelReport, Reporter, plan};
+use crate::install::{FileReporter, KernelReport, PlannedKernel, Reporter, RetryEvent, plan};
 use crate::variant::VariantWarning;
+use kernels_types::repo_id::RepoId;
+
+/// Files shown with their own bar at once; the others count in the total only.
+pub const MAX_FILE_BARS: usize = 3;
+
+/// Width assumed when the terminal does not say.
+const DEFAULT_WIDTH: usize = 80;
+
+/// Set once by `main` from `--no-progress` and `HF_HUB_DISABLE_PROGRESS_BARS`.
+static NO_PROGRESS: AtomicBool = AtomicBool::new(false);
+
+/// The bars being drawn now, if any: log lines suspend them while printing.
+static ACTIVE: Mutex<Option<MultiProgress>> = Mutex::new(None);
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressMode {
-    /// Bars per file plus an overall bar (stderr is a terminal).
+    /// A total bar and a few file bars (stderr is a terminal).
     Bars,
     /// One line per finished kernel.
     Lines,
@@ -19,61 +44,239 @@ pub enum ProgressMode {
 }
 
 impl ProgressMode {
-    /// Bars when stderr is a terminal, lines otherwise; quiet wins.
+    /// Bars when stderr is a terminal and progress bars are not disabled,
+    /// lines otherwise; quiet wins.
     pub fn detect(quiet: bool) -> ProgressMode {
         use std::io::IsTerminal;
         if quiet {
             ProgressMode::Quiet
-        } else if std::io::stderr().is_terminal() {
+        } else if std::io::stderr().is_terminal() && !NO_PROGRESS.load(Ordering::Relaxed) {
             ProgressMode::Bars
         } else {
             ProgressMode::Lines
         }
     }
+
+    /// Disables bars for the rest of the process (`--no-progress`).
+    pub fn disable_bars() {
+        NO_PROGRESS.store(true, Ordering::Relaxed);
+    }
 }
 
-/// Shared progress state of one `download` run.
+/// Prints `line` on stderr, above the bars being drawn if there are any.
+pub fn eprint_above(line: &str) {
+    let active = ACTIVE.lock().ok().and_then(|a| a.clone());
+    match active {
+        Some(multi) => multi.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
+    }
+}
+
+/// A `tracing` writer that prints above the bars being drawn (log lines of
+/// `-v` would otherwise be drawn through them and lost).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogWriter;
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let active = ACTIVE.lock().ok().and_then(|a| a.clone());
+        match active {
+            Some(multi) => multi.suspend(|| std::io::stderr().write_all(buf))?,
+            None => std::io::stderr().write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogWriter;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        LogWriter
+    }
+}
+
+/// The terminal's width in columns.
+fn terminal_width() -> usize {
+    console::Term::stderr()
+        .size_checked()
+        .map_or(DEFAULT_WIDTH, |(_, cols)| usize::from(cols))
+        .max(20)
+}
+
+/// A spinner with a message, drawn while it lives (on a terminal only), e.g.
+/// while `kernels lock` resolves.
+#[derive(Debug)]
+pub struct Spinner {
+    multi: MultiProgress,
+    bar: Option<ProgressBar>,
+}
+
+impl Spinner {
+    /// Starts a spinner saying `message` when `mode` is [`ProgressMode::Bars`].
+    pub fn start(mode: ProgressMode, message: &str, color: bool) -> Spinner {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
+        if mode != ProgressMode::Bars {
+            return Spinner { multi, bar: None };
+        }
+        multi.set_draw_target(ProgressDrawTarget::stderr());
+        let bar = multi.add(ProgressBar::new_spinner());
+        bar.set_style(spinner_style(color));
+        bar.set_message(fit(message, terminal_width().saturating_sub(3)));
+        bar.enable_steady_tick(Duration::from_millis(100));
+        activate(&multi);
+        Spinner {
+            multi,
+            bar: Some(bar),
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+            deactivate(&self.multi);
+        }
+    }
+}
+
+fn activate(multi: &MultiProgress) {
+    if let Ok(mut active) = ACTIVE.lock() {
+        *active = Some(multi.clone());
+    }
+}
+
+fn deactivate(_multi: &MultiProgress) {
+    if let Ok(mut active) = ACTIVE.lock() {
+        *active = None;
+    }
+}
+
+/// Shared progress state of one download run.
 #[derive(Debug, Clone)]
 pub struct Progress {
     mode: ProgressMode,
     multi: MultiProgress,
+    /// A spinner until the first kernel is planned, then the total bar.
     overall: ProgressBar,
     color: bool,
+    width: usize,
+    state: Arc<Mutex<State>>,
 }
 
-/// The bar of one file being fetched (a no-op outside [`ProgressMode::Bars`]).
-/// Bytes it added to the overall bar are taken back if it is dropped before
-/// [`FileBar::done`] (the fetch failed and will be retried or reported).
+#[derive(Debug)]
+struct State {
+    /// File bars drawn now.
+    file_bars: usize,
+    /// Whether the total bar has replaced the spinner.
+    started: bool,
+    /// Kernels of the run ([`Reporter::start`]), 0 when unknown.
+    kernels: usize,
+    started_at: Instant,
+}
+
+/// The bar of one file being fetched (a no-op unless it got one of the
+/// [`MAX_FILE_BARS`] slots). Bytes it added to the total are taken back if it
+/// is dropped before [`FileBar::done`] (the fetch failed and will be retried
+/// or reported).
 #[derive(Debug)]
 pub struct FileBar {
     bar: Option<ProgressBar>,
     overall: ProgressBar,
+    state: Arc<Mutex<State>>,
     counted: u64,
     done: bool,
 }
 
 impl Progress {
     /// Progress in `mode`, styled with colours when `color` (see
-    /// [`crate::cli::settings::color_enabled`]); the overall bar starts at zero bytes.
+    /// [`crate::cli::settings::color_enabled`]), as wide as the terminal.
     pub fn new(mode: ProgressMode, color: bool) -> Progress {
+        Progress::with_target(mode, color, terminal_width(), ProgressDrawTarget::stderr())
+    }
+
+    /// Progress drawn to `target`, `width` columns wide (tests draw to memory).
+    pub fn with_target(
+        mode: ProgressMode,
+        color: bool,
+        width: usize,
+        target: ProgressDrawTarget,
+    ) -> Progress {
         let multi = MultiProgress::with_draw_target(match mode {
-            ProgressMode::Bars => ProgressDrawTarget::stderr(),
+            ProgressMode::Bars => target,
             _ => ProgressDrawTarget::hidden(),
         });
-        let overall = multi.add(ProgressBar::new(0));
-        overall.set_style(style(OVERALL_TEMPLATE, color));
-        overall.set_prefix("Downloading");
-        Progress {
+        let overall = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
+        let progress = Progress {
             mode,
             multi,
             overall,
             color,
+            width,
+            state: Arc::new(Mutex::new(State {
+                file_bars: 0,
+                started: false,
+                kernels: 0,
+                started_at: Instant::now(),
+            })),
+        };
+        if mode == ProgressMode::Bars {
+            activate(&progress.multi);
         }
+        progress
     }
 
-    /// Adds `bytes` to the overall total (called once per planned kernel).
+    /// Time since this progress was created.
+    pub fn elapsed(&self) -> Duration {
+        self.state
+            .lock()
+            .map_or(Duration::ZERO, |s| s.started_at.elapsed())
+    }
+
+    /// A run over `kernels` kernels starts: the spinner says so.
+    pub fn start(&self, kernels: usize) {
+        if let Ok(mut state) = self.state.lock() {
+            state.kernels = kernels;
+        }
+        if self.mode != ProgressMode::Bars || kernels == 0 {
+            return;
+        }
+        let bar = self.multi.add(self.overall.clone());
+        bar.set_style(spinner_style(self.color));
+        bar.set_message(fit(
+            &format!("Listing the files of {}", plural(kernels, "kernel")),
+            self.width.saturating_sub(3),
+        ));
+        bar.enable_steady_tick(Duration::from_millis(100));
+    }
+
+    /// Adds `bytes` to the total; the first planned bytes turn the spinner into
+    /// the total bar.
     pub fn add_total(&self, bytes: u64) {
         self.overall.inc_length(bytes);
+        if self.mode != ProgressMode::Bars || bytes == 0 {
+            return;
+        }
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        if !state.started {
+            state.started = true;
+            if state.kernels == 0 {
+                // No `start` event: the bar was never added.
+                self.multi.add(self.overall.clone());
+            }
+            self.overall.disable_steady_tick();
+            self.overall
+                .set_style(style(&overall_template(self.width), self.color));
+            self.overall.set_prefix("Downloading");
+            self.overall.set_message("");
+        }
     }
 
     /// Counts bytes that were already in the cache.
@@ -81,17 +284,26 @@ impl Progress {
         self.overall.inc(bytes);
     }
 
-    /// A bar for one file fetch of `size` bytes.
-    pub fn file(&self, name: &str, size: u64) -> FileBar {
-        let bar = (self.mode == ProgressMode::Bars).then(|| {
-            let bar = self.multi.add(ProgressBar::new(size));
-            bar.set_style(style(FILE_TEMPLATE, self.color));
-            bar.set_message(name.to_owned());
-            bar
-        });
+    /// A bar for one file fetch of `size` bytes of `repo_id`, when a slot is free.
+    pub fn file(&self, repo_id: &RepoId, name: &str, size: u64) -> FileBar {
+        let bar = (self.mode == ProgressMode::Bars)
+            .then(|| {
+                let mut state = self.state.lock().ok()?;
+                if state.file_bars >= MAX_FILE_BARS {
+                    return None;
+                }
+                state.file_bars += 1;
+                let (template, label_width) = file_template(self.width);
+                let bar = self.multi.add(ProgressBar::new(size));
+                bar.set_style(style(&template, self.color));
+                bar.set_message(fit_label(repo_id.as_str(), name, label_width));
+                Some(bar)
+            })
+            .flatten();
         FileBar {
             bar,
             overall: self.overall.clone(),
+            state: self.state.clone(),
             counted: 0,
             done: false,
         }
@@ -102,13 +314,18 @@ impl Progress {
         match self.mode {
             ProgressMode::Quiet => {}
             ProgressMode::Bars => self.multi.suspend(|| eprintln!("{message}")),
-            ProgressMode::Lines => eprintln!("{message}"),
+            // Above a spinner of another step, if one is drawn.
+            ProgressMode::Lines => eprint_above(message),
         }
     }
 
-    /// Removes the overall bar.
+    /// Removes the bars.
     pub fn finish(&self) {
         self.overall.finish_and_clear();
+        let _ = self.multi.clear();
+        if self.mode == ProgressMode::Bars {
+            deactivate(&self.multi);
+        }
     }
 }
 
@@ -128,17 +345,40 @@ impl FileBar {
     }
 }
 
+impl Drop for FileBar {
+    fn drop(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+            if let Ok(mut state) = self.state.lock() {
+                state.file_bars = state.file_bars.saturating_sub(1);
+            }
+        }
+        if !self.done {
+            let pos = self.overall.position();
+            self.overall.set_position(pos.saturating_sub(self.counted));
+        }
+    }
+}
+
 impl Reporter for Progress {
-    fn add_total(&self, bytes: u64) {
-        Progress::add_total(self, bytes);
+    fn start(&self, kernels: usize) {
+        Progress::start(self, kernels);
+    }
+
+    fn kernel_planned(&self, planned: &PlannedKernel) {
+        Progress::add_total(self, planned.bytes);
     }
 
     fn cached(&self, bytes: u64) {
         Progress::cached(self, bytes);
     }
 
-    fn file(&self, path: &str, size: u64) -> Box<dyn FileReporter> {
-        Box::new(Progress::file(self, path, size))
+    fn file(&self, repo_id: &RepoId, path: &str, size: u64) -> Box<dyn FileReporter> {
+        Box::new(Progress::file(self, repo_id, path, size))
+    }
+
+    fn retry(&self, retry: &RetryEvent) {
+        self.line(&retry_line(retry));
     }
 
     fn kernel_done(&self, report: &KernelReport) {
@@ -164,42 +404,186 @@ impl FileReporter for FileBar {
     }
 }
 
-/// `Downloaded owner/name@abcdef1: 2 variants, 7 files, 3.0 MiB (1.2 MiB fetched)`.
-pub fn status_line(report: &KernelReport) -> String {
-    let plural = |n: usize, word: &str| {
-        if n == 1 {
-            format!("{n} {word}")
-        } else {
-            format!("{n} {word}s")
-        }
-    };
+/// `warning: acme/relu: build/x.so: connection refused; retrying in 2 s (1/5)`.
+pub fn retry_line(retry: &RetryEvent) -> String {
     format!(
-        "Downloaded {}: {}, {}, {} ({} fetched)",
-        plan::label(&report.repo_id, &report.commit),
-        plural(report.variants.len(), "variant"),
-        plural(report.files, "file"),
-        human_bytes(report.bytes),
-        human_bytes(report.fetched_bytes),
+        "warning: {}: {}; retrying in {} ({}/{})",
+        retry.what,
+        retry.reason,
+        human_wait(retry.wait),
+        retry.attempt,
+        retry.max
     )
 }
 
-impl Drop for FileBar {
-    fn drop(&mut self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-        if !self.done {
-            let pos = self.overall.position();
-            self.overall.set_position(pos.saturating_sub(self.counted));
-        }
+/// `2 s`, `0.5 s`.
+fn human_wait(wait: Duration) -> String {
+    let secs = wait.as_secs_f64();
+    if secs >= 10.0 || secs.fract() == 0.0 {
+        format!("{} s", secs.round())
+    } else {
+        format!("{secs:.1} s")
     }
 }
 
-/// The overall bar: total bytes, rate and ETA over all files.
-const OVERALL_TEMPLATE: &str = "{prefix:>12.bold.green} [{bar:30.cyan}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, ETA {eta})";
+/// `n word` or `n words`.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
 
-/// One bar per file being fetched: bytes, rate and ETA.
-const FILE_TEMPLATE: &str = "{msg:40!} [{bar:20.cyan}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} ETA {eta}";
+/// The variants of a kernel line: their names when there are at most two,
+/// else their number.
+fn variants_text(variants: &[String]) -> String {
+    match variants {
+        [] => "no variant".to_owned(),
+        [one] => one.clone(),
+        [a, b] => format!("{a}, {b}"),
+        many => plural(many.len(), "variant"),
+    }
+}
+
+/// One line per finished kernel:
+/// `Downloaded owner/name@abcdef1: torch-universal, 7 files, 3.00 MiB (1.20 MiB fetched)`;
+/// `(cached)` when nothing was fetched, nothing more when everything was.
+pub fn status_line(report: &KernelReport) -> String {
+    let fetched = if report.fetched_bytes == 0 && report.bytes > 0 {
+        " (cached)".to_owned()
+    } else if report.fetched_bytes >= report.bytes {
+        String::new()
+    } else {
+        format!(" ({} fetched)", human_bytes(report.fetched_bytes))
+    };
+    format!(
+        "Downloaded {}: {}, {}, {}{fetched}",
+        plan::label(&report.repo_id, &report.commit),
+        variants_text(&report.variants),
+        plural(report.files, "file"),
+        human_bytes(report.bytes),
+    )
+}
+
+/// The last line of a download run:
+/// `Downloaded 6 kernels (730 MiB) in 3.2s into ~/.cache/huggingface/hub`.
+pub fn summary_line(done: &[KernelReport], elapsed: Duration, cache: &str) -> String {
+    let bytes: u64 = done.iter().map(|r| r.bytes).sum();
+    let fetched: u64 = done.iter().map(|r| r.fetched_bytes).sum();
+    let what = plural(done.len(), "kernel");
+    let time = human_duration(elapsed);
+    if fetched == 0 {
+        format!(
+            "Checked {what} ({}, all cached) in {time} in {cache}",
+            human_bytes(bytes)
+        )
+    } else if fetched >= bytes {
+        format!(
+            "Downloaded {what} ({}) in {time} into {cache}",
+            human_bytes(bytes)
+        )
+    } else {
+        format!(
+            "Downloaded {what} ({}, {} fetched) in {time} into {cache}",
+            human_bytes(bytes),
+            human_bytes(fetched)
+        )
+    }
+}
+
+/// `3.2s`, `12ms`.
+pub fn human_duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+/// The total bar fitted to `width`: its bar 10 to 30 columns wide, and the
+/// rate only from 80 columns on.
+fn overall_template(width: usize) -> String {
+    if width >= 80 {
+        let bar = width.saturating_sub(65).clamp(10, 30);
+        format!(
+            "{{prefix:>11.bold.cyan}} [{{bar:{bar}.cyan}}] {{binary_bytes}}/{{binary_total_bytes}} ({{binary_bytes_per_sec}}, ETA {{eta}})"
+        )
+    } else {
+        let bar = width.saturating_sub(50).clamp(5, 30);
+        format!(
+            "{{prefix:>11.bold.cyan}} [{{bar:{bar}.cyan}}] {{binary_bytes}}/{{binary_total_bytes}} ETA {{eta}}"
+        )
+    }
+}
+
+/// A file bar and the width of its `repo: file` label (at most 60 columns):
+/// indent 2, label, `[bar]` from 100 columns on, `123.45 KiB/123.45 KiB` (21),
+/// and a spare column.
+fn file_template(width: usize) -> (String, usize) {
+    if width >= 100 {
+        let label = (width - (2 + 1 + 22 + 1 + 21 + 1)).min(60);
+        (
+            "  {msg} [{bar:20.cyan}] {binary_bytes}/{binary_total_bytes}".to_owned(),
+            label,
+        )
+    } else {
+        let label = width.saturating_sub(2 + 1 + 21 + 1).clamp(10, 60);
+        (
+            "  {msg} {binary_bytes}/{binary_total_bytes}".to_owned(),
+            label,
+        )
+    }
+}
+
+/// `repo: path` in exactly `width` columns: padded, or shortened so that the
+/// file name stays visible: directories first (`owner/name: …/_ops.so`), then
+/// the middle of the file name.
+pub fn fit_label(repo: &str, path: &str, width: usize) -> String {
+    let full = format!("{repo}: {path}");
+    if full.chars().count() <= width {
+        return format!("{full:<width$}");
+    }
+    fit_label_with(repo, path, width)
+        .or_else(|| fit_label_with(repo.rsplit('/').next().unwrap_or(repo), path, width))
+        .unwrap_or_else(|| fit(&full, width))
+}
+
+fn fit_label_with(repo: &str, path: &str, width: usize) -> Option<String> {
+    let head = format!("{repo}: ");
+    let head_len = head.chars().count();
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let name_len = name.chars().count();
+    if head_len + 2 + name_len <= width {
+        // As much of the directories as fits, cut at their start.
+        let keep = width - head_len - 1;
+        let tail = skip_chars(path, path.chars().count() - keep);
+        return Some(format!("{head}…{tail}"));
+    }
+    if head_len + 12 <= width {
+        let room = width - head_len - 1;
+        let front = room / 2;
+        let back = room - front;
+        let start: String = name.chars().take(front).collect();
+        let end = skip_chars(name, name_len - back);
+        return Some(format!("{head}{start}…{end}"));
+    }
+    None
+}
+
+/// `text` in at most `width` columns, its end replaced by `…` when cut.
+pub fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn skip_chars(text: &str, n: usize) -> String {
+    text.chars().skip(n).collect()
+}
 
 /// `template` as is, or with every `.style` suffix of its `{key:…}` fields
 /// removed when colours are off.
@@ -230,11 +614,17 @@ fn template(template: &str, color: bool) -> String {
 
 fn style(raw: &str, color: bool) -> ProgressStyle {
     ProgressStyle::with_template(&template(raw, color))
-        .expect("valid static template")
+        .expect("valid template")
         .progress_chars("=> ")
 }
 
-/// `1234567` → `1.2 MiB`.
+fn spinner_style(color: bool) -> ProgressStyle {
+    ProgressStyle::with_template(&template("{spinner:.cyan} {msg}", color))
+        .expect("valid template")
+        .tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ ")
+}
+
+/// `1234567` → `1.18 MiB`.
 pub fn human_bytes(bytes: u64) -> String {
     indicatif::BinaryBytes(bytes).to_string()
 }
@@ -246,17 +636,20 @@ mod tests {
     #[test]
     fn templates_parse_and_bytes_are_human() {
         for color in [true, false] {
-            let _ = (style(OVERALL_TEMPLATE, color), style(FILE_TEMPLATE, color));
+            for width in [40, 80, 200] {
+                let _ = style(&overall_template(width), color);
+                let _ = style(&file_template(width).0, color);
+            }
         }
         assert_eq!(
-            template(OVERALL_TEMPLATE, false),
-            "{prefix:>12} [{bar:30}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, ETA {eta})"
+            template(&overall_template(80), false),
+            "{prefix:>11} [{bar:15}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, ETA {eta})"
         );
-        assert!(template(FILE_TEMPLATE, false).contains("{msg:40!} [{bar:20}]"));
         assert_eq!(human_bytes(1536), "1.50 KiB");
         let progress = Progress::new(ProgressMode::Quiet, false);
         progress.add_total(10);
-        let mut bar = progress.file("f", 10);
+        let repo: RepoId = "acme/relu".parse().unwrap();
+        let mut bar = progress.file(&repo, "f", 10);
         bar.inc(4);
         assert_eq!(progress.overall.position(), 4);
         drop(bar);
@@ -264,6 +657,67 @@ mod tests {
             progress.overall.position(),
             0,
             "a failed fetch gives its bytes back"
+        );
+    }
+
+    #[test]
+    fn labels_fit_and_keep_the_file_name() {
+        let path = "build/torch28-cxx11-cu128-x86_64-linux/paged_attention/_paged_attention_0123abc.abi3.so";
+        let label = fit_label("kernels-community/paged-attention", path, 44);
+        assert_eq!(label.chars().count(), 44, "{label}");
+        assert_eq!(label, "paged-attention: _paged_attent…23abc.abi3.so");
+        assert!(label.ends_with(".abi3.so"), "{label}");
+        let label = fit_label("acme/relu", path, 44);
+        assert_eq!(label, "acme/relu: _paged_attention…_0123abc.abi3.so");
+        let label = fit_label("acme/relu", path, 56);
+        assert!(
+            label.starts_with("acme/relu: …")
+                && label.ends_with("/_paged_attention_0123abc.abi3.so"),
+            "{label}"
+        );
+        assert_eq!(label.chars().count(), 56);
+        assert_eq!(fit_label("a/b", "x.py", 10), "a/b: x.py ");
+        assert_eq!(fit("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn summary_and_retry_lines() {
+        let report = |bytes, fetched| KernelReport {
+            repo_id: "acme/relu".parse().unwrap(),
+            commit: "1".repeat(40),
+            variants: vec!["torch-universal".to_owned()],
+            files: 2,
+            bytes,
+            fetched_bytes: fetched,
+            fetched_blobs: 1,
+        };
+        let cache = "~/.cache/huggingface/hub";
+        assert_eq!(
+            summary_line(&[report(2048, 2048)], Duration::from_millis(3200), cache),
+            "Downloaded 1 kernel (2.00 KiB) in 3.2s into ~/.cache/huggingface/hub"
+        );
+        assert_eq!(
+            summary_line(
+                &[report(2048, 0), report(2048, 0)],
+                Duration::from_millis(12),
+                cache
+            ),
+            "Checked 2 kernels (4.00 KiB, all cached) in 12ms in ~/.cache/huggingface/hub"
+        );
+        assert_eq!(
+            status_line(&report(2048, 1024)),
+            "Downloaded acme/relu@1111111: torch-universal, 2 files, 2.00 KiB (1.00 KiB fetched)"
+        );
+        let retry = RetryEvent {
+            what: "acme/relu: build/x.so".to_owned(),
+            reason: "connection refused".to_owned(),
+            wait: Duration::from_secs(2),
+            attempt: 1,
+            max: 5,
+        };
+        assert_eq!(
+            retry_line(&retry),
+            "warning: acme/relu: build/x.so: connection refused; retrying in 2 s (1/5)"
         );
     }
 }

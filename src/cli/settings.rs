@@ -66,6 +66,7 @@ pub const ENV_VARS: &[&str] = &[
     "NO_COLOR",
     "PATH",
     "SOURCE_DATE_EPOCH",
+    "HF_HUB_DISABLE_PROGRESS_BARS",
 ];
 
 /// Settings shared by the network and cache commands.
@@ -122,6 +123,13 @@ pub struct Settings {
     /// (connection error, timeout, 408, 429, 500, 502, 503, 504):
     /// `KERNELS_MAX_RETRIES`, default 5; 0 disables retries.
     pub max_retries: u32,
+    /// Where [`Settings::token`] came from (`HF_TOKEN`, …), for messages.
+    pub token_origin: Option<String>,
+    /// The home directory (`HOME`), to print paths below it as `~/…`.
+    pub home: Option<PathBuf>,
+    /// `HF_HUB_DISABLE_PROGRESS_BARS` is truthy: plain lines even on a
+    /// terminal (as `--no-progress`).
+    pub no_progress: bool,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -227,6 +235,25 @@ pub fn path_var() -> Option<std::ffi::OsString> {
     std::env::var_os("PATH")
 }
 
+/// Where the token came from, in words for messages (`HF_TOKEN`, the token
+/// file, an OIDC exchange); `None` without a token.
+fn token_origin(token: Option<&str>, source: &kernels_hub::TokenSource) -> Option<String> {
+    use kernels_hub::TokenSource;
+    match source {
+        TokenSource::Oidc { .. } => Some("an OIDC exchange (HF_OIDC_RESOURCE)".to_owned()),
+        TokenSource::StoredFile { token_path, .. } => {
+            token.map(|_| format!("the token file {}", token_path.display()))
+        }
+        TokenSource::Given => token.map(|_| {
+            if var("HF_TOKEN").is_some() {
+                "HF_TOKEN".to_owned()
+            } else {
+                "HUGGING_FACE_HUB_TOKEN".to_owned()
+            }
+        }),
+    }
+}
+
 /// The token and its source, in huggingface_hub 2.4's order: OIDC
 /// (`HF_OIDC_RESOURCE`), `HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the token
 /// file (`HF_TOKEN_PATH`, else `$HF_HOME/token`), which may be refreshed from
@@ -327,6 +354,38 @@ impl Settings {
         kernels_cache::HubCache::with_options(&self.cache_dir, self.cache_options)
     }
 
+    /// A note for an error the Hub answered with "not found", "unauthorized" or
+    /// "gated" (diagnostic `code`) while a token was sent: the token is set,
+    /// and was rejected or lacks access; `None` otherwise.
+    pub fn token_note(&self, code: &str) -> Option<String> {
+        let source = self.token_origin.as_ref()?;
+        [
+            "kernels::hub::repo_not_found",
+            "kernels::hub::unauthorized",
+            "kernels::hub::gated",
+        ]
+        .iter()
+        .any(|c| code.contains(c))
+        .then(|| {
+            format!(
+                "note: a token is set (from {source}) and was sent: the Hub rejected it, or its account has no access to this repository"
+            )
+        })
+    }
+
+    /// `path` for people: below the home directory as `~/…`.
+    pub fn display_path(&self, path: &std::path::Path) -> String {
+        match self
+            .home
+            .as_deref()
+            .and_then(|home| path.strip_prefix(home).ok())
+        {
+            Some(rest) if rest.as_os_str().is_empty() => "~".to_owned(),
+            Some(rest) => format!("~/{}", rest.display()),
+            None => path.display().to_string(),
+        }
+    }
+
     /// What the Hub client is bound to: endpoint, token, offline flag and the
     /// one retry and deadline policy of every request.
     pub fn client_config(&self) -> kernels_hub::ClientConfig {
@@ -395,6 +454,7 @@ impl Settings {
             }
         };
         let (token, token_source) = token_from_env(&hf_home);
+        let token_origin = token_origin(token.as_deref(), &token_source);
         let download_timeout = seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10);
         Settings {
             endpoint: var("HF_ENDPOINT")
@@ -403,6 +463,7 @@ impl Settings {
                 .to_owned(),
             token,
             token_source,
+            token_origin,
             network: network_from_env(),
             cache_dir,
             cache_dir_source,
@@ -428,6 +489,8 @@ impl Settings {
             max_retries: var("KERNELS_MAX_RETRIES")
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(DEFAULT_MAX_RETRIES),
+            home: var("HOME").map(PathBuf::from),
+            no_progress: flag("HF_HUB_DISABLE_PROGRESS_BARS"),
         }
     }
 }

@@ -73,6 +73,18 @@ pub struct ToWheelArgs {
     /// so that rebuilding gives byte-identical wheels.
     #[arg(long, env = "SOURCE_DATE_EPOCH", default_value_t = ZIP_EPOCH, hide_env_values = true)]
     pub source_date_epoch: u64,
+
+    /// `--locked` / `--frozen`.
+    #[command(flatten)]
+    pub lock_mode: super::LockModeArgs,
+
+    /// `--cache-dir`.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
+
+    /// `--no-progress`.
+    #[command(flatten)]
+    pub progress: super::ProgressArgs,
 }
 
 /// Gets the snapshot (local directory, or downloaded into the Hub cache),

@@ -26,6 +26,18 @@ pub struct VerifyArgs {
     /// Which variants to check (the same selection as `kernels download`).
     #[command(flatten)]
     pub select: SelectArgs,
+
+    /// Output format (on stdout): every problem as a line, or one JSON document.
+    #[arg(long, value_enum, default_value_t = super::OutputFormat::Text)]
+    pub format: super::OutputFormat,
+
+    /// `--locked` / `--frozen`.
+    #[command(flatten)]
+    pub lock_mode: super::LockModeArgs,
+
+    /// `--cache-dir`.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// `kernels verify` found differences between the lock and the cache.
@@ -47,9 +59,39 @@ struct VerifyFailed {
 /// line per verified kernel goes to stderr. Exit 0 when everything verifies,
 /// 1 on any difference.
 pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
+    let json = args.format == super::OutputFormat::Json;
+    let quiet = quiet || json;
     let (kernels, selection, repo_type) = read_lock(&args.project_dir, &args.select, quiet)?;
     let cache = settings.cache();
     let checks = verify_kernels(&cache, repo_type, &kernels, &selection);
+    if json {
+        let ok = checks.iter().all(|c| c.is_ok());
+        let doc = serde_json::json!({
+            "schema": 1,
+            "command": "verify",
+            "ok": ok,
+            "cache_dir": settings.cache_dir,
+            "kernels": checks.iter().map(|check| serde_json::json!({
+                "repo_id": check.repo_id.to_string(),
+                "commit": check.commit,
+                "ok": check.is_ok(),
+                "variants": check.variants.keys().collect::<Vec<_>>(),
+                "files": check.file_count(),
+                "bytes": check.total_bytes(),
+                "problems": check.problems.iter().map(|p| serde_json::json!({
+                    "problem": problem_kind(p),
+                    "message": p.to_string(),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "warnings": checks.iter().flat_map(|c| &c.warnings).map(|w| w.to_string()).collect::<Vec<_>>(),
+        });
+        println!("{doc:#}");
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
     let mut problems = 0;
     let mut failed = 0;
     let mut needs_lock = false;
@@ -113,4 +155,26 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
         help,
     }
     .into())
+}
+
+/// The problem's kind as a stable snake_case name (`dangling_link`, …): its
+/// variant name.
+pub(super) fn problem_kind(problem: &crate::install::verify::Problem) -> String {
+    let debug = format!("{problem:?}");
+    let name = debug
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .next()
+        .unwrap_or_default();
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

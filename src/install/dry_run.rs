@@ -14,7 +14,7 @@ use super::{
 
 /// JSON schema version of `kernels download --dry-run --format json`
 /// (documented in `docs/offline-and-auth.md`).
-pub const DRY_RUN_SCHEMA: u32 = 1;
+pub const DRY_RUN_SCHEMA: u32 = 2;
 
 /// One selected variant of a [`DryRunKernel`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

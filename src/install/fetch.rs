@@ -129,10 +129,19 @@ pub(crate) async fn ensure_blob(
                 tracing::debug!("{}: fetching again from byte 0: {err}", source.path);
             }
             Next::Retry if retries < policy.max_retries => {
-                match &err {
-                    DownloadError::Hub(hub) => source.client.wait_to_retry(retries, hub).await,
-                    _ => tokio::time::sleep(policy.delay(retries, None)).await,
-                }
+                let wait = match &err {
+                    DownloadError::Hub(hub) => source.client.retry_wait(retries, hub),
+                    _ => policy.delay(retries, None),
+                };
+                tracing::debug!("{}: retrying after {wait:?}: {err}", source.path);
+                progress.retry(&super::RetryEvent {
+                    what: format!("{}: {}", source.repo_id, source.path),
+                    reason: one_line(&err),
+                    wait,
+                    attempt: retries + 1,
+                    max: policy.max_retries,
+                });
+                tokio::time::sleep(wait).await;
                 retries += 1;
             }
             _ => return Err(err),
@@ -323,7 +332,7 @@ async fn attempt(
         *validator = Some(etag.to_owned());
     }
 
-    let mut bar = progress.file(source.path, size);
+    let mut bar = progress.file(source.repo_id, source.path, size);
     bar.inc(writer.written());
     let stall = policy.stall_timeout;
     loop {
@@ -354,6 +363,15 @@ async fn attempt(
     finish(writer, source.path).await?;
     bar.done();
     Ok(())
+}
+
+/// The first line of an error's message.
+fn one_line(err: &DownloadError) -> String {
+    err.to_string()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn gzip_error(url: &str, err: &std::io::Error) -> DownloadError {

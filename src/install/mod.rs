@@ -19,6 +19,7 @@
 //! cache written by us or by `huggingface_hub` and names whatever is missing.
 
 pub mod dry_run;
+pub mod explain;
 mod fetch;
 pub mod plan;
 pub mod reporter;
@@ -41,7 +42,7 @@ use kernels_types::wire::RepoType;
 pub use dry_run::{DRY_RUN_SCHEMA, DryRunKernel, DryRunVariant, dry_run};
 pub(crate) use fetch::{Fetched, Source, ensure_blob};
 pub use plan::{KernelPlan, PlannedFile, plan_kernel};
-pub use reporter::{FileReporter, NoReporter, Reporter};
+pub use reporter::{FileReporter, NoReporter, PlannedKernel, Reporter, RetryEvent};
 
 /// Default number of files fetched at the same time (`--concurrency`).
 pub const DEFAULT_CONCURRENCY: usize = 8;
@@ -469,6 +470,7 @@ async fn download_online(
     options: &DownloadOptions,
     progress: &dyn Reporter,
 ) -> DownloadSummary {
+    progress.start(kernels.len());
     // A variant-hash lock says what must be on disk: kernels already complete
     // and verified there cost no request (unless `--refresh`).
     let warm = if options.refresh {
@@ -579,7 +581,13 @@ async fn download_kernel(
         blobs.len(),
         plan.variants.keys().cloned().collect::<Vec<_>>().join(", ")
     );
-    progress.add_total(plan.total_bytes());
+    progress.kernel_planned(&PlannedKernel {
+        repo_id: kernel.repo_id.clone(),
+        commit: kernel.commit.clone(),
+        variants: plan.variants.keys().cloned().collect(),
+        files: plan.file_count(),
+        bytes: plan.total_bytes(),
+    });
 
     let outcomes = join_all(blobs.iter().map(|(digest, paths)| {
         let repo = &repo;

@@ -2,27 +2,71 @@
 //! the caller (the CLI's progress renderer, or a test) implements [`Reporter`],
 //! as uv's resolver and installer report through their `Reporter` traits.
 
+use std::time::Duration;
+
 use super::KernelReport;
 use crate::variant::VariantWarning;
+use kernels_types::repo_id::RepoId;
 
-/// Events of one download run, in order: [`Reporter::add_total`] once per
-/// planned kernel, [`Reporter::cached`] and [`Reporter::file`] while blobs are
-/// placed, [`Reporter::kernel_done`] per finished kernel, then
-/// [`Reporter::finish`]; [`Reporter::warning`] whenever choosing a kernel's
-/// variants warns. Called from several tasks at once.
+/// Events of one download run, in order: [`Reporter::start`] once,
+/// [`Reporter::kernel_planned`] once per kernel whose files are known,
+/// [`Reporter::cached`] and [`Reporter::file`] while blobs are placed
+/// ([`Reporter::retry`] before a fetch is tried again),
+/// [`Reporter::kernel_done`] per finished kernel, then [`Reporter::finish`];
+/// [`Reporter::warning`] whenever choosing a kernel's variants warns. Called
+/// from several tasks at once.
 pub trait Reporter: Send + Sync {
-    /// `bytes` more are planned (the sizes of every file a kernel needs).
-    fn add_total(&self, bytes: u64);
+    /// A run over `kernels` kernels begins (their files are not known yet).
+    fn start(&self, kernels: usize) {
+        let _ = kernels;
+    }
+    /// The files of a kernel are known: `bytes` more are planned (the sizes
+    /// of every file it needs).
+    fn kernel_planned(&self, planned: &PlannedKernel);
     /// `bytes` of the planned total were already in the cache.
     fn cached(&self, bytes: u64);
-    /// A fetch of the file at repo path `path` (`size` bytes) starts.
-    fn file(&self, path: &str, size: u64) -> Box<dyn FileReporter>;
+    /// A fetch of the file at repo path `path` of `repo_id` (`size` bytes) starts.
+    fn file(&self, repo_id: &RepoId, path: &str, size: u64) -> Box<dyn FileReporter>;
+    /// A failed attempt will be tried again after a pause.
+    fn retry(&self, retry: &RetryEvent) {
+        let _ = retry;
+    }
     /// A kernel is complete and verified.
     fn kernel_done(&self, report: &KernelReport);
     /// Every kernel was tried.
     fn finish(&self);
     /// Choosing a kernel's variants warned (the kernel goes on).
     fn warning(&self, warning: &VariantWarning);
+}
+
+/// A kernel whose files are known ([`Reporter::kernel_planned`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedKernel {
+    /// Hub repository.
+    pub repo_id: RepoId,
+    /// Locked commit.
+    pub commit: String,
+    /// Selected variants, sorted.
+    pub variants: Vec<String>,
+    /// Files to link.
+    pub files: usize,
+    /// Their total size in bytes.
+    pub bytes: u64,
+}
+
+/// A transient failure that will be retried ([`Reporter::retry`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryEvent {
+    /// What was being fetched (`owner/name: path`, or a URL).
+    pub what: String,
+    /// Why the attempt failed, one line.
+    pub reason: String,
+    /// How long until the next attempt.
+    pub wait: Duration,
+    /// The number of the retry about to happen (1-based).
+    pub attempt: u32,
+    /// Retries allowed in all.
+    pub max: u32,
 }
 
 /// Progress of one file fetch. Dropping it without [`FileReporter::done`] means
@@ -39,9 +83,9 @@ pub trait FileReporter: Send {
 pub struct NoReporter;
 
 impl Reporter for NoReporter {
-    fn add_total(&self, _: u64) {}
+    fn kernel_planned(&self, _: &PlannedKernel) {}
     fn cached(&self, _: u64) {}
-    fn file(&self, _: &str, _: u64) -> Box<dyn FileReporter> {
+    fn file(&self, _: &RepoId, _: &str, _: u64) -> Box<dyn FileReporter> {
         Box::new(NoReporter)
     }
     fn kernel_done(&self, _: &KernelReport) {}

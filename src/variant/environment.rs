@@ -285,6 +285,189 @@ impl TorchEnv {
     }
 }
 
+/// Values given on the command line instead of detecting them from torch
+/// (for building images on a machine without a GPU, or without torch).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvOverrides {
+    /// `--torch-version MAJOR.MINOR`: with it, Python is not asked at all.
+    pub torch: Option<(u32, u32)>,
+    /// `--cuda-version`, e.g. `12.6`.
+    pub cuda: Option<String>,
+    /// `--rocm-version`, e.g. `6.3`.
+    pub rocm: Option<String>,
+    /// `--xpu-version`, e.g. `2025.0`.
+    pub xpu: Option<String>,
+    /// `--metal`.
+    pub metal: bool,
+    /// `--cpu`: no accelerator.
+    pub cpu: bool,
+    /// `--cxx-abi cxx11|cxx98`.
+    pub cxx11_abi: Option<bool>,
+    /// `--os` (`linux`, `darwin`, `windows`).
+    pub os: Option<String>,
+    /// `--arch` (`x86_64`, `aarch64`).
+    pub arch: Option<String>,
+}
+
+/// Where a value of the environment came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum EnvSource {
+    /// Asked from torch in this interpreter.
+    Python(PathBuf),
+    /// Given by this command-line flag.
+    Flag(&'static str),
+    /// This machine (no torch was asked).
+    Host,
+    /// A default: CPU backend, cxx11 ABI.
+    Default,
+}
+
+impl std::fmt::Display for EnvSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EnvSource::Python(python) => write!(f, "torch in {}", python.display()),
+            EnvSource::Flag(flag) => write!(f, "{flag}"),
+            EnvSource::Host => f.write_str("this machine"),
+            EnvSource::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// Where each value of a [`TorchEnv`] came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EnvSources {
+    /// torch version.
+    pub torch: EnvSource,
+    /// Compute backend (CUDA, ROCm, XPU, Metal, CPU).
+    pub backend: EnvSource,
+    /// C++ ABI.
+    pub cxx_abi: EnvSource,
+    /// OS and CPU.
+    pub platform: EnvSource,
+}
+
+/// `12.6` → `12.6`; anything without a leading `major.minor` is refused.
+fn check_version(flag: &str, value: &str) -> Result<(), VariantError> {
+    major_minor(value)
+        .map(|_| ())
+        .ok_or_else(|| VariantError::BadOverride {
+            flag: flag.to_owned(),
+            value: value.to_owned(),
+        })
+}
+
+impl EnvOverrides {
+    /// Whether no override is given.
+    pub fn is_empty(&self) -> bool {
+        *self == EnvOverrides::default()
+    }
+
+    fn backend_flag(&self) -> Option<&'static str> {
+        if self.cuda.is_some() {
+            Some("--cuda-version")
+        } else if self.rocm.is_some() {
+            Some("--rocm-version")
+        } else if self.xpu.is_some() {
+            Some("--xpu-version")
+        } else if self.metal {
+            Some("--metal")
+        } else if self.cpu {
+            Some("--cpu")
+        } else {
+            None
+        }
+    }
+
+    /// The environment: detected with `python` and then overridden, or, with
+    /// `--torch-version`, made from the flags and this machine alone.
+    pub fn resolve(&self, python: &Path) -> Result<(TorchEnv, EnvSources), VariantError> {
+        for (flag, value) in [
+            ("--cuda-version", &self.cuda),
+            ("--rocm-version", &self.rocm),
+            ("--xpu-version", &self.xpu),
+        ] {
+            if let Some(value) = value {
+                check_version(flag, value)?;
+            }
+        }
+        let (mut env, mut sources) = match self.torch {
+            Some((major, minor)) => (
+                TorchEnv {
+                    major,
+                    minor,
+                    cuda: None,
+                    hip: None,
+                    xpu: None,
+                    mps: false,
+                    neuron: false,
+                    cxx11_abi: true,
+                    tvm_ffi: None,
+                    system: host_system(),
+                    machine: std::env::consts::ARCH.to_owned(),
+                    mac_version: None,
+                },
+                EnvSources {
+                    torch: EnvSource::Flag("--torch-version"),
+                    backend: EnvSource::Default,
+                    cxx_abi: EnvSource::Default,
+                    platform: EnvSource::Host,
+                },
+            ),
+            None => {
+                let source = EnvSource::Python(python.to_owned());
+                (
+                    TorchEnv::detect(python)?,
+                    EnvSources {
+                        torch: source.clone(),
+                        backend: source.clone(),
+                        cxx_abi: source.clone(),
+                        platform: source,
+                    },
+                )
+            }
+        };
+        if let Some(flag) = self.backend_flag() {
+            env.cuda = self.cuda.clone();
+            env.hip = self.rocm.clone();
+            // `torch.version.xpu` is `YYYYMMDD`-like: 2025.0 → `2025.0`
+            // keeps the reference's `version[0:4]` `.` `version[5:6]`.
+            env.xpu = self.xpu.clone();
+            env.mps = self.metal;
+            env.neuron = false;
+            sources.backend = EnvSource::Flag(flag);
+        }
+        if let Some(abi) = self.cxx11_abi {
+            env.cxx11_abi = abi;
+            sources.cxx_abi = EnvSource::Flag("--cxx-abi");
+        }
+        if let Some(os) = &self.os {
+            env.system = match os.to_lowercase().as_str() {
+                "linux" => "Linux".to_owned(),
+                "darwin" | "macos" => "Darwin".to_owned(),
+                "windows" => "Windows".to_owned(),
+                _ => os.clone(),
+            };
+            sources.platform = EnvSource::Flag("--os");
+        }
+        if let Some(arch) = &self.arch {
+            env.machine = arch.clone();
+            sources.platform = EnvSource::Flag("--arch");
+        }
+        Ok((env, sources))
+    }
+}
+
+/// `platform.system()` of this machine.
+fn host_system() -> String {
+    match std::env::consts::OS {
+        "linux" => "Linux".to_owned(),
+        "macos" => "Darwin".to_owned(),
+        "windows" => "Windows".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::TorchEnv;
@@ -327,5 +510,27 @@ mod tests {
         let cpu = env(None, "Linux", "aarch64");
         assert_eq!(cpu.arch_variant(), "torch27-cxx11-cpu-aarch64-linux");
         assert_eq!(cpu.noarch_variant(), "torch-cpu");
+    }
+
+    #[test]
+    fn overrides_make_an_environment_without_python() {
+        let overrides = super::EnvOverrides {
+            torch: Some((2, 13)),
+            cuda: Some("12.6".into()),
+            os: Some("linux".into()),
+            arch: Some("x86_64".into()),
+            ..Default::default()
+        };
+        let (env, sources) = overrides
+            .resolve(std::path::Path::new("/nonexistent/python"))
+            .unwrap();
+        assert_eq!(env.arch_variant(), "torch213-cxx11-cu126-x86_64-linux");
+        assert_eq!(sources.backend, super::EnvSource::Flag("--cuda-version"));
+        let bad = super::EnvOverrides {
+            torch: Some((2, 8)),
+            cuda: Some("twelve".into()),
+            ..Default::default()
+        };
+        assert!(bad.resolve(std::path::Path::new("/x")).is_err());
     }
 }

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 
 use kernels_types::repo_id::RepoId;
 
-pub use environment::{TorchEnv, project_python};
+pub use environment::{EnvOverrides, EnvSource, EnvSources, TorchEnv, project_python};
 pub use ranking::UNIVERSAL;
 pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};
 
@@ -65,14 +65,24 @@ pub enum VariantError {
         reason: String,
     },
 
+    /// An environment override is not a version.
+    #[error("{flag} `{value}` is not a version such as `12.6`")]
+    #[diagnostic(code(kernels::variant::bad_override))]
+    BadOverride {
+        /// The flag.
+        flag: String,
+        /// Its value.
+        value: String,
+    },
+
     /// None of the `--variant` names is a directory under `build/` at the locked commit.
     #[error(
         "{repo_id}@{commit} has none of the requested build variants (`{variant}`); available: {}",
-        list(available)
+        closest_list(variant, available)
     )]
     #[diagnostic(
         code(kernels::variant::not_found),
-        help("pass one of the available variants to `--variant`, or use `--all-variants`")
+        help("{}", not_found_help(variant, available))
     )]
     NotFound {
         /// Kernel repo.
@@ -106,7 +116,7 @@ pub enum VariantError {
     /// No variant of the kernel suits the environment.
     #[error(
         "{repo_id}@{commit} has no build variant for this environment ({wanted}); available: {}",
-        list(available)
+        closest_list(wanted, available)
     )]
     #[diagnostic(
         code(kernels::variant::no_compatible),
@@ -125,11 +135,54 @@ pub enum VariantError {
     },
 }
 
-fn list(items: &[String]) -> String {
-    if items.is_empty() {
-        "none (the commit has no build/ directory)".to_owned()
+/// Names shown in a list of available variants; the rest are counted.
+const LIST_CAP: usize = 5;
+
+/// `available`, closest to `wanted` first (Jaro-Winkler similarity to any of
+/// the backquote-separated names in it), at most [`LIST_CAP`] names and the
+/// number of the others.
+fn closest_list(wanted: &str, available: &[String]) -> String {
+    if available.is_empty() {
+        return "none (the commit has no build/ directory)".to_owned();
+    }
+    let sorted = by_closeness(wanted, available);
+    let shown: Vec<&str> = sorted.iter().take(LIST_CAP).map(|s| s.as_str()).collect();
+    let more = available.len().saturating_sub(LIST_CAP);
+    if more == 0 {
+        shown.join(", ")
     } else {
-        items.join(", ")
+        format!("{}, and {more} more", shown.join(", "))
+    }
+}
+
+/// `available` sorted by decreasing similarity to the names in `wanted`.
+pub(crate) fn by_closeness(wanted: &str, available: &[String]) -> Vec<String> {
+    let names: Vec<&str> = wanted
+        .split(['`', ',', ' ', '(', ')'])
+        .filter(|n| !n.is_empty())
+        .collect();
+    let score = |candidate: &str| {
+        names
+            .iter()
+            .map(|n| strsim::jaro_winkler(n, candidate))
+            .fold(0.0_f64, f64::max)
+    };
+    let mut sorted: Vec<(f64, &String)> = available.iter().map(|a| (score(a), a)).collect();
+    sorted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    sorted.into_iter().map(|(_, a)| a.clone()).collect()
+}
+
+/// The help of [`VariantError::NotFound`]: the closest name when it is close,
+/// as its own `--variant` flag.
+fn not_found_help(wanted: &str, available: &[String]) -> String {
+    let closest = by_closeness(wanted, available).into_iter().next();
+    match closest {
+        Some(name) if strsim::jaro_winkler(wanted, &name) > 0.8 => {
+            format!("did you mean `{name}`? Pass it as `--variant {name}`, or use `--all-variants`")
+        }
+        _ => {
+            "pass one of the available variants to `--variant`, or use `--all-variants`".to_owned()
+        }
     }
 }
 

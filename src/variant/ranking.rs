@@ -149,6 +149,135 @@ impl TorchEnv {
     }
 }
 
+/// Why one available variant was, or was not, taken for an environment
+/// (`kernels download --explain`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct VariantVerdict {
+    /// The variant directory name.
+    pub name: String,
+    /// Whether it is the one chosen.
+    pub chosen: bool,
+    /// Why it was not chosen (`None` for the chosen one).
+    pub reason: Option<String>,
+}
+
+impl TorchEnv {
+    /// Every name of `available` with the chosen one marked and a reason for
+    /// every other, for this environment under `preference`.
+    pub fn explain(
+        &self,
+        available: &std::collections::BTreeSet<String>,
+        preference: VariantPreference,
+    ) -> Vec<VariantVerdict> {
+        let variants: Vec<BuildVariant> =
+            available.iter().map(|n| BuildVariant::parse(n)).collect();
+        let accepted: Vec<String> = match preference {
+            VariantPreference::Exact { noarch } => self
+                .preference(noarch)
+                .into_iter()
+                .filter(|v| available.contains(v))
+                .collect(),
+            _ => self
+                .resolve(&variants, preference)
+                .iter()
+                .map(|v| v.name().to_owned())
+                .collect(),
+        };
+        let chosen = accepted.first().cloned();
+        variants
+            .iter()
+            .map(|variant| {
+                let name = variant.name().to_owned();
+                let reason = if Some(&name) == chosen.as_ref() {
+                    None
+                } else if accepted.contains(&name) {
+                    Some(format!(
+                        "matches, but `{}` ranks first",
+                        chosen.clone().unwrap_or_default()
+                    ))
+                } else {
+                    Some(self.mismatch(variant, preference))
+                };
+                VariantVerdict {
+                    chosen: reason.is_none(),
+                    name,
+                    reason,
+                }
+            })
+            .collect()
+    }
+
+    /// The first property of `variant` that this environment does not have.
+    fn mismatch(&self, variant: &BuildVariant, preference: VariantPreference) -> String {
+        let exact = matches!(preference, VariantPreference::Exact { .. });
+        let arch = match variant.kind() {
+            VariantKind::Unknown => return "not a build-variant name".to_owned(),
+            VariantKind::Universal => return "ranked after the variants that match".to_owned(),
+            VariantKind::Noarch(backend) => {
+                return if exact && backend.as_str() == self.noarch_backend() {
+                    "this runtime does not try noarch variants".to_owned()
+                } else {
+                    format!("for {}, not {}", backend.as_str(), self.noarch_backend())
+                };
+            }
+            VariantKind::Arch(arch) => arch,
+        };
+        let (cpu, os) = (self.cpu(), self.os());
+        if arch.cpu.as_str() != cpu || arch.os.as_str() != os {
+            return format!(
+                "built for {}-{}, not {cpu}-{os}",
+                arch.cpu.as_str(),
+                arch.os.as_str()
+            );
+        }
+        let torch = MinorVersion::new(self.major, self.minor);
+        match arch.framework {
+            Framework::Torch(version) if version != torch => {
+                return format!("built for torch {version}, not {torch}");
+            }
+            Framework::TorchStableAbi(version) if version > torch => {
+                return format!("needs torch {version} or newer (stable ABI), not {torch}");
+            }
+            Framework::TorchStableAbi(_) if exact || preference == VariantPreference::Resolver => {
+                return "stable-ABI variants are read from kernels 0.15 on".to_owned();
+            }
+            Framework::TvmFfi(version) => {
+                let env = self.tvm_ffi.as_deref().and_then(major_minor);
+                if env != Some((version.major, version.minor)) {
+                    return format!("needs tvm-ffi {version}");
+                }
+            }
+            _ => {}
+        }
+        if let Some(tag) = arch.cxx_abi {
+            let env_tag = if self.cxx11_abi {
+                CxxAbi::Cxx11
+            } else {
+                CxxAbi::Cxx98
+            };
+            if tag != env_tag {
+                return format!("{} ABI, torch has {}", tag.as_str(), env_tag.as_str());
+            }
+        }
+        let env_backend = self.backend();
+        match (arch.backend, env_backend) {
+            (Backend::Cuda(v), Backend::Cuda(env)) if v.major != env.major => {
+                format!("CUDA {v}, another major version than {env}")
+            }
+            (Backend::Cuda(v), Backend::Cuda(env)) if v.minor > env.minor => {
+                format!("CUDA {v} is newer than {env}")
+            }
+            (Backend::Cuda(v), Backend::Cuda(env)) if exact && v != env => {
+                format!("CUDA {v}: this runtime takes only the exact CUDA {env}")
+            }
+            (backend, env) if backend.to_string() != env.to_string() => {
+                format!("built for {backend}, not {env}")
+            }
+            _ => "not an exact name this runtime tries".to_owned(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;

@@ -216,9 +216,20 @@ impl VariantRequest {
         python: &Path,
         preference: VariantPreference,
     ) -> Result<VariantSelection, VariantError> {
+        self.resolve_with(python, preference, &super::EnvOverrides::default())
+    }
+
+    /// [`VariantRequest::resolve`] with the environment's values overridden
+    /// (see [`super::EnvOverrides::resolve`]).
+    pub fn resolve_with(
+        &self,
+        python: &Path,
+        preference: VariantPreference,
+        overrides: &super::EnvOverrides,
+    ) -> Result<VariantSelection, VariantError> {
         Ok(match self {
             VariantRequest::Detect => VariantSelection::Detected {
-                env: TorchEnv::detect(python)?,
+                env: overrides.resolve(python)?.0,
                 preference,
             },
             VariantRequest::All => VariantSelection::All,

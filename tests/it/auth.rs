@@ -166,6 +166,12 @@ fn token_never_appears_in_output() {
     let out = run(&["download", "-v", "--all-variants"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("acme/secret"), "{}", stderr(&out));
+    // The token is set: say so instead of only "set HF_TOKEN".
+    assert!(
+        stderr(&out).contains("note: a token is set (from HF_TOKEN) and was sent"),
+        "{}",
+        stderr(&out)
+    );
     check(&out, "unauthorized download");
     world.fault(serde_json::json!({"listener": "hub", "status": 500, "count": 10}));
     let out = run(

@@ -61,7 +61,7 @@ fn all_variants_writes_the_hf_layout_and_second_run_fetches_nothing() {
     let again = world.download(&["--all-variants"]);
     assert_ok(&again);
     assert!(
-        stderr(&again).contains("(0 B fetched)"),
+        stderr(&again).contains("8 files, ") && stderr(&again).contains(" (cached)"),
         "{}",
         stderr(&again)
     );
@@ -85,7 +85,7 @@ fn warm_no_op_makes_no_request_unless_refreshed() {
     world.reset();
     let out = world.download(&["--variant", "torch-cuda"]);
     assert_ok(&out);
-    assert!(stderr(&out).contains("(0 B fetched)"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("all cached"), "{}", stderr(&out));
     assert_eq!(world.requests().len(), 0, "{:#?}", world.requests());
 
     // `--refresh` checks upstream: the listing, still nothing fetched.
@@ -267,6 +267,9 @@ fn variant_hash_lock_without_a_runtime_notes_the_models_cache() {
     let world = World::new();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
     let out = world.download(&["--variant", "torch-cpu"]);
+    assert_ok(&out);
+    assert!(!stderr(&out).contains("`models--`"), "only with -v");
+    let out = world.download(&["--variant", "torch-cpu", "-v"]);
     assert_ok(&out);
     assert!(
         stderr(&out).contains("read `models--` cache folders"),

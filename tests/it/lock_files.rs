@@ -54,10 +54,8 @@ fn lock_refuses_to_replace_a_checksum_list_without_force() {
     --- stderr
     kernels::lock::not_ours
 
-      × refusing to replace ./kernels.lock: it is not a kernels lock file (it
-      │ looks like a checksum list (`<hex digest>  <file name>` lines), not JSON)
-      help: move it away, or run `kernels lock --force` to replace it with a lock
-            file
+      × refusing to replace ./kernels.lock: it is not a kernels lock file (it looks like a checksum list (`<hex digest>  <file name>` lines), not JSON)
+      help: move it away, or run `kernels lock --force` to replace it with a lock file
     ");
     assert_eq!(std::fs::read_to_string(&lock).unwrap(), CHECKSUMS);
     // `-U` does not get around it either.
@@ -90,10 +88,8 @@ fn a_byte_order_mark_is_named_and_lock_writes_the_file_again() {
     --- stderr
     kernels::lockfile::bom
 
-      × ./kernels.lock starts with a UTF-8 byte order mark (BOM), which no kernels
-      │ runtime reads
-      help: save the file as UTF-8 without BOM, or run `kernels lock` to write it
-            again
+      × ./kernels.lock starts with a UTF-8 byte order mark (BOM), which no kernels runtime reads
+      help: save the file as UTF-8 without BOM, or run `kernels lock` to write it again
     ");
 
     // `kernels lock` replaces it: it is a lock, only its encoding is wrong.

@@ -10,26 +10,32 @@ mod concurrency;
 #[cfg(unix)]
 mod crash;
 mod download;
+mod env;
 mod environment;
 mod faults;
+mod flags;
 #[cfg(unix)]
 mod fleet;
 mod fuzz;
 #[cfg(target_os = "linux")]
 mod hostile;
 mod inspect;
+mod json;
 mod lock;
 mod lock_files;
 mod matrix;
+mod messages;
 mod mirror;
 mod oauth;
 mod precommit;
 mod profiles;
+mod readme;
 mod requirement_forms;
 mod runtime_offline;
 mod serve;
 mod snapshots_cli;
 mod sticky;
+mod terminal;
 mod tls;
 mod to_wheel;
 mod verify;

@@ -47,7 +47,8 @@ fn kernels(server: &Server, cache: &Path, sub: &str, dir: &Path, extra: &[&str])
 
 fn command(server: &Server, cache: &Path, path: &Path) -> Command {
     let mut cmd = common::kernels(&server.endpoint, cache);
-    cmd.env("PATH", path);
+    // `-v`: the `Target runtime: …` line is printed only then.
+    cmd.env("PATH", path).arg("-v");
     cmd
 }
 

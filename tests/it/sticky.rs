@@ -162,7 +162,7 @@ fn tag_requirement_keeps_its_version_until_upgraded() {
     assert!(again.contains("Resolved 1 kernel in "), "{again}");
     assert!(!again.contains("Updated"), "{again}");
     ok(&run(&server.endpoint, dir.path(), &["lock", "--check"]));
-    ok(&run(&server.endpoint, dir.path(), &["--locked", "lock"]));
+    ok(&run(&server.endpoint, dir.path(), &["lock", "--locked"]));
 
     // --dry-run prints the upgrade and writes nothing.
     let dry = ok(&run(
@@ -221,7 +221,7 @@ fn added_and_removed_entries_are_reported() {
         &format!("\"{VERSIONS_V1}\" = \">=0.1.0\"\n\"kernels-community/relu\" = 1\n"),
     );
     // --locked fails naming the entry, without a raw diff on stdout.
-    let locked = run(&server.endpoint, dir.path(), &["--locked", "lock"]);
+    let locked = run(&server.endpoint, dir.path(), &["lock", "--locked"]);
     assert_eq!(locked.status.code(), Some(1));
     assert!(locked.stdout.is_empty());
     assert!(
@@ -394,7 +394,7 @@ fn kernel_locks_keep_commits_of_unchanged_requirements() {
     let v10 = commit_of(&server.endpoint, VERSIONS_V1, "v10");
     move_branch(&server.endpoint, VERSIONS_V1, "v1", &v10);
     ok(&run(&server.endpoint, dir.path(), &["lock", "--check"]));
-    ok(&run(&server.endpoint, dir.path(), &["--locked", "lock"]));
+    ok(&run(&server.endpoint, dir.path(), &["lock", "--locked"]));
     let out = ok(&run(&server.endpoint, dir.path(), &["lock"]));
     assert!(!out.contains("Updated"), "{out}");
     assert_eq!(read(dir.path()), first);
@@ -431,7 +431,7 @@ fn download_relocks_a_hand_edited_manifest_and_says_so() {
     let locked = run(
         &server.endpoint,
         dir.path(),
-        &["--locked", "download", "--all-variants"],
+        &["download", "--locked", "--all-variants"],
     );
     assert_eq!(locked.status.code(), Some(1));
     assert!(
@@ -465,7 +465,7 @@ fn download_relocks_a_hand_edited_manifest_and_says_so() {
     ok(&run(
         &server.endpoint,
         dir.path(),
-        &["--frozen", "download", "--all-variants"],
+        &["download", "--frozen", "--all-variants"],
     ));
     assert_eq!(read(dir.path()), first);
     // No flags: re-lock only that entry, say so, download it.

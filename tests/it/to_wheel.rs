@@ -1383,8 +1383,7 @@ fn a_missing_version_lists_the_available_ones_and_usage_is_its_own() {
     insta::assert_snapshot!(String::from_utf8_lossy(&output.stderr), @r"
     kernels::wheel::no_such_version
 
-      × `kernels-community/activation` has no version `v0.0.9` (no such tag or
-      │ branch)
+      × `kernels-community/activation` has no version `v0.0.9` (no such tag or branch)
       help: available versions: 0.0.2, 0.0.3; closest: 0.0.3
     ");
     assert!(!tmp.path().join("dist").exists());

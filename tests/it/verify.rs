@@ -133,7 +133,9 @@ fn offline_flag_makes_no_request_and_names_what_is_missing() {
     let out = world.download(&["--all-variants", "--offline"]);
     assert_ok(&out);
     assert!(
-        stderr(&out).contains("Downloaded acme/gelu@2222222: 2 variants, 2 files"),
+        stderr(&out).contains("Downloaded acme/gelu@2222222: ")
+            && stderr(&out).contains(", 2 files, ")
+            && stderr(&out).contains("Checked 2 kernels ("),
         "{}",
         stderr(&out)
     );
@@ -244,7 +246,8 @@ fn dry_run_reports_sizes_and_makes_only_metadata_requests() {
     let out = world.download(&["--all-variants", "--dry-run", "--format", "json"]);
     assert_ok(&out);
     let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(doc["schema"], 1);
+    assert_eq!(doc["schema"], 2);
+    assert_eq!(doc["command"], "download --dry-run");
     let kernel = &doc["kernels"][0];
     assert_eq!(kernel["repo_id"], "acme/relu");
     assert_eq!(kernel["commit"], RELU_SHA);
@@ -284,14 +287,14 @@ fn quiet_prints_nothing_and_lines_name_each_kernel() {
     );
     let out = world.download(&["--all-variants"]);
     let err = stderr(&out);
-    // The target-runtime line, then one line per kernel.
+    // One line per kernel and the summary (the target runtime only with -v).
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 3, "{err}");
-    assert!(lines[0].starts_with("Target runtime: "), "{err}");
     assert!(
-        lines[1..].iter().all(|l| l.starts_with("Downloaded acme/")),
+        lines[..2].iter().all(|l| l.starts_with("Downloaded acme/")),
         "{err}"
     );
+    assert!(lines[2].starts_with("Checked 2 kernels ("), "{err}");
     assert!(
         !err.contains('\x1b'),
         "escape codes without a terminal: {err:?}"

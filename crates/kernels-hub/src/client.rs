@@ -135,6 +135,35 @@ pub fn quote_path(path: &str) -> String {
     utf8_percent_encode(path, QUOTE_PATH).to_string()
 }
 
+/// A metadata request that failed transiently and is about to be tried again
+/// (passed to the observer of [`HubClient::with_retry_observer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryNotice {
+    /// The request URL.
+    pub url: String,
+    /// The failure's deepest cause, one line.
+    pub reason: String,
+    /// The pause before the next attempt.
+    pub wait: std::time::Duration,
+    /// The number of the retry about to happen (1-based).
+    pub attempt: u32,
+    /// Retries allowed in all.
+    pub max: u32,
+}
+
+/// A retry callback.
+type RetryFn = dyn Fn(&RetryNotice) + Send + Sync;
+
+/// The caller's retry callback.
+#[derive(Clone, Default)]
+struct RetryObserver(Option<std::sync::Arc<RetryFn>>);
+
+impl std::fmt::Debug for RetryObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
+}
+
 /// Hub API client bound to one endpoint and token. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct HubClient {
@@ -147,6 +176,7 @@ pub struct HubClient {
     events: Option<EventSink>,
     network: std::sync::Arc<NetworkConfig>,
     pauses: Pauses,
+    on_retry: RetryObserver,
 }
 
 impl HubClient {
@@ -199,7 +229,18 @@ impl HubClient {
             events: settings.events.clone(),
             network: std::sync::Arc::new(settings.network.clone()),
             pauses: Pauses::default(),
+            on_retry: RetryObserver::default(),
         })
+    }
+
+    /// Calls `observer` before each retry of a metadata request, so that the
+    /// caller can show it ("retrying in 2 s (1/5)").
+    pub fn with_retry_observer(
+        mut self,
+        observer: impl Fn(&RetryNotice) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_retry = RetryObserver(Some(std::sync::Arc::new(observer)));
+        self
     }
 
     /// Retry budget and timeouts of every request made through this client.
@@ -301,9 +342,9 @@ impl HubClient {
         }
     }
 
-    /// Waits before retry number `attempt` after `err` ([`RetryPolicy::delay`]);
-    /// a rate-limit wait (`429`) is reported as [`HubEvent::RateLimited`].
-    pub async fn wait_to_retry(&self, attempt: u32, err: &HubError) {
+    /// How long to wait before retry number `attempt` after `err` ([`RetryPolicy::delay`]);
+    /// a rate-limit wait (`429`) is reported as [`HubEvent::RateLimited`]. The caller sleeps.
+    pub fn retry_wait(&self, attempt: u32, err: &HubError) -> std::time::Duration {
         let wait = self.retry.delay(attempt, err.retry_after());
         if err.status() == Some(429) {
             let limit = err.rate_limit();
@@ -313,8 +354,7 @@ impl HubClient {
                 policy: limit.and_then(|l| Some((l.limit?, l.window_secs?))),
             });
         }
-        tracing::debug!("retrying after {wait:?}: {err}");
-        tokio::time::sleep(wait).await;
+        wait
     }
 
     /// Sends a request, mapping transport errors and unsuccessful statuses to
@@ -435,7 +475,28 @@ impl HubClient {
         loop {
             match self.get_document_once(url, target).await {
                 Err(err) if attempt < self.retry.max_retries && err.is_retryable() => {
-                    self.wait_to_retry(attempt, &err).await;
+                    let wait = self.retry_wait(attempt, &err);
+                    tracing::debug!("retrying {url} after {wait:?}: {err}");
+                    if let Some(observer) = &self.on_retry.0 {
+                        // The deepest cause names what happened without the URL.
+                        let mut cause: &dyn std::error::Error = &err;
+                        while let Some(next) = cause.source() {
+                            cause = next;
+                        }
+                        observer(&RetryNotice {
+                            url: url.to_owned(),
+                            reason: cause
+                                .to_string()
+                                .lines()
+                                .next()
+                                .unwrap_or_default()
+                                .to_owned(),
+                            wait,
+                            attempt: attempt + 1,
+                            max: self.retry.max_retries,
+                        });
+                    }
+                    tokio::time::sleep(wait).await;
                     attempt += 1;
                 }
                 result => return result,

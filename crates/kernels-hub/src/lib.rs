@@ -10,7 +10,7 @@ pub mod ratelimit;
 pub mod retry;
 
 pub use auth::TokenSource;
-pub use client::{ClientConfig, HubClient, NetworkConfig};
+pub use client::{ClientConfig, HubClient, NetworkConfig, RetryNotice};
 pub use error::{HubError, Target};
 /// The Hub API's JSON shapes (re-exported from [`kernels_types::wire`]).
 pub use kernels_types::wire as types;

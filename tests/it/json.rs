@@ -1,0 +1,83 @@
+//! `--format json` of every command that reports data: one document on stdout
+//! with `schema` and `command`, typed fields (no prose arrays), as
+//! `docs/json-output.md` describes.
+
+use serde_json::Value;
+
+use kernels_test_support as common;
+
+use crate::terminal::project;
+
+fn json(p: &crate::terminal::Project, args: &[&str]) -> (i32, Value) {
+    let out = common::kernels(&p.server.endpoint, &p.cache)
+        .args(args)
+        .args(["--format", "json"])
+        .current_dir(&p.project)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|err| {
+        panic!(
+            "{args:?}: {err}: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), doc)
+}
+
+#[test]
+fn every_reporting_command_prints_one_typed_document() {
+    let p = project();
+    let (code, doc) = json(&p, &["download", ".", "--all-variants", "--dry-run"]);
+    assert_eq!(
+        (code, doc["schema"].as_u64(), doc["command"].as_str()),
+        (0, Some(2), Some("download --dry-run"))
+    );
+
+    let (code, doc) = json(&p, &["verify", ".", "--all-variants"]);
+    assert_eq!(
+        (code, doc["command"].as_str(), doc["ok"].as_bool()),
+        (1, Some("verify"), Some(false))
+    );
+    let problem = &doc["kernels"][0]["problems"][0];
+    assert_eq!(problem["problem"], "not_cached", "{doc:#}");
+    assert!(problem["message"].is_string());
+
+    let (code, doc) = json(&p, &["download", ".", "--all-variants"]);
+    assert_eq!(
+        (code, doc["schema"].as_u64(), doc["command"].as_str()),
+        (0, Some(1), Some("download"))
+    );
+    assert_eq!(doc["kernels"].as_array().unwrap().len(), 6);
+    assert!(doc["kernels"][0]["fetched_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(doc["failed"], Value::Array(vec![]));
+
+    let (code, doc) = json(&p, &["verify", ".", "--all-variants"]);
+    assert_eq!((code, doc["ok"].as_bool()), (0, Some(true)), "{doc:#}");
+    assert!(doc["kernels"][0]["files"].as_u64().unwrap() > 0);
+
+    let (code, doc) = json(&p, &["lock", "."]);
+    assert_eq!((code, doc["command"].as_str()), (0, Some("lock")));
+
+    let (code, doc) = json(
+        &p,
+        &["env", "--torch-version", "2.7", "--cuda-version", "12.6"],
+    );
+    assert_eq!((code, doc["command"].as_str()), (0, Some("env")));
+
+    // A failure is an object with the diagnostic code, not a sentence.
+    let (code, doc) = json(
+        &p,
+        &["download", ".", "--variant", "torch-nothing", "--dry-run"],
+    );
+    assert_eq!(code, 1);
+    let failed = &doc["failed"][0];
+    assert_eq!(failed["code"], "kernels::variant::not_found", "{doc:#}");
+    assert!(
+        failed["repo_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("kernels-community/")
+    );
+    assert_eq!(failed["commit"].as_str().unwrap().len(), 40);
+}
