@@ -5,8 +5,8 @@
 //!
 //! ```text
 //! cli/       arguments, settings (the only environment reader), printing, progress
-//! wheel/     to-wheel
-//! install/   plan · fetch · engine · verify · dry-run
+//! wheel/     to-wheel            mirror/    kernels mirror
+//! install/   plan · fetch · engine · warm check · verify · dry-run · explain
 //! variant/   variant selection and environment detection
 //! lock/      manifest · requirement · resolver · project locking · freshness ·
 //!            conflict · target-runtime policy · formats
