@@ -648,7 +648,7 @@ fn lock_refs(project_dir: &Path, kernels: &[LockedKernel]) -> Vec<crate::install
     use crate::install::KernelRef;
     use crate::lock::format::kernel_locks::KernelVersion;
     use crate::lock::requirement::Requirement;
-    let is_commit = |r: &str| r.len() >= 40 && r.bytes().all(|b| b.is_ascii_hexdigit());
+    let is_commit = kernels_types::CommitId::is_commit_like;
     let mut out = Vec::new();
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if let Ok(Lockfile::KernelLocks(locks)) = Lockfile::read(&lock_path) {

@@ -139,7 +139,7 @@ pub fn compatible(requirement: &Requirement, refs: &GitRefs) -> Option<RefAt> {
             .find(|b| b.name == *r)
             .map(at)
             .or_else(|| {
-                (r.len() >= 7 && r.bytes().all(|b| b.is_ascii_hexdigit())).then(|| RefAt {
+                kernels_types::CommitId::is_abbreviation(r).then(|| RefAt {
                     label: short(r).to_owned(),
                     commit: r.to_ascii_lowercase(),
                 })
@@ -172,7 +172,7 @@ fn label_for(commit: &str, requirement: &Requirement, refs: Option<&GitRefs>) ->
     }
     match requirement {
         Requirement::Branch(n) => format!("v{n}"),
-        Requirement::Revision(r) if !r.bytes().all(|b| b.is_ascii_hexdigit()) => r.clone(),
+        Requirement::Revision(r) if !kernels_types::CommitId::is_abbreviation(r) => r.clone(),
         _ => short(commit).to_owned(),
     }
 }

@@ -70,7 +70,7 @@ pub enum Verdict {
 }
 
 fn is_hex_commit(s: &str) -> bool {
-    (7..=40).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+    s.len() <= 40 && kernels_types::CommitId::is_abbreviation(s)
 }
 
 /// Decides whether the variant-hash entry of `repo_id` locked at `commit` is kept

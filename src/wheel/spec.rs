@@ -118,7 +118,7 @@ impl Kernel {
     /// neither the lock nor a tag gives a version. `commit` must be hex.
     pub fn at_commit(repo_id: RepoId, commit: &str) -> Result<Self, WheelError> {
         let short: String = commit.chars().take(7).collect();
-        if short.len() < 7 || !short.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !kernels_types::CommitId::is_abbreviation(&short) {
             return Err(WheelError::BadVersion {
                 version: commit.to_owned(),
                 reason: "a commit id is 40 hexadecimal digits".to_owned(),

@@ -33,6 +33,12 @@ impl CommitId {
         matches!(s.len(), 40 | 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
     }
 
+    /// Whether `s` could be a commit id abbreviated as git abbreviates it: 7 to
+    /// 64 hex digits, any case (a `revision` given as `d649efb`).
+    pub fn is_abbreviation(s: &str) -> bool {
+        (7..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+    }
+
     /// Whether `s` is a commit id spelled the way the Hub and the cache spell it:
     /// 40 or 64 *lowercase* hex digits (snapshot directory names, ref files).
     pub fn is_canonical(s: &str) -> bool {
