@@ -65,6 +65,8 @@ pub fn run(args: CacheArgs, settings: &Settings, quiet: bool) -> miette::Result<
             match format {
                 OutputFormat::Json => {
                     let doc = serde_json::json!({
+                        "schema": 1,
+                        "command": "cache ls",
                         "cache_dir": cache.root(),
                         "repos": repos,
                     });
