@@ -121,3 +121,38 @@ fn reference_0_16_loads_offline_by_lock() {
     let server = Server::bundled();
     lock_download_and_load(&server, "0.16.2", &["load_kernel"]);
 }
+
+/// Issue 14's round trip for the runtime: a mirror written by `kernels mirror`
+/// from the bundled mirror (server A) and served as B answers the 0.17.2
+/// runtime's offline loads after `kernels lock && kernels download` against B.
+#[test]
+fn reference_0_17_loads_offline_from_a_mirror_written_by_kernels_mirror() {
+    let a = Server::bundled();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let cache = dir.path().join("cache");
+    let out = dir.path().join("mirror");
+    fs_err::create_dir_all(&project).unwrap();
+    fs_err::copy(
+        common::repo_root()
+            .join("fixtures/projects")
+            .join(PROJECT)
+            .join("pyproject.toml"),
+        project.join("pyproject.toml"),
+    )
+    .unwrap();
+    let mut lock = common::kernels(&a.endpoint, &cache);
+    lock.args(["lock", "--target-runtime", "0.17.2"])
+        .arg(&project);
+    run_ok(&mut lock, "kernels lock against A");
+    let mut mirror = common::kernels(&a.endpoint, &cache);
+    mirror.arg("mirror").arg(&project).arg("--out").arg(&out);
+    run_ok(&mut mirror, "kernels mirror from A");
+
+    let b = Server::start(&out);
+    lock_download_and_load(
+        &b,
+        "0.17.2",
+        &["get_kernel", "get_locked_kernel", "load_kernel"],
+    );
+}
