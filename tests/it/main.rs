@@ -9,6 +9,8 @@ mod cli;
 mod concurrency;
 #[cfg(unix)]
 mod crash;
+#[cfg(target_os = "linux")]
+mod docker_recipe;
 mod download;
 mod env;
 mod environment;
