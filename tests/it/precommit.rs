@@ -242,6 +242,6 @@ fn published_hooks_build_our_binary_over_the_python_runtime() {
 
     // `try-repo` removes its store on exit, so the hook's output tells which
     // `kernels` ran: ours says the lock is up to date (nothing else on PATH is a
-    // `kernels` of ours: the test asserts it below).
+    // `kernels` at all: asserted above).
     assert!(log.contains("kernels.lock is up to date"), "{log}");
 }
