@@ -61,7 +61,9 @@ fn every_usage_command_works_as_written() {
             // As written, with the bundled mirror copied to ./mirror; a free port
             // instead of 8080, which another process may hold.
             copy_dir(&common::mirror_dir(), &project.join("mirror"));
-            let line = line.replace("--port 8080", "--port 0");
+            // `exec` so that killing the child stops the server itself, not
+            // only the shell around it.
+            let line = format!("exec {}", line.replace("--port 8080", "--port 0"));
             let mut child = command(&line)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
