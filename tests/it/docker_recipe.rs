@@ -14,25 +14,12 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
-
 use kernels_test_support::{self as common, Server};
 
-const PROJECT: &str = "kernels-tests-kernel_locking-6dfe59c7";
-const KERNELS: &[(&str, u32)] = &[("kernels-community/relu", 1), ("kernels-test/versions", 2)];
-const RUNTIME_UID: &str = "65534";
+use crate::runtime_offline::{KERNELS, assert_loaded_from_cache, run_ok};
 
-fn run_ok(cmd: &mut Command, what: &str) -> String {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{what}: exit {:?}\n{}\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+const PROJECT: &str = "kernels-tests-kernel_locking-6dfe59c7";
+const RUNTIME_UID: &str = "65534";
 
 /// The first ```dockerfile block of docs/docker.md.
 fn dockerfile() -> String {
@@ -273,29 +260,10 @@ fn docker_recipe_runs_as_written_build_as_root_runtime_read_only_as_65534() {
     );
     assert_eq!(before, listing(&runtime.root), "the runtime stage wrote");
 
-    let results: Vec<Value> = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    for (repo, _) in KERNELS {
-        let calls: Vec<&str> = results
-            .iter()
-            .filter(|r| r["repo"] == *repo)
-            .filter_map(|r| r["call"].as_str())
-            .collect();
-        assert_eq!(calls.len(), 3, "{repo}: {stdout}");
-        let snapshots = cache
-            .join(format!("kernels--{}", repo.replace('/', "--")))
-            .join("snapshots");
-        for result in results.iter().filter(|r| r["repo"] == *repo) {
-            let path = result["file"]
-                .as_str()
-                .or(result["synthetic_so"].as_str())
-                .unwrap_or_else(|| panic!("{repo}: {result}"));
-            assert!(
-                Path::new(path).starts_with(&snapshots),
-                "{repo}: loaded {path}, not from the runtime stage's cache"
-            );
-        }
-    }
+    assert_loaded_from_cache(
+        &stdout,
+        &cache,
+        &["get_kernel", "get_locked_kernel", "load_kernel"],
+        "runtime stage",
+    );
 }

@@ -13,9 +13,10 @@ use serde_json::Value;
 use kernels_test_support::{self as common, Server};
 
 const PROJECT: &str = "kernels-tests-kernel_locking-6dfe59c7";
-const KERNELS: &[(&str, u32)] = &[("kernels-community/relu", 1), ("kernels-test/versions", 2)];
+pub(crate) const KERNELS: &[(&str, u32)] =
+    &[("kernels-community/relu", 1), ("kernels-test/versions", 2)];
 
-fn run_ok(cmd: &mut std::process::Command, what: &str) -> String {
+pub(crate) fn run_ok(cmd: &mut std::process::Command, what: &str) -> String {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -75,6 +76,18 @@ fn lock_download_and_load(server: &Server, runtime: &str, expected_calls: &[&str
         "the offline load opened a connection"
     );
 
+    assert_loaded_from_cache(&stdout, &cache, expected_calls, runtime);
+}
+
+/// The reference's offline loads (`load_offline.py`'s JSON lines in `stdout`)
+/// made each call of `expected_calls` for every kernel of [`KERNELS`], each from
+/// a snapshot of `cache`.
+pub(crate) fn assert_loaded_from_cache(
+    stdout: &str,
+    cache: &Path,
+    expected_calls: &[&str],
+    runtime: &str,
+) {
     let results: Vec<Value> = stdout
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
