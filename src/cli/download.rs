@@ -57,8 +57,9 @@ pub struct DownloadArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Print, per locked kernel, the variant chosen for the environment and why
-    /// every other one was rejected; download nothing. With the overrides
+    /// Print, per locked kernel, the variant chosen for the environment, why
+    /// every other one was rejected and which newer versions of the kernel have
+    /// a build for it; download nothing. With the overrides
     /// (`--torch-version`, `--cuda-version`, …) for another machine.
     #[arg(long, conflicts_with = "dry_run")]
     pub explain: bool,
@@ -367,7 +368,14 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         .with_retry_observer(retry_observer(&progress, &settings.endpoint));
     let cache = settings.cache();
     if args.explain {
-        return print_explain(&client, &cache, &kernels, &options, args.format);
+        return super::explain::print(
+            &client,
+            &cache,
+            &args.project_dir,
+            &kernels,
+            &options,
+            args.format,
+        );
     }
     if args.dry_run {
         return print_dry_run(&client, &cache, &kernels, &options, args.format, &progress);
@@ -627,7 +635,7 @@ fn failure_json(failure: &crate::install::KernelFailure) -> serde_json::Value {
 
 /// What makes two kernel failures the same cause: their diagnostic code and
 /// help (the help names the fix, not the kernel).
-fn cause_key(error: &DownloadError) -> String {
+pub(super) fn cause_key(error: &DownloadError) -> String {
     use miette::Diagnostic;
     let code = error.code().map(|c| c.to_string()).unwrap_or_default();
     let help = error.help().map(|h| h.to_string()).unwrap_or_default();
@@ -638,7 +646,6 @@ fn cause_key(error: &DownloadError) -> String {
     format!("{code}\n{help}")
 }
 
-/// A path as it can be pasted into a shell (quoted when it has special characters).
 /// The `refs/<name>` each locked entry was resolved from, when the lock or
 /// `pyproject.toml` says: a `KernelLocks` entry's `version = N` is branch `vN`
 /// and its `revision` a branch or tag; for a variant-hash lock, the
@@ -688,6 +695,7 @@ fn lock_refs(project_dir: &Path, kernels: &[LockedKernel]) -> Vec<crate::install
     out
 }
 
+/// A path as it can be pasted into a shell (quoted when it has special characters).
 pub(super) fn shell_path(path: &Path) -> String {
     let text = path.display().to_string();
     if text
@@ -755,88 +763,6 @@ fn print_dry_run(
     } else {
         Ok(ExitCode::from(1))
     }
-}
-
-/// The `schema` of `kernels download --explain --format json`.
-pub const EXPLAIN_SCHEMA: u32 = 1;
-
-/// `--explain`: per kernel the chosen variant, then every other with its reason.
-fn print_explain(
-    client: &HubClient,
-    cache: &HubCache,
-    kernels: &[LockedKernel],
-    options: &DownloadOptions,
-    format: Format,
-) -> miette::Result<ExitCode> {
-    let results = super::runtime()?.block_on(crate::install::explain::explain(
-        client, cache, kernels, options,
-    ));
-    let mut explained = Vec::new();
-    let mut failed = Vec::new();
-    for result in results {
-        match result {
-            Ok(kernel) => explained.push(kernel),
-            Err((kernel, error)) => {
-                use miette::Diagnostic;
-                failed.push(serde_json::json!({
-                    "repo_id": kernel.repo_id.to_string(),
-                    "commit": kernel.commit,
-                    "code": error.code().map(|c| c.to_string()),
-                    "message": error.to_string(),
-                }));
-                eprintln!(
-                    "{}: {:?}",
-                    crate::install::plan::label(&kernel.repo_id, &kernel.commit),
-                    miette::Report::new(error)
-                );
-            }
-        }
-    }
-    match format {
-        Format::Json => {
-            let environment = match &options.selection {
-                crate::variant::VariantSelection::Detected { env, .. } => {
-                    serde_json::Value::String(env.describe())
-                }
-                _ => serde_json::Value::Null,
-            };
-            let doc = serde_json::json!({
-                "schema": EXPLAIN_SCHEMA,
-                "command": "download --explain",
-                "environment": environment,
-                "kernels": explained,
-                "failed": failed,
-            });
-            println!("{doc:#}");
-        }
-        Format::Text => {
-            for kernel in &explained {
-                let chosen = if kernel.chosen.is_empty() {
-                    "no variant suits this environment".to_owned()
-                } else {
-                    kernel.chosen.join(", ")
-                };
-                println!(
-                    "{}@{}: {chosen}",
-                    kernel.repo_id,
-                    kernels_types::commit::short(&kernel.commit)
-                );
-                for v in kernel.variants.iter().filter(|v| !v.chosen) {
-                    println!(
-                        "  - {}: {}",
-                        v.name,
-                        v.reason.as_deref().unwrap_or_default()
-                    );
-                }
-            }
-        }
-    }
-    let none = explained.iter().any(|k| k.chosen.is_empty());
-    Ok(if failed.is_empty() && !none {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
 }
 
 /// One line for the kernel, one per variant.

@@ -42,7 +42,51 @@ pub struct EnvCmdArgs {
     pub format: OutputFormat,
 }
 
-/// Prints the environment; exit 0 even without torch (that is reported).
+/// The variant explanation of every kernel of the project's lock (as
+/// `kernels download --explain`): `None` without a `kernels.lock`, `Err` with
+/// the reason when no choice can be made (torch not found, unreadable lock).
+fn explain_lock(
+    args: &EnvCmdArgs,
+    settings: &Settings,
+) -> Option<Result<super::explain::Explained, String>> {
+    let dir = &args.project_dir;
+    if !dir.join(LOCK_FILE_NAME).is_file() {
+        return None;
+    }
+    let select = super::download::SelectArgs {
+        variants: Vec::new(),
+        all_variants: false,
+        target_runtime: args.target_runtime.clone(),
+        repo_type: args.repo_type,
+        env: args.env.clone(),
+    };
+    let explained = (|| {
+        let (kernels, selection, repo_type) = super::download::read_lock(dir, &select, true)?;
+        let options = crate::install::DownloadOptions {
+            repo_type,
+            selection,
+            concurrency: crate::install::DEFAULT_CONCURRENCY,
+            refs: Vec::new(),
+            refresh: false,
+        };
+        let progress = super::progress::Progress::new(
+            super::progress::ProgressMode::Lines,
+            crate::cli::settings::color_enabled(),
+        );
+        let client = kernels_hub::HubClient::new(&settings.client_config())
+            .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
+            .with_retry_observer(super::download::retry_observer(
+                &progress,
+                &settings.endpoint,
+            ));
+        super::explain::collect(&client, &settings.cache(), dir, &kernels, &options)
+    })();
+    Some(explained.map_err(|err: miette::Report| err.to_string()))
+}
+
+/// Prints the environment and, when the project has a `kernels.lock`, the
+/// variant each locked kernel gets in it and why every other is rejected;
+/// exit 0 even without torch (that is reported).
 pub fn run(args: EnvCmdArgs, settings: &Settings) -> miette::Result<ExitCode> {
     let dir = &args.project_dir;
     let lock_path = dir.join(LOCK_FILE_NAME);
@@ -71,6 +115,7 @@ pub fn run(args: EnvCmdArgs, settings: &Settings) -> miette::Result<ExitCode> {
     let cache = settings.display_path(&settings.cache_dir);
     match args.format {
         OutputFormat::Json => {
+            let explained = explain_lock(&args, settings);
             let torch = match &resolved {
                 Ok((env, sources)) => serde_json::json!({
                     "version": format!("{}.{}", env.major, env.minor),
@@ -106,6 +151,20 @@ pub fn run(args: EnvCmdArgs, settings: &Settings) -> miette::Result<ExitCode> {
                 "endpoint": settings.endpoint,
                 "offline": settings.offline,
                 "token": settings.token.is_some(),
+                "lock": explained.as_ref().map(|e| match e {
+                    Ok(e) => serde_json::json!({
+                        "path": lock_path,
+                        "kernels": e.kernels,
+                        "failed": e.failed,
+                        "error": null,
+                    }),
+                    Err(err) => serde_json::json!({
+                        "path": lock_path,
+                        "kernels": [],
+                        "failed": [],
+                        "error": err,
+                    }),
+                }),
             });
             println!("{doc:#}");
         }
@@ -174,6 +233,26 @@ pub fn run(args: EnvCmdArgs, settings: &Settings) -> miette::Result<ExitCode> {
                 },
                 "",
             );
+            // Printed after the rows, which need no request.
+            match explain_lock(&args, settings) {
+                None => {}
+                Some(Ok(e)) => {
+                    println!("\nVariants for {}:", lock_path.display());
+                    e.kernels.iter().for_each(super::explain::print_text);
+                    if !e.failed.is_empty() {
+                        println!(
+                            "  {} kernel(s) could not be listed (the error is above)",
+                            e.failed.len()
+                        );
+                    }
+                }
+                Some(Err(err)) => {
+                    println!(
+                        "\nVariants for {}: cannot choose: {err}",
+                        lock_path.display()
+                    );
+                }
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -8,6 +8,7 @@ mod add;
 mod cache;
 mod download;
 mod env;
+mod explain;
 mod lock;
 mod mirror;
 mod profile;
@@ -167,6 +168,9 @@ enum Command {
     /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
     Download(download::DownloadArgs),
     /// Show the environment variants are chosen for, and where each value came from.
+    ///
+    /// In a project with a `kernels.lock`, also the variant each locked kernel
+    /// gets and why every other is rejected (as `kernels download --explain`).
     Env(env::EnvCmdArgs),
     /// Resolve `[tool.kernels.dependencies]` and write `kernels.lock`.
     Lock(lock::LockArgs),

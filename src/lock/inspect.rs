@@ -317,6 +317,31 @@ pub struct VersionInfo {
     pub variants: Vec<String>,
 }
 
+/// The directory names under `build/` of `repo_id` at `commit` (one
+/// non-recursive tree listing); empty when the commit has no `build/`.
+///
+/// # Errors
+/// The listing's [`HubError`], except a missing `build/`.
+pub async fn build_variants(
+    client: &HubClient,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &str,
+) -> Result<Vec<String>, HubError> {
+    match client
+        .list_tree(repo_type, repo_id, commit, "build", false)
+        .await
+    {
+        Ok(entries) => Ok(entries
+            .into_iter()
+            .filter(|e| !e.is_file())
+            .map(|e| e.path.trim_start_matches("build/").to_owned())
+            .collect()),
+        Err(HubError::EntryNotFound { .. }) => Ok(Vec::new()),
+        Err(err) => Err(err),
+    }
+}
+
 /// The `vN` branches (by N) and `v<version>` tags (by version) of a repository,
 /// each with the build variants at its commit; one listing per distinct commit,
 /// all at once.
@@ -356,20 +381,11 @@ pub async fn versions(
         }))
         .collect();
     let commits: BTreeSet<String> = out.iter().map(|v| v.commit.clone()).collect();
-    let listings = join_all(commits.iter().map(|c| async move {
-        match client
-            .list_tree(repo_type, repo_id, c, "build", false)
-            .await
-        {
-            Ok(entries) => Ok(entries
-                .into_iter()
-                .filter(|e| !e.is_file())
-                .map(|e| e.path.trim_start_matches("build/").to_owned())
-                .collect::<Vec<_>>()),
-            Err(HubError::EntryNotFound { .. }) => Ok(Vec::new()),
-            Err(err) => Err(err),
-        }
-    }))
+    let listings = join_all(
+        commits
+            .iter()
+            .map(|c| build_variants(client, repo_type, repo_id, c)),
+    )
     .await;
     let mut by_commit = HashMap::new();
     for (commit, listing) in commits.into_iter().zip(listings) {

@@ -177,3 +177,166 @@ fn download_explain_names_the_choice_and_every_rejection() {
         "{text}"
     );
 }
+
+/// `acme/act`: v1 (tag v0.1.0) built for torch 2.7 only; v2 (tag v0.2.0)
+/// adds torch 2.13 / CUDA 12.6; v3 (tag v0.3.0) is built for CUDA 13.0 only.
+fn write_act(mirror: &std::path::Path) {
+    let repo = mirror.join("repos/kernels/acme/act");
+    let commits = [
+        ("c1", '1', vec!["torch27-cxx11-cu126-x86_64-linux"]),
+        (
+            "c2",
+            '2',
+            vec![
+                "torch27-cxx11-cu126-x86_64-linux",
+                "torch213-cxx11-cu126-x86_64-linux",
+            ],
+        ),
+        ("c3", '3', vec!["torch213-cxx11-cu130-x86_64-linux"]),
+    ];
+    for (id, digit, variants) in &commits {
+        let dir = repo.join("commits").join(id);
+        for variant in variants {
+            let build = dir.join("tree/build").join(variant);
+            fs_err::create_dir_all(&build).unwrap();
+            fs_err::write(build.join("__init__.py"), format!("# {id}\n")).unwrap();
+            fs_err::write(
+                build.join("metadata.json"),
+                "{\"version\": 1, \"python-depends\": []}\n",
+            )
+            .unwrap();
+        }
+        fs_err::write(
+            dir.join("commit.toml"),
+            format!(
+                "sha = \"{}\"\ntitle = \"Build {id}\"\n",
+                digit.to_string().repeat(40)
+            ),
+        )
+        .unwrap();
+    }
+    fs_err::write(
+        repo.join("repo.toml"),
+        "commits = [\"c1\", \"c2\", \"c3\"]\nalso_serve_as = [\"model\"]\n\n\
+         [branches]\nmain = \"c3\"\nv1 = \"c1\"\nv2 = \"c2\"\nv3 = \"c3\"\n\n\
+         [tags]\n\"v0.1.0\" = \"c1\"\n\"v0.2.0\" = \"c2\"\n\"v0.3.0\" = \"c3\"\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn explain_names_the_newer_versions_that_would_suit() {
+    let world = common::World::with_mirror(write_act);
+    let run = |requirement: &str, runtime: &str, args: &[&str]| {
+        fs_err::write(
+            world.project.join("pyproject.toml"),
+            format!("[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/act\" = {requirement}\n"),
+        )
+        .unwrap();
+        let lock = common::kernels(&world.server.endpoint, &world.cache)
+            .args(["lock", "--trust", "acme/act", "--target-runtime", runtime])
+            .current_dir(&world.project)
+            .output()
+            .unwrap();
+        common::assert_ok(&lock);
+        common::kernels(&world.server.endpoint, &world.cache)
+            .args(args)
+            .args([
+                "--torch-version",
+                "2.13",
+                "--cuda-version",
+                "12.6",
+                "--arch",
+                "x86_64",
+                "--os",
+                "linux",
+            ])
+            .current_dir(&world.project)
+            .output()
+            .unwrap()
+    };
+    let explain = ["download", "--explain"];
+
+    // 0.17 lock on branch v1: v2 suits, v3 (CUDA 13.0) does not.
+    let out = run("1", "0.17.2", &explain);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text,
+        "acme/act@1111111: no variant suits this environment\n  \
+         - torch27-cxx11-cu126-x86_64-linux: built for torch 2.7, not 2.13\n  \
+         newer versions with a build for this environment:\n    \
+         v2 (2222222): torch213-cxx11-cu126-x86_64-linux\n  \
+         hint: to move to v2, require it and lock again: `kernels add acme/act 2`\n"
+    );
+    // The hint works: after it, the variant is chosen.
+    let add = common::kernels(&world.server.endpoint, &world.cache)
+        .args(["add", "acme/act", "2", "--trust", "acme/act"])
+        .current_dir(&world.project)
+        .output()
+        .unwrap();
+    common::assert_ok(&add);
+    let after = common::kernels(&world.server.endpoint, &world.cache)
+        .args(["download", "--explain", "--torch-version", "2.13"])
+        .args([
+            "--cuda-version",
+            "12.6",
+            "--arch",
+            "x86_64",
+            "--os",
+            "linux",
+        ])
+        .current_dir(&world.project)
+        .output()
+        .unwrap();
+    common::assert_ok(&after);
+    assert!(
+        String::from_utf8_lossy(&after.stdout)
+            .starts_with("acme/act@2222222: torch213-cxx11-cu126-x86_64-linux\n"),
+        "{}",
+        String::from_utf8_lossy(&after.stdout)
+    );
+
+    // A variant-hash lock on tag v0.1.0: the newer tags, JSON typed.
+    let out = run(
+        "\">=0.1.0,<0.2\"",
+        "0.10.5",
+        &[&explain[..], &["--format", "json"]].concat(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kernel = &doc["kernels"][0];
+    assert_eq!(kernel["chosen"], serde_json::json!([]));
+    assert_eq!(
+        kernel["newer"],
+        serde_json::json!([{
+            "kind": "tag",
+            "name": "v0.2.0",
+            "commit": "2".repeat(40),
+            "variants": ["torch213-cxx11-cu126-x86_64-linux"],
+        }])
+    );
+    let text =
+        String::from_utf8_lossy(&run("\">=0.1.0,<0.2\"", "0.10.5", &explain).stdout).into_owned();
+    assert!(
+        text.ends_with("hint: to move to v0.2.0, require it and lock again: `kernels add acme/act \">=0.2.0\"`\n"),
+        "{text}"
+    );
+
+    // `kernels env` in the project gives the same explanation.
+    let out = run("1", "0.17.2", &["env"]);
+    common::assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("acme/act@1111111: no variant suits this environment\n  - torch27-cxx11-cu126-x86_64-linux: built for torch 2.7, not 2.13\n  newer versions with a build for this environment:\n    v2 (2222222)"),
+        "{text}"
+    );
+    // Offline, nothing newer is looked up and the command says so.
+    let out = run("1", "0.17.2", &[&explain[..], &["--offline"]].concat());
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("newer versions were not looked up (offline)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
