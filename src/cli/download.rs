@@ -320,7 +320,7 @@ enum DownloadCliError {
     #[diagnostic(
         code(kernels::download::disk_full),
         help(
-            "free space (`kernels cache prune` removes leftovers) or move the cache with KERNELS_CACHE, then run `kernels download` again: partial files resume"
+            "free space (`kernels cache prune` removes leftovers) or move the cache (`--cache-dir` or KERNELS_CACHE), then run `kernels download` again: partial files resume"
         )
     )]
     DiskFull {

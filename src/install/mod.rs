@@ -243,7 +243,7 @@ pub enum DownloadError {
     #[diagnostic(
         code(kernels::download::no_space),
         help(
-            "free space (`kernels cache prune` removes leftovers and unreferenced blobs) or move the cache with KERNELS_CACHE"
+            "free space (`kernels cache prune` removes leftovers and unreferenced blobs) or move the cache (`--cache-dir` or KERNELS_CACHE)"
         )
     )]
     NoSpace {

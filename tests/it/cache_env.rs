@@ -406,6 +406,70 @@ fn small_disk_fails_early_with_both_figures_and_prune_cleans_up() {
 }
 
 #[test]
+fn disk_filling_mid_download_is_one_error_with_figures_and_resumes() {
+    let world = World::new();
+    world.lock_b(&[("acme/relu", RELU_SHA)]);
+    // Every CDN answer (the `.so` blobs) waits 2 s; another process fills
+    // the 1 MiB cache disk in the meantime, after the free-space check passed.
+    world.fault(serde_json::json!({"listener": "cdn", "latency_ms": 2000, "count": 3}));
+    let download = kernels_cmd(&world, &["download", &project(&world), "--all-variants"]);
+    fs_err::create_dir_all(&world.cache).unwrap();
+    let script = r#"
+        cache="$1"; shift
+        mount -t tmpfs -o size=1m tmpfs "$cache" || exit 90
+        "$@" & pid=$!
+        # Fill the disk once a blob is being written (its `.incomplete` file
+        # exists while the CDN answer waits).
+        i=0
+        until find "$cache" -name '*.incomplete' | grep -q .; do
+            i=$((i + 1)); [ "$i" -gt 400 ] && break; sleep 0.025
+        done
+        dd if=/dev/zero of="$cache/filler" bs=4k 2>/dev/null
+        wait $pid; echo "first=$?"
+        echo "=== second" >&2
+        find "$cache" -path '*/snapshots/*' -type l | while read -r link; do
+            [ -e "$link" ] || echo "DANGLING $link"
+        done
+        rm "$cache/filler"
+        "$@"; echo "second=$?"
+        echo "=== verify" >&2
+        "$1" verify "$3" --all-variants >/dev/null; echo "verify=$?"
+    "#;
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "sh", "-c", script, "sh"])
+        .arg(&world.cache)
+        .arg(download.get_program())
+        .args(download.get_args());
+    for (k, v) in download.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = stderr(&out);
+    let first = err.split("=== second").next().unwrap();
+    assert!(stdout.contains("first=1"), "{stdout}\n{err}");
+    // One error, with the figures.
+    assert_eq!(
+        first.matches("kernels::download::disk_full").count(),
+        1,
+        "{first}"
+    );
+    assert!(
+        first.contains("free") && first.contains("needed"),
+        "{first}"
+    );
+    assert!(first.contains("acme/relu@"), "{first}");
+    // No snapshot entry points at a partial or missing blob.
+    assert!(!stdout.contains("DANGLING"), "{stdout}");
+    // With space again, the next run completes and the cache verifies.
+    assert!(stdout.contains("second=0"), "{stdout}\n{err}");
+    assert!(stdout.contains("verify=0"), "{stdout}\n{err}");
+}
+
+#[test]
 fn cache_dir_and_ls() {
     let world = World::new();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);

@@ -173,7 +173,7 @@ pub enum CacheError {
     #[diagnostic(
         code(kernels::cache::disk_full),
         help(
-            "free some space (`kernels cache prune` removes leftovers) or move the cache with KERNELS_CACHE; the partial download is kept and resumes"
+            "free some space (`kernels cache prune` removes leftovers) or move the cache (`--cache-dir` or KERNELS_CACHE); the partial download is kept and resumes"
         )
     )]
     DiskFull {
