@@ -486,8 +486,9 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         if let Some(note) = settings.token_note(&code) {
             eprintln!("{note}");
         }
-        if single_cause && failures.len() > 1 {
-            // One cause printed once; the summary would only repeat it.
+        if single_cause && (failures.len() > 1 || (kernels.len() == 1 && !settings.offline)) {
+            // One cause printed once; the summary would only repeat it (offline,
+            // it names the exact command that fetches what is missing).
             return Ok(ExitCode::from(1));
         }
     }

@@ -268,6 +268,11 @@ pub fn main() -> ExitCode {
     }
     let global = cli.global;
     let quiet = global.quiet;
+    if !quiet {
+        for note in &settings.notes {
+            eprintln!("note: {note}");
+        }
+    }
     let result = dispatch(cli.command, &settings, &global, explicit_lock_mode, quiet);
     match result {
         Ok(code) => code,

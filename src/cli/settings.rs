@@ -72,6 +72,9 @@ pub const ENV_VARS: &[&str] = &[
 /// Settings shared by the network and cache commands.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// Notes about the environment itself (a deprecated variable in use),
+    /// printed once on stderr by the command line unless `--quiet`.
+    pub notes: Vec<String>,
     /// Hub base URL without a trailing `/` (`HF_ENDPOINT`).
     pub endpoint: String,
     /// Bearer token (`HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the file at
@@ -213,10 +216,6 @@ fn expand_vars(value: &str) -> String {
 }
 
 /// Prints a one-line deprecation note on stderr, once per process.
-fn deprecation_note(message: &str) {
-    static SHOWN: std::sync::Once = std::sync::Once::new();
-    SHOWN.call_once(|| eprintln!("note: {message}"));
-}
 
 /// `VIRTUAL_ENV`: the active Python environment, whose interpreter detects torch
 /// for `kernels download` (kept out of [`Settings`], which only the Hub commands need).
@@ -430,9 +429,11 @@ impl Settings {
             .is_none()
             .then(|| var("HF_KERNELS_CACHE"))
             .flatten();
+        let mut notes = Vec::new();
         if legacy_cache.is_some() {
-            deprecation_note(
-                "HF_KERNELS_CACHE is deprecated and will be removed; set KERNELS_CACHE instead",
+            notes.push(
+                "HF_KERNELS_CACHE is deprecated and will be removed; set KERNELS_CACHE instead"
+                    .to_owned(),
             );
         }
         let chosen = var("KERNELS_CACHE")
@@ -467,6 +468,7 @@ impl Settings {
             network: network_from_env(),
             cache_dir,
             cache_dir_source,
+            notes,
             cache_options: kernels_cache::CacheOptions {
                 disable_symlinks: flag("HF_HUB_DISABLE_SYMLINKS"),
                 assume_no_flock: flag("KERNELS_TEST_ASSUME_NO_FLOCK"),

@@ -82,11 +82,11 @@ fn classify(err: &DownloadError, endpoint: &str) -> Next {
         DownloadError::Hub(err) if err.is_retryable() => Next::Retry,
         // A signed CDN URL that expired (or was refused) while we waited: the
         // next attempt asks the Hub again and gets a fresh one.
-        DownloadError::Hub(HubError::Status { response } | HubError::Forbidden { response })
-            if response.status == 403 && !same_origin(&response.url, endpoint) =>
-        {
-            Next::Retry
-        }
+        DownloadError::Hub(
+            HubError::Status { response }
+            | HubError::Forbidden { response }
+            | HubError::Refused { response },
+        ) if response.status == 403 && !same_origin(&response.url, endpoint) => Next::Retry,
         _ => Next::Fail,
     }
 }

@@ -191,3 +191,21 @@ fn token_never_appears_in_output() {
     assert_ne!(out.status.code(), Some(0));
     check(&out, "unsendable token");
 }
+
+#[test]
+fn a_download_server_refusal_is_not_blamed_on_the_token() {
+    let world = World::new();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    // The CDN refuses the signed URL (as an expired one is refused).
+    world.fault(serde_json::json!({"listener": "cdn", "status": 403, "count": 10}));
+    let hf_home = world._tmp.path().join("hf-home");
+    let out = download(&world, &[("HF_TOKEN", "hf_test_token")], &hf_home);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("kernels::hub::refused"), "{err}");
+    assert!(err.contains("the token is not the cause"), "{err}");
+    assert!(!err.contains("check HF_TOKEN"), "{err}");
+    assert!(!err.contains("a token is set"), "{err}");
+    // One kernel, one cause: no summary repeating it.
+    assert!(!err.contains("kernels::download::failed"), "{err}");
+}

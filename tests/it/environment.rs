@@ -48,4 +48,20 @@ fn hf_kernels_cache_is_honoured_with_a_note() {
         "{err}"
     );
     assert!(err.contains("KERNELS_CACHE instead"), "{err}");
+    // `--quiet` silences it.
+    for (quiet, shown) in [(&["-q"][..], false), (&[][..], true)] {
+        let out = common::kernels(&world.server.endpoint, &world.cache)
+            .env("HF_KERNELS_CACHE", home.join("old-cache"))
+            .args(quiet)
+            .args(["cache", "dir"])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        assert_eq!(
+            stderr(&out).contains("deprecated"),
+            shown,
+            "{}",
+            stderr(&out)
+        );
+    }
 }

@@ -376,8 +376,10 @@ impl HubClient {
         response: reqwest::Response,
         target: Option<&Target>,
     ) -> Result<reqwest::Response, HubError> {
-        let anonymous = !self.has_token() || !self.is_hub_origin(response.url());
+        let hub_origin = self.is_hub_origin(response.url());
+        let anonymous = !self.has_token() || !hub_origin;
         match Self::check(response, target).await {
+            Err(err) if !hub_origin => Err(err.into_anonymous(target).into_foreign()),
             Err(err) if anonymous => Err(err.into_anonymous(target)),
             result => result,
         }

@@ -265,6 +265,21 @@ pub enum HubError {
         response: Box<ErrorResponse>,
     },
 
+    /// 401 or 403 from a server the Hub redirected to (a CDN, a storage
+    /// bucket), which never gets the token: an expired or foreign signed
+    /// URL, or a proxy's policy.
+    #[error("the download server refused the request: {response}")]
+    #[diagnostic(
+        code(kernels::hub::refused),
+        help(
+            "the Hub redirected there and no token is sent to that server, so the token is not the cause: the signed download URL was refused (expired, or rewritten by a proxy) even after a fresh one was asked for; check the machine's clock and any proxy in between, then run the command again"
+        )
+    )]
+    Refused {
+        /// The server's answer.
+        response: Box<ErrorResponse>,
+    },
+
     /// A 5xx answer.
     #[error("the Hub server failed: {response}")]
     #[diagnostic(
@@ -423,6 +438,21 @@ impl HubError {
         }
     }
 
+    /// The same answer classified again as one from a server that is not a
+    /// Hub origin: a 401 or 403 there is [`HubError::Refused`].
+    pub(crate) fn into_foreign(self) -> Self {
+        match self {
+            HubError::Unauthorized { response }
+            | HubError::Forbidden { response }
+            | HubError::RepoNotFound { response, .. }
+                if matches!(response.status, 401 | 403) =>
+            {
+                HubError::Refused { response }
+            }
+            other => other,
+        }
+    }
+
     /// The same answer classified again as one to an anonymous request.
     pub(crate) fn into_anonymous(self, target: Option<&Target>) -> Self {
         match self {
@@ -478,6 +508,7 @@ impl HubError {
             | HubError::Gated { response, .. }
             | HubError::Unauthorized { response }
             | HubError::Forbidden { response }
+            | HubError::Refused { response }
             | HubError::Server { response }
             | HubError::Status { response } => Some(response.status),
             HubError::Transport { source, .. } | HubError::Proxy { source, .. } => {
