@@ -215,8 +215,6 @@ fn expand_vars(value: &str) -> String {
     out
 }
 
-/// Prints a one-line deprecation note on stderr, once per process.
-
 /// `VIRTUAL_ENV`: the active Python environment, whose interpreter detects torch
 /// for `kernels download` (kept out of [`Settings`], which only the Hub commands need).
 pub fn virtual_env() -> Option<PathBuf> {
