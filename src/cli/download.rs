@@ -288,11 +288,17 @@ pub(super) fn read_lock(
     if let VariantSelection::Detected { env, preference } = &selection
         && !quiet
     {
-        eprintln!(
-            "Environment: {}; variants ranked by {}",
-            env.describe(),
-            describe_preference(*preference)
-        );
+        // The ranking is the target runtime's: shown with `-v` (`kernels env`
+        // shows it too), like the `Target runtime: …` line.
+        if super::verbosity() > 0 {
+            eprintln!(
+                "Environment: {}; variants ranked by {}",
+                env.describe(),
+                describe_preference(*preference)
+            );
+        } else {
+            eprintln!("Environment: {}", env.describe());
+        }
     }
     Ok((kernels, selection, profile.repo_type))
 }

@@ -382,7 +382,12 @@ impl Reporter for Progress {
     }
 
     fn kernel_done(&self, report: &KernelReport) {
-        self.line(&status_line(report));
+        // On a terminal the line fits its width; piped, it is whole.
+        let line = match self.mode {
+            ProgressMode::Bars => status_line_within(report, self.width.saturating_sub(1)),
+            _ => status_line(report),
+        };
+        self.line(&line);
     }
 
     fn finish(&self) {
@@ -450,6 +455,14 @@ fn variants_text(variants: &[String]) -> String {
 /// `Downloaded owner/name@abcdef1: torch-universal, 7 files, 3.00 MiB (1.20 MiB fetched)`;
 /// `(cached)` when nothing was fetched, nothing more when everything was.
 pub fn status_line(report: &KernelReport) -> String {
+    status_line_within(report, usize::MAX)
+}
+
+/// [`status_line`] in at most `width` characters (a terminal's columns, so
+/// that the line never wraps): the first of these that fits, else the last cut
+/// with `…`: the full line; the variants as a count; without the file count;
+/// without the fetched figure; `owner/name@abcdef1: 3.00 MiB`.
+pub fn status_line_within(report: &KernelReport, width: usize) -> String {
     let fetched = if report.fetched_bytes == 0 && report.bytes > 0 {
         " (cached)".to_owned()
     } else if report.fetched_bytes >= report.bytes {
@@ -457,13 +470,29 @@ pub fn status_line(report: &KernelReport) -> String {
     } else {
         format!(" ({} fetched)", human_bytes(report.fetched_bytes))
     };
-    format!(
-        "Downloaded {}: {}, {}, {}{fetched}",
-        plan::label(&report.repo_id, &report.commit),
-        variants_text(&report.variants),
-        plural(report.files, "file"),
-        human_bytes(report.bytes),
-    )
+    let label = plan::label(&report.repo_id, &report.commit);
+    let size = human_bytes(report.bytes);
+    let files = plural(report.files, "file");
+    let count = plural(report.variants.len(), "variant");
+    let candidates = [
+        format!(
+            "Downloaded {label}: {}, {files}, {size}{fetched}",
+            variants_text(&report.variants)
+        ),
+        format!("Downloaded {label}: {count}, {files}, {size}{fetched}"),
+        format!("Downloaded {label}: {count}, {size}{fetched}"),
+        format!("Downloaded {label}: {count}, {size}"),
+        format!("{label}: {size}"),
+    ];
+    let fits = |line: &&String| line.chars().count() <= width;
+    match candidates.iter().find(fits) {
+        Some(line) => line.clone(),
+        None => {
+            let last = &candidates[candidates.len() - 1];
+            let cut: String = last.chars().take(width.saturating_sub(1)).collect();
+            format!("{cut}…")
+        }
+    }
 }
 
 /// The last line of a download run:
@@ -708,6 +737,25 @@ mod tests {
             status_line(&report(2048, 1024)),
             "Downloaded acme/relu@1111111: torch-universal, 2 files, 2.00 KiB (1.00 KiB fetched)"
         );
+        let fitted = |width| status_line_within(&report(2048, 1024), width);
+        assert_eq!(fitted(83), status_line(&report(2048, 1024)));
+        assert_eq!(
+            fitted(80),
+            "Downloaded acme/relu@1111111: 1 variant, 2 files, 2.00 KiB (1.00 KiB fetched)"
+        );
+        assert_eq!(
+            fitted(75),
+            "Downloaded acme/relu@1111111: 1 variant, 2.00 KiB (1.00 KiB fetched)"
+        );
+        assert_eq!(
+            fitted(60),
+            "Downloaded acme/relu@1111111: 1 variant, 2.00 KiB"
+        );
+        assert_eq!(fitted(30), "acme/relu@1111111: 2.00 KiB");
+        assert_eq!(fitted(10), "acme/relu…");
+        for width in 1..120 {
+            assert!(fitted(width).chars().count() <= width, "{width}");
+        }
         let retry = RetryEvent {
             what: "acme/relu: build/x.so".to_owned(),
             reason: "connection refused".to_owned(),

@@ -151,12 +151,30 @@ fn replay_checked(bytes: &[u8], cols: u16, bars: bool) -> String {
     if bars {
         assert_eq!(max_bars, 1, "the total bar was never drawn");
     }
-    parser.screen().contents().trim_end().to_owned() + "\n"
+    // No per-kernel line wrapped: each row that names a kernel starts a line.
+    let screen = parser.screen();
+    for (i, row) in screen.rows(0, cols).enumerate() {
+        let i = u16::try_from(i).unwrap();
+        let kernel_line = row
+            .trim_start_matches("Downloaded ")
+            .starts_with("kernels-community/");
+        if kernel_line && i + 1 < rows {
+            assert!(
+                !screen.row_wrapped(i),
+                "row {i} wraps at {cols} columns: {row:?}"
+            );
+        }
+    }
+    screen.contents().trim_end().to_owned() + "\n"
 }
 
 /// `screen` with its per-kernel lines sorted in place (kernels finish in any order).
 fn sorted_kernel_lines(screen: &str) -> String {
-    let is_kernel = |l: &str| l.starts_with("Downloaded kernels-community/");
+    // `Downloaded owner/name@…: …`, or at narrow widths `owner/name@…: size`.
+    let is_kernel = |l: &str| {
+        l.trim_start_matches("Downloaded ")
+            .starts_with("kernels-community/")
+    };
     let mut kernels: Vec<&str> = screen.lines().filter(|l| is_kernel(l)).collect();
     kernels.sort_unstable();
     let mut kernels = kernels.into_iter();
