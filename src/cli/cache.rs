@@ -92,9 +92,9 @@ pub fn run(args: CacheArgs, settings: &Settings, quiet: bool) -> miette::Result<
                                 format!(" [{}]", rev.refs.join(", "))
                             };
                             println!(
-                                "  {}{refs}: {} file(s), {}",
+                                "  {}{refs}: {}, {}",
                                 rev.commit,
-                                rev.files,
+                                super::progress::plural(rev.files, "file"),
                                 human_bytes(rev.size)
                             );
                         }
@@ -146,10 +146,10 @@ pub fn run(args: CacheArgs, settings: &Settings, quiet: bool) -> miette::Result<
             }
             if !quiet {
                 eprintln!(
-                    "{verb} {} snapshot(s), {} partial download(s), {} unreferenced blob(s): {}",
-                    report.snapshots.len(),
-                    report.incomplete.len(),
-                    report.blobs.len(),
+                    "{verb} {}, {}, {}: {}",
+                    super::progress::plural(report.snapshots.len(), "snapshot"),
+                    super::progress::plural(report.incomplete.len(), "partial download"),
+                    super::progress::plural(report.blobs.len(), "unreferenced blob"),
                     human_bytes(report.freed)
                 );
             }

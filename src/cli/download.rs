@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::lock::RepoTypeArg;
 use super::profile::{CACHE_HINT, choose_profile, describe_preference};
-use super::progress::{Progress, ProgressMode, human_bytes, summary_line};
+use super::progress::{Progress, ProgressMode, human_bytes, plural, summary_line};
 use crate::cli::settings::Settings;
 use crate::install::dry_run::DryRunKernel;
 use crate::install::{
@@ -749,7 +749,8 @@ fn print_dry_run(
             let files: usize = planned.iter().map(|k| k.download_files).sum();
             let bytes: u64 = planned.iter().map(|k| k.download_bytes).sum();
             println!(
-                "Total: would download {files} file(s), {}",
+                "Total: would download {}, {}",
+                plural(files, "file"),
                 human_bytes(bytes)
             );
         }
@@ -775,19 +776,19 @@ fn print_dry_run(
 /// One line for the kernel, one per variant.
 fn print_dry_run_kernel(kernel: &DryRunKernel) {
     println!(
-        "{}@{}: would download {} file(s), {}",
+        "{}@{}: would download {}, {}",
         kernel.repo_id,
         kernels_types::commit::short(&kernel.commit),
-        kernel.download_files,
+        plural(kernel.download_files, "file"),
         human_bytes(kernel.download_bytes)
     );
     for v in &kernel.variants {
         println!(
-            "  {}: {} file(s), {}; cached {} file(s), {}",
+            "  {}: {}, {}; cached {}, {}",
             v.name,
-            v.files,
+            plural(v.files, "file"),
             human_bytes(v.bytes),
-            v.cached_files,
+            plural(v.cached_files, "file"),
             human_bytes(v.cached_bytes)
         );
     }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::progress::human_bytes;
+use super::progress::{human_bytes, plural};
 use crate::cli::settings::Settings;
 use crate::install::verify::verify_kernels;
 
@@ -112,10 +112,10 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
         if check.is_ok() {
             if !quiet {
                 eprintln!(
-                    "Verified {}: {} variant(s), {} file(s), {}",
+                    "Verified {}: {}, {}, {}",
                     check.label(),
-                    check.variants.len(),
-                    check.file_count(),
+                    plural(check.variants.len(), "variant"),
+                    plural(check.file_count(), "file"),
                     human_bytes(check.total_bytes())
                 );
             }
@@ -133,8 +133,9 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
             let files: usize = checks.iter().map(|c| c.file_count()).sum();
             let bytes: u64 = checks.iter().map(|c| c.total_bytes()).sum();
             eprintln!(
-                "All {} kernel(s) verified: {files} file(s), {}",
-                checks.len(),
+                "Verified {}: {}, {}",
+                plural(checks.len(), "kernel"),
+                plural(files, "file"),
                 human_bytes(bytes)
             );
         }
