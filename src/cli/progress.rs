@@ -484,14 +484,32 @@ pub fn status_line_within(report: &KernelReport, width: usize) -> String {
         format!("Downloaded {label}: {count}, {size}"),
         format!("{label}: {size}"),
     ];
+    first_fitting(&candidates, width)
+}
+
+/// The first of `candidates` (most detailed first, at least one) that is at
+/// most `width` characters long, else the last cut to `width` with `…`.
+pub fn first_fitting(candidates: &[String], width: usize) -> String {
     let fits = |line: &&String| line.chars().count() <= width;
     match candidates.iter().find(fits) {
         Some(line) => line.clone(),
         None => {
-            let last = &candidates[candidates.len() - 1];
+            let last = candidates.last().map(String::as_str).unwrap_or_default();
             let cut: String = last.chars().take(width.saturating_sub(1)).collect();
             format!("{cut}…")
         }
+    }
+}
+
+/// The width a status line on stderr may take without wrapping: the
+/// terminal's columns less one, or unlimited when stderr is not a terminal
+/// (piped output keeps whole lines).
+pub fn line_width() -> usize {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        terminal_width().saturating_sub(1)
+    } else {
+        usize::MAX
     }
 }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::progress::{human_bytes, plural};
+use super::progress::{first_fitting, human_bytes, line_width, plural};
 use crate::cli::settings::Settings;
 use crate::install::verify::verify_kernels;
 
@@ -111,13 +111,20 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
         }
         if check.is_ok() {
             if !quiet {
-                eprintln!(
-                    "Verified {}: {}, {}, {}",
-                    check.label(),
-                    plural(check.variants.len(), "variant"),
-                    plural(check.file_count(), "file"),
-                    human_bytes(check.total_bytes())
+                let (label, size) = (check.label(), human_bytes(check.total_bytes()));
+                let variants = plural(check.variants.len(), "variant");
+                let line = first_fitting(
+                    &[
+                        format!(
+                            "Verified {label}: {variants}, {}, {size}",
+                            plural(check.file_count(), "file")
+                        ),
+                        format!("Verified {label}: {variants}, {size}"),
+                        format!("{label}: {size}"),
+                    ],
+                    line_width(),
                 );
+                eprintln!("{line}");
             }
             continue;
         }
