@@ -511,7 +511,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     };
     if settings.offline {
         help = format!(
-            "fetch what is missing with `kernels download {}{}` (online: without --offline and with HF_HUB_OFFLINE unset)",
+            "fetch what is missing online (without --offline and with HF_HUB_OFFLINE unset):\n\n    kernels download {}{}",
             shell_path(&args.project_dir),
             args.select.flags()
         );

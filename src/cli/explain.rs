@@ -175,7 +175,7 @@ pub fn print_text(kernel: &KernelExplanation) {
             }
             if kernel.chosen.is_empty() {
                 println!(
-                    "  hint: to move to {}, require it and lock again: `kernels add {} {}`",
+                    "  hint: to move to {}, require it and lock again:\n\n      kernels add {} {}\n",
                     newer[0].name,
                     kernel.repo_id,
                     requirement_for(&newer[0])

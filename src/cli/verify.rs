@@ -149,12 +149,12 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
         return Ok(ExitCode::SUCCESS);
     }
     let mut help = format!(
-        "repair the cache with `kernels download {}{}`",
+        "repair the cache with:\n\n    kernels download {}{}",
         shell_path(&args.project_dir),
         args.select.flags()
     );
     if needs_lock {
-        help.push_str("; variants without a hash need `kernels lock` first");
+        help.push_str("\n\nvariants without a hash need `kernels lock` first");
     }
     Err(VerifyFailed {
         problems,

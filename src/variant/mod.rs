@@ -178,7 +178,9 @@ fn not_found_help(wanted: &str, available: &[String]) -> String {
     let closest = by_closeness(wanted, available).into_iter().next();
     match closest {
         Some(name) if strsim::jaro_winkler(wanted, &name) > 0.8 => {
-            format!("did you mean `{name}`? Pass it as `--variant {name}`, or use `--all-variants`")
+            format!(
+                "did you mean `{name}`? Pass it as (or use `--all-variants`):\n\n    --variant {name}"
+            )
         }
         _ => {
             "pass one of the available variants to `--variant`, or use `--all-variants`".to_owned()

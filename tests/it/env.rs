@@ -267,7 +267,7 @@ fn explain_names_the_newer_versions_that_would_suit() {
          - torch27-cxx11-cu126-x86_64-linux: built for torch 2.7, not 2.13\n  \
          newer versions with a build for this environment:\n    \
          v2 (2222222): torch213-cxx11-cu126-x86_64-linux\n  \
-         hint: to move to v2, require it and lock again: `kernels add acme/act 2`\n"
+         hint: to move to v2, require it and lock again:\n\n      kernels add acme/act 2\n\n"
     );
     // The hint works: after it, the variant is chosen.
     let add = common::kernels(&world.server.endpoint, &world.cache)
@@ -319,7 +319,7 @@ fn explain_names_the_newer_versions_that_would_suit() {
     let text =
         String::from_utf8_lossy(&run("\">=0.1.0,<0.2\"", "0.10.5", &explain).stdout).into_owned();
     assert!(
-        text.ends_with("hint: to move to v0.2.0, require it and lock again: `kernels add acme/act \">=0.2.0\"`\n"),
+        text.ends_with("hint: to move to v0.2.0, require it and lock again:\n\n      kernels add acme/act \">=0.2.0\"\n\n"),
         "{text}"
     );
 
