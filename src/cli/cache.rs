@@ -12,9 +12,13 @@ use kernels_cache::inventory::{self, PruneOptions};
 
 /// Arguments of `kernels cache`.
 #[derive(Debug, clap::Args)]
-pub struct CacheArgs {
+pub struct CacheCmdArgs {
     #[command(subcommand)]
     command: CacheCommand,
+
+    /// `--cache-dir` (before or after the subcommand).
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -51,7 +55,7 @@ enum CacheCommand {
 struct NoLock(PathBuf);
 
 /// Runs `kernels cache …`.
-pub fn run(args: CacheArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
+pub fn run(args: CacheCmdArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
     let cache = settings.cache();
     match args.command {
         CacheCommand::Dir => {

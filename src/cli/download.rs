@@ -87,7 +87,7 @@ pub struct DownloadArgs {
 pub enum Format {
     /// Lines for people.
     Text,
-    /// One JSON document (schema in `docs/offline-and-auth.md`).
+    /// One JSON document (schemas in `docs/json-output.md`).
     Json,
 }
 
@@ -122,38 +122,41 @@ pub struct SelectArgs {
     pub env: EnvArgs,
 }
 
+/// The `--help` section of the [`EnvArgs`] flags (set per flag, so that the
+/// options after them keep their own section).
+const ENV_HEADING: &str = "Environment overrides";
+
 /// Environment overrides: choose variants for an image built on a machine
 /// without a GPU or without torch (`kernels env` shows the result).
 #[derive(Debug, Clone, Default, clap::Args)]
-#[command(next_help_heading = "Environment overrides")]
 pub struct EnvArgs {
     /// Choose for this torch version (`MAJOR.MINOR`, e.g. `2.8`) without asking
     /// Python; the backend is CPU and the platform this machine unless given.
-    #[arg(long, value_name = "VERSION", value_parser = parse_torch)]
+    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", value_parser = parse_torch)]
     pub torch_version: Option<(u32, u32)>,
     /// Choose for this CUDA version (e.g. `12.6`).
-    #[arg(long, value_name = "VERSION", group = "backend")]
+    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", group = "backend")]
     pub cuda_version: Option<String>,
     /// Choose for this ROCm version (e.g. `6.3`).
-    #[arg(long, value_name = "VERSION", group = "backend")]
+    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", group = "backend")]
     pub rocm_version: Option<String>,
     /// Choose for this Intel XPU (oneAPI) version (e.g. `2025.0`).
-    #[arg(long, value_name = "VERSION", group = "backend")]
+    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", group = "backend")]
     pub xpu_version: Option<String>,
-    /// Choose for Apple Metal.
-    #[arg(long, group = "backend")]
+    /// Choose for Apple Metal (implies `--os darwin --arch aarch64` unless given).
+    #[arg(long, help_heading = ENV_HEADING, group = "backend")]
     pub metal: bool,
     /// Choose for no accelerator.
-    #[arg(long, group = "backend")]
+    #[arg(long, help_heading = ENV_HEADING, group = "backend")]
     pub cpu: bool,
     /// Choose for this C++ ABI of torch (Linux).
-    #[arg(long, value_name = "ABI", value_parser = ["cxx11", "cxx98"])]
+    #[arg(long, help_heading = ENV_HEADING, value_name = "ABI", value_parser = ["cxx11", "cxx98"])]
     pub cxx_abi: Option<String>,
     /// Choose for this OS (`linux`, `darwin`, `windows`).
-    #[arg(long, value_name = "OS")]
+    #[arg(long, help_heading = ENV_HEADING, value_name = "OS")]
     pub os: Option<String>,
     /// Choose for this CPU architecture (`x86_64`, `aarch64`).
-    #[arg(long, value_name = "ARCH")]
+    #[arg(long, help_heading = ENV_HEADING, value_name = "ARCH")]
     pub arch: Option<String>,
 }
 

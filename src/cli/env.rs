@@ -40,6 +40,10 @@ pub struct EnvCmdArgs {
     /// Output format (on stdout).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+
+    /// `--cache-dir`.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// The variant explanation of every kernel of the project's lock (as
@@ -219,7 +223,11 @@ pub fn run(args: EnvCmdArgs, settings: &Settings) -> miette::Result<ExitCode> {
                 "",
             );
             row("Target runtime", runtime, "");
-            row("Cache", &cache, "");
+            let source = match settings.cache_dir_source {
+                "default" => "",
+                other => other,
+            };
+            row("Cache", &cache, source);
             row("Endpoint", &settings.endpoint, "");
             if settings.offline {
                 row("Offline", "yes", "");

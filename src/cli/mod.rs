@@ -107,7 +107,7 @@ pub struct ProgressArgs {
 pub struct CacheArgs {
     /// The Hugging Face hub cache to read and write. Default: `HF_HUB_CACHE`,
     /// else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
-    #[arg(long, value_name = "DIR", env = "KERNELS_CACHE")]
+    #[arg(long, value_name = "DIR", env = "KERNELS_CACHE", global = true)]
     pub cache_dir: Option<std::path::PathBuf>,
 }
 
@@ -162,7 +162,7 @@ pub enum OutputFormat {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Show where the cache is, list it, and prune leftovers.
-    Cache(cache::CacheArgs),
+    Cache(cache::CacheCmdArgs),
     /// Add a kernel to `[tool.kernels.dependencies]` and lock it.
     Add(add::AddArgs),
     /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
@@ -238,9 +238,16 @@ pub fn main() -> ExitCode {
         Command::Lock(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
         Command::Verify(a) => (a.lock_mode, Some(&a.cache), false),
         Command::ToWheel(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
+        Command::Cache(a) => (LockModeArgs::default(), Some(&a.cache), false),
+        Command::Env(a) => (LockModeArgs::default(), Some(&a.cache), false),
         _ => (LockModeArgs::default(), None, false),
     };
     if let Some(dir) = cache.and_then(|c| c.cache_dir.clone()) {
+        // The same path as `KERNELS_CACHE` (clap reads it too) keeps that
+        // source; otherwise the flag chose it.
+        if settings.cache_dir != dir {
+            settings.cache_dir_source = "--cache-dir";
+        }
         settings.cache_dir = dir;
     }
     cli.global.locked = lock_mode.locked;

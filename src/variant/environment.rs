@@ -454,6 +454,25 @@ impl EnvOverrides {
             env.machine = arch.clone();
             sources.platform = EnvSource::Flag("--arch");
         }
+        if self.metal {
+            // Metal builds exist for Apple silicon macOS only: `--metal` alone
+            // means darwin on aarch64; another OS with it is a contradiction.
+            match self.os.as_deref().map(str::to_lowercase).as_deref() {
+                None => {
+                    env.system = "Darwin".to_owned();
+                    if self.arch.is_none() {
+                        env.machine = "aarch64".to_owned();
+                    }
+                    sources.platform = EnvSource::Flag("--metal");
+                }
+                Some("darwin" | "macos") => {}
+                Some(os) => {
+                    return Err(VariantError::ConflictingOverrides {
+                        detail: format!("`--metal` with `--os {os}`: Metal builds are for macOS"),
+                    });
+                }
+            }
+        }
         Ok((env, sources))
     }
 }

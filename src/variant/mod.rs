@@ -40,7 +40,7 @@ pub enum VariantError {
     #[diagnostic(
         code(kernels::variant::no_python),
         help(
-            "activate the project's virtual environment (or create `<project>/.venv`), or choose variants explicitly with `--variant NAME` or `--all-variants`"
+            "activate the project's virtual environment (or create `<project>/.venv`); or name the environment (for an image built without torch or a GPU), e.g. `--torch-version 2.10 --cuda-version 12.8` (also `--rocm-version`, `--xpu-version`, `--metal`, `--cpu`); or choose variants with `--variant NAME` or `--all-variants`"
         )
     )]
     PythonFailed {
@@ -55,7 +55,7 @@ pub enum VariantError {
     #[diagnostic(
         code(kernels::variant::no_torch),
         help(
-            "install torch in the project's environment, or choose variants explicitly with `--variant NAME` (repeatable) or `--all-variants`"
+            "install torch in the project's environment; or name the environment (for an image built without torch or a GPU), e.g. `--torch-version 2.10 --cuda-version 12.8` (also `--rocm-version`, `--xpu-version`, `--metal`, `--cpu`); or choose variants with `--variant NAME` (repeatable) or `--all-variants`"
         )
     )]
     NoTorch {
@@ -63,6 +63,17 @@ pub enum VariantError {
         python: PathBuf,
         /// The import error message.
         reason: String,
+    },
+
+    /// Environment overrides that cannot hold together.
+    #[error("{detail}")]
+    #[diagnostic(
+        code(kernels::variant::conflicting_overrides),
+        help("drop one of the flags (`--metal` implies `--os darwin --arch aarch64`)")
+    )]
+    ConflictingOverrides {
+        /// Which flags, and why.
+        detail: String,
     },
 
     /// An environment override is not a version.

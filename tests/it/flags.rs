@@ -49,6 +49,83 @@ fn cache_dir_puts_the_files_there_and_shows_its_variable() {
     );
 
     assert!(help(&["download", "--help"]).contains("[env: KERNELS_CACHE=]"));
+
+    // `kernels cache` and `kernels env` take it too, before or after the
+    // subcommand of `cache`.
+    for args in [
+        &["cache", "ls", "--cache-dir"][..],
+        &["cache", "--cache-dir"][..],
+    ] {
+        let mut cmd = common::kernels(&p.server.endpoint, &p.cache);
+        cmd.args(args).arg(&elsewhere);
+        if args.len() == 2 {
+            cmd.arg("ls");
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("kernels-community/rotary (kernel)"),
+            "{args:?}: {text}"
+        );
+    }
+    let out = common::kernels(&p.server.endpoint, &p.cache)
+        .args(["env", "--cache-dir"])
+        .arg(&elsewhere)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("{}  (from --cache-dir)", elsewhere.display())),
+        "{text}"
+    );
+}
+
+#[test]
+fn overrides_have_their_own_help_section_and_metal_means_macos() {
+    let text = help(&["download", "--help"]);
+    let section = text
+        .split("Environment overrides:")
+        .nth(1)
+        .expect("an Environment overrides section");
+    // The section holds the overrides and nothing after them.
+    assert!(section.contains("--torch-version"), "{text}");
+    for flag in [
+        "--offline",
+        "--dry-run",
+        "--format",
+        "--cache-dir",
+        "--locked",
+    ] {
+        assert!(
+            !section.contains(flag),
+            "{flag} is under the overrides:\n{text}"
+        );
+        assert!(text.contains(flag), "{text}");
+    }
+    let env = |args: &[&str]| {
+        common::kernels_scrubbed()
+            .args(["env", "--torch-version", "2.9"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = env(&["--metal"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("aarch64-darwin  (from --metal)"), "{text}");
+    assert!(text.contains("torch29-metal-aarch64-darwin"), "{text}");
+    let out = env(&["--metal", "--os", "linux", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        doc["torch_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Metal builds are for macOS")),
+        "{doc}"
+    );
 }
 
 #[test]
