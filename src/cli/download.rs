@@ -13,6 +13,7 @@ use crate::install::{
 };
 use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
 use crate::lock::manifest::ToolSettings;
+use crate::lock::profile::ProfileSource;
 use crate::variant::{VariantRequest, VariantSelection, project_python};
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
@@ -271,6 +272,20 @@ pub(super) fn read_lock(
         select.repo_type,
         quiet,
     )?;
+    // A runtime named by the user (flag or pyproject.toml) that reads another
+    // lock format would fail on this lock at run time, whatever the cache holds.
+    if !quiet
+        && let (Some(runtime), ProfileSource::Option | ProfileSource::Manifest) =
+            (profile.runtime, &profile.source)
+        && profile.lock_format != lockfile.format()
+    {
+        eprintln!(
+            "warning: {} is in the {} format, which kernels {runtime} cannot read (it reads {}); re-lock it for that runtime before shipping it: `kernels lock --target-runtime {runtime}`",
+            shell_path(&lock_path),
+            super::lock::format_name(lockfile.format()),
+            super::lock::format_name(profile.lock_format),
+        );
+    }
     if profile.cache_is_ambiguous() && !quiet && !kernels.is_empty() && super::verbosity() > 0 {
         eprintln!("note: {CACHE_HINT}");
     }

@@ -453,7 +453,8 @@ fn variants_text(variants: &[String]) -> String {
 
 /// One line per finished kernel:
 /// `Downloaded owner/name@abcdef1: torch-universal, 7 files, 3.00 MiB (1.20 MiB fetched)`;
-/// `(cached)` when nothing was fetched, nothing more when everything was.
+/// `Cached owner/name@…: …` when nothing was fetched, no figure in parentheses when
+/// everything was.
 pub fn status_line(report: &KernelReport) -> String {
     status_line_within(report, usize::MAX)
 }
@@ -463,9 +464,9 @@ pub fn status_line(report: &KernelReport) -> String {
 /// with `…`: the full line; the variants as a count; without the file count;
 /// without the fetched figure; `owner/name@abcdef1: 3.00 MiB`.
 pub fn status_line_within(report: &KernelReport, width: usize) -> String {
-    let fetched = if report.fetched_bytes == 0 && report.bytes > 0 {
-        " (cached)".to_owned()
-    } else if report.fetched_bytes >= report.bytes {
+    let cached = report.fetched_bytes == 0 && report.bytes > 0;
+    let verb = if cached { "Cached" } else { "Downloaded" };
+    let fetched = if cached || report.fetched_bytes >= report.bytes {
         String::new()
     } else {
         format!(" ({} fetched)", human_bytes(report.fetched_bytes))
@@ -476,12 +477,12 @@ pub fn status_line_within(report: &KernelReport, width: usize) -> String {
     let count = plural(report.variants.len(), "variant");
     let candidates = [
         format!(
-            "Downloaded {label}: {}, {files}, {size}{fetched}",
+            "{verb} {label}: {}, {files}, {size}{fetched}",
             variants_text(&report.variants)
         ),
-        format!("Downloaded {label}: {count}, {files}, {size}{fetched}"),
-        format!("Downloaded {label}: {count}, {size}{fetched}"),
-        format!("Downloaded {label}: {count}, {size}"),
+        format!("{verb} {label}: {count}, {files}, {size}{fetched}"),
+        format!("{verb} {label}: {count}, {size}{fetched}"),
+        format!("{verb} {label}: {count}, {size}"),
         format!("{label}: {size}"),
     ];
     first_fitting(&candidates, width)

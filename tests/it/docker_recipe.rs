@@ -100,17 +100,28 @@ fn docker_recipe_runs_as_written_build_as_root_runtime_read_only_as_65534() {
     // committed (`kernels lock`, before any image is built).
     let context = tmp.path().join("context");
     fs_err::create_dir_all(&context).unwrap();
-    fs_err::copy(
+    let manifest = fs_err::read_to_string(
         common::repo_root()
             .join("fixtures/projects")
             .join(PROJECT)
             .join("pyproject.toml"),
+    )
+    .unwrap();
+    // The recipe's first step: the runtime stage's version in pyproject.toml.
+    let doc = std::fs::read_to_string(common::repo_root().join("docs/docker.md")).unwrap();
+    let setting = doc
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/docker.md names the target runtime in a toml block");
+    assert!(setting.contains("target-runtime = \"0.17.2\""), "{setting}");
+    fs_err::write(
         context.join("pyproject.toml"),
+        format!("{manifest}\n{setting}"),
     )
     .unwrap();
     let mut lock = common::kernels(&server.endpoint, &tmp.path().join("dev-cache"));
-    lock.args(["lock", "--target-runtime", "0.17.2"])
-        .arg(&context);
+    lock.arg("lock").arg(&context);
     run_ok(&mut lock, "kernels lock (developer)");
 
     let kernels_bin = common::kernels_bin().parent().unwrap().to_owned();

@@ -61,7 +61,7 @@ fn all_variants_writes_the_hf_layout_and_second_run_fetches_nothing() {
     let again = world.download(&["--all-variants"]);
     assert_ok(&again);
     assert!(
-        stderr(&again).contains("8 files, ") && stderr(&again).contains(" (cached)"),
+        stderr(&again).contains("8 files, ") && stderr(&again).contains("Cached "),
         "{}",
         stderr(&again)
     );

@@ -441,3 +441,28 @@ fn model_only_repositories_are_named_and_fall_back_on_request() {
         &["--target-runtime", "0.13.0"],
     ));
 }
+
+#[test]
+fn download_warns_when_the_named_runtime_cannot_read_the_lock() {
+    let world = common::World::new();
+    world.lock_b(&[("acme/gelu", common::GELU_SHA)]);
+    let run = |runtime: &str| {
+        common::kernels(&world.server.endpoint, &world.cache)
+            .args(["download", "--all-variants", "--target-runtime", runtime])
+            .arg(&world.project)
+            .output()
+            .unwrap()
+    };
+    // A KernelLocks lock for a runtime that reads variant-hash locks only.
+    let out = run("0.16.2");
+    common::assert_ok(&out);
+    let err = common::stderr(&out);
+    assert!(
+        err.contains("which kernels 0.16.2 cannot read")
+            && err.contains("`kernels lock --target-runtime 0.16.2`"),
+        "{err}"
+    );
+    // The runtime the lock was written for: no warning.
+    let err = common::stderr(&run("0.17.2"));
+    assert!(!err.contains("cannot read"), "{err}");
+}
