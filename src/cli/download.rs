@@ -366,8 +366,8 @@ enum DownloadCliError {
 /// Exit 0 when all kernels are in the cache and verified, 1 when any failed
 /// (each is named on stderr), 2 on internal errors.
 pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
-    let json = args.format == Format::Json && !args.dry_run && !args.explain;
-    let quiet = quiet || json;
+    // With JSON on stdout, stderr keeps only warnings and errors.
+    let quiet = quiet || args.format == Format::Json;
     let (kernels, selection, repo_type) = read_lock(&args.project_dir, &args.select, quiet)?;
     let options = DownloadOptions {
         repo_type,
@@ -421,7 +421,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         }
         return Err(miette::Report::new(blocked));
     }
-    if json {
+    if args.format == Format::Json {
         let doc = serde_json::json!({
             "schema": 1,
             "command": "download",

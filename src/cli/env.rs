@@ -146,7 +146,7 @@ pub fn run(args: EnvCmdArgs, settings: &Settings) -> miette::Result<ExitCode> {
                 "torch_error": resolved.as_ref().err().map(|e| e.to_string()),
                 "target_runtime": {
                     "version": profile.runtime.map(|v| v.to_string()),
-                    "lock_format": super::lock::format_name(profile.lock_format),
+                    "lock_format": profile.lock_format.id(),
                     "repo_type": profile.repo_type.as_str(),
                     "cache_prefix": profile.cache_prefix(),
                     "description": runtime,

@@ -83,6 +83,7 @@ fn overrides_need_no_torch_and_json_is_typed() {
         "--cuda-version"
     );
     assert_eq!(doc["target_runtime"]["version"], "0.17.2");
+    assert_eq!(doc["target_runtime"]["lock_format"], "kernel-locks");
 }
 
 #[test]

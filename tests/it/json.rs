@@ -22,12 +22,47 @@ fn json(p: &crate::terminal::Project, args: &[&str]) -> (i32, Value) {
             String::from_utf8_lossy(&out.stderr)
         )
     });
+    // Status lines are for people; with JSON, stderr has warnings and errors only.
+    let err = String::from_utf8_lossy(&out.stderr);
+    for status in [
+        "Environment:",
+        "Downloaded ",
+        "Cached ",
+        "Verified ",
+        "Locked ",
+        "Target runtime:",
+    ] {
+        assert!(
+            !err.lines().any(|l| l.starts_with(status)),
+            "{args:?}: a `{status}` line with --format json:\n{err}"
+        );
+    }
     (out.status.code().unwrap_or(-1), doc)
 }
 
 #[test]
 fn every_reporting_command_prints_one_typed_document() {
     let p = project();
+    let env = [
+        "--torch-version",
+        "2.7",
+        "--cuda-version",
+        "12.6",
+        "--os",
+        "linux",
+        "--arch",
+        "x86_64",
+    ];
+    let (code, doc) = json(&p, &[&["download", ".", "--explain"][..], &env].concat());
+    assert_eq!(
+        (code, doc["command"].as_str()),
+        (0, Some("download --explain"))
+    );
+    let (code, doc) = json(&p, &[&["download", ".", "--dry-run"][..], &env].concat());
+    assert_eq!(
+        (code, doc["command"].as_str()),
+        (0, Some("download --dry-run"))
+    );
     let (code, doc) = json(&p, &["download", ".", "--all-variants", "--dry-run"]);
     assert_eq!(
         (code, doc["schema"].as_u64(), doc["command"].as_str()),

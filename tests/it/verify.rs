@@ -135,7 +135,7 @@ fn offline_flag_makes_no_request_and_names_what_is_missing() {
     let out = world.download(&["--all-variants", "--offline"]);
     assert_ok(&out);
     assert!(
-        stderr(&out).contains("Downloaded acme/gelu@2222222: ")
+        stderr(&out).contains("Cached acme/gelu@2222222: ")
             && stderr(&out).contains(", 2 files, ")
             && stderr(&out).contains("Checked 2 kernels ("),
         "{}",
@@ -293,7 +293,7 @@ fn quiet_prints_nothing_and_lines_name_each_kernel() {
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 3, "{err}");
     assert!(
-        lines[..2].iter().all(|l| l.starts_with("Downloaded acme/")),
+        lines[..2].iter().all(|l| l.starts_with("Cached acme/")),
         "{err}"
     );
     assert!(lines[2].starts_with("Checked 2 kernels ("), "{err}");

@@ -36,6 +36,16 @@ pub enum LockFormat {
     KernelLocks,
 }
 
+impl LockFormat {
+    /// The format's name in JSON output: `variant-hash` or `kernel-locks`.
+    pub fn id(self) -> &'static str {
+        match self {
+            LockFormat::VariantHash => "variant-hash",
+            LockFormat::KernelLocks => "kernel-locks",
+        }
+    }
+}
+
 /// A parsed `kernels.lock` in either format.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lockfile {
