@@ -16,8 +16,11 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::install::{FileReporter, KernelReport, PlannedKernel, Reporter, RetryEvent, plan};
+use crate::install::{
+    FileReporter, KernelRef, KernelReport, PlannedKernel, Reporter, RetryEvent, plan,
+};
 use crate::variant::VariantWarning;
+use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
 
 /// Files shown with their own bar at once; the others count in the total only.
@@ -167,6 +170,9 @@ pub struct Progress {
     color: bool,
     width: usize,
     state: Arc<Mutex<State>>,
+    /// The version (ref name) of each `(repo, commit)` when known, for the
+    /// per-kernel lines.
+    versions: Arc<Vec<KernelRef>>,
 }
 
 #[derive(Debug)]
@@ -224,11 +230,19 @@ impl Progress {
                 kernels: 0,
                 started_at: Instant::now(),
             })),
+            versions: Arc::new(Vec::new()),
         };
         if mode == ProgressMode::Bars {
             activate(&progress.multi);
         }
         progress
+    }
+
+    /// Names each kernel's version in its line: the ref each `(repo, commit)`
+    /// was locked from (`v1`, a branch or tag name).
+    pub fn with_versions(mut self, versions: Vec<KernelRef>) -> Progress {
+        self.versions = Arc::new(versions);
+        self
     }
 
     /// Time since this progress was created.
@@ -383,10 +397,12 @@ impl Reporter for Progress {
 
     fn kernel_done(&self, report: &KernelReport) {
         // On a terminal the line fits its width; piped, it is whole.
-        let line = match self.mode {
-            ProgressMode::Bars => status_line_within(report, self.width.saturating_sub(1)),
-            _ => status_line(report),
+        let version = version_of(&self.versions, report);
+        let width = match self.mode {
+            ProgressMode::Bars => self.width.saturating_sub(1),
+            _ => usize::MAX,
         };
+        let line = status_line_within(report, version, width);
         self.line(&line);
     }
 
@@ -456,14 +472,24 @@ fn variants_text(variants: &[String]) -> String {
 /// `Cached owner/name@…: …` when nothing was fetched, no figure in parentheses when
 /// everything was.
 pub fn status_line(report: &KernelReport) -> String {
-    status_line_within(report, usize::MAX)
+    status_line_within(report, None, usize::MAX)
 }
 
-/// [`status_line`] in at most `width` characters (a terminal's columns, so
-/// that the line never wraps): the first of these that fits, else the last cut
-/// with `…`: the full line; the variants as a count; without the file count;
-/// without the fetched figure; `owner/name@abcdef1: 3.00 MiB`.
-pub fn status_line_within(report: &KernelReport, width: usize) -> String {
+/// The ref name recorded for `report`'s kernel, if any.
+pub fn version_of<'a>(versions: &'a [KernelRef], report: &KernelReport) -> Option<&'a str> {
+    versions
+        .iter()
+        .find(|r| r.repo_id == report.repo_id && r.commit.eq_ignore_ascii_case(&report.commit))
+        .map(|r| r.name.as_str())
+}
+
+/// [`status_line`] with the kernel's `version` when known (`owner/name v1
+/// (abcdef1)`, as `kernels lock` names it, else `owner/name@abcdef1`), in at
+/// most `width` characters (a terminal's columns, so that the line never
+/// wraps): the first of these that fits, else the last cut with `…`: the full
+/// line; the variants as a count; without the file count; without the fetched
+/// figure; `owner/name@abcdef1: 3.00 MiB`.
+pub fn status_line_within(report: &KernelReport, version: Option<&str>, width: usize) -> String {
     let cached = report.fetched_bytes == 0 && report.bytes > 0;
     let verb = if cached { "Cached" } else { "Downloaded" };
     let fetched = if cached || report.fetched_bytes >= report.bytes {
@@ -471,7 +497,10 @@ pub fn status_line_within(report: &KernelReport, width: usize) -> String {
     } else {
         format!(" ({} fetched)", human_bytes(report.fetched_bytes))
     };
-    let label = plan::label(&report.repo_id, &report.commit);
+    let label = match version {
+        Some(v) => format!("{} {v} ({})", report.repo_id, short(&report.commit)),
+        None => plan::label(&report.repo_id, &report.commit),
+    };
     let size = human_bytes(report.bytes);
     let files = plural(report.files, "file");
     let count = plural(report.variants.len(), "variant");
@@ -756,7 +785,7 @@ mod tests {
             status_line(&report(2048, 1024)),
             "Downloaded acme/relu@1111111: torch-universal, 2 files, 2.00 KiB (1.00 KiB fetched)"
         );
-        let fitted = |width| status_line_within(&report(2048, 1024), width);
+        let fitted = |width| status_line_within(&report(2048, 1024), None, width);
         assert_eq!(fitted(83), status_line(&report(2048, 1024)));
         assert_eq!(
             fitted(80),
@@ -771,6 +800,10 @@ mod tests {
             "Downloaded acme/relu@1111111: 1 variant, 2.00 KiB"
         );
         assert_eq!(fitted(30), "acme/relu@1111111: 2.00 KiB");
+        assert_eq!(
+            status_line_within(&report(2048, 2048), Some("v1"), usize::MAX),
+            "Downloaded acme/relu v1 (1111111): torch-universal, 2 files, 2.00 KiB"
+        );
         assert_eq!(fitted(10), "acme/relu…");
         for width in 1..120 {
             assert!(fitted(width).chars().count() <= width, "{width}");

@@ -135,7 +135,7 @@ fn offline_flag_makes_no_request_and_names_what_is_missing() {
     let out = world.download(&["--all-variants", "--offline"]);
     assert_ok(&out);
     assert!(
-        stderr(&out).contains("Cached acme/gelu@2222222: ")
+        stderr(&out).contains("Cached acme/gelu v1 (2222222): ")
             && stderr(&out).contains(", 2 files, ")
             && stderr(&out).contains("Checked 2 kernels ("),
         "{}",
@@ -348,7 +348,7 @@ fn terminal_bars_show_rate_and_eta_and_respect_no_color() {
         "colour with NO_COLOR: {screen:?}"
     );
     assert!(
-        screen.contains("Downloaded acme/gelu@2222222"),
+        screen.contains("Downloaded acme/gelu v1 (2222222)"),
         "{screen:?}"
     );
 
