@@ -149,9 +149,8 @@ pub enum VariantError {
 /// Names shown in a list of available variants; the rest are counted.
 const LIST_CAP: usize = 5;
 
-/// `available`, closest to `wanted` first (Jaro-Winkler similarity to any of
-/// the backquote-separated names in it), at most [`LIST_CAP`] names and the
-/// number of the others.
+/// `available`, closest to `wanted` first (see [`by_closeness`]), at most
+/// [`LIST_CAP`] names and the number of the others.
 fn closest_list(wanted: &str, available: &[String]) -> String {
     if available.is_empty() {
         return "none (the commit has no build/ directory)".to_owned();
@@ -166,21 +165,39 @@ fn closest_list(wanted: &str, available: &[String]) -> String {
     }
 }
 
-/// `available` sorted by decreasing similarity to the names in `wanted`.
+/// `available` sorted by closeness to the names in `wanted` (split at
+/// backquotes, commas, spaces and parentheses): fewest edits (Levenshtein)
+/// first, then the highest Jaro-Winkler similarity, then by name.
 pub(crate) fn by_closeness(wanted: &str, available: &[String]) -> Vec<String> {
     let names: Vec<&str> = wanted
         .split(['`', ',', ' ', '(', ')'])
         .filter(|n| !n.is_empty())
         .collect();
-    let score = |candidate: &str| {
+    // Fewest edits first (a typo is a few edits away), then Jaro-Winkler
+    // similarity (a shared prefix), then the name.
+    let edits = |candidate: &str| {
+        names
+            .iter()
+            .map(|n| strsim::levenshtein(n, candidate))
+            .min()
+            .unwrap_or(usize::MAX)
+    };
+    let similarity = |candidate: &str| {
         names
             .iter()
             .map(|n| strsim::jaro_winkler(n, candidate))
             .fold(0.0_f64, f64::max)
     };
-    let mut sorted: Vec<(f64, &String)> = available.iter().map(|a| (score(a), a)).collect();
-    sorted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    sorted.into_iter().map(|(_, a)| a.clone()).collect()
+    let mut sorted: Vec<(usize, f64, &String)> = available
+        .iter()
+        .map(|a| (edits(a), similarity(a), a))
+        .collect();
+    sorted.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| b.1.total_cmp(&a.1))
+            .then_with(|| a.2.cmp(b.2))
+    });
+    sorted.into_iter().map(|(_, _, a)| a.clone()).collect()
 }
 
 /// The help of [`VariantError::NotFound`]: the closest name when it is close,
@@ -218,5 +235,32 @@ pub(crate) mod testing {
             machine: machine.to_owned(),
             mac_version: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_closest_name_is_the_fewest_edits_away() {
+        let available: Vec<String> = [
+            "torch25-cxx11-cu121-x86_64-linux",
+            "torch26-cxx11-cu124-x86_64-linux",
+            "torch26-cxx11-cu126-x86_64-linux",
+            "torch27-cxx11-cu128-x86_64-linux",
+        ]
+        .map(String::from)
+        .to_vec();
+        // One edit from cu126 and cu124, two from torch25 … cu121.
+        let sorted = by_closeness("torch26-cxx11-cu12-x86_64-linux", &available);
+        assert_eq!(sorted[0], "torch26-cxx11-cu124-x86_64-linux");
+        assert_eq!(sorted[1], "torch26-cxx11-cu126-x86_64-linux");
+        assert!(
+            not_found_help("torch27-cxx11-cu128-x86_64-linx", &available)
+                .contains("--variant torch27-cxx11-cu128-x86_64-linux")
+        );
+        // Nothing close: no suggestion.
+        assert!(!not_found_help("metal", &available).contains("did you mean"));
     }
 }
