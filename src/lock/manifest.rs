@@ -90,7 +90,7 @@ pub enum ManifestError {
     #[diagnostic(
         code(kernels::manifest::missing),
         help(
-            "pass the project directory that holds pyproject.toml, for example `kernels lock path/to/project`"
+            "run the command in the project directory that holds pyproject.toml, or name it with `--project DIR` (the path argument of `kernels lock`, `download` and `verify` works too); a new project needs a pyproject.toml with a `[project]` table first"
         )
     )]
     Missing {
