@@ -594,12 +594,12 @@ fn overall_template(width: usize) -> String {
     }
 }
 
-/// A file bar and the width of its `repo: file` label (at most 60 columns):
+/// A file bar and the width of its `repo: file` label (at most 120 columns on a wide terminal, 60 on a narrow one):
 /// indent 2, label, `[bar]` from 100 columns on, `123.45 KiB/123.45 KiB` (21),
 /// and a spare column.
 fn file_template(width: usize) -> (String, usize) {
     if width >= 100 {
-        let label = (width - (2 + 1 + 22 + 1 + 21 + 1)).min(60);
+        let label = (width - (2 + 1 + 22 + 1 + 21 + 1)).min(120);
         (
             "  {msg} [{bar:20.cyan}] {binary_bytes}/{binary_total_bytes}".to_owned(),
             label,
