@@ -386,8 +386,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
             ProgressMode::detect(quiet)
         },
         crate::cli::settings::color_enabled() && !args.dry_run,
-    )
-    .with_versions(options.refs.clone());
+    );
     let client = HubClient::new(&settings.client_config())
         .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
         .with_retry_observer(retry_observer(&progress, &settings.endpoint));
@@ -429,7 +428,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
             "cache_dir": settings.cache_dir,
             "kernels": summary.done.iter().map(|r| serde_json::json!({
                 "repo_id": r.repo_id.to_string(),
-                "version": super::progress::version_of(&options.refs, r),
+                "version": r.version,
                 "commit": r.commit,
                 "variants": r.variants,
                 "files": r.files,

@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::install::{
-    FileReporter, KernelRef, KernelReport, PlannedKernel, Reporter, RetryEvent, plan,
-};
+use crate::install::{FileReporter, KernelReport, PlannedKernel, Reporter, RetryEvent, plan};
 use crate::variant::VariantWarning;
 use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
@@ -170,9 +168,6 @@ pub struct Progress {
     color: bool,
     width: usize,
     state: Arc<Mutex<State>>,
-    /// The version (ref name) of each `(repo, commit)` when known, for the
-    /// per-kernel lines.
-    versions: Arc<Vec<KernelRef>>,
 }
 
 #[derive(Debug)]
@@ -230,19 +225,11 @@ impl Progress {
                 kernels: 0,
                 started_at: Instant::now(),
             })),
-            versions: Arc::new(Vec::new()),
         };
         if mode == ProgressMode::Bars {
             activate(&progress.multi);
         }
         progress
-    }
-
-    /// Names each kernel's version in its line: the ref each `(repo, commit)`
-    /// was locked from (`v1`, a branch or tag name).
-    pub fn with_versions(mut self, versions: Vec<KernelRef>) -> Progress {
-        self.versions = Arc::new(versions);
-        self
     }
 
     /// Time since this progress was created.
@@ -397,7 +384,7 @@ impl Reporter for Progress {
 
     fn kernel_done(&self, report: &KernelReport) {
         // On a terminal the line fits its width; piped, it is whole.
-        let version = version_of(&self.versions, report);
+        let version = report.version.as_deref();
         let width = match self.mode {
             ProgressMode::Bars => self.width.saturating_sub(1),
             _ => usize::MAX,
@@ -472,15 +459,7 @@ fn variants_text(variants: &[String]) -> String {
 /// `Cached owner/name@…: …` when nothing was fetched, no figure in parentheses when
 /// everything was.
 pub fn status_line(report: &KernelReport) -> String {
-    status_line_within(report, None, usize::MAX)
-}
-
-/// The ref name recorded for `report`'s kernel, if any.
-pub fn version_of<'a>(versions: &'a [KernelRef], report: &KernelReport) -> Option<&'a str> {
-    versions
-        .iter()
-        .find(|r| r.repo_id == report.repo_id && r.commit.eq_ignore_ascii_case(&report.commit))
-        .map(|r| r.name.as_str())
+    status_line_within(report, report.version.as_deref(), usize::MAX)
 }
 
 /// [`status_line`] with the kernel's `version` when known (`owner/name v1
@@ -767,6 +746,7 @@ mod tests {
             bytes,
             fetched_bytes: fetched,
             fetched_blobs: 1,
+            version: None,
         };
         let cache = "~/.cache/huggingface/hub";
         assert_eq!(

@@ -95,6 +95,11 @@ pub struct KernelReport {
     pub fetched_bytes: u64,
     /// Distinct blobs that had to be downloaded.
     pub fetched_blobs: usize,
+    /// The version the kernel's commit goes by, when known: the ref it was
+    /// locked from ([`DownloadOptions::refs`]), else a `vX.Y.Z` release tag
+    /// or `vN` branch at that commit (from the Hub's refs when the kernel was
+    /// listed, from the cache's `refs/` when it was complete already).
+    pub version: Option<String>,
 }
 
 /// A kernel that could not be downloaded.
@@ -364,20 +369,24 @@ pub async fn download(
     summary
 }
 
-/// Writes the `refs/<name>` files of a finished kernel. A cache that cannot
-/// be written keeps what it has (a read-only cache stays untouched).
+/// Writes the `refs/<name>` files of a finished kernel: the refs it was
+/// locked from and the version its line names (a release tag at the commit,
+/// so that a later run finds it without a request). A cache that cannot be
+/// written keeps what it has (a read-only cache stays untouched).
 fn record_refs(cache: &HubCache, options: &DownloadOptions, report: &KernelReport) {
     let repo = cache.repo(&report.repo_id, options.repo_type);
-    for r in options
+    let names = options
         .refs
         .iter()
         .filter(|r| r.repo_id == report.repo_id && r.commit == report.commit)
-    {
-        if repo.read_ref(&r.name).as_deref() == Some(r.commit.as_str()) {
+        .map(|r| r.name.as_str())
+        .chain(report.version.as_deref());
+    for name in names {
+        if repo.read_ref(name).as_deref() == Some(report.commit.as_str()) {
             continue;
         }
-        if let Err(err) = repo.write_ref(&r.name, &r.commit) {
-            tracing::warn!("{}: cannot record refs/{}: {err}", report.repo_id, r.name);
+        if let Err(err) = repo.write_ref(name, &report.commit) {
+            tracing::warn!("{}: cannot record refs/{name}: {err}", report.repo_id);
         }
     }
 }
@@ -394,6 +403,9 @@ enum Step {
 /// One kernel after listing: its plan and what is already in place.
 struct Prepared {
     plan: KernelPlan,
+    /// The version tag or branch the Hub's refs name at the commit, looked up
+    /// with the listing when the lock names none.
+    version: Option<String>,
     /// Per distinct blob: digest, the paths it backs, and whether each path
     /// is already in place (a verified link or a verified copy).
     blobs: Vec<(kernels_types::BlobId, Vec<(String, bool)>)>,
@@ -417,9 +429,27 @@ async fn prepare(
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
     let label = plan::label(&kernel.repo_id, &kernel.commit);
     tracing::debug!("{label}: listing the files of the locked commit");
-    let entries = client
-        .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
-        .await?;
+    let listing = client.list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true);
+    // The version, for the kernel's line: best effort, in parallel with the
+    // listing, only when the lock or pyproject.toml names no ref.
+    let version = async {
+        if locked_ref(options, kernel).is_some() {
+            return None;
+        }
+        let refs = client
+            .list_refs(options.repo_type, &kernel.repo_id)
+            .await
+            .ok()?;
+        version_at(
+            refs.tags
+                .iter()
+                .chain(&refs.branches)
+                .filter(|r| r.target_commit.eq_ignore_ascii_case(&kernel.commit))
+                .map(|r| r.name.as_str()),
+        )
+    };
+    let (entries, version) = tokio::join!(listing, version);
+    let entries = entries?;
     report_warnings(kernel, &entries, &options.selection, progress);
     let plan = plan_kernel(kernel, &entries, &options.selection)?;
     let commit = kernel.commit.clone();
@@ -444,7 +474,70 @@ async fn prepare(
     })
     .await
     .map_err(|err| DownloadError::Internal(format!("cache check failed: {err}")))?;
-    Ok(Prepared { plan, blobs })
+    Ok(Prepared {
+        plan,
+        version,
+        blobs,
+    })
+}
+
+/// The ref `kernel` was locked from, per [`DownloadOptions::refs`].
+fn locked_ref<'a>(options: &'a DownloadOptions, kernel: &LockedKernel) -> Option<&'a str> {
+    options
+        .refs
+        .iter()
+        .find(|r| r.repo_id == kernel.repo_id && r.commit.eq_ignore_ascii_case(&kernel.commit))
+        .map(|r| r.name.as_str())
+}
+
+/// The version among ref `names` (all at one commit): the highest `vX.Y.Z`
+/// release tag, else the highest `vN` branch.
+fn version_at<'a>(names: impl Iterator<Item = &'a str>) -> Option<String> {
+    use crate::lock::requirement::{branch_version, tag_version};
+    let names: Vec<&str> = names.collect();
+    let tag = names
+        .iter()
+        .filter_map(|n| Some((tag_version(n)?, *n)))
+        .filter(|(v, _)| !v.any_prerelease() && n_parts(v) >= 2)
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, n)| n);
+    let branch = || {
+        names
+            .iter()
+            .filter_map(|n| Some((branch_version(n)?, *n)))
+            .max_by_key(|(v, _)| *v)
+            .map(|(_, n)| n)
+    };
+    tag.or_else(branch).map(str::to_owned)
+}
+
+/// How many release segments a version has (`0.0.3` → 3, `1` → 1): a `vN`
+/// name is a branch-style version, not a release tag.
+fn n_parts(version: &pep440_rs::Version) -> usize {
+    version.release().len()
+}
+
+/// The version of a kernel found complete in the cache: the ref it was
+/// locked from, else a version-like name under the cache's `refs/` that
+/// points at its commit.
+fn cached_version(
+    cache: &HubCache,
+    options: &DownloadOptions,
+    kernel: &LockedKernel,
+) -> Option<String> {
+    if let Some(name) = locked_ref(options, kernel) {
+        return Some(name.to_owned());
+    }
+    let repo = cache.repo(&kernel.repo_id, options.repo_type);
+    let names: Vec<String> = std::fs::read_dir(repo.dir().join("refs"))
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            repo.read_ref(name)
+                .is_some_and(|c| c.eq_ignore_ascii_case(&kernel.commit))
+        })
+        .collect();
+    version_at(names.iter().map(String::as_str))
 }
 
 /// Bytes still to fetch for `prepared`: blobs neither in place nor in
@@ -534,11 +627,17 @@ async fn download_online(
                     for warning in &warm.warnings {
                         progress.warning(warning);
                     }
-                    Ok(KernelReport::from_verification(&warm.check))
+                    let mut report = KernelReport::from_verification(&warm.check);
+                    report.version = cached_version(cache, options, kernel);
+                    Ok(report)
                 }
                 Step::Listed(Ok(prepared)) => {
+                    let version = locked_ref(options, kernel)
+                        .map(str::to_owned)
+                        .or_else(|| prepared.version.clone());
                     download_kernel(client, cache, kernel, prepared, options, &permits, progress)
                         .await
+                        .map(|report| KernelReport { version, ..report })
                 }
                 Step::Listed(Err(err)) => Err(err),
             };
@@ -574,7 +673,7 @@ async fn download_kernel(
 ) -> Result<KernelReport, DownloadError> {
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
     let label = plan::label(&kernel.repo_id, &kernel.commit);
-    let Prepared { plan, blobs } = prepared;
+    let Prepared { plan, blobs, .. } = prepared;
     tracing::debug!(
         "{label}: {} file(s), {} blob(s) in variant(s) {}",
         plan.file_count(),
@@ -678,6 +777,7 @@ async fn download_kernel(
         bytes: plan.total_bytes(),
         fetched_bytes,
         fetched_blobs,
+        version: None,
     })
 }
 
@@ -734,7 +834,13 @@ async fn verify_offline(
     }
     for check in checks {
         if check.is_ok() {
-            let report = KernelReport::from_verification(&check);
+            let mut report = KernelReport::from_verification(&check);
+            if let Some(kernel) = kernels
+                .iter()
+                .find(|k| k.repo_id == report.repo_id && k.commit == report.commit)
+            {
+                report.version = cached_version(cache, options, kernel);
+            }
             progress.kernel_done(&report);
             summary.done.push(report);
         } else {
@@ -828,6 +934,7 @@ impl KernelReport {
             bytes: check.total_bytes(),
             fetched_bytes: 0,
             fetched_blobs: 0,
+            version: None,
         }
     }
 }

@@ -88,11 +88,19 @@ fn warm_no_op_makes_no_request_unless_refreshed() {
     assert!(stderr(&out).contains("all cached"), "{}", stderr(&out));
     assert_eq!(world.requests().len(), 0, "{:#?}", world.requests());
 
-    // `--refresh` checks upstream: the listing, still nothing fetched.
+    // `--refresh` checks upstream: the listing (and, the lock naming no
+    // version, the refs that name one), still nothing fetched.
     let out = world.download(&["--variant", "torch-cuda", "--refresh"]);
     assert_ok(&out);
     let log = world.requests();
-    assert_eq!(log.len(), 1, "only the tree listing: {log:#?}");
+    let mut paths: Vec<&str> = log.iter().filter_map(|r| r["path"].as_str()).collect();
+    paths.sort_unstable();
+    assert_eq!(paths.len(), 2, "the tree listing and the refs: {log:#?}");
+    assert_eq!(paths[0], "/api/kernels/acme/relu/refs", "{log:#?}");
+    assert!(
+        paths[1].starts_with("/api/kernels/acme/relu/tree/"),
+        "{log:#?}"
+    );
     assert!(resolve_requests(&log).is_empty() && cdn_requests(&log).is_empty());
 
     // More variants than the cache holds: online again, fetching only those.
