@@ -77,6 +77,11 @@ pub struct VersionsArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+
+    /// The environment the matching variants are marked for, instead of
+    /// asking torch (as `kernels download`).
+    #[command(flatten)]
+    pub env: super::download::EnvArgs,
 }
 
 /// The lock (checked against the manifest first, as `kernels download` does),
@@ -585,6 +590,19 @@ fn print_outdated_table(statuses: &[EntryStatus]) {
     }
 }
 
+/// Environment overrides without `--torch-version`, and torch not found.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("cannot tell which variants match the given environment: {detail}")]
+#[diagnostic(
+    code(kernels::versions::no_torch),
+    help(
+        "give the torch version too (`--torch-version MAJOR.MINOR`), or install torch in the project's environment"
+    )
+)]
+struct NoEnvironment {
+    detail: String,
+}
+
 /// `kernels versions REPO`.
 pub fn run_versions(
     args: VersionsArgs,
@@ -609,19 +627,34 @@ pub fn run_versions(
         args.repo_type,
         true,
     )?;
-    let client = HubClient::new(&settings.client_config())?;
-    let versions =
-        super::runtime()?.block_on(inspect::versions(&client, profile.repo_type, &args.repo_id))?;
+    // The environment first: a bad override fails before any request.
     let python = project_python(project_dir, crate::cli::settings::virtual_env().as_deref());
-    let env = match crate::variant::TorchEnv::detect(&python) {
-        Ok(env) => Some(env),
+    let overrides = args.env.overrides();
+    let env = match overrides.resolve(&python) {
+        Ok((env, _)) => Some(env),
+        // Asked for explicitly: an error, as for `kernels download`.
+        Err(err @ crate::variant::VariantError::BadOverride { .. }) => return Err(err.into()),
+        Err(err) if !overrides.is_empty() => {
+            return Err(NoEnvironment {
+                detail: err.to_string(),
+            }
+            .into());
+        }
         Err(err) => {
             if !global.quiet {
-                eprintln!("note: cannot tell which variants match this environment: {err}");
+                eprintln!(
+                    "note: cannot tell which variants match this environment: {err}\n\
+                     give the environment instead (the overrides of `kernels download`):\n\n    \
+                     kernels versions {} --torch-version MAJOR.MINOR --cuda-version VERSION",
+                    args.repo_id
+                );
             }
             None
         }
     };
+    let client = HubClient::new(&settings.client_config())?;
+    let versions =
+        super::runtime()?.block_on(inspect::versions(&client, profile.repo_type, &args.repo_id))?;
     let selection = env.as_ref().map(|env| VariantSelection::Detected {
         env: env.clone(),
         preference: profile.variant_preference,

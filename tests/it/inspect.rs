@@ -471,6 +471,92 @@ fn tree_of_a_variant_hash_lock_labels_versions() {
     assert_eq!(doc["kernels"][0]["status"], "unknown", "{doc:#}");
 }
 
+/// `versions` takes the environment overrides of `download`: the stub torch
+/// says CPU, `--cuda-version` makes the CUDA variant the match; a bad value is
+/// refused before any request.
+#[test]
+fn versions_marks_variants_for_the_given_environment() {
+    let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
+    let dir = tempfile::tempdir().unwrap();
+    let ep = &server.endpoint;
+    let args = [
+        "versions",
+        "kernels-test/versions",
+        "--torch-version",
+        "2.8",
+        "--cuda-version",
+        "12.6",
+    ];
+    let out = run(ep, dir.path(), &args);
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("Version 1 (branch v1, 2359bfb): 4 build variants, ✅ torch-cuda matches this environment\n"),
+        "{text}"
+    );
+    assert!(
+        stderr(&out).contains("Environment: torch 2.8 (cxx11 ABI), CUDA 12.6, "),
+        "{}",
+        stderr(&out)
+    );
+    let doc = json(&run(
+        ep,
+        dir.path(),
+        &[&args[..], &["--format", "json"]].concat(),
+    ));
+    assert_eq!(doc["versions"][0]["matching"], "torch-cuda", "{doc:#}");
+    assert!(
+        doc["environment"].as_str().unwrap().contains("CUDA 12.6"),
+        "{doc:#}"
+    );
+
+    let relu = run(
+        ep,
+        dir.path(),
+        &[
+            "versions",
+            "kernels-community/relu",
+            "--torch-version",
+            "2.12",
+            "--cuda-version",
+            "12.6",
+            "--os",
+            "linux",
+            "--arch",
+            "x86_64",
+            "--variants",
+        ],
+    );
+    let text = stdout(&relu);
+    assert!(
+        text.starts_with("Version 1 (branch v1, d649efb): 52 build variants, ✅ torch212-cxx11-cu126-x86_64-linux matches this environment\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  ✅ torch212-cxx11-cu126-x86_64-linux (compatible, preferred)\n"),
+        "{text}"
+    );
+
+    let before = requests(ep).len();
+    let out = run_fails(
+        ep,
+        dir.path(),
+        &[
+            "versions",
+            "kernels-test/versions",
+            "--torch-version",
+            "2.8",
+            "--cuda-version",
+            "twelve",
+        ],
+    );
+    assert!(
+        stderr(&out).contains("kernels::variant::bad_override"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(requests(ep).len(), before);
+}
+
 fn requests(endpoint: &str) -> Vec<String> {
     use std::io::{Read, Write};
     let host = endpoint.trim_start_matches("http://");
