@@ -593,20 +593,10 @@ fn unreachable(
     options: &DownloadOptions,
     args: &DownloadArgs,
 ) -> Option<miette::Report> {
-    let DownloadError::Hub(kernels_hub::HubError::Transport { source, url }) =
-        &group.first()?.error
-    else {
+    let DownloadError::Hub(error) = &group.first()?.error else {
         return None;
     };
-    // Only "cannot connect to the endpoint": a transfer that broke off, or a
-    // CDN, is another cause.
-    if !source.is_connect() || !url.starts_with(&settings.endpoint) {
-        return None;
-    }
-    let mut cause: &dyn std::error::Error = source;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
+    let cause = connect_failure(error, &settings.endpoint)?;
     let failed: Vec<LockedKernel> = kernels
         .iter()
         .filter(|k| {
@@ -635,7 +625,7 @@ fn unreachable(
     };
     Some(miette::Report::new(Unreachable {
         endpoint: settings.endpoint.clone(),
-        cause: cause.to_string(),
+        cause,
         kernels: {
             let labels: Vec<String> = group.iter().take(3).map(|f| f.label()).collect();
             match group.len() {
@@ -645,6 +635,23 @@ fn unreachable(
         },
         help,
     }))
+}
+
+/// The deepest cause of `error` when it is "cannot connect to `endpoint`",
+/// which every request to the Hub then shares: one message for all kernels.
+/// A transfer that broke off, or a CDN, is another cause.
+pub(super) fn connect_failure(error: &kernels_hub::HubError, endpoint: &str) -> Option<String> {
+    let kernels_hub::HubError::Transport { source, url } = error else {
+        return None;
+    };
+    if !source.is_connect() || !url.starts_with(endpoint) {
+        return None;
+    }
+    let mut cause: &dyn std::error::Error = source;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    Some(cause.to_string())
 }
 
 /// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
@@ -661,8 +668,7 @@ fn failure_json(failure: &crate::install::KernelFailure) -> serde_json::Value {
 
 /// What makes two kernel failures the same cause: their diagnostic code and
 /// help (the help names the fix, not the kernel).
-pub(super) fn cause_key(error: &DownloadError) -> String {
-    use miette::Diagnostic;
+pub(super) fn cause_key(error: &dyn miette::Diagnostic) -> String {
     let code = error.code().map(|c| c.to_string()).unwrap_or_default();
     let help = error.help().map(|h| h.to_string()).unwrap_or_default();
     if code.is_empty() && help.is_empty() {

@@ -183,6 +183,10 @@ enum Command {
     /// Show each dependency with its locked version, and what it depends on.
     Tree(tree::TreeArgs),
     /// List locked kernels with a newer compatible or newer overall version.
+    ///
+    /// Exit 0 when every kernel was checked (outdated or not); exit 1 when the
+    /// refs of any could not be read: those are "not checked", never "up to
+    /// date", and each cause is named once.
     Outdated(tree::OutdatedArgs),
     /// List a kernel's versions (`vN` branches and release tags) with their
     /// build variants and whether one matches this environment.

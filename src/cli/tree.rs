@@ -1,6 +1,6 @@
 //! `kernels tree`, `kernels outdated` and `kernels versions`.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -9,13 +9,15 @@ use super::profile::choose_profile;
 use super::{GlobalArgs, OutputFormat};
 use crate::cli::settings::Settings;
 use crate::lock::format::{KernelDependency, KernelVersion, LOCK_FILE_NAME, Lockfile};
-use crate::lock::inspect::{self, Entry, EntryStatus};
+use crate::lock::inspect::{self, Entry, EntryStatus, Freshness};
 use crate::lock::manifest::{Manifest, ToolSettings};
 use crate::lock::profile::Profile;
+use crate::lock::requirement::Requirement;
 use crate::variant::{VariantSelection, project_python};
-use kernels_hub::HubClient;
+use kernels_hub::{HubClient, HubError};
 use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
+use kernels_types::wire::GitRefs;
 
 /// Arguments of `kernels tree`.
 #[derive(Debug, clap::Args)]
@@ -29,7 +31,8 @@ pub struct TreeArgs {
     pub depth: Option<usize>,
 
     /// Also show, for each outdated entry, the newest version its requirement
-    /// allows and the newest version overall.
+    /// allows and the newest version overall; an entry whose refs cannot be
+    /// read is marked `[not checked]` (with one warning per cause).
     #[arg(long)]
     pub outdated: bool,
 
@@ -74,6 +77,11 @@ pub struct VersionsArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+
+    /// The environment the matching variants are marked for, instead of
+    /// asking torch (as `kernels download`).
+    #[command(flatten)]
+    pub env: super::download::EnvArgs,
 }
 
 /// The lock (checked against the manifest first, as `kernels download` does),
@@ -104,7 +112,8 @@ fn read_project(
         None,
         true,
     )?;
-    let entries = inspect::entries(&lock, &manifest);
+    let cache = settings.cache();
+    let entries = inspect::entries(&lock, &manifest, Some(&cache), profile.repo_type);
     Ok((manifest, lock, entries, profile))
 }
 
@@ -139,7 +148,13 @@ pub fn run_tree(
             profile.repo_type,
             entries.iter().map(|e| e.repo_id.clone()),
         ));
-        inspect::statuses(&entries, &refs)
+        let statuses = inspect::statuses(&entries, &refs);
+        if !global.quiet {
+            for cause in not_checked(&statuses, refs, &settings.endpoint) {
+                eprintln!("warning: {}", cause.warning(&settings.endpoint));
+            }
+        }
+        statuses
             .into_iter()
             .zip(&entries)
             .map(|(s, e)| (key(e), s))
@@ -159,10 +174,8 @@ pub fn run_tree(
     let mut json = Vec::new();
     for dep in &manifest.dependencies {
         let k = match &dep.requirement {
-            crate::lock::requirement::Requirement::Branch(n) => {
-                dep_key(dep.repo_id.as_str(), &KernelVersion::Version(*n))
-            }
-            crate::lock::requirement::Requirement::Revision(r) => {
+            Requirement::Branch(n) => dep_key(dep.repo_id.as_str(), &KernelVersion::Version(*n)),
+            Requirement::Revision(r) => {
                 dep_key(dep.repo_id.as_str(), &KernelVersion::Revision(r.clone()))
             }
             _ => dep.repo_id.to_string(),
@@ -224,21 +237,29 @@ impl TreePrinter<'_> {
                 .push_str(&format!("{prefix}{branch}{repo} (not locked)\n"));
             return serde_json::json!({"repo_id": repo, "locked": null});
         };
-        let label = match (&entry.dependency, &entry.requirement) {
-            (Some(d), _) => match &d.version {
-                KernelVersion::Version(n) => format!("v{n}"),
-                KernelVersion::Revision(r) => r.clone(),
-            },
-            (None, _) => self
-                .statuses
-                .get(k)
-                .map(|s| s.locked.label.clone())
-                .unwrap_or_else(|| inspect::requirement_text(&entry.requirement)),
-        };
-        let mut line = format!("{prefix}{branch}{repo} {label} ({})", short(&entry.commit));
         let status = self.statuses.get(k).cloned();
-        if let Some(status) = status.as_ref().filter(|s| s.outdated) {
-            line.push_str(&format!(" [{}]", status_line(status)));
+        let locked = status
+            .as_ref()
+            .map_or_else(|| entry.locked(None), |s| s.locked.clone());
+        let commit = short(&entry.commit);
+        let mut line = if locked.is_named() {
+            format!("{prefix}{branch}{repo} {} ({commit})", locked.label)
+        } else if matches!(&entry.requirement, Requirement::Revision(_)) {
+            // The requirement is this commit.
+            format!("{prefix}{branch}{repo} {commit}")
+        } else {
+            // A specifier whose tag neither the cache nor the Hub named.
+            format!(
+                "{prefix}{branch}{repo} {commit} (requirement {})",
+                inspect::requirement_text(&entry.requirement)
+            )
+        };
+        match &status {
+            Some(s) if s.status == Freshness::Outdated => {
+                line.push_str(&format!(" [{}]", status_line(s)));
+            }
+            Some(s) if s.status == Freshness::Unknown => line.push_str(" [not checked]"),
+            _ => {}
         }
         let kids: Vec<KernelDependency> = entry
             .dependency
@@ -277,14 +298,17 @@ impl TreePrinter<'_> {
         }
         let mut doc = serde_json::json!({
             "repo_id": repo,
-            "requirement": inspect::requirement_text(&entry.requirement),
-            "locked": {"label": label, "commit": entry.commit},
+            "requirement": inspect::requirement_plain(&entry.requirement),
+            "requirement_kind": inspect::requirement_kind(&entry.requirement),
+            "locked": locked,
             "dependencies": json_children,
         });
         if let Some(status) = status {
             doc["compatible"] = serde_json::to_value(&status.compatible).unwrap_or_default();
             doc["newest"] = serde_json::to_value(&status.newest).unwrap_or_default();
             doc["outdated"] = status.outdated.into();
+            doc["status"] = serde_json::to_value(status.status).unwrap_or_default();
+            doc["error"] = serde_json::to_value(&status.error).unwrap_or_default();
         }
         if repeated {
             doc["repeated"] = true.into();
@@ -293,7 +317,151 @@ impl TreePrinter<'_> {
     }
 }
 
-/// `kernels outdated`: one row per outdated lock entry; exit 0 either way.
+/// Repositories whose refs could not be read, with the same cause (as
+/// `kernels download` groups failures: see `download::cause_key`).
+struct Cause {
+    /// The repositories, in lock order.
+    repos: Vec<String>,
+    /// The lock entries these repositories stand for.
+    kernels: usize,
+    /// The first repository's error.
+    error: HubError,
+    /// The deepest cause when the Hub could not be connected to at all.
+    connect: Option<String>,
+}
+
+impl Cause {
+    /// The repositories, at most three named.
+    fn who(&self) -> String {
+        let named: Vec<&str> = self.repos.iter().take(3).map(String::as_str).collect();
+        match self.repos.len() {
+            n if n > 3 => format!("{} and {} more", named.join(", "), n - 3),
+            _ => named.join(", "),
+        }
+    }
+
+    /// One line for `kernels tree --outdated`.
+    fn warning(&self, endpoint: &str) -> String {
+        match &self.connect {
+            Some(cause) => format!(
+                "cannot reach the Hub at {endpoint} ({cause}); not checked for newer versions: {}",
+                self.who()
+            ),
+            None => format!(
+                "{} not checked for newer versions: {}",
+                self.who(),
+                self.error
+            ),
+        }
+    }
+
+    /// The error of `kernels outdated`.
+    fn report(self, endpoint: &str, total: usize) -> miette::Report {
+        let who = self.who();
+        match self.connect {
+            Some(cause) => miette::Report::new(Unreachable {
+                endpoint: endpoint.to_owned(),
+                cause,
+                count: count_of(self.kernels, total),
+                kernels: who,
+            }),
+            None => {
+                miette::Report::new(self.error).wrap_err(format!("cannot read the refs of {who}"))
+            }
+        }
+    }
+}
+
+/// `2 of 6 locked kernels`, `the 6 locked kernels`, `the locked kernel`.
+fn count_of(n: usize, total: usize) -> String {
+    match (n, total) {
+        (1, 1) => "the locked kernel".to_owned(),
+        (n, t) if n == t => format!("the {t} locked kernels"),
+        (n, t) => format!("{n} of {t} locked kernel{}", if t == 1 { "" } else { "s" }),
+    }
+}
+
+/// The Hub cannot be reached at all: nothing could be checked.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("cannot reach the Hub at {endpoint} ({cause}); could not check {count}: {kernels}")]
+#[diagnostic(
+    code(kernels::outdated::unreachable),
+    help("check HF_ENDPOINT and the network; timeouts are set with HF_HUB_ETAG_TIMEOUT (seconds)")
+)]
+struct Unreachable {
+    endpoint: String,
+    cause: String,
+    /// `the 6 locked kernels`.
+    count: String,
+    /// The repositories, at most three named.
+    kernels: String,
+}
+
+/// Some entries could not be checked; the causes were printed before.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("could not check {count} (the causes are above){rest}")]
+#[diagnostic(
+    code(kernels::outdated::not_checked),
+    help("fix the causes above and run `kernels outdated` again")
+)]
+struct NotChecked {
+    /// `2 of 6 locked kernels`.
+    count: String,
+    /// `; the other 4: 1 outdated (listed above), 3 up to date`, `; the
+    /// other is up to date`.
+    rest: String,
+}
+
+/// The failed answers of `refs`, one [`Cause`] per cause, in the order of
+/// the entries of `statuses`.
+fn not_checked(
+    statuses: &[EntryStatus],
+    refs: BTreeMap<RepoId, Result<GitRefs, HubError>>,
+    endpoint: &str,
+) -> Vec<Cause> {
+    let mut failed: BTreeMap<String, HubError> = refs
+        .into_iter()
+        .filter_map(|(repo, answer)| Some((repo.to_string(), answer.err()?)))
+        .collect();
+    let mut causes: Vec<(String, Cause)> = Vec::new();
+    for status in statuses.iter().filter(|s| s.status == Freshness::Unknown) {
+        if let Some((_, cause)) = causes
+            .iter_mut()
+            .find(|(_, c)| c.repos.contains(&status.repo_id))
+        {
+            cause.kernels += 1;
+            continue;
+        }
+        let Some(error) = failed.remove(&status.repo_id) else {
+            continue;
+        };
+        let connect = super::download::connect_failure(&error, endpoint);
+        let key = match &connect {
+            Some(_) => "connect".to_owned(),
+            None => super::download::cause_key(&error),
+        };
+        match causes.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, cause)) => {
+                cause.repos.push(status.repo_id.clone());
+                cause.kernels += 1;
+            }
+            None => causes.push((
+                key,
+                Cause {
+                    repos: vec![status.repo_id.clone()],
+                    kernels: 1,
+                    error,
+                    connect,
+                },
+            )),
+        }
+    }
+    causes.into_iter().map(|(_, c)| c).collect()
+}
+
+/// `kernels outdated`: one row per outdated lock entry. Exit 0 when every
+/// entry was checked (outdated or not), 1 when the refs of any could not be
+/// read: those are unknown, never up to date, and each cause is named once.
 pub fn run_outdated(
     args: OutdatedArgs,
     project_dir: &Path,
@@ -308,25 +476,86 @@ pub fn run_outdated(
         profile.repo_type,
         entries.iter().map(|e| e.repo_id.clone()),
     ));
-    for (repo, answer) in &refs {
-        if let Err(err) = answer
-            && !global.quiet
-        {
-            eprintln!("warning: cannot read the refs of {repo}: {err}");
-        }
-    }
     let statuses = inspect::statuses(&entries, &refs);
+    let causes = not_checked(&statuses, refs, &settings.endpoint);
+    let count = |f: Freshness| statuses.iter().filter(|s| s.status == f).count();
+    let (outdated, up_to_date, unknown) = (
+        count(Freshness::Outdated),
+        count(Freshness::UpToDate),
+        count(Freshness::Unknown),
+    );
     if args.format == OutputFormat::Json {
         println!(
             "{}",
             serde_json::json!({"schema": 1, "command": "outdated", "kernels": statuses})
         );
+    } else {
+        print_outdated_table(&statuses);
+    }
+    if unknown == 0 {
+        if outdated == 0 && !global.quiet && args.format == OutputFormat::Text {
+            eprintln!(
+                "All {} locked kernel{} are up to date",
+                statuses.len(),
+                if statuses.len() == 1 { "" } else { "s" }
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
+    let total = statuses.len();
+    if causes.len() == 1 && unknown == total {
+        // One cause for everything: one error.
+        let cause = causes.into_iter().next().expect("one");
+        if cause.connect.is_some() {
+            return Err(cause.report(&settings.endpoint, total));
+        }
+        let report = cause.report(&settings.endpoint, total);
+        return Err(report.wrap_err(format!("could not check {}", count_of(unknown, total))));
+    }
+    for cause in causes {
+        let code = {
+            use miette::Diagnostic;
+            cause
+                .error
+                .code()
+                .map(|c| c.to_string())
+                .unwrap_or_default()
+        };
+        eprintln!("{:?}", cause.report(&settings.endpoint, total));
+        if let Some(note) = settings.token_note(&code) {
+            eprintln!("{note}");
+        }
+    }
+    let listed = if args.format == OutputFormat::Text {
+        " (listed above)"
+    } else {
+        ""
+    };
+    let rest = match (outdated, up_to_date) {
+        (0, 0) => String::new(),
+        (1, 0) => format!("; the other is outdated{listed}"),
+        (0, 1) => "; the other is up to date".to_owned(),
+        (o, 0) => format!("; the other {o} are outdated{listed}"),
+        (0, u) => format!("; the other {u} are up to date"),
+        (o, u) => format!(
+            "; of the other {}, {o} {} outdated{listed} and {u} up to date",
+            o + u,
+            if o == 1 { "is" } else { "are" }
+        ),
+    };
+    Err(NotChecked {
+        count: count_of(unknown, total),
+        rest,
+    }
+    .into())
+}
+
+/// The table of outdated entries on stdout (nothing when none is).
+fn print_outdated_table(statuses: &[EntryStatus]) {
     let show = |r: &Option<inspect::RefAt>| r.as_ref().map_or("-".to_owned(), |r| r.to_string());
     let rows: Vec<[String; 4]> = statuses
         .iter()
-        .filter(|s| s.outdated)
+        .filter(|s| s.status == Freshness::Outdated)
         .map(|s| {
             [
                 s.repo_id.clone(),
@@ -337,14 +566,7 @@ pub fn run_outdated(
         })
         .collect();
     if rows.is_empty() {
-        if !global.quiet {
-            eprintln!(
-                "All {} locked kernel{} are up to date",
-                statuses.len(),
-                if statuses.len() == 1 { "" } else { "s" }
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
+        return;
     }
     let header = [
         "Repository".to_owned(),
@@ -366,7 +588,19 @@ pub fn run_outdated(
             .collect();
         println!("{}", cells.join("  ").trim_end());
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// Environment overrides without `--torch-version`, and torch not found.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("cannot tell which variants match the given environment: {detail}")]
+#[diagnostic(
+    code(kernels::versions::no_torch),
+    help(
+        "give the torch version too (`--torch-version MAJOR.MINOR`), or install torch in the project's environment"
+    )
+)]
+struct NoEnvironment {
+    detail: String,
 }
 
 /// `kernels versions REPO`.
@@ -393,19 +627,34 @@ pub fn run_versions(
         args.repo_type,
         true,
     )?;
-    let client = HubClient::new(&settings.client_config())?;
-    let versions =
-        super::runtime()?.block_on(inspect::versions(&client, profile.repo_type, &args.repo_id))?;
+    // The environment first: a bad override fails before any request.
     let python = project_python(project_dir, crate::cli::settings::virtual_env().as_deref());
-    let env = match crate::variant::TorchEnv::detect(&python) {
-        Ok(env) => Some(env),
+    let overrides = args.env.overrides();
+    let env = match overrides.resolve(&python) {
+        Ok((env, _)) => Some(env),
+        // Asked for explicitly: an error, as for `kernels download`.
+        Err(err @ crate::variant::VariantError::BadOverride { .. }) => return Err(err.into()),
+        Err(err) if !overrides.is_empty() => {
+            return Err(NoEnvironment {
+                detail: err.to_string(),
+            }
+            .into());
+        }
         Err(err) => {
             if !global.quiet {
-                eprintln!("note: cannot tell which variants match this environment: {err}");
+                eprintln!(
+                    "note: cannot tell which variants match this environment: {err}\n\
+                     give the environment instead (the overrides of `kernels download`):\n\n    \
+                     kernels versions {} --torch-version MAJOR.MINOR --cuda-version VERSION",
+                    args.repo_id
+                );
             }
             None
         }
     };
+    let client = HubClient::new(&settings.client_config())?;
+    let versions =
+        super::runtime()?.block_on(inspect::versions(&client, profile.repo_type, &args.repo_id))?;
     let selection = env.as_ref().map(|env| VariantSelection::Detected {
         env: env.clone(),
         preference: profile.variant_preference,

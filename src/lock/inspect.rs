@@ -6,8 +6,14 @@
 //!   specifier, or what a revision names now.
 //! * The *newest* version is the highest `vN` branch (else the highest release
 //!   tag) whatever the requirement; for a tag specifier, the highest release tag.
+//! * An entry whose refs could not be read is [`Freshness::Unknown`], never up
+//!   to date.
+//! * The *label* of a locked commit is the version it was locked from: `vN`
+//!   for an integer requirement (or a 0.17 `version`), the revision's name, or
+//!   for a specifier the release tag at the commit (from the Hub's refs, else
+//!   from the cache's `refs/`); a commit nothing names is its short form.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use futures_util::future::join_all;
 use serde::Serialize;
@@ -30,6 +36,13 @@ pub struct RefAt {
     pub commit: String,
 }
 
+impl RefAt {
+    /// Whether a ref names the commit (the label is not just the short commit).
+    pub fn is_named(&self) -> bool {
+        self.label != short(&self.commit)
+    }
+}
+
 impl std::fmt::Display for RefAt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.label == short(&self.commit) {
@@ -40,21 +53,62 @@ impl std::fmt::Display for RefAt {
     }
 }
 
+/// Whether a lock entry is behind the Hub.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Freshness {
+    /// What is locked is what the requirement selects and the newest version.
+    UpToDate,
+    /// A newer compatible or newest version exists.
+    Outdated,
+    /// The refs could not be read: nothing is known.
+    Unknown,
+}
+
+/// Why an entry could not be checked: the diagnostic code and message of
+/// the failed refs request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckError {
+    /// The diagnostic code, e.g. `kernels::hub::transport`.
+    pub code: Option<String>,
+    /// The error's message, for people.
+    pub message: String,
+}
+
+impl CheckError {
+    /// The code and message of `error`.
+    pub fn of(error: &HubError) -> CheckError {
+        use miette::Diagnostic;
+        CheckError {
+            code: error.code().map(|c| c.to_string()),
+            message: error.to_string(),
+        }
+    }
+}
+
 /// One lock entry compared with the Hub.
 #[derive(Debug, Clone, Serialize)]
 pub struct EntryStatus {
     /// The repository.
     pub repo_id: String,
-    /// The requirement, as written in the manifest or `kernel-depends`.
+    /// The requirement, plain ([`requirement_plain`]).
     pub requirement: String,
+    /// `version`, `specifier` or `revision` ([`requirement_kind`]).
+    pub requirement_kind: &'static str,
     /// What is locked.
     pub locked: RefAt,
-    /// What the requirement selects today (`None`: nothing matches any more).
+    /// What the requirement selects today (`None`: nothing matches any more,
+    /// or the refs could not be read).
     pub compatible: Option<RefAt>,
     /// The newest version whatever the requirement.
     pub newest: Option<RefAt>,
-    /// Whether `compatible` or `newest` differs from what is locked.
-    pub outdated: bool,
+    /// Whether `compatible` or `newest` differs from what is locked; `None`
+    /// when the refs could not be read.
+    pub outdated: Option<bool>,
+    /// Up to date, outdated, or unknown.
+    pub status: Freshness,
+    /// Why the refs could not be read (`status` is `unknown`).
+    pub error: Option<CheckError>,
 }
 
 /// A requirement of a lock entry: from the manifest (variant-hash locks) or
@@ -66,13 +120,35 @@ fn kernel_requirement(version: &KernelVersion) -> Requirement {
     }
 }
 
-/// The text of a requirement as a user writes it.
+/// The text of a requirement as a user writes it in TOML.
 pub fn requirement_text(requirement: &Requirement) -> String {
     match requirement {
         Requirement::Branch(n) => n.to_string(),
         Requirement::Pep440(spec) => format!("\"{spec}\""),
         Requirement::Semver(req) => format!("\"{req}\""),
         Requirement::Revision(r) => format!("{{ revision = \"{r}\" }}"),
+    }
+}
+
+/// The requirement without TOML syntax, for JSON: `1`, `>=0.1,<0.2`, or
+/// the revision's name.
+pub fn requirement_plain(requirement: &Requirement) -> String {
+    match requirement {
+        Requirement::Branch(n) => n.to_string(),
+        Requirement::Pep440(spec) => spec.to_string(),
+        Requirement::Semver(req) => req.to_string(),
+        Requirement::Revision(r) => r.clone(),
+    }
+}
+
+/// What kind of requirement it is, for JSON: `version` (an integer, branch
+/// `vN`), `specifier` (a version specifier over `v<version>` tags) or
+/// `revision` (a branch, tag or commit).
+pub fn requirement_kind(requirement: &Requirement) -> &'static str {
+    match requirement {
+        Requirement::Branch(_) => "version",
+        Requirement::Pep440(_) | Requirement::Semver(_) => "specifier",
+        Requirement::Revision(_) => "revision",
     }
 }
 
@@ -147,34 +223,92 @@ pub fn compatible(requirement: &Requirement, refs: &GitRefs) -> Option<RefAt> {
     }
 }
 
-/// A name for `commit`: the ref the requirement selects when it points there,
-/// else any `vN` branch or `v<version>` tag pointing there, else the short commit.
-fn label_for(commit: &str, requirement: &Requirement, refs: Option<&GitRefs>) -> String {
-    if let Some(refs) = refs {
-        if let Some(c) = compatible(requirement, refs)
-            && c.commit.eq_ignore_ascii_case(commit)
-        {
-            return c.label;
-        }
-        if let Some(r) = refs
-            .tags
-            .iter()
-            .filter(|t| tag_version(&t.name).is_some())
-            .chain(
-                refs.branches
-                    .iter()
-                    .filter(|b| branch_version(&b.name).is_some()),
-            )
-            .find(|r| r.target_commit.eq_ignore_ascii_case(commit))
-        {
-            return r.name.clone();
-        }
+/// The name of `commit` locked from a specifier: the tag the requirement
+/// selects among `refs` when it points there, else the highest `v<version>`
+/// tag pointing there, else a `vN` branch pointing there.
+fn tag_label(commit: &str, requirement: &Requirement, refs: &GitRefs) -> Option<String> {
+    if let Some(c) = compatible(requirement, refs)
+        && c.commit.eq_ignore_ascii_case(commit)
+    {
+        return Some(c.label);
     }
+    let at_commit =
+        |r: &&kernels_types::wire::GitRefInfo| r.target_commit.eq_ignore_ascii_case(commit);
+    refs.tags
+        .iter()
+        .filter(at_commit)
+        .filter_map(|t| Some((tag_version(&t.name)?, t)))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, t)| t.name.clone())
+        .or_else(|| {
+            refs.branches
+                .iter()
+                .filter(at_commit)
+                .filter_map(|b| Some((branch_version(&b.name)?, b)))
+                .max_by_key(|(n, _)| *n)
+                .map(|(_, b)| b.name.clone())
+        })
+}
+
+/// The version an entry was locked from, known without the Hub: `vN` for an
+/// integer requirement, the name of a revision that is not a commit id, and
+/// for a specifier the tag `cached` (the cache's `refs/`) names at the commit.
+fn offline_label(
+    commit: &str,
+    requirement: &Requirement,
+    cached: Option<&GitRefs>,
+) -> Option<String> {
     match requirement {
-        Requirement::Branch(n) => format!("v{n}"),
-        Requirement::Revision(r) if !kernels_types::CommitId::is_abbreviation(r) => r.clone(),
-        _ => short(commit).to_owned(),
+        Requirement::Branch(n) => Some(format!("v{n}")),
+        Requirement::Revision(r) if kernels_types::CommitId::is_abbreviation(r) => None,
+        Requirement::Revision(r) => Some(r.clone()),
+        Requirement::Pep440(_) | Requirement::Semver(_) => {
+            cached.and_then(|refs| tag_label(commit, requirement, refs))
+        }
     }
+}
+
+/// The refs the cache holds for `repo_id` (top-level `refs/<name>` files, as
+/// `huggingface_hub` and `kernels` write them for branches and tags): `vN`
+/// names as branches, every other name as a tag; `None` without a `refs/`.
+fn cached_refs(
+    cache: &kernels_cache::HubCache,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+) -> Option<GitRefs> {
+    let repo = cache.repo(repo_id, repo_type);
+    let dir = std::fs::read_dir(repo.dir().join("refs")).ok()?;
+    let mut names: Vec<String> = dir
+        .filter_map(|e| {
+            let e = e.ok()?;
+            e.file_type().ok()?.is_file().then_some(())?;
+            e.file_name().into_string().ok()
+        })
+        .collect();
+    names.sort();
+    let mut refs = GitRefs {
+        branches: Vec::new(),
+        converts: Vec::new(),
+        tags: Vec::new(),
+        pull_requests: None,
+    };
+    for name in names {
+        let Some(commit) = repo.read_ref(&name) else {
+            continue;
+        };
+        let is_branch = branch_version(&name).is_some();
+        let info = kernels_types::wire::GitRefInfo {
+            git_ref: format!("refs/{}/{name}", if is_branch { "heads" } else { "tags" }),
+            name,
+            target_commit: commit,
+        };
+        if is_branch {
+            refs.branches.push(info);
+        } else {
+            refs.tags.push(info);
+        }
+    }
+    Some(refs)
 }
 
 /// One entry of the lock with the requirement it was locked from.
@@ -186,14 +320,58 @@ pub struct Entry {
     pub requirement: Requirement,
     /// The locked commit.
     pub commit: String,
+    /// The version it was locked from when known without the Hub (see the
+    /// module docs); `None` when only the Hub's refs can tell.
+    pub label: Option<String>,
     /// The 0.17 dependency, for the graph.
     pub dependency: Option<KernelDependency>,
 }
 
+impl Entry {
+    /// The locked commit with the version it was locked from: for a
+    /// specifier, the tag `refs` (the Hub's) names there, else the cache's.
+    pub fn locked(&self, refs: Option<&GitRefs>) -> RefAt {
+        let online = match &self.requirement {
+            Requirement::Pep440(_) | Requirement::Semver(_) => {
+                refs.and_then(|r| tag_label(&self.commit, &self.requirement, r))
+            }
+            _ => None,
+        };
+        RefAt {
+            label: online
+                .or_else(|| self.label.clone())
+                .unwrap_or_else(|| short(&self.commit).to_owned()),
+            commit: self.commit.to_ascii_lowercase(),
+        }
+    }
+}
+
 /// The entries of `lock`: in file order for variant-hash locks (requirements from
 /// `manifest`; entries the manifest no longer has are skipped), in sorted order
-/// for 0.17 locks.
-pub fn entries(lock: &Lockfile, manifest: &Manifest) -> Vec<Entry> {
+/// for 0.17 locks. Labels of specifier entries come from `cache`'s `refs/`
+/// for `repo_type` (read only).
+pub fn entries(
+    lock: &Lockfile,
+    manifest: &Manifest,
+    cache: Option<&kernels_cache::HubCache>,
+    repo_type: RepoType,
+) -> Vec<Entry> {
+    let mut entries = raw_entries(lock, manifest);
+    let mut cached: HashMap<RepoId, Option<GitRefs>> = HashMap::new();
+    for e in &mut entries {
+        let refs = match (&e.requirement, cache) {
+            (Requirement::Pep440(_) | Requirement::Semver(_), Some(cache)) => cached
+                .entry(e.repo_id.clone())
+                .or_insert_with(|| cached_refs(cache, repo_type, &e.repo_id))
+                .as_ref(),
+            _ => None,
+        };
+        e.label = offline_label(&e.commit, &e.requirement, refs);
+    }
+    entries
+}
+
+fn raw_entries(lock: &Lockfile, manifest: &Manifest) -> Vec<Entry> {
     match lock {
         Lockfile::VariantHash(locks) => locks
             .iter()
@@ -206,6 +384,7 @@ pub fn entries(lock: &Lockfile, manifest: &Manifest) -> Vec<Entry> {
                     repo_id: dep.repo_id.clone(),
                     requirement: dep.requirement.clone(),
                     commit: l.sha.clone(),
+                    label: None,
                     dependency: None,
                 })
             })
@@ -217,6 +396,7 @@ pub fn entries(lock: &Lockfile, manifest: &Manifest) -> Vec<Entry> {
                     repo_id: dep.repo_id.parse().ok()?,
                     requirement: kernel_requirement(&dep.version),
                     commit: commit.as_str().to_owned(),
+                    label: None,
                     dependency: Some(dep.clone()),
                 })
             })
@@ -225,43 +405,58 @@ pub fn entries(lock: &Lockfile, manifest: &Manifest) -> Vec<Entry> {
 }
 
 /// The refs of every repository of `entries`, one request per repository, all
-/// at once. A repository whose refs cannot be read is missing from the map.
+/// at once, each with its answer (a repository whose refs cannot be read has
+/// its error).
 pub async fn refs_of(
     client: &HubClient,
     repo_type: RepoType,
     repos: impl IntoIterator<Item = RepoId>,
-) -> HashMap<RepoId, Result<GitRefs, HubError>> {
+) -> BTreeMap<RepoId, Result<GitRefs, HubError>> {
     let repos: BTreeSet<RepoId> = repos.into_iter().collect();
     let answers = join_all(repos.iter().map(|r| client.list_refs(repo_type, r))).await;
     repos.into_iter().zip(answers).collect()
 }
 
-/// Every entry of `entries` compared with the Hub's refs.
+/// Every entry of `entries` compared with the Hub's refs; an entry whose
+/// repository has no answer or an error is [`Freshness::Unknown`].
 pub fn statuses(
     entries: &[Entry],
-    refs: &HashMap<RepoId, Result<GitRefs, HubError>>,
+    refs: &BTreeMap<RepoId, Result<GitRefs, HubError>>,
 ) -> Vec<EntryStatus> {
     entries
         .iter()
         .map(|e| {
-            let refs = refs.get(&e.repo_id).and_then(|r| r.as_ref().ok());
+            let answer = refs.get(&e.repo_id);
+            let refs = answer.and_then(|r| r.as_ref().ok());
             let compatible = refs.and_then(|r| compatible(&e.requirement, r));
             let newest = refs.and_then(|r| newest_for(&e.requirement, r));
-            let locked = RefAt {
-                label: label_for(&e.commit, &e.requirement, refs),
-                commit: e.commit.to_ascii_lowercase(),
-            };
             let differs = |r: &Option<RefAt>| {
                 r.as_ref()
                     .is_some_and(|r| !r.commit.eq_ignore_ascii_case(&e.commit))
             };
+            let outdated = refs.map(|_| differs(&compatible) || differs(&newest));
+            let error = match answer {
+                Some(Err(err)) => Some(CheckError::of(err)),
+                Some(Ok(_)) => None,
+                None => Some(CheckError {
+                    code: None,
+                    message: format!("the refs of {} were not asked for", e.repo_id),
+                }),
+            };
             EntryStatus {
                 repo_id: e.repo_id.to_string(),
-                requirement: requirement_text(&e.requirement),
-                outdated: differs(&compatible) || differs(&newest),
-                locked,
+                requirement: requirement_plain(&e.requirement),
+                requirement_kind: requirement_kind(&e.requirement),
+                locked: e.locked(refs),
                 compatible,
                 newest,
+                outdated,
+                status: match outdated {
+                    None => Freshness::Unknown,
+                    Some(true) => Freshness::Outdated,
+                    Some(false) => Freshness::UpToDate,
+                },
+                error,
             }
         })
         .collect()
@@ -440,5 +635,77 @@ mod tests {
         let rev = Requirement::Revision("main".into());
         assert_eq!(compatible(&rev, &refs).unwrap().commit, "a".repeat(40));
         assert_eq!(compatible(&Requirement::Branch(3), &refs), None);
+    }
+
+    fn entry(requirement: Requirement, commit: char, cached: Option<&GitRefs>) -> Entry {
+        let commit = commit.to_string().repeat(40);
+        Entry {
+            repo_id: "acme/relu".parse().unwrap(),
+            label: offline_label(&commit, &requirement, cached),
+            requirement,
+            commit,
+            dependency: None,
+        }
+    }
+
+    #[test]
+    fn labels_name_the_version_locked_from_else_the_short_commit() {
+        let spec = || Requirement::parse_str(">=0.1,<0.3").unwrap();
+        // Known offline: the integer's branch, a revision's name.
+        assert_eq!(
+            entry(Requirement::Branch(1), 'b', None).label.as_deref(),
+            Some("v1")
+        );
+        let main = Requirement::Revision("main".into());
+        assert_eq!(entry(main, 'a', None).label.as_deref(), Some("main"));
+        let commit = Requirement::Revision("a".repeat(40));
+        assert_eq!(entry(commit, 'a', None).locked(None).label, "aaaaaaa");
+        // A specifier: only refs can tell; without them the short commit.
+        let e = entry(spec(), 'e', None);
+        assert_eq!(e.label, None);
+        assert!(!e.locked(None).is_named());
+        assert_eq!(e.locked(None).label, "eeeeeee");
+        assert_eq!(e.locked(Some(&refs())).label, "v0.2.0");
+        // The cache's refs name it offline.
+        let cached = GitRefs {
+            branches: Vec::new(),
+            converts: Vec::new(),
+            tags: vec![r("v0.2.0", "tags", 'e')],
+            pull_requests: None,
+        };
+        assert_eq!(
+            entry(spec(), 'e', Some(&cached)).locked(None).label,
+            "v0.2.0"
+        );
+        // A commit no tag points at stays unnamed.
+        assert_eq!(entry(spec(), '9', Some(&cached)).label, None);
+    }
+
+    #[test]
+    fn unreadable_refs_are_unknown() {
+        let e = entry(Requirement::Branch(1), 'b', None);
+        let mut answers = BTreeMap::new();
+        answers.insert(
+            e.repo_id.clone(),
+            Err(HubError::Offline {
+                url: "http://hub/api/kernels/acme/relu/refs".into(),
+            }),
+        );
+        let status = &statuses(std::slice::from_ref(&e), &answers)[0];
+        assert_eq!(status.status, Freshness::Unknown);
+        assert_eq!(status.outdated, None);
+        assert_eq!(status.locked.label, "v1");
+        assert_eq!(
+            status.error.as_ref().and_then(|e| e.code.as_deref()),
+            Some("kernels::hub::offline")
+        );
+        answers.insert(e.repo_id.clone(), Ok(refs()));
+        let status = &statuses(std::slice::from_ref(&e), &answers)[0];
+        // v2 is newer.
+        assert_eq!(status.status, Freshness::Outdated);
+        assert_eq!(status.outdated, Some(true));
+        assert_eq!(status.error, None);
+        assert_eq!(status.requirement, "1");
+        assert_eq!(status.requirement_kind, "version");
     }
 }
