@@ -225,6 +225,18 @@ fn write_act(mirror: &std::path::Path) {
     .unwrap();
 }
 
+/// An environment newer than `acme/act` v1's builds.
+const NEW_TORCH: [&str; 8] = [
+    "--torch-version",
+    "2.13",
+    "--cuda-version",
+    "12.6",
+    "--arch",
+    "x86_64",
+    "--os",
+    "linux",
+];
+
 #[test]
 fn explain_names_the_newer_versions_that_would_suit() {
     let world = common::World::with_mirror(write_act);
@@ -242,16 +254,7 @@ fn explain_names_the_newer_versions_that_would_suit() {
         common::assert_ok(&lock);
         common::kernels(&world.server.endpoint, &world.cache)
             .args(args)
-            .args([
-                "--torch-version",
-                "2.13",
-                "--cuda-version",
-                "12.6",
-                "--arch",
-                "x86_64",
-                "--os",
-                "linux",
-            ])
+            .args(NEW_TORCH)
             .current_dir(&world.project)
             .output()
             .unwrap()
@@ -278,15 +281,8 @@ fn explain_names_the_newer_versions_that_would_suit() {
         .unwrap();
     common::assert_ok(&add);
     let after = common::kernels(&world.server.endpoint, &world.cache)
-        .args(["download", "--explain", "--torch-version", "2.13"])
-        .args([
-            "--cuda-version",
-            "12.6",
-            "--arch",
-            "x86_64",
-            "--os",
-            "linux",
-        ])
+        .args(["download", "--explain"])
+        .args(NEW_TORCH)
         .current_dir(&world.project)
         .output()
         .unwrap();
