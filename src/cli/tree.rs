@@ -302,17 +302,23 @@ pub fn run_outdated(
 ) -> miette::Result<ExitCode> {
     let (_manifest, _lock, entries, profile) =
         read_project("outdated", project_dir, settings, global)?;
-    let client = HubClient::new(&settings.client_config())?;
+    let client = HubClient::new(&settings.client_config())?.with_retry_observer(
+        super::download::retry_observer(
+            &retries(global.quiet || args.format == OutputFormat::Json),
+            &settings.endpoint,
+        ),
+    );
     let refs = super::runtime()?.block_on(inspect::refs_of(
         &client,
         profile.repo_type,
         entries.iter().map(|e| e.repo_id.clone()),
     ));
-    for (repo, answer) in &refs {
-        if let Err(err) = answer
-            && !global.quiet
-        {
-            eprintln!("warning: cannot read the refs of {repo}: {err}");
+    let unread: Vec<&RepoId> = unique(entries.iter().map(|e| &e.repo_id))
+        .filter(|repo| refs.get(*repo).is_some_and(Result::is_err))
+        .collect();
+    if !global.quiet {
+        for line in refs_warnings(&unread, &refs, settings) {
+            eprintln!("warning: {line}");
         }
     }
     let statuses = inspect::statuses(&entries, &refs);
@@ -338,11 +344,28 @@ pub fn run_outdated(
         .collect();
     if rows.is_empty() {
         if !global.quiet {
-            eprintln!(
-                "All {} locked kernel{} are up to date",
-                statuses.len(),
-                if statuses.len() == 1 { "" } else { "s" }
-            );
+            let unchecked = statuses
+                .iter()
+                .filter(|s| unread.iter().any(|r| r.as_str() == s.repo_id))
+                .count();
+            let checked = statuses.len() - unchecked;
+            match (checked, unchecked) {
+                (n, 0) => eprintln!(
+                    "All {} locked kernel{} are up to date",
+                    n,
+                    if n == 1 { "" } else { "s" }
+                ),
+                (0, n) => eprintln!(
+                    "No locked kernel could be checked ({} not read, above)",
+                    super::progress::plural(n, "kernel")
+                ),
+                (c, n) => eprintln!(
+                    "{} checked {} up to date; {} could not be checked (above)",
+                    super::progress::plural(c, "locked kernel"),
+                    if c == 1 { "is" } else { "are" },
+                    n
+                ),
+            }
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -369,6 +392,61 @@ pub fn run_outdated(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Retry lines of metadata requests on stderr, unless `quiet`.
+fn retries(quiet: bool) -> super::progress::Progress {
+    super::progress::Progress::new(
+        if quiet {
+            super::progress::ProgressMode::Quiet
+        } else {
+            super::progress::ProgressMode::Lines
+        },
+        false,
+    )
+}
+
+/// Each item once, in order.
+fn unique<'a>(items: impl Iterator<Item = &'a RepoId>) -> impl Iterator<Item = &'a RepoId> {
+    let mut seen = HashSet::new();
+    items.filter(move |r| seen.insert(*r))
+}
+
+/// One warning per cause for the repositories whose refs could not be read
+/// (in `unread` order): the Hub unreachable once, naming the endpoint;
+/// otherwise the first error, naming the repositories it stands for.
+fn refs_warnings(
+    unread: &[&RepoId],
+    refs: &HashMap<RepoId, Result<kernels_types::wire::GitRefs, kernels_hub::HubError>>,
+    settings: &Settings,
+) -> Vec<String> {
+    use super::causes::{cause_key, connect_failure, name_kernels, root_cause};
+    let mut groups: Vec<(String, Vec<String>, &kernels_hub::HubError)> = Vec::new();
+    for repo in unread {
+        let Some(Err(err)) = refs.get(*repo) else {
+            continue;
+        };
+        let key = cause_key(err);
+        match groups.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, repos, _)) => repos.push(repo.to_string()),
+            None => groups.push((key, vec![repo.to_string()], err)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(
+            |(_, repos, err)| match connect_failure(err, &settings.endpoint) {
+                Some(source) => format!(
+                    "cannot reach the Hub at {} ({}); not checked: {}",
+                    settings.endpoint,
+                    root_cause(source),
+                    name_kernels(&repos)
+                ),
+                None if repos.len() == 1 => format!("cannot read the refs of {}: {err}", repos[0]),
+                None => format!("cannot read the refs of {}: {err}", name_kernels(&repos)),
+            },
+        )
+        .collect()
+}
+
 /// `kernels versions REPO`.
 pub fn run_versions(
     args: VersionsArgs,
@@ -393,9 +471,15 @@ pub fn run_versions(
         args.repo_type,
         true,
     )?;
-    let client = HubClient::new(&settings.client_config())?;
-    let versions =
-        super::runtime()?.block_on(inspect::versions(&client, profile.repo_type, &args.repo_id))?;
+    let client = HubClient::new(&settings.client_config())?.with_retry_observer(
+        super::download::retry_observer(
+            &retries(global.quiet || args.format == OutputFormat::Json),
+            &settings.endpoint,
+        ),
+    );
+    let versions = super::runtime()?
+        .block_on(inspect::versions(&client, profile.repo_type, &args.repo_id))
+        .map_err(|err| super::causes::hub_failure(err, settings))?;
     let python = project_python(project_dir, crate::cli::settings::virtual_env().as_deref());
     let env = match crate::variant::TorchEnv::detect(&python) {
         Ok(env) => Some(env),

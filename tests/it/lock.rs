@@ -438,7 +438,7 @@ fn resolution_errors_exit_1_and_keep_the_lock() {
             entry("kernels-test/versions", "7")
         )),
         &[],
-        &["2 of the kernels", "version 7", "kernels-test/nope"],
+        &["2 of the 2 kernels", "version 7", "kernels-test/nope"],
     );
 }
 
@@ -641,6 +641,7 @@ fn hub_client_against_serve() {
         endpoint: server.endpoint.clone(),
         token: None,
         token_source: Default::default(),
+        token_origin: None,
         network: Default::default(),
         offline: false,
         retry: kernels_hub::RetryPolicy {
