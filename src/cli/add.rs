@@ -109,9 +109,20 @@ pub fn run_add(
                     args.repo_id
                 ));
             }
-            let client = HubClient::new(&settings.client_config())?;
-            let refs =
-                super::runtime()?.block_on(client.list_refs(profile.repo_type, &args.repo_id))?;
+            let retries = super::progress::Progress::new(
+                if global.quiet {
+                    super::progress::ProgressMode::Quiet
+                } else {
+                    super::progress::ProgressMode::Lines
+                },
+                false,
+            );
+            let client = HubClient::new(&settings.client_config())?.with_retry_observer(
+                super::download::retry_observer(&retries, &settings.endpoint),
+            );
+            let refs = super::runtime()?
+                .block_on(client.list_refs(profile.repo_type, &args.repo_id))
+                .map_err(|err| super::causes::hub_failure(err, settings))?;
             default_value(&args.repo_id, &refs, profile.requirements, runtime)?
         }
     };

@@ -366,9 +366,19 @@ enum DownloadCliError {
 /// Exit 0 when all kernels are in the cache and verified, 1 when any failed
 /// (each is named on stderr), 2 on internal errors.
 pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
-    // With JSON on stdout, stderr keeps only warnings and errors.
+    let json = summary_json(&args);
+    // With JSON on stdout (the summary, the `--dry-run` plan or the
+    // `--explain` verdicts), stderr keeps only warnings and errors.
     let quiet = quiet || args.format == Format::Json;
-    let (kernels, selection, repo_type) = read_lock(&args.project_dir, &args.select, quiet)?;
+    let (kernels, selection, repo_type) = match read_lock(&args.project_dir, &args.select, quiet) {
+        Ok(read) => read,
+        Err(report) => {
+            if json {
+                print_failure(settings, &report, &[]);
+            }
+            return Err(report);
+        }
+    };
     let options = DownloadOptions {
         repo_type,
         selection,
@@ -412,6 +422,10 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         }
     }
     if let Some(blocked) = summary.blocked {
+        let report = miette::Report::new(blocked);
+        if json {
+            print_failure(settings, &report, &summary.failed);
+        }
         for failure in summary.failed {
             eprintln!(
                 "{}: {:?}",
@@ -419,7 +433,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
                 miette::Report::new(failure.error)
             );
         }
-        return Err(miette::Report::new(blocked));
+        return Err(report);
     }
     if args.format == Format::Json {
         let doc = serde_json::json!({
@@ -437,6 +451,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
                 "fetched_blobs": r.fetched_blobs,
             })).collect::<Vec<_>>(),
             "failed": summary.failed.iter().map(failure_json).collect::<Vec<_>>(),
+            "error": null,
         });
         println!("{doc:#}");
     }
@@ -477,7 +492,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         if let DownloadError::Internal(msg) = &failure.error {
             internal.get_or_insert_with(|| format!("{label}: {msg}"));
         }
-        let key = cause_key(&failure.error);
+        let key = super::causes::cause_key(&failure.error);
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, group)) => group.push(failure),
             None => groups.push((key, vec![failure])),
@@ -492,25 +507,15 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
             eprintln!("{err:?}");
             continue;
         }
-        let mut group = group.into_iter();
-        let Some(first) = group.next() else { continue };
-        let others: Vec<String> = group.map(|f| f.label()).collect();
-        let who = match others.len() {
-            0 => first.label(),
-            n => format!("{} and {n} more ({})", first.label(), others.join(", ")),
+        let labels: Vec<String> = group.iter().map(|f| f.label()).collect();
+        let Some(first) = group.into_iter().next() else {
+            continue;
         };
-        let code = {
-            use miette::Diagnostic;
-            first
-                .error
-                .code()
-                .map(|c| c.to_string())
-                .unwrap_or_default()
-        };
-        eprintln!("{who}: {:?}", miette::Report::new(first.error));
-        if let Some(note) = settings.token_note(&code) {
-            eprintln!("{note}");
-        }
+        eprintln!(
+            "{}: {:?}",
+            super::causes::name_kernels(&labels),
+            miette::Report::new(first.error)
+        );
         if single_cause && (failures.len() > 1 || (kernels.len() == 1 && !settings.offline)) {
             // One cause printed once; the summary would only repeat it (offline,
             // it names the exact command that fetches what is missing).
@@ -541,6 +546,31 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         help,
     }
     .into())
+}
+
+/// Whether `kernels download` prints the summary document (`--format json`
+/// without `--dry-run` or `--explain`, which print their own).
+pub(super) fn summary_json(args: &DownloadArgs) -> bool {
+    args.format == Format::Json && !args.dry_run && !args.explain
+}
+
+/// The `--format json` document of a download that stopped before any kernel
+/// (the lock stale or missing, torch not found, the cache unwritable): still
+/// one document, the failure typed in `error`.
+pub(super) fn print_failure(
+    settings: &Settings,
+    report: &miette::Report,
+    failed: &[crate::install::KernelFailure],
+) {
+    let doc = serde_json::json!({
+        "schema": 1,
+        "command": "download",
+        "cache_dir": settings.cache_dir,
+        "kernels": [],
+        "failed": failed.iter().map(failure_json).collect::<Vec<_>>(),
+        "error": super::causes::error_json(report),
+    });
+    println!("{doc:#}");
 }
 
 /// Shows the Hub client's retries of metadata requests as status lines: one
@@ -596,7 +626,9 @@ fn unreachable(
     let DownloadError::Hub(error) = &group.first()?.error else {
         return None;
     };
-    let cause = connect_failure(error, &settings.endpoint)?;
+    // Only "cannot connect to the endpoint": a transfer that broke off, or a
+    // CDN, is another cause.
+    let source = super::causes::connect_failure(error, &settings.endpoint)?;
     let failed: Vec<LockedKernel> = kernels
         .iter()
         .filter(|k| {
@@ -625,33 +657,10 @@ fn unreachable(
     };
     Some(miette::Report::new(Unreachable {
         endpoint: settings.endpoint.clone(),
-        cause,
-        kernels: {
-            let labels: Vec<String> = group.iter().take(3).map(|f| f.label()).collect();
-            match group.len() {
-                n if n > 3 => format!("{} and {} more", labels.join(", "), n - 3),
-                _ => labels.join(", "),
-            }
-        },
+        cause: super::causes::root_cause(source),
+        kernels: super::causes::name_kernels(&group.iter().map(|f| f.label()).collect::<Vec<_>>()),
         help,
     }))
-}
-
-/// The deepest cause of `error` when it is "cannot connect to `endpoint`",
-/// which every request to the Hub then shares: one message for all kernels.
-/// A transfer that broke off, or a CDN, is another cause.
-pub(super) fn connect_failure(error: &kernels_hub::HubError, endpoint: &str) -> Option<String> {
-    let kernels_hub::HubError::Transport { source, url } = error else {
-        return None;
-    };
-    if !source.is_connect() || !url.starts_with(endpoint) {
-        return None;
-    }
-    let mut cause: &dyn std::error::Error = source;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    Some(cause.to_string())
 }
 
 /// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
@@ -664,18 +673,6 @@ fn failure_json(failure: &crate::install::KernelFailure) -> serde_json::Value {
         "code": failure.error.code().map(|c| c.to_string()),
         "message": failure.error.to_string(),
     })
-}
-
-/// What makes two kernel failures the same cause: their diagnostic code and
-/// help (the help names the fix, not the kernel).
-pub(super) fn cause_key(error: &dyn miette::Diagnostic) -> String {
-    let code = error.code().map(|c| c.to_string()).unwrap_or_default();
-    let help = error.help().map(|h| h.to_string()).unwrap_or_default();
-    if code.is_empty() && help.is_empty() {
-        // Nothing to compare: every such failure is its own cause.
-        return format!("{:p}", error);
-    }
-    format!("{code}\n{help}")
 }
 
 /// The `refs/<name>` each locked entry was resolved from, when the lock or

@@ -105,7 +105,7 @@ pub fn collect(
                     "message": error.to_string(),
                 }));
                 let label = crate::install::plan::label(&kernel.repo_id, &kernel.commit);
-                let key = super::download::cause_key(&error);
+                let key = super::causes::cause_key(&error);
                 match groups.iter_mut().find(|(k, _, _)| *k == key) {
                     Some((_, labels, _)) => labels.push(label),
                     None => groups.push((key, vec![label], error)),
@@ -114,16 +114,11 @@ pub fn collect(
         }
     }
     for (_, labels, error) in groups {
-        let who = match labels.len() {
-            1 => labels[0].clone(),
-            n => format!(
-                "{} and {} more ({})",
-                labels[0],
-                n - 1,
-                labels[1..].join(", ")
-            ),
-        };
-        eprintln!("{who}: {:?}", miette::Report::new(error));
+        eprintln!(
+            "{}: {:?}",
+            super::causes::name_kernels(&labels),
+            miette::Report::new(error)
+        );
     }
     Ok(explained)
 }

@@ -286,6 +286,7 @@ fn plan(
     allow_model_repos: bool,
     settings: &Settings,
     quiet: bool,
+    retries_shown: bool,
     merged: Option<&conflict::Merged>,
     upgrade: &Upgrade,
     on_disk: &LockOnDisk,
@@ -354,7 +355,7 @@ fn plan(
         cache: Some(HubCache::new(&settings.cache_dir)),
     };
     let retries = super::progress::Progress::new(
-        if quiet {
+        if !retries_shown {
             super::progress::ProgressMode::Quiet
         } else {
             super::progress::ProgressMode::Lines
@@ -376,7 +377,7 @@ fn plan(
     let outcome =
         super::runtime()?.block_on(lock_project(&client, &profile, &to_resolve, &options));
     drop(spinner);
-    let mut outcome = outcome?;
+    let mut outcome = outcome.map_err(|err| super::causes::lock_failure(err, settings))?;
     let elapsed = started.elapsed();
     let mut kept = Vec::new();
     if let (Some(_), Lockfile::VariantHash(fresh)) = (merged, &outcome.lockfile) {
@@ -423,6 +424,7 @@ fn freshness(
     target_runtime: Option<&str>,
     repo_type: Option<RepoTypeArg>,
     settings: &Settings,
+    retries_shown: bool,
 ) -> miette::Result<(CheckReport, Option<Vec<Change>>)> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if settings.offline {
@@ -466,6 +468,7 @@ fn freshness(
         false,
         settings,
         true,
+        retries_shown,
         None,
         &Upgrade::None,
         &on_disk,
@@ -489,7 +492,7 @@ pub fn ensure_locked(
         RepoType::Model => RepoTypeArg::Model,
         _ => RepoTypeArg::Kernel,
     });
-    let (report, changes) = freshness(project_dir, None, repo_type, settings)?;
+    let (report, changes) = freshness(project_dir, None, repo_type, settings, !global.quiet)?;
     if print_report(&report, global, OutputFormat::Text, changes.as_deref()) {
         return Err(StaleLocked {
             lock: report.lock_file,
@@ -500,13 +503,74 @@ pub fn ensure_locked(
     Ok(())
 }
 
+/// The `schema` of `kernels lock --format json` (`docs/json-output.md`); 2
+/// since `locked[]` holds objects instead of status lines.
+pub const LOCK_SCHEMA: u32 = 2;
+
+/// The `schema` of `kernels lock --check --format json`.
+pub const CHECK_SCHEMA: u32 = 1;
+
 /// Resolves `[tool.kernels.dependencies]` for the target profile and writes
 /// `kernels.lock` in its format, atomically and only when its bytes change.
 /// Nothing is written unless every dependency resolved. A lock with merge conflict
 /// markers is repaired: entries both sides agree on are kept, the others resolved
 /// again. With `--check` or `--locked` nothing is written and a stale lock exits 1.
-/// Status goes to stderr; `--format json` prints what was locked on stdout.
+/// Status goes to stderr; `--format json` prints what was locked on stdout, and
+/// when the command fails, a document with the failure typed (`error`,
+/// `failed[]`) before the error goes to stderr.
 pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::Result<ExitCode> {
+    let json = args.format == OutputFormat::Json;
+    let check = args.check || global.locked;
+    let lock_file = args.project_dir.join(LOCK_FILE_NAME).display().to_string();
+    let offline = settings.offline || args.offline;
+    let dry_run = args.dry_run;
+    let result = run_inner(args, settings, global);
+    if let Err(report) = &result
+        && json
+        // `--locked` printed its report already.
+        && report.downcast_ref::<StaleLocked>().is_none()
+    {
+        let failed = report
+            .downcast_ref::<super::causes::LockFailed>()
+            .map(|f| f.failed.clone())
+            .unwrap_or_default();
+        let error = super::causes::error_json(report);
+        let doc = if check {
+            serde_json::json!({
+                "schema": CHECK_SCHEMA,
+                "command": "lock --check",
+                "lock_file": lock_file,
+                "mode": if offline { "offline" } else { "online" },
+                "up_to_date": false,
+                "unverified": 0,
+                "findings": [],
+                "error": error,
+                "failed": failed,
+            })
+        } else {
+            serde_json::json!({
+                "schema": LOCK_SCHEMA,
+                "command": "lock",
+                "lock_file": lock_file,
+                "format": null,
+                "previous_format": null,
+                "written": false,
+                "dry_run": dry_run,
+                "changes": [],
+                "kernels": [],
+                "locked": [],
+                "warnings": [],
+                "kept": [],
+                "error": error,
+                "failed": failed,
+            })
+        };
+        println!("{doc}");
+    }
+    result
+}
+
+fn run_inner(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::Result<ExitCode> {
     let mut settings = settings.clone();
     settings.offline |= args.offline;
     let settings = &settings;
@@ -525,6 +589,7 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
             args.target_runtime.as_deref(),
             args.repo_type,
             settings,
+            !global.quiet && args.format == OutputFormat::Text,
         )?;
         let stale = print_report(&report, global, args.format, changes.as_deref());
         return match (stale, args.check) {
@@ -576,6 +641,7 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         args.allow_model_repos,
         settings,
         quiet,
+        !quiet,
         merged.as_ref(),
         &upgrade,
         &on_disk,
@@ -620,7 +686,13 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
         }
     }
     if args.format == OutputFormat::Json {
-        print_json(&resolved, !unchanged && !args.dry_run, args.dry_run)?;
+        print_json(
+            &resolved,
+            old_format,
+            had_previous,
+            !unchanged && !args.dry_run,
+            args.dry_run,
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -696,7 +768,13 @@ fn print_status(
 }
 
 /// `--format json`: what was locked and what changed, as one document on stdout.
-fn print_json(resolved: &Resolved<'_>, written: bool, dry_run: bool) -> miette::Result<()> {
+fn print_json(
+    resolved: &Resolved<'_>,
+    old_format: Option<LockFormat>,
+    had_previous: bool,
+    written: bool,
+    dry_run: bool,
+) -> miette::Result<()> {
     let Resolved {
         lock_path,
         outcome,
@@ -716,21 +794,36 @@ fn print_json(resolved: &Resolved<'_>, written: bool, dry_run: bool) -> miette::
             })
         })
         .collect();
+    // As text mode: with a previous lock in this format, only the entries
+    // that change (an entry resolved again to the same commit is not news).
+    let locked: Vec<&crate::lock::project::Locked> = outcome
+        .locked
+        .iter()
+        .filter(|l| {
+            !had_previous
+                || changes.iter().any(|c| match c {
+                    Change::Added { repo_id, .. } | Change::Updated { repo_id, .. } => {
+                        *repo_id == l.repo_id
+                    }
+                    Change::Removed { .. } => false,
+                })
+        })
+        .collect();
     let doc = serde_json::json!({
-        "schema": 1,
+        "schema": LOCK_SCHEMA,
         "command": "lock",
         "lock_file": lock_path.display().to_string(),
-        "format": match profile.lock_format {
-            LockFormat::VariantHash => "variant-hash",
-            LockFormat::KernelLocks => "kernel-locks",
-        },
+        "format": format_id(profile.lock_format),
+        "previous_format": old_format.map(format_id),
         "written": written,
         "dry_run": dry_run,
         "changes": changes,
         "kernels": kernels,
-        "locked": outcome.locked,
+        "locked": locked,
         "warnings": outcome.warnings,
         "kept": kept,
+        "error": null,
+        "failed": [],
     });
     println!("{doc}");
     Ok(())
@@ -758,14 +851,24 @@ fn report_text(report: &CheckReport, verbose: bool) -> String {
 /// `docs/json-output.md`).
 fn report_json(report: &CheckReport) -> serde_json::Value {
     serde_json::json!({
-        "schema": 1,
+        "schema": CHECK_SCHEMA,
         "command": "lock --check",
         "lock_file": report.lock_file.display().to_string(),
         "mode": report.mode,
         "up_to_date": !report.is_stale(),
         "unverified": report.unverified().count(),
         "findings": report.findings,
+        "error": null,
+        "failed": [],
     })
+}
+
+/// A lock format as the JSON documents name it.
+fn format_id(format: LockFormat) -> &'static str {
+    match format {
+        LockFormat::VariantHash => "variant-hash",
+        LockFormat::KernelLocks => "kernel-locks",
+    }
 }
 
 pub(super) fn format_name(format: LockFormat) -> &'static str {

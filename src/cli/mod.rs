@@ -6,6 +6,7 @@
 
 mod add;
 mod cache;
+mod causes;
 mod download;
 mod env;
 mod explain;
@@ -291,9 +292,6 @@ pub fn main() -> ExitCode {
             let internal = report.downcast_ref::<InternalError>().is_some();
             let text = format!("{report:?}");
             eprintln!("{text}");
-            if let Some(note) = settings.token_note(&text) {
-                eprintln!("{note}");
-            }
             ExitCode::from(if internal { 2 } else { 1 })
         }
     }
@@ -367,6 +365,7 @@ fn dispatch(
             args.project_dir = project_dir(args.project_arg.take(), &global)?;
             let mut check_settings = settings.clone();
             check_settings.offline |= args.offline;
+            let json = download::summary_json(&args);
             stale::ensure_current(
                 "download",
                 &args.project_dir,
@@ -375,6 +374,11 @@ fn dispatch(
                 &global,
                 true,
             )
+            .inspect_err(|report| {
+                if json {
+                    download::print_failure(&settings, report, &[]);
+                }
+            })
             .and_then(|()| download::run(args, &settings, quiet))
         }
         Command::Env(mut args) => {
@@ -394,6 +398,7 @@ fn dispatch(
             // `verify` makes no request, so its lock check is offline too.
             let mut check_settings = settings.clone();
             check_settings.offline = true;
+            let json = args.format == OutputFormat::Json;
             stale::ensure_current(
                 "verify",
                 &args.project_dir,
@@ -402,6 +407,11 @@ fn dispatch(
                 &global,
                 false,
             )
+            .inspect_err(|report| {
+                if json {
+                    verify::print_failure(&settings, report);
+                }
+            })
             .and_then(|()| verify::run(args, &settings, quiet))
         }
         Command::Completions(args) => {

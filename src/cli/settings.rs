@@ -351,25 +351,6 @@ impl Settings {
         kernels_cache::HubCache::with_options(&self.cache_dir, self.cache_options)
     }
 
-    /// A note for an error the Hub answered with "not found", "unauthorized" or
-    /// "gated" (diagnostic `code`) while a token was sent: the token is set,
-    /// and was rejected or lacks access; `None` otherwise.
-    pub fn token_note(&self, code: &str) -> Option<String> {
-        let source = self.token_origin.as_ref()?;
-        [
-            "kernels::hub::repo_not_found",
-            "kernels::hub::unauthorized",
-            "kernels::hub::gated",
-        ]
-        .iter()
-        .any(|c| code.contains(c))
-        .then(|| {
-            format!(
-                "note: a token is set (from {source}) and was sent: the Hub rejected it, or its account has no access to this repository"
-            )
-        })
-    }
-
     /// `path` for people: below the home directory as `~/…`.
     pub fn display_path(&self, path: &std::path::Path) -> String {
         match self
@@ -390,6 +371,7 @@ impl Settings {
             endpoint: self.endpoint.clone(),
             token: self.token.clone(),
             token_source: self.token_source.clone(),
+            token_origin: self.token_origin.clone(),
             network: self.network.clone(),
             offline: self.offline,
             retry: self.retry_policy(),

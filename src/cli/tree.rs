@@ -435,10 +435,11 @@ fn not_checked(
         let Some(error) = failed.remove(&status.repo_id) else {
             continue;
         };
-        let connect = super::download::connect_failure(&error, endpoint);
+        let connect =
+            super::causes::connect_failure(&error, endpoint).map(|s| super::causes::root_cause(s));
         let key = match &connect {
             Some(_) => "connect".to_owned(),
-            None => super::download::cause_key(&error),
+            None => super::causes::cause_key(&error),
         };
         match causes.iter_mut().find(|(k, _)| *k == key) {
             Some((_, cause)) => {
@@ -470,7 +471,12 @@ pub fn run_outdated(
 ) -> miette::Result<ExitCode> {
     let (_manifest, _lock, entries, profile) =
         read_project("outdated", project_dir, settings, global)?;
-    let client = HubClient::new(&settings.client_config())?;
+    let client = HubClient::new(&settings.client_config())?.with_retry_observer(
+        super::download::retry_observer(
+            &retries(global.quiet || args.format == OutputFormat::Json),
+            &settings.endpoint,
+        ),
+    );
     let refs = super::runtime()?.block_on(inspect::refs_of(
         &client,
         profile.repo_type,
@@ -513,18 +519,7 @@ pub fn run_outdated(
         return Err(report.wrap_err(format!("could not check {}", count_of(unknown, total))));
     }
     for cause in causes {
-        let code = {
-            use miette::Diagnostic;
-            cause
-                .error
-                .code()
-                .map(|c| c.to_string())
-                .unwrap_or_default()
-        };
         eprintln!("{:?}", cause.report(&settings.endpoint, total));
-        if let Some(note) = settings.token_note(&code) {
-            eprintln!("{note}");
-        }
     }
     let listed = if args.format == OutputFormat::Text {
         " (listed above)"
@@ -603,6 +598,18 @@ struct NoEnvironment {
     detail: String,
 }
 
+/// Retry lines of metadata requests on stderr, unless `quiet`.
+fn retries(quiet: bool) -> super::progress::Progress {
+    super::progress::Progress::new(
+        if quiet {
+            super::progress::ProgressMode::Quiet
+        } else {
+            super::progress::ProgressMode::Lines
+        },
+        false,
+    )
+}
+
 /// `kernels versions REPO`.
 pub fn run_versions(
     args: VersionsArgs,
@@ -652,9 +659,15 @@ pub fn run_versions(
             None
         }
     };
-    let client = HubClient::new(&settings.client_config())?;
-    let versions =
-        super::runtime()?.block_on(inspect::versions(&client, profile.repo_type, &args.repo_id))?;
+    let client = HubClient::new(&settings.client_config())?.with_retry_observer(
+        super::download::retry_observer(
+            &retries(global.quiet || args.format == OutputFormat::Json),
+            &settings.endpoint,
+        ),
+    );
+    let versions = super::runtime()?
+        .block_on(inspect::versions(&client, profile.repo_type, &args.repo_id))
+        .map_err(|err| super::causes::hub_failure(err, settings))?;
     let selection = env.as_ref().map(|env| VariantSelection::Detected {
         env: env.clone(),
         preference: profile.variant_preference,

@@ -61,7 +61,15 @@ struct VerifyFailed {
 pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
     let json = args.format == super::OutputFormat::Json;
     let quiet = quiet || json;
-    let (kernels, selection, repo_type) = read_lock(&args.project_dir, &args.select, quiet)?;
+    let (kernels, selection, repo_type) = match read_lock(&args.project_dir, &args.select, quiet) {
+        Ok(read) => read,
+        Err(report) => {
+            if json {
+                print_failure(settings, &report);
+            }
+            return Err(report);
+        }
+    };
     let cache = settings.cache();
     let checks = verify_kernels(&cache, repo_type, &kernels, &selection);
     if json {
@@ -84,6 +92,7 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "warnings": checks.iter().flat_map(|c| &c.warnings).map(|w| w.to_string()).collect::<Vec<_>>(),
+            "error": null,
         });
         println!("{doc:#}");
         return Ok(if ok {
@@ -163,6 +172,22 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
         help,
     }
     .into())
+}
+
+/// The `--format json` document of a verification that could not start (the
+/// lock stale or missing, torch not found): still one document, the failure
+/// typed in `error`.
+pub(super) fn print_failure(settings: &Settings, report: &miette::Report) {
+    let doc = serde_json::json!({
+        "schema": 1,
+        "command": "verify",
+        "ok": false,
+        "cache_dir": settings.cache_dir,
+        "kernels": [],
+        "warnings": [],
+        "error": super::causes::error_json(report),
+    });
+    println!("{doc:#}");
 }
 
 /// The problem's kind as a stable snake_case name (`dangling_link`, …): its

@@ -653,16 +653,24 @@ pub fn diff_locks(old: &LockOnDisk, new: &Lockfile, new_text: &str) -> CheckRepo
                 format!("{} → {}", old.commit, kernel.commit),
             )
             .locked(&old.commit),
-            Some(old) if old.variants != kernel.variants => Finding::new(
-                Some(repo),
-                FindingKind::Changed,
-                format!(
-                    "commit {} unchanged, variant hashes differ ({})",
-                    short(&kernel.commit),
-                    variant_changes(old, kernel)
-                ),
-            )
-            .locked(&old.commit),
+            // A 0.17 lock records no variants: across formats only the
+            // commit is compared (the rewrite is the `format` finding).
+            Some(old)
+                if old.variants.is_some()
+                    && kernel.variants.is_some()
+                    && old.variants != kernel.variants =>
+            {
+                Finding::new(
+                    Some(repo),
+                    FindingKind::Changed,
+                    format!(
+                        "commit {} unchanged, variant hashes differ ({})",
+                        short(&kernel.commit),
+                        variant_changes(old, kernel)
+                    ),
+                )
+                .locked(&old.commit)
+            }
             Some(old) => Finding::new(
                 Some(repo),
                 FindingKind::UpToDate,

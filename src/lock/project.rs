@@ -24,7 +24,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use futures_util::StreamExt;
 use futures_util::future::{LocalBoxFuture, join_all};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::lock::format::variant_hash::{KernelHashLock, VariantHash};
 use crate::lock::format::{KernelDependency, KernelLocks, KernelVersion, Lockfile};
@@ -62,8 +62,9 @@ pub struct LockOptions {
 pub struct LockOutcome {
     /// The lock, in the profile's format.
     pub lockfile: Lockfile,
-    /// One `Locked …` line per locked entry, in lock order.
-    pub locked: Vec<String>,
+    /// The entries resolved in this run (not kept from the previous lock), in
+    /// lock order; each displays as its `Locked …` status line.
+    pub locked: Vec<Locked>,
     /// Non-fatal remarks.
     pub warnings: Vec<String>,
     /// The ref each entry is locked from (repo id → `v1`, `v0.1.1`, revision),
@@ -74,6 +75,131 @@ pub struct LockOutcome {
     pub previous_labels: HashMap<String, String>,
     /// Entries kept from the previous lock without being resolved again.
     pub kept: usize,
+}
+
+/// One entry resolved by a lock run: what its `Locked …` status line says,
+/// typed (the JSON of `kernels lock`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Locked {
+    /// The repository.
+    pub repo_id: String,
+    /// The tag, branch or revision it was locked from (`v0.1.1`, `v1`, `main`).
+    pub version: String,
+    /// The locked commit, 40 hex digits.
+    pub commit: String,
+    /// How many build variants were hashed (variant-hash format); `None` in
+    /// the `KernelLocks` format, which records no variants.
+    pub variant_count: Option<usize>,
+    /// The entry whose `kernel-depends` asked for it (0.17 format); `None`
+    /// for a dependency of the project itself.
+    pub required_by: Option<RequiredBy>,
+}
+
+/// The lock entry that required another (a `kernel-depends` entry's parent),
+/// as the lock file names it: `repo_id` with `version` or `revision`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequiredBy {
+    /// The repository.
+    pub repo_id: String,
+    /// Its integer version (branch `vN`), if locked from one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    /// Its revision, if locked from one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+}
+
+impl From<&KernelDependency> for RequiredBy {
+    fn from(dep: &KernelDependency) -> Self {
+        let (version, revision) = match &dep.version {
+            KernelVersion::Version(n) => (Some(*n), None),
+            KernelVersion::Revision(r) => (None, Some(r.clone())),
+        };
+        RequiredBy {
+            repo_id: dep.repo_id.clone(),
+            version,
+            revision,
+        }
+    }
+}
+
+impl std::fmt::Display for RequiredBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.version, &self.revision) {
+            (Some(n), _) => write!(f, "{} version {n}", self.repo_id),
+            (None, Some(r)) => write!(f, "{} revision {r}", self.repo_id),
+            (None, None) => write!(f, "{}", self.repo_id),
+        }
+    }
+}
+
+impl std::fmt::Display for Locked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Locked {} {} ({})",
+            self.repo_id,
+            self.version,
+            short(&self.commit)
+        )?;
+        if let Some(n) = self.variant_count {
+            write!(f, " with {n} variant{}", if n == 1 { "" } else { "s" })?;
+        }
+        if let Some(via) = &self.required_by {
+            write!(f, ", required by {via}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A dependency of the project that could not be locked, and why.
+#[derive(Debug)]
+pub struct Failure {
+    /// The dependency (for a 0.17 lock, the project's dependency whose
+    /// `kernel-depends` graph failed).
+    pub repo_id: RepoId,
+    /// Why.
+    pub error: LockError,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
+
+/// The failure's own diagnostic (code, help, causes).
+impl miette::Diagnostic for Failure {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.error.code()
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        self.error.severity()
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.error.help()
+    }
+    fn url<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.error.url()
+    }
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.error.source_code()
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        self.error.labels()
+    }
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
+        self.error.related()
+    }
+    fn diagnostic_source(&self) -> Option<&dyn miette::Diagnostic> {
+        self.error.diagnostic_source()
+    }
 }
 
 /// Why a project cannot be locked.
@@ -102,15 +228,17 @@ pub enum LockError {
     #[diagnostic(transparent)]
     Resolve(#[from] ResolveError),
 
-    /// Several dependencies failed; each is reported.
-    #[error("{} of the kernels in {manifest} could not be resolved; kernels.lock was not changed", errors.len())]
+    /// Dependencies failed; each is reported with the repository it is about.
+    #[error("{} of the {total} kernels in {manifest} could not be resolved; kernels.lock was not changed", failures.len())]
     #[diagnostic(code(kernels::lock::unresolved))]
     Unresolved {
         /// The pyproject file.
         manifest: String,
-        /// Every failure.
+        /// How many dependencies were being resolved.
+        total: usize,
+        /// Every failure, in manifest order.
         #[related]
-        errors: Vec<LockError>,
+        failures: Vec<Failure>,
     },
 
     /// The `kernel` API does not know the repository but the `model` API does.
@@ -321,7 +449,12 @@ impl Locker<'_> {
     async fn variant_hash(&self, manifest: &Manifest) -> Result<LockOutcome, LockError> {
         let resolver = self.resolver(self.profile.repo_type);
         let results: Vec<_> = futures_util::stream::iter(&manifest.dependencies)
-            .map(|dep| self.sticky_hashed(&resolver, dep))
+            .map(|dep| async {
+                (
+                    dep.repo_id.clone(),
+                    self.sticky_hashed(&resolver, dep).await,
+                )
+            })
             .buffered(DEFAULT_CONCURRENCY)
             .collect()
             .await;
@@ -332,7 +465,7 @@ impl Locker<'_> {
         let mut labels = HashMap::new();
         let mut previous_labels = HashMap::new();
         let mut kept = 0;
-        for result in results {
+        for (repo_id, result) in results {
             match result {
                 Ok(Hashed::Kept { lock, label }) => {
                     kept += 1;
@@ -346,14 +479,13 @@ impl Locker<'_> {
                     }
                     warnings.append(&mut notes);
                     warnings.extend(kernel.warnings.iter().cloned());
-                    locked.push(format!(
-                        "Locked {} {} ({}) with {} variant{}",
-                        kernel.repo_id,
-                        kernel.chosen,
-                        short(&kernel.commit),
-                        kernel.variants.len(),
-                        if kernel.variants.len() == 1 { "" } else { "s" }
-                    ));
+                    locked.push(Locked {
+                        repo_id: kernel.repo_id.to_string(),
+                        version: kernel.chosen.clone(),
+                        commit: kernel.commit.clone(),
+                        variant_count: Some(kernel.variants.len()),
+                        required_by: None,
+                    });
                     locks.push(KernelHashLock {
                         repo_id: kernel.repo_id.to_string(),
                         sha: kernel.commit,
@@ -364,7 +496,7 @@ impl Locker<'_> {
                             .collect(),
                     });
                 }
-                Err(err) => errors.push(err),
+                Err(error) => errors.push(Failure { repo_id, error }),
             }
         }
         check_errors(errors, manifest)?;
@@ -504,9 +636,20 @@ impl Locker<'_> {
             warnings: Vec::new(),
             kept: 0,
         };
+        // The first failure is the reference's (depth first, root by root);
+        // the roots after it that failed themselves are reported with it, so
+        // that one cause (the Hub unreachable) names every kernel it stops.
+        let mut failures = Vec::new();
         for (node, repo_id) in roots {
-            tree.visit(node, repo_id, Vec::new())?;
+            if failures.is_empty() {
+                if let Err(error) = tree.visit(node, repo_id.clone(), Vec::new()) {
+                    failures.push(Failure { repo_id, error });
+                }
+            } else if let Some(Err(error)) = tree.nodes.remove(&node) {
+                failures.push(Failure { repo_id, error });
+            }
         }
+        check_errors(failures, manifest)?;
         Ok(LockOutcome {
             lockfile: Lockfile::KernelLocks(tree.locks),
             locked: tree.locked,
@@ -720,15 +863,15 @@ async fn label_at(
         .map(|r| r.name.clone())
 }
 
-fn check_errors(mut errors: Vec<LockError>, manifest: &Manifest) -> Result<(), LockError> {
-    match errors.len() {
-        0 => Ok(()),
-        1 => Err(errors.remove(0)),
-        _ => Err(LockError::Unresolved {
-            manifest: manifest.path.display().to_string(),
-            errors,
-        }),
+fn check_errors(failures: Vec<Failure>, manifest: &Manifest) -> Result<(), LockError> {
+    if failures.is_empty() {
+        return Ok(());
     }
+    Err(LockError::Unresolved {
+        manifest: manifest.path.display().to_string(),
+        total: manifest.dependencies.len(),
+        failures,
+    })
 }
 
 /// Depth-first locking of `kernel-depends` (0.17 profile) over the nodes
@@ -739,7 +882,7 @@ struct Tree {
     trust: HashMap<String, Result<bool, HubError>>,
     locks: KernelLocks,
     done: HashSet<KernelDependency>,
-    locked: Vec<String>,
+    locked: Vec<Locked>,
     warnings: Vec<String>,
     /// Entries kept from the previous lock.
     kept: usize,
@@ -795,9 +938,9 @@ impl Tree {
         let Node {
             chosen,
             commit,
+            kept,
             warnings,
             children,
-            ..
         } = resolved;
         self.warnings.extend(warnings);
         path.push(node.clone());
@@ -823,14 +966,18 @@ impl Tree {
                     "invalid git object id, expected 40 or 64 hexadecimal digits: {commit}"
                 ),
             })?;
-        let via = match path.len() {
-            1 => String::new(),
-            n => format!(", required by {}", describe(&path[n - 2])),
-        };
-        self.locked.push(format!(
-            "Locked {repo_id} {chosen} ({}){via}",
-            short(&commit)
-        ));
+        if !kept {
+            self.locked.push(Locked {
+                repo_id: repo_id.to_string(),
+                version: chosen,
+                commit: commit.clone(),
+                variant_count: None,
+                required_by: path
+                    .len()
+                    .checked_sub(2)
+                    .map(|i| RequiredBy::from(&path[i])),
+            });
+        }
         // `done` guards against a second insert of the same dependency.
         let _ = self.locks.insert(node.clone(), oid);
         self.done.insert(node);

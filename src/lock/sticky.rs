@@ -284,7 +284,13 @@ impl fmt::Display for Change {
                     Some(from) if from != to_version => write!(f, "{from} -> {to_version}")?,
                     _ => write!(f, "{to_version}")?,
                 }
-                write!(f, " ({} -> {})", short(from_commit), short(to_commit))
+                if from_commit.eq_ignore_ascii_case(to_commit) {
+                    // Same commit: only the variant hashes differ (another
+                    // runtime's hashing rule, or the files' listing changed).
+                    write!(f, " ({}, new variant hashes)", short(to_commit))
+                } else {
+                    write!(f, " ({} -> {})", short(from_commit), short(to_commit))
+                }
             }
         }
     }
@@ -341,8 +347,19 @@ pub fn changes(
     old_labels: &HashMap<String, String>,
     new_labels: &HashMap<String, String>,
 ) -> Vec<Change> {
-    let old = old.map(|o| entries(o, old_labels)).unwrap_or_default();
-    let new = entries(new, new_labels);
+    // Across formats (a variant-hash lock rewritten as a 0.17 one, or back)
+    // the variant hashes are not comparable, since the 0.17 format records
+    // none: an entry at the same commit is not a change of that entry (the
+    // rewrite itself is reported once, for the whole file).
+    let same_format = old.is_none_or(|o| o.format() == new.format());
+    let comparable = |mut list: Vec<Entry>| {
+        if !same_format {
+            list.iter_mut().for_each(|e| e.variants = None);
+        }
+        list
+    };
+    let old = comparable(old.map(|o| entries(o, old_labels)).unwrap_or_default());
+    let new = comparable(entries(new, new_labels));
     let mut out = Vec::new();
     let count = |list: &[Entry], repo: &str| list.iter().filter(|e| e.repo_id == repo).count();
     for entry in &new {
@@ -351,7 +368,9 @@ pub fn changes(
                 o.repo_id == entry.repo_id
                     && o.commit == entry.commit
                     && o.variants == entry.variants
-                    && (o.version == entry.version || o.version.is_none())
+                    && (o.version == entry.version
+                        || o.version.is_none()
+                        || entry.version.is_none())
             })
         {
             continue;
@@ -417,6 +436,53 @@ mod tests {
             same.to_string(),
             "Updated kernels-community/moe v1 (abc1234 -> def5678)"
         );
+        let rehashed = Change::Updated {
+            repo_id: "kernels-community/moe".into(),
+            from_version: None,
+            to_version: "v1".into(),
+            from_commit: "abc1234000".into(),
+            to_commit: "abc1234000".into(),
+        };
+        assert_eq!(
+            rehashed.to_string(),
+            "Updated kernels-community/moe v1 (abc1234, new variant hashes)"
+        );
+    }
+
+    #[test]
+    fn a_format_rewrite_at_the_same_commit_is_no_entry_change() {
+        let commit = "d".repeat(40);
+        let hashed = Lockfile::parse(
+            &format!(
+                r#"[{{"repo_id": "a/x", "sha": "{commit}", "variants": {{"torch-cpu": {{"hash": "sha256-00", "hash_type": "git_lfs_concat"}}}}}}]"#
+            ),
+            std::path::Path::new("k.lock"),
+        )
+        .unwrap();
+        let kernel_locks = Lockfile::parse(
+            &format!(
+                r#"[{{"dependency": {{"repo-id": "a/x", "version": 1}}, "lock": {{"commit": "{commit}"}}}}]"#
+            ),
+            std::path::Path::new("k.lock"),
+        )
+        .unwrap();
+        let none = HashMap::new();
+        assert!(changes(Some(&hashed), &kernel_locks, &none, &none).is_empty());
+        assert!(changes(Some(&kernel_locks), &hashed, &none, &none).is_empty());
+        // Another commit is still an update.
+        let moved = Lockfile::parse(
+            &format!(
+                r#"[{{"dependency": {{"repo-id": "a/x", "version": 1}}, "lock": {{"commit": "{}"}}}}]"#,
+                "e".repeat(40)
+            ),
+            std::path::Path::new("k.lock"),
+        )
+        .unwrap();
+        let lines: Vec<String> = changes(Some(&hashed), &moved, &none, &none)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(lines, ["Updated a/x v1 (ddddddd -> eeeeeee)"]);
     }
 
     #[test]

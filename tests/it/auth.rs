@@ -166,12 +166,14 @@ fn token_never_appears_in_output() {
     let out = run(&["download", "-v", "--all-variants"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("acme/secret"), "{}", stderr(&out));
-    // The token is set: say so instead of only "set HF_TOKEN".
+    // The token is set and was sent: the help names its source and does not
+    // say to set one.
     assert!(
-        stderr(&out).contains("note: a token is set (from HF_TOKEN) and was sent"),
+        stderr(&out).contains("the token from HF_TOKEN was sent"),
         "{}",
         stderr(&out)
     );
+    assert!(!stderr(&out).contains("set HF_TOKEN"), "{}", stderr(&out));
     check(&out, "unauthorized download");
     world.fault(serde_json::json!({"listener": "hub", "status": 500, "count": 10}));
     let out = run(

@@ -435,9 +435,22 @@ fn lock_format_json() {
     assert!(output.status.success(), "{}", rendered(&output));
     assert!(output.stderr.is_empty(), "{}", rendered(&output));
     let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(doc["schema"], 1);
+    assert_eq!(doc["schema"], 2);
     assert_eq!(doc["command"], "lock");
     assert_eq!(doc["written"], true);
+    assert_eq!(doc["previous_format"], serde_json::Value::Null);
+    assert_eq!(doc["error"], serde_json::Value::Null);
+    // What was locked, typed (schema 1 had the status lines here).
+    let locked = &doc["locked"][1];
+    assert_eq!(locked["repo_id"], "kernels-community/relu", "{doc:#}");
+    assert_eq!(locked["version"], "v1", "{doc:#}");
+    assert_eq!(locked["commit"], doc["kernels"][1]["commit"], "{doc:#}");
+    assert_eq!(
+        locked["variant_count"].as_u64(),
+        Some(doc["kernels"][1]["variants"].as_array().unwrap().len() as u64),
+        "{doc:#}"
+    );
+    assert_eq!(locked["required_by"], serde_json::Value::Null);
     assert_eq!(doc["kernels"][0]["repo_id"], "kernels-community/activation");
     assert_eq!(doc["kernels"][1]["repo_id"], "kernels-community/relu");
     assert_eq!(doc["format"], "variant-hash");
@@ -452,6 +465,19 @@ fn lock_format_json() {
             .args(["lock", "--format", "json"]));
     let doc: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(doc["written"], false);
+    // Nothing was locked: text mode says up to date, and `locked` is empty.
+    assert_eq!(doc["locked"], serde_json::json!([]), "{doc:#}");
+    assert_eq!(doc["changes"], serde_json::json!([]), "{doc:#}");
+    let upgraded = run(
+        kernels_in(dir.path(), &server.endpoint, cache.path()).args([
+            "lock",
+            "--upgrade",
+            "--format",
+            "json",
+        ]),
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&upgraded.stdout).unwrap();
+    assert_eq!(doc["locked"], serde_json::json!([]), "{doc:#}");
 }
 
 /// A 0.17 lock also holds transitive kernel dependencies (`kernels-community/einops`

@@ -116,3 +116,81 @@ fn every_reporting_command_prints_one_typed_document() {
     );
     assert_eq!(failed["commit"].as_str().unwrap().len(), 40);
 }
+
+/// A failure before any kernel (torch cannot be asked, the Hub cannot be
+/// reached) still prints one document, with the failure as a typed `error`.
+#[test]
+fn an_early_failure_is_still_one_typed_document() {
+    let p = project();
+    // No `--variant`: the variant is chosen for torch, which the scrubbed
+    // environment cannot run.
+    for (args, command) in [
+        (&["verify", "."][..], "verify"),
+        (&["download", "."], "download"),
+    ] {
+        let (code, doc) = json(&p, args);
+        assert_eq!(code, 1, "{doc:#}");
+        assert_eq!(doc["command"], command, "{doc:#}");
+        assert!(
+            doc["error"]["code"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("kernels::variant::")),
+            "{doc:#}"
+        );
+        assert!(doc["error"]["message"].as_str().unwrap().contains("torch"));
+        assert_eq!(doc["kernels"], Value::Array(vec![]), "{doc:#}");
+    }
+    let (code, doc) = json(&p, &["verify", ".", "--all-variants"]);
+    assert_eq!(code, 1);
+    assert_eq!(doc["error"], Value::Null, "{doc:#}");
+
+    // A stale lock under `--locked` stops both before any kernel.
+    let manifest = p.project.join("pyproject.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace(
+            "[tool.kernels.dependencies]\n",
+            "[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n",
+        ),
+    )
+    .unwrap();
+    for (args, command) in [
+        (
+            &["download", ".", "--all-variants", "--locked"][..],
+            "download",
+        ),
+        (&["verify", ".", "--all-variants", "--locked"], "verify"),
+    ] {
+        let (code, doc) = json(&p, args);
+        assert_eq!(code, 1, "{doc:#}");
+        assert_eq!(doc["command"], command, "{doc:#}");
+        assert_eq!(doc["error"]["code"], "kernels::lock::locked", "{doc:#}");
+    }
+    std::fs::write(&manifest, text).unwrap();
+
+    // `lock`: the failure typed, per kernel too; the lock stays as it was.
+    let before = std::fs::read(p.project.join("kernels.lock")).unwrap();
+    let out = common::kernels("http://127.0.0.1:9", &p.cache)
+        .args(["lock", "--format", "json"])
+        .env("KERNELS_MAX_RETRIES", "0")
+        .current_dir(&p.project)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (doc["schema"].as_u64(), doc["command"].as_str()),
+        (Some(2), Some("lock"))
+    );
+    assert_eq!(doc["written"], false);
+    assert_eq!(
+        doc["error"]["code"], "kernels::lock::unreachable",
+        "{doc:#}"
+    );
+    assert_eq!(doc["failed"].as_array().unwrap().len(), 6, "{doc:#}");
+    assert_eq!(
+        std::fs::read(p.project.join("kernels.lock")).unwrap(),
+        before
+    );
+}

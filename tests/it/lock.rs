@@ -271,6 +271,66 @@ fn unchanged_lock_is_not_rewritten() {
     }
 }
 
+/// Checking an up-to-date variant-hash lock for the 0.17 runtime: the only
+/// change is the file format, so that is what is said (no entry "updated"
+/// from a commit to the same commit), in text and JSON alike.
+#[test]
+fn a_format_change_is_not_reported_as_entry_updates() {
+    let server = Server::bundled();
+    let dir = project_with("[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n");
+    assert_success(&lock(&server, dir.path(), &["--target-runtime", "0.16.2"]));
+    let check = lock(
+        &server,
+        dir.path(),
+        &["--check", "--target-runtime", "0.17.2"],
+    );
+    let text = stderr(&check);
+    assert_eq!(check.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("in the variant-hash format") && text.contains("KernelLocks format"),
+        "the format change is named:\n{text}"
+    );
+    assert!(!text.contains("Updated"), "{text}");
+    assert!(!text.contains(" -> "), "{text}");
+    let json = lock(
+        &server,
+        dir.path(),
+        &["--check", "--target-runtime", "0.17.2", "--format", "json"],
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["changes"], serde_json::json!([]), "{doc:#}");
+    let kinds: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["format", "up-to-date"], "{doc:#}");
+
+    // Writing it: the entries are locked again in the new format, the JSON
+    // names both formats and no entry as changed.
+    let written = lock(
+        &server,
+        dir.path(),
+        &["--target-runtime", "0.17.2", "--format", "json"],
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&written.stdout).unwrap();
+    assert_eq!(doc["written"], true, "{doc:#}");
+    assert_eq!(doc["format"], "kernel-locks");
+    assert_eq!(doc["previous_format"], "variant-hash");
+    assert_eq!(doc["changes"], serde_json::json!([]), "{doc:#}");
+    assert_eq!(doc["locked"][0]["repo_id"], "kernels-community/relu");
+    assert_eq!(doc["locked"][0]["version"], "v1");
+    assert_eq!(doc["locked"][0]["variant_count"], serde_json::Value::Null);
+    let check = lock(&server, dir.path(), &["--check"]);
+    assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    // Up to date in the 0.17 format: nothing is listed as locked.
+    let again = lock(&server, dir.path(), &["--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(doc["written"], false, "{doc:#}");
+    assert_eq!(doc["locked"], serde_json::json!([]), "{doc:#}");
+}
+
 #[test]
 fn newer_branch_version_warns() {
     let server = Server::bundled();
@@ -438,7 +498,7 @@ fn resolution_errors_exit_1_and_keep_the_lock() {
             entry("kernels-test/versions", "7")
         )),
         &[],
-        &["2 of the kernels", "version 7", "kernels-test/nope"],
+        &["2 of the 2 kernels", "version 7", "kernels-test/nope"],
     );
 }
 
@@ -641,6 +701,7 @@ fn hub_client_against_serve() {
         endpoint: server.endpoint.clone(),
         token: None,
         token_source: Default::default(),
+        token_origin: None,
         network: Default::default(),
         offline: false,
         retry: kernels_hub::RetryPolicy {

@@ -25,6 +25,7 @@ mod inspect;
 mod json;
 mod lock;
 mod lock_files;
+mod lock_messages;
 mod matrix;
 mod messages;
 mod mirror;

@@ -72,6 +72,11 @@ pub struct ClientConfig {
     /// Where `token` came from, when it may need a refresh or an exchange
     /// first ([`TokenSource`]); resolved once, before the first request.
     pub token_source: TokenSource,
+    /// Where the token comes from, in words for messages (`HF_TOKEN`, `the
+    /// token file ~/.cache/huggingface/token`); never the token itself.
+    /// Access failures of requests that carried it name it
+    /// ([`ErrorResponse::token_sent`]); `None` says "the client configuration".
+    pub token_origin: Option<String>,
     /// No request may be made: every call fails with [`HubError::Offline`].
     pub offline: bool,
     /// Retry budget and timeouts of every request.
@@ -221,6 +226,10 @@ impl HubClient {
                 given: token,
                 given_text: settings.token.clone(),
                 source: settings.token_source.clone(),
+                origin: settings
+                    .token_origin
+                    .clone()
+                    .unwrap_or_else(|| "the client configuration".to_owned()),
                 resolved: tokio::sync::OnceCell::new(),
             }),
             hub_origins,
@@ -381,6 +390,7 @@ impl HubClient {
         match Self::check(response, target).await {
             Err(err) if !hub_origin => Err(err.into_anonymous(target).into_foreign()),
             Err(err) if anonymous => Err(err.into_anonymous(target)),
+            Err(err) => Err(err.with_token_sent(&self.auth.origin)),
             result => result,
         }
     }
@@ -1008,6 +1018,8 @@ struct Auth {
     given: Option<HeaderValue>,
     given_text: Option<String>,
     source: TokenSource,
+    /// Where the token comes from, for messages.
+    origin: String,
     resolved: tokio::sync::OnceCell<Option<HeaderValue>>,
 }
 
@@ -1248,6 +1260,7 @@ mod tests {
             endpoint: endpoint.to_owned(),
             token,
             token_source: Default::default(),
+            token_origin: None,
             network: Default::default(),
             offline,
             retry: RetryPolicy {

@@ -79,6 +79,10 @@ pub struct ErrorResponse {
     /// For a repository not found: a repository of the same owner with a
     /// similar name, when the Hub could list the owner's repositories.
     pub suggestion: Option<String>,
+    /// Where the token sent with the request came from (`HF_TOKEN`, a token
+    /// file, …; never the token), for the advice of an access failure; `None`
+    /// when the request carried no token.
+    pub token_sent: Option<String>,
 }
 
 impl ErrorResponse {
@@ -108,6 +112,7 @@ impl ErrorResponse {
             rate_limit,
             anonymous: false,
             suggestion: None,
+            token_sent: None,
         }
     }
 }
@@ -192,9 +197,7 @@ pub enum HubError {
     #[error("{} repository `{}` was not found{}: {response}", target.repo_type.as_str(), target.repo_id, response.suggestion.as_deref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default())]
     #[diagnostic(
         code(kernels::hub::repo_not_found),
-        help(
-            "check the repo id and the repo type (`--repo-type kernel` or `model`); for a private repository set HF_TOKEN to a token with read access (the Hub answers 401 to anonymous requests for missing and private repositories alike)"
-        )
+        help("{}", access_help(Access::NotFound, response))
     )]
     RepoNotFound {
         /// What was asked.
@@ -230,9 +233,7 @@ pub enum HubError {
     #[error("{} repository `{}` is gated: {response}", target.repo_type.as_str(), target.repo_id)]
     #[diagnostic(
         code(kernels::hub::gated),
-        help(
-            "request access on the repository's Hub page, then set HF_TOKEN to a token of that account"
-        )
+        help("{}", access_help(Access::Gated, response))
     )]
     Gated {
         /// What was asked.
@@ -245,7 +246,7 @@ pub enum HubError {
     #[error("authentication failed: {response}")]
     #[diagnostic(
         code(kernels::hub::unauthorized),
-        help("set HF_TOKEN to a valid token, or unset it if it is stale")
+        help("{}", access_help(Access::Unauthorized, response))
     )]
     Unauthorized {
         /// The server's answer.
@@ -256,9 +257,7 @@ pub enum HubError {
     #[error("access denied: {response}")]
     #[diagnostic(
         code(kernels::hub::forbidden),
-        help(
-            "the token lacks permission for this repository (a fine-grained token needs read access to it), or the repository is disabled; check HF_TOKEN"
-        )
+        help("{}", access_help(Access::Forbidden, response))
     )]
     Forbidden {
         /// The server's answer.
@@ -377,7 +376,64 @@ pub enum HubError {
     },
 }
 
+/// Which access failure [`access_help`] phrases.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    NotFound,
+    Gated,
+    Unauthorized,
+    Forbidden,
+}
+
+/// The advice for an access failure. It depends on whether the request
+/// carried a token: without one, set one; with one, that token (named by its
+/// source, never its value) is the suspect, so check or remove it. This is the
+/// one place that decides, for every command.
+fn access_help(access: Access, response: &ErrorResponse) -> String {
+    let Some(source) = response.token_sent.as_deref().map(safe) else {
+        return match access {
+            Access::NotFound => "check the repo id and the repo type (`--repo-type kernel` or `model`); for a private repository set HF_TOKEN to a token with read access (the Hub answers 401 to anonymous requests for missing and private repositories alike)",
+            Access::Gated => "request access on the repository's Hub page, then set HF_TOKEN to a token of that account",
+            Access::Unauthorized => "this request needs a token: set HF_TOKEN to a token with read access",
+            Access::Forbidden => "the repository is disabled or needs access: set HF_TOKEN to a token with read access to it",
+        }
+        .to_owned();
+    };
+    let check = "check the token's account and permissions (`hf auth whoami` with that token), replace it, or remove it so that no token is sent";
+    match access {
+        Access::NotFound => format!(
+            "check the repo id and the repo type (`--repo-type kernel` or `model`); the token from {source} was sent, so if the repository exists that token is invalid or has no read access to it: {check}"
+        ),
+        Access::Gated => format!(
+            "the token from {source} was sent, but its account has no access to this gated repository: request access on the repository's Hub page with that account (`hf auth whoami` with that token names it), or use a token of an account that has access"
+        ),
+        Access::Unauthorized => format!(
+            "the token from {source} was sent and rejected (invalid, expired or revoked): {check}"
+        ),
+        Access::Forbidden => format!(
+            "the token from {source} was sent and lacks permission for this repository (a fine-grained token needs read access to it), or the repository is disabled: {check}"
+        ),
+    }
+}
+
 impl HubError {
+    /// Marks the failed answer as one to a request that carried a token from
+    /// `source` (`HF_TOKEN`, a token file, …), for the advice of access failures.
+    pub(crate) fn with_token_sent(mut self, source: &str) -> Self {
+        match &mut self {
+            HubError::RepoNotFound { response, .. }
+            | HubError::RevisionNotFound { response, .. }
+            | HubError::EntryNotFound { response, .. }
+            | HubError::Gated { response, .. }
+            | HubError::Unauthorized { response }
+            | HubError::Forbidden { response }
+            | HubError::Server { response }
+            | HubError::Status { response } => response.token_sent = Some(source.to_owned()),
+            _ => {}
+        }
+        self
+    }
+
     /// A transport failure for `url`; the URL is kept once, in `url` (shown with
     /// a signed query removed), not again inside the reqwest error.
     pub fn transport(url: impl Into<String>, source: reqwest::Error) -> Self {

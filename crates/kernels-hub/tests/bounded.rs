@@ -15,6 +15,7 @@ fn client(endpoint: &str, token: Option<&str>) -> HubClient {
         endpoint: endpoint.to_owned(),
         token: token.map(str::to_owned),
         token_source: Default::default(),
+        token_origin: None,
         network: Default::default(),
         offline: false,
         retry: RetryPolicy {
@@ -64,6 +65,7 @@ async fn endless_json_document_is_refused() {
         endpoint: hub.base.clone(),
         token: None,
         token_source: Default::default(),
+        token_origin: None,
         network: Default::default(),
         offline: false,
         retry: policy,

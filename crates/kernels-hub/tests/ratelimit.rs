@@ -21,6 +21,7 @@ fn client(endpoint: &str, max_wait: Duration) -> (HubClient, Arc<Mutex<Vec<HubEv
         endpoint: endpoint.to_owned(),
         token: None,
         token_source: Default::default(),
+        token_origin: None,
         network: Default::default(),
         offline: false,
         retry: RetryPolicy {

@@ -15,6 +15,7 @@ fn client(endpoint: &str, token: Option<&str>) -> HubClient {
         endpoint: endpoint.to_owned(),
         token: token.map(str::to_owned),
         token_source: Default::default(),
+        token_origin: None,
         network: Default::default(),
         offline: false,
         retry: RetryPolicy {
@@ -80,4 +81,52 @@ async fn forbidden_gated_and_not_found() {
     )
     .await;
     assert!(matches!(err, HubError::RepoNotFound { .. }), "{err}");
+}
+
+/// A failure of a request that carried a token never says to set one: it
+/// names where the token came from (never the token) and what to check.
+#[tokio::test]
+async fn access_advice_follows_whether_a_token_was_sent() {
+    let cases = [
+        ("404 Not Found", "x-error-code: RepoNotFound"),
+        ("401 Unauthorized", ""),
+        ("403 Forbidden", ""),
+        ("403 Forbidden", "x-error-code: GatedRepo"),
+    ];
+    for (status, headers) in cases {
+        let (status_s, headers_s) = (status.to_owned(), headers.to_owned());
+        let hub = Listener::start("127.0.0.1", move |_| json(&status_s, &headers_s, "{}")).await;
+        let client = HubClient::new(&ClientConfig {
+            endpoint: hub.base.clone(),
+            token: Some("hf_SeCrEt".to_owned()),
+            token_source: Default::default(),
+            token_origin: Some("HF_TOKEN".to_owned()),
+            network: Default::default(),
+            offline: false,
+            retry: RetryPolicy {
+                max_retries: 0,
+                api_timeout: Duration::from_secs(5),
+                ..RetryPolicy::default()
+            },
+            events: None,
+        })
+        .unwrap();
+        let err = client
+            .list_refs(RepoType::Kernel, &relu())
+            .await
+            .unwrap_err();
+        let help = err.help().unwrap().to_string();
+        assert!(
+            help.contains("the token from HF_TOKEN was sent"),
+            "{status} {headers}: {help}"
+        );
+        assert!(!help.contains("set HF_TOKEN"), "{status} {headers}: {help}");
+        assert!(!help.contains("SeCrEt"), "{help}");
+    }
+    // Anonymous: set one.
+    let err = refs_error("404 Not Found", "x-error-code: RepoNotFound", "{}", None).await;
+    assert!(
+        err.help().unwrap().to_string().contains("set HF_TOKEN"),
+        "{err}"
+    );
 }

@@ -15,6 +15,7 @@ fn client(endpoint: &str) -> HubClient {
         endpoint: endpoint.to_owned(),
         token: Some(TOKEN.to_owned()),
         token_source: Default::default(),
+        token_origin: None,
         network: Default::default(),
         offline: false,
         retry: RetryPolicy {
