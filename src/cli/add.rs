@@ -15,7 +15,6 @@ use crate::lock::edit::{
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, Manifest, ManifestError};
 use kernels_cache::atomic::write_atomic;
-use kernels_hub::HubClient;
 use kernels_types::repo_id::RepoId;
 
 /// Arguments of `kernels add`.
@@ -109,17 +108,7 @@ pub fn run_add(
                     args.repo_id
                 ));
             }
-            let retries = super::progress::Progress::new(
-                if global.quiet {
-                    super::progress::ProgressMode::Quiet
-                } else {
-                    super::progress::ProgressMode::Lines
-                },
-                false,
-            );
-            let client = HubClient::new(&settings.client_config())?.with_retry_observer(
-                super::download::retry_observer(&retries, &settings.endpoint),
-            );
+            let client = super::download::client_showing_retries(settings, global.quiet)?;
             let refs = super::runtime()?
                 .block_on(client.list_refs(profile.repo_type, &args.repo_id))
                 .map_err(|err| super::causes::hub_failure(err, settings))?;

@@ -573,6 +573,29 @@ pub(super) fn print_failure(
     println!("{doc:#}");
 }
 
+/// The Hub client of a command that shows its retries as plain status lines
+/// on stderr (none when `quiet`); `kernels download` draws them with its own
+/// progress through [`retry_observer`].
+///
+/// # Errors
+/// The HTTP client cannot be built (a bad CA bundle or proxy setting).
+pub(super) fn client_showing_retries(
+    settings: &Settings,
+    quiet: bool,
+) -> miette::Result<HubClient> {
+    let lines = Progress::new(
+        if quiet {
+            ProgressMode::Quiet
+        } else {
+            ProgressMode::Lines
+        },
+        false,
+    );
+    Ok(HubClient::new(&settings.client_config())
+        .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
+        .with_retry_observer(retry_observer(&lines, &settings.endpoint)))
+}
+
 /// Shows the Hub client's retries of metadata requests as status lines: one
 /// per retry round (kernels are listed in parallel and fail together), naming
 /// the endpoint.

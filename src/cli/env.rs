@@ -73,16 +73,7 @@ fn explain_lock(
             refs: Vec::new(),
             refresh: false,
         };
-        let progress = super::progress::Progress::new(
-            super::progress::ProgressMode::Lines,
-            crate::cli::settings::color_enabled(),
-        );
-        let client = kernels_hub::HubClient::new(&settings.client_config())
-            .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
-            .with_retry_observer(super::download::retry_observer(
-                &progress,
-                &settings.endpoint,
-            ));
+        let client = super::download::client_showing_retries(settings, false)?;
         super::explain::collect(&client, &settings.cache(), dir, &kernels, &options)
     })();
     Some(explained.map_err(|err: miette::Report| err.to_string()))

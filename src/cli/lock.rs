@@ -16,7 +16,6 @@ use crate::lock::profile::{Profile, ProfileSource};
 use crate::lock::project::{LockOptions, lock_project};
 use crate::lock::sticky::{Change, Upgrade, changes};
 use kernels_cache::atomic::write_atomic;
-use kernels_hub::HubClient;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
@@ -354,17 +353,7 @@ fn plan(
         upgrade: upgrade.clone(),
         cache: Some(HubCache::new(&settings.cache_dir)),
     };
-    let retries = super::progress::Progress::new(
-        if !retries_shown {
-            super::progress::ProgressMode::Quiet
-        } else {
-            super::progress::ProgressMode::Lines
-        },
-        false,
-    );
-    let client = HubClient::new(&settings.client_config())?.with_retry_observer(
-        super::download::retry_observer(&retries, &settings.endpoint),
-    );
+    let client = super::download::client_showing_retries(settings, !retries_shown)?;
     let started = std::time::Instant::now();
     let spinner = super::progress::Spinner::start(
         super::progress::ProgressMode::detect(quiet),

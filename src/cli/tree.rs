@@ -471,12 +471,10 @@ pub fn run_outdated(
 ) -> miette::Result<ExitCode> {
     let (_manifest, _lock, entries, profile) =
         read_project("outdated", project_dir, settings, global)?;
-    let client = HubClient::new(&settings.client_config())?.with_retry_observer(
-        super::download::retry_observer(
-            &retries(global.quiet || args.format == OutputFormat::Json),
-            &settings.endpoint,
-        ),
-    );
+    let client = super::download::client_showing_retries(
+        settings,
+        global.quiet || args.format == OutputFormat::Json,
+    )?;
     let refs = super::runtime()?.block_on(inspect::refs_of(
         &client,
         profile.repo_type,
@@ -598,18 +596,6 @@ struct NoEnvironment {
     detail: String,
 }
 
-/// Retry lines of metadata requests on stderr, unless `quiet`.
-fn retries(quiet: bool) -> super::progress::Progress {
-    super::progress::Progress::new(
-        if quiet {
-            super::progress::ProgressMode::Quiet
-        } else {
-            super::progress::ProgressMode::Lines
-        },
-        false,
-    )
-}
-
 /// `kernels versions REPO`.
 pub fn run_versions(
     args: VersionsArgs,
@@ -659,12 +645,10 @@ pub fn run_versions(
             None
         }
     };
-    let client = HubClient::new(&settings.client_config())?.with_retry_observer(
-        super::download::retry_observer(
-            &retries(global.quiet || args.format == OutputFormat::Json),
-            &settings.endpoint,
-        ),
-    );
+    let client = super::download::client_showing_retries(
+        settings,
+        global.quiet || args.format == OutputFormat::Json,
+    )?;
     let versions = super::runtime()?
         .block_on(inspect::versions(&client, profile.repo_type, &args.repo_id))
         .map_err(|err| super::causes::hub_failure(err, settings))?;

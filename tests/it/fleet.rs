@@ -150,33 +150,11 @@ impl Drop for Nginx {
 }
 
 fn control_requests(origin: &str) -> Vec<Value> {
-    let url = format!("{origin}/__fixture/requests");
-    let text = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async { reqwest::get(&url).await.unwrap().text().await.unwrap() });
-    match serde_json::from_str(&text).unwrap() {
-        Value::Array(items) => items,
-        other => panic!("request log is not an array: {other}"),
-    }
+    common::requests(origin)
 }
 
 fn control_fault(origin: &str, rule: Value) {
-    let url = format!("{origin}/__fixture/faults");
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let resp = reqwest::Client::new()
-                .post(&url)
-                .json(&rule)
-                .send()
-                .await
-                .unwrap();
-            assert!(resp.status().is_success(), "{url}: {}", resp.status());
-        });
+    common::add_fault(origin, rule);
 }
 
 /// A variant-hash lock of `kernels`.

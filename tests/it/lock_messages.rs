@@ -43,20 +43,7 @@ fn read(path: &Path) -> String {
 }
 
 fn fault(p: &Project, rule: Value) {
-    let url = format!("{}/__fixture/faults", p.server.endpoint);
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let resp = reqwest::Client::new()
-                .post(&url)
-                .json(&rule)
-                .send()
-                .await
-                .unwrap();
-            assert!(resp.status().is_success(), "{url}: {}", resp.status());
-        });
+    common::add_fault(&p.server.endpoint, rule);
 }
 
 #[test]

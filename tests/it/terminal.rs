@@ -49,21 +49,10 @@ pub(crate) fn project() -> Project {
 
 /// Delays the first `count` CDN answers by `ms` so that bars are drawn.
 fn slow_cdn(p: &Project, ms: u64, count: u64) {
-    let url = format!("{}/__fixture/faults", p.server.endpoint);
-    let rule = serde_json::json!({"listener": "cdn", "latency_ms": ms, "count": count});
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let resp = reqwest::Client::new()
-                .post(&url)
-                .json(&rule)
-                .send()
-                .await
-                .unwrap();
-            assert!(resp.status().is_success(), "{url}: {}", resp.status());
-        });
+    common::add_fault(
+        &p.server.endpoint,
+        serde_json::json!({"listener": "cdn", "latency_ms": ms, "count": count}),
+    );
 }
 
 /// Runs `kernels ARGS` on a `cols`-column pseudo-terminal; returns the raw bytes.

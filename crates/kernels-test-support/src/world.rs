@@ -179,6 +179,40 @@ pub fn write_repo(mirror: &Path, repo: &str, sha: &str, files: &[MirrorFile]) {
     .unwrap();
 }
 
+/// Calls `/__fixture/<path>` of the `kernels serve --test-control` (or a
+/// proxy in front of it) at `origin` and returns its JSON answer (`Null` for
+/// an empty one); panics unless the answer is a success.
+pub fn control(origin: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    let url = format!("{origin}/__fixture/{path}");
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut req = reqwest::Client::new().request(method, &url);
+            if let Some(body) = body {
+                req = req.json(&body);
+            }
+            let resp = req.send().await.unwrap();
+            assert!(resp.status().is_success(), "{url}: {}", resp.status());
+            let text = resp.text().await.unwrap();
+            serde_json::from_str(&text).unwrap_or(Value::Null)
+        })
+}
+
+/// Adds a fault rule to the server at `origin` (see [`control`]).
+pub fn add_fault(origin: &str, rule: Value) {
+    control(origin, reqwest::Method::POST, "faults", Some(rule));
+}
+
+/// The request log of the server at `origin` (see [`control`]).
+pub fn requests(origin: &str) -> Vec<Value> {
+    match control(origin, reqwest::Method::GET, "requests", None) {
+        Value::Array(items) => items,
+        other => panic!("request log is not an array: {other}"),
+    }
+}
+
 /// A test world: mirror, server with the request log, project dir and cache.
 pub struct World {
     /// Owns the mirror, project and cache folders.
@@ -289,29 +323,12 @@ impl World {
 
     /// Calls the server's `/__fixture/<path>` control API and returns its JSON answer.
     pub fn control(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let url = format!("{}/__fixture/{path}", self.server.endpoint);
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                let mut req = reqwest::Client::new().request(method, &url);
-                if let Some(body) = body {
-                    req = req.json(&body);
-                }
-                let resp = req.send().await.unwrap();
-                assert!(resp.status().is_success(), "{url}: {}", resp.status());
-                let text = resp.text().await.unwrap();
-                serde_json::from_str(&text).unwrap_or(Value::Null)
-            })
+        control(&self.server.endpoint, method, path, body)
     }
 
     /// The server's request log.
     pub fn requests(&self) -> Vec<Value> {
-        match self.control(reqwest::Method::GET, "requests", None) {
-            Value::Array(items) => items,
-            other => panic!("request log is not an array: {other}"),
-        }
+        requests(&self.server.endpoint)
     }
 
     /// Clears the request log and the fault rules.
