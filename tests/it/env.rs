@@ -50,18 +50,7 @@ fn overrides_need_no_torch_and_json_is_typed() {
     let dir = tempfile::tempdir().unwrap();
     let text = env_cmd(
         dir.path(),
-        &[
-            "--torch-version",
-            "2.13",
-            "--cuda-version",
-            "12.6",
-            "--arch",
-            "x86_64",
-            "--os",
-            "linux",
-            "--format",
-            "json",
-        ],
+        &[&NEW_TORCH[..], &["--format", "json"]].concat(),
         // A broken torch must not be asked.
         &[("PYTHONPATH", "/nonexistent")],
     );
@@ -225,7 +214,8 @@ fn write_act(mirror: &std::path::Path) {
     .unwrap();
 }
 
-/// An environment newer than `acme/act` v1's builds.
+/// A machine without torch or GPU building for torch 2.13 and CUDA 12.6 on
+/// x86_64 Linux (newer than `acme/act` v1's builds).
 const NEW_TORCH: [&str; 8] = [
     "--torch-version",
     "2.13",
