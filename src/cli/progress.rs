@@ -387,7 +387,8 @@ impl Reporter for Progress {
         let version = report.version.as_deref();
         let width = match self.mode {
             ProgressMode::Bars => self.width.saturating_sub(1),
-            _ => usize::MAX,
+            // Plain lines (`--no-progress`) fit a terminal too; piped, whole.
+            _ => line_width(),
         };
         let line = status_line_within(report, version, width);
         self.line(&line);
@@ -467,7 +468,8 @@ pub fn status_line(report: &KernelReport) -> String {
 /// most `width` characters (a terminal's columns, so that the line never
 /// wraps): the first of these that fits, else the last cut with `…`: the full
 /// line; the variants as a count; without the file count; without the fetched
-/// figure; `owner/name@abcdef1: 3.00 MiB`.
+/// figure; without the variants; without the verb; `owner/name@abcdef1:
+/// 3.00 MiB`.
 pub fn status_line_within(report: &KernelReport, version: Option<&str>, width: usize) -> String {
     let cached = report.fetched_bytes == 0 && report.bytes > 0;
     let verb = if cached { "Cached" } else { "Downloaded" };
@@ -491,7 +493,9 @@ pub fn status_line_within(report: &KernelReport, version: Option<&str>, width: u
         format!("{verb} {label}: {count}, {files}, {size}{fetched}"),
         format!("{verb} {label}: {count}, {size}{fetched}"),
         format!("{verb} {label}: {count}, {size}"),
+        format!("{verb} {label}: {size}"),
         format!("{label}: {size}"),
+        format!("{}: {size}", plan::label(&report.repo_id, &report.commit)),
     ];
     first_fitting(&candidates, width)
 }
@@ -779,6 +783,7 @@ mod tests {
             fitted(60),
             "Downloaded acme/relu@1111111: 1 variant, 2.00 KiB"
         );
+        assert_eq!(fitted(45), "Downloaded acme/relu@1111111: 2.00 KiB");
         assert_eq!(fitted(30), "acme/relu@1111111: 2.00 KiB");
         assert_eq!(
             status_line_within(&report(2048, 2048), Some("v1"), usize::MAX),
