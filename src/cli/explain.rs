@@ -114,13 +114,42 @@ pub fn collect(
         }
     }
     for (_, labels, error) in groups {
-        eprintln!(
-            "{}: {:?}",
-            super::causes::name_kernels(&labels),
-            miette::Report::new(error)
-        );
+        let names = super::causes::name_kernels(&labels);
+        match &error {
+            // The Hub unreachable: one line naming the endpoint, as every
+            // command says it.
+            DownloadError::Hub(hub) => {
+                match super::causes::connect_failure(hub, client.endpoint()) {
+                    Some(source) => eprintln!(
+                        "{:?}",
+                        miette::Report::new(Unreachable {
+                            endpoint: client.endpoint().to_owned(),
+                            cause: super::causes::root_cause(source),
+                            kernels: names,
+                        })
+                    ),
+                    None => eprintln!("{names}: {:?}", miette::Report::new(error)),
+                }
+            }
+            _ => eprintln!("{names}: {:?}", miette::Report::new(error)),
+        }
     }
     Ok(explained)
+}
+
+/// The Hub cannot be reached to list the kernels' variants.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("cannot reach the Hub at {endpoint} ({cause}); not listed: {kernels}")]
+#[diagnostic(
+    code(kernels::explain::unreachable),
+    help(
+        "check HF_ENDPOINT and the network; offline (`--offline` or HF_HUB_OFFLINE=1) the variants of kernels already in the cache are explained from the cache"
+    )
+)]
+struct Unreachable {
+    endpoint: String,
+    cause: String,
+    kernels: String,
 }
 
 /// The requirement that selects `newer`, as `kernels add` takes it: `N` for

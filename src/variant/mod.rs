@@ -200,14 +200,17 @@ pub(crate) fn by_closeness(wanted: &str, available: &[String]) -> Vec<String> {
     sorted.into_iter().map(|(_, _, a)| a.clone()).collect()
 }
 
-/// The help of [`VariantError::NotFound`]: the closest name when it is close,
-/// as its own `--variant` flag.
+/// The help of [`VariantError::NotFound`]: the closest name when it is a
+/// likely typo (at most a fifth of the name's characters edited, at least
+/// one), as its own `--variant` flag on its own line.
 fn not_found_help(wanted: &str, available: &[String]) -> String {
     let closest = by_closeness(wanted, available).into_iter().next();
+    let typo =
+        |name: &str| strsim::levenshtein(wanted, name) <= (wanted.chars().count() / 5).max(1);
     match closest {
-        Some(name) if strsim::jaro_winkler(wanted, &name) > 0.8 => {
+        Some(name) if typo(&name) => {
             format!(
-                "did you mean `{name}`? Pass it as (or use `--all-variants`):\n\n    --variant {name}"
+                "did you mean `{name}`?\n\n    --variant {name}\n\n(`--all-variants` takes every one)"
             )
         }
         _ => {
@@ -260,7 +263,15 @@ mod tests {
             not_found_help("torch27-cxx11-cu128-x86_64-linx", &available)
                 .contains("--variant torch27-cxx11-cu128-x86_64-linux")
         );
-        // Nothing close: no suggestion.
+        // Nothing close: no suggestion, even with a shared prefix.
         assert!(!not_found_help("metal", &available).contains("did you mean"));
+        let other = ["torch-cpu".to_owned(), "torch-cuda".to_owned()];
+        assert!(
+            !not_found_help("torch210-cxx11-cu126-x86_64-linus", &other).contains("did you mean")
+        );
+        assert!(
+            not_found_help("torch-univresal", &["torch-universal".to_owned()])
+                .contains("did you mean")
+        );
     }
 }
