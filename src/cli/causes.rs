@@ -28,6 +28,63 @@ pub(super) fn cause_key(error: &dyn Diagnostic) -> String {
     format!("{code}\n{help}")
 }
 
+/// Prints failures of kernels that were looked at one by one (`--dry-run`,
+/// `--explain`, `kernels env`), `(label, error)` each: one message per cause
+/// naming the kernels; the Hub unreachable is one line naming `endpoint`,
+/// with `what` saying what was not done ("not listed").
+pub(super) fn print_kernel_failures(
+    failures: Vec<(String, crate::install::DownloadError)>,
+    endpoint: &str,
+    what: &str,
+) {
+    use crate::install::DownloadError;
+    let mut groups: Vec<(String, Vec<String>, DownloadError)> = Vec::new();
+    for (label, error) in failures {
+        let key = cause_key(&error);
+        match groups.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, labels, _)) => labels.push(label),
+            None => groups.push((key, vec![label], error)),
+        }
+    }
+    for (_, labels, error) in groups {
+        let names = name_kernels(&labels);
+        let unreachable = match &error {
+            DownloadError::Hub(hub) => {
+                connect_failure(hub, endpoint).map(|source| root_cause(source))
+            }
+            _ => None,
+        };
+        match unreachable {
+            Some(cause) => eprintln!(
+                "{:?}",
+                miette::Report::new(KernelsUnreachable {
+                    endpoint: endpoint.to_owned(),
+                    cause,
+                    what: what.to_owned(),
+                    kernels: names,
+                })
+            ),
+            None => eprintln!("{names}: {:?}", miette::Report::new(error)),
+        }
+    }
+}
+
+/// The Hub cannot be reached for kernels looked at one by one.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("cannot reach the Hub at {endpoint} ({cause}); {what}: {kernels}")]
+#[diagnostic(
+    code(kernels::hub::unreachable),
+    help(
+        "check HF_ENDPOINT and the network; offline (`--offline` or HF_HUB_OFFLINE=1) what the cache holds is used instead"
+    )
+)]
+struct KernelsUnreachable {
+    endpoint: String,
+    cause: String,
+    what: String,
+    kernels: String,
+}
+
 /// `a`, `a, b`, `a, b, c`, `a, b, c and 3 more`.
 pub(super) fn name_kernels(labels: &[String]) -> String {
     match labels.len() {

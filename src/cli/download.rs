@@ -773,19 +773,17 @@ fn print_dry_run(
     let results = super::runtime()?.block_on(dry_run(client, cache, kernels, options, reporter));
     let mut planned = Vec::new();
     let mut failures = Vec::new();
+    let mut failed = Vec::new();
     for result in results {
         match result {
             Ok(kernel) => planned.push(kernel),
             Err(failure) => {
                 failures.push(failure_json(&failure));
-                eprintln!(
-                    "{}: {:?}",
-                    failure.label(),
-                    miette::Report::new(failure.error)
-                );
+                failed.push((failure.label(), failure.error));
             }
         }
     }
+    super::causes::print_kernel_failures(failed, client.endpoint(), "not planned");
     match format {
         Format::Text => {
             for kernel in &planned {

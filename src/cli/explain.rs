@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::download::Format;
 use crate::install::explain::{KernelExplanation, NewerVersion, VersionRefs, explain};
-use crate::install::{DownloadError, DownloadOptions, LockedKernel};
+use crate::install::{DownloadOptions, LockedKernel};
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::Manifest;
 use crate::lock::requirement::Requirement;
@@ -90,9 +90,7 @@ pub fn collect(
         kernels: Vec::new(),
         failed: Vec::new(),
     };
-    // One cause, one message (as `kernels download`): failures with the same
-    // code and help are printed once, naming the kernels.
-    let mut groups: Vec<(String, Vec<String>, DownloadError)> = Vec::new();
+    let mut failures = Vec::new();
     for result in results {
         match result {
             Ok(kernel) => explained.kernels.push(kernel),
@@ -104,52 +102,15 @@ pub fn collect(
                     "code": error.code().map(|c| c.to_string()),
                     "message": error.to_string(),
                 }));
-                let label = crate::install::plan::label(&kernel.repo_id, &kernel.commit);
-                let key = super::causes::cause_key(&error);
-                match groups.iter_mut().find(|(k, _, _)| *k == key) {
-                    Some((_, labels, _)) => labels.push(label),
-                    None => groups.push((key, vec![label], error)),
-                }
+                failures.push((
+                    crate::install::plan::label(&kernel.repo_id, &kernel.commit),
+                    error,
+                ));
             }
         }
     }
-    for (_, labels, error) in groups {
-        let names = super::causes::name_kernels(&labels);
-        match &error {
-            // The Hub unreachable: one line naming the endpoint, as every
-            // command says it.
-            DownloadError::Hub(hub) => {
-                match super::causes::connect_failure(hub, client.endpoint()) {
-                    Some(source) => eprintln!(
-                        "{:?}",
-                        miette::Report::new(Unreachable {
-                            endpoint: client.endpoint().to_owned(),
-                            cause: super::causes::root_cause(source),
-                            kernels: names,
-                        })
-                    ),
-                    None => eprintln!("{names}: {:?}", miette::Report::new(error)),
-                }
-            }
-            _ => eprintln!("{names}: {:?}", miette::Report::new(error)),
-        }
-    }
+    super::causes::print_kernel_failures(failures, client.endpoint(), "not listed");
     Ok(explained)
-}
-
-/// The Hub cannot be reached to list the kernels' variants.
-#[derive(Debug, thiserror::Error, miette::Diagnostic)]
-#[error("cannot reach the Hub at {endpoint} ({cause}); not listed: {kernels}")]
-#[diagnostic(
-    code(kernels::explain::unreachable),
-    help(
-        "check HF_ENDPOINT and the network; offline (`--offline` or HF_HUB_OFFLINE=1) the variants of kernels already in the cache are explained from the cache"
-    )
-)]
-struct Unreachable {
-    endpoint: String,
-    cause: String,
-    kernels: String,
 }
 
 /// The requirement that selects `newer`, as `kernels add` takes it: `N` for

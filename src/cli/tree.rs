@@ -649,9 +649,31 @@ pub fn run_versions(
         settings,
         global.quiet || args.format == OutputFormat::Json,
     )?;
-    let versions = super::runtime()?
-        .block_on(inspect::versions(&client, profile.repo_type, &args.repo_id))
-        .map_err(|err| super::causes::hub_failure(err, settings))?;
+    let versions = match super::runtime()?.block_on(inspect::versions(
+        &client,
+        profile.repo_type,
+        &args.repo_id,
+    )) {
+        Ok(versions) => versions,
+        Err(err) => {
+            let report = super::causes::hub_failure(err, settings);
+            if args.format == OutputFormat::Json {
+                // Still one document, the failure typed.
+                println!(
+                    "{:#}",
+                    serde_json::json!({
+                        "schema": 1,
+                        "command": "versions",
+                        "repo_id": args.repo_id.to_string(),
+                        "environment": env.as_ref().map(|e| e.describe()),
+                        "versions": [],
+                        "error": super::causes::error_json(&report),
+                    })
+                );
+            }
+            return Err(report);
+        }
+    };
     let selection = env.as_ref().map(|env| VariantSelection::Detected {
         env: env.clone(),
         preference: profile.variant_preference,

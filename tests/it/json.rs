@@ -193,4 +193,16 @@ fn an_early_failure_is_still_one_typed_document() {
         std::fs::read(p.project.join("kernels.lock")).unwrap(),
         before
     );
+
+    // The Hub unreachable: `kernels versions` too prints its document.
+    let out = common::kernels("http://127.0.0.1:9", &p.cache)
+        .args(["versions", "kernels-community/relu", "--format", "json"])
+        .env("KERNELS_MAX_RETRIES", "0")
+        .current_dir(&p.project)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["command"], "versions", "{doc:#}");
+    assert_eq!(doc["error"]["code"], "kernels::hub::unreachable", "{doc:#}");
 }

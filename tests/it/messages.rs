@@ -90,9 +90,14 @@ fn an_unreachable_hub_is_one_error_after_visible_retries_with_an_offline_hint() 
     assert!(!err.contains("--offline"), "{err}");
     assert!(err.contains("check HF_ENDPOINT"), "{err}");
 
-    // The variant explanation and `kernels env` say it the same way, once.
+    // The dry run, the variant explanation and `kernels env` say it the same
+    // way, once.
     let overrides = ["--torch-version", "2.7", "--cuda-version", "12.6"];
-    for args in [&["download", ".", "--explain"][..], &["env"][..]] {
+    for args in [
+        &["download", ".", "--explain"][..],
+        &["download", ".", "--dry-run"][..],
+        &["env"][..],
+    ] {
         let (_, err) = run(&p, dead, &[args, &overrides].concat());
         assert_eq!(
             err.matches("cannot reach the Hub at").count(),
