@@ -255,6 +255,7 @@ pub(super) fn read_lock(
         return Err(DownloadCliError::NoLock {
             dir: project_dir.to_owned(),
             path: lock_path,
+            help: no_lock_help(project_dir),
         }
         .into());
     }
@@ -330,15 +331,33 @@ fn parse_concurrency(s: &str) -> Result<usize, String> {
     }
 }
 
+/// How to get a `kernels.lock` in `dir`: lock the project, or, without a
+/// `pyproject.toml` there, go to the project (or name it) first.
+pub(super) fn no_lock_help(dir: &Path) -> String {
+    if dir
+        .join(crate::lock::manifest::MANIFEST_FILE_NAME)
+        .is_file()
+    {
+        format!("create it with `kernels lock {}`", shell_path(dir))
+    } else {
+        format!(
+            "{} has no pyproject.toml either: run the command in the project directory or name it (`--project DIR`); a project declares its kernels under `[tool.kernels.dependencies]` and `kernels lock` writes the lock",
+            shell_path(dir)
+        )
+    }
+}
+
 /// `kernels download` failures that are not about one kernel.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 enum DownloadCliError {
     #[error("no kernels.lock in {}: expected {}", dir.display(), path.display())]
-    #[diagnostic(
-        code(kernels::download::no_lock),
-        help("create it with `kernels lock {}`", dir.display())
-    )]
-    NoLock { dir: PathBuf, path: PathBuf },
+    #[diagnostic(code(kernels::download::no_lock))]
+    NoLock {
+        dir: PathBuf,
+        path: PathBuf,
+        #[help]
+        help: String,
+    },
 
     #[error("{detail} (while downloading {})", kernels.join(", "))]
     #[diagnostic(
@@ -530,7 +549,11 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         "fix the causes above and run `kernels download` again".to_owned()
     } else {
         format!(
-            "the other {done} kernel(s) are in the cache; fix the causes above and run `kernels download` again"
+            "{} in the cache; fix the causes above and run `kernels download` again",
+            match done {
+                1 => "the other kernel is".to_owned(),
+                n => format!("the other {n} kernels are"),
+            }
         )
     };
     if settings.offline {

@@ -14,6 +14,9 @@ use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
 use crate::lock::profile::VariantPreference;
 use crate::variant::project_python;
 
+/// At most this many rejected variants are named per kernel in text.
+const ENV_REJECTED: usize = 5;
+
 /// The `schema` of `kernels env --format json` (`docs/json-output.md`).
 pub const ENV_SCHEMA: u32 = 1;
 
@@ -237,11 +240,13 @@ pub fn run(args: EnvCmdArgs, settings: &Settings) -> miette::Result<ExitCode> {
                 None => {}
                 Some(Ok(e)) => {
                     println!("\nVariants for {}:", lock_path.display());
-                    e.kernels.iter().for_each(super::explain::print_text);
+                    for kernel in &e.kernels {
+                        super::explain::print_text(kernel, Some(ENV_REJECTED));
+                    }
                     if !e.failed.is_empty() {
                         println!(
-                            "  {} kernel(s) could not be listed (the error is above)",
-                            e.failed.len()
+                            "  {} could not be listed (the error is above)",
+                            super::progress::plural(e.failed.len(), "kernel")
                         );
                     }
                 }

@@ -127,18 +127,28 @@ fn requirement_for(newer: &NewerVersion) -> String {
 /// its reason, then the newer versions that have a build for the
 /// environment (and, when none suits now, the command that moves to the
 /// newest of them).
-pub fn print_text(kernel: &KernelExplanation) {
+/// `rejected` caps the rejected-variant lines (`kernels env` shows a few,
+/// `--explain` every one).
+pub fn print_text(kernel: &KernelExplanation, rejected: Option<usize>) {
     let chosen = if kernel.chosen.is_empty() {
         "no variant suits this environment".to_owned()
     } else {
         kernel.chosen.join(", ")
     };
     println!("{}@{}: {chosen}", kernel.repo_id, short(&kernel.commit));
-    for v in kernel.variants.iter().filter(|v| !v.chosen) {
+    let others: Vec<_> = kernel.variants.iter().filter(|v| !v.chosen).collect();
+    let shown = rejected.unwrap_or(others.len()).min(others.len());
+    for v in &others[..shown] {
         println!(
             "  - {}: {}",
             v.name,
             v.reason.as_deref().unwrap_or_default()
+        );
+    }
+    if shown < others.len() {
+        println!(
+            "  - … and {} more (`kernels download --explain` gives every reason)",
+            others.len() - shown
         );
     }
     match (&kernel.newer, &kernel.newer_error) {
@@ -207,7 +217,10 @@ pub fn print(
             });
             println!("{doc:#}");
         }
-        Format::Text => explained.kernels.iter().for_each(print_text),
+        Format::Text => explained
+            .kernels
+            .iter()
+            .for_each(|kernel| print_text(kernel, None)),
     }
     Ok(if explained.all_chosen() {
         ExitCode::SUCCESS

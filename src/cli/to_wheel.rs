@@ -248,6 +248,7 @@ fn run_locked(
         return Err(ToWheelCliError::NoLock {
             dir: project_dir.to_path_buf(),
             path: lock_path,
+            help: super::download::no_lock_help(project_dir),
         }
         .into());
     }
@@ -308,11 +309,13 @@ fn run_locked(
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 enum ToWheelCliError {
     #[error("no kernels.lock in {}: expected {}", dir.display(), path.display())]
-    #[diagnostic(
-        code(kernels::wheel::no_lock),
-        help("create it with `kernels lock {}`", dir.display())
-    )]
-    NoLock { dir: PathBuf, path: PathBuf },
+    #[diagnostic(code(kernels::wheel::no_lock))]
+    NoLock {
+        dir: PathBuf,
+        path: PathBuf,
+        #[help]
+        help: String,
+    },
 }
 
 /// Downloads the snapshot into the Hub cache. Offline (`HF_HUB_OFFLINE`), or

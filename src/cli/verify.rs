@@ -42,9 +42,7 @@ pub struct VerifyArgs {
 
 /// `kernels verify` found differences between the lock and the cache.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
-#[error(
-    "{problems} problem(s) in {kernels} of {total} kernel(s): the cache does not match kernels.lock"
-)]
+#[error("{} in {kernels} of {}: the cache does not match kernels.lock", plural(*problems, "problem"), plural(*total, "kernel"))]
 #[diagnostic(code(kernels::verify::failed))]
 struct VerifyFailed {
     problems: usize,

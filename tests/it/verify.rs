@@ -103,7 +103,7 @@ fn verify_accepts_a_complete_cache_and_reports_every_difference() {
     assert_eq!(report.lines().count(), expect.len(), "{report}");
     let err = flat(&stderr(&out));
     assert!(
-        err.contains("5 problem(s) in 1 of 1 kernel(s)")
+        err.contains("5 problems in 1 of 1 kernel:")
             && err.contains("repair the cache with: kernels download ")
             && err.ends_with("--all-variants"),
         "{err}"
