@@ -380,6 +380,7 @@ pub async fn serve(
     };
     let tracker = Arc::new(listener::Tracker::new(limits));
     let shutdown = shutdown_signal();
+    let reloader = reload::Reloader::new(options.mirror_dir.clone(), options.watch);
     on_ready(&endpoints, &app.mirror);
     let shared = Arc::new(reload::Shared::new(app, access_log));
 
@@ -397,12 +398,7 @@ pub async fn serve(
             stop_rx.clone(),
         ));
     }
-    let reloader = tokio::spawn(reload::run(
-        shared.clone(),
-        options.mirror_dir.clone(),
-        options.watch,
-        on_reload,
-    ));
+    let reloader = tokio::spawn(reload::run(shared.clone(), reloader, on_reload));
 
     shutdown.await;
     let _ = stop_tx.send(true);

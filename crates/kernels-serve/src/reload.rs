@@ -82,25 +82,54 @@ async fn reload(shared: &Shared, dir: &Path) -> ReloadEvent {
     }
 }
 
+/// The reloader's state taken with the mirror it starts from, before the
+/// server says it is ready: the `SIGHUP` handler is in place (a signal sent
+/// right after the URL is printed reloads instead of killing the process)
+/// and, with `--watch`, the fingerprint of the mirror as loaded (a change
+/// made right after is a change).
+pub(crate) struct Reloader {
+    #[cfg(unix)]
+    hangup: Option<tokio::signal::unix::Signal>,
+    loaded: Vec<(PathBuf, u64, Option<SystemTime>)>,
+    dir: PathBuf,
+    watch: Option<Duration>,
+}
+
+impl Reloader {
+    /// Must be called within the server's Tokio runtime.
+    pub(crate) fn new(dir: PathBuf, watch: Option<Duration>) -> Reloader {
+        Reloader {
+            #[cfg(unix)]
+            hangup: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok(),
+            loaded: if watch.is_some() {
+                fingerprint(&dir)
+            } else {
+                Vec::new()
+            },
+            dir,
+            watch,
+        }
+    }
+}
+
 /// Runs forever: reloads on `SIGHUP` and, with `watch`, when the mirror's
 /// fingerprint changed and then held still for one more poll.
 pub(crate) async fn run(
     shared: Arc<Shared>,
-    dir: PathBuf,
-    watch: Option<Duration>,
+    reloader: Reloader,
     on_event: impl Fn(ReloadEvent) + Send + Sync + 'static,
 ) {
-    #[cfg(unix)]
-    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let Reloader {
+        #[cfg(unix)]
+        mut hangup,
+        mut loaded,
+        dir,
+        watch,
+    } = reloader;
     let fingerprint_of = |dir: PathBuf| async move {
         tokio::task::spawn_blocking(move || fingerprint(&dir))
             .await
             .unwrap_or_default()
-    };
-    let mut loaded = if watch.is_some() {
-        fingerprint_of(dir.clone()).await
-    } else {
-        Vec::new()
     };
     let mut last_seen = loaded.clone();
     let poll = watch.unwrap_or(Duration::from_secs(3600));
