@@ -145,16 +145,7 @@ fn download_explain_names_the_choice_and_every_rejection() {
     );
 
     // A torch newer than every build: each kernel says so, exit 1.
-    let out = run(&[
-        "--torch-version",
-        "2.13",
-        "--cuda-version",
-        "12.6",
-        "--arch",
-        "x86_64",
-        "--os",
-        "linux",
-    ]);
+    let out = run(&NEW_TORCH);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
