@@ -116,14 +116,18 @@ pub struct CacheArgs {
 const ENVIRONMENT_HELP: &str = "\
 Environment variables:
   HF_ENDPOINT              Hub URL (default https://huggingface.co)
-  HF_TOKEN                 Hub token; also HUGGING_FACE_HUB_TOKEN, HF_TOKEN_PATH
+  HF_TOKEN                 Hub token; also HUGGING_FACE_HUB_TOKEN,
+                           HF_TOKEN_PATH
   HF_HUB_DISABLE_IMPLICIT_TOKEN
                            Send no token
-  HF_OIDC_RESOURCE         Exchange a CI id token (HF_OIDC_ID_TOKEN) for a Hub token
-  SSL_CERT_FILE            Extra CA certificates; also SSL_CERT_DIR, REQUESTS_CA_BUNDLE,
-                           CURL_CA_BUNDLE
-  HTTPS_PROXY              Proxy; also HTTP_PROXY, ALL_PROXY, NO_PROXY (and lower case)
-  KERNELS_CACHE            The hub cache (as --cache-dir); HF_KERNELS_CACHE is deprecated
+  HF_OIDC_RESOURCE         Exchange a CI id token (HF_OIDC_ID_TOKEN)
+                           for a Hub token
+  SSL_CERT_FILE            Extra CA certificates; also SSL_CERT_DIR,
+                           REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE
+  HTTPS_PROXY              Proxy; also HTTP_PROXY, ALL_PROXY, NO_PROXY
+                           (and lower case)
+  KERNELS_CACHE            The hub cache (as --cache-dir); old name
+                           HF_KERNELS_CACHE
   HF_HUB_DISABLE_SYMLINKS  Copies instead of links in snapshots
   HF_HUB_CACHE             The hub cache when KERNELS_CACHE is unset
   HF_HOME                  Default cache $HF_HOME/hub, token $HF_HOME/token

@@ -468,8 +468,8 @@ pub fn status_line(report: &KernelReport) -> String {
 /// most `width` characters (a terminal's columns, so that the line never
 /// wraps): the first of these that fits, else the last cut with `…`: the full
 /// line; the variants as a count; without the file count; without the fetched
-/// figure; without the variants; without the verb; `owner/name@abcdef1:
-/// 3.00 MiB`.
+/// figure; without the variants; without the version; without the verb;
+/// `owner/name@abcdef1: 3.00 MiB`.
 pub fn status_line_within(report: &KernelReport, version: Option<&str>, width: usize) -> String {
     let cached = report.fetched_bytes == 0 && report.bytes > 0;
     let verb = if cached { "Cached" } else { "Downloaded" };
@@ -494,6 +494,10 @@ pub fn status_line_within(report: &KernelReport, version: Option<&str>, width: u
         format!("{verb} {label}: {count}, {size}{fetched}"),
         format!("{verb} {label}: {count}, {size}"),
         format!("{verb} {label}: {size}"),
+        format!(
+            "{verb} {}: {size}",
+            plan::label(&report.repo_id, &report.commit)
+        ),
         format!("{label}: {size}"),
         format!("{}: {size}", plan::label(&report.repo_id, &report.commit)),
     ];

@@ -471,10 +471,8 @@ pub fn run_outdated(
 ) -> miette::Result<ExitCode> {
     let (_manifest, _lock, entries, profile) =
         read_project("outdated", project_dir, settings, global)?;
-    let client = super::download::client_showing_retries(
-        settings,
-        global.quiet || args.format == OutputFormat::Json,
-    )?;
+    // Retry lines are warnings: shown with JSON on stdout too.
+    let client = super::download::client_showing_retries(settings, global.quiet)?;
     let refs = super::runtime()?.block_on(inspect::refs_of(
         &client,
         profile.repo_type,
@@ -645,10 +643,8 @@ pub fn run_versions(
             None
         }
     };
-    let client = super::download::client_showing_retries(
-        settings,
-        global.quiet || args.format == OutputFormat::Json,
-    )?;
+    // Retry lines are warnings: shown with JSON on stdout too.
+    let client = super::download::client_showing_retries(settings, global.quiet)?;
     let versions = match super::runtime()?.block_on(inspect::versions(
         &client,
         profile.repo_type,
