@@ -241,15 +241,31 @@ impl SelectArgs {
     }
 }
 
+/// What `download`, `verify` and `env` take from a project's `kernels.lock`,
+/// read once.
+pub(super) struct LockRead {
+    /// The locked kernels, in lock order.
+    pub kernels: Vec<LockedKernel>,
+    /// The variant selection for them.
+    pub selection: VariantSelection,
+    /// The target runtime's repository type.
+    pub repo_type: RepoType,
+    /// The lock file's format.
+    pub format: crate::lock::format::LockFormat,
+    /// The ref each entry was locked from, where the lock or `pyproject.toml`
+    /// says (see [`lock_refs`]).
+    pub refs: Vec<crate::install::KernelRef>,
+}
+
 /// Reads `<project>/kernels.lock`, chooses the target profile (which prints
 /// its `Target runtime: …` line unless `quiet`) and resolves the variant
 /// selection (detecting torch only when the lock has kernels and no variant
-/// flag is given). Returns the kernels, the selection and the repository type.
+/// flag is given).
 pub(super) fn read_lock(
     project_dir: &Path,
     select: &SelectArgs,
     quiet: bool,
-) -> miette::Result<(Vec<LockedKernel>, VariantSelection, RepoType)> {
+) -> miette::Result<LockRead> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if !lock_path.is_file() {
         return Err(DownloadCliError::NoLock {
@@ -319,7 +335,13 @@ pub(super) fn read_lock(
             eprintln!("Environment: {}", env.describe());
         }
     }
-    Ok((kernels, selection, profile.repo_type))
+    Ok(LockRead {
+        refs: lock_refs(project_dir, &lockfile, &kernels),
+        format: lockfile.format(),
+        kernels,
+        selection,
+        repo_type: profile.repo_type,
+    })
 }
 
 fn parse_concurrency(s: &str) -> Result<usize, String> {
@@ -389,7 +411,13 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     // With JSON on stdout (the summary, the `--dry-run` plan or the
     // `--explain` verdicts), stderr keeps only warnings and errors.
     let quiet = quiet || args.format == Format::Json;
-    let (kernels, selection, repo_type) = match read_lock(&args.project_dir, &args.select, quiet) {
+    let LockRead {
+        kernels,
+        selection,
+        repo_type,
+        format,
+        refs,
+    } = match read_lock(&args.project_dir, &args.select, quiet) {
         Ok(read) => read,
         Err(report) => {
             if json {
@@ -402,7 +430,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
         repo_type,
         selection,
         concurrency: args.concurrency,
-        refs: lock_refs(&args.project_dir, &kernels),
+        refs,
         refresh: args.refresh,
     };
     let mut settings = settings.clone();
@@ -425,6 +453,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
             &client,
             &cache,
             &args.project_dir,
+            format,
             &kernels,
             &options,
             args.format,
@@ -726,14 +755,17 @@ fn failure_json(failure: &crate::install::KernelFailure) -> serde_json::Value {
 /// and its `revision` a branch or tag; for a variant-hash lock, the
 /// `pyproject.toml` requirement (`N` → `vN`, a `revision` name as is). Commit
 /// ids and version specifiers (whose tag the lock does not record) give none.
-fn lock_refs(project_dir: &Path, kernels: &[LockedKernel]) -> Vec<crate::install::KernelRef> {
+fn lock_refs(
+    project_dir: &Path,
+    lockfile: &Lockfile,
+    kernels: &[LockedKernel],
+) -> Vec<crate::install::KernelRef> {
     use crate::install::KernelRef;
     use crate::lock::format::kernel_locks::KernelVersion;
     use crate::lock::requirement::Requirement;
     let is_commit = kernels_types::CommitId::is_commit_like;
     let mut out = Vec::new();
-    let lock_path = project_dir.join(LOCK_FILE_NAME);
-    if let Ok(Lockfile::KernelLocks(locks)) = Lockfile::read(&lock_path) {
+    if let Lockfile::KernelLocks(locks) = lockfile {
         for (dep, commit) in locks.iter() {
             let name = match &dep.version {
                 KernelVersion::Version(n) => format!("v{n}"),

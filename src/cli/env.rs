@@ -68,16 +68,23 @@ fn explain_lock(
         env: args.env.clone(),
     };
     let explained = (|| {
-        let (kernels, selection, repo_type) = super::download::read_lock(dir, &select, true)?;
+        let read = super::download::read_lock(dir, &select, true)?;
         let options = crate::install::DownloadOptions {
-            repo_type,
-            selection,
+            repo_type: read.repo_type,
+            selection: read.selection,
             concurrency: crate::install::DEFAULT_CONCURRENCY,
-            refs: Vec::new(),
+            refs: read.refs,
             refresh: false,
         };
         let client = super::download::client_showing_retries(settings, false)?;
-        super::explain::collect(&client, &settings.cache(), dir, &kernels, &options)
+        super::explain::collect(
+            &client,
+            &settings.cache(),
+            dir,
+            read.format,
+            &read.kernels,
+            &options,
+        )
     })();
     Some(explained.map_err(|err: miette::Report| err.to_string()))
 }

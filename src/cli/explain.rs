@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use super::download::Format;
 use crate::install::explain::{KernelExplanation, NewerVersion, VersionRefs, explain};
 use crate::install::{DownloadOptions, LockedKernel};
-use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
+use crate::lock::format::LockFormat;
 use crate::lock::manifest::Manifest;
 use crate::lock::requirement::Requirement;
 use kernels_cache::HubCache;
@@ -40,15 +40,16 @@ impl Explained {
 }
 
 /// Which refs name the versions of each kernel of the project in
-/// `project_dir`: `vN` branches for every entry of a 0.17 lock (that runtime
-/// reads integer versions only); for a variant-hash lock, what the
-/// `pyproject.toml` requirement selects (branches for an integer, tags for a
-/// specifier, both for a revision or a kernel it does not name).
-fn version_refs(project_dir: &Path) -> impl Fn(&LockedKernel) -> VersionRefs + Sync {
-    let kernel_locks = matches!(
-        Lockfile::read(&project_dir.join(LOCK_FILE_NAME)),
-        Ok(Lockfile::KernelLocks(_))
-    );
+/// `project_dir`, whose lock is in `format`: `vN` branches for every entry of
+/// a 0.17 lock (that runtime reads integer versions only); for a variant-hash
+/// lock, what the `pyproject.toml` requirement selects (branches for an
+/// integer, tags for a specifier, both for a revision or a kernel it does not
+/// name).
+fn version_refs(
+    project_dir: &Path,
+    format: LockFormat,
+) -> impl Fn(&LockedKernel) -> VersionRefs + Sync {
+    let kernel_locks = format == LockFormat::KernelLocks;
     let requirements: Vec<(RepoId, VersionRefs)> = Manifest::read(project_dir)
         .map(|m| {
             m.dependencies
@@ -81,10 +82,11 @@ pub fn collect(
     client: &HubClient,
     cache: &HubCache,
     project_dir: &Path,
+    format: LockFormat,
     kernels: &[LockedKernel],
     options: &DownloadOptions,
 ) -> miette::Result<Explained> {
-    let kinds = version_refs(project_dir);
+    let kinds = version_refs(project_dir, format);
     let results = super::runtime()?.block_on(explain(client, cache, kernels, options, &kinds));
     let mut explained = Explained {
         kernels: Vec::new(),
@@ -195,11 +197,12 @@ pub fn print(
     client: &HubClient,
     cache: &HubCache,
     project_dir: &Path,
+    lock_format: LockFormat,
     kernels: &[LockedKernel],
     options: &DownloadOptions,
     format: Format,
 ) -> miette::Result<ExitCode> {
-    let explained = collect(client, cache, project_dir, kernels, options)?;
+    let explained = collect(client, cache, project_dir, lock_format, kernels, options)?;
     match format {
         Format::Json => {
             let environment = match &options.selection {

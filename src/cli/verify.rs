@@ -60,7 +60,7 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
     let json = args.format == super::OutputFormat::Json;
     let quiet = quiet || json;
     let (kernels, selection, repo_type) = match read_lock(&args.project_dir, &args.select, quiet) {
-        Ok(read) => read,
+        Ok(read) => (read.kernels, read.selection, read.repo_type),
         Err(report) => {
             if json {
                 print_failure(settings, &report);
