@@ -790,20 +790,7 @@ mod tests {
         );
         // A CUDA torch tries [arch, torch-cuda, torch-universal]; only the last is cached.
         let pref = VariantSelection::Detected {
-            env: crate::variant::TorchEnv {
-                major: 2,
-                minor: 7,
-                cuda: Some("12.6".into()),
-                hip: None,
-                xpu: None,
-                mps: false,
-                neuron: false,
-                cxx11_abi: true,
-                tvm_ffi: None,
-                system: "Linux".into(),
-                machine: "x86_64".into(),
-                mac_version: None,
-            },
+            env: crate::variant::testing::env(Some("12.6"), "Linux", "x86_64"),
             preference: crate::lock::profile::VariantPreference::Exact { noarch: true },
         };
         let [v] = &verify_kernels(&cache, RepoType::Kernel, std::slice::from_ref(&k), &pref)[..]

@@ -133,20 +133,7 @@ mod tests {
     fn the_choice_is_made_among_the_locked_variant_names() {
         let locked = kernel(Some(&["torch-cuda", "torch-universal"]));
         let detected = VariantSelection::Detected {
-            env: crate::variant::TorchEnv {
-                major: 2,
-                minor: 7,
-                cuda: Some("12.6".into()),
-                hip: None,
-                xpu: None,
-                mps: false,
-                neuron: false,
-                cxx11_abi: true,
-                tvm_ffi: None,
-                system: "Linux".into(),
-                machine: "x86_64".into(),
-                mac_version: None,
-            },
+            env: crate::variant::testing::env(Some("12.6"), "Linux", "x86_64"),
             preference: crate::lock::profile::VariantPreference::Exact { noarch: true },
         };
         // Runtimes up to 0.12 take every existing candidate ([arch, noarch,
