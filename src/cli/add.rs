@@ -57,7 +57,7 @@ pub struct RemoveArgs {
 
 fn read_manifest_text(project_dir: &Path) -> miette::Result<(PathBuf, String)> {
     let path = project_dir.join(MANIFEST_FILE_NAME);
-    match std::fs::read_to_string(&path) {
+    match fs_err::read_to_string(&path) {
         Ok(text) => Ok((path, text)),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             Err(ManifestError::Missing { path }.into())
@@ -80,7 +80,7 @@ pub fn run_add(
         Err(err) => return Err(err.into()),
     };
     let lock_path = project_dir.join(LOCK_FILE_NAME);
-    let lock_format = std::fs::read_to_string(&lock_path)
+    let lock_format = fs_err::read_to_string(&lock_path)
         .ok()
         .and_then(|t| Lockfile::parse(&t, &lock_path).ok())
         .map(|l| l.format());
@@ -190,16 +190,16 @@ fn edit_then_lock(
         return Ok(ExitCode::SUCCESS);
     }
     let lock_path = lock.project_dir.join(LOCK_FILE_NAME);
-    let old_lock = std::fs::read(&lock_path).ok();
+    let old_lock = fs_err::read(&lock_path).ok();
     let result = super::lock::run(lock, settings, global);
     let failed = !matches!(result, Ok(code) if code == ExitCode::SUCCESS);
     if failed {
         let mut restored = new_text == old_text || write(old_text.as_bytes(), path).is_ok();
-        let now = std::fs::read(&lock_path).ok();
+        let now = fs_err::read(&lock_path).ok();
         if now != old_lock {
             restored &= match &old_lock {
                 Some(bytes) => write(bytes, &lock_path).is_ok(),
-                None => std::fs::remove_file(&lock_path).is_ok(),
+                None => fs_err::remove_file(&lock_path).is_ok(),
             };
         }
         if restored && !global.quiet {

@@ -282,7 +282,7 @@ fn token_from_env(hf_home: &Path) -> (Option<String>, kernels_hub::TokenSource) 
     let token_path = var("HF_TOKEN_PATH")
         .map(|v| expand_path(&v))
         .unwrap_or_else(|| hf_home.join("token"));
-    let token = std::fs::read_to_string(&token_path)
+    let token = fs_err::read_to_string(&token_path)
         .ok()
         .map(|t| t.replace(['\r', '\n'], "").trim().to_owned())
         .filter(|t| !t.is_empty());
@@ -503,12 +503,12 @@ mod tests {
     fn env_vars_lists_every_variable_the_cli_reads() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
         let mut seen = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
+        for entry in fs_err::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_none_or(|e| e != "rs") {
                 continue;
             }
-            let text = std::fs::read_to_string(&path).unwrap();
+            let text = fs_err::read_to_string(&path).unwrap();
             // This test's own string literals are not reads.
             let text = text.split("#[cfg(test)]\nmod tests").next().unwrap();
             for name in names_read(text) {

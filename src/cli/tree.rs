@@ -604,7 +604,7 @@ pub fn run_versions(
     let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
     let tool = ToolSettings::read(project_dir).ok().flatten();
     let lock_path = project_dir.join(LOCK_FILE_NAME);
-    let lock_format = std::fs::read_to_string(&lock_path)
+    let lock_format = fs_err::read_to_string(&lock_path)
         .ok()
         .and_then(|t| Lockfile::parse(&t, &lock_path).ok())
         .map(|l| l.format());

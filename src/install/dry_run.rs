@@ -122,7 +122,7 @@ async fn plan_one(
     let plan = plan_kernel(kernel, &entries, &options.selection)?;
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
     let present = |digest: &kernels_types::BlobId| {
-        std::fs::metadata(repo.blob_path(&digest.etag()))
+        fs_err::metadata(repo.blob_path(&digest.etag()))
             .is_ok_and(|m| m.is_file() && m.len() == digest.size)
     };
     let variants = plan

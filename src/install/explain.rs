@@ -176,7 +176,7 @@ async fn available(
             .repo(&kernel.repo_id, options.repo_type)
             .snapshot_dir(&kernel.commit)
             .join("build");
-        let names = std::fs::read_dir(&dir)
+        let names = fs_err::read_dir(&dir)
             .map(|entries| {
                 entries
                     .filter_map(|e| e.ok()?.file_name().into_string().ok())

@@ -529,7 +529,7 @@ fn cached_version(
         return Some(name.to_owned());
     }
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
-    let names: Vec<String> = std::fs::read_dir(repo.dir().join("refs"))
+    let names: Vec<String> = fs_err::read_dir(repo.dir().join("refs"))
         .ok()?
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|name| {
@@ -549,7 +549,7 @@ fn bytes_to_fetch(repo: &kernels_cache::RepoCache, prepared: &Prepared) -> u64 {
         .filter(|(_, paths)| paths.iter().any(|(_, ok)| !ok))
         .filter(|(digest, _)| !repo.blob_matches(digest).unwrap_or(false))
         .map(|(digest, _)| {
-            let partial = std::fs::symlink_metadata(repo.incomplete_path(&digest.etag()))
+            let partial = fs_err::symlink_metadata(repo.incomplete_path(&digest.etag()))
                 .map_or(0, |m| m.len());
             digest.size.saturating_sub(partial)
         })

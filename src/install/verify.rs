@@ -306,7 +306,7 @@ pub fn verify_kernels(
 /// The variant directories under a cached `build/` directory; `None` when it
 /// cannot be read.
 fn cached_variants(build: &Path) -> Option<BTreeSet<String>> {
-    let entries = std::fs::read_dir(build).ok()?;
+    let entries = fs_err::read_dir(build).ok()?;
     // The shared rule of what a variant is (directories, files named `torch…`).
     Some(
         entries
@@ -463,7 +463,7 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
                 listing.problems.push(Problem::BlobIsLink { path, etag });
                 continue;
             }
-            match std::fs::metadata(&blob) {
+            match fs_err::metadata(&blob) {
                 Ok(meta) if meta.is_file() => files.push(CachedFile {
                     path,
                     digest,

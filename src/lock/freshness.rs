@@ -169,7 +169,7 @@ impl LockOnDisk {
     pub fn read(path: &Path) -> LockOnDisk {
         // Bytes that are not UTF-8 are shown as U+FFFD: such a file is no lock,
         // and its text only serves to say what it looks like.
-        let text = std::fs::read(path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        let text = fs_err::read(path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
         let state = match &text {
             Ok(text) => parse_state(text, path),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => LockState::Missing,
@@ -481,7 +481,7 @@ fn refs_at(cache: &HubCache, repo_id: &RepoId, repo_type: RepoType, commit: &str
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_file())
         .filter(|e| {
-            std::fs::read_to_string(e.path()).is_ok_and(|c| c.trim().eq_ignore_ascii_case(commit))
+            fs_err::read_to_string(e.path()).is_ok_and(|c| c.trim().eq_ignore_ascii_case(commit))
         })
         .filter_map(|e| {
             let rel = e.path().strip_prefix(&dir).ok()?;
@@ -760,7 +760,7 @@ mod tests {
     fn check(manifest_deps: &str, lock: &str, refs: &[(&str, &str, &str)]) -> CheckReport {
         let dir = tempfile::tempdir().unwrap();
         let lock_path = dir.path().join("kernels.lock");
-        std::fs::write(&lock_path, lock).unwrap();
+        fs_err::write(&lock_path, lock).unwrap();
         let cache = HubCache::new(dir.path().join("cache"));
         for (repo, name, commit) in refs {
             let repo: RepoId = repo.parse().unwrap();
@@ -865,7 +865,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kernels.lock");
         let old = variant_hash_lock(&[("a/x", C1), ("a/gone", C1)]);
-        std::fs::write(&path, &old).unwrap();
+        fs_err::write(&path, &old).unwrap();
         let new = variant_hash_lock(&[("a/x", C2), ("a/new", C1)]);
         let parse = |text: &str| Lockfile::parse(text, &path).unwrap();
         let on_disk = LockOnDisk::read(&path);

@@ -277,7 +277,7 @@ fn cached_refs(
     repo_id: &RepoId,
 ) -> Option<GitRefs> {
     let repo = cache.repo(repo_id, repo_type);
-    let dir = std::fs::read_dir(repo.dir().join("refs")).ok()?;
+    let dir = fs_err::read_dir(repo.dir().join("refs")).ok()?;
     let mut names: Vec<String> = dir
         .filter_map(|e| {
             let e = e.ok()?;

@@ -200,7 +200,7 @@ impl Manifest {
     /// Reads `<project_dir>/pyproject.toml`.
     pub fn read(project_dir: &Path) -> Result<Manifest, ManifestError> {
         let path = project_dir.join(MANIFEST_FILE_NAME);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match fs_err::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 return Err(ManifestError::Missing { path });
@@ -216,77 +216,140 @@ impl Manifest {
             path.display().to_string(),
             ClippedText::new(text),
         ));
-        let doc = toml_edit::Document::parse(text).map_err(|err| {
-            let message = err.message().trim().to_owned();
-            let span = err.span();
-            let duplicate = message.starts_with("duplicate key");
-            let first = span
-                .clone()
-                .filter(|_| duplicate)
-                .and_then(|r| first_definition(text, r));
-            let help = Some(if duplicate {
-                "a key may appear only once per table: keep one of the two marked lines (for a kernel: the requirement you want), then run `kernels lock`"
-            } else {
-                "fix the TOML syntax at the marked position, then run `kernels lock`"
-            });
-            ManifestError::Syntax {
-                path: path.to_owned(),
-                message,
-                source_code: source.clone(),
-                span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
-                first: first.map(SourceSpan::from),
-                help,
-            }
-        })?;
+        let doc = toml_edit::Document::parse(text)
+            .map_err(|err| syntax_error(&err, text, path, &source))?;
         let settings = parse_settings(&doc, path, &source)?;
         let kernels_item = doc.get("tool").and_then(|tool| tool.get("kernels"));
         let mut problems = Vec::new();
         if let Some(kernels) = kernels_item {
             problems.extend(check_kernels_table(kernels, path, &source));
         }
-        let deps_item = kernels_item.and_then(|kernels| kernels.get("dependencies"));
-        let Some(deps_item) = deps_item else {
-            if !problems.is_empty() {
-                problems.push(EntryProblem {
-                    message: format!(
-                        "{} has no [tool.kernels.dependencies] table",
-                        path.display()
-                    ),
-                    source_code: source.clone(),
-                    span: SourceSpan::from(
-                        kernels_item.and_then(Item::span).unwrap_or(0..0),
-                    ),
-                    label: "no `dependencies` in here".to_owned(),
-                    help: Some(
-                        "declare the kernels to lock as `[tool.kernels.dependencies]` with `\"owner/name\" = 1` lines, then run `kernels lock`".to_owned(),
-                    ),
-                });
+        let Some(deps_item) = kernels_item.and_then(|kernels| kernels.get("dependencies")) else {
+            if let Some(kernels) = kernels_item.filter(|_| !problems.is_empty()) {
+                problems.push(no_dependencies_table(kernels, path, &source));
             }
-            return Err(match problems.len() {
-                0 => ManifestError::NoDependencies {
-                    path: path.to_owned(),
-                },
-                1 => ManifestError::Entry(Box::new(problems.remove(0))),
-                _ => ManifestError::Entries {
-                    path: path.to_owned(),
-                    problems,
-                },
-            });
+            return Err(
+                ManifestError::from_problems(path, problems).unwrap_or_else(|| {
+                    ManifestError::NoDependencies {
+                        path: path.to_owned(),
+                    }
+                }),
+            );
         };
-        let to_entry = |problem: Problem, key: Option<&str>| {
-            let entry = key.map_or_else(String::new, |k| format!(" entry `{k}`"));
-            EntryProblem {
-                message: format!(
-                    "{}: [tool.kernels.dependencies]{entry}: {}",
-                    path.display(),
-                    problem.what
-                ),
-                source_code: source.clone(),
-                span: SourceSpan::from(problem.span),
-                label: problem.label.to_owned(),
-                help: problem.help,
-            }
+        let entries = Entries {
+            text,
+            path,
+            source: &source,
         };
+        let dependencies = entries.dependencies(deps_item, &mut problems)?;
+        match ManifestError::from_problems(path, problems) {
+            Some(err) => Err(err),
+            None => Ok(Manifest {
+                path: path.to_owned(),
+                dependencies,
+                settings,
+                text: Arc::from(text),
+            }),
+        }
+    }
+}
+
+impl ManifestError {
+    /// One problem as [`ManifestError::Entry`], several as
+    /// [`ManifestError::Entries`]; `None` when there is none.
+    fn from_problems(path: &Path, mut problems: Vec<EntryProblem>) -> Option<ManifestError> {
+        match problems.len() {
+            0 => None,
+            1 => Some(ManifestError::Entry(Box::new(problems.remove(0)))),
+            _ => Some(ManifestError::Entries {
+                path: path.to_owned(),
+                problems,
+            }),
+        }
+    }
+}
+
+/// The TOML syntax error of `pyproject.toml`, with the first definition
+/// marked too when the error is a duplicate key.
+fn syntax_error(
+    err: &toml_edit::TomlError,
+    text: &str,
+    path: &Path,
+    source: &Arc<NamedSource<ClippedText>>,
+) -> ManifestError {
+    let message = err.message().trim().to_owned();
+    let duplicate = message.starts_with("duplicate key");
+    let first = err
+        .span()
+        .filter(|_| duplicate)
+        .and_then(|r| first_definition(text, r));
+    let help = Some(if duplicate {
+        "a key may appear only once per table: keep one of the two marked lines (for a kernel: the requirement you want), then run `kernels lock`"
+    } else {
+        "fix the TOML syntax at the marked position, then run `kernels lock`"
+    });
+    ManifestError::Syntax {
+        path: path.to_owned(),
+        message,
+        source_code: source.clone(),
+        span: err.span().map(|r| SourceSpan::from(r.start..r.end)),
+        first: first.map(SourceSpan::from),
+        help,
+    }
+}
+
+/// The problem added when `[tool.kernels]` has other problems and no
+/// `dependencies` table either.
+fn no_dependencies_table(
+    kernels: &Item,
+    path: &Path,
+    source: &Arc<NamedSource<ClippedText>>,
+) -> EntryProblem {
+    EntryProblem {
+        message: format!(
+            "{} has no [tool.kernels.dependencies] table",
+            path.display()
+        ),
+        source_code: source.clone(),
+        span: SourceSpan::from(kernels.span().unwrap_or(0..0)),
+        label: "no `dependencies` in here".to_owned(),
+        help: Some(
+            "declare the kernels to lock as `[tool.kernels.dependencies]` with `\"owner/name\" = 1` lines, then run `kernels lock`".to_owned(),
+        ),
+    }
+}
+
+/// The `[tool.kernels.dependencies]` table of one manifest being parsed.
+struct Entries<'a> {
+    text: &'a str,
+    path: &'a Path,
+    source: &'a Arc<NamedSource<ClippedText>>,
+}
+
+impl Entries<'_> {
+    /// A [`Problem`] of the table (`key: None`) or of one entry, as reported.
+    fn problem(&self, problem: Problem, key: Option<&str>) -> EntryProblem {
+        let entry = key.map_or_else(String::new, |k| format!(" entry `{k}`"));
+        EntryProblem {
+            message: format!(
+                "{}: [tool.kernels.dependencies]{entry}: {}",
+                self.path.display(),
+                problem.what
+            ),
+            source_code: self.source.clone(),
+            span: SourceSpan::from(problem.span),
+            label: problem.label.to_owned(),
+            help: problem.help,
+        }
+    }
+
+    /// Every well-formed entry of `deps_item`; the problems of the others go
+    /// to `problems`. Errors when `deps_item` is not a table at all.
+    fn dependencies(
+        &self,
+        deps_item: &Item,
+        problems: &mut Vec<EntryProblem>,
+    ) -> Result<Vec<Dependency>, ManifestError> {
         let Some(table) = deps_item.as_table_like() else {
             let problem = Problem::new(
                 deps_item.span(),
@@ -294,9 +357,8 @@ impl Manifest {
                 "not a table",
             )
             .help("write `[tool.kernels.dependencies]` followed by `\"owner/name\" = 1` lines");
-            return Err(ManifestError::Entry(Box::new(to_entry(problem, None))));
+            return Err(ManifestError::Entry(Box::new(self.problem(problem, None))));
         };
-
         let mut dependencies = Vec::new();
         // Hub repository ids are case-insensitive: two spellings of one repo
         // would lock the same kernel twice.
@@ -305,17 +367,7 @@ impl Manifest {
         for (key, item) in table.iter() {
             let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
             if let Some(first) = spellings.get(&key.to_ascii_lowercase()) {
-                let problem = Problem::new(
-                    key_span.clone(),
-                    format!(
-                        "`{key}` and `{first}` are two spellings of the same Hub repository (repository ids are case-insensitive)"
-                    ),
-                    "second spelling",
-                )
-                .help(format!(
-                    "keep one entry for the repository: delete the `{key}` line or the `{first}` line (`kernels remove {key}` removes this one), then run `kernels lock`"
-                ));
-                problems.push(to_entry(problem, Some(key)));
+                problems.push(self.problem(second_spelling(key_span, key, first), Some(key)));
                 continue;
             }
             spellings.insert(key.to_ascii_lowercase(), key);
@@ -323,8 +375,7 @@ impl Manifest {
                 Problem::new(key_span.clone(), err.to_string(), "invalid repo id")
                     .help("keys are Hub repository ids such as `kernels-community/activation`")
             });
-            let requirement = parse_item(item, text);
-            match (repo_id, requirement) {
+            match (repo_id, parse_item(item, self.text)) {
                 (Ok(repo_id), Ok(requirement)) => dependencies.push(Dependency {
                     repo_id,
                     requirement,
@@ -332,27 +383,27 @@ impl Manifest {
                     table: item.is_table_like(),
                 }),
                 (repo_id, requirement) => {
-                    problems.extend(repo_id.err().map(|p| to_entry(p, Some(key))));
-                    problems.extend(requirement.err().map(|p| to_entry(p, Some(key))));
+                    problems.extend(repo_id.err().map(|p| self.problem(p, Some(key))));
+                    problems.extend(requirement.err().map(|p| self.problem(p, Some(key))));
                 }
             }
         }
-        match problems.len() {
-            0 => Ok(Manifest {
-                path: path.to_owned(),
-                dependencies,
-                settings,
-                text: Arc::from(text),
-            }),
-            1 => Err(ManifestError::Entry(Box::new(
-                problems.pop().expect("one problem"),
-            ))),
-            _ => Err(ManifestError::Entries {
-                path: path.to_owned(),
-                problems,
-            }),
-        }
+        Ok(dependencies)
     }
+}
+
+/// The problem of a key that spells an earlier key's repository differently.
+fn second_spelling(key_span: Option<Range<usize>>, key: &str, first: &str) -> Problem {
+    Problem::new(
+        key_span,
+        format!(
+            "`{key}` and `{first}` are two spellings of the same Hub repository (repository ids are case-insensitive)"
+        ),
+        "second spelling",
+    )
+    .help(format!(
+        "keep one entry for the repository: delete the `{key}` line or the `{first}` line (`kernels remove {key}` removes this one), then run `kernels lock`"
+    ))
 }
 
 /// Keys `[tool.kernels]` may hold (`target-runtime` and `trust` are read by the
@@ -474,7 +525,7 @@ fn first_definition(text: &str, dup: Range<usize>) -> Option<Range<usize>> {
 /// `tool.kernels`, so that its syntax error is reported instead of skipped.
 pub fn discover_project(start: &Path) -> Option<PathBuf> {
     start.ancestors().find_map(|dir| {
-        let text = std::fs::read_to_string(dir.join(MANIFEST_FILE_NAME)).ok()?;
+        let text = fs_err::read_to_string(dir.join(MANIFEST_FILE_NAME)).ok()?;
         let has_kernels = match toml_edit::Document::parse(text.as_str()) {
             Ok(doc) => doc.get("tool").and_then(|t| t.get("kernels")).is_some(),
             Err(_) => text.contains("tool.kernels"),
@@ -488,7 +539,7 @@ impl ToolSettings {
     /// without requiring a dependency table; `None` when the file does not exist.
     pub fn read(project_dir: &Path) -> Result<Option<ToolSettings>, ManifestError> {
         let path = project_dir.join(MANIFEST_FILE_NAME);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match fs_err::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(ManifestError::Io { path, source }),
@@ -788,7 +839,7 @@ name = "x"
     fn real_manifests_parse() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects");
         let mut count = 0;
-        for entry in std::fs::read_dir(dir).unwrap() {
+        for entry in fs_err::read_dir(dir).unwrap() {
             let manifest = Manifest::read(&entry.unwrap().path()).unwrap();
             assert!(!manifest.dependencies.is_empty());
             count += 1;

@@ -489,7 +489,7 @@ fn python_prefix(path_var: &std::ffi::OsStr) -> Option<PathBuf> {
     if bin.file_name().is_some_and(|name| name == "shims")
         && let Some(root) = bin.parent()
     {
-        let version = std::fs::read_to_string(root.join("version")).ok()?;
+        let version = fs_err::read_to_string(root.join("version")).ok()?;
         let version = version.lines().next()?.trim();
         return Some(root.join("versions").join(version));
     }
@@ -507,7 +507,7 @@ fn kernels_in_prefix(prefix: &Path) -> Option<(RuntimeVersion, PathBuf)> {
         prefix.join("lib").join("python3").join("dist-packages"),
     ];
     for lib in ["lib", "lib64", "local/lib"] {
-        let Ok(entries) = std::fs::read_dir(prefix.join(lib)) else {
+        let Ok(entries) = fs_err::read_dir(prefix.join(lib)) else {
             continue;
         };
         let mut pythons: Vec<PathBuf> = entries
@@ -525,7 +525,7 @@ fn kernels_in_prefix(prefix: &Path) -> Option<(RuntimeVersion, PathBuf)> {
 }
 
 fn kernels_in_site(site: &Path) -> Option<(RuntimeVersion, PathBuf)> {
-    let mut dist_infos: Vec<PathBuf> = std::fs::read_dir(site)
+    let mut dist_infos: Vec<PathBuf> = fs_err::read_dir(site)
         .ok()?
         .filter_map(Result::ok)
         .filter(|e| {
@@ -537,7 +537,7 @@ fn kernels_in_site(site: &Path) -> Option<(RuntimeVersion, PathBuf)> {
         .collect();
     dist_infos.sort();
     dist_infos.into_iter().find_map(|dir| {
-        let metadata = std::fs::read_to_string(dir.join("METADATA")).ok()?;
+        let metadata = fs_err::read_to_string(dir.join("METADATA")).ok()?;
         let mut name_ok = false;
         let mut version = None;
         for line in metadata.lines() {
@@ -622,8 +622,8 @@ mod tests {
         let dist = prefix.join(format!(
             "lib/python3.12/site-packages/kernels-{version}.dist-info"
         ));
-        std::fs::create_dir_all(&dist).unwrap();
-        std::fs::write(
+        fs_err::create_dir_all(&dist).unwrap();
+        fs_err::write(
             dist.join("METADATA"),
             format!("Metadata-Version: 2.4\nName: kernels\nVersion: {version}\n\nbody\n"),
         )
@@ -696,9 +696,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let env = tmp.path().join("env");
         fake_env(&env, "0.16.2");
-        std::fs::create_dir_all(env.join("bin")).unwrap();
-        std::fs::write(env.join("bin/python3"), "").unwrap();
-        std::fs::write(env.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        fs_err::create_dir_all(env.join("bin")).unwrap();
+        fs_err::write(env.join("bin/python3"), "").unwrap();
+        fs_err::write(env.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
         let path = std::env::join_paths([tmp.path().join("none"), env.join("bin")]).unwrap();
         let found = installed_kernels(tmp.path(), None, Some(&path)).unwrap();
         assert_eq!(found.version, v("0.16.2"));

@@ -1166,7 +1166,7 @@ async fn cached_metadata(
     if let Some((id, repo)) = &blob {
         let path = repo.blob_path(&id.etag());
         if kernels_cache::file_matches(&path, id).unwrap_or(false)
-            && let Ok(body) = std::fs::read(&path)
+            && let Ok(body) = fs_err::read(&path)
         {
             let _ = repo.link(commit, &file, &id.etag());
             return parse_metadata(&body, repo_id, commit, variant);

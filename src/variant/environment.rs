@@ -391,42 +391,7 @@ impl EnvOverrides {
                 check_version(flag, value)?;
             }
         }
-        let (mut env, mut sources) = match self.torch {
-            Some((major, minor)) => (
-                TorchEnv {
-                    major,
-                    minor,
-                    cuda: None,
-                    hip: None,
-                    xpu: None,
-                    mps: false,
-                    neuron: false,
-                    cxx11_abi: true,
-                    tvm_ffi: None,
-                    system: host_system(),
-                    machine: std::env::consts::ARCH.to_owned(),
-                    mac_version: None,
-                },
-                EnvSources {
-                    torch: EnvSource::Flag("--torch-version"),
-                    backend: EnvSource::Default,
-                    cxx_abi: EnvSource::Default,
-                    platform: EnvSource::Host,
-                },
-            ),
-            None => {
-                let source = EnvSource::Python(python.to_owned());
-                (
-                    TorchEnv::detect(python)?,
-                    EnvSources {
-                        torch: source.clone(),
-                        backend: source.clone(),
-                        cxx_abi: source.clone(),
-                        platform: source,
-                    },
-                )
-            }
-        };
+        let (mut env, mut sources) = self.base(python)?;
         if let Some(flag) = self.backend_flag() {
             env.cuda = self.cuda.clone();
             env.hip = self.rocm.clone();
@@ -441,6 +406,52 @@ impl EnvOverrides {
             env.cxx11_abi = abi;
             sources.cxx_abi = EnvSource::Flag("--cxx-abi");
         }
+        self.apply_platform(&mut env, &mut sources)?;
+        Ok((env, sources))
+    }
+
+    /// The environment before overrides: from `--torch-version` and this
+    /// machine, or detected through `python`.
+    fn base(&self, python: &Path) -> Result<(TorchEnv, EnvSources), VariantError> {
+        if let Some((major, minor)) = self.torch {
+            let env = TorchEnv {
+                major,
+                minor,
+                cuda: None,
+                hip: None,
+                xpu: None,
+                mps: false,
+                neuron: false,
+                cxx11_abi: true,
+                tvm_ffi: None,
+                system: host_system(),
+                machine: std::env::consts::ARCH.to_owned(),
+                mac_version: None,
+            };
+            let sources = EnvSources {
+                torch: EnvSource::Flag("--torch-version"),
+                backend: EnvSource::Default,
+                cxx_abi: EnvSource::Default,
+                platform: EnvSource::Host,
+            };
+            return Ok((env, sources));
+        }
+        let source = EnvSource::Python(python.to_owned());
+        let sources = EnvSources {
+            torch: source.clone(),
+            backend: source.clone(),
+            cxx_abi: source.clone(),
+            platform: source,
+        };
+        Ok((TorchEnv::detect(python)?, sources))
+    }
+
+    /// `--os`, `--arch` and what `--metal` implies for the platform.
+    fn apply_platform(
+        &self,
+        env: &mut TorchEnv,
+        sources: &mut EnvSources,
+    ) -> Result<(), VariantError> {
         if let Some(os) = &self.os {
             env.system = match os.to_lowercase().as_str() {
                 "linux" => "Linux".to_owned(),
@@ -454,26 +465,25 @@ impl EnvOverrides {
             env.machine = arch.clone();
             sources.platform = EnvSource::Flag("--arch");
         }
-        if self.metal {
-            // Metal builds exist for Apple silicon macOS only: `--metal` alone
-            // means darwin on aarch64; another OS with it is a contradiction.
-            match self.os.as_deref().map(str::to_lowercase).as_deref() {
-                None => {
-                    env.system = "Darwin".to_owned();
-                    if self.arch.is_none() {
-                        env.machine = "aarch64".to_owned();
-                    }
-                    sources.platform = EnvSource::Flag("--metal");
-                }
-                Some("darwin" | "macos") => {}
-                Some(os) => {
-                    return Err(VariantError::ConflictingOverrides {
-                        detail: format!("`--metal` with `--os {os}`: Metal builds are for macOS"),
-                    });
-                }
-            }
+        if !self.metal {
+            return Ok(());
         }
-        Ok((env, sources))
+        // Metal builds exist for Apple silicon macOS only: `--metal` alone
+        // means darwin on aarch64; another OS with it is a contradiction.
+        match self.os.as_deref().map(str::to_lowercase).as_deref() {
+            None => {
+                env.system = "Darwin".to_owned();
+                if self.arch.is_none() {
+                    env.machine = "aarch64".to_owned();
+                }
+                sources.platform = EnvSource::Flag("--metal");
+                Ok(())
+            }
+            Some("darwin" | "macos") => Ok(()),
+            Some(os) => Err(VariantError::ConflictingOverrides {
+                detail: format!("`--metal` with `--os {os}`: Metal builds are for macOS"),
+            }),
+        }
     }
 }
 

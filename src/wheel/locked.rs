@@ -92,12 +92,12 @@ fn best_tag<'a>(
 /// branches as `huggingface_hub` writes them).
 fn cached_tag(cache: &HubCache, locked: &LockedKernel, repo_type: RepoType) -> Option<String> {
     let refs_dir = cache.repo(&locked.repo_id, repo_type).dir().join("refs");
-    let refs: Vec<(String, String)> = std::fs::read_dir(refs_dir)
+    let refs: Vec<(String, String)> = fs_err::read_dir(refs_dir)
         .ok()?
         .filter_map(|entry| {
             let entry = entry.ok()?;
             let name = entry.file_name().into_string().ok()?;
-            let target = std::fs::read_to_string(entry.path()).ok()?;
+            let target = fs_err::read_to_string(entry.path()).ok()?;
             Some((name, target.trim().to_owned()))
         })
         .collect();

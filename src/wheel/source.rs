@@ -106,7 +106,7 @@ impl Snapshot {
             let commit = if is_commit {
                 Some(revision.to_ascii_lowercase())
             } else if safe_ref {
-                std::fs::read_to_string(repo_dir.join("refs").join(revision))
+                fs_err::read_to_string(repo_dir.join("refs").join(revision))
                     .ok()
                     .map(|c| c.trim().to_owned())
                     .filter(|c| !c.is_empty() && !c.contains(['/', '\\']) && c != "..")

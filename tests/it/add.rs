@@ -28,14 +28,14 @@ fn stderr(output: &Output) -> String {
 
 fn files(dir: &Path) -> (Vec<u8>, Option<Vec<u8>>) {
     (
-        std::fs::read(dir.join("pyproject.toml")).unwrap(),
-        std::fs::read(dir.join("kernels.lock")).ok(),
+        fs_err::read(dir.join("pyproject.toml")).unwrap(),
+        fs_err::read(dir.join("kernels.lock")).ok(),
     )
 }
 
 fn locked_project(server: &Server) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("pyproject.toml"), PYPROJECT).unwrap();
+    fs_err::write(dir.path().join("pyproject.toml"), PYPROJECT).unwrap();
     let out = run_in(
         &server.endpoint,
         dir.path(),
@@ -58,7 +58,7 @@ fn add_picks_the_highest_branch_and_keeps_the_formatting() {
         &["add", "kernels-test/versions"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let text = std::fs::read_to_string(dir.path().join("pyproject.toml")).unwrap();
+    let text = fs_err::read_to_string(dir.path().join("pyproject.toml")).unwrap();
     assert_eq!(
         text,
         PYPROJECT.replace("# pinned\n", "# pinned\n\"kernels-test/versions\" = 10\n")
@@ -67,12 +67,12 @@ fn add_picks_the_highest_branch_and_keeps_the_formatting() {
     assert!(err.contains("Added kernels-test/versions v10"), "{err}");
     // Sticky: relu was not resolved again, so no line about it.
     assert!(!err.contains("kernels-community/relu"), "{err}");
-    let lock = std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap();
+    let lock = fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap();
     assert!(lock.contains("\"version\": 10"), "{lock}");
 
     // remove, from a subdirectory: the project is found upwards.
     let sub = dir.path().join("src").join("pkg");
-    std::fs::create_dir_all(&sub).unwrap();
+    fs_err::create_dir_all(&sub).unwrap();
     let out = run_in(
         &server.endpoint,
         &sub,
@@ -81,10 +81,10 @@ fn add_picks_the_highest_branch_and_keeps_the_formatting() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("pyproject.toml")).unwrap(),
+        fs_err::read_to_string(dir.path().join("pyproject.toml")).unwrap(),
         PYPROJECT
     );
-    let lock = std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap();
+    let lock = fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap();
     assert!(!lock.contains("kernels-test/versions"), "{lock}");
 }
 
@@ -92,7 +92,7 @@ fn add_picks_the_highest_branch_and_keeps_the_formatting() {
 fn add_creates_the_table_and_uses_specifiers_for_old_runtimes() {
     let server = Server::bundled();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
+    fs_err::write(
         dir.path().join("pyproject.toml"),
         "[project]\nname = \"demo\"\n",
     )
@@ -112,7 +112,7 @@ fn add_creates_the_table_and_uses_specifiers_for_old_runtimes() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("pyproject.toml")).unwrap(),
+        fs_err::read_to_string(dir.path().join("pyproject.toml")).unwrap(),
         "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=0.2.0\"\n"
     );
     assert!(dir.path().join("kernels.lock").is_file());
@@ -186,7 +186,7 @@ fn bad_input_is_an_error_naming_the_entry() {
     }
     // Two spellings of one repo in the manifest: every command names both.
     let twice = PYPROJECT.replace("# pinned\n", "# pinned\n\"Kernels-Community/RELU\" = 1\n");
-    std::fs::write(dir.path().join("pyproject.toml"), &twice).unwrap();
+    fs_err::write(dir.path().join("pyproject.toml"), &twice).unwrap();
     let before = files(dir.path());
     for args in [&["lock"][..], &["add", "kernels-test/versions", "1"]] {
         let out = run_in(&server.endpoint, dir.path(), &cache, args);
@@ -208,7 +208,7 @@ fn bad_input_is_an_error_naming_the_entry() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("pyproject.toml")).unwrap(),
+        fs_err::read_to_string(dir.path().join("pyproject.toml")).unwrap(),
         PYPROJECT
     );
 }

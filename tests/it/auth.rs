@@ -39,10 +39,10 @@ fn token_sources_in_order_and_never_sent_to_the_cdn() {
     let world = World::new();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let home = world.cache.parent().unwrap().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(home.join("token"), "hf_from_home_file\n").unwrap();
+    fs_err::create_dir_all(&home).unwrap();
+    fs_err::write(home.join("token"), "hf_from_home_file\n").unwrap();
     let token_path = home.join("other-token");
-    std::fs::write(&token_path, "  hf_from_token_path  \n").unwrap();
+    fs_err::write(&token_path, "  hf_from_token_path  \n").unwrap();
     let token_path = token_path.to_str().unwrap();
 
     let cases: [(&[(&str, &str)], &str); 3] = [
@@ -55,7 +55,7 @@ fn token_sources_in_order_and_never_sent_to_the_cdn() {
     ];
     for (env, token) in cases {
         // A fresh blob each time so the CDN is asked again.
-        let _ = std::fs::remove_dir_all(&world.cache);
+        let _ = fs_err::remove_dir_all(&world.cache);
         world.reset();
         assert_ok(&download(&world, env, &home));
         let log = world.requests();
@@ -74,7 +74,7 @@ fn token_sources_in_order_and_never_sent_to_the_cdn() {
     }
 
     // HF_HUB_DISABLE_IMPLICIT_TOKEN ignores the file sources.
-    let _ = std::fs::remove_dir_all(&world.cache);
+    let _ = fs_err::remove_dir_all(&world.cache);
     world.reset();
     assert_ok(&download(
         &world,
@@ -92,14 +92,14 @@ fn token_never_appears_in_output() {
     let world = World::with_mirror(|mirror| {
         let repo = mirror.join("repos/kernels/acme/secret");
         let tree = repo.join("commits/c1/tree/build/torch-cpu");
-        std::fs::create_dir_all(&tree).unwrap();
-        std::fs::write(tree.join("x.py"), "x = 1\n").unwrap();
-        std::fs::write(
+        fs_err::create_dir_all(&tree).unwrap();
+        fs_err::write(tree.join("x.py"), "x = 1\n").unwrap();
+        fs_err::write(
             repo.join("commits/c1/commit.toml"),
             format!("sha = \"{SECRET_SHA}\"\n"),
         )
         .unwrap();
-        std::fs::write(
+        fs_err::write(
             repo.join("repo.toml"),
             "commits = [\"c1\"]\nprivate = true\nallowed_tokens = [\"hf_other\"]\n\n[branches]\nmain = \"c1\"\n",
         )
@@ -146,7 +146,7 @@ fn token_never_appears_in_output() {
     );
     check(&run(&["verify", "--all-variants"], &[]), "verify");
     // `-v` logs requests, retries and checks; still no token.
-    std::fs::remove_dir_all(&world.cache).unwrap();
+    fs_err::remove_dir_all(&world.cache).unwrap();
     world.fault(serde_json::json!({"listener": "hub", "status": 503, "count": 1}));
     world.fault(serde_json::json!({"listener": "cdn", "status": 503, "count": 1}));
     let out = run(&["download", "-vv", "--all-variants"], &[]);

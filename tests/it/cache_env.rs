@@ -275,7 +275,7 @@ fn planted_symlinks_are_never_followed() {
     assert_eq!(before, listing(&sandbox));
     assert_eq!(fs_err::read(sandbox.join("victim")).unwrap(), b"keep me");
     let blob = repo.join("blobs").join(so.etag());
-    assert!(!std::fs::symlink_metadata(&blob).unwrap().is_symlink());
+    assert!(!fs_err::symlink_metadata(&blob).unwrap().is_symlink());
 
     // 2. A blob replaced by a link to an outside copy: verify rejects it.
     fs_err::write(sandbox.join("copy"), &so.content).unwrap();
@@ -288,7 +288,7 @@ fn planted_symlinks_are_never_followed() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("leads out of the cache"));
     // and download replaces the link, not its target.
     assert_ok(&world.download(&["--all-variants"]));
-    assert!(!std::fs::symlink_metadata(&blob).unwrap().is_symlink());
+    assert!(!fs_err::symlink_metadata(&blob).unwrap().is_symlink());
     assert_eq!(fs_err::read(sandbox.join("copy")).unwrap(), so.content);
 
     // 3. Symlinked directories (blobs/, .locks/<folder>, snapshots/<c>/build).

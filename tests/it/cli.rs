@@ -22,9 +22,9 @@ const NO_HUB: &str = "http://127.0.0.1:9";
 
 fn project(pyproject: &str, lock: Option<&str>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+    fs_err::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
     if let Some(lock) = lock {
-        std::fs::write(dir.path().join("kernels.lock"), lock).unwrap();
+        fs_err::write(dir.path().join("kernels.lock"), lock).unwrap();
     }
     dir
 }
@@ -92,9 +92,9 @@ fn cli_reference_is_fresh() {
     let generated = String::from_utf8(output.stdout).unwrap();
     let path = common::repo_root().join("docs/cli.md");
     if std::env::var_os("KERNELS_BLESS").is_some() {
-        std::fs::write(&path, &generated).unwrap();
+        fs_err::write(&path, &generated).unwrap();
     }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    let committed = fs_err::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == generated,
         "docs/cli.md is stale: run `cargo run -q -- generate-cli-reference > docs/cli.md`"
@@ -203,7 +203,7 @@ fn locked_project(server: &Server) -> (tempfile::TempDir, String) {
     let dir = project(TWO_DEPS, None);
     let output = run(kernels_in(dir.path(), &server.endpoint, cache.path()).arg("lock"));
     assert!(output.status.success(), "{}", rendered(&output));
-    let lock = std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap();
+    let lock = fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap();
     (dir, lock)
 }
 
@@ -233,7 +233,7 @@ fn lock_check_online_and_offline() {
             .commit
             .clone();
     let old = "0123456789abcdef0123456789abcdef01234567";
-    std::fs::write(
+    fs_err::write(
         dir.path().join("kernels.lock"),
         lock.replace(&activation_commit, old),
     )
@@ -264,7 +264,7 @@ fn lock_check_online_and_offline() {
     );
 
     // Structural staleness is caught offline.
-    std::fs::write(
+    fs_err::write(
         dir.path().join("pyproject.toml"),
         TWO_DEPS.replace(
             "\"kernels-community/relu\" = 1\n",
@@ -280,7 +280,7 @@ fn lock_check_online_and_offline() {
     assert!(quiet.stderr.is_empty() && quiet.stdout.is_empty());
     // Nothing was written by any check.
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap(),
+        fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap(),
         lock.replace(&activation_commit, old)
     );
 }
@@ -320,7 +320,7 @@ fn lock_state_flags() {
     let cache = tempfile::tempdir().unwrap();
     let (dir, lock) = locked_project(&server);
     let manifest = dir.path().join("pyproject.toml");
-    std::fs::write(
+    fs_err::write(
         &manifest,
         format!("{TWO_DEPS}\"kernels-community/rotary\" = \">=0.0.1\"\n"),
     )
@@ -340,7 +340,7 @@ fn lock_state_flags() {
         .env("KERNELS_LOCKED", "1"));
     assert_eq!(env.status.code(), Some(1));
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap(),
+        fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap(),
         lock
     );
 
@@ -377,7 +377,7 @@ fn lock_state_flags() {
     }
 
     // Up to date again: --locked passes and writes nothing new.
-    std::fs::write(&manifest, TWO_DEPS).unwrap();
+    fs_err::write(&manifest, TWO_DEPS).unwrap();
     let ok = run(kernels_in(dir.path(), &server.endpoint, cache.path()).args(["lock", "--locked"]));
     assert_eq!(ok.status.code(), Some(0), "{}", rendered(&ok));
 }
@@ -403,7 +403,7 @@ fn conflicted_lock_is_reported_and_repaired() {
         &format!("<<<<<<< HEAD\n    {ours}\n=======\n    {theirs}\n>>>>>>> feature\n"),
     );
     assert!(conflicted.contains("<<<<<<<"), "{conflicted}");
-    std::fs::write(dir.path().join("kernels.lock"), &conflicted).unwrap();
+    fs_err::write(dir.path().join("kernels.lock"), &conflicted).unwrap();
 
     let check =
         run(kernels_in(dir.path(), NO_HUB, cache.path()).args(["lock", "--check", "--offline"]));
@@ -412,7 +412,7 @@ fn conflicted_lock_is_reported_and_repaired() {
 
     let repair = run(kernels_in(dir.path(), &server.endpoint, cache.path()).arg("lock"));
     assert!(repair.status.success(), "{}", rendered(&repair));
-    let repaired = std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap();
+    let repaired = fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap();
     // The agreed entry is kept as is; only relu was resolved again.
     assert_eq!(repaired, base);
     let stderr = String::from_utf8_lossy(&repair.stderr);

@@ -52,7 +52,7 @@ fn four_of_ours_and_python_share_one_cache() {
     let repo_dir = world.repo_dir("kernel", "acme/relu");
     let wanted: Vec<_> = variants(&relu).into_values().flatten().collect();
     assert_layout(&repo_dir, RELU_SHA, &wanted);
-    let locks: Vec<_> = std::fs::read_dir(world.cache.join(".locks/kernels--acme--relu"))
+    let locks: Vec<_> = fs_err::read_dir(world.cache.join(".locks/kernels--acme--relu"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -104,7 +104,7 @@ fn python_waits_for_our_blob_lock() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(std::fs::read(&blob).unwrap(), gelu_so.content);
+    assert_eq!(fs_err::read(&blob).unwrap(), gelu_so.content);
 }
 
 /// The other way round: while Python's `filelock` holds a blob's lock, our
@@ -121,7 +121,7 @@ fn we_wait_for_pythons_filelock() {
         kernels_types::wire::RepoType::Kernel,
     );
     let lock_path = repo.lock_path(&gelu_so.etag());
-    std::fs::create_dir_all(lock_path.parent().unwrap()).unwrap();
+    fs_err::create_dir_all(lock_path.parent().unwrap()).unwrap();
     let mut python = common::python("hub-2.4.0", &world.server.endpoint, &world.cache);
     python
         .args([
@@ -161,5 +161,5 @@ fn we_wait_for_pythons_filelock() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(std::fs::read(&blob).unwrap(), gelu_so.content);
+    assert_eq!(fs_err::read(&blob).unwrap(), gelu_so.content);
 }

@@ -39,7 +39,7 @@ fn present_bytes(blobs_dir: &Path, wanted: &BTreeMap<String, u64>) -> u64 {
             if blobs_dir.join(etag).is_file() {
                 *size
             } else {
-                std::fs::metadata(blobs_dir.join(format!("{etag}.incomplete")))
+                fs_err::metadata(blobs_dir.join(format!("{etag}.incomplete")))
                     .map_or(0, |m| m.len().min(*size))
             }
         })
@@ -57,7 +57,7 @@ fn sigkill_at_random_points_keeps_the_cache_valid_and_resumable() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x6b65_726e_656c);
     let mut resumed_trials = 0;
     for trial in 0..TRIALS {
-        std::fs::remove_dir_all(&world.cache).ok();
+        fs_err::remove_dir_all(&world.cache).ok();
         let kills = rng.random_range(1..=2);
         for _ in 0..kills {
             world.reset();

@@ -23,7 +23,7 @@ const RUNTIME_UID: &str = "65534";
 
 /// The first ```dockerfile block of docs/docker.md.
 fn dockerfile() -> String {
-    let doc = std::fs::read_to_string(common::repo_root().join("docs/docker.md")).unwrap();
+    let doc = fs_err::read_to_string(common::repo_root().join("docs/docker.md")).unwrap();
     let start = doc.find("```dockerfile\n").expect("a dockerfile block") + 14;
     let end = doc[start..].find("```").unwrap() + start;
     doc[start..end].to_owned()
@@ -94,7 +94,7 @@ fn docker_recipe_runs_as_written_build_as_root_runtime_read_only_as_65534() {
     let server = Server::bundled();
     let tmp = tempfile::tempdir().unwrap();
     // The runtime user must reach its stage's root.
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    fs_err::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
 
     // The build context: the project with the `kernels.lock` its developer
     // committed (`kernels lock`, before any image is built).
@@ -108,7 +108,7 @@ fn docker_recipe_runs_as_written_build_as_root_runtime_read_only_as_65534() {
     )
     .unwrap();
     // The recipe's first step: the runtime stage's version in pyproject.toml.
-    let doc = std::fs::read_to_string(common::repo_root().join("docs/docker.md")).unwrap();
+    let doc = fs_err::read_to_string(common::repo_root().join("docs/docker.md")).unwrap();
     let setting = doc
         .split("```toml\n")
         .nth(1)

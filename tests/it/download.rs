@@ -36,7 +36,7 @@ fn all_variants_writes_the_hf_layout_and_second_run_fetches_nothing() {
     assert_layout(&repo_dir, RELU_SHA, &wanted);
     assert_eq!(snapshot_paths(&repo_dir, RELU_SHA), expected_paths(&relu));
     // Identical files share one blob; README and bytecode are not downloaded.
-    let blobs = std::fs::read_dir(repo_dir.join("blobs")).unwrap().count();
+    let blobs = fs_err::read_dir(repo_dir.join("blobs")).unwrap().count();
     assert_eq!(blobs, 6);
     assert!(world.cache.join(".locks/kernels--acme--relu").is_dir());
 
@@ -115,13 +115,13 @@ fn warm_no_op_makes_no_request_unless_refreshed() {
         .repo_dir("kernel", "acme/relu")
         .join("blobs")
         .join(so.etag());
-    let mut bytes = std::fs::read(&blob).unwrap();
+    let mut bytes = fs_err::read(&blob).unwrap();
     bytes[0] ^= 1;
-    std::fs::write(&blob, &bytes).unwrap();
+    fs_err::write(&blob, &bytes).unwrap();
     world.reset();
     assert_ok(&world.download(&["--all-variants"]));
     assert_eq!(cdn_requests(&world.requests()).len(), 1);
-    assert_eq!(std::fs::read(&blob).unwrap(), so.content);
+    assert_eq!(fs_err::read(&blob).unwrap(), so.content);
     world.reset();
     assert_ok(&world.download(&["--all-variants"]));
     assert!(world.requests().is_empty(), "{:#?}", world.requests());
@@ -160,13 +160,13 @@ fn explicit_variant_and_corrupted_blob_is_refetched() {
     // Flip bytes of the cached shared object, keeping its length.
     let so = cuda.iter().find(|f| f.lfs()).unwrap();
     let blob = repo_dir.join("blobs").join(so.etag());
-    let mut bytes = std::fs::read(&blob).unwrap();
+    let mut bytes = fs_err::read(&blob).unwrap();
     bytes[100] ^= 0xff;
-    std::fs::write(&blob, &bytes).unwrap();
+    fs_err::write(&blob, &bytes).unwrap();
 
     world.reset();
     assert_ok(&world.download(&["--variant", "torch-cuda"]));
-    assert_eq!(std::fs::read(&blob).unwrap(), so.content);
+    assert_eq!(fs_err::read(&blob).unwrap(), so.content);
     let log = world.requests();
     assert_eq!(
         resolve_requests(&log).len(),
@@ -373,7 +373,7 @@ fn default_selection_follows_the_reference_order() {
             .unwrap();
         assert_eq!(reference_pick, &expected, "reference order {reference:?}");
 
-        let _ = std::fs::remove_dir_all(&world.cache);
+        let _ = fs_err::remove_dir_all(&world.cache);
         let mut env_all: Vec<(&str, &str)> = vec![("PYTHONPATH", stub)];
         env_all.extend_from_slice(env);
         let out = world.download_with(&[], &env_all);
@@ -474,7 +474,7 @@ fn interrupted_download_resumes_with_range() {
     let partial = repo_dir
         .join("blobs")
         .join(format!("{}.incomplete", so.etag()));
-    let kept = std::fs::metadata(&partial).unwrap().len();
+    let kept = fs_err::metadata(&partial).unwrap().len();
     assert!(
         kept > 0 && kept < so.content.len() as u64,
         "kept {kept} bytes"
@@ -616,9 +616,9 @@ fn offline_run_verifies_the_cache_without_requests() {
     let so = cuda.iter().find(|f| f.lfs()).unwrap();
     let repo_dir = world.repo_dir("kernel", "acme/relu");
     let blob = repo_dir.join("blobs").join(so.etag());
-    let mut bytes = std::fs::read(&blob).unwrap();
+    let mut bytes = fs_err::read(&blob).unwrap();
     bytes[0] ^= 1;
-    std::fs::write(&blob, &bytes).unwrap();
+    fs_err::write(&blob, &bytes).unwrap();
     let out = world.download_with(&["--variant", "torch-cuda"], &offline);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("offline"), "{}", stderr(&out));
@@ -630,7 +630,7 @@ fn offline_run_verifies_the_cache_without_requests() {
 
     // Online, the blob is replaced; a kernel never downloaded fails offline.
     assert_ok(&world.download(&["--variant", "torch-cuda"]));
-    assert_eq!(std::fs::read(&blob).unwrap(), so.content);
+    assert_eq!(fs_err::read(&blob).unwrap(), so.content);
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let out = world.download_with(&["--all-variants"], &offline);
     assert_eq!(out.status.code(), Some(1));

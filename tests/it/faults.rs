@@ -76,7 +76,7 @@ fn leave_partial(world: &World, bytes: u64) -> u64 {
         .repo_dir("kernel", "acme/gelu")
         .join("blobs")
         .join(format!("{}.incomplete", so().etag()));
-    let kept = std::fs::metadata(&partial).unwrap().len();
+    let kept = fs_err::metadata(&partial).unwrap().len();
     assert_eq!(kept, bytes);
     assert_cache_verified(&world.cache);
     world.reset();
@@ -164,7 +164,7 @@ fn throttled_transfer_completes() {
 fn status_presets_are_retried_then_reported() {
     let world = gelu_world();
     for code in [408, 500, 502, 503, 504] {
-        std::fs::remove_dir_all(&world.cache).ok();
+        fs_err::remove_dir_all(&world.cache).ok();
         world.reset();
         world.fault(json!({"listener": "cdn", "count": 1, "status": code}));
         assert_ok(&gelu(&world, &[]));
@@ -172,14 +172,14 @@ fn status_presets_are_retried_then_reported() {
         assert_gelu_done(&world);
     }
     // On an API call too.
-    std::fs::remove_dir_all(&world.cache).ok();
+    fs_err::remove_dir_all(&world.cache).ok();
     world.reset();
     world.fault(json!({"path": "/api/*/tree/*", "count": 1, "status": 502}));
     assert_ok(&gelu(&world, &[]));
     assert_gelu_done(&world);
 
     // A persistent failure: the retry budget is spent, then the status is named.
-    std::fs::remove_dir_all(&world.cache).ok();
+    fs_err::remove_dir_all(&world.cache).ok();
     world.reset();
     world.fault(json!({"listener": "cdn", "status": 500}));
     let out = gelu(&world, &[("KERNELS_MAX_RETRIES", "2")]);
@@ -188,7 +188,7 @@ fn status_presets_are_retried_then_reported() {
     assert_cache_verified(&world.cache);
 
     // Not retryable: a 404 is reported at once.
-    std::fs::remove_dir_all(&world.cache).ok();
+    fs_err::remove_dir_all(&world.cache).ok();
     world.reset();
     world.fault(json!({"listener": "cdn", "status": 404}));
     assert_fails(&gelu(&world, &[]), &["acme/gelu", "404"]);
@@ -565,9 +565,9 @@ fn disabled_route_or_unreachable_server_is_a_clear_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let closed = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
-    std::fs::write(
+    fs_err::write(
         tmp.path().join("kernels.lock"),
-        std::fs::read(world.project.join("kernels.lock")).unwrap(),
+        fs_err::read(world.project.join("kernels.lock")).unwrap(),
     )
     .unwrap();
     let out = kernels_test_support::kernels(&closed, &tmp.path().join("cache"))

@@ -138,7 +138,7 @@ impl Nginx {
     }
 
     fn error_log(&self) -> String {
-        std::fs::read_to_string(self.prefix.join("logs/error.log")).unwrap_or_default()
+        fs_err::read_to_string(self.prefix.join("logs/error.log")).unwrap_or_default()
     }
 }
 

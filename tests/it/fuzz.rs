@@ -171,12 +171,12 @@ fn mutate(rng: &mut ChaCha8Rng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> {
 }
 
 fn read_dir(dir: &Path) -> Vec<Vec<u8>> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = fs_err::read_dir(dir) else {
         return Vec::new();
     };
     let mut paths: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
     paths.sort();
-    paths.iter().map(|p| std::fs::read(p).unwrap()).collect()
+    paths.iter().map(|p| fs_err::read(p).unwrap()).collect()
 }
 
 /// Line-oriented corpora (`variant`, `requirement`) give one input per line.
@@ -200,7 +200,7 @@ fn corpus(target: &str, by_line: bool) -> Vec<Vec<u8>> {
 /// Regression inputs: `tests/fuzz/regressions/<target>-*`.
 fn regressions(target: &str) -> Vec<Vec<u8>> {
     let dir = repo_root().join("tests/fuzz/regressions");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let Ok(entries) = fs_err::read_dir(&dir) else {
         return Vec::new();
     };
     let mut paths: Vec<PathBuf> = entries
@@ -212,7 +212,7 @@ fn regressions(target: &str) -> Vec<Vec<u8>> {
         })
         .collect();
     paths.sort();
-    paths.iter().map(|p| std::fs::read(p).unwrap()).collect()
+    paths.iter().map(|p| fs_err::read(p).unwrap()).collect()
 }
 
 /// Runs `check` on the regressions, the corpus, then mutations until the budget ends.
@@ -316,9 +316,9 @@ fn fuzz_mirror_repo_toml() {
     let repo = tmp.path().join("repos/kernels/acme/relu");
     for commit in ["c1", "c2"] {
         let tree = repo.join("commits").join(commit).join("tree");
-        std::fs::create_dir_all(&tree).unwrap();
-        std::fs::write(tree.join("a.so"), commit).unwrap();
-        std::fs::write(
+        fs_err::create_dir_all(&tree).unwrap();
+        fs_err::write(tree.join("a.so"), commit).unwrap();
+        fs_err::write(
             repo.join("commits").join(commit).join("commit.toml"),
             format!("sha = \"{}\"\ntitle = \"t\"\n", commit.repeat(20)),
         )
@@ -326,7 +326,7 @@ fn fuzz_mirror_repo_toml() {
     }
     let toml = repo.join("repo.toml");
     fuzz("repo_toml", false, |input| {
-        std::fs::write(&toml, input).unwrap();
+        fs_err::write(&toml, input).unwrap();
         if let Err(err) = kernels_serve::Mirror::load(tmp.path()) {
             render(&err);
         }
@@ -376,8 +376,8 @@ fn one_line_lock_of_24_mb_is_clipped_in_diagnostics() {
     assert!(out.contains("here"), "{out}");
 
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("kernels.lock"), &text).unwrap();
-    std::fs::write(
+    fs_err::write(dir.path().join("kernels.lock"), &text).unwrap();
+    fs_err::write(
         dir.path().join("pyproject.toml"),
         "[tool.kernels.dependencies]\n\"acme/relu\" = 1\n",
     )

@@ -35,7 +35,7 @@ struct Run {
 }
 
 fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = fs_err::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
@@ -65,7 +65,7 @@ fn measure(mut cmd: Command) -> Run {
     };
     Run {
         code: status.code(),
-        stderr: std::fs::read_to_string(log.path()).unwrap(),
+        stderr: fs_err::read_to_string(log.path()).unwrap(),
         elapsed: start.elapsed(),
         peak_kib: peak,
     }

@@ -93,7 +93,7 @@ fn move_branch(endpoint: &str, repo: &str, branch: &str, to: &str) {
 
 fn project(server: &Server, runtime: &str, deps: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
+    fs_err::write(
         dir.path().join("pyproject.toml"),
         format!("[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n{deps}"),
     )
@@ -126,7 +126,7 @@ fn tree_and_outdated_show_moved_refs() {
     );
 
     move_branch(ep, "kernels-test/versions", "v1", VERSIONS_V2);
-    let lock_before = std::fs::read(dir.path().join("kernels.lock")).unwrap();
+    let lock_before = fs_err::read(dir.path().join("kernels.lock")).unwrap();
     let tree = stdout(&run(ep, dir.path(), &["tree", "--outdated"]));
     assert!(
         tree.contains("kernels-test/versions v1 (2359bfb) [newest compatible: v1 (f609e51), newest: v10 (3df70ae)]"),
@@ -168,7 +168,7 @@ fn tree_and_outdated_show_moved_refs() {
     assert_eq!(versions["outdated"], true);
     // Looking changes nothing: the lock is sticky.
     assert_eq!(
-        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
+        fs_err::read(dir.path().join("kernels.lock")).unwrap(),
         lock_before
     );
 }
@@ -442,13 +442,13 @@ fn tree_of_a_variant_hash_lock_labels_versions() {
     // The runtime loading by tag records it in the cache as `huggingface_hub`
     // does (`refs/<tag>`); offline, `tree` then names the version.
     run(ep, dir.path(), &["download"]);
-    let folder = std::fs::read_dir(dir.path().join(".cache"))
+    let folder = fs_err::read_dir(dir.path().join(".cache"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().ends_with("--kernels-test--versions"))
         .expect("the kernel is in the cache");
-    std::fs::create_dir_all(folder.join("refs")).unwrap();
-    std::fs::write(
+    fs_err::create_dir_all(folder.join("refs")).unwrap();
+    fs_err::write(
         folder.join("refs/v0.1.1"),
         "dc142fd6c9920c993d32be6358b78957c58681c3",
     )
@@ -589,12 +589,9 @@ fn unchanged_relock_lists_each_kernel_once() {
         "\"kernels-test/kernel-deps\" = 1\n\"kernels-test/versions\" = 1\n",
     );
     let before = requests(&server.endpoint).len();
-    let lock = std::fs::read(dir.path().join("kernels.lock")).unwrap();
+    let lock = fs_err::read(dir.path().join("kernels.lock")).unwrap();
     run(&server.endpoint, dir.path(), &["lock"]);
-    assert_eq!(
-        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
-        lock
-    );
+    assert_eq!(fs_err::read(dir.path().join("kernels.lock")).unwrap(), lock);
     let mut paths: Vec<String> = requests(&server.endpoint)[before..].to_vec();
     paths.sort();
     assert_eq!(paths.len(), 3, "{paths:#?}");

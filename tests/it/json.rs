@@ -146,8 +146,8 @@ fn an_early_failure_is_still_one_typed_document() {
 
     // A stale lock under `--locked` stops both before any kernel.
     let manifest = p.project.join("pyproject.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
-    std::fs::write(
+    let text = fs_err::read_to_string(&manifest).unwrap();
+    fs_err::write(
         &manifest,
         text.replace(
             "[tool.kernels.dependencies]\n",
@@ -167,10 +167,10 @@ fn an_early_failure_is_still_one_typed_document() {
         assert_eq!(doc["command"], command, "{doc:#}");
         assert_eq!(doc["error"]["code"], "kernels::lock::locked", "{doc:#}");
     }
-    std::fs::write(&manifest, text).unwrap();
+    fs_err::write(&manifest, text).unwrap();
 
     // `lock`: the failure typed, per kernel too; the lock stays as it was.
-    let before = std::fs::read(p.project.join("kernels.lock")).unwrap();
+    let before = fs_err::read(p.project.join("kernels.lock")).unwrap();
     let out = common::kernels("http://127.0.0.1:9", &p.cache)
         .args(["lock", "--format", "json"])
         .env("KERNELS_MAX_RETRIES", "0")
@@ -190,7 +190,7 @@ fn an_early_failure_is_still_one_typed_document() {
     );
     assert_eq!(doc["failed"].as_array().unwrap().len(), 6, "{doc:#}");
     assert_eq!(
-        std::fs::read(p.project.join("kernels.lock")).unwrap(),
+        fs_err::read(p.project.join("kernels.lock")).unwrap(),
         before
     );
 

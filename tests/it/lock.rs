@@ -14,7 +14,7 @@ use kernels_test_support::{self as common, Server};
 const BLESS: &str = "KERNELS_BLESS";
 
 fn projects() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(common::repo_root().join("fixtures/projects"))
+    let mut dirs: Vec<PathBuf> = fs_err::read_dir(common::repo_root().join("fixtures/projects"))
         .expect("fixtures/projects")
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("pyproject.toml").exists())
@@ -26,7 +26,7 @@ fn projects() -> Vec<PathBuf> {
 /// A temporary copy of a project's `pyproject.toml`.
 fn project_copy(project: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
+    fs_err::copy(
         project.join("pyproject.toml"),
         dir.path().join("pyproject.toml"),
     )
@@ -37,7 +37,7 @@ fn project_copy(project: &Path) -> tempfile::TempDir {
 /// A temporary project with the given `pyproject.toml` text.
 fn project_with(pyproject: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+    fs_err::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
     dir
 }
 
@@ -71,7 +71,7 @@ fn read_lock(path: &Path) -> Vec<LockedKernel> {
 
 /// Whether every dependency value is a string (the only form 0.10.5 reads).
 fn string_specifiers_only(project: &Path) -> bool {
-    let text = std::fs::read_to_string(project.join("pyproject.toml")).unwrap();
+    let text = fs_err::read_to_string(project.join("pyproject.toml")).unwrap();
     let doc: toml::Table = toml::from_str(&text).unwrap();
     doc["tool"]["kernels"]["dependencies"]
         .as_table()
@@ -141,7 +141,7 @@ fn every_fixture_project_locks_like_its_real_lock() {
 /// project's `pyproject.toml`; returns the lock it wrote.
 fn python_lock(env: &str, server: &Server, project: &Path, name: &str) -> Vec<u8> {
     let reference = tempfile::tempdir().unwrap();
-    std::fs::copy(
+    fs_err::copy(
         project.join("pyproject.toml"),
         reference.path().join("pyproject.toml"),
     )
@@ -159,7 +159,7 @@ fn python_lock(env: &str, server: &Server, project: &Path, name: &str) -> Vec<u8
         "{name}: Python {env} failed:\n{}",
         stderr(&python)
     );
-    std::fs::read(reference.path().join("kernels.lock")).unwrap()
+    fs_err::read(reference.path().join("kernels.lock")).unwrap()
 }
 
 /// Extra specifier projects exercising pre-release and range rules.
@@ -189,7 +189,7 @@ fn matches_python_kernels_0_10_5_for_specifier_projects() {
     for (name, ours) in &dirs {
         let expected = python_lock("kernels-0.10.5", &server, ours.path(), name);
         assert_success(&lock(&server, ours.path(), &[]));
-        let got = std::fs::read(ours.path().join("kernels.lock")).unwrap();
+        let got = fs_err::read(ours.path().join("kernels.lock")).unwrap();
         assert_eq!(
             String::from_utf8_lossy(&got),
             String::from_utf8_lossy(&expected),
@@ -209,14 +209,14 @@ fn integer_version_projects_match_golden_locks_and_python_0_12_3() {
     {
         let dir = project_copy(&project);
         assert_success(&lock(&server, dir.path(), &[]));
-        let got = std::fs::read_to_string(dir.path().join("kernels.lock")).unwrap();
+        let got = fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap();
         let name = project.file_name().unwrap().to_string_lossy().into_owned();
         let golden = golden_dir.join(format!("{name}.kernels.lock"));
         if std::env::var_os(BLESS).is_some() {
-            std::fs::create_dir_all(&golden_dir).unwrap();
-            std::fs::write(&golden, &got).unwrap();
+            fs_err::create_dir_all(&golden_dir).unwrap();
+            fs_err::write(&golden, &got).unwrap();
         }
-        let expected = std::fs::read_to_string(&golden)
+        let expected = fs_err::read_to_string(&golden)
             .unwrap_or_else(|_| panic!("{} is missing: run with {BLESS}=1", golden.display()));
         assert_eq!(got, expected, "{name}");
         // Integer versions exist from reference 0.12 on; 0.12.3 still writes the
@@ -253,7 +253,7 @@ fn unchanged_lock_is_not_rewritten() {
     );
     assert_success(&lock(&server, dir.path(), &[]));
     let path = dir.path().join("kernels.lock");
-    let before = std::fs::metadata(&path).unwrap();
+    let before = fs_err::metadata(&path).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     let output = lock(&server, dir.path(), &[]);
     assert_success(&output);
@@ -262,7 +262,7 @@ fn unchanged_lock_is_not_rewritten() {
         "{}",
         stderr(&output)
     );
-    let after = std::fs::metadata(&path).unwrap();
+    let after = fs_err::metadata(&path).unwrap();
     assert_eq!(before.modified().unwrap(), after.modified().unwrap());
     #[cfg(unix)]
     {
@@ -357,11 +357,11 @@ fn squash(text: &str) -> String {
 fn assert_lock_fails(server: &Server, pyproject: Option<&str>, extra: &[&str], needles: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     if let Some(text) = pyproject {
-        std::fs::write(dir.path().join("pyproject.toml"), text).unwrap();
+        fs_err::write(dir.path().join("pyproject.toml"), text).unwrap();
     }
     let old_lock = b"[\n  {\n    \"repo_id\": \"a/b\",\n    \"sha\": \"0123456789012345678901234567890123456789\",\n    \"variants\": {}\n  }\n]";
     let lock_path = dir.path().join("kernels.lock");
-    std::fs::write(&lock_path, old_lock).unwrap();
+    fs_err::write(&lock_path, old_lock).unwrap();
     let output = lock(server, dir.path(), extra);
     let text = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{pyproject:?}: {text}");
@@ -373,7 +373,7 @@ fn assert_lock_fails(server: &Server, pyproject: Option<&str>, extra: &[&str], n
         );
     }
     assert_eq!(
-        std::fs::read(&lock_path).unwrap(),
+        fs_err::read(&lock_path).unwrap(),
         old_lock,
         "the old lock was modified"
     );
@@ -562,8 +562,8 @@ fn paginated_listings_and_request_headers() {
     assert_success(&output);
     assert!(!stderr(&output).contains("hf_test_secret_token"));
     assert_eq!(
-        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
-        std::fs::read(expected_dir.path().join("kernels.lock")).unwrap(),
+        fs_err::read(dir.path().join("kernels.lock")).unwrap(),
+        fs_err::read(expected_dir.path().join("kernels.lock")).unwrap(),
         "paginated listing gave a different lock"
     );
 
@@ -654,14 +654,14 @@ fn empty_table_and_kernel_locks_rewrite() {
     let dir = project_with("[tool.kernels.dependencies]\n");
     assert_success(&lock(&server, dir.path(), &[]));
     assert_eq!(
-        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
+        fs_err::read(dir.path().join("kernels.lock")).unwrap(),
         b"[]"
     );
 
     let project =
         common::repo_root().join("fixtures/projects/kernels-tests-layer_locking-97dab31e");
     let dir = project_copy(&project);
-    std::fs::copy(
+    fs_err::copy(
         project.join("kernels.lock.real"),
         dir.path().join("kernels.lock"),
     )

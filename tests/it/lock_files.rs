@@ -14,7 +14,7 @@ const CHECKSUMS: &str = "3f786850e387550fdab836ed7e6dc881de23001b  build/torch-u
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
+    fs_err::copy(
         common::repo_root().join(PROJECT).join("pyproject.toml"),
         dir.path().join("pyproject.toml"),
     )
@@ -46,7 +46,7 @@ fn lock_refuses_to_replace_a_checksum_list_without_force() {
     let server = Server::bundled();
     let dir = project();
     let lock = dir.path().join("kernels.lock");
-    std::fs::write(&lock, CHECKSUMS).unwrap();
+    fs_err::write(&lock, CHECKSUMS).unwrap();
 
     let output = run(&server, dir.path(), &["lock"]);
     insta::assert_snapshot!(rendered(&output), @r"
@@ -57,11 +57,11 @@ fn lock_refuses_to_replace_a_checksum_list_without_force() {
       × refusing to replace ./kernels.lock: it is not a kernels lock file (it looks like a checksum list (`<hex digest>  <file name>` lines), not JSON)
       help: move it away, or run `kernels lock --force` to replace it with a lock file
     ");
-    assert_eq!(std::fs::read_to_string(&lock).unwrap(), CHECKSUMS);
+    assert_eq!(fs_err::read_to_string(&lock).unwrap(), CHECKSUMS);
     // `-U` does not get around it either.
     let output = run(&server, dir.path(), &["lock", "--upgrade"]);
     assert_eq!(output.status.code(), Some(1));
-    assert_eq!(std::fs::read_to_string(&lock).unwrap(), CHECKSUMS);
+    assert_eq!(fs_err::read_to_string(&lock).unwrap(), CHECKSUMS);
 
     let output = run(&server, dir.path(), &["lock", "--force"]);
     assert!(output.status.success(), "{}", rendered(&output));
@@ -76,9 +76,9 @@ fn a_byte_order_mark_is_named_and_lock_writes_the_file_again() {
     let server = Server::bundled();
     let dir = project();
     let lock = dir.path().join("kernels.lock");
-    let real = std::fs::read_to_string(common::repo_root().join(PROJECT).join("kernels.lock.real"))
+    let real = fs_err::read_to_string(common::repo_root().join(PROJECT).join("kernels.lock.real"))
         .unwrap();
-    std::fs::write(&lock, format!("\u{feff}{real}")).unwrap();
+    fs_err::write(&lock, format!("\u{feff}{real}")).unwrap();
 
     // Neither runtime reads it (0.1.7–0.16 `json.load`: "Unexpected UTF-8
     // BOM"; 0.17: "expected value at line 1 column 1"), so neither do we.
@@ -95,6 +95,6 @@ fn a_byte_order_mark_is_named_and_lock_writes_the_file_again() {
     // `kernels lock` replaces it: it is a lock, only its encoding is wrong.
     let output = run(&server, dir.path(), &["lock"]);
     assert!(output.status.success(), "{}", rendered(&output));
-    let text = std::fs::read_to_string(&lock).unwrap();
+    let text = fs_err::read_to_string(&lock).unwrap();
     assert!(text.starts_with('['), "{text:?}");
 }

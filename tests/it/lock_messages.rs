@@ -39,7 +39,7 @@ fn errors(err: &str) -> usize {
 }
 
 fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap()
+    fs_err::read_to_string(path).unwrap()
 }
 
 fn fault(p: &Project, rule: Value) {
@@ -80,11 +80,11 @@ fn an_unreachable_hub_is_one_lock_error_after_visible_retries() {
     }
 
     // Without a lock: nothing is written either.
-    std::fs::remove_file(&lock).unwrap();
+    fs_err::remove_file(&lock).unwrap();
     let (code, _, err) = run(&p, DEAD, &["lock"], &[]);
     assert_eq!((code, errors(&err)), (1, 1), "{err}");
     assert!(!lock.exists(), "a lock was written");
-    std::fs::write(&lock, &before).unwrap();
+    fs_err::write(&lock, &before).unwrap();
 
     // `kernels add` locks too: one error, both files put back.
     let (code, _, err) = run(&p, DEAD, &["add", "kernels-community/relu", "1"], &[]);
@@ -226,16 +226,16 @@ fn private_moe_mirror(root: &Path) -> std::path::PathBuf {
         let entry = entry.unwrap();
         let target = mirror.join(entry.path().strip_prefix(common::mirror_dir()).unwrap());
         if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
+            fs_err::create_dir_all(&target).unwrap();
         } else {
-            std::fs::copy(entry.path(), &target).unwrap();
+            fs_err::copy(entry.path(), &target).unwrap();
         }
     }
     let toml = mirror.join("repos/kernels/kernels-community/moe/repo.toml");
     let text = read(&toml);
     // The keys go before the first table.
     let (head, tables) = text.split_at(text.find("\n[").unwrap());
-    std::fs::write(
+    fs_err::write(
         &toml,
         format!("{head}\nprivate = true\nallowed_tokens = [\"hf_good\"]\n{tables}"),
     )
@@ -248,8 +248,8 @@ fn a_token_that_was_sent_is_never_told_to_be_set() {
     let tmp = tempfile::tempdir().unwrap();
     let server = Server::start(&private_moe_mirror(tmp.path()));
     let dir = tmp.path().join("project");
-    std::fs::create_dir(&dir).unwrap();
-    std::fs::copy(
+    fs_err::create_dir(&dir).unwrap();
+    fs_err::copy(
         common::repo_root().join("fixtures/projects/tgi-server-db931fcf/pyproject.toml"),
         dir.join("pyproject.toml"),
     )

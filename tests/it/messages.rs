@@ -84,7 +84,7 @@ fn an_unreachable_hub_is_one_error_after_visible_retries_with_an_offline_hint() 
     assert!(err.lines().count() < 12, "{err}");
 
     // With a cold cache there is nothing to use offline: no such hint.
-    std::fs::remove_dir_all(&p.cache).unwrap();
+    fs_err::remove_dir_all(&p.cache).unwrap();
     let (code, err) = run(&p, dead, &["download", ".", "--all-variants"]);
     assert_eq!(code, 1, "{err}");
     assert!(!err.contains("--offline"), "{err}");

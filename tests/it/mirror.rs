@@ -26,7 +26,7 @@ fn ok(out: &Output) -> String {
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
+    fs_err::copy(
         common::repo_root().join(TGI).join("pyproject.toml"),
         dir.path().join("pyproject.toml"),
     )
@@ -61,10 +61,10 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         let entry = entry.unwrap();
         let rel = entry.path().strip_prefix(root).unwrap().to_owned();
         if entry.path_is_symlink() {
-            let target = std::fs::read_link(entry.path()).unwrap();
+            let target = fs_err::read_link(entry.path()).unwrap();
             out.insert(rel, format!("-> {}", target.display()).into_bytes());
         } else if entry.file_type().is_file() {
-            out.insert(rel, std::fs::read(entry.path()).unwrap());
+            out.insert(rel, fs_err::read(entry.path()).unwrap());
         } else {
             out.insert(rel, b"<dir>".to_vec());
         }
@@ -131,8 +131,8 @@ fn round_trip_of_the_tgi_project() {
     let dir_b = project_b.path().to_str().unwrap();
     ok(&run(&b.endpoint, scratch.path(), &["lock", dir_b]));
     assert_eq!(
-        std::fs::read(project_a.path().join("kernels.lock")).unwrap(),
-        std::fs::read(project_b.path().join("kernels.lock")).unwrap(),
+        fs_err::read(project_a.path().join("kernels.lock")).unwrap(),
+        fs_err::read(project_b.path().join("kernels.lock")).unwrap(),
         "the lock against the mirror differs"
     );
     let (cache_a, cache_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -160,7 +160,7 @@ fn round_trip_of_the_tgi_project() {
 
     // huggingface_hub gets the same refs (those the mirror keeps), listing and files.
     let lock: Value =
-        serde_json::from_slice(&std::fs::read(project_a.path().join("kernels.lock")).unwrap())
+        serde_json::from_slice(&fs_err::read(project_a.path().join("kernels.lock")).unwrap())
             .unwrap();
     let first = &lock[0];
     let (repo, sha) = (
@@ -269,7 +269,7 @@ fn bad_input_writes_nothing() {
     let out = tempfile::tempdir().unwrap();
 
     // A non-empty folder that is not a mirror.
-    std::fs::write(out.path().join("notes.txt"), "mine").unwrap();
+    fs_err::write(out.path().join("notes.txt"), "mine").unwrap();
     let o = run(
         &a.endpoint,
         scratch.path(),
@@ -282,7 +282,7 @@ fn bad_input_writes_nothing() {
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("is not a mirror directory"));
-    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
+    assert_eq!(fs_err::read_dir(out.path()).unwrap().count(), 1);
 
     // A repository or a revision that does not exist.
     let fresh = out.path().join("new");

@@ -13,12 +13,12 @@ use kernels_test_support::{self as common, Server};
 fn fixture_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let project = common::repo_root().join("fixtures/projects/tgi-server-db931fcf");
-    std::fs::copy(
+    fs_err::copy(
         project.join("pyproject.toml"),
         dir.path().join("pyproject.toml"),
     )
     .unwrap();
-    std::fs::copy(
+    fs_err::copy(
         project.join("kernels.lock.real"),
         dir.path().join("kernels.lock"),
     )
@@ -48,10 +48,9 @@ fn git(dir: &Path, args: &[&str]) {
 /// (that is [`published_hooks_build_our_binary_over_the_python_runtime`]).
 fn hook_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let hooks =
-        std::fs::read_to_string(common::repo_root().join(".pre-commit-hooks.yaml")).unwrap();
+    let hooks = fs_err::read_to_string(common::repo_root().join(".pre-commit-hooks.yaml")).unwrap();
     assert!(hooks.contains("language: python"), "{hooks}");
-    std::fs::write(
+    fs_err::write(
         dir.path().join(".pre-commit-hooks.yaml"),
         hooks.replace("language: python", "language: system"),
     )
@@ -112,11 +111,11 @@ fn lock_check_hook_passes_fresh_lock_and_fails_edited_manifest() {
     assert!(text(&fresh).contains("Passed"), "{}", text(&fresh));
 
     let manifest: PathBuf = repo.path().join("pyproject.toml");
-    let edited = std::fs::read_to_string(&manifest).unwrap().replace(
+    let edited = fs_err::read_to_string(&manifest).unwrap().replace(
         "\"kernels-community/rotary\" = \">=0.0.1\"",
         "\"kernels-community/rotary\" = \">=0.0.1\"\n\"kernels-community/activation\" = 1",
     );
-    std::fs::write(&manifest, edited).unwrap();
+    fs_err::write(&manifest, edited).unwrap();
     git(repo.path(), &["add", "pyproject.toml"]);
     let stale = try_repo(repo.path(), "kernels-lock-check");
     let out = text(&stale);
@@ -134,7 +133,7 @@ fn lock_check_hook_passes_fresh_lock_and_fails_edited_manifest() {
 /// format, checkable offline), staged in a fresh git repository.
 fn sample_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
+    fs_err::write(
         dir.path().join("pyproject.toml"),
         "[project]\nname = \"sample\"\nversion = \"0.1.0\"\n\n[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n",
     )

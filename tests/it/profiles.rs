@@ -18,8 +18,8 @@ fn fake_env(prefix: &Path, version: &str) {
     let dist = prefix.join(format!(
         "lib/python3.12/site-packages/kernels-{version}.dist-info"
     ));
-    std::fs::create_dir_all(&dist).unwrap();
-    std::fs::write(
+    fs_err::create_dir_all(&dist).unwrap();
+    fs_err::write(
         dist.join("METADATA"),
         format!("Metadata-Version: 2.4\nName: kernels\nVersion: {version}\n\nA description.\n"),
     )
@@ -28,7 +28,7 @@ fn fake_env(prefix: &Path, version: &str) {
 
 fn project_with(pyproject: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+    fs_err::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
     dir
 }
 
@@ -36,7 +36,7 @@ fn project_with(pyproject: &str) -> tempfile::TempDir {
 /// `python3` of the host is found.
 fn kernels(server: &Server, cache: &Path, sub: &str, dir: &Path, extra: &[&str]) -> Output {
     let empty_path = cache.join("empty-path");
-    std::fs::create_dir_all(&empty_path).unwrap();
+    fs_err::create_dir_all(&empty_path).unwrap();
     command(server, cache, &empty_path)
         .arg(sub)
         .args(extra)
@@ -134,7 +134,7 @@ fn profile_is_chosen_by_each_source() {
         "{text}"
     );
     // ... but is used when there is no lock (VIRTUAL_ENV before .venv).
-    std::fs::remove_file(dir.path().join("kernels.lock")).unwrap();
+    fs_err::remove_file(dir.path().join("kernels.lock")).unwrap();
     let output = command(&server, cache, &cache.join("empty-path"))
         .env("VIRTUAL_ENV", other.path())
         .arg("lock")
@@ -149,7 +149,7 @@ fn profile_is_chosen_by_each_source() {
     assert_eq!(lock_format(dir.path()), LockFormat::KernelLocks);
 
     // The KernelLocks lock now chooses the 0.17 profile even without VIRTUAL_ENV.
-    std::fs::remove_dir_all(dir.path().join(".venv")).unwrap();
+    fs_err::remove_dir_all(dir.path().join(".venv")).unwrap();
     let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
     assert_eq!(
         target_line(&text),
@@ -157,7 +157,7 @@ fn profile_is_chosen_by_each_source() {
     );
 
     // `[tool.kernels] target-runtime` beats the lock; `--target-runtime` beats both.
-    std::fs::write(
+    fs_err::write(
         dir.path().join("pyproject.toml"),
         format!("[tool.kernels]\ntarget-runtime = \"0.13.0\"\n\n{VERSIONS}"),
     )
@@ -184,9 +184,9 @@ fn profile_is_chosen_by_each_source() {
     let dir = project_with(VERSIONS);
     let env = tempfile::tempdir().unwrap();
     fake_env(env.path(), "0.10.5");
-    std::fs::create_dir_all(env.path().join("bin")).unwrap();
-    std::fs::write(env.path().join("bin/python3"), "not a python").unwrap();
-    std::fs::write(env.path().join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    fs_err::create_dir_all(env.path().join("bin")).unwrap();
+    fs_err::write(env.path().join("bin/python3"), "not a python").unwrap();
+    fs_err::write(env.path().join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
     let output = command(&server, cache, &env.path().join("bin"))
         .arg("lock")
         .arg(dir.path())
@@ -209,7 +209,7 @@ fn profile_is_chosen_by_each_source() {
         ),
         &["`latest` is not a kernels version"],
     );
-    std::fs::write(
+    fs_err::write(
         dir.path().join("pyproject.toml"),
         format!("[tool.kernels]\ntarget-runtime = 17\n\n{VERSIONS}"),
     )
@@ -228,7 +228,7 @@ fn venv_with_0_17_gets_kernel_locks_with_transitive_dependencies() {
     let cache = tempfile::tempdir().unwrap();
     let project =
         common::repo_root().join("fixtures/projects/kernels-tests-kernel_locking-97dab31e");
-    let dir = project_with(&std::fs::read_to_string(project.join("pyproject.toml")).unwrap());
+    let dir = project_with(&fs_err::read_to_string(project.join("pyproject.toml")).unwrap());
     fake_env(&dir.path().join(".venv"), "0.17.2");
     let text = assert_ok(&kernels(&server, cache.path(), "lock", dir.path(), &[]));
     assert_eq!(
@@ -242,12 +242,12 @@ fn venv_with_0_17_gets_kernel_locks_with_transitive_dependencies() {
         "{text}"
     );
     assert_eq!(
-        std::fs::read(dir.path().join("kernels.lock")).unwrap(),
-        std::fs::read(project.join("kernels.lock.real")).unwrap()
+        fs_err::read(dir.path().join("kernels.lock")).unwrap(),
+        fs_err::read(project.join("kernels.lock.real")).unwrap()
     );
 
     // `download` follows the same profile: every lock entry, `kernels--` cache.
-    std::fs::write(
+    fs_err::write(
         dir.path().join("pyproject.toml"),
         "[tool.kernels.dependencies]\n\"kernels-test/kernel-deps\" = 1\n",
     )

@@ -17,12 +17,12 @@ fn usage_block(readme: &str, lang: &str) -> String {
 
 #[test]
 fn every_usage_command_works_as_written() {
-    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).unwrap();
+    let readme = fs_err::read_to_string(common::repo_root().join("README.md")).unwrap();
     let server = Server::bundled();
     let tmp = tempfile::tempdir().unwrap();
     let project = tmp.path().join("project");
-    std::fs::create_dir(&project).unwrap();
-    std::fs::write(project.join("pyproject.toml"), usage_block(&readme, "toml")).unwrap();
+    fs_err::create_dir(&project).unwrap();
+    fs_err::write(project.join("pyproject.toml"), usage_block(&readme, "toml")).unwrap();
     let bin_dir = common::kernels_bin().parent().unwrap().to_owned();
     let path = format!(
         "{}:{}",
@@ -88,5 +88,5 @@ fn every_usage_command_works_as_written() {
         );
     }
     assert!(project.join("kernels.lock").is_file());
-    assert!(std::fs::read_dir(project.join("dist")).unwrap().count() > 0);
+    assert!(fs_err::read_dir(project.join("dist")).unwrap().count() > 0);
 }

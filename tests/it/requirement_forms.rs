@@ -13,7 +13,7 @@ use kernels_test_support::{self as common, Server, snapshot};
 
 fn project(deps: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
+    fs_err::write(
         dir.path().join("pyproject.toml"),
         format!("[tool.kernels.dependencies]\n{deps}"),
     )

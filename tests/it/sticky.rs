@@ -13,7 +13,7 @@ const VERSIONS_V1: &str = "kernels-test/versions";
 
 fn project(pyproject: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+    fs_err::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
     dir
 }
 
@@ -24,7 +24,7 @@ fn manifest(deps: &str) -> String {
 }
 
 fn set_deps(dir: &Path, deps: &str) {
-    std::fs::write(dir.join("pyproject.toml"), manifest(deps)).unwrap();
+    fs_err::write(dir.join("pyproject.toml"), manifest(deps)).unwrap();
 }
 
 fn run(endpoint: &str, dir: &Path, args: &[&str]) -> Output {
@@ -51,7 +51,7 @@ fn ok(output: &Output) -> String {
 }
 
 fn read(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("kernels.lock")).unwrap()
+    fs_err::read_to_string(dir.join("kernels.lock")).unwrap()
 }
 
 /// The commit the server's `refs` give for a ref of a repo.
@@ -120,15 +120,15 @@ fn edited_mirror(
             &repo.join("commits").join(from),
             &repo.join("commits").join(label),
         );
-        std::fs::write(
+        fs_err::write(
             repo.join("commits").join(label).join("commit.toml"),
             commit_toml,
         )
         .unwrap();
     }
     let toml_path = repo.join("repo.toml");
-    let text = std::fs::read_to_string(&toml_path).unwrap();
-    std::fs::write(&toml_path, edit(text)).unwrap();
+    let text = fs_err::read_to_string(&toml_path).unwrap();
+    fs_err::write(&toml_path, edit(text)).unwrap();
     root
 }
 
@@ -137,9 +137,9 @@ fn copy_dir(from: &Path, to: &Path) {
         let entry = entry.unwrap();
         let target = to.join(entry.path().strip_prefix(from).unwrap());
         if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
+            fs_err::create_dir_all(&target).unwrap();
         } else {
-            std::fs::copy(entry.path(), &target).unwrap();
+            fs_err::copy(entry.path(), &target).unwrap();
         }
     }
 }
@@ -365,7 +365,7 @@ fn deleted_and_moved_tags_are_resolved_again() {
     drop(server);
 
     // Moved to another commit: resolved to the tag's new commit.
-    std::fs::write(dir.path().join("kernels.lock"), &locked).unwrap();
+    fs_err::write(dir.path().join("kernels.lock"), &locked).unwrap();
     let moved = edited_mirror(
         |t| t.replace("\"v0.1.1\" = \"dc142fd6\"", "\"v0.1.1\" = \"v0.1.2rc1\""),
         &[],

@@ -22,8 +22,8 @@ pub(crate) fn project() -> Project {
     let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
-    std::fs::create_dir(&project).unwrap();
-    std::fs::copy(
+    fs_err::create_dir(&project).unwrap();
+    fs_err::copy(
         common::repo_root().join("fixtures/projects/tgi-server-db931fcf/pyproject.toml"),
         project.join("pyproject.toml"),
     )
@@ -249,7 +249,7 @@ fn no_progress_and_hf_hub_disable_progress_bars_give_plain_lines() {
 #[test]
 fn lock_shows_a_spinner_while_resolving() {
     let p = project();
-    std::fs::remove_file(p.project.join("kernels.lock")).unwrap();
+    fs_err::remove_file(p.project.join("kernels.lock")).unwrap();
     let url = format!("{}/__fixture/faults", p.server.endpoint);
     let rule = serde_json::json!({"listener": "hub", "latency_ms": 300, "count": 6});
     tokio::runtime::Builder::new_current_thread()

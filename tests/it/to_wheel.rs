@@ -19,14 +19,14 @@ const REPO: &str = "kernels-community/activation";
 const NO_ENDPOINT: &str = "http://127.0.0.1:9";
 
 fn write(path: &Path, content: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
+    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+    fs_err::write(path, content).unwrap();
 }
 
 #[cfg(unix)]
 fn make_executable(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// A flat build: the module is the variant directory itself, plus the
@@ -196,7 +196,7 @@ fn build_all(tmp: &Path, snap: &Path, out: &Path) -> Vec<PathBuf> {
 
 /// Every entry of a wheel: name → (unix mode, content).
 fn read_wheel(path: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
-    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut archive = zip::ZipArchive::new(fs_err::File::open(path).unwrap()).unwrap();
     let mut entries = BTreeMap::new();
     for i in 0..archive.len() {
         let mut file = archive.by_index(i).unwrap();
@@ -224,14 +224,14 @@ fn read_wheel(path: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
 }
 
 fn names_in_order(path: &Path) -> Vec<String> {
-    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut archive = zip::ZipArchive::new(fs_err::File::open(path).unwrap()).unwrap();
     (0..archive.len())
         .map(|i| archive.by_index(i).unwrap().name().unwrap().into_owned())
         .collect()
 }
 
 fn sha256_file(path: &Path) -> String {
-    hex::encode(Sha256::digest(std::fs::read(path).unwrap()))
+    hex::encode(Sha256::digest(fs_err::read(path).unwrap()))
 }
 
 #[test]
@@ -374,8 +374,8 @@ fn rebuilds_are_byte_identical() {
     for entry in walkdir::WalkDir::new(&snap) {
         let entry = entry.unwrap();
         if entry.file_type().is_file() {
-            let content = std::fs::read(entry.path()).unwrap();
-            std::fs::write(entry.path(), content).unwrap();
+            let content = fs_err::read(entry.path()).unwrap();
+            fs_err::write(entry.path(), content).unwrap();
         }
     }
     let second = build_all(tmp.path(), &snap, &tmp.path().join("b"));
@@ -396,7 +396,7 @@ fn rebuilds_are_byte_identical() {
             .arg(&out),
     );
     let dated = out.join("activation-0.0.3-py3-none-any.whl");
-    let mut archive = zip::ZipArchive::new(std::fs::File::open(&dated).unwrap()).unwrap();
+    let mut archive = zip::ZipArchive::new(fs_err::File::open(&dated).unwrap()).unwrap();
     let time = archive.by_index(0).unwrap().last_modified().unwrap();
     assert_eq!(
         (
@@ -611,7 +611,7 @@ fn fixed_name(theirs: &str) -> String {
 fn compare_with_reference(server: &Server, repo: &str, version: &str) -> Vec<String> {
     let tmp = tempfile::tempdir().unwrap();
     let theirs = tmp.path().join("theirs");
-    std::fs::create_dir_all(&theirs).unwrap();
+    fs_err::create_dir_all(&theirs).unwrap();
     run_ok(
         python(
             "kernels-0.11.3",
@@ -636,7 +636,7 @@ fn compare_with_reference(server: &Server, repo: &str, version: &str) -> Vec<Str
             .arg(&ours),
     );
     let list = |dir: &Path| -> BTreeSet<String> {
-        std::fs::read_dir(dir)
+        fs_err::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect()
@@ -792,9 +792,9 @@ fn differs_from_the_reference_only_by_the_documented_fixes() {
             || entry.file_name().to_string_lossy().ends_with(".pyc")
         {
             if entry.file_type().is_dir() {
-                std::fs::remove_dir_all(entry.path()).unwrap();
+                fs_err::remove_dir_all(entry.path()).unwrap();
             } else {
-                std::fs::remove_file(entry.path()).unwrap();
+                fs_err::remove_file(entry.path()).unwrap();
             }
         }
     }
@@ -828,7 +828,7 @@ fn reads_a_hub_cache_snapshot() {
         .join("snapshots")
         .join(commit)
         .join("build/torch-universal/activation");
-    std::fs::create_dir_all(&pkg).unwrap();
+    fs_err::create_dir_all(&pkg).unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink(
         format!("../../../../../blobs/{blob}"),
@@ -897,9 +897,9 @@ fn copy_tree(from: &Path, to: &Path) {
         let entry = entry.unwrap();
         let dest = to.join(entry.path().strip_prefix(from).unwrap());
         if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
+            fs_err::create_dir_all(&dest).unwrap();
         } else {
-            std::fs::copy(entry.path(), &dest).unwrap();
+            fs_err::copy(entry.path(), &dest).unwrap();
         }
     }
 }
@@ -946,7 +946,7 @@ fn downloads_the_variants_from_the_hub() {
     }
     // The tag got its ref file, and the snapshot is in the cache.
     let commit =
-        std::fs::read_to_string(cache.join("kernels--kernels-community--activation/refs/v0.0.3"))
+        fs_err::read_to_string(cache.join("kernels--kernels-community--activation/refs/v0.0.3"))
             .unwrap();
     assert_eq!(commit.len(), 40);
 
@@ -962,7 +962,7 @@ fn downloads_the_variants_from_the_hub() {
         .join("kernels--kernels-community--activation/snapshots")
         .join(&commit)
         .join("build");
-    let fetched: Vec<String> = std::fs::read_dir(&build)
+    let fetched: Vec<String> = fs_err::read_dir(&build)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
@@ -1025,11 +1025,11 @@ fn refuses_bad_variants_and_paths() {
             stderr.contains("refusing to pack") && stderr.contains("leak.txt"),
             "{stderr}"
         );
-        std::fs::remove_file(snap.join("build/torch-cuda/leak.txt")).unwrap();
+        fs_err::remove_file(snap.join("build/torch-cuda/leak.txt")).unwrap();
     }
 
     // A variant without its package.
-    std::fs::create_dir_all(snap.join("build/torch-rocm/other")).unwrap();
+    fs_err::create_dir_all(snap.join("build/torch-rocm/other")).unwrap();
     let stderr = fail(&["--variant", "torch-rocm"]);
     assert!(
         stderr.contains("`activation/` package directory"),
@@ -1120,7 +1120,7 @@ fn locked_builds_every_kernel_of_a_variant_hash_lock() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("kernels lock"));
     // A stale lock is refused under `--locked` (the manifest gained a kernel).
-    std::fs::write(
+    fs_err::write(
         project.join("pyproject.toml"),
         "[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.3,<0.0.4\"\n\"kernels-community/triton-scaled-mm\" = \">=0.0.2\"\n\"kernels-community/rotary\" = \">=0.0.1\"\n",
     )
@@ -1220,9 +1220,9 @@ fn stub_wheel(dir: &Path, name: &str, version: &str, module: &str) {
                 .to_owned(),
         ),
     ];
-    std::fs::create_dir_all(dir).unwrap();
+    fs_err::create_dir_all(dir).unwrap();
     let path = dir.join(format!("{escaped}-{version}-py3-none-any.whl"));
-    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let mut zip = zip::ZipWriter::new(fs_err::File::create(path).unwrap());
     let options = zip::write::SimpleFileOptions::default();
     let mut record = String::new();
     for (file, content) in &files {
@@ -1357,7 +1357,7 @@ fn wheels_require_the_kernels_python_dependencies_and_pip_resolves_them() {
     );
 
     // Without one of them, pip refuses and names it.
-    std::fs::remove_file(index.join("nvidia_cutlass_dsl-4.3.0-py3-none-any.whl")).unwrap();
+    fs_err::remove_file(index.join("nvidia_cutlass_dsl-4.3.0-py3-none-any.whl")).unwrap();
     let out = install("venv-missing", &index);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -47,12 +47,12 @@ fn verify_accepts_a_complete_cache_and_reports_every_difference() {
     let by_variant = variants(&relu);
     let cuda_so = by_variant["torch-cuda"].iter().find(|f| f.lfs()).unwrap();
     let blob = repo_dir.join("blobs").join(cuda_so.etag());
-    let mut bytes = std::fs::read(&blob).unwrap();
+    let mut bytes = fs_err::read(&blob).unwrap();
     bytes[10] ^= 0x55;
-    std::fs::write(&blob, &bytes).unwrap();
+    fs_err::write(&blob, &bytes).unwrap();
     let cpu_so = by_variant["torch-cpu"].iter().find(|f| f.lfs()).unwrap();
-    std::fs::remove_file(repo_dir.join("blobs").join(cpu_so.etag())).unwrap();
-    std::fs::remove_dir_all(
+    fs_err::remove_file(repo_dir.join("blobs").join(cpu_so.etag())).unwrap();
+    fs_err::remove_dir_all(
         repo_dir
             .join("snapshots")
             .join(RELU_SHA)
@@ -68,7 +68,7 @@ fn verify_accepts_a_complete_cache_and_reports_every_difference() {
         .iter()
         .find(|f| f.path.ends_with("__init__.py"))
         .unwrap();
-    std::fs::remove_file(
+    fs_err::remove_file(
         repo_dir
             .join("snapshots")
             .join(RELU_SHA)
@@ -157,7 +157,7 @@ fn offline_flag_makes_no_request_and_names_what_is_missing() {
 
     let gelu_so = &gelu_files()[1];
     let repo_dir = world.repo_dir("kernel", "acme/gelu");
-    std::fs::remove_file(repo_dir.join("blobs").join(gelu_so.etag())).unwrap();
+    fs_err::remove_file(repo_dir.join("blobs").join(gelu_so.etag())).unwrap();
     let out = world.download(&["--all-variants", "--offline"]);
     assert_eq!(out.status.code(), Some(1));
     let err = flat(&stderr(&out));
@@ -188,7 +188,7 @@ fn offline_works_with_the_server_stopped() {
         project,
         cache,
     } = World::new();
-    std::fs::write(
+    fs_err::write(
         project.join("kernels.lock"),
         format!(
             r#"[{{"dependency": {{"repo-id": "acme/gelu", "version": 1}}, "lock": {{"commit": "{GELU_SHA}"}}}}]"#
@@ -375,10 +375,10 @@ fn a_link_to_a_non_hex_blob_name_is_a_clear_error() {
     let file = &by_variant["torch-universal"][0];
     let link = repo_dir.join("snapshots").join(RELU_SHA).join(&file.path);
     let bogus = "z".repeat(40);
-    let target = std::fs::read_link(&link).unwrap();
+    let target = fs_err::read_link(&link).unwrap();
     let target = target.with_file_name(&bogus);
-    std::fs::write(repo_dir.join("blobs").join(&bogus), b"x = 1\n").unwrap();
-    std::fs::remove_file(&link).unwrap();
+    fs_err::write(repo_dir.join("blobs").join(&bogus), b"x = 1\n").unwrap();
+    fs_err::remove_file(&link).unwrap();
     std::os::unix::fs::symlink(&target, &link).unwrap();
 
     for args in [

@@ -37,7 +37,7 @@ pub fn write_atomic_with(
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+        let mode = fs_err::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))
             .map_err(|err| with_path(err, tmp.path()))?;
@@ -45,7 +45,7 @@ pub fn write_atomic_with(
     tmp.persist(path)
         .map_err(|err| with_path(err.error, path))?;
     #[cfg(unix)]
-    if let Ok(dir) = std::fs::File::open(dir) {
+    if let Ok(dir) = fs_err::File::open(dir) {
         // Make the rename durable; failure here does not undo the write.
         let _ = dir.sync_all();
     }
@@ -66,11 +66,11 @@ mod tests {
         let path = dir.path().join("kernels.lock");
         write_atomic(&path, b"one").unwrap();
         write_atomic(&path, b"two").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(fs_err::read(&path).unwrap(), b"two");
+        let names: Vec<_> = fs_err::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1);
         let long = dir.path().join("x".repeat(250));
         write_atomic(&long, b"long").unwrap();
-        assert_eq!(std::fs::read(&long).unwrap(), b"long");
+        assert_eq!(fs_err::read(&long).unwrap(), b"long");
     }
 }

@@ -136,7 +136,7 @@ struct TempGuard {
 impl Drop for TempGuard {
     fn drop(&mut self) {
         if self.remove_on_drop {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = fs_err::remove_file(&self.path);
         }
     }
 }
@@ -275,7 +275,7 @@ mod tests {
         w.finish("f").unwrap();
         assert!(!repo.incomplete_path(&d.etag()).exists());
         assert_eq!(
-            std::fs::read(repo.blob_path(&d.etag())).unwrap(),
+            fs_err::read(repo.blob_path(&d.etag())).unwrap(),
             b"hello world"
         );
         assert!(matches!(repo.open_blob(&d).unwrap(), PartialBlob::Complete));
@@ -315,7 +315,7 @@ mod tests {
         w.write(b"hello world", "f").unwrap();
         w.finish("f").unwrap();
         assert_eq!(
-            std::fs::read(repo.blob_path(&d.etag())).unwrap(),
+            fs_err::read(repo.blob_path(&d.etag())).unwrap(),
             b"hello world"
         );
     }

@@ -22,7 +22,7 @@ fn no_follow(_: &mut fs_err::OpenOptions) {}
 /// removed first (it can only have been planted: the cache never creates one
 /// at such a name), so the data lands in the cache and nowhere else.
 pub(crate) fn open_rw_no_follow(path: &Path, mode: u32) -> Result<fs_err::File, CacheError> {
-    if let Ok(meta) = std::fs::symlink_metadata(path)
+    if let Ok(meta) = fs_err::symlink_metadata(path)
         && !meta.file_type().is_file()
     {
         if meta.is_dir() {
@@ -106,7 +106,7 @@ pub(crate) fn create_dir_inside(root: &Path, dir: &Path) -> Result<(), CacheErro
             });
         };
         current.push(name);
-        match std::fs::symlink_metadata(&current) {
+        match fs_err::symlink_metadata(&current) {
             Ok(meta) if meta.is_dir() => {}
             Ok(meta) if meta.file_type().is_symlink() => {
                 let real = fs_err::canonicalize(&current)?;
@@ -133,7 +133,7 @@ pub(crate) fn create_dir_inside(root: &Path, dir: &Path) -> Result<(), CacheErro
 /// Whether the real path of `path` stays inside the real path of `root`
 /// (`false` when either cannot be resolved).
 pub(crate) fn resolves_inside(root: &Path, path: &Path) -> bool {
-    match (std::fs::canonicalize(root), std::fs::canonicalize(path)) {
+    match (fs_err::canonicalize(root), fs_err::canonicalize(path)) {
         (Ok(root), Ok(real)) => real.starts_with(root),
         _ => false,
     }
@@ -181,7 +181,7 @@ pub fn is_writable(dir: &Path) -> bool {
     }
     #[cfg(not(unix))]
     {
-        !std::fs::metadata(&dir).is_ok_and(|m| m.permissions().readonly())
+        !fs_err::metadata(&dir).is_ok_and(|m| m.permissions().readonly())
     }
 }
 

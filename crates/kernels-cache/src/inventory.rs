@@ -49,7 +49,7 @@ fn parse_folder(folder: &str) -> Option<(String, String)> {
 
 fn repo_folders(root: &Path) -> std::io::Result<Vec<(String, String, String)>> {
     let mut out = Vec::new();
-    let entries = match std::fs::read_dir(root) {
+    let entries = match fs_err::read_dir(root) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(out),
         Err(err) => return Err(err),
@@ -79,7 +79,7 @@ fn read_refs(dir: &Path) -> BTreeMap<String, Vec<String>> {
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_file())
     {
-        let Ok(commit) = std::fs::read_to_string(entry.path()) else {
+        let Ok(commit) = fs_err::read_to_string(entry.path()) else {
             continue;
         };
         let Ok(rel) = entry.path().strip_prefix(&refs) else {
@@ -103,7 +103,7 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
         let refs = read_refs(&dir);
         let mut size = 0;
         let mut incomplete = 0;
-        if let Ok(entries) = std::fs::read_dir(dir.join("blobs")) {
+        if let Ok(entries) = fs_err::read_dir(dir.join("blobs")) {
             for entry in entries.filter_map(Result::ok) {
                 let Ok(meta) = entry.metadata() else { continue };
                 if entry.file_name().to_string_lossy().ends_with(".incomplete") {
@@ -114,7 +114,7 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
             }
         }
         let mut revisions = Vec::new();
-        if let Ok(entries) = std::fs::read_dir(dir.join("snapshots")) {
+        if let Ok(entries) = fs_err::read_dir(dir.join("snapshots")) {
             for entry in entries.filter_map(Result::ok) {
                 let commit = entry.file_name().to_string_lossy().into_owned();
                 let (mut files, mut rev_size) = (0, 0);
@@ -124,7 +124,7 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
                     .filter(|e| !e.file_type().is_dir())
                 {
                     files += 1;
-                    if let Ok(meta) = std::fs::metadata(file.path()) {
+                    if let Ok(meta) = fs_err::metadata(file.path()) {
                         rev_size += meta.len();
                         if file.file_type().is_file() {
                             size += meta.len();
@@ -192,7 +192,7 @@ pub fn prune(cache: &HubCache, options: &PruneOptions) -> Result<PruneReport, Ca
             && keep.iter().any(|(f, _)| *f == folder)
         {
             let refs = read_refs(&dir);
-            if let Ok(entries) = std::fs::read_dir(dir.join("snapshots")) {
+            if let Ok(entries) = fs_err::read_dir(dir.join("snapshots")) {
                 for entry in entries.filter_map(Result::ok) {
                     let commit = entry.file_name().to_string_lossy().into_owned();
                     if keep.contains(&(folder.clone(), commit.clone())) {
@@ -220,13 +220,13 @@ pub fn prune(cache: &HubCache, options: &PruneOptions) -> Result<PruneReport, Ca
             .filter_map(Result::ok)
             .filter(|e| e.path_is_symlink())
         {
-            if let Ok(target) = std::fs::read_link(entry.path())
+            if let Ok(target) = fs_err::read_link(entry.path())
                 && let Some(name) = target.file_name()
             {
                 referenced.insert(name.to_string_lossy().into_owned());
             }
         }
-        let Ok(entries) = std::fs::read_dir(dir.join("blobs")) else {
+        let Ok(entries) = fs_err::read_dir(dir.join("blobs")) else {
             continue;
         };
         let mut names: Vec<String> = entries
@@ -250,7 +250,7 @@ pub fn prune(cache: &HubCache, options: &PruneOptions) -> Result<PruneReport, Ca
                 .join(".locks")
                 .join(&folder)
                 .join(format!("{etag}.lock"));
-            let size = std::fs::symlink_metadata(&path).map_or(0, |m| m.len());
+            let size = fs_err::symlink_metadata(&path).map_or(0, |m| m.len());
             let guard = match try_lock(cache.root(), &lock_path) {
                 Ok(Some(guard)) => guard,
                 Ok(None) => {

@@ -212,7 +212,7 @@ fn temp_name_pid(name: &str) -> Option<u32> {
 /// runtime's own hash check. A name whose writer runs in another PID namespace
 /// may be taken for stale; its writer then links again ([`RepoCache::link`]).
 fn sweep_stale_temps(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = fs_err::read_dir(dir) else {
         return;
     };
     let own = std::process::id();
@@ -222,7 +222,7 @@ fn sweep_stale_temps(dir: &Path) {
             continue;
         };
         if pid != own && !Path::new("/proc").join(pid.to_string()).exists() {
-            let _ = std::fs::remove_file(entry.path());
+            let _ = fs_err::remove_file(entry.path());
         }
     }
 }
@@ -314,7 +314,7 @@ impl RepoCache {
     /// digest of `blob`. A link leading out of the cache never matches.
     pub fn blob_matches(&self, blob: &BlobId) -> std::io::Result<bool> {
         let path = self.blob_path(&blob.etag());
-        match std::fs::symlink_metadata(&path) {
+        match fs_err::symlink_metadata(&path) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 if !fsx::resolves_inside(&self.root, &path) {
                     return Ok(false);
@@ -336,7 +336,7 @@ impl RepoCache {
     /// the cache (planted; never trusted).
     pub fn blob_escapes(&self, etag: &str) -> bool {
         let path = self.blob_path(etag);
-        std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink())
+        fs_err::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink())
             && !fsx::resolves_inside(&self.root, &path)
     }
 
@@ -350,7 +350,7 @@ impl RepoCache {
         blob: &BlobId,
     ) -> Result<Placement, CacheError> {
         let pointer = self.snapshot_path(commit, path)?;
-        let meta = match std::fs::symlink_metadata(&pointer) {
+        let meta = match fs_err::symlink_metadata(&pointer) {
             Ok(meta) => meta,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Placement::Absent);
@@ -399,7 +399,7 @@ impl RepoCache {
         let pointer = self.snapshot_path(commit, path)?;
         let target = relative_link_target(path, etag)?;
         let blob = self.blob_path(etag);
-        let blob_meta = std::fs::symlink_metadata(&blob).ok();
+        let blob_meta = fs_err::symlink_metadata(&blob).ok();
         let blob_ok = match &blob_meta {
             Some(m) if m.file_type().is_symlink() => fsx::resolves_inside(&self.root, &blob),
             Some(m) => m.is_file(),
@@ -416,9 +416,9 @@ impl RepoCache {
             )
             .into());
         }
-        match std::fs::symlink_metadata(&pointer) {
+        match fs_err::symlink_metadata(&pointer) {
             Ok(meta) if meta.file_type().is_symlink() => {
-                if std::fs::read_link(&pointer).is_ok_and(|t| t == target) {
+                if fs_err::read_link(&pointer).is_ok_and(|t| t == target) {
                     return Ok(false);
                 }
             }
@@ -451,13 +451,13 @@ impl RepoCache {
                         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                             symlink(&target, &tmp)?;
                             if let Err(err) = fs_err::rename(&tmp, &pointer) {
-                                let _ = std::fs::remove_file(&tmp);
+                                let _ = fs_err::remove_file(&tmp);
                                 return Err(err.into());
                             }
                             return Ok(true);
                         }
                         Err(err) => {
-                            let _ = std::fs::remove_file(&tmp);
+                            let _ = fs_err::remove_file(&tmp);
                             return Err(err.into());
                         }
                     }
@@ -479,7 +479,7 @@ impl RepoCache {
             let tmp = temp_name(parent);
             if let Err(err) = fs_err::copy(&blob, &tmp).and_then(|_| fs_err::rename(&tmp, &pointer))
             {
-                let _ = std::fs::remove_file(&tmp);
+                let _ = fs_err::remove_file(&tmp);
                 return Err(err.into());
             }
         }
@@ -490,7 +490,7 @@ impl RepoCache {
     /// name it points at, if it is a symlink into this folder's `blobs/`.
     pub fn linked_etag(&self, commit: &str, path: &str) -> Option<String> {
         let pointer = self.snapshot_path(commit, path).ok()?;
-        let target = std::fs::read_link(pointer).ok()?;
+        let target = fs_err::read_link(pointer).ok()?;
         let etag = target.file_name()?.to_str()?.to_owned();
         (relative_link_target(path, &etag).ok()? == target).then_some(etag)
     }
@@ -513,7 +513,7 @@ impl RepoCache {
         })?;
         let mut path = self.dir().join("refs");
         path.extend(parts);
-        if std::fs::read(&path).is_ok_and(|c| c == commit.as_bytes()) {
+        if fs_err::read(&path).is_ok_and(|c| c == commit.as_bytes()) {
             return Ok(());
         }
         if let Some(parent) = path.parent() {
@@ -528,7 +528,7 @@ impl RepoCache {
         let parts = components(revision).ok()?;
         let mut path = self.dir().join("refs");
         path.extend(parts);
-        let content = std::fs::read_to_string(path).ok()?;
+        let content = fs_err::read_to_string(path).ok()?;
         CommitId::is_canonical(&content).then_some(content)
     }
 }
@@ -562,9 +562,9 @@ mod tests {
             Some(std::process::id())
         );
         sweep_stale_temps(dir.path());
-        assert!(std::fs::symlink_metadata(&dead).is_err());
-        assert!(std::fs::symlink_metadata(&ours).is_ok());
-        assert!(std::fs::symlink_metadata(&other).is_ok());
+        assert!(fs_err::symlink_metadata(&dead).is_err());
+        assert!(fs_err::symlink_metadata(&ours).is_ok());
+        assert!(fs_err::symlink_metadata(&other).is_ok());
     }
 
     const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
@@ -613,13 +613,13 @@ mod tests {
         assert!(repo.link(COMMIT, "build/v/x.py", ETAG).unwrap());
         assert!(!repo.link(COMMIT, "build/v/x.py", ETAG).unwrap());
         let pointer = repo.snapshot_path(COMMIT, "build/v/x.py").unwrap();
-        assert_eq!(std::fs::read_to_string(&pointer).unwrap(), "x = 1\n");
+        assert_eq!(fs_err::read_to_string(&pointer).unwrap(), "x = 1\n");
         assert_eq!(
             repo.linked_etag(COMMIT, "build/v/x.py").as_deref(),
             Some(ETAG)
         );
         // A wrong link is replaced.
-        std::fs::remove_file(&pointer).unwrap();
+        fs_err::remove_file(&pointer).unwrap();
         symlink(Path::new("../nowhere"), &pointer).unwrap();
         assert!(repo.link(COMMIT, "build/v/x.py", ETAG).unwrap());
         assert_eq!(
@@ -635,7 +635,7 @@ mod tests {
         repo.write_ref(COMMIT, COMMIT).unwrap();
         assert!(!repo.dir().join("refs").exists());
         repo.write_ref("refs/heads/v1", COMMIT).unwrap();
-        let bytes = std::fs::read(repo.dir().join("refs/refs/heads/v1")).unwrap();
+        let bytes = fs_err::read(repo.dir().join("refs/refs/heads/v1")).unwrap();
         assert_eq!(bytes, COMMIT.as_bytes());
         assert_eq!(repo.read_ref("refs/heads/v1").as_deref(), Some(COMMIT));
         assert!(repo.write_ref("../x", COMMIT).is_err());

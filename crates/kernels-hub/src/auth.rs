@@ -132,7 +132,7 @@ fn clean(token: &str) -> Option<String> {
 }
 
 fn read_sections(path: &Path) -> Sections {
-    std::fs::read_to_string(path)
+    fs_err::read_to_string(path)
         .map(|t| parse_stored_tokens(&t))
         .unwrap_or_default()
 }
@@ -141,13 +141,13 @@ fn read_sections(path: &Path) -> Sections {
 fn write_secret(path: &Path, content: &str) -> std::io::Result<()> {
     use std::io::Write;
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
+        fs_err::create_dir_all(parent)?;
     }
-    let mut options = std::fs::OpenOptions::new();
+    let mut options = fs_err::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::OpenOptionsExt;
+        use fs_err::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
     let mut file = options.open(path)?;
@@ -155,9 +155,9 @@ fn write_secret(path: &Path, content: &str) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        let _ = fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o600));
         if let Some(parent) = path.parent() {
-            let _ = std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700));
+            let _ = fs_err::set_permissions(parent, std::fs::Permissions::from_mode(0o700));
         }
     }
     Ok(())
@@ -165,16 +165,16 @@ fn write_secret(path: &Path, content: &str) -> std::io::Result<()> {
 
 /// The exclusive lock Python's `filelock` takes on `stored_tokens.lock`.
 struct TokensLock {
-    _file: std::fs::File,
+    _file: fs_err::File,
 }
 
 impl TokensLock {
     async fn acquire(path: &Path) -> std::io::Result<TokensLock> {
-        let mut options = std::fs::OpenOptions::new();
+        let mut options = fs_err::OpenOptions::new();
         options.read(true).write(true).create(true).truncate(false);
         #[cfg(unix)]
         {
-            use std::os::unix::fs::OpenOptionsExt;
+            use fs_err::os::unix::fs::OpenOptionsExt;
             options.mode(0o664);
         }
         let file = options.open(path)?;
@@ -275,7 +275,7 @@ where
         None => sections.push((name, fields)),
     }
     write_secret(&stored, &format_stored_tokens(&sections)).map_err(|err| err.to_string())?;
-    let file_token = std::fs::read_to_string(token_path)
+    let file_token = fs_err::read_to_string(token_path)
         .ok()
         .and_then(|t| clean(&t));
     if file_token.as_deref() == Some(token) {

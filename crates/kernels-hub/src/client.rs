@@ -879,20 +879,20 @@ fn root_certificates(network: &NetworkConfig) -> Result<Vec<reqwest::Certificate
             .iter()
             .map(std::path::Path::new)
             .find(|p| p.is_file())
-        && let Ok(bytes) = std::fs::read(bundle)
+        && let Ok(bytes) = fs_err::read(bundle)
     {
         certs.extend(reqwest::Certificate::from_pem_bundle(&bytes).unwrap_or_default());
     }
     for path in &network.extra_roots {
         if path.is_dir() {
-            let entries = std::fs::read_dir(path).map_err(|e| bad(path, e.to_string()))?;
+            let entries = fs_err::read_dir(path).map_err(|e| bad(path, e.to_string()))?;
             for entry in entries.flatten() {
-                if let Ok(bytes) = std::fs::read(entry.path()) {
+                if let Ok(bytes) = fs_err::read(entry.path()) {
                     certs.extend(reqwest::Certificate::from_pem_bundle(&bytes).unwrap_or_default());
                 }
             }
         } else {
-            let bytes = std::fs::read(path).map_err(|e| bad(path, e.to_string()))?;
+            let bytes = fs_err::read(path).map_err(|e| bad(path, e.to_string()))?;
             let found = reqwest::Certificate::from_pem_bundle(&bytes)
                 .map_err(|e| bad(path, e.to_string()))?;
             if found.is_empty() {

@@ -396,7 +396,7 @@ struct Confine<'a> {
 impl Confine<'_> {
     /// The canonical form of `path`, which must exist and lie under the root.
     fn check(self, path: &Path) -> Result<PathBuf, MirrorError> {
-        let target = std::fs::canonicalize(path).map_err(|err| MirrorError::BrokenLink {
+        let target = fs_err::canonicalize(path).map_err(|err| MirrorError::BrokenLink {
             path: path.to_owned(),
             message: err.to_string(),
         })?;
@@ -412,7 +412,7 @@ impl Confine<'_> {
 
     /// [`Confine::check`] for a path that may be missing (an optional file).
     fn check_if_present(self, path: &Path) -> Result<(), MirrorError> {
-        if std::fs::symlink_metadata(path).is_ok() {
+        if fs_err::symlink_metadata(path).is_ok() {
             self.check(path)?;
         }
         Ok(())

@@ -180,12 +180,12 @@ pub(crate) async fn run(
 fn fingerprint(root: &Path) -> Vec<(PathBuf, u64, Option<SystemTime>)> {
     let mut out = Vec::new();
     let mut note = |path: &Path| {
-        if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if let Ok(meta) = fs_err::symlink_metadata(path) {
             out.push((path.to_owned(), meta.len(), meta.modified().ok()));
         }
     };
     let children = |dir: &Path| -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        let mut v: Vec<PathBuf> = fs_err::read_dir(dir)
             .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
             .unwrap_or_default();
         v.sort();

@@ -177,14 +177,14 @@ impl MirrorWriter {
         Self::check(root)?;
         let work = root.join(WORK_DIR);
         for dir in [root.join("repos"), work.join("store")] {
-            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+            fs_err::create_dir_all(&dir).map_err(io(&dir))?;
         }
         // Leftovers of an interrupted run: never part of the mirror.
         let staging = work.join("staging");
         if staging.exists() {
-            std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
+            fs_err::remove_dir_all(&staging).map_err(io(&staging))?;
         }
-        std::fs::create_dir_all(&staging).map_err(io(&staging))?;
+        fs_err::create_dir_all(&staging).map_err(io(&staging))?;
         Ok(MirrorWriter {
             root: root.to_owned(),
             work,
@@ -242,7 +242,7 @@ impl MirrorWriter {
             });
         }
         let dir = self.root.join("orgs");
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        fs_err::create_dir_all(&dir).map_err(io(&dir))?;
         let org = OrgToml {
             fullname: Some(fullname.to_owned()),
             trusted_kernel_publisher,
@@ -256,8 +256,8 @@ impl MirrorWriter {
             problem: err.to_string(),
         })?;
         let tmp = self.stage_path("toml");
-        std::fs::write(&tmp, text).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, path).map_err(io(path))
+        fs_err::write(&tmp, text).map_err(io(&tmp))?;
+        fs_err::rename(&tmp, path).map_err(io(path))
     }
 
     fn stage_path(&self, what: &str) -> PathBuf {
@@ -280,7 +280,7 @@ impl MirrorWriter {
         let dir = self.stage_path("commit");
         let result = (|| {
             let tree = dir.join("tree");
-            std::fs::create_dir_all(&tree).map_err(io(&tree))?;
+            fs_err::create_dir_all(&tree).map_err(io(&tree))?;
             let mut lfs_files = Vec::new();
             for file in &commit.files {
                 let valid = !file.path.is_empty()
@@ -297,10 +297,10 @@ impl MirrorWriter {
                 }
                 let target = tree.join(&file.path);
                 if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent).map_err(io(parent))?;
+                    fs_err::create_dir_all(parent).map_err(io(parent))?;
                 }
-                if std::fs::hard_link(&file.source, &target).is_err() {
-                    std::fs::copy(&file.source, &target).map_err(io(&target))?;
+                if fs_err::hard_link(&file.source, &target).is_err() {
+                    fs_err::copy(&file.source, &target).map_err(io(&target))?;
                 }
                 if file.lfs {
                     lfs_files.push(file.path.clone());
@@ -318,7 +318,7 @@ impl MirrorWriter {
             self.write_toml(&dir.join("commit.toml"), &meta)
         })();
         if result.is_err() {
-            let _ = std::fs::remove_dir_all(&dir);
+            let _ = fs_err::remove_dir_all(&dir);
         }
         result.map(|()| dir)
     }
@@ -340,7 +340,7 @@ impl MirrorWriter {
                 Ok(dir) => staged.push((commit.sha.clone(), dir)),
                 Err(err) => {
                     for (_, dir) in staged {
-                        let _ = std::fs::remove_dir_all(dir);
+                        let _ = fs_err::remove_dir_all(dir);
                     }
                     return Err(err);
                 }
@@ -365,40 +365,40 @@ impl MirrorWriter {
         if is_new {
             let stage = self.stage_path("repo");
             let commits = stage.join("commits");
-            std::fs::create_dir_all(&commits).map_err(io(&commits))?;
+            fs_err::create_dir_all(&commits).map_err(io(&commits))?;
             for (sha, dir) in &staged {
                 let target = commits.join(sha);
-                std::fs::rename(dir, &target).map_err(io(&target))?;
+                fs_err::rename(dir, &target).map_err(io(&target))?;
             }
             self.write_toml(&stage.join("repo.toml"), &parsed)?;
             if let Some(owner) = repo_dir.parent() {
-                std::fs::create_dir_all(owner).map_err(io(owner))?;
+                fs_err::create_dir_all(owner).map_err(io(owner))?;
             }
             if repo_dir.exists() {
                 // A folder without `repo.toml` is not a repository of the
                 // mirror (the server refuses it); replace it.
-                std::fs::remove_dir_all(&repo_dir).map_err(io(&repo_dir))?;
+                fs_err::remove_dir_all(&repo_dir).map_err(io(&repo_dir))?;
             }
-            return std::fs::rename(&stage, &repo_dir).map_err(io(&repo_dir));
+            return fs_err::rename(&stage, &repo_dir).map_err(io(&repo_dir));
         }
 
         let commits = repo_dir.join("commits");
-        std::fs::create_dir_all(&commits).map_err(io(&commits))?;
+        fs_err::create_dir_all(&commits).map_err(io(&commits))?;
         // Commit folders that `repo.toml` does not list are leftovers of a run
         // stopped between renames: remove those this writer names (40 hex).
-        for entry in std::fs::read_dir(&commits).map_err(io(&commits))? {
+        for entry in fs_err::read_dir(&commits).map_err(io(&commits))? {
             let entry = entry.map_err(io(&commits))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let listed =
                 parsed.commits.contains(&name) && !staged.iter().any(|(sha, _)| *sha == name);
             if !listed && is_sha(&name) {
                 let path = entry.path();
-                std::fs::remove_dir_all(&path).map_err(io(&path))?;
+                fs_err::remove_dir_all(&path).map_err(io(&path))?;
             }
         }
         for (sha, dir) in &staged {
             let target = commits.join(sha);
-            std::fs::rename(dir, &target).map_err(io(&target))?;
+            fs_err::rename(dir, &target).map_err(io(&target))?;
         }
         self.write_toml(&toml_path, &parsed)
     }

@@ -367,7 +367,7 @@ pub fn assert_ok(out: &Output) {
 pub fn assert_layout(repo_dir: &Path, sha: &str, files: &[MirrorFile]) {
     for file in files {
         let pointer = repo_dir.join("snapshots").join(sha).join(&file.path);
-        let meta = std::fs::symlink_metadata(&pointer)
+        let meta = fs_err::symlink_metadata(&pointer)
             .unwrap_or_else(|e| panic!("{}: {e}", pointer.display()));
         assert!(
             meta.file_type().is_symlink(),
@@ -377,15 +377,15 @@ pub fn assert_layout(repo_dir: &Path, sha: &str, files: &[MirrorFile]) {
         let depth = file.path.split('/').count() + 1;
         let expected = format!("{}blobs/{}", "../".repeat(depth), file.etag());
         assert_eq!(
-            std::fs::read_link(&pointer).unwrap(),
+            fs_err::read_link(&pointer).unwrap(),
             PathBuf::from(&expected),
             "link target of {}",
             file.path
         );
         let blob = repo_dir.join("blobs").join(file.etag());
-        assert!(blob.is_file() && !std::fs::symlink_metadata(&blob).unwrap().is_symlink());
+        assert!(blob.is_file() && !fs_err::symlink_metadata(&blob).unwrap().is_symlink());
         assert_eq!(
-            std::fs::read(&pointer).unwrap(),
+            fs_err::read(&pointer).unwrap(),
             file.content,
             "{}",
             file.path
@@ -399,7 +399,7 @@ pub fn assert_layout(repo_dir: &Path, sha: &str, files: &[MirrorFile]) {
     {
         if entry.file_type().is_file() {
             assert_eq!(
-                std::fs::read(entry.path()).unwrap(),
+                fs_err::read(entry.path()).unwrap(),
                 sha.as_bytes(),
                 "{}",
                 entry.path().display()
@@ -522,7 +522,7 @@ pub fn assert_cache_verified(cache: &Path) {
             if name.ends_with(".incomplete") {
                 continue;
             }
-            let content = std::fs::read(path).unwrap();
+            let content = fs_err::read(path).unwrap();
             let actual = match name.len() {
                 64 => hex(&sha256(&content)),
                 40 => hex(&git_blob_sha1(&content)),
@@ -532,7 +532,7 @@ pub fn assert_cache_verified(cache: &Path) {
         }
         let in_snapshots = path.components().any(|c| c.as_os_str() == "snapshots");
         if in_snapshots && entry.path_is_symlink() {
-            let target = std::fs::canonicalize(path)
+            let target = fs_err::canonicalize(path)
                 .unwrap_or_else(|e| panic!("{} points at a missing blob: {e}", path.display()));
             assert!(target.is_file(), "{}", path.display());
             assert_eq!(

@@ -429,7 +429,7 @@ mod tests {
     }
 
     fn real_lock_files() -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(projects_dir())
+        let mut files: Vec<PathBuf> = fs_err::read_dir(projects_dir())
             .expect("fixtures/projects")
             .map(|dir| dir.unwrap().path().join("kernels.lock.real"))
             .filter(|path| path.exists())
@@ -445,7 +445,7 @@ mod tests {
         let files = real_lock_files();
         assert!(files.len() >= 14, "found only {} files", files.len());
         for path in files {
-            let text = std::fs::read_to_string(&path).unwrap();
+            let text = fs_err::read_to_string(&path).unwrap();
             let lock =
                 Lockfile::read(&path).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
             let expected = text.strip_suffix('\n').unwrap_or(&text);
@@ -490,10 +490,9 @@ mod tests {
         assert!(error_text(strings).contains("holds a string"));
         let wrong = r#"[{"name": "x"}]"#;
         assert!(error_text(wrong).contains("`name`"));
-        let legacy = std::fs::read_to_string(
-            projects_dir().join("tgi-server-aab6141b/hf-kernels.lock.real"),
-        )
-        .unwrap();
+        let legacy =
+            fs_err::read_to_string(projects_dir().join("tgi-server-aab6141b/hf-kernels.lock.real"))
+                .unwrap();
         assert!(error_text(&legacy).contains("legacy `hf-kernels`"));
         // Shape of nix-builder's `examples/kernels/kernel-deps/kernels.lock`.
         let nix = r#"[
