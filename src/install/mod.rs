@@ -518,8 +518,8 @@ fn n_parts(version: &pep440_rs::Version) -> usize {
 }
 
 /// The version of a kernel found complete in the cache: the ref it was
-/// locked from, else a version-like name under the cache's `refs/` that
-/// points at its commit.
+/// locked from, else a version-like name among the cache's refs that point
+/// at its commit ([`kernels_cache::RepoCache::refs_at`]).
 fn cached_version(
     cache: &HubCache,
     options: &DownloadOptions,
@@ -528,15 +528,9 @@ fn cached_version(
     if let Some(name) = locked_ref(options, kernel) {
         return Some(name.to_owned());
     }
-    let repo = cache.repo(&kernel.repo_id, options.repo_type);
-    let names: Vec<String> = fs_err::read_dir(repo.dir().join("refs"))
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|name| {
-            repo.read_ref(name)
-                .is_some_and(|c| c.eq_ignore_ascii_case(&kernel.commit))
-        })
-        .collect();
+    let names = cache
+        .repo(&kernel.repo_id, options.repo_type)
+        .refs_at(&kernel.commit);
     version_at(names.iter().map(String::as_str))
 }
 

@@ -473,30 +473,6 @@ fn check_by_commit(
     }
 }
 
-/// Names of the cache's `refs/` files (nested names joined with `/`) that hold `commit`.
-fn refs_at(cache: &HubCache, repo_id: &RepoId, repo_type: RepoType, commit: &str) -> Vec<String> {
-    let dir = cache.repo(repo_id, repo_type).dir().join("refs");
-    let mut names: Vec<String> = walkdir::WalkDir::new(&dir)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-        .filter(|e| {
-            fs_err::read_to_string(e.path()).is_ok_and(|c| c.trim().eq_ignore_ascii_case(commit))
-        })
-        .filter_map(|e| {
-            let rel = e.path().strip_prefix(&dir).ok()?;
-            Some(
-                rel.components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join("/"),
-            )
-        })
-        .collect();
-    names.sort();
-    names
-}
-
 /// Decides one variant-hash entry offline from the requirement and the cache's refs.
 fn check_commit(dep: &Dependency, commit: &str, cache: &HubCache, repo_type: RepoType) -> Finding {
     let repo = dep.repo_id.to_string();
@@ -517,7 +493,7 @@ fn check_commit(dep: &Dependency, commit: &str, cache: &HubCache, repo_type: Rep
         )
         .locked(commit)
     };
-    let refs = refs_at(cache, &dep.repo_id, repo_type, commit);
+    let refs = cache.repo(&dep.repo_id, repo_type).refs_at(commit);
     let known = || {
         if refs.is_empty() {
             format!(

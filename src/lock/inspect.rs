@@ -268,34 +268,25 @@ fn offline_label(
     }
 }
 
-/// The refs the cache holds for `repo_id` (top-level `refs/<name>` files, as
-/// `huggingface_hub` and `kernels` write them for branches and tags): `vN`
-/// names as branches, every other name as a tag; `None` without a `refs/`.
+/// The refs the cache holds for `repo_id` ([`kernels_cache::RepoCache::refs`],
+/// as `huggingface_hub` and `kernels` write them for branches and tags): `vN`
+/// names as branches, every other name as a tag; `None` without any.
 fn cached_refs(
     cache: &kernels_cache::HubCache,
     repo_type: RepoType,
     repo_id: &RepoId,
 ) -> Option<GitRefs> {
-    let repo = cache.repo(repo_id, repo_type);
-    let dir = fs_err::read_dir(repo.dir().join("refs")).ok()?;
-    let mut names: Vec<String> = dir
-        .filter_map(|e| {
-            let e = e.ok()?;
-            e.file_type().ok()?.is_file().then_some(())?;
-            e.file_name().into_string().ok()
-        })
-        .collect();
-    names.sort();
+    let cached = cache.repo(repo_id, repo_type).refs();
+    if cached.is_empty() {
+        return None;
+    }
     let mut refs = GitRefs {
         branches: Vec::new(),
         converts: Vec::new(),
         tags: Vec::new(),
         pull_requests: None,
     };
-    for name in names {
-        let Some(commit) = repo.read_ref(&name) else {
-            continue;
-        };
+    for kernels_cache::CachedRef { name, commit } in cached {
         let is_branch = branch_version(&name).is_some();
         let info = kernels_types::wire::GitRefInfo {
             git_ref: format!("refs/{}/{name}", if is_branch { "heads" } else { "tags" }),

@@ -460,41 +460,17 @@ fn check_kernels_table(
     problems
 }
 
-/// The candidate closest to `word` by edit distance, when it is close enough to be
-/// a likely typo (at most a third of the word's length, at least 1).
+/// The candidate closest to `word` by edit distance (Levenshtein with adjacent
+/// transpositions counted as one edit, [`strsim::osa_distance`]), when it is close
+/// enough to be a likely typo (at most a third of the word's length, at least 1).
 pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let limit = (word.chars().count() / 3).max(1);
     candidates
         .iter()
-        .map(|c| (edit_distance(word, c), *c))
+        .map(|c| (strsim::osa_distance(word, c), *c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
-}
-
-/// Levenshtein distance with adjacent transpositions counted as one edit.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            d[i][j] = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
-            }
-        }
-    }
-    d[a.len()][b.len()]
 }
 
 /// For a duplicate key at `dup`, the span of the same key text on an earlier line

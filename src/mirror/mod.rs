@@ -16,7 +16,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use futures_util::future::join_all;
 use tokio::sync::Semaphore;
@@ -27,9 +26,10 @@ use crate::lock::format::kernel_locks::KernelVersion;
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile, LockfileError};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, Manifest, ManifestError};
 use crate::lock::resolver::Resolver;
-use kernels_cache::HubCache;
+use kernels_cache::{HubCache, RepoCache};
 use kernels_hub::{HubClient, HubError};
 use kernels_serve::writer::{MirrorWriter, NewCommit, NewFile, RepoUpdate, WriteError};
+use kernels_types::BlobId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::{GitRefs, RepoType, TreeEntry};
 
@@ -387,111 +387,25 @@ pub async fn mirror(
         let existing = writer
             .existing(plan.kind, plan.repo_id.as_str())?
             .unwrap_or_default();
-        let known: BTreeSet<&String> = existing.commits.iter().chain(&plan.commits).collect();
-        let mut new = Vec::new();
-        for sha in &plan.commits {
-            if existing.commits.contains(sha) {
-                continue;
-            }
-            let history = client
-                .list_commits_until(plan.kind, &plan.repo_id, sha, |c| {
-                    !c.id.eq_ignore_ascii_case(sha) && known.contains(&c.id.to_ascii_lowercase())
-                })
-                .await?;
-            let this = history.first().filter(|c| c.id.eq_ignore_ascii_case(sha));
-            let parent = history
-                .last()
-                .map(|c| c.id.to_ascii_lowercase())
-                .filter(|p| p != sha && known.contains(p));
-            let files = client
-                .list_tree(plan.kind, &plan.repo_id, sha, "", true)
-                .await?
-                .into_iter()
-                .filter(TreeEntry::is_file)
-                .collect();
-            new.push(CommitPlan {
-                sha: sha.clone(),
-                title: this.map(|c| c.title.clone()).filter(|t| !t.is_empty()),
-                date: this.map(|c| c.date.clone()).filter(|d| !d.is_empty()),
-                parent,
-                files,
-            });
-        }
-        staged.push((plan, existing.commits.len(), parent_order(new)));
+        let new = list_new_commits(client, plan, &existing.commits).await?;
+        staged.push((plan, existing.commits.len(), new));
     }
 
     let store = HubCache::new(writer.store_dir());
-    let permits = Arc::new(Semaphore::new(concurrency.max(1)));
+    let permits = Semaphore::new(concurrency.max(1));
     let mut reports = Vec::new();
     for (plan, kept, commits) in staged {
-        let repo_cache = store.repo(&plan.repo_id, plan.kind);
-        let mut fetched_files = 0;
-        let mut fetched_bytes = 0;
+        let fetcher = CommitFetcher {
+            client,
+            plan,
+            repo: store.repo(&plan.repo_id, plan.kind),
+            permits: &permits,
+        };
+        let mut totals = Totals::default();
         let mut new_commits = Vec::new();
         for commit in &commits {
-            let mut blobs = BTreeMap::new();
-            for entry in &commit.files {
-                let digest = entry_digest(entry).ok_or_else(|| MirrorError::InvalidListing {
-                    repo_id: plan.repo_id.clone(),
-                    commit: commit.sha.clone(),
-                    path: entry.path.clone(),
-                })?;
-                blobs
-                    .entry(digest.etag())
-                    .or_insert((digest, entry.path.clone()));
-            }
-            let outcomes = join_all(blobs.values().map(|(digest, path)| {
-                let (permits, repo_cache) = (permits.clone(), &repo_cache);
-                async move {
-                    let _permit = permits
-                        .acquire()
-                        .await
-                        .map_err(|err| DownloadError::Internal(err.to_string()))?;
-                    let source = Source {
-                        client,
-                        repo_type: plan.kind,
-                        repo_id: &plan.repo_id,
-                        commit: &commit.sha,
-                        path,
-                    };
-                    ensure_blob(repo_cache, digest, &source, &NoReporter).await
-                }
-            }))
-            .await;
-            for outcome in outcomes {
-                match outcome {
-                    Ok(Fetched::Cached) => {}
-                    Ok(Fetched::Downloaded { bytes }) => {
-                        fetched_files += 1;
-                        fetched_bytes += bytes;
-                    }
-                    Err(source) => {
-                        return Err(MirrorError::Fetch {
-                            repo_id: plan.repo_id.clone(),
-                            commit: commit.sha.clone(),
-                            source,
-                        });
-                    }
-                }
-            }
-            new_commits.push(NewCommit {
-                sha: commit.sha.clone(),
-                title: commit.title.clone(),
-                date: commit.date.clone(),
-                parent: commit.parent.clone(),
-                files: commit
-                    .files
-                    .iter()
-                    .filter_map(|entry| {
-                        let digest = entry_digest(entry)?;
-                        Some(NewFile {
-                            path: entry.path.clone(),
-                            source: repo_cache.blob_path(&digest.etag()),
-                            lfs: entry.lfs.is_some(),
-                        })
-                    })
-                    .collect(),
-            });
+            totals.add(fetcher.fetch(commit).await?);
+            new_commits.push(fetcher.new_commit(commit));
         }
         let update = RepoUpdate {
             kind: plan.kind,
@@ -510,12 +424,167 @@ pub async fn mirror(
             new_commits: commits.len(),
             kept_commits: kept,
             refs: plan.branches.len() + plan.tags.len(),
-            fetched_files,
-            fetched_bytes,
+            fetched_files: totals.files,
+            fetched_bytes: totals.bytes,
         });
     }
+    write_orgs(client, &writer, &plans).await?;
+    Ok(reports)
+}
 
-    // Organization trust metadata, for the owners of what was mirrored.
+/// The commits of `plan` that `existing` (the mirror's commits of that
+/// repository) lacks, each with its title, date, nearest mirrored ancestor and
+/// file listing, ordered parents first.
+async fn list_new_commits(
+    client: &HubClient,
+    plan: &RepoPlan,
+    existing: &[String],
+) -> Result<Vec<CommitPlan>, MirrorError> {
+    let known: BTreeSet<&String> = existing.iter().chain(&plan.commits).collect();
+    let mut new = Vec::new();
+    for sha in &plan.commits {
+        if existing.contains(sha) {
+            continue;
+        }
+        let history = client
+            .list_commits_until(plan.kind, &plan.repo_id, sha, |c| {
+                !c.id.eq_ignore_ascii_case(sha) && known.contains(&c.id.to_ascii_lowercase())
+            })
+            .await?;
+        let this = history.first().filter(|c| c.id.eq_ignore_ascii_case(sha));
+        let parent = history
+            .last()
+            .map(|c| c.id.to_ascii_lowercase())
+            .filter(|p| p != sha && known.contains(p));
+        let files = client
+            .list_tree(plan.kind, &plan.repo_id, sha, "", true)
+            .await?
+            .into_iter()
+            .filter(TreeEntry::is_file)
+            .collect();
+        new.push(CommitPlan {
+            sha: sha.clone(),
+            title: this.map(|c| c.title.clone()).filter(|t| !t.is_empty()),
+            date: this.map(|c| c.date.clone()).filter(|d| !d.is_empty()),
+            parent,
+            files,
+        });
+    }
+    Ok(parent_order(new))
+}
+
+/// Files and bytes fetched over the network for one repository.
+#[derive(Debug, Default, Clone, Copy)]
+struct Totals {
+    files: usize,
+    bytes: u64,
+}
+
+impl Totals {
+    fn add(&mut self, other: Totals) {
+        self.files += other.files;
+        self.bytes += other.bytes;
+    }
+}
+
+/// Fetches the files of one repository's new commits into the writer's
+/// content store, at most `permits` at a time.
+struct CommitFetcher<'a> {
+    client: &'a HubClient,
+    plan: &'a RepoPlan,
+    repo: RepoCache,
+    permits: &'a Semaphore,
+}
+
+impl CommitFetcher<'_> {
+    /// Fetches and verifies every distinct blob of `commit` that the store
+    /// lacks; returns what came over the network.
+    async fn fetch(&self, commit: &CommitPlan) -> Result<Totals, MirrorError> {
+        let mut blobs = BTreeMap::new();
+        for entry in &commit.files {
+            let digest = entry_digest(entry).ok_or_else(|| MirrorError::InvalidListing {
+                repo_id: self.plan.repo_id.clone(),
+                commit: commit.sha.clone(),
+                path: entry.path.clone(),
+            })?;
+            blobs
+                .entry(digest.etag())
+                .or_insert((digest, entry.path.clone()));
+        }
+        let outcomes = join_all(
+            blobs
+                .values()
+                .map(|(digest, path)| self.fetch_blob(commit, digest, path)),
+        )
+        .await;
+        let mut totals = Totals::default();
+        for outcome in outcomes {
+            match outcome {
+                Ok(Fetched::Cached) => {}
+                Ok(Fetched::Downloaded { bytes }) => totals.add(Totals { files: 1, bytes }),
+                Err(source) => {
+                    return Err(MirrorError::Fetch {
+                        repo_id: self.plan.repo_id.clone(),
+                        commit: commit.sha.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(totals)
+    }
+
+    async fn fetch_blob(
+        &self,
+        commit: &CommitPlan,
+        digest: &BlobId,
+        path: &str,
+    ) -> Result<Fetched, DownloadError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|err| DownloadError::Internal(err.to_string()))?;
+        let source = Source {
+            client: self.client,
+            repo_type: self.plan.kind,
+            repo_id: &self.plan.repo_id,
+            commit: &commit.sha,
+            path,
+        };
+        ensure_blob(&self.repo, digest, &source, &NoReporter).await
+    }
+
+    /// The writer's view of `commit`: every file with the store blob holding it.
+    fn new_commit(&self, commit: &CommitPlan) -> NewCommit {
+        NewCommit {
+            sha: commit.sha.clone(),
+            title: commit.title.clone(),
+            date: commit.date.clone(),
+            parent: commit.parent.clone(),
+            files: commit
+                .files
+                .iter()
+                .filter_map(|entry| {
+                    let digest = entry_digest(entry)?;
+                    Some(NewFile {
+                        path: entry.path.clone(),
+                        source: self.repo.blob_path(&digest.etag()),
+                        lfs: entry.lfs.is_some(),
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Organization trust metadata, for the owners of what was mirrored (an
+/// owner the Hub has no organization page for gets none).
+async fn write_orgs(
+    client: &HubClient,
+    writer: &MirrorWriter,
+    plans: &[RepoPlan],
+) -> Result<(), MirrorError> {
     let owners: BTreeSet<&str> = plans.iter().map(|p| p.repo_id.owner()).collect();
     for owner in owners {
         match client.org_overview(owner).await {
@@ -528,5 +597,5 @@ pub async fn mirror(
             Err(err) => return Err(err.into()),
         }
     }
-    Ok(reports)
+    Ok(())
 }

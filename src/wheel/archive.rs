@@ -192,11 +192,12 @@ impl<R: Read> Read for Hashing<R> {
     }
 }
 
-/// Writes the wheel to `dest` atomically (a temporary file in the same
-/// directory, renamed at the end): the variant's `entries` in order, then
-/// `generated` (`METADATA`, `WHEEL`), then `<dist_info>/RECORD` listing
-/// everything with its sha256 and size. Every entry is deflated (level 3) and carries
-/// the timestamp of `epoch`; the result depends only on the inputs.
+/// Writes the wheel to `dest` atomically ([`kernels_cache::write_atomic_with`]:
+/// a temporary file in the same directory, synced and renamed at the end): the
+/// variant's `entries` in order, then `generated` (`METADATA`, `WHEEL`), then
+/// `<dist_info>/RECORD` listing everything with its sha256 and size. Every entry
+/// is deflated (level 3) and carries the timestamp of `epoch`; the result
+/// depends only on the inputs.
 pub(crate) fn write_wheel(
     dest: &Path,
     entries: &[Entry],
@@ -204,22 +205,33 @@ pub(crate) fn write_wheel(
     dist_info: &str,
     epoch: u64,
 ) -> Result<(), WheelError> {
-    let dir = dest.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".kernels-wheel-")
-        .suffix(".part")
-        .tempfile_in(dir)
-        .map_err(|err| WheelError::Write {
+    let write =
+        |file: &mut std::fs::File| write_zip(file, dest, entries, generated, dist_info, epoch);
+    kernels_cache::write_atomic_with(dest, write).map_err(|err| match err {
+        kernels_cache::AtomicError::Io(source) => WheelError::Write {
             path: dest.to_path_buf(),
-            source: err,
-        })?;
+            source,
+        },
+        kernels_cache::AtomicError::Write(err) => err,
+    })
+}
+
+/// The zip of [`write_wheel`], written to `file`; I/O errors name `dest`.
+fn write_zip(
+    file: &mut std::fs::File,
+    dest: &Path,
+    entries: &[Entry],
+    generated: &[(String, String)],
+    dist_info: &str,
+    epoch: u64,
+) -> Result<(), WheelError> {
     let base = SimpleFileOptions::default()
         .compression_method(CompressionMethod::Deflated)
         .compression_level(Some(DEFLATE_LEVEL))
         .last_modified_time(zip_time(epoch));
     let mut record = String::new();
     {
-        let mut zip = ZipWriter::new(BufWriter::new(tmp.as_file_mut()));
+        let mut zip = ZipWriter::new(BufWriter::new(file));
         for entry in entries {
             let file = fs_err::File::open(&entry.path)?;
             let large = file.metadata()?.len() >= u64::from(u32::MAX);
@@ -271,24 +283,6 @@ pub(crate) fn write_wheel(
             source: err,
         })?;
     }
-    set_readable(tmp.as_file())?;
-    tmp.persist(dest).map_err(|err| WheelError::Write {
-        path: dest.to_path_buf(),
-        source: err.error,
-    })?;
-    Ok(())
-}
-
-/// Temporary files are created `0600`; a wheel is an ordinary `0644` file.
-#[cfg(unix)]
-fn set_readable(file: &std::fs::File) -> Result<(), WheelError> {
-    use std::os::unix::fs::PermissionsExt;
-    file.set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(WheelError::Io)
-}
-
-#[cfg(not(unix))]
-fn set_readable(_file: &std::fs::File) -> Result<(), WheelError> {
     Ok(())
 }
 

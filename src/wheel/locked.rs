@@ -88,21 +88,12 @@ fn best_tag<'a>(
         .max()
 }
 
-/// Release tags from the cache's `refs/` files (top level only: tags and
-/// branches as `huggingface_hub` writes them).
+/// The highest release tag at the locked commit among the cache's refs
+/// ([`kernels_cache::RepoCache::refs`]).
 fn cached_tag(cache: &HubCache, locked: &LockedKernel, repo_type: RepoType) -> Option<String> {
-    let refs_dir = cache.repo(&locked.repo_id, repo_type).dir().join("refs");
-    let refs: Vec<(String, String)> = fs_err::read_dir(refs_dir)
-        .ok()?
-        .filter_map(|entry| {
-            let entry = entry.ok()?;
-            let name = entry.file_name().into_string().ok()?;
-            let target = fs_err::read_to_string(entry.path()).ok()?;
-            Some((name, target.trim().to_owned()))
-        })
-        .collect();
+    let refs = cache.repo(&locked.repo_id, repo_type).refs();
     best_tag(
-        refs.iter().map(|(n, t)| (n.as_str(), t.as_str())),
+        refs.iter().map(|r| (r.name.as_str(), r.commit.as_str())),
         &locked.commit,
     )
     .map(|(_, name)| name)

@@ -74,12 +74,9 @@ impl Snapshot {
             });
         }
         let dir = fs_err::canonicalize(dir)?;
-        let trust_root = match dir.parent() {
-            Some(parent) if parent.file_name().is_some_and(|n| n == "snapshots") => {
-                parent.parent().unwrap_or(parent).to_path_buf()
-            }
-            _ => dir.clone(),
-        };
+        let trust_root = kernels_cache::snapshot_repo_dir(&dir)
+            .unwrap_or(&dir)
+            .to_path_buf();
         Ok(Snapshot {
             build_dir: dir.join("build"),
             trust_root,
@@ -96,25 +93,16 @@ impl Snapshot {
         repo_id: &RepoId,
         revision: &str,
     ) -> Result<Self, WheelError> {
-        let is_commit = CommitId::is_commit_like(revision);
-        let safe_ref = !revision.is_empty()
-            && Path::new(revision)
-                .components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)));
-        for repo_type in ["kernel", "model"] {
-            let repo_dir = cache_dir.join(repo_id.folder_name(repo_type));
-            let commit = if is_commit {
+        let cache = HubCache::new(cache_dir);
+        for repo_type in [RepoType::Kernel, RepoType::Model] {
+            let repo = cache.repo(repo_id, repo_type);
+            let commit = if CommitId::is_commit_like(revision) {
                 Some(revision.to_ascii_lowercase())
-            } else if safe_ref {
-                fs_err::read_to_string(repo_dir.join("refs").join(revision))
-                    .ok()
-                    .map(|c| c.trim().to_owned())
-                    .filter(|c| !c.is_empty() && !c.contains(['/', '\\']) && c != "..")
             } else {
-                None
+                repo.read_ref(revision)
             };
             let Some(commit) = commit else { continue };
-            let snapshot = repo_dir.join("snapshots").join(commit);
+            let snapshot = repo.snapshot_dir(&commit);
             if snapshot.join("build").is_dir() {
                 return Self::from_dir(&snapshot);
             }

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use kernels_types::{BlobId, Digest, DigestKind, Hasher};
 
-use super::{BlobLock, CacheError, RepoCache, layout::sync_dir};
+use super::{BlobLock, CacheError, RepoCache};
+use kernels_fs::sync_dir;
 
 /// Hashes the file at `path` as `kind`, returning the digest and the number of
 /// bytes read. Errors name the path.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{CacheError, HubCache, fsx};
+use super::{CacheError, HubCache, RepoCache, fsx};
 
 /// One repository folder of the cache.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -70,27 +70,11 @@ fn repo_folders(root: &Path) -> std::io::Result<Vec<(String, String, String)>> {
     Ok(out)
 }
 
-fn read_refs(dir: &Path) -> BTreeMap<String, Vec<String>> {
+/// The ref names of `repo` grouped by the commit they hold ([`RepoCache::refs`]).
+fn refs_by_commit(repo: &RepoCache) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let refs = dir.join("refs");
-    for entry in walkdir::WalkDir::new(&refs)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-    {
-        let Ok(commit) = fs_err::read_to_string(entry.path()) else {
-            continue;
-        };
-        let Ok(rel) = entry.path().strip_prefix(&refs) else {
-            continue;
-        };
-        let name = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("/");
-        out.entry(commit.trim().to_owned()).or_default().push(name);
+    for r in repo.refs() {
+        out.entry(r.commit).or_default().push(r.name);
     }
     out
 }
@@ -99,11 +83,11 @@ fn read_refs(dir: &Path) -> BTreeMap<String, Vec<String>> {
 pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
     let mut out = Vec::new();
     for (folder, repo_type, repo_id) in repo_folders(cache.root())? {
-        let dir = cache.root().join(&folder);
-        let refs = read_refs(&dir);
+        let repo = cache.folder(&folder);
+        let refs = refs_by_commit(&repo);
         let mut size = 0;
         let mut incomplete = 0;
-        if let Ok(entries) = fs_err::read_dir(dir.join("blobs")) {
+        if let Ok(entries) = fs_err::read_dir(repo.blobs_dir()) {
             for entry in entries.filter_map(Result::ok) {
                 let Ok(meta) = entry.metadata() else { continue };
                 if entry.file_name().to_string_lossy().ends_with(".incomplete") {
@@ -114,7 +98,7 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
             }
         }
         let mut revisions = Vec::new();
-        if let Ok(entries) = fs_err::read_dir(dir.join("snapshots")) {
+        if let Ok(entries) = fs_err::read_dir(repo.snapshots_dir()) {
             for entry in entries.filter_map(Result::ok) {
                 let commit = entry.file_name().to_string_lossy().into_owned();
                 let (mut files, mut rev_size) = (0, 0);
@@ -187,91 +171,108 @@ pub struct PruneReport {
 pub fn prune(cache: &HubCache, options: &PruneOptions) -> Result<PruneReport, CacheError> {
     let mut report = PruneReport::default();
     for (folder, _, _) in repo_folders(cache.root())? {
-        let dir = cache.root().join(&folder);
+        let repo = cache.folder(&folder);
         if let Some(keep) = &options.keep_only
             && keep.iter().any(|(f, _)| *f == folder)
         {
-            let refs = read_refs(&dir);
-            if let Ok(entries) = fs_err::read_dir(dir.join("snapshots")) {
-                for entry in entries.filter_map(Result::ok) {
-                    let commit = entry.file_name().to_string_lossy().into_owned();
-                    if keep.contains(&(folder.clone(), commit.clone())) {
-                        continue;
-                    }
-                    report.snapshots.push(entry.path());
-                    for name in refs.get(&commit).into_iter().flatten() {
-                        report.refs.push(dir.join("refs").join(name));
-                    }
-                    if !options.dry_run {
-                        fs_err::remove_dir_all(entry.path())?;
-                    }
-                }
-            }
-            if !options.dry_run {
-                for path in &report.refs {
-                    let _ = fs_err::remove_file(path);
-                }
-            }
+            drop_snapshots(&repo, keep, options.dry_run, &mut report)?;
         }
+        prune_blobs(cache, &repo, options.dry_run, &mut report)?;
+    }
+    Ok(report)
+}
 
-        let mut referenced = BTreeSet::new();
-        for entry in walkdir::WalkDir::new(dir.join("snapshots"))
-            .into_iter()
-            .filter_map(Result::ok)
-            .filter(|e| e.path_is_symlink())
-        {
-            if let Ok(target) = fs_err::read_link(entry.path())
-                && let Some(name) = target.file_name()
-            {
-                referenced.insert(name.to_string_lossy().into_owned());
-            }
-        }
-        let Ok(entries) = fs_err::read_dir(dir.join("blobs")) else {
-            continue;
-        };
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        for name in names {
-            let incomplete = name.ends_with(".incomplete");
-            if !incomplete && referenced.contains(&name) {
+/// Removes the snapshots of `repo` that `keep` (`(folder, commit)` pairs) does
+/// not name, with the refs pointing at them.
+fn drop_snapshots(
+    repo: &RepoCache,
+    keep: &BTreeSet<(String, String)>,
+    dry_run: bool,
+    report: &mut PruneReport,
+) -> Result<(), CacheError> {
+    let folder = repo.folder_name().to_owned();
+    let refs = refs_by_commit(repo);
+    if let Ok(entries) = fs_err::read_dir(repo.snapshots_dir()) {
+        for entry in entries.filter_map(Result::ok) {
+            let commit = entry.file_name().to_string_lossy().into_owned();
+            if keep.contains(&(folder.clone(), commit.clone())) {
                 continue;
             }
-            let etag = name.split('.').next().unwrap_or_default();
-            if kernels_types::Digest::from_etag(etag).is_err() {
-                continue;
+            report.snapshots.push(entry.path());
+            for name in refs.get(&commit).into_iter().flatten() {
+                report.refs.push(repo.refs_dir().join(name));
             }
-            let path = dir.join("blobs").join(&name);
-            let lock_path = cache
-                .root()
-                .join(".locks")
-                .join(&folder)
-                .join(format!("{etag}.lock"));
-            let size = fs_err::symlink_metadata(&path).map_or(0, |m| m.len());
-            let guard = match try_lock(cache.root(), &lock_path) {
-                Ok(Some(guard)) => guard,
-                Ok(None) => {
-                    report.busy.push(path);
-                    continue;
-                }
-                Err(err) => return Err(err),
-            };
-            if !options.dry_run {
-                fs_err::remove_file(&path)?;
-            }
-            drop(guard);
-            report.freed += size;
-            if incomplete {
-                report.incomplete.push(path);
-            } else {
-                report.blobs.push(path);
+            if !dry_run {
+                fs_err::remove_dir_all(entry.path())?;
             }
         }
     }
-    Ok(report)
+    if !dry_run {
+        for path in &report.refs {
+            let _ = fs_err::remove_file(path);
+        }
+    }
+    Ok(())
+}
+
+/// The blob names the snapshot links of `repo` point at.
+fn referenced_blobs(repo: &RepoCache) -> BTreeSet<String> {
+    walkdir::WalkDir::new(repo.snapshots_dir())
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path_is_symlink())
+        .filter_map(|entry| {
+            let target = fs_err::read_link(entry.path()).ok()?;
+            Some(target.file_name()?.to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// Removes the `.incomplete` files of `repo` and the blobs no snapshot links
+/// to, each while its blob lock is ours.
+fn prune_blobs(
+    cache: &HubCache,
+    repo: &RepoCache,
+    dry_run: bool,
+    report: &mut PruneReport,
+) -> Result<(), CacheError> {
+    let referenced = referenced_blobs(repo);
+    let Ok(entries) = fs_err::read_dir(repo.blobs_dir()) else {
+        return Ok(());
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        let incomplete = name.ends_with(".incomplete");
+        if !incomplete && referenced.contains(&name) {
+            continue;
+        }
+        let etag = name.split('.').next().unwrap_or_default();
+        if kernels_types::Digest::from_etag(etag).is_err() {
+            continue;
+        }
+        let path = repo.blobs_dir().join(&name);
+        let size = fs_err::symlink_metadata(&path).map_or(0, |m| m.len());
+        let Some(guard) = try_lock(cache.root(), &repo.lock_path(etag))? else {
+            report.busy.push(path);
+            continue;
+        };
+        if !dry_run {
+            fs_err::remove_file(&path)?;
+        }
+        drop(guard);
+        report.freed += size;
+        if incomplete {
+            report.incomplete.push(path);
+        } else {
+            report.blobs.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// Takes the blob lock without waiting; `None` when another process holds it.

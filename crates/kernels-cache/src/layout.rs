@@ -103,6 +103,16 @@ impl HubCache {
         }
     }
 
+    /// The repository folder named `folder` (as found in the cache root, for
+    /// [`crate::inventory`], which reads folder names rather than repository ids).
+    pub(crate) fn folder(&self, folder: &str) -> RepoCache {
+        RepoCache {
+            root: self.root.clone(),
+            folder: folder.to_owned(),
+            state: self.state.clone(),
+        }
+    }
+
     /// The warnings collected so far (each once), emptied; the caller reports them.
     pub fn take_warnings(&self) -> Vec<CacheWarning> {
         std::mem::take(
@@ -125,20 +135,15 @@ impl HubCache {
     }
 }
 
-/// Splits a repository path (`/`-separated) into components, rejecting anything
-/// that could leave the snapshot directory: empty, `.` or `..` components, a
-/// leading `/`, backslashes and NUL bytes.
-fn components(path: &str) -> Result<Vec<&str>, CacheError> {
-    let parts: Vec<&str> = path.split('/').collect();
-    let bad = parts
-        .iter()
-        .any(|p| p.is_empty() || *p == "." || *p == ".." || p.contains(['\\', '\0']));
-    if bad {
-        return Err(CacheError::BadPath {
-            path: path.to_owned(),
-        });
-    }
-    Ok(parts)
+/// Splits a repository path (`/`-separated) into components after checking it
+/// with the one path rule, [`kernels_types::repo_path::check`]: nothing that
+/// could leave the snapshot directory (empty, `.` or `..` components, a leading
+/// `/`, backslashes, control characters, overlong names) is accepted.
+pub(crate) fn components(path: &str) -> Result<Vec<&str>, CacheError> {
+    kernels_types::repo_path::check(path).map_err(|_| CacheError::BadPath {
+        path: path.to_owned(),
+    })?;
+    Ok(path.split('/').collect())
 }
 
 fn check_etag(etag: &str) -> Result<(), CacheError> {
@@ -168,15 +173,11 @@ pub fn relative_link_target(path: &str, etag: &str) -> Result<PathBuf, CacheErro
     Ok(target)
 }
 
-/// Makes the new name of a directory entry durable (fsync of the directory).
-pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        fs_err::File::open(dir)?.sync_all()?;
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
+/// The repository folder of `dir` when `dir` is a snapshot directory
+/// (`<folder>/snapshots/<commit>`): where the blobs its links point at live.
+pub fn snapshot_repo_dir(dir: &Path) -> Option<&Path> {
+    let snapshots = dir.parent()?;
+    (snapshots.file_name()? == "snapshots").then(|| snapshots.parent().unwrap_or(snapshots))
 }
 
 /// A short random suffix for temp names next to their destination.
@@ -261,9 +262,14 @@ impl RepoCache {
             .join(format!("{etag}.lock"))
     }
 
+    /// `<root>/<folder>/snapshots`.
+    pub fn snapshots_dir(&self) -> PathBuf {
+        self.dir().join("snapshots")
+    }
+
     /// `<root>/<folder>/snapshots/<commit>`.
     pub fn snapshot_dir(&self, commit: &str) -> PathBuf {
-        self.dir().join("snapshots").join(commit)
+        self.snapshots_dir().join(commit)
     }
 
     /// `<root>/<folder>/snapshots/<commit>/<path>` with `/` mapped to the OS
@@ -399,23 +405,7 @@ impl RepoCache {
         let pointer = self.snapshot_path(commit, path)?;
         let target = relative_link_target(path, etag)?;
         let blob = self.blob_path(etag);
-        let blob_meta = fs_err::symlink_metadata(&blob).ok();
-        let blob_ok = match &blob_meta {
-            Some(m) if m.file_type().is_symlink() => fsx::resolves_inside(&self.root, &blob),
-            Some(m) => m.is_file(),
-            None => false,
-        };
-        if !blob_ok {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!(
-                    "cannot link `{}`: blob {} is not in the cache",
-                    pointer.display(),
-                    blob.display()
-                ),
-            )
-            .into());
-        }
+        let blob_meta = self.present_blob(&blob, &pointer)?;
         match fs_err::symlink_metadata(&pointer) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 if fs_err::read_link(&pointer).is_ok_and(|t| t == target) {
@@ -430,50 +420,12 @@ impl RepoCache {
         let parent = pointer.parent().ok_or_else(|| CacheError::BadPath {
             path: path.to_owned(),
         })?;
-        self.create_dir(parent)?;
-        if cfg!(target_os = "linux")
-            && self
-                .state
-                .swept
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(parent.to_owned())
-        {
-            sweep_stale_temps(parent);
-        }
-        if !self.copy_mode() {
-            let tmp = temp_name(parent);
-            match symlink(&target, &tmp) {
-                Ok(()) => {
-                    match fs_err::rename(&tmp, &pointer) {
-                        Ok(()) => return Ok(true),
-                        // Another process took our name for a stale one: link again.
-                        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                            symlink(&target, &tmp)?;
-                            if let Err(err) = fs_err::rename(&tmp, &pointer) {
-                                let _ = fs_err::remove_file(&tmp);
-                                return Err(err.into());
-                            }
-                            return Ok(true);
-                        }
-                        Err(err) => {
-                            let _ = fs_err::remove_file(&tmp);
-                            return Err(err.into());
-                        }
-                    }
-                }
-                Err(err) if fsx::is_unsupported(&err) => {
-                    self.state.no_symlinks.store(true, Ordering::Relaxed);
-                    self.state.warn(CacheWarning::NoSymlinks {
-                        dir: self.root.clone(),
-                        reason: err.to_string(),
-                    });
-                }
-                Err(err) => return Err(err.into()),
-            }
+        self.prepare_snapshot_dir(parent)?;
+        if !self.copy_mode() && self.symlink_into_place(&target, parent, &pointer)? {
+            return Ok(true);
         }
         // Copy mode.
-        if new_blob && blob_meta.is_some_and(|m| m.is_file()) {
+        if new_blob && blob_meta.is_file() {
             fs_err::rename(&blob, &pointer)?;
         } else {
             let tmp = temp_name(parent);
@@ -486,6 +438,84 @@ impl RepoCache {
         Ok(true)
     }
 
+    /// The metadata of `blob` (not followed), which must be a regular file or
+    /// a link that stays inside the cache; otherwise the error says that
+    /// `pointer` cannot be linked.
+    fn present_blob(&self, blob: &Path, pointer: &Path) -> Result<std::fs::Metadata, CacheError> {
+        let meta = fs_err::symlink_metadata(blob).ok();
+        let ok = match &meta {
+            Some(m) if m.file_type().is_symlink() => fsx::resolves_inside(&self.root, blob),
+            Some(m) => m.is_file(),
+            None => false,
+        };
+        match meta {
+            Some(meta) if ok => Ok(meta),
+            _ => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "cannot link `{}`: blob {} is not in the cache",
+                    pointer.display(),
+                    blob.display()
+                ),
+            )
+            .into()),
+        }
+    }
+
+    /// Creates the snapshot directory `dir` and, the first time this process
+    /// writes there (Linux), removes the temporary names killed processes left.
+    fn prepare_snapshot_dir(&self, dir: &Path) -> Result<(), CacheError> {
+        self.create_dir(dir)?;
+        if cfg!(target_os = "linux")
+            && self
+                .state
+                .swept
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(dir.to_owned())
+        {
+            sweep_stale_temps(dir);
+        }
+        Ok(())
+    }
+
+    /// Replaces `pointer` by a symlink to `target` (a temporary name in
+    /// `parent`, then a rename). Returns `false` when the file system has no
+    /// symlinks ([`CacheWarning::NoSymlinks`] is recorded; the caller copies).
+    fn symlink_into_place(
+        &self,
+        target: &Path,
+        parent: &Path,
+        pointer: &Path,
+    ) -> Result<bool, CacheError> {
+        let tmp = temp_name(parent);
+        match symlink(target, &tmp) {
+            Ok(()) => {}
+            Err(err) if fsx::is_unsupported(&err) => {
+                self.state.no_symlinks.store(true, Ordering::Relaxed);
+                self.state.warn(CacheWarning::NoSymlinks {
+                    dir: self.root.clone(),
+                    reason: err.to_string(),
+                });
+                return Ok(false);
+            }
+            Err(err) => return Err(err.into()),
+        }
+        let renamed = match fs_err::rename(&tmp, pointer) {
+            // Another process took our name for a stale one: link again.
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                symlink(target, &tmp)?;
+                fs_err::rename(&tmp, pointer)
+            }
+            other => other,
+        };
+        if let Err(err) = renamed {
+            let _ = fs_err::remove_file(&tmp);
+            return Err(err.into());
+        }
+        Ok(true)
+    }
+
     /// Reads the snapshot link `snapshots/<commit>/<path>` and returns the blob
     /// name it points at, if it is a symlink into this folder's `blobs/`.
     pub fn linked_etag(&self, commit: &str, path: &str) -> Option<String> {
@@ -493,43 +523,6 @@ impl RepoCache {
         let target = fs_err::read_link(pointer).ok()?;
         let etag = target.file_name()?.to_str()?.to_owned();
         (relative_link_target(path, &etag).ok()? == target).then_some(etag)
-    }
-
-    /// Records that `revision` (a branch or tag, possibly containing `/`) points
-    /// at `commit`: writes `refs/<revision>` with exactly the 40 bytes of the
-    /// commit id, no newline, via a temp file and rename, and only when the
-    /// content changes. Commit-id revisions write nothing (as `huggingface_hub`).
-    pub fn write_ref(&self, revision: &str, commit: &str) -> Result<(), CacheError> {
-        if !CommitId::is_canonical(commit) {
-            return Err(CacheError::BadCommit {
-                commit: commit.to_owned(),
-            });
-        }
-        if revision == commit {
-            return Ok(());
-        }
-        let parts = components(revision).map_err(|_| CacheError::BadRef {
-            revision: revision.to_owned(),
-        })?;
-        let mut path = self.dir().join("refs");
-        path.extend(parts);
-        if fs_err::read(&path).is_ok_and(|c| c == commit.as_bytes()) {
-            return Ok(());
-        }
-        if let Some(parent) = path.parent() {
-            self.create_dir(parent)?;
-        }
-        crate::write_atomic(&path, commit.as_bytes())?;
-        Ok(())
-    }
-
-    /// The commit stored in `refs/<revision>`, if any.
-    pub fn read_ref(&self, revision: &str) -> Option<String> {
-        let parts = components(revision).ok()?;
-        let mut path = self.dir().join("refs");
-        path.extend(parts);
-        let content = fs_err::read_to_string(path).ok()?;
-        CommitId::is_canonical(&content).then_some(content)
     }
 }
 
@@ -626,18 +619,5 @@ mod tests {
             repo.linked_etag(COMMIT, "build/v/x.py").as_deref(),
             Some(ETAG)
         );
-    }
-
-    #[test]
-    fn refs_are_40_bytes_and_skipped_for_commits() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = repo(dir.path());
-        repo.write_ref(COMMIT, COMMIT).unwrap();
-        assert!(!repo.dir().join("refs").exists());
-        repo.write_ref("refs/heads/v1", COMMIT).unwrap();
-        let bytes = fs_err::read(repo.dir().join("refs/refs/heads/v1")).unwrap();
-        assert_eq!(bytes, COMMIT.as_bytes());
-        assert_eq!(repo.read_ref("refs/heads/v1").as_deref(), Some(COMMIT));
-        assert!(repo.write_ref("../x", COMMIT).is_err());
     }
 }

@@ -18,18 +18,25 @@
 //! in the cache (`trees/`, `CACHEDIR.TAG`, `.no_exist/`, other tools' temp
 //! files) is left alone.
 
-pub mod atomic;
 mod blob;
 pub mod fsx;
 pub mod inventory;
 mod layout;
 mod lock;
+mod refs;
 
-pub use atomic::{write_atomic, write_atomic_with};
 pub use blob::{BlobWriter, PartialBlob, file_matches, hash_file};
+/// The one atomic write ([`kernels_fs`]: temporary file, `fsync`, rename,
+/// directory `fsync`), which the cache writes its ref files with; `kernels.lock`,
+/// `pyproject.toml` and wheels are written through it too.
+pub use kernels_fs as atomic;
+pub use kernels_fs::{AtomicError, write_atomic, write_atomic_with};
 pub use kernels_types::{BlobId, DigestKind};
-pub use layout::{CacheOptions, HubCache, Placement, RepoCache, relative_link_target};
+pub use layout::{
+    CacheOptions, HubCache, Placement, RepoCache, relative_link_target, snapshot_repo_dir,
+};
 pub use lock::BlobLock;
+pub use refs::CachedRef;
 
 /// Something the cache adapted to, for the caller to report once (the library
 /// never prints).

@@ -799,7 +799,7 @@ impl HubClient {
             .into_iter()
             .filter_map(|r| {
                 let (o, n) = r.id.split_once('/')?;
-                let distance = edit_distance(&wanted, &n.to_ascii_lowercase());
+                let distance = strsim::levenshtein(&wanted, &n.to_ascii_lowercase());
                 let close = distance <= (wanted.chars().count() / 3).max(2);
                 (o.eq_ignore_ascii_case(owner) && n != name && close)
                     .then(|| (distance, kernels_types::text::safe(&r.id)))
@@ -838,22 +838,6 @@ impl HubClient {
             quote_path(path)
         )
     }
-}
-
-/// Levenshtein distance of two short names (by characters).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = previous + usize::from(ca != *cb);
-            previous = row[j + 1];
-            row[j + 1] = substitute.min(row[j] + 1).min(previous + 1);
-        }
-    }
-    row[b.len()]
 }
 
 fn too_large(url: &str) -> HubError {
@@ -1273,14 +1257,6 @@ mod tests {
             },
             events: None,
         }
-    }
-
-    #[test]
-    fn edit_distances() {
-        assert_eq!(edit_distance("relu", "relu"), 0);
-        assert_eq!(edit_distance("rleu", "relu"), 2);
-        assert_eq!(edit_distance("activatoin", "activation"), 2);
-        assert_eq!(edit_distance("", "abc"), 3);
     }
 
     #[test]

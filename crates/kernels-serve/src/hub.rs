@@ -13,7 +13,7 @@ use sha2::Sha256;
 
 use super::content::{self, Content, RangeRequest};
 use super::control::Faults;
-use super::mirror::{Commit, FileMeta, Gated, Node, NodeKind, Repo};
+use super::mirror::{Commit, FileMeta, Gated, Lfs, Node, NodeKind, Repo};
 use super::{ApiError, App, header_value};
 use kernels_types::wire::{GitRefInfo, GitRefs, RepoType};
 
@@ -627,7 +627,6 @@ fn check_gate(repo: &Repo, headers: &HeaderMap) -> Result<()> {
     }
 }
 
-/// R4/R5: `HEAD|GET …/resolve/<rev>/<path>`.
 /// The repo of a download, and the type it was asked as (`None` on
 /// `/api/resolve-cache/…`, which never redirects again).
 struct ResolveTarget<'a> {
@@ -635,6 +634,9 @@ struct ResolveTarget<'a> {
     kind: Option<RepoType>,
 }
 
+/// R4/R5: `HEAD|GET …/resolve/<rev>/<path>`: a redirect to the CDN for an LFS
+/// file, a redirect to `/api/resolve-cache/…` for other files when the server
+/// answers as the current Hub, else the file itself.
 fn resolve(
     app: &App,
     target: ResolveTarget<'_>,
@@ -667,37 +669,14 @@ fn resolve(
         );
         headers.insert(header::LINK, header_value(&link));
     }
-
     if let Some(lfs) = &file.lfs {
-        let location = format!(
-            "{}/lfs/{}?X-Amz-Expires=3600&X-Amz-Signature={}&response-content-disposition={}",
-            app.endpoints.cdn,
-            lfs.sha256,
-            app.signature(&lfs.sha256),
-            utf8_percent_encode(&content_disposition(&path), QUERY_VALUE)
-        );
-        headers.insert(header::LOCATION, header_value(&location));
-        headers.insert(
-            "x-linked-etag",
-            header_value(&format!("\"{}\"", lfs.sha256)),
-        );
-        headers.insert("x-linked-size", HeaderValue::from(file.size));
-        headers.insert(header::ETAG, header_value(&format!("W/\"{}\"", file.oid)));
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
-        );
-        let body = format!("Found. Redirecting to {location}");
-        return Ok((StatusCode::FOUND, headers, body).into_response());
+        return Ok(lfs_redirect(app, &path, file, lfs, headers));
     }
-
     let etag = format!("\"{}\"", file.oid);
     headers.insert(header::ETAG, header_value(&etag));
     if app.resolve_cache
         && let Some(kind) = target.kind
     {
-        // The current Hub's answer for non-LFS files: a relative 307 to a
-        // commit-pinned URL that then answers like a direct 200.
         let location = format!(
             "/api/resolve-cache/{}/{}/{}/{}?etag={}",
             kind.api_segment(),
@@ -709,14 +688,63 @@ fn resolve(
                 .join("/"),
             utf8_percent_encode(&etag, QUERY_VALUE)
         );
-        headers.insert(header::LOCATION, header_value(&location));
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
-        );
-        let body = format!("Temporary Redirect. Redirecting to {location}");
-        return Ok((StatusCode::TEMPORARY_REDIRECT, headers, body).into_response());
+        return Ok(resolve_cache_redirect(&location, headers));
     }
+    Ok(direct_file(&path, file, headers, parts, faults))
+}
+
+/// The Hub's answer for an LFS file: a `302` to its CDN URL, with the
+/// `X-Linked-*` headers clients take the blob name and size from.
+fn lfs_redirect(
+    app: &App,
+    path: &str,
+    file: &FileMeta,
+    lfs: &Lfs,
+    mut headers: HeaderMap,
+) -> Response {
+    let location = format!(
+        "{}/lfs/{}?X-Amz-Expires=3600&X-Amz-Signature={}&response-content-disposition={}",
+        app.endpoints.cdn,
+        lfs.sha256,
+        app.signature(&lfs.sha256),
+        utf8_percent_encode(&content_disposition(path), QUERY_VALUE)
+    );
+    headers.insert(header::LOCATION, header_value(&location));
+    headers.insert(
+        "x-linked-etag",
+        header_value(&format!("\"{}\"", lfs.sha256)),
+    );
+    headers.insert("x-linked-size", HeaderValue::from(file.size));
+    headers.insert(header::ETAG, header_value(&format!("W/\"{}\"", file.oid)));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    let body = format!("Found. Redirecting to {location}");
+    (StatusCode::FOUND, headers, body).into_response()
+}
+
+/// The current Hub's answer for non-LFS files: a relative `307` to a
+/// commit-pinned URL (`location`) that then answers like a direct `200`.
+fn resolve_cache_redirect(location: &str, mut headers: HeaderMap) -> Response {
+    headers.insert(header::LOCATION, header_value(location));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    let body = format!("Temporary Redirect. Redirecting to {location}");
+    (StatusCode::TEMPORARY_REDIRECT, headers, body).into_response()
+}
+
+/// A non-LFS file answered directly: `304` when `If-None-Match` names its
+/// object id, else its content (ranges honoured, see [`file_body`]).
+fn direct_file(
+    path: &str,
+    file: &FileMeta,
+    mut headers: HeaderMap,
+    parts: &Parts,
+    faults: &Faults,
+) -> Response {
     let if_none_match = parts
         .headers
         .get(header::IF_NONE_MATCH)
@@ -727,25 +755,25 @@ fn resolve(
             c == "*" || c.trim_matches('"') == file.oid
         });
         if hit {
-            return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
+            return (StatusCode::NOT_MODIFIED, headers).into_response();
         }
     }
     headers.insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type(&path)),
+        HeaderValue::from_static(content_type(path)),
     );
     headers.insert(
         header::CONTENT_DISPOSITION,
-        header_value(&content_disposition(&path)),
+        header_value(&content_disposition(path)),
     );
-    Ok(file_body(
+    file_body(
         headers,
         &file.content,
         file.size,
         &parts.headers,
         None,
         faults,
-    ))
+    )
 }
 
 /// Whether an `If-Range` value validates: a strong comparison with the

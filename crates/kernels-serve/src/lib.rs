@@ -311,55 +311,18 @@ pub async fn serve(
         .as_deref()
         .map(public_base)
         .transpose()?;
-    let access_log =
-        match &options.access_log {
-            None => None,
-            Some(target) => Some(access_log::AccessLog::start(target.clone()).map_err(
-                |source| ServeError::AccessLog {
-                    path: match target {
-                        AccessLogTarget::Stderr => "-".to_owned(),
-                        AccessLogTarget::File(p) => p.display().to_string(),
-                    },
-                    source,
-                },
-            )?),
-        };
+    let access_log = start_access_log(&options)?;
     let dir = options.mirror_dir.clone();
     let mirror = tokio::task::spawn_blocking(move || Mirror::load(&dir))
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))??;
 
-    let hub_listener = bind(&options.host, options.port).await?;
-    let hub_addr = hub_listener.local_addr()?;
-    let cdn_host = options.cdn_host.clone().unwrap_or_else(|| {
-        if options.host.eq_ignore_ascii_case("localhost") {
-            "127.0.0.1".to_owned()
-        } else {
-            "localhost".to_owned()
-        }
-    });
-    let (cdn_main, cdn_extra) = if cdn_host.eq_ignore_ascii_case("localhost") {
-        let v4 = bind("127.0.0.1", options.cdn_port).await?;
-        let port = v4.local_addr()?.port();
-        // `localhost` may resolve to ::1 first; serve there too when IPv6 exists.
-        (v4, TcpListener::bind(("::1", port)).await.ok())
-    } else {
-        (bind(&cdn_host, options.cdn_port).await?, None)
-    };
-    let cdn_port = cdn_main.local_addr()?.port();
-    let cdn_authority = if cdn_host.contains(':') {
-        format!("[{cdn_host}]:{cdn_port}")
-    } else {
-        format!("{cdn_host}:{cdn_port}")
-    };
-
-    let hub_local = format!("http://{}", hub_authority(&options.host, hub_addr));
-    let cdn_local = format!("http://{cdn_authority}");
+    let sockets = Sockets::bind(&options).await?;
     let endpoints = Endpoints {
-        hub: public_hub.unwrap_or_else(|| hub_local.clone()),
-        cdn: public_cdn.unwrap_or_else(|| cdn_local.clone()),
-        hub_local,
-        cdn_local,
+        hub: public_hub.unwrap_or_else(|| sockets.hub_local.clone()),
+        cdn: public_cdn.unwrap_or_else(|| sockets.cdn_local.clone()),
+        hub_local: sockets.hub_local.clone(),
+        cdn_local: sockets.cdn_local.clone(),
     };
     let mut secret = [0u8; 16];
     rand::fill(&mut secret);
@@ -386,10 +349,7 @@ pub async fn serve(
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    let listeners = [(hub_listener, Listener::Hub), (cdn_main, Listener::Cdn)]
-        .into_iter()
-        .chain(cdn_extra.map(|l| (l, Listener::Cdn)));
-    for (socket, kind) in listeners {
+    for (socket, kind) in sockets.listeners() {
         tasks.spawn(listener::run(
             socket,
             kind,
@@ -407,6 +367,77 @@ pub async fn serve(
     // Give in-flight downloads a moment, then stop regardless.
     let _ = tokio::time::timeout(Duration::from_secs(5), tracker.drained()).await;
     Ok(())
+}
+
+/// The access log of `options`, started (`None` without `--access-log`).
+fn start_access_log(options: &ServeOptions) -> Result<Option<access_log::AccessLog>, ServeError> {
+    let Some(target) = &options.access_log else {
+        return Ok(None);
+    };
+    access_log::AccessLog::start(target.clone())
+        .map(Some)
+        .map_err(|source| ServeError::AccessLog {
+            path: match target {
+                AccessLogTarget::Stderr => "-".to_owned(),
+                AccessLogTarget::File(p) => p.display().to_string(),
+            },
+            source,
+        })
+}
+
+/// The bound sockets of the Hub API and the CDN, with the local URLs they
+/// answer at.
+struct Sockets {
+    hub: TcpListener,
+    cdn_main: TcpListener,
+    /// The CDN on `::1` too, when its host is `localhost` and IPv6 exists.
+    cdn_extra: Option<TcpListener>,
+    hub_local: String,
+    cdn_local: String,
+}
+
+impl Sockets {
+    /// Binds the Hub on `options.host` and the CDN on `options.cdn_host`
+    /// (see [`ServeOptions::cdn_host`] for the default).
+    async fn bind(options: &ServeOptions) -> Result<Sockets, ServeError> {
+        let hub = bind(&options.host, options.port).await?;
+        let hub_addr = hub.local_addr()?;
+        let cdn_host = options.cdn_host.clone().unwrap_or_else(|| {
+            if options.host.eq_ignore_ascii_case("localhost") {
+                "127.0.0.1".to_owned()
+            } else {
+                "localhost".to_owned()
+            }
+        });
+        let (cdn_main, cdn_extra) = if cdn_host.eq_ignore_ascii_case("localhost") {
+            let v4 = bind("127.0.0.1", options.cdn_port).await?;
+            let port = v4.local_addr()?.port();
+            // `localhost` may resolve to ::1 first; serve there too when IPv6 exists.
+            (v4, TcpListener::bind(("::1", port)).await.ok())
+        } else {
+            (bind(&cdn_host, options.cdn_port).await?, None)
+        };
+        let cdn_port = cdn_main.local_addr()?.port();
+        let cdn_authority = if cdn_host.contains(':') {
+            format!("[{cdn_host}]:{cdn_port}")
+        } else {
+            format!("{cdn_host}:{cdn_port}")
+        };
+        Ok(Sockets {
+            hub,
+            cdn_main,
+            cdn_extra,
+            hub_local: format!("http://{}", hub_authority(&options.host, hub_addr)),
+            cdn_local: format!("http://{cdn_authority}"),
+        })
+    }
+
+    /// Every socket with the listener it serves.
+    fn listeners(self) -> impl Iterator<Item = (TcpListener, Listener)> {
+        [(self.hub, Listener::Hub), (self.cdn_main, Listener::Cdn)]
+            .into_iter()
+            .chain(self.cdn_extra.map(|l| (l, Listener::Cdn)))
+    }
 }
 
 async fn bind(host: &str, port: u16) -> Result<TcpListener, ServeError> {

@@ -747,7 +747,7 @@ fn synthetic_by_label<'a>(
     for (key, spec) in &parsed.synthetic {
         let Some((label, path)) = key
             .split_once(':')
-            .filter(|(l, p)| !l.is_empty() && valid_rel_path(p))
+            .filter(|(l, p)| !l.is_empty() && kernels_types::repo_path::check(p).is_ok())
         else {
             return Err(MirrorError::entry(
                 toml_path,
@@ -786,77 +786,18 @@ fn load_commit(
     label: &String,
     commits: &[Commit],
 ) -> Result<Commit, MirrorError> {
-    let CommitSource {
-        commits_dir,
-        toml_path,
-        parsed,
-        confine,
-        ..
-    } = source;
-    let confine = *confine;
-    let commit_dir = commits_dir.join(label);
+    let commit_dir = source.commits_dir.join(label);
     let tree_dir = commit_dir.join("tree");
-    if !tree_dir.is_dir() {
-        return Err(MirrorError::entry(
-            toml_path,
-            "commits",
-            format!("lists `{label}`, but {} is missing", tree_dir.display()),
-            "create the commit's file tree under commits/<label>/tree/ or remove the label",
-        ));
-    }
-    confine.check(&tree_dir)?;
     let commit_toml_path = commit_dir.join("commit.toml");
-    confine.check_if_present(&commit_toml_path)?;
-    confine.check_if_present(&tree_dir.join(".gitattributes"))?;
-    let meta: CommitToml = if commit_toml_path.is_file() {
-        read_toml(&commit_toml_path)?
-    } else {
-        CommitToml::default()
-    };
-    if let Some(sha) = &meta.sha
-        && !is_sha(sha)
-    {
-        return Err(MirrorError::entry(
-            &commit_toml_path,
-            "sha",
-            format!("is `{sha}`, not 40 lowercase hex digits"),
-            "write a full commit sha such as \"1111111111111111111111111111111111111111\" or remove the key",
-        ));
-    }
-    if let Some(date) = &meta.date
-        && !is_hub_date(date)
-    {
-        return Err(MirrorError::entry(
-            &commit_toml_path,
-            "date",
-            format!("is `{date}`"),
-            "use UTC with a Z suffix, e.g. \"2025-05-21T10:00:00Z\"",
-        ));
-    }
-    let patterns = match meta.lfs.clone().or_else(|| parsed.lfs.clone()) {
+    let meta = read_commit_toml(source, label, &tree_dir, &commit_toml_path)?;
+    let patterns = match meta.lfs.clone().or_else(|| source.parsed.lfs.clone()) {
         Some(p) => p,
         None => gitattributes_lfs(&tree_dir.join(".gitattributes"))?,
     };
 
     let files = describe_tree(&tree_dir, &meta, &patterns, label, source)?;
 
-    let parent_index = match meta.parent.as_deref() {
-        None => commits.len().checked_sub(1),
-        Some("") => None,
-        Some(label) => Some(
-            commits
-                .iter()
-                .position(|c| c.label == label)
-                .ok_or_else(|| {
-                    MirrorError::entry(
-                        &commit_toml_path,
-                        "parent",
-                        format!("names `{label}`, which is not an earlier commit"),
-                        "name the label of a commit listed before this one in `commits`, or \"\" for a root commit",
-                    )
-                })?,
-        ),
-    };
+    let parent_index = parent_index(&meta, commits, &commit_toml_path)?;
     let parent = parent_index
         .map(|i| commits[i].sha.clone())
         .unwrap_or_default();
@@ -872,18 +813,9 @@ fn load_commit(
             "give every commit a distinct sha",
         ));
     }
-    let index = commits.len();
-    let mut tree = build_tree(files, index);
+    let mut tree = build_tree(files, commits.len());
     if let Some(prev) = commits.last() {
-        for (path, node) in tree.iter_mut() {
-            if let Some(old) = prev.tree.get(path)
-                && old.oid() == node.oid()
-                && matches!(old.kind, NodeKind::Dir { .. })
-                    == matches!(node.kind, NodeKind::Dir { .. })
-            {
-                node.last_commit = old.last_commit;
-            }
-        }
+        keep_last_commits(&mut tree, prev);
     }
     Ok(Commit {
         label: label.clone(),
@@ -893,6 +825,93 @@ fn load_commit(
         tree,
         parent: parent_index,
     })
+}
+
+/// The checked `commit.toml` of commit `label` (defaults when there is none),
+/// after confining its `tree/`, `commit.toml` and `.gitattributes` to the mirror.
+fn read_commit_toml(
+    source: &CommitSource<'_>,
+    label: &str,
+    tree_dir: &Path,
+    commit_toml_path: &Path,
+) -> Result<CommitToml, MirrorError> {
+    if !tree_dir.is_dir() {
+        return Err(MirrorError::entry(
+            source.toml_path,
+            "commits",
+            format!("lists `{label}`, but {} is missing", tree_dir.display()),
+            "create the commit's file tree under commits/<label>/tree/ or remove the label",
+        ));
+    }
+    source.confine.check(tree_dir)?;
+    source.confine.check_if_present(commit_toml_path)?;
+    source
+        .confine
+        .check_if_present(&tree_dir.join(".gitattributes"))?;
+    let meta: CommitToml = if commit_toml_path.is_file() {
+        read_toml(commit_toml_path)?
+    } else {
+        CommitToml::default()
+    };
+    if let Some(sha) = &meta.sha
+        && !is_sha(sha)
+    {
+        return Err(MirrorError::entry(
+            commit_toml_path,
+            "sha",
+            format!("is `{sha}`, not 40 lowercase hex digits"),
+            "write a full commit sha such as \"1111111111111111111111111111111111111111\" or remove the key",
+        ));
+    }
+    if let Some(date) = &meta.date
+        && !is_hub_date(date)
+    {
+        return Err(MirrorError::entry(
+            commit_toml_path,
+            "date",
+            format!("is `{date}`"),
+            "use UTC with a Z suffix, e.g. \"2025-05-21T10:00:00Z\"",
+        ));
+    }
+    Ok(meta)
+}
+
+/// The index in `commits` of the parent `meta` names: by default the previous
+/// commit, none for `parent = ""`, else the earlier commit with that label.
+fn parent_index(
+    meta: &CommitToml,
+    commits: &[Commit],
+    commit_toml_path: &Path,
+) -> Result<Option<usize>, MirrorError> {
+    match meta.parent.as_deref() {
+        None => Ok(commits.len().checked_sub(1)),
+        Some("") => Ok(None),
+        Some(label) => commits
+            .iter()
+            .position(|c| c.label == label)
+            .map(Some)
+            .ok_or_else(|| {
+                MirrorError::entry(
+                    commit_toml_path,
+                    "parent",
+                    format!("names `{label}`, which is not an earlier commit"),
+                    "name the label of a commit listed before this one in `commits`, or \"\" for a root commit",
+                )
+            }),
+    }
+}
+
+/// Entries unchanged since `prev` (same object id and kind) keep the commit
+/// that last changed them.
+fn keep_last_commits(tree: &mut BTreeMap<String, Node>, prev: &Commit) {
+    for (path, node) in tree.iter_mut() {
+        if let Some(old) = prev.tree.get(path)
+            && old.oid() == node.oid()
+            && matches!(old.kind, NodeKind::Dir { .. }) == matches!(node.kind, NodeKind::Dir { .. })
+        {
+            node.last_commit = old.last_commit;
+        }
+    }
 }
 
 /// The files of a commit's `tree/` folder (links resolved inside the mirror)
@@ -1020,10 +1039,6 @@ fn resolve_refs(
         pull_requests,
         default_branch,
     })
-}
-
-fn valid_rel_path(p: &str) -> bool {
-    !p.is_empty() && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
 }
 
 /// An LFS pattern matches the full path or the basename.

@@ -6,7 +6,8 @@
 //!
 //! * **Atomic per commit**: a commit's folder is built under
 //!   `.kernels-mirror/staging/` and renamed into `commits/<sha>` only when
-//!   complete; `repo.toml` is rewritten last, by rename. A new repository is
+//!   complete; `repo.toml` is rewritten last, by [`kernels_fs::write_atomic`]
+//!   (temporary file, fsync, rename, directory fsync). A new repository is
 //!   staged whole and renamed into `repos/` in one step. An interrupted run
 //!   leaves the mirror as it was (at most a commit folder not yet listed,
 //!   which the next run removes before writing that repository again).
@@ -255,9 +256,7 @@ impl MirrorWriter {
             what: path.display().to_string(),
             problem: err.to_string(),
         })?;
-        let tmp = self.stage_path("toml");
-        fs_err::write(&tmp, text).map_err(io(&tmp))?;
-        fs_err::rename(&tmp, path).map_err(io(path))
+        kernels_fs::write_atomic(path, text.as_bytes()).map_err(io(path))
     }
 
     fn stage_path(&self, what: &str) -> PathBuf {
@@ -283,13 +282,7 @@ impl MirrorWriter {
             fs_err::create_dir_all(&tree).map_err(io(&tree))?;
             let mut lfs_files = Vec::new();
             for file in &commit.files {
-                let valid = !file.path.is_empty()
-                    && !file.path.starts_with('/')
-                    && file
-                        .path
-                        .split('/')
-                        .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\\'));
-                if !valid {
+                if kernels_types::repo_path::check(&file.path).is_err() {
                     return Err(WriteError::Invalid {
                         what: format!("file `{}` of commit {}", file.path, commit.sha),
                         problem: "not a plain relative path".into(),
