@@ -11,10 +11,10 @@ use std::process::{Command, Output};
 
 use kernels_test_support as common;
 use kernels_test_support::{
-    GELU_SHA, MirrorFile, RELU_SHA, World, assert_ok, gelu_files, relu_files, stderr,
+    GELU_SHA, MirrorFile, RELU_SHA, TestContext, assert_ok, gelu_files, relu_files, stderr,
 };
 
-fn repo_dir(world: &World, repo: &str) -> PathBuf {
+fn repo_dir(world: &TestContext, repo: &str) -> PathBuf {
     world
         .cache
         .join(format!("kernels--{}", repo.replace('/', "--")))
@@ -38,7 +38,7 @@ fn listing(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-fn kernels_cmd(world: &World, args: &[&str]) -> Command {
+fn kernels_cmd(world: &TestContext, args: &[&str]) -> Command {
     let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
     cmd.args(args);
     cmd
@@ -46,7 +46,7 @@ fn kernels_cmd(world: &World, args: &[&str]) -> Command {
 
 /// Runs `kernels ARGS` in a mount namespace where `world.cache` is a
 /// read-only bind mount of itself.
-fn read_only(world: &World, args: &[&str]) -> Output {
+fn read_only(world: &TestContext, args: &[&str]) -> Output {
     let inner = kernels_cmd(world, args);
     let mut cmd = Command::new("unshare");
     cmd.args([
@@ -67,13 +67,13 @@ fn read_only(world: &World, args: &[&str]) -> Output {
     cmd.output().unwrap()
 }
 
-fn project(world: &World) -> String {
+fn project(world: &TestContext) -> String {
     world.project.display().to_string()
 }
 
 #[test]
 fn complete_read_only_cache_downloads_and_verifies_creating_nothing() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     assert_ok(&world.download(&["--all-variants"]));
     // Remove the lock files: a root-owned layer has none we could open.
@@ -112,7 +112,7 @@ fn complete_read_only_cache_downloads_and_verifies_creating_nothing() {
 
 #[test]
 fn without_flock_one_warning_and_atomic_writes() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let out = world.download_with(
         &["--all-variants"],
@@ -139,7 +139,7 @@ fn without_flock_one_warning_and_atomic_writes() {
 
 #[test]
 fn without_symlinks_files_are_copies_like_huggingface_hub() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
     let out = world.download_with(&["--all-variants"], &[("HF_HUB_DISABLE_SYMLINKS", "1")]);
     // Asked for explicitly: no warning (huggingface_hub warns only when a probe fails).
@@ -175,10 +175,10 @@ fn without_symlinks_files_are_copies_like_huggingface_hub() {
 #[test]
 fn dereferenced_copies_are_accepted_and_left_alone() {
     for tool in ["cp", "tar"] {
-        let world = World::new();
+        let world = TestContext::world();
         world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
         assert_ok(&world.download(&["--all-variants"]));
-        let copy = world._tmp.path().join(format!("copy-{tool}"));
+        let copy = world.tmp.path().join(format!("copy-{tool}"));
         let status = if tool == "cp" {
             Command::new("cp")
                 .arg("-rL")
@@ -232,7 +232,7 @@ fn a_250_byte_file_name_downloads() {
         },
     ];
     let files2 = files.clone();
-    let world = World::with_mirror(move |mirror| {
+    let world = TestContext::world_with(move |mirror| {
         kernels_test_support::write_repo(
             mirror,
             "acme/long",
@@ -254,9 +254,9 @@ fn a_250_byte_file_name_downloads() {
 
 #[test]
 fn planted_symlinks_are_never_followed() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
-    let sandbox = world._tmp.path().join("outside");
+    let sandbox = world.tmp.path().join("outside");
     fs_err::create_dir_all(&sandbox).unwrap();
     fs_err::write(sandbox.join("victim"), b"keep me").unwrap();
     let repo = repo_dir(&world, "acme/gelu");
@@ -328,7 +328,7 @@ fn planted_symlinks_are_never_followed() {
 
 #[test]
 fn unlocked_variant_in_the_snapshot_is_an_error() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     assert_ok(&world.download(&["--all-variants"]));
@@ -352,7 +352,7 @@ fn unlocked_variant_in_the_snapshot_is_an_error() {
 
 #[test]
 fn refs_let_the_runtime_resolve_the_version_offline() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     assert_ok(&world.download(&["--all-variants"]));
     let r = repo_dir(&world, "acme/gelu").join("refs/v1");
@@ -360,7 +360,7 @@ fn refs_let_the_runtime_resolve_the_version_offline() {
 }
 
 /// Runs `sh -c SCRIPT` in a mount namespace where `world.cache` is a tmpfs of `size`.
-fn on_small_tmpfs(world: &World, size: &str, args: &[&str]) -> Output {
+fn on_small_tmpfs(world: &TestContext, size: &str, args: &[&str]) -> Output {
     let inner = kernels_cmd(world, args);
     fs_err::create_dir_all(&world.cache).unwrap();
     let mut cmd = Command::new("unshare");
@@ -380,7 +380,7 @@ fn on_small_tmpfs(world: &World, size: &str, args: &[&str]) -> Output {
 
 #[test]
 fn small_disk_fails_early_with_both_figures_and_prune_cleans_up() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let out = on_small_tmpfs(
         &world,
@@ -407,7 +407,7 @@ fn small_disk_fails_early_with_both_figures_and_prune_cleans_up() {
 
 #[test]
 fn disk_filling_mid_download_is_one_error_with_figures_and_resumes() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/relu", RELU_SHA)]);
     // Every CDN answer (the `.so` blobs) waits 2 s; another process fills
     // the 1 MiB cache disk in the meantime, after the free-space check passed.
@@ -471,7 +471,7 @@ fn disk_filling_mid_download_is_one_error_with_figures_and_resumes() {
 
 #[test]
 fn cache_dir_and_ls() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     assert_ok(&world.download(&["--all-variants"]));
     let out = kernels_cmd(&world, &["cache", "dir"]).output().unwrap();
