@@ -12,10 +12,7 @@ const VERSIONS_V1: &str = "2359bfbb38d7db7fb8069128596cff30b044053a";
 /// commands do not retry.
 fn context(server: Server) -> TestContext {
     TestContext::with_server(server)
-        .with_env(
-            "PYTHONPATH",
-            common::repo_root().join("tests/python/stub_torch"),
-        )
+        .with_stub_torch()
         .with_env("KERNELS_MAX_RETRIES", "0")
 }
 

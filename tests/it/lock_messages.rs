@@ -33,7 +33,8 @@ fn read(path: &Path) -> String {
 
 #[test]
 fn an_unreachable_hub_is_one_lock_error_after_visible_retries() {
-    let p = tgi();
+    // `versions` asks the project's Python for torch: the stub answers.
+    let p = tgi().with_stub_torch();
     let lock = p.project.join("kernels.lock");
     let manifest = p.project.join("pyproject.toml");
     let (before, manifest_before) = (read(&lock), read(&manifest));
@@ -164,7 +165,8 @@ fn private_moe_mirror(root: &Path) -> std::path::PathBuf {
 fn a_token_that_was_sent_is_never_told_to_be_set() {
     let tmp = tempfile::tempdir().unwrap();
     let p = TestContext::with_server(Server::start(&private_moe_mirror(tmp.path())))
-        .with_fixture_project("tgi-server-db931fcf");
+        .with_fixture_project("tgi-server-db931fcf")
+        .with_stub_torch();
     let kernels = |args: &[&str], token: Option<&str>| {
         let mut cmd = p.kernels();
         cmd.args(args);

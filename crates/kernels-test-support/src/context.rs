@@ -114,6 +114,15 @@ impl TestContext {
         self
     }
 
+    /// Puts the stub `torch` of `tests/python/stub_torch` (torch 2.7, CPU only) on
+    /// `PYTHONPATH`, so that what the project's Python reports does not depend
+    /// on the host.
+    #[must_use]
+    pub fn with_stub_torch(self) -> TestContext {
+        let stub = repo_root().join("tests/python/stub_torch");
+        self.with_env("PYTHONPATH", stub)
+    }
+
     /// Sets `name=value` on every command of this context (after the scrub).
     #[must_use]
     pub fn with_env(mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> TestContext {
