@@ -104,11 +104,26 @@ fn bad_input_is_an_error_naming_the_entry() {
     let context = locked_project();
     let before = files(&context.project);
     let cases: &[(&[&str], &str)] = &[
-        (&["add", "kernels-test/versions", "banana"], "add_not_a_requirement"),
-        (&["add", "kernels-test/versions", "v2"], "add_bad_requirement"),
-        (&["add", "kernels-test/versions", ">=0.1"], "add_specifier_for_0_17"),
-        (&["add", "Kernels-Community/Relu", "1"], "add_another_spelling"),
-        (&["remove", "kernels-test/versions"], "remove_not_a_dependency"),
+        (
+            &["add", "kernels-test/versions", "banana"],
+            "add_not_a_requirement",
+        ),
+        (
+            &["add", "kernels-test/versions", "v2"],
+            "add_bad_requirement",
+        ),
+        (
+            &["add", "kernels-test/versions", ">=0.1"],
+            "add_specifier_for_0_17",
+        ),
+        (
+            &["add", "Kernels-Community/Relu", "1"],
+            "add_another_spelling",
+        ),
+        (
+            &["remove", "kernels-test/versions"],
+            "remove_not_a_dependency",
+        ),
     ];
     for (args, name) in cases {
         snapshot!(*name, context.run(args));
@@ -147,7 +162,12 @@ fn project_flag_and_positional_must_agree() {
     let out = run_in(
         &context,
         other.path(),
-        &["lock", "--check", "--project", context.project.to_str().unwrap()],
+        &[
+            "lock",
+            "--check",
+            "--project",
+            context.project.to_str().unwrap(),
+        ],
     );
     assert!(out.status.success(), "{out:?}");
 }

@@ -67,10 +67,6 @@ fn read_only(world: &TestContext, args: &[&str]) -> Output {
     cmd.output().unwrap()
 }
 
-fn project(world: &TestContext) -> String {
-    world.project.display().to_string()
-}
-
 #[test]
 fn complete_read_only_cache_downloads_and_verifies_creating_nothing() {
     let world = TestContext::world();
@@ -79,7 +75,7 @@ fn complete_read_only_cache_downloads_and_verifies_creating_nothing() {
     // Remove the lock files: a root-owned layer has none we could open.
     fs_err::remove_dir_all(world.cache.join(".locks")).unwrap();
     let before = listing(&world.cache);
-    let p = project(&world);
+    let p = world.project.display().to_string();
     for args in [
         vec!["download", &p, "--all-variants"],
         vec!["download", &p, "--all-variants", "--offline"],
@@ -131,9 +127,16 @@ fn without_flock_one_warning_and_atomic_writes() {
         assert!(!name.contains(".incomplete"), "partial file left: {name}");
     }
     assert_ok(
-        &kernels_cmd(&world, &["verify", &project(&world), "--all-variants"])
-            .output()
-            .unwrap(),
+        &kernels_cmd(
+            &world,
+            &[
+                "verify",
+                &world.project.display().to_string(),
+                "--all-variants",
+            ],
+        )
+        .output()
+        .unwrap(),
     );
 }
 
@@ -157,9 +160,16 @@ fn without_symlinks_files_are_copies_like_huggingface_hub() {
     // New blobs were moved into the snapshot, as huggingface_hub does.
     let blobs = repo_dir(&world, "acme/relu").join("blobs");
     assert_eq!(fs_err::read_dir(&blobs).map(|d| d.count()).unwrap_or(0), 0);
-    let out = kernels_cmd(&world, &["verify", &project(&world), "--all-variants"])
-        .output()
-        .unwrap();
+    let out = kernels_cmd(
+        &world,
+        &[
+            "verify",
+            &world.project.display().to_string(),
+            "--all-variants",
+        ],
+    )
+    .output()
+    .unwrap();
     assert_ok(&out);
     assert!(
         stderr(&out).contains("copies instead of links"),
@@ -199,7 +209,7 @@ fn dereferenced_copies_are_accepted_and_left_alone() {
             let mut cmd = common::kernels(&world.server.endpoint, &copy);
             cmd.args(args).output().unwrap()
         };
-        let p = project(&world);
+        let p = world.project.display().to_string();
         let out = run(&["verify", &p, "--all-variants"]);
         assert_ok(&out);
         assert!(
@@ -261,7 +271,7 @@ fn planted_symlinks_are_never_followed() {
     fs_err::write(sandbox.join("victim"), b"keep me").unwrap();
     let repo = repo_dir(&world, "acme/gelu");
     let so = gelu_files().into_iter().find(|f| f.lfs()).unwrap();
-    let p = project(&world);
+    let p = world.project.display().to_string();
 
     // 1. blobs/<sha>.incomplete -> an outside file.
     fs_err::create_dir_all(repo.join("blobs")).unwrap();
@@ -338,7 +348,7 @@ fn unlocked_variant_in_the_snapshot_is_an_error() {
         .join("build/torch-planted");
     fs_err::create_dir_all(&planted).unwrap();
     fs_err::write(planted.join("__init__.py"), b"evil\n").unwrap();
-    let p = project(&world);
+    let p = world.project.display().to_string();
     for args in [
         vec!["verify", &p, "--all-variants"],
         vec!["download", &p, "--all-variants", "--offline"],
@@ -385,7 +395,11 @@ fn small_disk_fails_early_with_both_figures_and_prune_cleans_up() {
     let out = on_small_tmpfs(
         &world,
         "8k",
-        &["download", &project(&world), "--all-variants"],
+        &[
+            "download",
+            &world.project.display().to_string(),
+            "--all-variants",
+        ],
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -412,7 +426,14 @@ fn disk_filling_mid_download_is_one_error_with_figures_and_resumes() {
     // Every CDN answer (the `.so` blobs) waits 2 s; another process fills
     // the 1 MiB cache disk in the meantime, after the free-space check passed.
     world.fault(serde_json::json!({"listener": "cdn", "latency_ms": 2000, "count": 3}));
-    let download = kernels_cmd(&world, &["download", &project(&world), "--all-variants"]);
+    let download = kernels_cmd(
+        &world,
+        &[
+            "download",
+            &world.project.display().to_string(),
+            "--all-variants",
+        ],
+    );
     fs_err::create_dir_all(&world.cache).unwrap();
     let script = r#"
         cache="$1"; shift

@@ -246,7 +246,8 @@ fn offline_check_uses_cache_refs() {
     let (context, _) = locked_project();
     // Download by branch/tag with the Python-compatible cache layout: write the refs
     // a download by revision leaves behind.
-    let lock = kernels::lock::format::Lockfile::read(&context.project.join("kernels.lock")).unwrap();
+    let lock =
+        kernels::lock::format::Lockfile::read(&context.project.join("kernels.lock")).unwrap();
     let kernels = lock.locked_kernels(Path::new("kernels.lock")).unwrap();
     let hub = kernels_cache::HubCache::new(&context.cache);
     let repo = |k: &kernels::lock::format::LockedKernel| {

@@ -82,7 +82,10 @@ fn tree_and_outdated_show_moved_refs() {
 
     move_branch(ep, "kernels-test/versions", "v1", VERSIONS_V2);
     let lock_before = context.lockfile();
-    snapshot!("tree_outdated_moved", context.run_ok(&["tree", "--outdated"]));
+    snapshot!(
+        "tree_outdated_moved",
+        context.run_ok(&["tree", "--outdated"])
+    );
     snapshot!("outdated_moved", context.run_ok(&["outdated"]));
     let json: serde_json::Value =
         serde_json::from_slice(&context.run_ok(&["outdated", "--format", "json"]).stdout).unwrap();
@@ -116,7 +119,12 @@ fn versions_lists_branches_and_tags_with_matching_variants() {
         &common::mirror_dir(),
         &["--test-control"],
     ));
-    move_branch(context.endpoint(), "kernels-test/versions", "v1", VERSIONS_V2);
+    move_branch(
+        context.endpoint(),
+        "kernels-test/versions",
+        "v1",
+        VERSIONS_V2,
+    );
     snapshot!(
         "versions",
         context.run_ok(&["versions", "kernels-test/versions"])
@@ -315,17 +323,17 @@ fn versions_marks_variants_for_the_given_environment() {
     );
 
     let relu = context.run_ok(&[
-            "versions",
-            "kernels-community/relu",
-            "--torch-version",
-            "2.12",
-            "--cuda-version",
-            "12.6",
-            "--os",
-            "linux",
-            "--arch",
-            "x86_64",
-            "--variants",
+        "versions",
+        "kernels-community/relu",
+        "--torch-version",
+        "2.12",
+        "--cuda-version",
+        "12.6",
+        "--os",
+        "linux",
+        "--arch",
+        "x86_64",
+        "--variants",
     ]);
     snapshot!("versions_relu_linux_cuda", relu);
 

@@ -57,11 +57,13 @@ fn lock_refuses_to_replace_a_checksum_list_without_force() {
 fn a_byte_order_mark_is_named_and_lock_writes_the_file_again() {
     let context = TestContext::new().with_fixture_project(PROJECT);
     let lock = context.project.join("kernels.lock");
-    let real = std::fs::read_to_string(common::repo_root()
+    let real = std::fs::read_to_string(
+        common::repo_root()
             .join("fixtures/projects")
             .join(PROJECT)
-            .join("kernels.lock.real"))
-        .unwrap();
+            .join("kernels.lock.real"),
+    )
+    .unwrap();
     std::fs::write(&lock, format!("\u{feff}{real}")).unwrap();
 
     // Neither runtime reads it (0.1.7–0.16 `json.load`: "Unexpected UTF-8

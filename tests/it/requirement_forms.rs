@@ -61,7 +61,10 @@ fn lock_warns_about_forms_the_runtime_deprecates_or_cannot_read() {
     ];
     let mut text = String::new();
     for (runtime, deps) in cases {
-        context.write("pyproject.toml", &format!("[tool.kernels.dependencies]\n{deps}"));
+        context.write(
+            "pyproject.toml",
+            &format!("[tool.kernels.dependencies]\n{deps}"),
+        );
         // Each case locks from scratch.
         let _ = std::fs::remove_file(context.project.join("kernels.lock"));
         let output = run_here(&context, &["lock", "--target-runtime", runtime]);

@@ -1040,7 +1040,10 @@ fn malformed_mirrors_name_file_entry_and_fix() {
     let original = fs_err::read_to_string(&repo_toml).unwrap();
 
     fs_err::write(&repo_toml, original.replace("v1 = \"c1\"", "v1 = \"c9\"")).unwrap();
-    snapshot!("malformed_unknown_branch_target", serve_output(mirror.path()));
+    snapshot!(
+        "malformed_unknown_branch_target",
+        serve_output(mirror.path())
+    );
 
     fs_err::write(
         &repo_toml,
@@ -1052,7 +1055,10 @@ fn malformed_mirrors_name_file_entry_and_fix() {
     fs_err::write(&repo_toml, "commits = [").unwrap();
     snapshot!("malformed_repo_toml", serve_output(mirror.path()));
 
-    snapshot!("malformed_no_repos", serve_output(&mirror.path().join("repos")));
+    snapshot!(
+        "malformed_no_repos",
+        serve_output(&mirror.path().join("repos"))
+    );
 }
 
 #[cfg(unix)]
