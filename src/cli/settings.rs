@@ -13,61 +13,12 @@ pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 /// Retries after a transient failure when `KERNELS_MAX_RETRIES` is unset.
 pub const DEFAULT_MAX_RETRIES: u32 = 5;
 
-/// Every environment variable the CLI reads: [`Settings::from_env`],
+/// Every environment variable the CLI reads ([`Settings::from_env`],
 /// [`LockFlags::from_env`], [`virtual_env`], [`color_enabled`], [`path_var`] and
-/// the clap `env = ...` attributes of the command arguments. Test harnesses clear
-/// exactly these for every spawned binary; a unit test below fails when this
-/// module or `cli/` reads a name missing here.
-pub const ENV_VARS: &[&str] = &[
-    "HF_ENDPOINT",
-    "HF_TOKEN",
-    "HUGGING_FACE_HUB_TOKEN",
-    "HF_TOKEN_PATH",
-    "HF_HUB_DISABLE_IMPLICIT_TOKEN",
-    "HF_OIDC_RESOURCE",
-    "HF_OIDC_ID_TOKEN",
-    "GITHUB_ACTIONS",
-    "ACTIONS_ID_TOKEN_REQUEST_URL",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-    "HF_DEVICE_CODE_OAUTH_CLIENT_ID",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "HOME",
-    "XDG_CACHE_HOME",
-    "HF_HOME",
-    "KERNELS_CACHE",
-    "HF_HUB_DISABLE_SYMLINKS",
-    "KERNELS_TEST_ASSUME_NO_FLOCK",
-    "HF_KERNELS_CACHE",
-    "KERNELS_API_TIMEOUT",
-    "KERNELS_MAX_RATE_LIMIT_WAIT",
-    "HF_HUB_CACHE",
-    "HUGGINGFACE_HUB_CACHE",
-    "KERNELS_OFFLINE",
-    "HF_HUB_OFFLINE",
-    "TRANSFORMERS_OFFLINE",
-    "HF_HUB_ETAG_TIMEOUT",
-    "HF_HUB_DOWNLOAD_TIMEOUT",
-    "KERNELS_STALL_TIMEOUT",
-    "KERNELS_MAX_RETRIES",
-    "KERNELS_LOCKED",
-    "KERNELS_FROZEN",
-    "VIRTUAL_ENV",
-    "NO_COLOR",
-    "PATH",
-    "SOURCE_DATE_EPOCH",
-    "HF_HUB_DISABLE_PROGRESS_BARS",
-];
+/// the clap `env = ...` attributes): the list lives in `kernels-types` so that test
+/// harnesses can clear it without depending on this crate; a unit test below fails
+/// when this module or `cli/` reads a name missing there.
+pub use kernels_types::env_vars::ENV_VARS;
 
 /// Settings shared by the network and cache commands.
 #[derive(Debug, Clone)]

@@ -5,25 +5,18 @@
 use std::path::Path;
 use std::process::Output;
 
-use kernels_test_support::{self as common, Server};
+use kernels_test_support::{TestContext, snapshot};
 
 const PYPROJECT: &str = "[project]\nname = \"demo\"   # keep me\nversion = \"0.1.0\"\n\n[tool.kernels.dependencies]\n# the relu kernel\n'kernels-community/relu' = 1    # pinned\n\n[tool.other]\nx = 1\n";
 
-fn run_in(endpoint: &str, cwd: &Path, cache: &Path, args: &[&str]) -> Output {
-    common::kernels(endpoint, cache)
+/// `kernels ARGS` run in `cwd` instead of the project folder.
+fn run_in(context: &TestContext, cwd: &Path, args: &[&str]) -> Output {
+    context
+        .kernels()
         .current_dir(cwd)
         .args(args)
         .output()
         .unwrap()
-}
-
-/// stderr with miette's line wrapping undone.
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr)
-        .replace('│', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn files(dir: &Path) -> (Vec<u8>, Option<Vec<u8>>) {
@@ -33,214 +26,148 @@ fn files(dir: &Path) -> (Vec<u8>, Option<Vec<u8>>) {
     )
 }
 
-fn locked_project(server: &Server) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    fs_err::write(dir.path().join("pyproject.toml"), PYPROJECT).unwrap();
-    let out = run_in(
-        &server.endpoint,
-        dir.path(),
-        &dir.path().join(".cache"),
-        &["lock", "--target-runtime", "0.17.2"],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    dir
+/// [`PYPROJECT`] locked for the 0.17 runtime against the bundled mirror.
+fn locked_project() -> TestContext {
+    let context = TestContext::new().with_pyproject(PYPROJECT);
+    context.run_ok(&["lock", "--target-runtime", "0.17.2"]);
+    context
 }
 
 #[test]
 fn add_picks_the_highest_branch_and_keeps_the_formatting() {
-    let server = Server::bundled();
-    let dir = locked_project(&server);
-    let cache = dir.path().join(".cache");
-    let out = run_in(
-        &server.endpoint,
-        dir.path(),
-        &cache,
-        &["add", "kernels-test/versions"],
+    let context = locked_project();
+    // Sticky: relu was not resolved again, so no line about it.
+    snapshot!(
+        "add_highest_branch",
+        context.run_ok(&["add", "kernels-test/versions"])
     );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = fs_err::read_to_string(dir.path().join("pyproject.toml")).unwrap();
     assert_eq!(
-        text,
+        context.read("pyproject.toml"),
         PYPROJECT.replace("# pinned\n", "# pinned\n\"kernels-test/versions\" = 10\n")
     );
-    let err = stderr(&out);
-    assert!(err.contains("Added kernels-test/versions v10"), "{err}");
-    // Sticky: relu was not resolved again, so no line about it.
-    assert!(!err.contains("kernels-community/relu"), "{err}");
-    let lock = fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap();
+    let lock = context.lockfile();
     assert!(lock.contains("\"version\": 10"), "{lock}");
 
     // remove, from a subdirectory: the project is found upwards.
-    let sub = dir.path().join("src").join("pkg");
+    let sub = context.project.join("src").join("pkg");
     fs_err::create_dir_all(&sub).unwrap();
-    let out = run_in(
-        &server.endpoint,
-        &sub,
-        &cache,
-        &["remove", "kernels-test/versions"],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        fs_err::read_to_string(dir.path().join("pyproject.toml")).unwrap(),
-        PYPROJECT
-    );
-    let lock = fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap();
+    let out = run_in(&context, &sub, &["remove", "kernels-test/versions"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(context.read("pyproject.toml"), PYPROJECT);
+    let lock = context.lockfile();
     assert!(!lock.contains("kernels-test/versions"), "{lock}");
 }
 
 #[test]
 fn add_creates_the_table_and_uses_specifiers_for_old_runtimes() {
-    let server = Server::bundled();
-    let dir = tempfile::tempdir().unwrap();
-    fs_err::write(
-        dir.path().join("pyproject.toml"),
-        "[project]\nname = \"demo\"\n",
-    )
-    .unwrap();
+    let context = TestContext::new().with_pyproject("[project]\nname = \"demo\"\n");
     let out = run_in(
-        &server.endpoint,
+        &context,
         Path::new("/"),
-        &dir.path().join(".cache"),
         &[
             "--project",
-            dir.path().to_str().unwrap(),
+            context.project.to_str().unwrap(),
             "add",
             "kernels-test/versions",
             "--target-runtime",
             "0.10.5",
         ],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{out:?}");
     assert_eq!(
-        fs_err::read_to_string(dir.path().join("pyproject.toml")).unwrap(),
+        context.read("pyproject.toml"),
         "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=0.2.0\"\n"
     );
-    assert!(dir.path().join("kernels.lock").is_file());
+    assert!(context.project.join("kernels.lock").is_file());
 }
 
 #[test]
 fn failed_lock_leaves_both_files_untouched() {
-    let server = Server::bundled();
-    let dir = locked_project(&server);
-    let cache = dir.path().join(".cache");
-    let before = files(dir.path());
+    let context = locked_project();
+    let before = files(&context.project);
     // Untrusted publisher: the 0.17 lock fails after the manifest was edited.
-    let out = run_in(
-        &server.endpoint,
-        dir.path(),
-        &cache,
-        &["add", "untrusted-publisher/identity"],
+    snapshot!(
+        "add_untrusted_publisher",
+        context.run(&["add", "untrusted-publisher/identity"])
     );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("were left as they were"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(files(dir.path()), before);
+    assert_eq!(files(&context.project), before);
     // A repository that does not exist.
-    let out = run_in(
-        &server.endpoint,
-        dir.path(),
-        &cache,
-        &["add", "kernels-test/nope", "1"],
+    snapshot!(
+        "add_missing_repository",
+        context.run(&["add", "kernels-test/nope", "1"])
     );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(files(dir.path()), before);
+    assert_eq!(files(&context.project), before);
 }
 
 #[test]
 fn bad_input_is_an_error_naming_the_entry() {
-    let server = Server::bundled();
-    let dir = locked_project(&server);
-    let cache = dir.path().join(".cache");
-    let before = files(dir.path());
+    let context = locked_project();
+    let before = files(&context.project);
     let cases: &[(&[&str], &str)] = &[
         (
             &["add", "kernels-test/versions", "banana"],
-            "`banana` is not a requirement",
+            "add_not_a_requirement",
         ),
         (
             &["add", "kernels-test/versions", "v2"],
-            "kernels::edit::bad_requirement",
+            "add_bad_requirement",
         ),
         (
             &["add", "kernels-test/versions", ">=0.1"],
-            "reads integer versions only",
+            "add_specifier_for_0_17",
         ),
-        (&["add", "Kernels-Community/Relu", "1"], "another spelling"),
+        (
+            &["add", "Kernels-Community/Relu", "1"],
+            "add_another_spelling",
+        ),
         (
             &["remove", "kernels-test/versions"],
-            "`kernels-test/versions` is not a dependency",
+            "remove_not_a_dependency",
         ),
     ];
-    for (args, expected) in cases {
-        let out = run_in(&server.endpoint, dir.path(), &cache, args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
-        assert!(
-            stderr(&out).contains(expected),
-            "{args:?}: {}",
-            stderr(&out)
-        );
-        assert_eq!(files(dir.path()), before, "{args:?}");
+    for (args, name) in cases {
+        snapshot!(*name, context.run(args));
+        assert_eq!(files(&context.project), before, "{args:?}");
     }
     // Two spellings of one repo in the manifest: every command names both.
     let twice = PYPROJECT.replace("# pinned\n", "# pinned\n\"Kernels-Community/RELU\" = 1\n");
-    fs_err::write(dir.path().join("pyproject.toml"), &twice).unwrap();
-    let before = files(dir.path());
-    for args in [&["lock"][..], &["add", "kernels-test/versions", "1"]] {
-        let out = run_in(&server.endpoint, dir.path(), &cache, args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
-        let err = stderr(&out);
-        assert!(
-            err.contains("two spellings of the same Hub repository"),
-            "{err}"
-        );
-        assert!(err.contains("Kernels-Community/RELU"), "{err}");
-        assert_eq!(files(dir.path()), before, "{args:?}");
+    context.write("pyproject.toml", &twice);
+    let before = files(&context.project);
+    for (args, name) in [
+        (&["lock"][..], "lock_two_spellings"),
+        (&["add", "kernels-test/versions", "1"], "add_two_spellings"),
+    ] {
+        snapshot!(name, context.run(args));
+        assert_eq!(files(&context.project), before, "{args:?}");
     }
     // The fix the message names works.
-    let out = run_in(
-        &server.endpoint,
-        dir.path(),
-        &cache,
-        &["remove", "Kernels-Community/RELU"],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        fs_err::read_to_string(dir.path().join("pyproject.toml")).unwrap(),
-        PYPROJECT
-    );
+    context.run_ok(&["remove", "Kernels-Community/RELU"]);
+    assert_eq!(context.read("pyproject.toml"), PYPROJECT);
 }
 
 #[test]
 fn project_flag_and_positional_must_agree() {
-    let server = Server::bundled();
-    let dir = locked_project(&server);
+    let context = locked_project();
     let other = tempfile::tempdir().unwrap();
-    let out = run_in(
-        &server.endpoint,
-        dir.path(),
-        &dir.path().join(".cache"),
-        &[
+    snapshot!(
+        "two_project_directories",
+        context.run(&[
             "lock",
             "--check",
             "--project",
             other.path().to_str().unwrap(),
             ".",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("two project directories given"),
-        "{}",
-        stderr(&out)
+        ])
     );
     let out = run_in(
-        &server.endpoint,
+        &context,
         other.path(),
-        &dir.path().join(".cache"),
-        &["lock", "--check", "--project", dir.path().to_str().unwrap()],
+        &[
+            "lock",
+            "--check",
+            "--project",
+            context.project.to_str().unwrap(),
+        ],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{out:?}");
 }

@@ -6,7 +6,7 @@ use std::process::Output;
 use serde_json::Value;
 
 use kernels_test_support as common;
-use kernels_test_support::{GELU_SHA, World, assert_ok, cdn_requests, stderr};
+use kernels_test_support::{GELU_SHA, TestContext, assert_ok, cdn_requests, stderr};
 
 /// The `Authorization` values the Hub listener received.
 fn hub_auth(log: &[Value]) -> Vec<String> {
@@ -22,7 +22,7 @@ fn hub_auth(log: &[Value]) -> Vec<String> {
 }
 
 /// `kernels download` with exactly the given token sources.
-fn download(world: &World, env: &[(&str, &str)], hf_home: &std::path::Path) -> Output {
+fn download(world: &TestContext, env: &[(&str, &str)], hf_home: &std::path::Path) -> Output {
     let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
     cmd.arg("download")
         .arg(&world.project)
@@ -36,7 +36,7 @@ fn download(world: &World, env: &[(&str, &str)], hf_home: &std::path::Path) -> O
 
 #[test]
 fn token_sources_in_order_and_never_sent_to_the_cdn() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let home = world.cache.parent().unwrap().join("home");
     fs_err::create_dir_all(&home).unwrap();
@@ -89,7 +89,7 @@ fn token_never_appears_in_output() {
     const SECRET: &str = "hf_SeCrEtToKeN4242xyzzy";
     const SECRET_SHA: &str = "3333333333333333333333333333333333333333";
     // A private repo that only another token may read, next to the public ones.
-    let world = World::with_mirror(|mirror| {
+    let world = TestContext::world_with(|mirror| {
         let repo = mirror.join("repos/kernels/acme/secret");
         let tree = repo.join("commits/c1/tree/build/torch-cpu");
         fs_err::create_dir_all(&tree).unwrap();
@@ -196,11 +196,11 @@ fn token_never_appears_in_output() {
 
 #[test]
 fn a_download_server_refusal_is_not_blamed_on_the_token() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     // The CDN refuses the signed URL (as an expired one is refused).
     world.fault(serde_json::json!({"listener": "cdn", "status": 403, "count": 10}));
-    let hf_home = world._tmp.path().join("hf-home");
+    let hf_home = world.tmp.path().join("hf-home");
     let out = download(&world, &[("HF_TOKEN", "hf_test_token")], &hf_home);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");

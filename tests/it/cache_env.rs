@@ -11,10 +11,10 @@ use std::process::{Command, Output};
 
 use kernels_test_support as common;
 use kernels_test_support::{
-    GELU_SHA, MirrorFile, RELU_SHA, World, assert_ok, gelu_files, relu_files, stderr,
+    GELU_SHA, MirrorFile, RELU_SHA, TestContext, assert_ok, gelu_files, relu_files, stderr,
 };
 
-fn repo_dir(world: &World, repo: &str) -> PathBuf {
+fn repo_dir(world: &TestContext, repo: &str) -> PathBuf {
     world
         .cache
         .join(format!("kernels--{}", repo.replace('/', "--")))
@@ -38,7 +38,7 @@ fn listing(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-fn kernels_cmd(world: &World, args: &[&str]) -> Command {
+fn kernels_cmd(world: &TestContext, args: &[&str]) -> Command {
     let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
     cmd.args(args);
     cmd
@@ -46,7 +46,7 @@ fn kernels_cmd(world: &World, args: &[&str]) -> Command {
 
 /// Runs `kernels ARGS` in a mount namespace where `world.cache` is a
 /// read-only bind mount of itself.
-fn read_only(world: &World, args: &[&str]) -> Output {
+fn read_only(world: &TestContext, args: &[&str]) -> Output {
     let inner = kernels_cmd(world, args);
     let mut cmd = Command::new("unshare");
     cmd.args([
@@ -67,19 +67,15 @@ fn read_only(world: &World, args: &[&str]) -> Output {
     cmd.output().unwrap()
 }
 
-fn project(world: &World) -> String {
-    world.project.display().to_string()
-}
-
 #[test]
 fn complete_read_only_cache_downloads_and_verifies_creating_nothing() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     assert_ok(&world.download(&["--all-variants"]));
     // Remove the lock files: a root-owned layer has none we could open.
     fs_err::remove_dir_all(world.cache.join(".locks")).unwrap();
     let before = listing(&world.cache);
-    let p = project(&world);
+    let p = world.project.display().to_string();
     for args in [
         vec!["download", &p, "--all-variants"],
         vec!["download", &p, "--all-variants", "--offline"],
@@ -112,7 +108,7 @@ fn complete_read_only_cache_downloads_and_verifies_creating_nothing() {
 
 #[test]
 fn without_flock_one_warning_and_atomic_writes() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let out = world.download_with(
         &["--all-variants"],
@@ -131,15 +127,22 @@ fn without_flock_one_warning_and_atomic_writes() {
         assert!(!name.contains(".incomplete"), "partial file left: {name}");
     }
     assert_ok(
-        &kernels_cmd(&world, &["verify", &project(&world), "--all-variants"])
-            .output()
-            .unwrap(),
+        &kernels_cmd(
+            &world,
+            &[
+                "verify",
+                &world.project.display().to_string(),
+                "--all-variants",
+            ],
+        )
+        .output()
+        .unwrap(),
     );
 }
 
 #[test]
 fn without_symlinks_files_are_copies_like_huggingface_hub() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
     let out = world.download_with(&["--all-variants"], &[("HF_HUB_DISABLE_SYMLINKS", "1")]);
     // Asked for explicitly: no warning (huggingface_hub warns only when a probe fails).
@@ -157,9 +160,16 @@ fn without_symlinks_files_are_copies_like_huggingface_hub() {
     // New blobs were moved into the snapshot, as huggingface_hub does.
     let blobs = repo_dir(&world, "acme/relu").join("blobs");
     assert_eq!(fs_err::read_dir(&blobs).map(|d| d.count()).unwrap_or(0), 0);
-    let out = kernels_cmd(&world, &["verify", &project(&world), "--all-variants"])
-        .output()
-        .unwrap();
+    let out = kernels_cmd(
+        &world,
+        &[
+            "verify",
+            &world.project.display().to_string(),
+            "--all-variants",
+        ],
+    )
+    .output()
+    .unwrap();
     assert_ok(&out);
     assert!(
         stderr(&out).contains("copies instead of links"),
@@ -175,10 +185,10 @@ fn without_symlinks_files_are_copies_like_huggingface_hub() {
 #[test]
 fn dereferenced_copies_are_accepted_and_left_alone() {
     for tool in ["cp", "tar"] {
-        let world = World::new();
+        let world = TestContext::world();
         world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
         assert_ok(&world.download(&["--all-variants"]));
-        let copy = world._tmp.path().join(format!("copy-{tool}"));
+        let copy = world.tmp.path().join(format!("copy-{tool}"));
         let status = if tool == "cp" {
             Command::new("cp")
                 .arg("-rL")
@@ -199,7 +209,7 @@ fn dereferenced_copies_are_accepted_and_left_alone() {
             let mut cmd = common::kernels(&world.server.endpoint, &copy);
             cmd.args(args).output().unwrap()
         };
-        let p = project(&world);
+        let p = world.project.display().to_string();
         let out = run(&["verify", &p, "--all-variants"]);
         assert_ok(&out);
         assert!(
@@ -232,7 +242,7 @@ fn a_250_byte_file_name_downloads() {
         },
     ];
     let files2 = files.clone();
-    let world = World::with_mirror(move |mirror| {
+    let world = TestContext::world_with(move |mirror| {
         kernels_test_support::write_repo(
             mirror,
             "acme/long",
@@ -254,14 +264,14 @@ fn a_250_byte_file_name_downloads() {
 
 #[test]
 fn planted_symlinks_are_never_followed() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
-    let sandbox = world._tmp.path().join("outside");
+    let sandbox = world.tmp.path().join("outside");
     fs_err::create_dir_all(&sandbox).unwrap();
     fs_err::write(sandbox.join("victim"), b"keep me").unwrap();
     let repo = repo_dir(&world, "acme/gelu");
     let so = gelu_files().into_iter().find(|f| f.lfs()).unwrap();
-    let p = project(&world);
+    let p = world.project.display().to_string();
 
     // 1. blobs/<sha>.incomplete -> an outside file.
     fs_err::create_dir_all(repo.join("blobs")).unwrap();
@@ -328,7 +338,7 @@ fn planted_symlinks_are_never_followed() {
 
 #[test]
 fn unlocked_variant_in_the_snapshot_is_an_error() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     assert_ok(&world.download(&["--all-variants"]));
@@ -338,7 +348,7 @@ fn unlocked_variant_in_the_snapshot_is_an_error() {
         .join("build/torch-planted");
     fs_err::create_dir_all(&planted).unwrap();
     fs_err::write(planted.join("__init__.py"), b"evil\n").unwrap();
-    let p = project(&world);
+    let p = world.project.display().to_string();
     for args in [
         vec!["verify", &p, "--all-variants"],
         vec!["download", &p, "--all-variants", "--offline"],
@@ -352,7 +362,7 @@ fn unlocked_variant_in_the_snapshot_is_an_error() {
 
 #[test]
 fn refs_let_the_runtime_resolve_the_version_offline() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     assert_ok(&world.download(&["--all-variants"]));
     let r = repo_dir(&world, "acme/gelu").join("refs/v1");
@@ -360,7 +370,7 @@ fn refs_let_the_runtime_resolve_the_version_offline() {
 }
 
 /// Runs `sh -c SCRIPT` in a mount namespace where `world.cache` is a tmpfs of `size`.
-fn on_small_tmpfs(world: &World, size: &str, args: &[&str]) -> Output {
+fn on_small_tmpfs(world: &TestContext, size: &str, args: &[&str]) -> Output {
     let inner = kernels_cmd(world, args);
     fs_err::create_dir_all(&world.cache).unwrap();
     let mut cmd = Command::new("unshare");
@@ -380,12 +390,16 @@ fn on_small_tmpfs(world: &World, size: &str, args: &[&str]) -> Output {
 
 #[test]
 fn small_disk_fails_early_with_both_figures_and_prune_cleans_up() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let out = on_small_tmpfs(
         &world,
         "8k",
-        &["download", &project(&world), "--all-variants"],
+        &[
+            "download",
+            &world.project.display().to_string(),
+            "--all-variants",
+        ],
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -407,12 +421,19 @@ fn small_disk_fails_early_with_both_figures_and_prune_cleans_up() {
 
 #[test]
 fn disk_filling_mid_download_is_one_error_with_figures_and_resumes() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/relu", RELU_SHA)]);
     // Every CDN answer (the `.so` blobs) waits 2 s; another process fills
     // the 1 MiB cache disk in the meantime, after the free-space check passed.
     world.fault(serde_json::json!({"listener": "cdn", "latency_ms": 2000, "count": 3}));
-    let download = kernels_cmd(&world, &["download", &project(&world), "--all-variants"]);
+    let download = kernels_cmd(
+        &world,
+        &[
+            "download",
+            &world.project.display().to_string(),
+            "--all-variants",
+        ],
+    );
     fs_err::create_dir_all(&world.cache).unwrap();
     let script = r#"
         cache="$1"; shift
@@ -471,7 +492,7 @@ fn disk_filling_mid_download_is_one_error_with_figures_and_resumes() {
 
 #[test]
 fn cache_dir_and_ls() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     assert_ok(&world.download(&["--all-variants"]));
     let out = kernels_cmd(&world, &["cache", "dir"]).output().unwrap();

@@ -5,46 +5,14 @@
 //! `INSTA_UPDATE=always` to rewrite them).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use kernels_test_support::snapshot::SnapshotText;
-use kernels_test_support::{self as common, Server, snapshot};
-
-/// A `kernels` command run in `dir` against `endpoint` with an empty cache
-/// (`http://127.0.0.1:9` is never listening: any request fails).
-fn kernels_in(dir: &Path, endpoint: &str, cache: &Path) -> Command {
-    let mut cmd = common::kernels(endpoint, cache);
-    cmd.current_dir(dir);
-    cmd
-}
-
-const NO_HUB: &str = "http://127.0.0.1:9";
-
-fn project(pyproject: &str, lock: Option<&str>) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    fs_err::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
-    if let Some(lock) = lock {
-        fs_err::write(dir.path().join("kernels.lock"), lock).unwrap();
-    }
-    dir
-}
+use kernels_test_support::{self as common, NO_HUB, TestContext, snapshot};
 
 /// Exit code, then stdout and stderr (unfiltered, for assertion messages).
 fn rendered(output: &Output) -> String {
     output.snapshot_text()
-}
-
-/// Collapses runs of whitespace (diagnostics wrap at 80 columns).
-fn squash(text: &[u8]) -> String {
-    String::from_utf8_lossy(text)
-        .split_whitespace()
-        .filter(|w| *w != "│")
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.output().expect("run kernels")
 }
 
 /// Every visible command path (`[]`, `["lock"]`, …).
@@ -66,13 +34,16 @@ fn command_paths() -> Vec<Vec<String>> {
 
 #[test]
 fn every_help_is_snapshot_tested() {
-    let cache = tempfile::tempdir().unwrap();
+    let context = TestContext::new();
     let paths = command_paths();
     assert!(paths.len() >= 6, "{paths:?}");
     for path in paths {
-        let output = run(kernels_in(Path::new("."), NO_HUB, cache.path())
+        let output = context
+            .kernels_without_hub()
             .args(&path)
-            .arg("--help"));
+            .arg("--help")
+            .output()
+            .unwrap();
         assert!(output.status.success(), "{path:?}");
         let name = if path.is_empty() {
             "help_kernels".to_owned()
@@ -85,9 +56,7 @@ fn every_help_is_snapshot_tested() {
 
 #[test]
 fn cli_reference_is_fresh() {
-    let cache = tempfile::tempdir().unwrap();
-    let output =
-        run(kernels_in(Path::new("."), NO_HUB, cache.path()).arg("generate-cli-reference"));
+    let output = TestContext::new().run(&["generate-cli-reference"]);
     assert!(output.status.success());
     let generated = String::from_utf8(output.stdout).unwrap();
     let path = common::repo_root().join("docs/cli.md");
@@ -106,15 +75,14 @@ fn cli_reference_is_fresh() {
 
 #[test]
 fn version_and_completions() {
-    let cache = tempfile::tempdir().unwrap();
-    let version = run(kernels_in(Path::new("."), NO_HUB, cache.path()).arg("--version"));
+    let context = TestContext::new();
+    let version = context.run(&["--version"]);
     assert_eq!(
         String::from_utf8_lossy(&version.stdout),
         format!("kernels {}\n", env!("CARGO_PKG_VERSION"))
     );
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
-        let output =
-            run(kernels_in(Path::new("."), NO_HUB, cache.path()).args(["completions", shell]));
+        let output = context.run(&["completions", shell]);
         assert!(output.status.success(), "{shell}");
         let script = String::from_utf8_lossy(&output.stdout);
         assert!(
@@ -139,7 +107,7 @@ relu = 1
 
 #[test]
 fn manifest_diagnostics() {
-    let cache = tempfile::tempdir().unwrap();
+    let context = TestContext::new();
     let cases = [
         ("diag_many_problems", BAD_MANIFEST.to_owned()),
         (
@@ -152,42 +120,39 @@ fn manifest_diagnostics() {
         ),
     ];
     for (name, text) in cases {
-        let dir = project(&text, None);
-        let output =
-            run(kernels_in(dir.path(), NO_HUB, cache.path()).args(["lock", "--color", "never"]));
+        context.write("pyproject.toml", &text);
+        let output = context
+            .kernels_without_hub()
+            .args(["lock", "--color", "never"])
+            .output()
+            .unwrap();
         assert_eq!(output.status.code(), Some(1), "{name}");
-        assert!(!dir.path().join("kernels.lock").exists());
+        assert!(!context.project.join("kernels.lock").exists());
         snapshot!(name, output);
     }
 }
 
 #[test]
 fn resolution_and_network_diagnostics() {
-    let server = Server::bundled();
-    let cache = tempfile::tempdir().unwrap();
-    let dir = project(
+    let context = TestContext::new().with_pyproject(
         "[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=5\"\n\"nobody/nothing\" = 1\n",
-        None,
     );
-    let output =
-        run(kernels_in(dir.path(), &server.endpoint, cache.path())
-            .args(["lock", "--color", "never"]));
-    let text = rendered(&output);
-    assert!(text.contains("closest: 0.2.0") && text.contains("RepoNotFound"));
-    assert!(text.contains("request id"));
+    let output = context.run(&["lock", "--color", "never"]);
     snapshot!("diag_resolution_and_network", output);
 }
 
 #[test]
 fn color_follows_the_flag() {
-    let cache = tempfile::tempdir().unwrap();
-    let dir = project("[tool.kernels.dependencies]\nrelu = 1\n", None);
-    let colored =
-        run(kernels_in(dir.path(), NO_HUB, cache.path()).args(["lock", "--color", "always"]));
+    let context = TestContext::new().with_pyproject("[tool.kernels.dependencies]\nrelu = 1\n");
+    let colored = context
+        .kernels_without_hub()
+        .args(["lock", "--color", "always"])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&colored.stderr).contains("\u{1b}["));
     for args in [&["lock", "--color", "never"][..], &["lock"][..]] {
         // `common::kernels` sets NO_COLOR, which `auto` obeys.
-        let plain = run(kernels_in(dir.path(), NO_HUB, cache.path()).args(args));
+        let plain = context.kernels_without_hub().args(args).output().unwrap();
         assert!(
             !String::from_utf8_lossy(&plain.stderr).contains("\u{1b}["),
             "{args:?}"
@@ -197,28 +162,32 @@ fn color_follows_the_flag() {
 
 const TWO_DEPS: &str = "[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.2\"\n\"kernels-community/relu\" = 1\n";
 
-/// Locks `TWO_DEPS` against the bundled mirror; returns the project and lock text.
-fn locked_project(server: &Server) -> (tempfile::TempDir, String) {
-    let cache = tempfile::tempdir().unwrap();
-    let dir = project(TWO_DEPS, None);
-    let output = run(kernels_in(dir.path(), &server.endpoint, cache.path()).arg("lock"));
-    assert!(output.status.success(), "{}", rendered(&output));
-    let lock = fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap();
-    (dir, lock)
+/// Locks `TWO_DEPS` against the bundled mirror, then empties the cache; returns
+/// the context and the lock text.
+fn locked_project() -> (TestContext, String) {
+    let context = TestContext::new().with_pyproject(TWO_DEPS);
+    context.run_ok(&["lock"]);
+    if context.cache.exists() {
+        fs_err::remove_dir_all(&context.cache).unwrap();
+    }
+    let lock = context.lockfile();
+    (context, lock)
 }
 
 #[test]
 fn lock_check_online_and_offline() {
-    let server = Server::bundled();
-    let cache = tempfile::tempdir().unwrap();
-    let (dir, lock) = locked_project(&server);
+    let (context, lock) = locked_project();
     let check = |extra: &[&str], endpoint: &str| {
-        run(kernels_in(dir.path(), endpoint, cache.path())
+        context
+            .kernels()
+            .env("HF_ENDPOINT", endpoint)
             .args(["lock", "--check"])
-            .args(extra))
+            .args(extra)
+            .output()
+            .unwrap()
     };
     // Fresh: online and offline (offline with no Hub at all).
-    let online = check(&[], &server.endpoint);
+    let online = check(&[], context.endpoint());
     assert_eq!(online.status.code(), Some(0), "{}", rendered(&online));
     let offline = check(&["--offline"], NO_HUB);
     assert_eq!(offline.status.code(), Some(0), "{}", rendered(&offline));
@@ -233,15 +202,11 @@ fn lock_check_online_and_offline() {
             .commit
             .clone();
     let old = "0123456789abcdef0123456789abcdef01234567";
-    fs_err::write(
-        dir.path().join("kernels.lock"),
-        lock.replace(&activation_commit, old),
-    )
-    .unwrap();
-    let stale = check(&[], &server.endpoint);
+    context.write("kernels.lock", &lock.replace(&activation_commit, old));
+    let stale = check(&[], context.endpoint());
     assert_eq!(stale.status.code(), Some(1));
     snapshot!("check_online_stale", stale);
-    let json = check(&["--format", "json"], &server.endpoint);
+    let json = check(&["--format", "json"], context.endpoint());
     assert_eq!(json.status.code(), Some(1));
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(doc["up_to_date"], false);
@@ -256,22 +221,16 @@ fn lock_check_online_and_offline() {
     // Offline, for another runtime: 0.17 does not read the `>=0.0.2` string
     // (reported before the lock's format is looked at).
     let other_runtime = check(&["--offline", "--target-runtime", "0.17.2"], NO_HUB);
-    assert_eq!(other_runtime.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&other_runtime.stderr).contains("kernels 0.17.2 cannot read this"),
-        "{}",
-        String::from_utf8_lossy(&other_runtime.stderr)
-    );
+    snapshot!("check_offline_other_runtime", other_runtime);
 
     // Structural staleness is caught offline.
-    fs_err::write(
-        dir.path().join("pyproject.toml"),
-        TWO_DEPS.replace(
+    context.write(
+        "pyproject.toml",
+        &TWO_DEPS.replace(
             "\"kernels-community/relu\" = 1\n",
             "\"kernels-community/rotary\" = 1\n",
         ),
-    )
-    .unwrap();
+    );
     let offline = check(&["--offline"], NO_HUB);
     assert_eq!(offline.status.code(), Some(1));
     snapshot!("check_offline_stale", offline);
@@ -279,22 +238,18 @@ fn lock_check_online_and_offline() {
     assert_eq!(quiet.status.code(), Some(1));
     assert!(quiet.stderr.is_empty() && quiet.stdout.is_empty());
     // Nothing was written by any check.
-    assert_eq!(
-        fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap(),
-        lock.replace(&activation_commit, old)
-    );
+    assert_eq!(context.lockfile(), lock.replace(&activation_commit, old));
 }
 
 #[test]
 fn offline_check_uses_cache_refs() {
-    let server = Server::bundled();
-    let (dir, _) = locked_project(&server);
-    let cache = tempfile::tempdir().unwrap();
+    let (context, _) = locked_project();
     // Download by branch/tag with the Python-compatible cache layout: write the refs
     // a download by revision leaves behind.
-    let lock = kernels::lock::format::Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
+    let lock =
+        kernels::lock::format::Lockfile::read(&context.project.join("kernels.lock")).unwrap();
     let kernels = lock.locked_kernels(Path::new("kernels.lock")).unwrap();
-    let hub = kernels_cache::HubCache::new(cache.path());
+    let hub = kernels_cache::HubCache::new(&context.cache);
     let repo = |k: &kernels::lock::format::LockedKernel| {
         hub.repo(&k.repo_id, kernels_types::wire::RepoType::Kernel)
     };
@@ -304,22 +259,19 @@ fn offline_check_uses_cache_refs() {
     repo(&kernels[1])
         .write_ref("v1", &kernels[1].commit)
         .unwrap();
-    let output = run(kernels_in(dir.path(), NO_HUB, cache.path()).args([
-        "lock",
-        "--check",
-        "--offline",
-        "-v",
-    ]));
+    let output = context
+        .kernels_without_hub()
+        .args(["lock", "--check", "--offline", "-v"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", rendered(&output));
     snapshot!("check_offline_cache_refs", output);
 }
 
 #[test]
 fn lock_state_flags() {
-    let server = Server::bundled();
-    let cache = tempfile::tempdir().unwrap();
-    let (dir, lock) = locked_project(&server);
-    let manifest = dir.path().join("pyproject.toml");
+    let (context, lock) = locked_project();
+    let manifest = context.project.join("pyproject.toml");
     fs_err::write(
         &manifest,
         format!("{TWO_DEPS}\"kernels-community/rotary\" = \">=0.0.1\"\n"),
@@ -327,66 +279,60 @@ fn lock_state_flags() {
     .unwrap();
 
     // `kernels lock --locked` / KERNELS_LOCKED: fail, write nothing.
-    let locked =
-        run(kernels_in(dir.path(), &server.endpoint, cache.path()).args(["lock", "--locked"]));
-    assert_eq!(locked.status.code(), Some(1), "{}", rendered(&locked));
-    assert!(
-        squash(&locked.stderr).contains("--locked forbids updating it"),
-        "{}",
-        rendered(&locked)
-    );
-    let env = run(kernels_in(dir.path(), &server.endpoint, cache.path())
+    snapshot!("lock_locked_stale", context.run(&["lock", "--locked"]));
+    let env = context
+        .kernels()
         .arg("lock")
-        .env("KERNELS_LOCKED", "1"));
+        .env("KERNELS_LOCKED", "1")
+        .output()
+        .unwrap();
     assert_eq!(env.status.code(), Some(1));
-    assert_eq!(
-        fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap(),
-        lock
-    );
+    assert_eq!(context.lockfile(), lock);
 
     // `kernels download --locked` refuses the stale lock before downloading.
-    let download = run(kernels_in(dir.path(), NO_HUB, cache.path()).args([
-        "download",
-        "--locked",
-        "--offline",
-        "--all-variants",
-    ]));
+    let download = context
+        .kernels_without_hub()
+        .args(["download", "--locked", "--offline", "--all-variants"])
+        .output()
+        .unwrap();
     assert_eq!(download.status.code(), Some(1));
     snapshot!("download_locked_stale", download);
 
     // KERNELS_FROZEN: `kernels lock` refuses to update; `lock --check` ignores it.
-    let frozen = run(kernels_in(dir.path(), &server.endpoint, cache.path())
+    let frozen = context
+        .kernels()
         .arg("lock")
-        .env("KERNELS_FROZEN", "1"));
-    assert_eq!(frozen.status.code(), Some(1));
-    assert!(squash(&frozen.stderr).contains("is frozen"));
-    let check = run(kernels_in(dir.path(), NO_HUB, cache.path())
+        .env("KERNELS_FROZEN", "1")
+        .output()
+        .unwrap();
+    snapshot!("lock_frozen_stale", frozen);
+    let check = context
+        .kernels_without_hub()
         .args(["lock", "--check", "--offline"])
-        .env("KERNELS_FROZEN", "1"));
+        .env("KERNELS_FROZEN", "1")
+        .output()
+        .unwrap();
     assert_eq!(check.status.code(), Some(1));
     // KERNELS_OFFLINE and HF_HUB_OFFLINE make the check offline.
     for var in ["KERNELS_OFFLINE", "HF_HUB_OFFLINE"] {
-        let offline = run(kernels_in(dir.path(), NO_HUB, cache.path())
+        let offline = context
+            .kernels_without_hub()
             .args(["lock", "--check"])
-            .env(var, "1"));
-        assert!(
-            String::from_utf8_lossy(&offline.stderr).contains("kernels-community/rotary: added"),
-            "{var}: {}",
-            rendered(&offline)
-        );
+            .env(var, "1")
+            .output()
+            .unwrap();
+        snapshot!(format!("check_offline_by_{var}"), offline);
     }
 
     // Up to date again: --locked passes and writes nothing new.
     fs_err::write(&manifest, TWO_DEPS).unwrap();
-    let ok = run(kernels_in(dir.path(), &server.endpoint, cache.path()).args(["lock", "--locked"]));
+    let ok = context.run(&["lock", "--locked"]);
     assert_eq!(ok.status.code(), Some(0), "{}", rendered(&ok));
 }
 
 #[test]
 fn conflicted_lock_is_reported_and_repaired() {
-    let server = Server::bundled();
-    let cache = tempfile::tempdir().unwrap();
-    let (dir, lock) = locked_project(&server);
+    let (context, lock) = locked_project();
     let kernels = kernels::lock::format::Lockfile::parse(&lock, Path::new("kernels.lock"))
         .unwrap()
         .locked_kernels(Path::new("kernels.lock"))
@@ -403,35 +349,25 @@ fn conflicted_lock_is_reported_and_repaired() {
         &format!("<<<<<<< HEAD\n    {ours}\n=======\n    {theirs}\n>>>>>>> feature\n"),
     );
     assert!(conflicted.contains("<<<<<<<"), "{conflicted}");
-    fs_err::write(dir.path().join("kernels.lock"), &conflicted).unwrap();
+    context.write("kernels.lock", &conflicted);
 
-    let check =
-        run(kernels_in(dir.path(), NO_HUB, cache.path()).args(["lock", "--check", "--offline"]));
+    let check = context
+        .kernels_without_hub()
+        .args(["lock", "--check", "--offline"])
+        .output()
+        .unwrap();
     assert_eq!(check.status.code(), Some(1));
     snapshot!("check_conflict", check);
 
-    let repair = run(kernels_in(dir.path(), &server.endpoint, cache.path()).arg("lock"));
-    assert!(repair.status.success(), "{}", rendered(&repair));
-    let repaired = fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap();
     // The agreed entry is kept as is; only relu was resolved again.
-    assert_eq!(repaired, base);
-    let stderr = String::from_utf8_lossy(&repair.stderr);
-    assert!(
-        stderr.contains("had merge conflicts in kernels-community/relu"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("Locked kernels-community/relu"));
-    assert!(!stderr.contains("Locked kernels-community/activation"));
+    snapshot!("lock_repairs_conflict", context.run_ok(&["lock"]));
+    assert_eq!(context.lockfile(), base);
 }
 
 #[test]
 fn lock_format_json() {
-    let server = Server::bundled();
-    let cache = tempfile::tempdir().unwrap();
-    let dir = project(TWO_DEPS, None);
-    let output =
-        run(kernels_in(dir.path(), &server.endpoint, cache.path())
-            .args(["lock", "--format", "json"]));
+    let context = TestContext::new().with_pyproject(TWO_DEPS);
+    let output = context.run(&["lock", "--format", "json"]);
     assert!(output.status.success(), "{}", rendered(&output));
     assert!(output.stderr.is_empty(), "{}", rendered(&output));
     let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -460,22 +396,13 @@ fn lock_format_json() {
             .as_array()
             .is_some_and(|v| !v.is_empty())
     );
-    let again =
-        run(kernels_in(dir.path(), &server.endpoint, cache.path())
-            .args(["lock", "--format", "json"]));
+    let again = context.run(&["lock", "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(doc["written"], false);
     // Nothing was locked: text mode says up to date, and `locked` is empty.
     assert_eq!(doc["locked"], serde_json::json!([]), "{doc:#}");
     assert_eq!(doc["changes"], serde_json::json!([]), "{doc:#}");
-    let upgraded = run(
-        kernels_in(dir.path(), &server.endpoint, cache.path()).args([
-            "lock",
-            "--upgrade",
-            "--format",
-            "json",
-        ]),
-    );
+    let upgraded = context.run(&["lock", "--upgrade", "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_slice(&upgraded.stdout).unwrap();
     assert_eq!(doc["locked"], serde_json::json!([]), "{doc:#}");
 }
@@ -485,32 +412,22 @@ fn lock_format_json() {
 /// removed dependency, so they are not reported as stale.
 #[test]
 fn offline_check_accepts_transitive_entries_of_a_kernel_locks_file() {
-    let fixture =
-        common::repo_root().join("fixtures/projects/kernels-tests-kernel_locking-97dab31e");
-    let dir = tempfile::tempdir().unwrap();
+    const FIXTURE: &str = "kernels-tests-kernel_locking-97dab31e";
+    let context = TestContext::new().with_fixture_project(FIXTURE);
     fs_err::copy(
-        fixture.join("pyproject.toml"),
-        dir.path().join("pyproject.toml"),
+        common::repo_root()
+            .join("fixtures/projects")
+            .join(FIXTURE)
+            .join("kernels.lock.real"),
+        context.project.join("kernels.lock"),
     )
     .unwrap();
-    fs_err::copy(
-        fixture.join("kernels.lock.real"),
-        dir.path().join("kernels.lock"),
-    )
-    .unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let output = run(kernels_in(dir.path(), NO_HUB, cache.path()).args([
-        "lock",
-        "--check",
-        "--offline",
-        "-v",
-    ]));
-    assert_eq!(output.status.code(), Some(0), "{}", rendered(&output));
-    assert!(
-        rendered(&output).contains("kernels-community/einops"),
-        "{}",
-        rendered(&output)
-    );
+    let output = context
+        .kernels_without_hub()
+        .args(["lock", "--check", "--offline", "-v"])
+        .output()
+        .unwrap();
+    snapshot!("check_offline_transitive_entries", output);
 }
 
 /// `kernels … | head`: a reader that goes away ends the command quietly with

@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 
 use kernels_test_support as common;
 use kernels_test_support::{
-    GELU_SHA, RELU_SHA, World, assert_layout, gelu_files, relu_files, variants,
+    GELU_SHA, RELU_SHA, TestContext, assert_layout, gelu_files, relu_files, variants,
 };
 
 fn spawn(mut cmd: Command) -> std::process::Child {
@@ -17,7 +17,7 @@ fn spawn(mut cmd: Command) -> std::process::Child {
 
 #[test]
 fn four_of_ours_and_python_share_one_cache() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     // Slow LFS responses so that the downloads overlap.
@@ -75,7 +75,7 @@ fn four_of_ours_and_python_share_one_cache() {
 /// two use the same lock file and the same `flock`.
 #[test]
 fn python_waits_for_our_blob_lock() {
-    let world = World::new();
+    let world = TestContext::world();
     let gelu_so = gelu_files()[1].clone();
     let repo = kernels_cache::HubCache::new(&world.cache).repo(
         &"acme/gelu".parse().unwrap(),
@@ -113,7 +113,7 @@ fn python_waits_for_our_blob_lock() {
 fn we_wait_for_pythons_filelock() {
     use std::io::{BufRead, BufReader, Write};
 
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let gelu_so = gelu_files()[1].clone();
     let repo = kernels_cache::HubCache::new(&world.cache).repo(

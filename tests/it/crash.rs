@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use kernels_test_support::{
-    RELU_SHA, World, assert_cache_verified, assert_layout, assert_ok, python_reads_snapshot,
+    RELU_SHA, TestContext, assert_cache_verified, assert_layout, assert_ok, python_reads_snapshot,
     relu_files, variants,
 };
 
@@ -48,7 +48,7 @@ fn present_bytes(blobs_dir: &Path, wanted: &BTreeMap<String, u64>) -> u64 {
 
 #[test]
 fn sigkill_at_random_points_keeps_the_cache_valid_and_resumable() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     let wanted = blob_sizes();

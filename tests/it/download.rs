@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use kernels_test_support::world::*;
-use kernels_test_support::{self as common, Server};
+use kernels_test_support::{self as common, Server, TestContext, snapshot};
 
 fn expected_paths(files: &[MirrorFile]) -> Vec<String> {
     let mut out: Vec<String> = variants(files)
@@ -20,16 +20,12 @@ fn expected_paths(files: &[MirrorFile]) -> Vec<String> {
 
 #[test]
 fn all_variants_writes_the_hf_layout_and_second_run_fetches_nothing() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     let out = world.download(&["--all-variants"]);
     assert_ok(&out);
-    let err = stderr(&out);
-    assert!(
-        err.contains("Downloaded acme/relu@1111111: 4 variants, 8 files"),
-        "{err}"
-    );
+    snapshot!("all_variants_cold", out);
 
     let repo_dir = world.repo_dir("kernel", "acme/relu");
     let wanted: Vec<MirrorFile> = variants(&relu).into_values().flatten().collect();
@@ -60,11 +56,7 @@ fn all_variants_writes_the_hf_layout_and_second_run_fetches_nothing() {
     world.reset();
     let again = world.download(&["--all-variants"]);
     assert_ok(&again);
-    assert!(
-        stderr(&again).contains("8 files, ") && stderr(&again).contains("Cached "),
-        "{}",
-        stderr(&again)
-    );
+    snapshot!("all_variants_warm", again);
     let log = world.requests();
     assert!(
         resolve_requests(&log).is_empty(),
@@ -76,7 +68,7 @@ fn all_variants_writes_the_hf_layout_and_second_run_fetches_nothing() {
 
 #[test]
 fn warm_no_op_makes_no_request_unless_refreshed() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     assert_ok(&world.download(&["--variant", "torch-cuda"]));
@@ -85,7 +77,7 @@ fn warm_no_op_makes_no_request_unless_refreshed() {
     world.reset();
     let out = world.download(&["--variant", "torch-cuda"]);
     assert_ok(&out);
-    assert!(stderr(&out).contains("all cached"), "{}", stderr(&out));
+    snapshot!("warm_no_op", out);
     assert_eq!(world.requests().len(), 0, "{:#?}", world.requests());
 
     // `--refresh` checks upstream: the listing (and, the lock naming no
@@ -131,7 +123,7 @@ fn warm_no_op_makes_no_request_unless_refreshed() {
 fn cdn_rejects_leaked_authorization() {
     // The CDN answers 400 to a request carrying Authorization (the default), so a
     // successful LFS download with HF_TOKEN set proves the header was stripped.
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let out = world.download(&["--variant", "torch-cuda"]);
     assert_ok(&out);
@@ -144,7 +136,7 @@ fn cdn_rejects_leaked_authorization() {
 
 #[test]
 fn explicit_variant_and_corrupted_blob_is_refetched() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     assert_ok(&world.download(&["--variant", "torch-cuda"]));
@@ -178,22 +170,19 @@ fn explicit_variant_and_corrupted_blob_is_refetched() {
 
 #[test]
 fn corrupt_transfer_is_retried_once_then_named() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     world.fault(serde_json::json!({"listener": "cdn", "count": 1, "corrupt": {"offset": 10}}));
     assert_ok(&world.download(&["--variant", "torch-cuda"]));
     assert_eq!(cdn_requests(&world.requests()).len(), 2);
 
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     world.fault(serde_json::json!({"listener": "cdn", "count": 2, "corrupt": {"offset": 10}}));
     let out = world.download(&["--variant", "torch-cuda"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let err = stderr(&out);
+    // The file, the expected digest and the kernel are named.
+    snapshot!("corrupt_transfer_twice", out);
     let so = &gelu_files()[1];
-    assert!(err.contains("build/torch-cuda/gelu/_ops.abi3.so"), "{err}");
-    assert!(err.contains(&so.etag()), "expected digest missing: {err}");
-    assert!(err.contains("acme/gelu"), "{err}");
     let repo_dir = world.repo_dir("kernel", "acme/gelu");
     assert!(!repo_dir.join("blobs").join(so.etag()).exists());
     assert!(
@@ -207,7 +196,7 @@ fn corrupt_transfer_is_retried_once_then_named() {
 
 #[test]
 fn failures_name_every_failing_kernel() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     let mut wrong = gelu_files();
     wrong[0].content = b"stale\n".to_vec();
@@ -217,12 +206,7 @@ fn failures_name_every_failing_kernel() {
         ("acme/gelu", GELU_SHA, &wrong),
     ]);
     let out = world.download(&["--variant", "torch-universal"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains("2 of 3 kernels failed"), "{err}");
-    assert!(err.contains("acme/missing@1111111"), "{err}");
-    assert!(err.contains("acme/gelu@2222222"), "{err}");
-    assert!(!err.contains("acme/relu@1111111 ("), "{err}");
+    snapshot!("two_of_three_failed", out);
     // The good kernel is in place anyway.
     let relu_dir = world.repo_dir("kernel", "acme/relu");
     assert!(
@@ -236,18 +220,17 @@ fn failures_name_every_failing_kernel() {
 
 #[test]
 fn unknown_variant_lists_available_ones() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/relu", RELU_SHA)]);
-    let out = world.download(&["--variant", "torch-npu"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(err.contains("torch-npu"), "{err}");
-    assert!(err.contains("torch-cpu, torch-cuda"), "{err}");
+    snapshot!(
+        "unknown_variant",
+        world.download(&["--variant", "torch-npu"])
+    );
 }
 
 #[test]
 fn named_variants_apply_to_each_kernel_that_has_them() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/relu", RELU_SHA), ("acme/gelu", GELU_SHA)]);
     // gelu has no `torch-cpu`: each kernel takes the named variants it has.
     let out = world.download(&["--variant", "torch-cpu", "--variant", "torch-universal"]);
@@ -264,47 +247,39 @@ fn named_variants_apply_to_each_kernel_that_has_them() {
     assert!(snapshot("gelu", GELU_SHA).join("torch-universal").is_dir());
     assert!(!snapshot("gelu", GELU_SHA).join("torch-cpu").exists());
     // A kernel with none of the named variants is an error naming it.
-    let out = world.download(&["--variant", "torch-cpu"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(err.contains("acme/gelu"), "{err}");
+    snapshot!(
+        "no_named_variant",
+        world.download(&["--variant", "torch-cpu"])
+    );
 }
 
 #[test]
 fn variant_hash_lock_without_a_runtime_notes_the_models_cache() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
-    let out = world.download(&["--variant", "torch-cpu"]);
-    assert_ok(&out);
-    assert!(!stderr(&out).contains("`models--`"), "only with -v");
-    let out = world.download(&["--variant", "torch-cpu", "-v"]);
-    assert_ok(&out);
-    assert!(
-        stderr(&out).contains("read `models--` cache folders"),
-        "{}",
-        stderr(&out)
+    // The note only with -v, and not when the runtime is named.
+    snapshot!(
+        "models_note_quiet",
+        world.download(&["--variant", "torch-cpu"])
     );
-    let out = world.download(&["--variant", "torch-cpu", "--target-runtime", "0.16.2"]);
-    assert_ok(&out);
-    assert!(!stderr(&out).contains("`models--`"), "{}", stderr(&out));
+    snapshot!(
+        "models_note_verbose",
+        world.download(&["--variant", "torch-cpu", "-v"])
+    );
+    snapshot!(
+        "models_note_with_runtime",
+        world.download(&["--variant", "torch-cpu", "--target-runtime", "0.16.2"])
+    );
 }
 
 #[test]
 fn missing_or_broken_lock_is_a_clear_error() {
-    let world = World::new();
-    let out = world.download(&["--all-variants"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(
-        err.contains("kernels.lock") && err.contains("kernels lock"),
-        "{err}"
-    );
+    let world = TestContext::world();
+    snapshot!("missing_lock", world.download(&["--all-variants"]));
     assert!(!world.cache.exists(), "cache touched");
 
     fs_err::write(world.project.join("kernels.lock"), "{not json").unwrap();
-    let out = world.download(&["--all-variants"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("kernels.lock"), "{}", stderr(&out));
+    snapshot!("broken_lock", world.download(&["--all-variants"]));
     assert!(!world.cache.exists(), "cache touched");
     assert!(world.requests().is_empty());
 }
@@ -315,7 +290,7 @@ fn stub_torch() -> PathBuf {
 
 #[test]
 fn default_selection_follows_the_reference_order() {
-    let world = World::new();
+    let world = TestContext::world();
     // A variant-hash lock: read by runtimes with the exact (≤0.12) order.
     world.lock_a(&[
         ("acme/relu", RELU_SHA, &relu_files()),
@@ -401,7 +376,7 @@ fn default_selection_follows_the_reference_order() {
 
 #[test]
 fn no_torch_names_the_explicit_options() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/relu", RELU_SHA)]);
     let no_torch = world.project.join("no_torch");
     fs_err::create_dir_all(no_torch.join("torch")).unwrap();
@@ -423,7 +398,7 @@ fn no_torch_names_the_explicit_options() {
 
 #[test]
 fn python_hub_0_35_reads_model_type_download_offline() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     let out = world.download(&["--all-variants", "--repo-type", "model"]);
@@ -445,7 +420,7 @@ fn python_hub_0_35_reads_model_type_download_offline() {
 
 #[test]
 fn python_hub_2_4_reads_kernel_type_download_offline() {
-    let world = World::new();
+    let world = TestContext::world();
     let gelu = gelu_files();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     assert_ok(&world.download(&["--all-variants", "--concurrency", "1"]));
@@ -456,7 +431,7 @@ fn python_hub_2_4_reads_kernel_type_download_offline() {
 
 #[test]
 fn interrupted_download_resumes_with_range() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let so = gelu_files()[1].clone();
     world.fault(serde_json::json!({"listener": "cdn", "count": 2, "truncate_after_bytes": 20000}));
@@ -500,7 +475,7 @@ fn interrupted_download_resumes_with_range() {
 
 #[test]
 fn cache_written_by_python_is_verified_and_reused() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let out = common::python("hub-2.4.0", &world.server.endpoint, &world.cache)
         .args([
@@ -578,25 +553,24 @@ fn reference_0_10_5_validates_our_download() {
 
 #[test]
 fn transient_server_errors_are_retried_within_the_budget() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     world.fault(serde_json::json!({"listener": "cdn", "count": 1, "status": 503}));
     assert_ok(&world.download(&["--variant", "torch-cuda"]));
 
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     world.fault(serde_json::json!({"listener": "cdn", "count": 2, "status": 503}));
     let out = world.download_with(
         &["--variant", "torch-cuda"],
         &[("KERNELS_MAX_RETRIES", "1")],
     );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("503"), "{}", stderr(&out));
+    snapshot!("server_errors_past_the_budget", out);
 }
 
 #[test]
 fn offline_run_verifies_the_cache_without_requests() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     assert_ok(&world.download(&["--all-variants"]));
@@ -604,11 +578,7 @@ fn offline_run_verifies_the_cache_without_requests() {
     let offline = [("HF_HUB_OFFLINE", "1")];
     let out = world.download_with(&["--all-variants"], &offline);
     assert_ok(&out);
-    assert!(
-        stderr(&out).contains("4 variants, 8 files"),
-        "{}",
-        stderr(&out)
-    );
+    snapshot!("offline_verified", out);
     assert!(world.requests().is_empty());
 
     // A corrupted blob fails the offline run, names the file, and stays linked.
@@ -620,8 +590,7 @@ fn offline_run_verifies_the_cache_without_requests() {
     bytes[0] ^= 1;
     fs_err::write(&blob, &bytes).unwrap();
     let out = world.download_with(&["--variant", "torch-cuda"], &offline);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("offline"), "{}", stderr(&out));
+    snapshot!("offline_corrupted_blob", out);
     assert!(
         blob.exists(),
         "a failed refetch must not leave a dangling link"
@@ -632,11 +601,8 @@ fn offline_run_verifies_the_cache_without_requests() {
     assert_ok(&world.download(&["--variant", "torch-cuda"]));
     assert_eq!(fs_err::read(&blob).unwrap(), so.content);
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
-    let out = world.download_with(&["--all-variants"], &offline);
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(
-        err.contains("acme/gelu@2222222") && err.contains("is not in the cache"),
-        "{err}"
+    snapshot!(
+        "offline_kernel_not_cached",
+        world.download_with(&["--all-variants"], &offline)
     );
 }

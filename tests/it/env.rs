@@ -77,7 +77,7 @@ fn overrides_need_no_torch_and_json_is_typed() {
 
 #[test]
 fn download_explain_names_the_choice_and_every_rejection() {
-    let p = crate::terminal::project();
+    let p = crate::terminal::tgi();
     let run = |args: &[&str]| {
         common::kernels(&p.server.endpoint, &p.cache)
             .args(["download", ".", "--explain"])
@@ -220,7 +220,7 @@ const NEW_TORCH: [&str; 8] = [
 
 #[test]
 fn explain_names_the_newer_versions_that_would_suit() {
-    let world = common::World::with_mirror(write_act);
+    let world = common::TestContext::world_with(write_act);
     let run = |requirement: &str, runtime: &str, args: &[&str]| {
         fs_err::write(
             world.project.join("pyproject.toml"),

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::process::Output;
 
 use kernels_test_support as common;
-use kernels_test_support::{GELU_SHA, World, assert_ok, stderr};
+use kernels_test_support::{GELU_SHA, TestContext, assert_ok, stderr};
 
-fn download(world: &World, home: &Path, env: &[(&str, &str)]) -> Output {
+fn download(world: &TestContext, home: &Path, env: &[(&str, &str)]) -> Output {
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
     cmd.env_remove("HF_HUB_CACHE")
@@ -24,8 +24,8 @@ fn download(world: &World, home: &Path, env: &[(&str, &str)]) -> Output {
 
 #[test]
 fn hf_home_with_a_tilde_is_under_the_home_directory() {
-    let world = World::new();
-    let home = world._tmp.path().join("home");
+    let world = TestContext::world();
+    let home = world.tmp.path().join("home");
     fs_err::create_dir_all(&home).unwrap();
     let out = download(&world, &home, &[("HF_HOME", "~/hf")]);
     assert_ok(&out);
@@ -35,8 +35,8 @@ fn hf_home_with_a_tilde_is_under_the_home_directory() {
 
 #[test]
 fn hf_kernels_cache_is_honoured_with_a_note() {
-    let world = World::new();
-    let home = world._tmp.path().join("home");
+    let world = TestContext::world();
+    let home = world.tmp.path().join("home");
     fs_err::create_dir_all(&home).unwrap();
     let out = download(&world, &home, &[("HF_KERNELS_CACHE", "$HOME/old-cache")]);
     assert_ok(&out);

@@ -9,7 +9,7 @@ use kernels_types::digest::sha256;
 use serde_json::{Value, json};
 
 use kernels_test_support::{
-    GELU_SHA, RELU_SHA, World, assert_cache_verified, assert_layout, assert_ok, cdn_requests,
+    GELU_SHA, RELU_SHA, TestContext, assert_cache_verified, assert_layout, assert_ok, cdn_requests,
     gelu_files, hex, relu_files, resolve_requests, stderr, variants,
 };
 
@@ -21,20 +21,20 @@ const FAST: &[(&str, &str)] = &[
     ("KERNELS_STALL_TIMEOUT", "1"),
 ];
 
-fn gelu_world() -> World {
-    let world = World::new();
+fn gelu_world() -> TestContext {
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     world
 }
 
 /// `--variant torch-cuda` of acme/gelu: one 50 kB LFS file served by the CDN.
-fn gelu(world: &World, env: &[(&str, &str)]) -> std::process::Output {
+fn gelu(world: &TestContext, env: &[(&str, &str)]) -> std::process::Output {
     let mut all = FAST.to_vec();
     all.extend_from_slice(env);
     world.download_with(&["--variant", "torch-cuda"], &all)
 }
 
-fn assert_gelu_done(world: &World) {
+fn assert_gelu_done(world: &TestContext) {
     assert_layout(
         &world.repo_dir("kernel", "acme/gelu"),
         GELU_SHA,
@@ -68,7 +68,7 @@ fn so() -> kernels_test_support::MirrorFile {
 
 /// Leaves `bytes` bytes of the gelu `.so` in `blobs/<etag>.incomplete` (a run
 /// whose only attempt is truncated).
-fn leave_partial(world: &World, bytes: u64) -> u64 {
+fn leave_partial(world: &TestContext, bytes: u64) -> u64 {
     world.fault(json!({"listener": "cdn", "count": 1, "truncate_after_bytes": bytes}));
     let out = gelu(world, &[("KERNELS_MAX_RETRIES", "0")]);
     assert_fails(&out, &["acme/gelu"]);
@@ -322,7 +322,7 @@ fn wrong_content_length_is_caught_and_retried() {
 
 #[test]
 fn dropped_headers_do_not_matter() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     world.fault(json!({"drop_headers":
@@ -372,7 +372,7 @@ fn range_416_restarts_from_zero_or_is_reported() {
 
 #[test]
 fn serve_honours_if_range() {
-    let world = World::new();
+    let world = TestContext::world();
     let readme = &relu_files()[0];
     let url = format!(
         "{}/kernels/acme/relu/resolve/{RELU_SHA}/README.md",
@@ -446,7 +446,7 @@ const MOVED_SHA: &str = "3333333333333333333333333333333333333333";
 #[test]
 fn moved_branch_does_not_change_a_locked_download() {
     // acme/relu gets a second commit; the lock pins the first.
-    let world = World::with_mirror(|mirror| {
+    let world = TestContext::world_with(|mirror| {
         let dir = mirror.join("repos/kernels/acme/relu");
         let tree = dir.join("commits/c2/tree/build/torch-cuda/relu");
         fs_err::create_dir_all(&tree).unwrap();
@@ -527,7 +527,7 @@ fn expired_cdn_url_is_resolved_again() {
 
 #[test]
 fn xet_headers_are_ignored() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     world.fault(json!({"listener": "hub", "xet_headers": true}));

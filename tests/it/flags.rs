@@ -4,7 +4,7 @@
 
 use kernels_test_support as common;
 
-use crate::terminal::project;
+use crate::terminal::tgi;
 
 fn help(args: &[&str]) -> String {
     let out = common::kernels_scrubbed().args(args).output().unwrap();
@@ -14,7 +14,7 @@ fn help(args: &[&str]) -> String {
 
 #[test]
 fn cache_dir_puts_the_files_there_and_shows_its_variable() {
-    let p = project();
+    let p = tgi();
     let elsewhere = p.cache.with_file_name("elsewhere");
     let out = common::kernels(&p.server.endpoint, &p.cache)
         .args(["download", ".", "--all-variants", "--cache-dir"])

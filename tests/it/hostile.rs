@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use kernels_test_support::hostile::{Hostile, Play, Request};
-use kernels_test_support::{GELU_SHA, World, assert_cache_verified, kernels};
+use kernels_test_support::{GELU_SHA, TestContext, assert_cache_verified, kernels};
 
 const SECRET: &str = "hf_hostileSuiteSecretToken";
 const PEAK_RSS_KIB: u64 = 64 << 10;
@@ -101,7 +101,7 @@ fn hostile(
     what: Cmd,
     script: impl Fn(&Request<'_>, &str) -> Play + Send + Sync + 'static,
 ) -> (Run, Vec<u8>) {
-    let world = World::new();
+    let world = TestContext::world();
     // The other origin: records everything and answers with a loop to itself.
     let other = Hostile::start("localhost", "", |r| {
         Play::redirect(&format!("{}{}", r.base, r.path))

@@ -4,11 +4,11 @@
 
 use serde_json::Value;
 
-use kernels_test_support as common;
+use kernels_test_support::{self as common, TestContext};
 
-use crate::terminal::project;
+use crate::terminal::tgi;
 
-fn json(p: &crate::terminal::Project, args: &[&str]) -> (i32, Value) {
+fn json(p: &TestContext, args: &[&str]) -> (i32, Value) {
     let out = common::kernels(&p.server.endpoint, &p.cache)
         .args(args)
         .args(["--format", "json"])
@@ -42,7 +42,7 @@ fn json(p: &crate::terminal::Project, args: &[&str]) -> (i32, Value) {
 
 #[test]
 fn every_reporting_command_prints_one_typed_document() {
-    let p = project();
+    let p = tgi();
     let env = [
         "--torch-version",
         "2.7",
@@ -121,7 +121,7 @@ fn every_reporting_command_prints_one_typed_document() {
 /// reached) still prints one document, with the failure as a typed `error`.
 #[test]
 fn an_early_failure_is_still_one_typed_document() {
-    let p = project();
+    let p = tgi();
     // No `--variant`: the variant is chosen for torch, which the scrubbed
     // environment cannot run.
     for (args, command) in [

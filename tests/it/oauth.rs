@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kernels_test_support::hostile::{Hostile, Play};
-use kernels_test_support::{GELU_SHA, World, kernels, pyref_python, stderr};
+use kernels_test_support::{GELU_SHA, TestContext, kernels, pyref_python, stderr};
 
 const OLD: &str = "hf_oauth_old_access";
 const FRESH: &str = "hf_oauth_fresh_access";
@@ -22,8 +22,8 @@ fn now() -> i64 {
 
 /// A world whose acme/gelu answers only to [`FRESH`], behind a front that
 /// plays the Hub's `/oauth/token` (recording the form it received).
-fn private_world() -> (World, Hostile, Arc<Mutex<Vec<String>>>) {
-    let world = World::with_mirror(|mirror| {
+fn private_world() -> (TestContext, Hostile, Arc<Mutex<Vec<String>>>) {
+    let world = TestContext::world_with(|mirror| {
         fs_err::write(
             mirror.join("repos/kernels/acme/gelu/repo.toml"),
             format!(
@@ -68,7 +68,7 @@ fn write_login(hf_home: &Path, expires_at: i64) {
     .unwrap();
 }
 
-fn lock(world: &World, front: &Hostile, hf_home: &Path) -> std::process::Output {
+fn lock(world: &TestContext, front: &Hostile, hf_home: &Path) -> std::process::Output {
     fs_err::write(
         world.project.join("pyproject.toml"),
         "[tool.kernels.dependencies]\n\"acme/gelu\" = { revision = \"main\" }\n",

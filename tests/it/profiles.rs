@@ -444,7 +444,7 @@ fn model_only_repositories_are_named_and_fall_back_on_request() {
 
 #[test]
 fn download_warns_when_the_named_runtime_cannot_read_the_lock() {
-    let world = common::World::new();
+    let world = common::TestContext::world();
     world.lock_b(&[("acme/gelu", common::GELU_SHA)]);
     let run = |runtime: &str| {
         common::kernels(&world.server.endpoint, &world.cache)

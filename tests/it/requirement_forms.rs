@@ -6,61 +6,48 @@
 //! string and fails on `^0.1` and on tables; 0.16.2 and 0.17.2 fail on every
 //! string and table.
 
-use std::path::Path;
 use std::process::Output;
 
-use kernels_test_support::{self as common, Server, snapshot};
+use kernels_test_support::{Server, TestContext, snapshot};
 
-fn project(deps: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    fs_err::write(
-        dir.path().join("pyproject.toml"),
-        format!("[tool.kernels.dependencies]\n{deps}"),
-    )
-    .unwrap();
-    dir
+/// A context over `server` whose project depends on `deps`.
+fn context(server: Server, deps: &str) -> TestContext {
+    TestContext::with_server(server).with_pyproject(&format!("[tool.kernels.dependencies]\n{deps}"))
 }
 
-/// Runs `kernels <args> .` inside `dir`, so messages name `./pyproject.toml`.
-fn run(server: &Server, dir: &Path, args: &[&str]) -> Output {
-    let cache = tempfile::tempdir().unwrap();
-    common::kernels(&server.endpoint, cache.path())
-        .current_dir(dir)
-        .args(args)
-        .arg(".")
-        .output()
-        .unwrap()
+/// Runs `kernels <args> .` in the project, so messages name `./pyproject.toml`.
+fn run_here(context: &TestContext, args: &[&str]) -> Output {
+    context.kernels().args(args).arg(".").output().unwrap()
 }
 
 #[test]
 fn lock_rejects_a_specifier_for_an_integers_only_runtime() {
-    let server = Server::bundled();
+    let context = context(
+        Server::bundled(),
+        "\"kernels-test/versions\" = \">=1.0,<2\"\n",
+    );
     for runtime in ["0.16.2", "0.17.2"] {
-        let dir = project("\"kernels-test/versions\" = \">=1.0,<2\"\n");
-        let output = run(&server, dir.path(), &["lock", "--target-runtime", runtime]);
+        let output = run_here(&context, &["lock", "--target-runtime", runtime]);
         snapshot!(format!("lock_specifier_{runtime}"), output);
-        assert!(!dir.path().join("kernels.lock").exists());
+        assert!(!context.project.join("kernels.lock").exists());
         // The offline check fails the same way.
-        let output = run(
-            &server,
-            dir.path(),
+        let output = run_here(
+            &context,
             &["lock", "--check", "--offline", "--target-runtime", runtime],
         );
-        assert_eq!(output.status.code(), Some(1));
-        assert!(
-            String::from_utf8_lossy(&output.stderr)
-                .contains("kernels 0.14+ reads only integer versions"),
-            "{output:?}"
-        );
+        snapshot!(format!("lock_check_offline_specifier_{runtime}"), output);
     }
-    let dir = project("\"kernels-test/versions\" = \"^2.1\"\n");
-    let output = run(&server, dir.path(), &["lock", "--target-runtime", "0.14.0"]);
+    context.write(
+        "pyproject.toml",
+        "[tool.kernels.dependencies]\n\"kernels-test/versions\" = \"^2.1\"\n",
+    );
+    let output = run_here(&context, &["lock", "--target-runtime", "0.14.0"]);
     snapshot!("lock_cargo_style_0.14.0", output);
 }
 
 #[test]
 fn lock_warns_about_forms_the_runtime_deprecates_or_cannot_read() {
-    let server = Server::bundled();
+    let context = TestContext::new();
     let cases = [
         ("0.13.0", "\"kernels-test/versions\" = \">=0.1\"\n"),
         ("0.13.0", "\"kernels-test/versions\" = \"^0.1\"\n"),
@@ -74,10 +61,15 @@ fn lock_warns_about_forms_the_runtime_deprecates_or_cannot_read() {
     ];
     let mut text = String::new();
     for (runtime, deps) in cases {
-        let dir = project(deps);
-        let output = run(&server, dir.path(), &["lock", "--target-runtime", runtime]);
+        context.write(
+            "pyproject.toml",
+            &format!("[tool.kernels.dependencies]\n{deps}"),
+        );
+        // Each case locks from scratch.
+        let _ = fs_err::remove_file(context.project.join("kernels.lock"));
+        let output = run_here(&context, &["lock", "--target-runtime", runtime]);
         assert!(output.status.success(), "{output:?}");
-        assert!(dir.path().join("kernels.lock").exists());
+        assert!(context.project.join("kernels.lock").exists());
         let warnings: Vec<_> = String::from_utf8_lossy(&output.stderr)
             .lines()
             .filter(|l| {
@@ -88,10 +80,13 @@ fn lock_warns_about_forms_the_runtime_deprecates_or_cannot_read() {
         text.push_str(&format!("--- {runtime}: {deps}{}\n", warnings.join("\n")));
     }
     // The offline check prints the same warning.
-    let dir = project("\"kernels-test/versions\" = \">=0.1\"\n");
-    let output = run(
-        &server,
-        dir.path(),
+    context.write(
+        "pyproject.toml",
+        "[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=0.1\"\n",
+    );
+    fs_err::remove_file(context.project.join("kernels.lock")).unwrap();
+    let output = run_here(
+        &context,
         &["lock", "--check", "--offline", "--target-runtime", "0.13.0"],
     );
     let stderr = String::from_utf8_lossy(&output.stderr);

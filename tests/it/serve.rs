@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
-use kernels_test_support::{self as common, Server};
+use kernels_test_support::{self as common, Server, snapshot};
 
 const C1: &str = "1111111111111111111111111111111111111111";
 
@@ -1040,13 +1040,9 @@ fn malformed_mirrors_name_file_entry_and_fix() {
     let original = fs_err::read_to_string(&repo_toml).unwrap();
 
     fs_err::write(&repo_toml, original.replace("v1 = \"c1\"", "v1 = \"c9\"")).unwrap();
-    let out = serve_output(mirror.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(out.stdout.is_empty());
-    assert!(
-        stderr.contains("repo.toml") && stderr.contains("branches.\"v1\"") && stderr.contains("c9"),
-        "{stderr}"
+    snapshot!(
+        "malformed_unknown_branch_target",
+        serve_output(mirror.path())
     );
 
     fs_err::write(
@@ -1054,19 +1050,15 @@ fn malformed_mirrors_name_file_entry_and_fix() {
         original.replace("commits = [\"c1\", \"c2\"]", "commits = [\"c1\"]"),
     )
     .unwrap();
-    let stderr = String::from_utf8_lossy(&serve_output(mirror.path()).stderr).into_owned();
-    assert!(stderr.contains("commits/c2"), "{stderr}");
+    snapshot!("malformed_unlisted_commit", serve_output(mirror.path()));
 
     fs_err::write(&repo_toml, "commits = [").unwrap();
-    let stderr = String::from_utf8_lossy(&serve_output(mirror.path()).stderr).into_owned();
-    assert!(
-        stderr.contains("repo.toml") && stderr.contains("not valid"),
-        "{stderr}"
-    );
+    snapshot!("malformed_repo_toml", serve_output(mirror.path()));
 
-    let out = serve_output(&mirror.path().join("repos"));
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no `repos/` folder"));
+    snapshot!(
+        "malformed_no_repos",
+        serve_output(&mirror.path().join("repos"))
+    );
 }
 
 #[cfg(unix)]
@@ -1617,38 +1609,22 @@ fn links_leaving_the_mirror_are_refused_at_load_and_links_inside_are_served() {
     // A file link, and a folder link, leading outside: refused, path named.
     let file_link = tree.join("build/torch-cuda/relu/link.txt");
     std::os::unix::fs::symlink(&secret, &file_link).unwrap();
-    let out = serve_output(mirror.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(out.stdout.is_empty());
-    assert!(
-        stderr.contains("link.txt") && stderr.contains("leads outside the mirror"),
-        "{stderr}"
-    );
+    snapshot!("link_file_outside", serve_output(mirror.path()));
     fs_err::remove_file(&file_link).unwrap();
 
     let dir_link = tree.join("build/elsewhere");
     std::os::unix::fs::symlink(outside.path(), &dir_link).unwrap();
-    let stderr = String::from_utf8_lossy(&serve_output(mirror.path()).stderr).into_owned();
-    assert!(
-        stderr.contains("build/elsewhere") && stderr.contains("leads outside the mirror"),
-        "{stderr}"
-    );
+    snapshot!("link_folder_outside", serve_output(mirror.path()));
     fs_err::remove_file(&dir_link).unwrap();
 
     // A dangling link, and a commit label that climbs out of commits/.
     std::os::unix::fs::symlink(outside.path().join("gone"), tree.join("dangling")).unwrap();
-    let stderr = String::from_utf8_lossy(&serve_output(mirror.path()).stderr).into_owned();
-    assert!(
-        stderr.contains("dangling") && stderr.contains("broken symbolic link"),
-        "{stderr}"
-    );
+    snapshot!("link_dangling", serve_output(mirror.path()));
     fs_err::remove_file(tree.join("dangling")).unwrap();
     let repo_toml = mirror.path().join("repos/kernels/acme/relu/repo.toml");
     let original = fs_err::read_to_string(&repo_toml).unwrap();
     fs_err::write(&repo_toml, original.replace("\"c2\"]", "\"../../../..\"]")).unwrap();
-    let stderr = String::from_utf8_lossy(&serve_output(mirror.path()).stderr).into_owned();
-    assert!(stderr.contains("commits[1]"), "{stderr}");
+    snapshot!("commit_label_climbs_out", serve_output(mirror.path()));
 }
 
 /// Opens `n` connections that never finish a request: even ones send
@@ -1669,7 +1645,7 @@ fn idle_sockets(endpoint: &str, n: usize) -> Vec<std::net::TcpStream> {
 }
 
 /// Runs a `kernels download` with a deadline; panics with its output on failure.
-fn bounded_download(world: &kernels_test_support::World, secs: u64) {
+fn bounded_download(world: &kernels_test_support::TestContext, secs: u64) {
     let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
     cmd.arg("download")
         .arg(&world.project)
@@ -1693,20 +1669,12 @@ fn bounded_download(world: &kernels_test_support::World, secs: u64) {
     kernels_test_support::assert_ok(&out);
 }
 
-fn download_world(server_args: &[&str]) -> kernels_test_support::World {
-    use kernels_test_support::{RELU_SHA, relu_files, write_repo};
-    let tmp = tempfile::tempdir().unwrap();
-    let mirror = tmp.path().join("mirror");
-    write_repo(&mirror, "acme/relu", RELU_SHA, &relu_files());
-    let server = Server::start_with_args(&mirror, server_args);
-    let project = tmp.path().join("project");
-    fs_err::create_dir_all(&project).unwrap();
-    let world = kernels_test_support::World {
-        cache: tmp.path().join("cache"),
-        _tmp: tmp,
-        server,
-        project,
-    };
+fn download_world(server_args: &[&str]) -> kernels_test_support::TestContext {
+    use kernels_test_support::{RELU_SHA, TestContext, relu_files, write_repo};
+    let world = TestContext::with_generated_mirror(
+        |mirror| write_repo(mirror, "acme/relu", RELU_SHA, &relu_files()),
+        server_args,
+    );
     world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
     world
 }
@@ -1876,8 +1844,7 @@ async fn urls_come_from_the_configuration_never_from_host() {
         .args(["--public-url", "ftp://x"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a usable public URL"));
+    snapshot!("public_url_not_usable", out);
 }
 
 #[test]

@@ -6,59 +6,16 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-use kernels_test_support::{self as common, Server, snapshot};
+use kernels_test_support::{self as common, TestContext, snapshot};
 
-/// An endpoint nothing listens on.
-const NO_HUB: &str = "http://127.0.0.1:9";
 const PROJECT: &str = "[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n";
 const VARIANT: &str = "torch210-cxx11-cpu-x86_64-linux";
 
-/// A project with [`PROJECT`], its cache and the server.
-struct Setup {
-    server: Server,
-    dir: tempfile::TempDir,
-}
-
-impl Setup {
-    fn new() -> Setup {
-        let dir = tempfile::tempdir().unwrap();
-        fs_err::create_dir_all(dir.path().join("project")).unwrap();
-        fs_err::write(dir.path().join("project/pyproject.toml"), PROJECT).unwrap();
-        Setup {
-            server: Server::bundled(),
-            dir,
-        }
-    }
-
-    fn project(&self) -> std::path::PathBuf {
-        self.dir.path().join("project")
-    }
-
-    fn cache(&self) -> std::path::PathBuf {
-        self.dir.path().join("cache")
-    }
-
-    fn cmd(&self, endpoint: &str) -> Command {
-        let mut cmd = common::kernels(endpoint, &self.cache());
-        cmd.current_dir(self.project());
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(&self.server.endpoint).args(args).output().unwrap()
-    }
-
-    fn locked(&self) -> &Self {
-        let out = self.run(&["lock"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        self
-    }
+/// A context with [`PROJECT`] over the bundled mirror.
+fn setup() -> TestContext {
+    TestContext::new().with_pyproject(PROJECT)
 }
 
 fn code(out: &Output) -> Option<i32> {
@@ -67,25 +24,25 @@ fn code(out: &Output) -> Option<i32> {
 
 #[test]
 fn lock_success() {
-    let setup = Setup::new();
+    let setup = setup();
     let out = setup.run(&["lock"]);
     assert_eq!(code(&out), Some(0));
     snapshot!("lock_success", out);
     snapshot!(
         "lock_success_file",
-        fs_err::read_to_string(setup.project().join("kernels.lock")).unwrap()
+        fs_err::read_to_string(setup.project.join("kernels.lock")).unwrap()
     );
 }
 
 #[test]
 fn lock_check_fresh_and_stale() {
-    let setup = Setup::new();
-    setup.locked();
+    let setup = setup();
+    setup.run_ok(&["lock"]);
     let fresh = setup.run(&["lock", "--check"]);
     assert_eq!(code(&fresh), Some(0));
     snapshot!("lock_check_fresh", fresh);
     fs_err::write(
-        setup.project().join("pyproject.toml"),
+        setup.project.join("pyproject.toml"),
         format!("{PROJECT}\"kernels-community/activation\" = \">=0.0.2\"\n"),
     )
     .unwrap();
@@ -96,18 +53,18 @@ fn lock_check_fresh_and_stale() {
 
 #[test]
 fn download_outputs() {
-    let setup = Setup::new();
+    let setup = setup();
     let missing = setup.run(&["download", "--variant", VARIANT]);
     assert_eq!(code(&missing), Some(1));
     snapshot!("download_no_lock", missing);
 
-    setup.locked();
+    setup.run_ok(&["lock"]);
     let dry = setup.run(&["download", "--variant", VARIANT, "--dry-run"]);
     assert_eq!(code(&dry), Some(0));
     snapshot!("download_dry_run", dry);
 
     let cold = setup
-        .cmd(NO_HUB)
+        .kernels_without_hub()
         .args(["download", "--variant", VARIANT, "--offline"])
         .output()
         .unwrap();
@@ -119,7 +76,7 @@ fn download_outputs() {
     snapshot!("download_success", ok);
 
     let offline = setup
-        .cmd(NO_HUB)
+        .kernels_without_hub()
         .args(["download", "--variant", VARIANT, "--offline"])
         .output()
         .unwrap();
@@ -140,8 +97,8 @@ fn largest_blob(cache: &Path) -> std::path::PathBuf {
 
 #[test]
 fn verify_success_and_corrupted() {
-    let setup = Setup::new();
-    setup.locked();
+    let setup = setup();
+    setup.run_ok(&["lock"]);
     assert!(
         setup
             .run(&["download", "--variant", VARIANT])
@@ -152,7 +109,7 @@ fn verify_success_and_corrupted() {
     assert_eq!(code(&ok), Some(0));
     snapshot!("verify_success", ok);
 
-    let blob = largest_blob(&setup.cache());
+    let blob = largest_blob(&setup.cache);
     let len = fs_err::metadata(&blob).unwrap().len() as usize;
     fs_err::write(&blob, vec![b'x'; len]).unwrap();
     let bad = setup.run(&["verify", "--variant", VARIANT]);
@@ -162,10 +119,10 @@ fn verify_success_and_corrupted() {
 
 #[test]
 fn to_wheel_success_and_bad_version() {
-    let setup = Setup::new();
-    let out_dir = setup.dir.path().join("wheels");
+    let setup = setup();
+    let out_dir = setup.tmp.path().join("wheels");
     let ok = setup
-        .cmd(&setup.server.endpoint)
+        .kernels()
         .args([
             "to-wheel",
             "kernels-community/relu",
@@ -187,7 +144,7 @@ fn to_wheel_success_and_bad_version() {
     snapshot!("to_wheel_success", ok);
 
     let bad = setup
-        .cmd(&setup.server.endpoint)
+        .kernels()
         .args(["to-wheel", "kernels-community/relu", "not-a-version"])
         .output()
         .unwrap();
@@ -227,20 +184,14 @@ fn serve_startup_and_bad_mirror() {
 
 #[test]
 fn completions_and_version() {
-    let cache = tempfile::tempdir().unwrap();
-    let version = common::kernels(NO_HUB, cache.path())
-        .arg("--version")
-        .output()
-        .unwrap();
+    let context = TestContext::new();
+    let version = context.run(&["--version"]);
     snapshot!(
         "version",
         version,
         &[(env!("CARGO_PKG_VERSION"), "[VERSION]")]
     );
-    let bash = common::kernels(NO_HUB, cache.path())
-        .args(["completions", "bash"])
-        .output()
-        .unwrap();
+    let bash = context.run(&["completions", "bash"]);
     assert_eq!(code(&bash), Some(0));
     snapshot!("completions_bash", bash);
 }

@@ -4,51 +4,21 @@
 //! (`vt100`). Every intermediate screen is checked (no wrapped row, one total
 //! bar and at most three file bars), and the final screen is a snapshot.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use kernels_test_support::{self as common, Server, snapshot};
+use kernels_test_support::{self as common, TestContext, snapshot};
 
-/// A project with a lock over the bundled mirror, and a fresh cache.
-pub(crate) struct Project {
-    pub(crate) server: Server,
-    _dir: tempfile::TempDir,
-    pub(crate) project: PathBuf,
-    pub(crate) cache: PathBuf,
-}
-
-/// The text-generation-inference project locked against the bundled mirror.
-pub(crate) fn project() -> Project {
-    let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
-    let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("project");
-    fs_err::create_dir(&project).unwrap();
-    fs_err::copy(
-        common::repo_root().join("fixtures/projects/tgi-server-db931fcf/pyproject.toml"),
-        project.join("pyproject.toml"),
-    )
-    .unwrap();
-    let cache = dir.path().join("cache");
-    let out = common::kernels(&server.endpoint, &cache)
-        .arg("lock")
-        .arg(&project)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Project {
-        server,
-        _dir: dir,
-        project,
-        cache,
-    }
+/// The text-generation-inference project locked against the bundled mirror
+/// (served with `--test-control`), and a fresh cache.
+pub(crate) fn tgi() -> TestContext {
+    let context = TestContext::with_test_control().with_fixture_project("tgi-server-db931fcf");
+    context.run_ok(&["lock"]);
+    context
 }
 
 /// Delays the first `count` CDN answers by `ms` so that bars are drawn.
-fn slow_cdn(p: &Project, ms: u64, count: u64) {
+fn slow_cdn(p: &TestContext, ms: u64, count: u64) {
     common::add_fault(
         &p.server.endpoint,
         serde_json::json!({"listener": "cdn", "latency_ms": ms, "count": count}),
@@ -56,7 +26,7 @@ fn slow_cdn(p: &Project, ms: u64, count: u64) {
 }
 
 /// Runs `kernels ARGS` on a `cols`-column pseudo-terminal; returns the raw bytes.
-fn on_terminal(p: &Project, cols: u16, args: &str, env: &[(&str, &str)]) -> Vec<u8> {
+fn on_terminal(p: &TestContext, cols: u16, args: &str, env: &[(&str, &str)]) -> Vec<u8> {
     let line = format!(
         "stty cols {cols} rows 60; exec {} {args}",
         common::kernels_bin().display()
@@ -180,7 +150,7 @@ fn sorted_kernel_lines(screen: &str) -> String {
     out
 }
 
-fn relative(path: &Path, p: &Project) -> String {
+fn relative(path: &Path, p: &TestContext) -> String {
     path.display()
         .to_string()
         .replace(&p.cache.display().to_string(), "[CACHE]")
@@ -189,7 +159,7 @@ fn relative(path: &Path, p: &Project) -> String {
 #[test]
 fn download_screens_at_60_80_and_200_columns() {
     for cols in [60u16, 80, 200] {
-        let p = project();
+        let p = tgi();
         // Slow transfers so that bars are drawn.
         slow_cdn(&p, 300, 8);
         let bytes = on_terminal(&p, cols, "download . --all-variants --concurrency 4", &[]);
@@ -204,13 +174,13 @@ fn download_screens_at_60_80_and_200_columns() {
 
 #[test]
 fn verbose_log_lines_are_all_kept_above_the_bars() {
-    let p = project();
+    let p = tgi();
     let bytes = on_terminal(&p, 80, "download . --all-variants -v", &[]);
     let screen = replay(&bytes, 80);
     let logged = screen.lines().filter(|l| l.contains(" DEBUG ")).count();
 
     // The same run without a terminal logs the same number of lines.
-    let p = project();
+    let p = tgi();
     let out = common::kernels(&p.server.endpoint, &p.cache)
         .args(["download", ".", "--all-variants", "-v"])
         .current_dir(&p.project)
@@ -235,7 +205,7 @@ fn no_progress_and_hf_hub_disable_progress_bars_give_plain_lines() {
         ("download . --no-progress", &[][..]),
         ("download .", &[("HF_HUB_DISABLE_PROGRESS_BARS", "1")][..]),
     ] {
-        let p = project();
+        let p = tgi();
         let bytes = on_terminal(&p, 80, &format!("{args} --all-variants"), env);
         let text = String::from_utf8_lossy(&bytes);
         assert!(
@@ -248,7 +218,7 @@ fn no_progress_and_hf_hub_disable_progress_bars_give_plain_lines() {
 
 #[test]
 fn lock_shows_a_spinner_while_resolving() {
-    let p = project();
+    let p = tgi();
     fs_err::remove_file(p.project.join("kernels.lock")).unwrap();
     let url = format!("{}/__fixture/faults", p.server.endpoint);
     let rule = serde_json::json!({"listener": "hub", "latency_ms": 300, "count": 6});

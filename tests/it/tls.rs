@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use kernels_test_support::{GELU_SHA, World, assert_layout, gelu_files, stderr};
+use kernels_test_support::{GELU_SHA, TestContext, assert_layout, gelu_files, stderr};
 
 /// A CA (PEM) and a `localhost` certificate signed by it (DER, with its key).
 fn make_ca() -> (String, CertificateDer<'static>, PrivateKeyDer<'static>) {
@@ -79,7 +79,7 @@ fn tls_front(upstream: String, cert: CertificateDer<'static>, key: PrivateKeyDer
 }
 
 fn download(
-    world: &World,
+    world: &TestContext,
     endpoint: &str,
     cache: &Path,
     env: &[(&str, &str)],
@@ -96,7 +96,7 @@ fn download(
 
 #[test]
 fn download_over_tls_works_only_when_the_ca_is_given() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let (ca_pem, cert, key) = make_ca();
     let upstream = world
@@ -154,7 +154,7 @@ fn download_over_tls_works_only_when_the_ca_is_given() {
 
 #[test]
 fn a_dead_proxy_is_named_in_the_error() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = dead.local_addr().unwrap().port();

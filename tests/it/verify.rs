@@ -5,10 +5,10 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use kernels_test_support as common;
+use kernels_test_support::{self as common, snapshot};
 use kernels_test_support::{
-    GELU_SHA, RELU_SHA, World, assert_ok, cdn_requests, gelu_files, relu_files, resolve_requests,
-    stderr, variants,
+    GELU_SHA, RELU_SHA, TestContext, assert_ok, cdn_requests, gelu_files, relu_files,
+    resolve_requests, stderr, variants,
 };
 
 fn stdout(out: &Output) -> String {
@@ -27,7 +27,7 @@ fn flat(text: &str) -> String {
 
 #[test]
 fn verify_accepts_a_complete_cache_and_reports_every_difference() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     assert_ok(&world.download(&["--all-variants"]));
@@ -35,12 +35,7 @@ fn verify_accepts_a_complete_cache_and_reports_every_difference() {
 
     let out = world.verify(&["--all-variants"]);
     assert_ok(&out);
-    assert!(
-        stderr(&out).contains("Verified 1 kernel: 8 files"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(stdout(&out).is_empty());
+    snapshot!("verify_complete", out);
 
     // Break the cache four ways.
     let repo_dir = world.repo_dir("kernel", "acme/relu");
@@ -76,38 +71,9 @@ fn verify_accepts_a_complete_cache_and_reports_every_difference() {
     )
     .unwrap();
 
-    let out = world.verify(&["--all-variants"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let report = stdout(&out);
-    let expect = [
-        format!(
-            "acme/relu@1111111: `{}`: blob {} has sha256",
-            cuda_so.path,
-            cuda_so.etag()
-        ),
-        format!(
-            "acme/relu@1111111: `{}` links to blob {}, which is missing",
-            cpu_so.path,
-            cpu_so.etag()
-        ),
-        "acme/relu@1111111: variant `torch-universal` is not in the cache".to_owned(),
-        format!("acme/relu@1111111: variant `{arch}`: kernels.lock has sha256-"),
-        "acme/relu@1111111: variant `torch-cpu`: kernels.lock has sha256-".to_owned(),
-    ];
-    for line in &expect {
-        assert!(
-            report.contains(line.as_str()),
-            "missing {line:?} in:\n{report}"
-        );
-    }
-    assert_eq!(report.lines().count(), expect.len(), "{report}");
-    let err = flat(&stderr(&out));
-    assert!(
-        err.contains("5 problems in 1 of 1 kernel:")
-            && err.contains("repair the cache with: kernels download ")
-            && err.ends_with("--all-variants"),
-        "{err}"
-    );
+    // One line per problem on stdout (a wrong blob, a missing blob, a missing
+    // variant, two variant hashes), the summary and the repair on stderr.
+    snapshot!("verify_four_breaks", world.verify(&["--all-variants"]));
     assert!(world.requests().is_empty(), "verify made requests");
 
     // Only the selected variant is checked; download repairs, verify agrees.
@@ -120,7 +86,7 @@ fn verify_accepts_a_complete_cache_and_reports_every_difference() {
 
 #[test]
 fn offline_flag_makes_no_request_and_names_what_is_missing() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/relu", RELU_SHA), ("acme/gelu", GELU_SHA)]);
     assert_ok(&world.download(&["--all-variants"]));
 
@@ -134,13 +100,7 @@ fn offline_flag_makes_no_request_and_names_what_is_missing() {
     world.reset();
     let out = world.download(&["--all-variants", "--offline"]);
     assert_ok(&out);
-    assert!(
-        stderr(&out).contains("Cached acme/gelu v1 (2222222): ")
-            && stderr(&out).contains(", 2 files, ")
-            && stderr(&out).contains("Checked 2 kernels ("),
-        "{}",
-        stderr(&out)
-    );
+    snapshot!("offline_all_cached", out);
     assert!(world.requests().is_empty());
     let out = world.download(&[
         "--all-variants",
@@ -158,36 +118,23 @@ fn offline_flag_makes_no_request_and_names_what_is_missing() {
     let gelu_so = &gelu_files()[1];
     let repo_dir = world.repo_dir("kernel", "acme/gelu");
     fs_err::remove_file(repo_dir.join("blobs").join(gelu_so.etag())).unwrap();
-    let out = world.download(&["--all-variants", "--offline"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = flat(&stderr(&out));
-    assert!(
-        err.contains(&format!(
-            "`{}` links to blob {}, which is missing",
-            gelu_so.path,
-            gelu_so.etag()
-        )),
-        "{err}"
+    // The missing blob and the repair command are named; relu is fine.
+    snapshot!(
+        "offline_missing_blob",
+        world.download(&["--all-variants", "--offline"])
     );
-    assert!(
-        err.contains(&format!(
-            "kernels download {} --all-variants",
-            world.project.display()
-        )),
-        "{err}"
-    );
-    assert!(!err.contains("acme/relu@1111111 cannot"), "{err}");
     assert!(world.requests().is_empty());
 }
 
 #[test]
 fn offline_works_with_the_server_stopped() {
-    let World {
-        _tmp,
+    let TestContext {
+        tmp: _tmp,
         server,
         project,
         cache,
-    } = World::new();
+        ..
+    } = TestContext::world();
     fs_err::write(
         project.join("kernels.lock"),
         format!(
@@ -211,30 +158,21 @@ fn offline_works_with_the_server_stopped() {
         &["--variant", "torch-cuda"],
         Some(("HF_HUB_OFFLINE", "1")),
     ));
-    let out = run(&["--variant", "torch-universal", "--offline"], None);
-    assert_eq!(out.status.code(), Some(1));
-    let err = flat(&stderr(&out));
-    assert!(
-        err.contains("variant `torch-universal` is not in the cache")
-            && err.ends_with("--variant torch-universal"),
-        "{err}"
+    snapshot!(
+        "offline_server_stopped_variant_not_cached",
+        run(&["--variant", "torch-universal", "--offline"], None)
     );
 }
 
 #[test]
 fn dry_run_reports_sizes_and_makes_only_metadata_requests() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     let out = world.download(&["--all-variants", "--dry-run"]);
     assert_ok(&out);
-    let text = stdout(&out);
     // 8 files, 6 distinct blobs (the three `__init__.py` of the same content share one).
-    assert!(
-        text.contains("acme/relu@1111111: would download 6 files"),
-        "{text}"
-    );
-    assert!(text.contains("  torch-cuda: 3 files"), "{text}");
+    snapshot!("dry_run_sizes", out);
     assert!(!world.cache.join("kernels--acme--relu").exists());
     let log = world.requests();
     assert!(!log.is_empty());
@@ -278,7 +216,7 @@ fn dry_run_reports_sizes_and_makes_only_metadata_requests() {
 
 #[test]
 fn quiet_prints_nothing_and_lines_name_each_kernel() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/relu", RELU_SHA), ("acme/gelu", GELU_SHA)]);
     let out = world.download(&["--all-variants", "--quiet"]);
     assert_ok(&out);
@@ -304,7 +242,7 @@ fn quiet_prints_nothing_and_lines_name_each_kernel() {
 }
 
 /// Runs a download under a pseudo-terminal (`script`), slowed down so the bars draw.
-fn download_on_a_terminal(world: &World, no_color: bool) -> String {
+fn download_on_a_terminal(world: &TestContext, no_color: bool) -> String {
     world.fault(serde_json::json!({"listener": "cdn", "latency_ms": 400}));
     let mut cmd = std::process::Command::new("script");
     let line = format!(
@@ -335,7 +273,7 @@ fn download_on_a_terminal(world: &World, no_color: bool) -> String {
 
 #[test]
 fn terminal_bars_show_rate_and_eta_and_respect_no_color() {
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let screen = download_on_a_terminal(&world, true);
     assert!(
@@ -352,7 +290,7 @@ fn terminal_bars_show_rate_and_eta_and_respect_no_color() {
         "{screen:?}"
     );
 
-    let world = World::new();
+    let world = TestContext::world();
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
     let screen = download_on_a_terminal(&world, false);
     assert!(
@@ -365,7 +303,7 @@ fn terminal_bars_show_rate_and_eta_and_respect_no_color() {
 /// reported, naming the file, with exit 1 (it used to panic).
 #[test]
 fn a_link_to_a_non_hex_blob_name_is_a_clear_error() {
-    let world = World::new();
+    let world = TestContext::world();
     let relu = relu_files();
     world.lock_a(&[("acme/relu", RELU_SHA, &relu)]);
     assert_ok(&world.download(&["--all-variants"]));

@@ -1,9 +1,12 @@
 //! Test support for the `kernels` workspace (a dev-dependency only).
 //!
+//! - [`TestContext`]: one test's server, project folder, cache and scrubbed
+//!   environment, with [`TestContext::kernels`], the command that uses them;
 //! - [`Server`]: a `kernels serve` child process on loopback;
 //! - [`kernels`] and [`python`]: commands with a scrubbed environment
-//!   ([`scrub`], built from [`kernels::cli::settings::ENV_VARS`]);
-//! - [`world`]: a small generated mirror with a test-control server, and the
+//!   ([`scrub`], built from [`kernels_types::env_vars::ENV_VARS`]);
+//! - [`world`]: the acme world (a small generated mirror with a test-control
+//!   server, [`TestContext::world`]), and the
 //!   cache-layout assertions shared by the download, verify, fault and crash tests;
 //! - [`snapshot!`]: the one snapshot macro, with the shared filters of [`snapshot`].
 
@@ -11,10 +14,12 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+pub mod context;
 pub mod hostile;
 pub mod snapshot;
 pub mod world;
 
+pub use context::{NO_HUB, TestContext};
 pub use insta;
 pub use world::*;
 
@@ -78,9 +83,9 @@ const PYTHON_ONLY: &[&str] = &[
 ];
 
 /// Every variable [`scrub`] removes from a `kernels` process: the settings
-/// layer's [`ENV_VARS`](kernels::cli::settings::ENV_VARS) plus [`ALSO_CONTROLLED`].
+/// layer's [`ENV_VARS`](kernels_types::env_vars::ENV_VARS) plus [`ALSO_CONTROLLED`].
 pub fn scrubbed_vars() -> impl Iterator<Item = &'static str> {
-    kernels::cli::settings::ENV_VARS
+    kernels_types::env_vars::ENV_VARS
         .iter()
         .chain(ALSO_CONTROLLED)
         .copied()

@@ -10,6 +10,7 @@
 //! | the repository checkout | `/work/kernels/kernels` | `[REPO]/kernels` |
 //! | transfer rates | `1.2 MiB/s` | `[RATE]` |
 //! | durations | `0.31s`, `in 12ms` | `[TIME]`, `in [TIME]` |
+//! | log timestamps (`-v`) | `2026-01-02T03:04:05.678901Z` | `[TIMESTAMP]` |
 //!
 //! Sizes are left alone: the mirrors are deterministic, so sizes are too. A test
 //! whose output has another varying part passes its own extra filters.
@@ -102,6 +103,10 @@ pub fn filters() -> Vec<(String, String)> {
         "[RATE]".to_owned(),
     ));
     out.push((
+        r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z".to_owned(),
+        "[TIMESTAMP]".to_owned(),
+    ));
+    out.push((
         r"\b(\d+m ?)?\d+(\.\d+)? ?(ns|µs|us|ms|s)\b".to_owned(),
         "[TIME]".to_owned(),
     ));
@@ -154,6 +159,7 @@ mod tests {
              {}/kernels/README.md\n\
              Repository not found [request id Root=1-0000002a]\n\
              Downloaded 3 files (1.2 MiB) in 12ms, 0.31s, 4.5 MiB/s\n\
+             2026-12-02T00:51:27.955977Z DEBUG verifying\n\
              http://127.0.0.1:9 and torch27-cxx11-cu126 stay\n",
             tmp.display(),
             crate::repo_root().display()
@@ -165,6 +171,7 @@ mod tests {
             [REPO]/kernels/README.md
             Repository not found [request id Root=1-XXXXXXXX]
             Downloaded 3 files (1.2 MiB) in [TIME], [TIME], [RATE]
+            [TIMESTAMP] DEBUG verifying
             http://127.0.0.1:9 and torch27-cxx11-cu126 stay
             ");
         });

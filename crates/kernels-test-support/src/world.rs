@@ -1,5 +1,5 @@
-//! A test world: a small mirror written in a tempdir (`acme/relu`, `acme/gelu`),
-//! `kernels serve --test-control` over it, a project folder and a cache; and the
+//! The acme world: a small mirror written in a tempdir (`acme/relu`, `acme/gelu`)
+//! and served with `kernels serve --test-control`, as a [`TestContext`]; and the
 //! assertions on the Hugging Face cache layout that several test modules share.
 
 use std::collections::BTreeMap;
@@ -9,13 +9,13 @@ use std::process::Output;
 use kernels_types::digest::{Digest, git_blob_sha1, git_lfs_concat, sha256};
 use serde_json::Value;
 
-use crate::{Server, kernels};
+use crate::TestContext;
 
 /// Commit of `acme/relu` in the world mirror.
 pub const RELU_SHA: &str = "1111111111111111111111111111111111111111";
 /// Commit of `acme/gelu` in the world mirror.
 pub const GELU_SHA: &str = "2222222222222222222222222222222222222222";
-/// The token [`World::download`] passes as `HF_TOKEN`.
+/// The token [`TestContext::download`] passes as `HF_TOKEN`.
 pub const TOKEN: &str = "hf_download_test_token";
 
 /// One file of the test mirror.
@@ -213,47 +213,25 @@ pub fn requests(origin: &str) -> Vec<Value> {
     }
 }
 
-/// A test world: mirror, server with the request log, project dir and cache.
-pub struct World {
-    /// Owns the mirror, project and cache folders.
-    pub _tmp: tempfile::TempDir,
-    /// `kernels serve --test-control` over the mirror.
-    pub server: Server,
-    /// An empty project folder (write `kernels.lock` with [`World::lock_a`] or [`World::lock_b`]).
-    pub project: PathBuf,
-    /// The Hub cache, not created until a command writes it.
-    pub cache: PathBuf,
-}
-
-impl Default for World {
-    fn default() -> World {
-        World::new()
-    }
-}
-
-impl World {
+/// The acme world: a [`TestContext`] whose server is `kernels serve
+/// --test-control` over a generated mirror with `acme/relu` and `acme/gelu`.
+impl TestContext {
     /// The world with `acme/relu` and `acme/gelu`.
-    pub fn new() -> World {
-        Self::with_mirror(|_| {})
+    pub fn world() -> TestContext {
+        Self::world_with(|_| {})
     }
 
-    /// Like [`World::new`], with `extra` adding to the mirror before the server starts.
-    pub fn with_mirror(extra: impl FnOnce(&Path)) -> World {
-        let tmp = tempfile::tempdir().unwrap();
-        let mirror = tmp.path().join("mirror");
-        write_repo(&mirror, "acme/relu", RELU_SHA, &relu_files());
-        write_repo(&mirror, "acme/gelu", GELU_SHA, &gelu_files());
-        extra(&mirror);
-        let server = Server::start_with_args(&mirror, &["--test-control"]);
-        let project = tmp.path().join("project");
-        let cache = tmp.path().join("cache");
-        fs_err::create_dir_all(&project).unwrap();
-        World {
-            _tmp: tmp,
-            server,
-            project,
-            cache,
-        }
+    /// Like [`TestContext::world`], with `extra` adding to the mirror before the
+    /// server starts.
+    pub fn world_with(extra: impl FnOnce(&Path)) -> TestContext {
+        TestContext::with_generated_mirror(
+            |mirror| {
+                write_repo(mirror, "acme/relu", RELU_SHA, &relu_files());
+                write_repo(mirror, "acme/gelu", GELU_SHA, &gelu_files());
+                extra(mirror);
+            },
+            &["--test-control"],
+        )
     }
 
     /// Writes a variant-hash (format A) lock with the given kernels.
@@ -300,9 +278,9 @@ impl World {
         self.download_with(args, &[])
     }
 
-    /// Like [`World::download`] with extra environment variables.
+    /// Like [`TestContext::download`] with extra environment variables.
     pub fn download_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = kernels(&self.server.endpoint, &self.cache);
+        let mut cmd = self.kernels();
         cmd.arg("download").arg(&self.project).args(args);
         cmd.env("HF_TOKEN", TOKEN);
         for (k, v) in env {
@@ -313,7 +291,7 @@ impl World {
 
     /// Runs `kernels verify <project> <args>` (no token).
     pub fn verify(&self, args: &[&str]) -> Output {
-        kernels(&self.server.endpoint, &self.cache)
+        self.kernels()
             .arg("verify")
             .arg(&self.project)
             .args(args)
@@ -455,7 +433,7 @@ pub fn resolve_requests(log: &[Value]) -> Vec<&Value> {
 
 /// Python `huggingface_hub` loads what we wrote, offline, with identical bytes.
 pub fn python_reads_snapshot(
-    world: &World,
+    world: &TestContext,
     env: &str,
     repo_type: &str,
     repo: &str,

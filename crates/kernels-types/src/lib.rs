@@ -9,6 +9,7 @@
 
 pub mod commit;
 pub mod digest;
+pub mod env_vars;
 pub mod file_set;
 pub mod repo_id;
 pub mod repo_path;
