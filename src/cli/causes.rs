@@ -33,6 +33,7 @@ pub(super) fn cause_key(error: &dyn Diagnostic) -> String {
 /// naming the kernels; the Hub unreachable is one line naming `endpoint`,
 /// with `what` saying what was not done ("not listed").
 pub(super) fn print_kernel_failures(
+    printer: &super::printer::Printer,
     failures: Vec<(String, crate::install::DownloadError)>,
     endpoint: &str,
     what: &str,
@@ -55,7 +56,7 @@ pub(super) fn print_kernel_failures(
             _ => None,
         };
         match unreachable {
-            Some(cause) => eprintln!(
+            Some(cause) => printer.error(format_args!(
                 "{:?}",
                 miette::Report::new(KernelsUnreachable {
                     endpoint: endpoint.to_owned(),
@@ -63,8 +64,8 @@ pub(super) fn print_kernel_failures(
                     what: what.to_owned(),
                     kernels: names,
                 })
-            ),
-            None => eprintln!("{names}: {:?}", miette::Report::new(error)),
+            )),
+            None => printer.error(format_args!("{names}: {:?}", miette::Report::new(error))),
         }
     }
 }

@@ -365,8 +365,9 @@ impl Settings {
     }
 
     /// What the Hub client is bound to: endpoint, token, offline flag and the
-    /// one retry and deadline policy of every request.
-    pub fn client_config(&self) -> kernels_hub::ClientConfig {
+    /// one retry and deadline policy of every request; its events are shown
+    /// through `printer`.
+    pub fn client_config(&self, printer: &super::printer::Printer) -> kernels_hub::ClientConfig {
         kernels_hub::ClientConfig {
             endpoint: self.endpoint.clone(),
             token: self.token.clone(),
@@ -375,7 +376,7 @@ impl Settings {
             network: self.network.clone(),
             offline: self.offline,
             retry: self.retry_policy(),
-            events: Some(super::hub_event_sink()),
+            events: Some(printer.hub_events()),
         }
     }
 
