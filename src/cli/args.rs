@@ -48,9 +48,10 @@ pub struct TargetRuntimeArgs {
     /// Target this `kernels` runtime version (for example `0.10.5` or
     /// `0.17.2`): it decides the lock format, the repository type and cache
     /// folder prefix (`models--` up to 0.13, `kernels--` from 0.14), the
-    /// variant order and kernel dependencies. Default: `target-runtime` under
-    /// `[tool.kernels]`, else the existing lock's format, refined by the
-    /// `kernels` installed in the project's Python environment.
+    /// variant order, bytecode handling and kernel dependencies. Default:
+    /// `target-runtime` under `[tool.kernels]`, else the existing lock's
+    /// format, refined by the `kernels` installed in the project's Python
+    /// environment.
     #[arg(long, value_name = "VERSION")]
     pub target_runtime: Option<String>,
 }
