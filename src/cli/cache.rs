@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::OutputFormat;
+use super::json::CacheLsDoc;
 use super::printer::Printer;
 use super::progress::human_bytes;
 use crate::cli::settings::Settings;
@@ -77,13 +78,12 @@ pub fn run(args: CacheCmdArgs, settings: &Settings, printer: &Printer) -> miette
 fn ls(cache: &HubCache, format: OutputFormat, printer: &Printer) -> miette::Result<()> {
     let repos = inventory::list(cache)?;
     if format == OutputFormat::Json {
-        let doc = serde_json::json!({
-            "schema": 1,
-            "command": "cache ls",
-            "cache_dir": cache.root(),
-            "repos": repos,
+        printer.json(&CacheLsDoc {
+            schema: 1,
+            command: "cache ls",
+            cache_dir: cache.root(),
+            repos: &repos,
         });
-        printer.data(format_args!("{doc:#}"));
         return Ok(());
     }
     for repo in &repos {

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::args::{EnvArgs, ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetRuntimeArgs};
+use super::json::{DownloadDoc, DownloadedDoc, DryRunDoc, ErrorDoc, FailureDoc};
 use super::printer::Printer;
 use super::profile::{CACHE_HINT, choose_profile, describe_preference};
 use super::progress::{Progress, ProgressMode, human_bytes, plural, summary_line};
@@ -441,24 +442,14 @@ impl Run<'_> {
             return Err(report);
         }
         if self.args.format == Format::Json {
-            let doc = serde_json::json!({
-                "schema": 1,
-                "command": "download",
-                "cache_dir": settings.cache_dir,
-                "kernels": summary.done.iter().map(|r| serde_json::json!({
-                    "repo_id": r.repo_id.to_string(),
-                    "version": r.version,
-                    "commit": r.commit,
-                    "variants": r.variants,
-                    "files": r.files,
-                    "bytes": r.bytes,
-                    "fetched_bytes": r.fetched_bytes,
-                    "fetched_blobs": r.fetched_blobs,
-                })).collect::<Vec<_>>(),
-                "failed": summary.failed.iter().map(failure_json).collect::<Vec<_>>(),
-                "error": null,
+            printer.json(&DownloadDoc {
+                schema: 1,
+                command: "download",
+                cache_dir: &settings.cache_dir,
+                kernels: summary.done.iter().map(downloaded_doc).collect(),
+                failed: summary.failed.iter().map(failure_doc).collect(),
+                error: None,
             });
-            printer.data(format_args!("{doc:#}"));
         }
         if !summary.done.is_empty() {
             printer.status(summary_line(
@@ -624,15 +615,14 @@ pub(super) fn print_failure(
     report: &miette::Report,
     failed: &[crate::install::KernelFailure],
 ) {
-    let doc = serde_json::json!({
-        "schema": 1,
-        "command": "download",
-        "cache_dir": settings.cache_dir,
-        "kernels": [],
-        "failed": failed.iter().map(failure_json).collect::<Vec<_>>(),
-        "error": super::causes::error_json(report),
+    printer.json(&DownloadDoc {
+        schema: 1,
+        command: "download",
+        cache_dir: &settings.cache_dir,
+        kernels: Vec::new(),
+        failed: failed.iter().map(failure_doc).collect(),
+        error: Some(ErrorDoc::of(report)),
     });
-    printer.data(format_args!("{doc:#}"));
 }
 
 /// The Hub client of a command that shows its retries as plain status lines
@@ -694,14 +684,26 @@ struct Unreachable {
 
 /// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
 /// and the `message`.
-fn failure_json(failure: &crate::install::KernelFailure) -> serde_json::Value {
-    use miette::Diagnostic;
-    serde_json::json!({
-        "repo_id": failure.repo_id.to_string(),
-        "commit": failure.commit,
-        "code": failure.error.code().map(|c| c.to_string()),
-        "message": failure.error.to_string(),
-    })
+fn failure_doc(failure: &crate::install::KernelFailure) -> FailureDoc {
+    FailureDoc::new(
+        &failure.repo_id,
+        Some(failure.commit.to_string()),
+        &failure.error,
+    )
+}
+
+/// A kernel now complete in the cache, as typed JSON.
+fn downloaded_doc(report: &crate::install::KernelReport) -> DownloadedDoc<'_> {
+    DownloadedDoc {
+        repo_id: report.repo_id.to_string(),
+        version: report.version.as_deref(),
+        commit: report.commit.to_string(),
+        variants: &report.variants,
+        files: report.files,
+        bytes: report.bytes,
+        fetched_bytes: report.fetched_bytes,
+        fetched_blobs: report.fetched_blobs,
+    }
 }
 
 /// The `refs/<name>` each locked entry was resolved from, when the lock or
@@ -788,12 +790,17 @@ fn print_dry_run(
         match result {
             Ok(kernel) => planned.push(kernel),
             Err(failure) => {
-                failures.push(failure_json(&failure));
+                failures.push(failure_doc(&failure));
                 failed.push((failure.label(), failure.error));
             }
         }
     }
     super::causes::print_kernel_failures(printer, failed, client.endpoint(), "not planned");
+    let code = if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
     match format {
         Format::Text => {
             for kernel in &planned {
@@ -807,23 +814,16 @@ fn print_dry_run(
                 human_bytes(bytes)
             ));
         }
-        Format::Json => {
-            let doc = serde_json::json!({
-                "schema": DRY_RUN_SCHEMA,
-                "command": "download --dry-run",
-                "kernels": planned,
-                "download_files": planned.iter().map(|k| k.download_files).sum::<usize>(),
-                "download_bytes": planned.iter().map(|k| k.download_bytes).sum::<u64>(),
-                "failed": failures,
-            });
-            printer.data(format_args!("{doc:#}"));
-        }
+        Format::Json => printer.json(&DryRunDoc {
+            schema: DRY_RUN_SCHEMA,
+            command: "download --dry-run",
+            kernels: &planned,
+            download_files: planned.iter().map(|k| k.download_files).sum(),
+            download_bytes: planned.iter().map(|k| k.download_bytes).sum(),
+            failed: failures,
+        }),
     }
-    if failures.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        Ok(ExitCode::from(1))
-    }
+    Ok(code)
 }
 
 /// One line for the kernel, one per variant.

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use super::OutputFormat;
 use super::args::{EnvArgs, RepoTypeArgs, TargetRuntimeArgs};
+use super::json::{EnvDoc, EnvLockDoc, TargetRuntimeDoc, TorchDoc};
 use super::printer::Printer;
 use super::profile::{choose_profile, describe, describe_preference};
 use super::progress::ProgressMode;
@@ -18,9 +19,6 @@ use crate::variant::{EnvSources, TorchEnv, VariantError, project_python};
 
 /// At most this many rejected variants are named per kernel in text.
 const ENV_REJECTED: usize = 5;
-
-/// The `schema` of `kernels env --format json` (`docs/json-output.md`).
-pub const ENV_SCHEMA: u32 = 1;
 
 /// Arguments of `kernels env`.
 #[derive(Debug, clap::Args)]
@@ -165,58 +163,44 @@ impl Report<'_> {
     fn print_json(&self) {
         let (settings, profile) = (self.settings, &self.profile);
         let explained = explain_lock(self.args, settings, self.printer);
-        let torch = match &self.resolved {
-            Ok((env, sources)) => serde_json::json!({
-                "version": format!("{}.{}", env.major, env.minor),
-                "backend": env.compute(),
-                "cuda": env.cuda,
-                "rocm": env.hip,
-                "xpu": env.xpu,
-                "metal": env.mps,
-                "cxx11_abi": env.cxx11_abi,
-                "os": env.system.to_lowercase(),
-                "arch": env.machine,
-                "arch_variant": env.arch_variant(),
-                "preference": env.preference(self.noarch),
-                "sources": sources,
-            }),
-            Err(_) => serde_json::Value::Null,
-        };
-        let lock_path = &self.lock_path;
-        let doc = serde_json::json!({
-            "schema": ENV_SCHEMA,
-            "command": "env",
-            "kernels_version": env!("CARGO_PKG_VERSION"),
-            "python": self.python,
-            "torch": torch,
-            "torch_error": self.resolved.as_ref().err().map(|e| e.to_string()),
-            "target_runtime": {
-                "version": profile.runtime.map(|v| v.to_string()),
-                "lock_format": profile.lock_format.id(),
-                "repo_type": profile.repo_type.as_str(),
-                "cache_prefix": profile.cache_prefix(),
-                "description": self.runtime,
+        let path = self.lock_path.as_path();
+        self.printer.json(&EnvDoc {
+            schema: EnvDoc::SCHEMA,
+            command: "env",
+            kernels_version: env!("CARGO_PKG_VERSION"),
+            python: &self.python,
+            torch: self
+                .resolved
+                .as_ref()
+                .ok()
+                .map(|(env, sources)| TorchDoc::new(env, sources, self.noarch)),
+            torch_error: self.resolved.as_ref().err().map(|e| e.to_string()),
+            target_runtime: TargetRuntimeDoc {
+                version: profile.runtime.map(|v| v.to_string()),
+                lock_format: profile.lock_format.id(),
+                repo_type: profile.repo_type.as_str(),
+                cache_prefix: profile.cache_prefix(),
+                description: &self.runtime,
             },
-            "cache_dir": settings.cache_dir,
-            "endpoint": settings.endpoint,
-            "offline": settings.offline,
-            "token": settings.token.is_some(),
-            "lock": explained.as_ref().map(|e| match e {
-                Ok(e) => serde_json::json!({
-                    "path": lock_path,
-                    "kernels": e.kernels,
-                    "failed": e.failed,
-                    "error": null,
-                }),
-                Err(err) => serde_json::json!({
-                    "path": lock_path,
-                    "kernels": [],
-                    "failed": [],
-                    "error": err,
-                }),
+            cache_dir: &settings.cache_dir,
+            endpoint: &settings.endpoint,
+            offline: settings.offline,
+            token: settings.token.is_some(),
+            lock: explained.as_ref().map(|e| match e {
+                Ok(e) => EnvLockDoc {
+                    path,
+                    kernels: &e.kernels,
+                    failed: &e.failed,
+                    error: None,
+                },
+                Err(err) => EnvLockDoc {
+                    path,
+                    kernels: &[],
+                    failed: &[],
+                    error: Some(err),
+                },
             }),
         });
-        self.printer.data(format_args!("{doc:#}"));
     }
 
     /// `name            value  (from source)`.

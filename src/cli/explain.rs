@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::download::Format;
+use super::json::{ExplainDoc, FailureDoc};
 use super::printer::Printer;
 use crate::install::explain::{KernelExplanation, NewerVersion, VersionRefs, explain};
 use crate::install::{DownloadOptions, LockedKernel};
@@ -16,21 +17,17 @@ use kernels_hub::HubClient;
 use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
 
-/// The `schema` of `kernels download --explain --format json`
-/// (`docs/json-output.md`).
-pub const EXPLAIN_SCHEMA: u32 = 1;
-
 /// At most this many newer versions are printed per kernel in text (JSON has
 /// every one looked up).
 const NEWER_SHOWN: usize = 3;
 
 /// The explanations of `kernels`, and the kernels whose variants could not be
-/// listed (as JSON objects with `repo_id`, `commit`, `code` and `message`).
+/// listed (as failure objects).
 pub struct Explained {
     /// One explanation per kernel that could be listed, in lock order.
     pub kernels: Vec<KernelExplanation>,
-    /// One typed object per kernel that could not be.
-    pub failed: Vec<serde_json::Value>,
+    /// One failure object per kernel that could not be.
+    pub failed: Vec<FailureDoc>,
 }
 
 impl Explained {
@@ -111,13 +108,11 @@ pub fn collect(run: &ExplainRun<'_>) -> miette::Result<Explained> {
         match result {
             Ok(kernel) => explained.kernels.push(kernel),
             Err((kernel, error)) => {
-                use miette::Diagnostic;
-                explained.failed.push(serde_json::json!({
-                    "repo_id": kernel.repo_id.to_string(),
-                    "commit": kernel.commit,
-                    "code": error.code().map(|c| c.to_string()),
-                    "message": error.to_string(),
-                }));
+                explained.failed.push(FailureDoc::new(
+                    &kernel.repo_id,
+                    Some(kernel.commit.to_string()),
+                    &error,
+                ));
                 failures.push((
                     crate::install::plan::label(&kernel.repo_id, &kernel.commit),
                     error,
@@ -224,19 +219,16 @@ pub fn print(run: &ExplainRun<'_>, format: Format) -> miette::Result<ExitCode> {
     match format {
         Format::Json => {
             let environment = match &run.options.selection {
-                crate::variant::VariantSelection::Detected { env, .. } => {
-                    serde_json::Value::String(env.describe())
-                }
-                _ => serde_json::Value::Null,
+                crate::variant::VariantSelection::Detected { env, .. } => Some(env.describe()),
+                _ => None,
             };
-            let doc = serde_json::json!({
-                "schema": EXPLAIN_SCHEMA,
-                "command": "download --explain",
-                "environment": environment,
-                "kernels": explained.kernels,
-                "failed": explained.failed,
+            run.printer.json(&ExplainDoc {
+                schema: ExplainDoc::SCHEMA,
+                command: "download --explain",
+                environment,
+                kernels: &explained.kernels,
+                failed: &explained.failed,
             });
-            run.printer.data(format_args!("{doc:#}"));
         }
         Format::Text => explained
             .kernels

@@ -6,9 +6,10 @@ use std::process::ExitCode;
 use super::args::{ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetRuntimeArgs};
 use super::{GlobalArgs, OutputFormat};
 use crate::lock::conflict;
-use crate::lock::freshness::{CheckReport, LockOnDisk, check_offline, diff_locks};
+use crate::lock::freshness::{CheckMode, CheckReport, LockOnDisk, check_offline, diff_locks};
 use kernels_cache::HubCache;
 
+use super::json::{CheckDoc, ErrorDoc, LockDoc, LockedEntryDoc};
 use super::printer::Printer;
 use super::profile::choose_profile;
 use super::progress::ProgressMode;
@@ -180,12 +181,18 @@ fn print_report(
 ) -> bool {
     let stale = report.is_stale() || changes.is_some_and(|c| !c.is_empty());
     if format == OutputFormat::Json {
-        let mut doc = report_json(report);
-        doc["up_to_date"] = serde_json::Value::Bool(!stale);
-        if let Some(changes) = changes {
-            doc["changes"] = serde_json::to_value(changes).unwrap_or_default();
-        }
-        printer.data(doc);
+        printer.json_line(&CheckDoc {
+            schema: CheckDoc::SCHEMA,
+            command: "lock --check",
+            lock_file: report.lock_file.display().to_string(),
+            mode: report.mode,
+            up_to_date: !stale,
+            unverified: report.unverified().count(),
+            findings: &report.findings,
+            error: None,
+            failed: Vec::new(),
+            changes,
+        });
         return stale;
     }
     let verbose = printer.is_verbose();
@@ -498,13 +505,6 @@ pub fn ensure_locked(
     Ok(())
 }
 
-/// The `schema` of `kernels lock --format json` (`docs/json-output.md`); 2
-/// since `locked[]` holds objects instead of status lines.
-pub const LOCK_SCHEMA: u32 = 2;
-
-/// The `schema` of `kernels lock --check --format json`.
-pub const CHECK_SCHEMA: u32 = 1;
-
 /// Resolves `[tool.kernels.dependencies]` for the target profile and writes
 /// `kernels.lock` in its format, atomically and only when its bytes change.
 /// Nothing is written unless every dependency resolved. A lock with merge conflict
@@ -539,38 +539,27 @@ pub fn run(
             .downcast_ref::<super::causes::LockFailed>()
             .map(|f| f.failed.clone())
             .unwrap_or_default();
-        let error = super::causes::error_json(report);
-        let doc = if check {
-            serde_json::json!({
-                "schema": CHECK_SCHEMA,
-                "command": "lock --check",
-                "lock_file": lock_file,
-                "mode": if offline { "offline" } else { "online" },
-                "up_to_date": false,
-                "unverified": 0,
-                "findings": [],
-                "error": error,
-                "failed": failed,
-            })
+        let error = ErrorDoc::of(report);
+        if check {
+            printer.json_line(&CheckDoc {
+                schema: CheckDoc::SCHEMA,
+                command: "lock --check",
+                lock_file,
+                mode: if offline {
+                    CheckMode::Offline
+                } else {
+                    CheckMode::Online
+                },
+                up_to_date: false,
+                unverified: 0,
+                findings: &[],
+                error: Some(error),
+                failed,
+                changes: None,
+            });
         } else {
-            serde_json::json!({
-                "schema": LOCK_SCHEMA,
-                "command": "lock",
-                "lock_file": lock_file,
-                "format": null,
-                "previous_format": null,
-                "written": false,
-                "dry_run": dry_run,
-                "changes": [],
-                "kernels": [],
-                "locked": [],
-                "warnings": [],
-                "kept": [],
-                "error": error,
-                "failed": failed,
-            })
-        };
-        printer.data(doc);
+            printer.json_line(&LockDoc::failed(lock_file, dry_run, error, failed));
+        }
     }
     result
 }
@@ -798,16 +787,17 @@ fn print_json(
         changes,
         kept,
     } = resolved;
-    let kernels: Vec<serde_json::Value> = outcome
+    let kernels: Vec<LockedEntryDoc> = outcome
         .lockfile
         .locked_kernels(lock_path)?
         .iter()
-        .map(|kernel| {
-            serde_json::json!({
-                "repo_id": kernel.repo_id.to_string(),
-                "commit": kernel.commit,
-                "variants": kernel.variants.as_ref().map(|v| v.keys().collect::<Vec<_>>()),
-            })
+        .map(|kernel| LockedEntryDoc {
+            repo_id: kernel.repo_id.to_string(),
+            commit: kernel.commit.to_string(),
+            variants: kernel
+                .variants
+                .as_ref()
+                .map(|v| v.keys().map(ToString::to_string).collect()),
         })
         .collect();
     // As text mode: with a previous lock in this format, only the entries
@@ -825,23 +815,22 @@ fn print_json(
                 })
         })
         .collect();
-    let doc = serde_json::json!({
-        "schema": LOCK_SCHEMA,
-        "command": "lock",
-        "lock_file": lock_path.display().to_string(),
-        "format": format_id(profile.lock_format),
-        "previous_format": old_format.map(format_id),
-        "written": written,
-        "dry_run": dry_run,
-        "changes": changes,
-        "kernels": kernels,
-        "locked": locked,
-        "warnings": outcome.warnings,
-        "kept": kept,
-        "error": null,
-        "failed": [],
+    printer.json_line(&LockDoc {
+        schema: LockDoc::SCHEMA,
+        command: "lock",
+        lock_file: lock_path.display().to_string(),
+        format: Some(format_id(profile.lock_format)),
+        previous_format: old_format.map(format_id),
+        written,
+        dry_run,
+        changes,
+        kernels,
+        locked,
+        warnings: &outcome.warnings,
+        kept,
+        error: None,
+        failed: Vec::new(),
     });
-    printer.data(doc);
     Ok(())
 }
 
@@ -861,22 +850,6 @@ fn report_text(report: &CheckReport, verbose: bool) -> String {
         ));
     }
     out
-}
-
-/// The stable JSON document of `kernels lock --check --format json` (schema in
-/// `docs/json-output.md`).
-fn report_json(report: &CheckReport) -> serde_json::Value {
-    serde_json::json!({
-        "schema": CHECK_SCHEMA,
-        "command": "lock --check",
-        "lock_file": report.lock_file.display().to_string(),
-        "mode": report.mode,
-        "up_to_date": !report.is_stale(),
-        "unverified": report.unverified().count(),
-        "findings": report.findings,
-        "error": null,
-        "failed": [],
-    })
 }
 
 /// A lock format as the JSON documents name it.

@@ -11,6 +11,7 @@ mod causes;
 mod download;
 mod env;
 mod explain;
+pub mod json;
 mod lock;
 mod mirror;
 pub mod printer;

@@ -5,6 +5,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::args::{ProjectArgs, RepoTypeArgs, TargetRuntimeArgs};
+use super::json::{
+    ErrorDoc, LockedNode, Matching, OutdatedDoc, TreeDoc, TreeNode, VersionDoc, VersionsDoc,
+};
 use super::printer::Printer;
 use super::profile::choose_profile;
 use super::{GlobalArgs, OutputFormat};
@@ -191,7 +194,11 @@ pub fn run_tree(
         json.push(tree.node(&k, dep.repo_id.as_str(), "", "", 0));
     }
     if args.format == OutputFormat::Json {
-        printer.data(serde_json::json!({"schema": 1, "command": "tree", "dependencies": json}));
+        printer.json_line(&TreeDoc {
+            schema: 1,
+            command: "tree",
+            dependencies: json,
+        });
     } else {
         printer.data_raw(&tree.text);
     }
@@ -237,14 +244,7 @@ struct At<'a> {
 impl TreePrinter<'_> {
     /// Draws the entry `k` (`repo`, for the `(not locked)` line) and, down to
     /// `--depth`, what it depends on; returns its JSON node.
-    fn node(
-        &mut self,
-        k: &str,
-        repo: &str,
-        prefix: &str,
-        branch: &str,
-        depth: usize,
-    ) -> serde_json::Value {
+    fn node(&mut self, k: &str, repo: &str, prefix: &str, branch: &str, depth: usize) -> TreeNode {
         let at = At {
             prefix,
             branch,
@@ -253,7 +253,10 @@ impl TreePrinter<'_> {
         let Some(entry) = self.by_key.get(k).copied() else {
             self.text
                 .push_str(&format!("{prefix}{branch}{repo} (not locked)\n"));
-            return serde_json::json!({"repo_id": repo, "locked": null});
+            return TreeNode::NotLocked {
+                repo_id: repo.to_owned(),
+                locked: None,
+            };
         };
         let status = self.statuses.get(k).cloned();
         let locked = status
@@ -285,29 +288,20 @@ impl TreePrinter<'_> {
         } else {
             Vec::new()
         };
-        let mut doc = serde_json::json!({
-            "repo_id": repo,
-            "requirement": inspect::requirement_plain(&entry.requirement),
-            "requirement_kind": inspect::requirement_kind(&entry.requirement),
-            "locked": locked,
-            "dependencies": json_children,
-        });
-        if let Some(status) = status {
-            doc["compatible"] = serde_json::to_value(&status.compatible).unwrap_or_default();
-            doc["newest"] = serde_json::to_value(&status.newest).unwrap_or_default();
-            doc["outdated"] = status.outdated.into();
-            doc["status"] = serde_json::to_value(status.status).unwrap_or_default();
-            doc["error"] = serde_json::to_value(&status.error).unwrap_or_default();
-        }
-        if repeated {
-            doc["repeated"] = true.into();
-        }
-        doc
+        TreeNode::Locked(Box::new(LockedNode {
+            repo_id: repo.to_owned(),
+            requirement: inspect::requirement_plain(&entry.requirement),
+            requirement_kind: inspect::requirement_kind(&entry.requirement),
+            locked,
+            dependencies: json_children,
+            status: status.map(Into::into),
+            repeated: repeated.then_some(true),
+        }))
     }
 
     /// Draws `kids`, the dependencies of the node drawn `at`; returns their
     /// JSON nodes.
-    fn children_of(&mut self, kids: &[KernelDependency], at: At<'_>) -> Vec<serde_json::Value> {
+    fn children_of(&mut self, kids: &[KernelDependency], at: At<'_>) -> Vec<TreeNode> {
         let child_prefix = format!(
             "{}{}",
             at.prefix,
@@ -527,7 +521,11 @@ pub fn run_outdated(
         total: statuses.len(),
     };
     if args.format == OutputFormat::Json {
-        printer.data(serde_json::json!({"schema": 1, "command": "outdated", "kernels": statuses}));
+        printer.json_line(&OutdatedDoc {
+            schema: 1,
+            command: "outdated",
+            kernels: &statuses,
+        });
     } else {
         print_outdated_table(printer, &statuses);
     }
@@ -672,17 +670,14 @@ pub fn run_versions(
         let report = super::causes::hub_failure(err, settings);
         if args.format == OutputFormat::Json {
             // Still one document, the failure typed.
-            printer.data(format_args!(
-                "{:#}",
-                serde_json::json!({
-                    "schema": 1,
-                    "command": "versions",
-                    "repo_id": args.repo_id.to_string(),
-                    "environment": env.as_ref().map(|e| e.describe()),
-                    "versions": [],
-                    "error": super::causes::error_json(&report),
-                })
-            ));
+            printer.json(&VersionsDoc {
+                schema: 1,
+                command: "versions",
+                repo_id: args.repo_id.to_string(),
+                environment: env.as_ref().map(|e| e.describe()),
+                versions: Vec::new(),
+                error: Some(ErrorDoc::of(&report)),
+            });
         }
         report
     })?;
@@ -781,25 +776,26 @@ impl Listing<'_> {
 
     /// The `--format json` document.
     fn print_json(&self, printer: &Printer, versions: &[inspect::VersionInfo]) {
-        let list: Vec<serde_json::Value> = versions
+        let versions = versions
             .iter()
-            .map(|v| {
-                let mut doc = serde_json::to_value(v).unwrap_or_default();
-                doc["variant_count"] = v.variants.len().into();
-                doc["matching"] = match (&self.selection, self.matching(v)) {
-                    (None, _) => serde_json::Value::Null,
-                    (Some(_), m) => m.map_or(false.into(), Into::into),
-                };
-                doc
+            .map(|info| VersionDoc {
+                info,
+                variant_count: info.variants.len(),
+                matching: match (&self.selection, self.matching(info)) {
+                    (None, _) => Matching::Unknown,
+                    (Some(_), None) => Matching::None,
+                    (Some(_), Some(name)) => Matching::Variant(name),
+                },
             })
             .collect();
-        printer.data(serde_json::json!({
-            "schema": 1,
-            "command": "versions",
-            "repo_id": self.args.repo_id.to_string(),
-            "environment": self.env.as_ref().map(|e| e.describe()),
-            "versions": list,
-        }));
+        printer.json_line(&VersionsDoc {
+            schema: 1,
+            command: "versions",
+            repo_id: self.args.repo_id.to_string(),
+            environment: self.env.as_ref().map(|e| e.describe()),
+            versions,
+            error: None,
+        });
     }
 
     /// One line per version (with `--variants`, one per build variant below it).

@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use super::json::{ErrorDoc, ProblemDoc, VerifiedDoc, VerifyDoc};
 use super::printer::Printer;
 use super::progress::{first_fitting, human_bytes, line_width, plural};
 use crate::cli::settings::Settings;
@@ -97,27 +98,19 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
 /// The `--format json` document of a verification; exit 1 on any difference.
 fn print_json(settings: &Settings, printer: &Printer, checks: &[KernelVerification]) -> ExitCode {
     let ok = checks.iter().all(|c| c.is_ok());
-    let doc = serde_json::json!({
-        "schema": 1,
-        "command": "verify",
-        "ok": ok,
-        "cache_dir": settings.cache_dir,
-        "kernels": checks.iter().map(|check| serde_json::json!({
-            "repo_id": check.repo_id.to_string(),
-            "commit": check.commit,
-            "ok": check.is_ok(),
-            "variants": check.variants.keys().collect::<Vec<_>>(),
-            "files": check.file_count(),
-            "bytes": check.total_bytes(),
-            "problems": check.problems.iter().map(|p| serde_json::json!({
-                "problem": problem_kind(p),
-                "message": p.to_string(),
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "warnings": checks.iter().flat_map(|c| &c.warnings).map(|w| w.to_string()).collect::<Vec<_>>(),
-        "error": null,
+    printer.json(&VerifyDoc {
+        schema: 1,
+        command: "verify",
+        ok,
+        cache_dir: &settings.cache_dir,
+        kernels: checks.iter().map(verified_doc).collect(),
+        warnings: checks
+            .iter()
+            .flat_map(|c| &c.warnings)
+            .map(|w| w.to_string())
+            .collect(),
+        error: None,
     });
-    printer.data(format_args!("{doc:#}"));
     if ok {
         ExitCode::SUCCESS
     } else {
@@ -208,16 +201,35 @@ fn verified_line(check: &KernelVerification) -> String {
 /// lock stale or missing, torch not found): still one document, the failure
 /// typed in `error`.
 pub(super) fn print_failure(settings: &Settings, printer: &Printer, report: &miette::Report) {
-    let doc = serde_json::json!({
-        "schema": 1,
-        "command": "verify",
-        "ok": false,
-        "cache_dir": settings.cache_dir,
-        "kernels": [],
-        "warnings": [],
-        "error": super::causes::error_json(report),
+    printer.json(&VerifyDoc {
+        schema: 1,
+        command: "verify",
+        ok: false,
+        cache_dir: &settings.cache_dir,
+        kernels: Vec::new(),
+        warnings: Vec::new(),
+        error: Some(ErrorDoc::of(report)),
     });
-    printer.data(format_args!("{doc:#}"));
+}
+
+/// One verified kernel as typed JSON.
+fn verified_doc(check: &KernelVerification) -> VerifiedDoc {
+    VerifiedDoc {
+        repo_id: check.repo_id.to_string(),
+        commit: check.commit.to_string(),
+        ok: check.is_ok(),
+        variants: check.variants.keys().map(ToString::to_string).collect(),
+        files: check.file_count(),
+        bytes: check.total_bytes(),
+        problems: check
+            .problems
+            .iter()
+            .map(|p| ProblemDoc {
+                problem: problem_kind(p),
+                message: p.to_string(),
+            })
+            .collect(),
+    }
 }
 
 /// The problem's kind as a stable snake_case name (`dangling_link`, …): its
