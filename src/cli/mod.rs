@@ -2,7 +2,10 @@
 //!
 //! Each subcommand lives in its own module with an `Args` struct and a `run`
 //! function that translates arguments into library calls and prints results.
-//! Output rules: data on stdout, status and progress on stderr.
+//! Output rules: data on stdout, status and progress on stderr, all through
+//! the one [`printer::Printer`] that [`main`] builds from the arguments;
+//! `--format json` documents are the types of [`json`]; flags shared by
+//! several commands are the groups of [`args`].
 
 mod add;
 pub mod args;
