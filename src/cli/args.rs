@@ -32,7 +32,7 @@ impl ProjectArgs {
     }
 
     /// Sets [`ProjectArgs::project_dir`] from the positional argument and
-    /// `--project` (see [`super::project_dir`]).
+    /// `--project`, else discovery upwards from the current directory.
     ///
     /// # Errors
     /// Both are given and differ.
