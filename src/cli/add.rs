@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::GlobalArgs;
-use super::lock::{LockArgs, RepoTypeArg};
+use super::args::{RepoTypeArgs, TargetRuntimeArgs};
+use super::lock::LockArgs;
+use super::printer::Printer;
 use super::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::edit::{
@@ -29,13 +31,13 @@ pub struct AddArgs {
     /// runtime reads.
     pub requirement: Option<String>,
 
-    /// Lock for this `kernels` runtime version (as `kernels lock --target-runtime`).
-    #[arg(long, value_name = "VERSION")]
-    pub target_runtime: Option<String>,
+    /// `--target-runtime`.
+    #[command(flatten)]
+    pub runtime: TargetRuntimeArgs,
 
-    /// Override the target runtime's Hub repository type.
-    #[arg(long, value_enum)]
-    pub repo_type: Option<RepoTypeArg>,
+    /// `--repo-type`.
+    #[command(flatten)]
+    pub repo: RepoTypeArgs,
 
     /// Lock this repository even if its publisher is not a trusted kernel
     /// publisher (as `kernels lock --trust`); repeatable.
@@ -50,9 +52,9 @@ pub struct RemoveArgs {
     #[arg(required = true)]
     pub repo_ids: Vec<RepoId>,
 
-    /// Lock for this `kernels` runtime version (as `kernels lock --target-runtime`).
-    #[arg(long, value_name = "VERSION")]
-    pub target_runtime: Option<String>,
+    /// `--target-runtime`.
+    #[command(flatten)]
+    pub runtime: TargetRuntimeArgs,
 }
 
 fn read_manifest_text(project_dir: &Path) -> miette::Result<(PathBuf, String)> {
@@ -72,6 +74,7 @@ pub fn run_add(
     project_dir: &Path,
     settings: &Settings,
     global: &GlobalArgs,
+    printer: &Printer,
 ) -> miette::Result<ExitCode> {
     let (path, text) = read_manifest_text(project_dir)?;
     let manifest = match Manifest::parse(&text, &path) {
@@ -86,11 +89,11 @@ pub fn run_add(
         .map(|l| l.format());
     let profile = choose_profile(
         project_dir,
-        args.target_runtime.as_deref(),
+        args.runtime.version(),
         manifest.as_ref().and_then(Manifest::target_runtime),
         lock_format,
-        args.repo_type,
-        true,
+        args.repo.repo_type,
+        &printer.quiet_if(true),
     )?;
     let runtime = profile.runtime.map(|r| r.to_string());
     let value = match &args.requirement {
@@ -108,7 +111,8 @@ pub fn run_add(
                     args.repo_id
                 ));
             }
-            let client = super::download::client_showing_retries(settings, global.quiet)?;
+            let client =
+                super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
             let refs = super::runtime()?
                 .block_on(client.list_refs(profile.repo_type, &args.repo_id))
                 .map_err(|err| super::causes::hub_failure(err, settings))?;
@@ -126,10 +130,16 @@ pub fn run_add(
         None => format!("Added `{}` = {value} to", args.repo_id),
     };
     let mut lock = LockArgs::for_project(project_dir);
-    lock.target_runtime = args.target_runtime;
-    lock.repo_type = args.repo_type;
+    lock.runtime = args.runtime;
+    lock.repo = args.repo;
     lock.trust = args.trust;
-    edit_then_lock(&path, &text, &new_text, lock, settings, global, &what)
+    let edit = Edit {
+        path: &path,
+        old_text: &text,
+        new_text: &new_text,
+        what: &what,
+    };
+    edit_then_lock(&edit, lock, settings, global, printer)
 }
 
 /// `kernels remove`.
@@ -138,6 +148,7 @@ pub fn run_remove(
     project_dir: &Path,
     settings: &Settings,
     global: &GlobalArgs,
+    printer: &Printer,
 ) -> miette::Result<ExitCode> {
     let (path, text) = read_manifest_text(project_dir)?;
     let (new_text, removed) = remove_dependencies(&text, &path, &args.repo_ids)?;
@@ -151,22 +162,44 @@ pub fn run_remove(
             .join(", ")
     );
     let mut lock = LockArgs::for_project(project_dir);
-    lock.target_runtime = args.target_runtime;
-    edit_then_lock(&path, &text, &new_text, lock, settings, global, &what)
+    lock.runtime = args.runtime;
+    let edit = Edit {
+        path: &path,
+        old_text: &text,
+        new_text: &new_text,
+        what: &what,
+    };
+    edit_then_lock(&edit, lock, settings, global, printer)
+}
+
+/// An edit of `pyproject.toml` by `kernels add` or `kernels remove`.
+struct Edit<'a> {
+    /// The manifest's path.
+    path: &'a Path,
+    /// Its text before the edit.
+    old_text: &'a str,
+    /// Its text after the edit.
+    new_text: &'a str,
+    /// What the edit did, for the status line (`Added `acme/relu` = 1 to`).
+    what: &'a str,
 }
 
 /// Writes the edited manifest and locks; on failure puts `pyproject.toml` and
 /// `kernels.lock` back as they were. Under `--frozen` only the manifest is
 /// edited (as `uv add --frozen`).
 fn edit_then_lock(
-    path: &Path,
-    old_text: &str,
-    new_text: &str,
+    edit: &Edit<'_>,
     lock: LockArgs,
     settings: &Settings,
     global: &GlobalArgs,
-    what: &str,
+    printer: &Printer,
 ) -> miette::Result<ExitCode> {
+    let &Edit {
+        path,
+        old_text,
+        new_text,
+        what,
+    } = edit;
     let write = |bytes: &[u8], file: &Path| {
         write_atomic(file, bytes).map_err(|err| {
             miette::miette!(
@@ -180,18 +213,17 @@ fn edit_then_lock(
     if new_text != old_text {
         write(new_text.as_bytes(), path)?;
     }
-    if !global.quiet {
-        eprintln!("{what} [tool.kernels.dependencies] of {}", path.display());
-    }
+    printer.status(format_args!(
+        "{what} [tool.kernels.dependencies] of {}",
+        path.display()
+    ));
     if global.frozen {
-        if !global.quiet {
-            eprintln!("--frozen: kernels.lock was not updated; run `kernels lock` to update it");
-        }
+        printer.status("--frozen: kernels.lock was not updated; run `kernels lock` to update it");
         return Ok(ExitCode::SUCCESS);
     }
-    let lock_path = lock.project_dir.join(LOCK_FILE_NAME);
+    let lock_path = lock.project.project_dir.join(LOCK_FILE_NAME);
     let old_lock = fs_err::read(&lock_path).ok();
-    let result = super::lock::run(lock, settings, global);
+    let result = super::lock::run(lock, settings, global, printer);
     let failed = !matches!(result, Ok(code) if code == ExitCode::SUCCESS);
     if failed {
         let mut restored = new_text == old_text || write(old_text.as_bytes(), path).is_ok();
@@ -202,12 +234,12 @@ fn edit_then_lock(
                 None => fs_err::remove_file(&lock_path).is_ok(),
             };
         }
-        if restored && !global.quiet {
-            eprintln!(
+        if restored {
+            printer.status(format_args!(
                 "Locking failed: {} and {} were left as they were",
                 path.display(),
                 lock_path.display()
-            );
+            ));
         }
     }
     result

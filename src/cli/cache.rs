@@ -5,9 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::OutputFormat;
+use super::json::CacheLsDoc;
+use super::printer::Printer;
 use super::progress::human_bytes;
 use crate::cli::settings::Settings;
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
+use kernels_cache::HubCache;
 use kernels_cache::inventory::{self, PruneOptions};
 
 /// Arguments of `kernels cache`.
@@ -55,109 +58,121 @@ enum CacheCommand {
 struct NoLock(PathBuf);
 
 /// Runs `kernels cache …`.
-pub fn run(args: CacheCmdArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
+pub fn run(args: CacheCmdArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
     let cache = settings.cache();
     match args.command {
         CacheCommand::Dir => {
-            println!("{}", cache.root().display());
-            if !quiet {
-                eprintln!("(chosen by {})", settings.cache_dir_source);
-            }
+            printer.data(cache.root().display());
+            printer.status(format_args!("(chosen by {})", settings.cache_dir_source));
         }
-        CacheCommand::Ls { format } => {
-            let repos = inventory::list(&cache)?;
-            match format {
-                OutputFormat::Json => {
-                    let doc = serde_json::json!({
-                        "schema": 1,
-                        "command": "cache ls",
-                        "cache_dir": cache.root(),
-                        "repos": repos,
-                    });
-                    println!("{doc:#}");
-                }
-                OutputFormat::Text => {
-                    for repo in &repos {
-                        let partial = if repo.incomplete > 0 {
-                            format!(", {} partial", human_bytes(repo.incomplete))
-                        } else {
-                            String::new()
-                        };
-                        println!(
-                            "{} ({}): {}{partial}",
-                            repo.repo_id,
-                            repo.repo_type,
-                            human_bytes(repo.size)
-                        );
-                        for rev in &repo.revisions {
-                            let refs = if rev.refs.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" [{}]", rev.refs.join(", "))
-                            };
-                            println!(
-                                "  {}{refs}: {}, {}",
-                                rev.commit,
-                                super::progress::plural(rev.files, "file"),
-                                human_bytes(rev.size)
-                            );
-                        }
-                    }
-                    if repos.is_empty() && !quiet {
-                        eprintln!("The cache {} holds no repository", cache.root().display());
-                    }
-                }
-            }
-        }
+        CacheCommand::Ls { format } => ls(&cache, format, printer)?,
         CacheCommand::Prune {
             keep_locked,
             dry_run,
-        } => {
-            let keep_only = match keep_locked {
-                None => None,
-                Some(project) => {
-                    let path = project.join(LOCK_FILE_NAME);
-                    if !path.is_file() {
-                        return Err(NoLock(project).into());
-                    }
-                    let lock = Lockfile::read(&path)?;
-                    let mut keep = BTreeSet::new();
-                    for kernel in lock.locked_kernels(&path)? {
-                        // Either folder prefix may hold the kernel (runtime era).
-                        for kind in ["kernel", "model"] {
-                            keep.insert((kernel.repo_id.folder_name(kind), kernel.commit.clone()));
-                        }
-                    }
-                    Some(keep)
-                }
-            };
-            let report = inventory::prune(&cache, &PruneOptions { keep_only, dry_run })?;
-            let verb = if dry_run { "Would remove" } else { "Removed" };
-            for path in report
-                .snapshots
-                .iter()
-                .chain(&report.refs)
-                .chain(&report.incomplete)
-                .chain(&report.blobs)
-            {
-                println!("{}", path.display());
-            }
-            for path in &report.busy {
-                eprintln!(
-                    "warning: {} is in use by another process; left alone",
-                    path.display()
-                );
-            }
-            if !quiet {
-                eprintln!(
-                    "{verb} {}, {}, {}: {}",
-                    super::progress::plural(report.snapshots.len(), "snapshot"),
-                    super::progress::plural(report.incomplete.len(), "partial download"),
-                    super::progress::plural(report.blobs.len(), "unreferenced blob"),
-                    human_bytes(report.freed)
-                );
-            }
-        }
+        } => prune(&cache, keep_locked, dry_run, printer)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `kernels cache ls`: every repository with its size and revisions.
+fn ls(cache: &HubCache, format: OutputFormat, printer: &Printer) -> miette::Result<()> {
+    let repos = inventory::list(cache)?;
+    if format == OutputFormat::Json {
+        printer.json(&CacheLsDoc {
+            schema: 1,
+            command: "cache ls",
+            cache_dir: cache.root(),
+            repos: &repos,
+        });
+        return Ok(());
+    }
+    for repo in &repos {
+        let partial = if repo.incomplete > 0 {
+            format!(", {} partial", human_bytes(repo.incomplete))
+        } else {
+            String::new()
+        };
+        printer.data(format_args!(
+            "{} ({}): {}{partial}",
+            repo.repo_id,
+            repo.repo_type,
+            human_bytes(repo.size)
+        ));
+        for rev in &repo.revisions {
+            let refs = if rev.refs.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", rev.refs.join(", "))
+            };
+            printer.data(format_args!(
+                "  {}{refs}: {}, {}",
+                rev.commit,
+                super::progress::plural(rev.files, "file"),
+                human_bytes(rev.size)
+            ));
+        }
+    }
+    if repos.is_empty() {
+        printer.status(format_args!(
+            "The cache {} holds no repository",
+            cache.root().display()
+        ));
+    }
+    Ok(())
+}
+
+/// `kernels cache prune`: removes leftovers (and, with `--keep-locked`, every
+/// snapshot the project's lock does not pin); prints each removed path.
+fn prune(
+    cache: &HubCache,
+    keep_locked: Option<PathBuf>,
+    dry_run: bool,
+    printer: &Printer,
+) -> miette::Result<()> {
+    let keep_only = match keep_locked {
+        None => None,
+        Some(project) => Some(locked_snapshots(project)?),
+    };
+    let report = inventory::prune(cache, &PruneOptions { keep_only, dry_run })?;
+    let verb = if dry_run { "Would remove" } else { "Removed" };
+    for path in report
+        .snapshots
+        .iter()
+        .chain(&report.refs)
+        .chain(&report.incomplete)
+        .chain(&report.blobs)
+    {
+        printer.data(path.display());
+    }
+    for path in &report.busy {
+        printer.error(format_args!(
+            "warning: {} is in use by another process; left alone",
+            path.display()
+        ));
+    }
+    printer.status(format_args!(
+        "{verb} {}, {}, {}: {}",
+        super::progress::plural(report.snapshots.len(), "snapshot"),
+        super::progress::plural(report.incomplete.len(), "partial download"),
+        super::progress::plural(report.blobs.len(), "unreferenced blob"),
+        human_bytes(report.freed)
+    ));
+    Ok(())
+}
+
+/// The `(folder, commit)` snapshots the lock of `project` pins, under either
+/// folder prefix (the runtime era decides which one holds the kernel).
+fn locked_snapshots(project: PathBuf) -> miette::Result<BTreeSet<(String, String)>> {
+    let path = project.join(LOCK_FILE_NAME);
+    if !path.is_file() {
+        return Err(NoLock(project).into());
+    }
+    let lock = Lockfile::read(&path)?;
+    let mut keep = BTreeSet::new();
+    for kernel in lock.locked_kernels(&path)? {
+        for kind in ["kernel", "model"] {
+            keep.insert((kernel.repo_id.folder_name(kind), kernel.commit.clone()));
+        }
+    }
+    Ok(keep)
 }

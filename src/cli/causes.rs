@@ -8,6 +8,7 @@ use std::fmt;
 
 use miette::Diagnostic;
 
+use super::json::FailureDoc;
 use crate::cli::settings::Settings;
 use crate::lock::project::{Failure, LockError};
 use crate::lock::resolver::ResolveError;
@@ -33,6 +34,7 @@ pub(super) fn cause_key(error: &dyn Diagnostic) -> String {
 /// naming the kernels; the Hub unreachable is one line naming `endpoint`,
 /// with `what` saying what was not done ("not listed").
 pub(super) fn print_kernel_failures(
+    printer: &super::printer::Printer,
     failures: Vec<(String, crate::install::DownloadError)>,
     endpoint: &str,
     what: &str,
@@ -55,7 +57,7 @@ pub(super) fn print_kernel_failures(
             _ => None,
         };
         match unreachable {
-            Some(cause) => eprintln!(
+            Some(cause) => printer.error(format_args!(
                 "{:?}",
                 miette::Report::new(KernelsUnreachable {
                     endpoint: endpoint.to_owned(),
@@ -63,8 +65,8 @@ pub(super) fn print_kernel_failures(
                     what: what.to_owned(),
                     kernels: names,
                 })
-            ),
-            None => eprintln!("{names}: {:?}", miette::Report::new(error)),
+            )),
+            None => printer.error(format_args!("{names}: {:?}", miette::Report::new(error))),
         }
     }
 }
@@ -180,7 +182,7 @@ delegate_diagnostic!(Grouped);
 pub(super) struct LockFailed {
     inner: Box<dyn Diagnostic + Send + Sync>,
     /// One `{repo_id, commit: null, code, message}` per dependency that failed.
-    pub failed: Vec<serde_json::Value>,
+    pub failed: Vec<FailureDoc>,
 }
 
 impl fmt::Debug for LockFailed {
@@ -203,23 +205,10 @@ impl std::error::Error for LockFailed {
 
 delegate_diagnostic!(LockFailed);
 
-/// The typed failure object of `--format json` (`docs/json-output.md`).
-fn failure_json(failure: &Failure) -> serde_json::Value {
-    serde_json::json!({
-        "repo_id": failure.repo_id.to_string(),
-        "commit": null,
-        "code": failure.error.code().map(|c| c.to_string()),
-        "message": failure.error.to_string(),
-    })
-}
-
-/// An error as the typed `error` object of a `--format json` document:
-/// its diagnostic code and message.
-pub(super) fn error_json(report: &miette::Report) -> serde_json::Value {
-    serde_json::json!({
-        "code": report.code().map(|c| c.to_string()),
-        "message": report.to_string(),
-    })
+/// The typed failure object of `--format json` (`docs/json-output.md`):
+/// nothing is locked yet, so no commit.
+fn failure_doc(failure: &Failure) -> FailureDoc {
+    FailureDoc::new(&failure.repo_id, None, &failure.error)
 }
 
 /// Several causes: a summary with one related diagnostic per cause.
@@ -366,7 +355,7 @@ pub(super) fn lock_failure(error: LockError, settings: &Settings) -> miette::Rep
         return miette::Report::new(error);
     };
     let count = failures.len();
-    let failed = failures.iter().map(failure_json).collect();
+    let failed = failures.iter().map(failure_doc).collect();
     let mut groups: Vec<(String, Vec<Failure>)> = Vec::new();
     for failure in failures {
         let key = cause_key(&failure.error);

@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::lock::RepoTypeArg;
+use super::args::{EnvArgs, ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetRuntimeArgs};
+use super::json::{DownloadDoc, DownloadedDoc, DryRunDoc, ErrorDoc, FailureDoc};
+use super::printer::Printer;
 use super::profile::{CACHE_HINT, choose_profile, describe_preference};
 use super::progress::{Progress, ProgressMode, human_bytes, plural, summary_line};
 use crate::cli::settings::Settings;
@@ -22,16 +24,9 @@ use kernels_types::wire::RepoType;
 /// Arguments of `kernels download`.
 #[derive(Debug, clap::Args)]
 pub struct DownloadArgs {
-    /// Project directory holding `kernels.lock`. Default: `--project`, else the nearest
-    /// directory from the current one upwards whose `pyproject.toml` has
-    /// `[tool.kernels]`, else `.`.
-    #[arg(value_name = "PROJECT_DIR")]
-    pub project_arg: Option<PathBuf>,
-
-    /// The project directory in use (set from `project_arg`, `--project` or
-    /// discovery before the command runs).
-    #[arg(skip)]
-    pub project_dir: PathBuf,
+    /// `PROJECT_DIR`.
+    #[command(flatten)]
+    pub project: ProjectArgs,
 
     /// Which variants, and where they live in the cache.
     #[command(flatten)]
@@ -105,116 +100,17 @@ pub struct SelectArgs {
     #[arg(long)]
     pub all_variants: bool,
 
-    /// Target this `kernels` runtime version (for example `0.10.5`): it
-    /// decides the repository type and cache folder prefix (`models--` up to
-    /// 0.13, `kernels--` from 0.14) and the variant order. Default:
-    /// `target-runtime` under `[tool.kernels]`, else the lock's format refined
-    /// by the `kernels` installed in the project's Python environment.
-    #[arg(long, value_name = "VERSION")]
-    pub target_runtime: Option<String>,
+    /// `--target-runtime`.
+    #[command(flatten)]
+    pub runtime: TargetRuntimeArgs,
 
-    /// Override the target runtime's Hub repository type, which is also the
-    /// cache folder prefix (`kernels--` or `models--`).
-    #[arg(long, value_enum)]
-    pub repo_type: Option<RepoTypeArg>,
+    /// `--repo-type`.
+    #[command(flatten)]
+    pub repo: RepoTypeArgs,
 
     /// The environment the variant is chosen for, instead of asking torch.
     #[command(flatten)]
     pub env: EnvArgs,
-}
-
-/// The `--help` section of the [`EnvArgs`] flags (set per flag, so that the
-/// options after them keep their own section).
-const ENV_HEADING: &str = "Environment overrides";
-
-/// Environment overrides: choose variants for an image built on a machine
-/// without a GPU or without torch (`kernels env` shows the result).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct EnvArgs {
-    /// Choose for this torch version (`MAJOR.MINOR`, e.g. `2.8`) without asking
-    /// Python; the backend is CPU and the platform this machine unless given.
-    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", value_parser = parse_torch)]
-    pub torch_version: Option<(u32, u32)>,
-    /// Choose for this CUDA version (e.g. `12.6`).
-    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", group = "backend")]
-    pub cuda_version: Option<String>,
-    /// Choose for this ROCm version (e.g. `6.3`).
-    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", group = "backend")]
-    pub rocm_version: Option<String>,
-    /// Choose for this Intel XPU (oneAPI) version (e.g. `2025.0`).
-    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", group = "backend")]
-    pub xpu_version: Option<String>,
-    /// Choose for Apple Metal (implies `--os darwin --arch aarch64` unless given).
-    #[arg(long, help_heading = ENV_HEADING, group = "backend")]
-    pub metal: bool,
-    /// Choose for no accelerator.
-    #[arg(long, help_heading = ENV_HEADING, group = "backend")]
-    pub cpu: bool,
-    /// Choose for this C++ ABI of torch (Linux).
-    #[arg(long, help_heading = ENV_HEADING, value_name = "ABI", value_parser = ["cxx11", "cxx98"])]
-    pub cxx_abi: Option<String>,
-    /// Choose for this OS (`linux`, `darwin`, `windows`).
-    #[arg(long, help_heading = ENV_HEADING, value_name = "OS")]
-    pub os: Option<String>,
-    /// Choose for this CPU architecture (`x86_64`, `aarch64`).
-    #[arg(long, help_heading = ENV_HEADING, value_name = "ARCH")]
-    pub arch: Option<String>,
-}
-
-impl EnvArgs {
-    /// The overrides for the variant layer.
-    pub fn overrides(&self) -> crate::variant::EnvOverrides {
-        crate::variant::EnvOverrides {
-            torch: self.torch_version,
-            cuda: self.cuda_version.clone(),
-            rocm: self.rocm_version.clone(),
-            xpu: self.xpu_version.clone(),
-            metal: self.metal,
-            cpu: self.cpu,
-            cxx11_abi: self.cxx_abi.as_deref().map(|abi| abi == "cxx11"),
-            os: self.os.clone(),
-            arch: self.arch.clone(),
-        }
-    }
-
-    /// The same overrides as flags, for hints.
-    fn flags(&self) -> String {
-        let mut out = String::new();
-        if let Some((major, minor)) = self.torch_version {
-            out.push_str(&format!(" --torch-version {major}.{minor}"));
-        }
-        for (flag, value) in [
-            ("--cuda-version", &self.cuda_version),
-            ("--rocm-version", &self.rocm_version),
-            ("--xpu-version", &self.xpu_version),
-            ("--cxx-abi", &self.cxx_abi),
-            ("--os", &self.os),
-            ("--arch", &self.arch),
-        ] {
-            if let Some(value) = value {
-                out.push_str(&format!(" {flag} {value}"));
-            }
-        }
-        if self.metal {
-            out.push_str(" --metal");
-        }
-        if self.cpu {
-            out.push_str(" --cpu");
-        }
-        out
-    }
-}
-
-/// `2.8` → `(2, 8)`.
-fn parse_torch(s: &str) -> Result<(u32, u32), String> {
-    let (major, minor) = s
-        .split_once('.')
-        .ok_or_else(|| format!("`{s}` is not MAJOR.MINOR (for example `2.8`)"))?;
-    let minor = minor.split('.').next().unwrap_or(minor);
-    match (major.parse(), minor.parse()) {
-        (Ok(major), Ok(minor)) => Ok((major, minor)),
-        _ => Err(format!("`{s}` is not MAJOR.MINOR (for example `2.8`)")),
-    }
 }
 
 impl SelectArgs {
@@ -228,10 +124,10 @@ impl SelectArgs {
         for v in &self.variants {
             out.push_str(&format!(" --variant {v}"));
         }
-        if let Some(version) = &self.target_runtime {
+        if let Some(version) = self.runtime.version() {
             out.push_str(&format!(" --target-runtime {version}"));
         }
-        match self.repo_type {
+        match self.repo.repo_type {
             Some(RepoTypeArg::Model) => out.push_str(" --repo-type model"),
             Some(RepoTypeArg::Kernel) => out.push_str(" --repo-type kernel"),
             None => {}
@@ -258,13 +154,13 @@ pub(super) struct LockRead {
 }
 
 /// Reads `<project>/kernels.lock`, chooses the target profile (which prints
-/// its `Target runtime: …` line unless `quiet`) and resolves the variant
-/// selection (detecting torch only when the lock has kernels and no variant
-/// flag is given).
+/// its `Target runtime: …` line unless the printer is quiet) and resolves the
+/// variant selection (detecting torch only when the lock has kernels and no
+/// variant flag is given).
 pub(super) fn read_lock(
     project_dir: &Path,
     select: &SelectArgs,
-    quiet: bool,
+    printer: &Printer,
 ) -> miette::Result<LockRead> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if !lock_path.is_file() {
@@ -281,30 +177,29 @@ pub(super) fn read_lock(
     let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
     let profile = choose_profile(
         project_dir,
-        select.target_runtime.as_deref(),
+        select.runtime.version(),
         tool.as_ref()
             .and_then(|t| t.target_runtime.as_deref())
             .map(|v| (v, manifest_path.as_path())),
         Some(lockfile.format()),
-        select.repo_type,
-        quiet,
+        select.repo.repo_type,
+        printer,
     )?;
     // A runtime named by the user (flag or pyproject.toml) that reads another
     // lock format would fail on this lock at run time, whatever the cache holds.
-    if !quiet
-        && let (Some(runtime), ProfileSource::Option | ProfileSource::Manifest) =
-            (profile.runtime, &profile.source)
+    if let (Some(runtime), ProfileSource::Option | ProfileSource::Manifest) =
+        (profile.runtime, &profile.source)
         && profile.lock_format != lockfile.format()
     {
-        eprintln!(
+        printer.status(format_args!(
             "warning: {} is in the {} format, which kernels {runtime} cannot read (it reads {}); re-lock it for that runtime before shipping it: `kernels lock --target-runtime {runtime}`",
             shell_path(&lock_path),
             super::lock::format_name(lockfile.format()),
             super::lock::format_name(profile.lock_format),
-        );
+        ));
     }
-    if profile.cache_is_ambiguous() && !quiet && !kernels.is_empty() && super::verbosity() > 0 {
-        eprintln!("note: {CACHE_HINT}");
+    if profile.cache_is_ambiguous() && !kernels.is_empty() && printer.is_verbose() {
+        printer.status(format_args!("note: {CACHE_HINT}"));
     }
     let request = if select.all_variants {
         VariantRequest::All
@@ -320,19 +215,17 @@ pub(super) fn read_lock(
         let python = project_python(project_dir, crate::cli::settings::virtual_env().as_deref());
         request.resolve_with(&python, profile.variant_preference, &select.env.overrides())?
     };
-    if let VariantSelection::Detected { env, preference } = &selection
-        && !quiet
-    {
+    if let VariantSelection::Detected { env, preference } = &selection {
         // The ranking is the target runtime's: shown with `-v` (`kernels env`
         // shows it too), like the `Target runtime: …` line.
-        if super::verbosity() > 0 {
-            eprintln!(
+        if printer.is_verbose() {
+            printer.status(format_args!(
                 "Environment: {}; variants ranked by {}",
                 env.describe(),
                 describe_preference(*preference)
-            );
+            ));
         } else {
-            eprintln!("Environment: {}", env.describe());
+            printer.status(format_args!("Environment: {}", env.describe()));
         }
     }
     Ok(LockRead {
@@ -403,29 +296,55 @@ enum DownloadCliError {
     },
 }
 
+/// `kernels download` as the command line runs it: the stale-lock gate
+/// ([`super::stale::ensure_current`]), then [`run`]; with `--format json`, a
+/// failed gate still prints one document.
+pub fn run_checked(
+    args: DownloadArgs,
+    settings: &Settings,
+    global: &super::GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
+    let mut check_settings = settings.clone();
+    check_settings.offline |= args.offline;
+    super::stale::ensure_current(
+        "download",
+        &args.project.project_dir,
+        args.select.repo.repo_type.map(Into::into),
+        &check_settings,
+        global,
+        printer,
+        true,
+    )
+    .inspect_err(|report| {
+        if summary_json(&args) {
+            print_failure(settings, printer, report, &[]);
+        }
+    })?;
+    run(args, settings, printer)
+}
+
 /// Reads `<project>/kernels.lock`, selects variants and downloads every kernel.
 /// Exit 0 when all kernels are in the cache and verified, 1 when any failed
 /// (each is named on stderr), 2 on internal errors.
-pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
+pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
     let json = summary_json(&args);
     // With JSON on stdout (the summary, the `--dry-run` plan or the
     // `--explain` verdicts), stderr keeps only warnings and errors.
-    let quiet = quiet || args.format == Format::Json;
+    let printer = &printer.quiet_if(args.format == Format::Json);
+    let read =
+        read_lock(&args.project.project_dir, &args.select, printer).inspect_err(|report| {
+            if json {
+                print_failure(settings, printer, report, &[]);
+            }
+        })?;
     let LockRead {
         kernels,
         selection,
         repo_type,
         format,
         refs,
-    } = match read_lock(&args.project_dir, &args.select, quiet) {
-        Ok(read) => read,
-        Err(report) => {
-            if json {
-                print_failure(settings, &report, &[]);
-            }
-            return Err(report);
-        }
-    };
+    } = read;
     let options = DownloadOptions {
         repo_type,
         selection,
@@ -437,167 +356,248 @@ pub fn run(args: DownloadArgs, settings: &Settings, quiet: bool) -> miette::Resu
     settings.offline |= args.offline;
     let settings = &settings;
     let progress = Progress::new(
-        if args.dry_run && !quiet {
-            ProgressMode::Lines
+        printer,
+        if args.dry_run {
+            printer.lines_mode()
         } else {
-            ProgressMode::detect(quiet)
+            printer.progress_mode()
         },
-        crate::cli::settings::color_enabled() && !args.dry_run,
     );
-    let client = HubClient::new(&settings.client_config())
+    let client = HubClient::new(&settings.client_config(printer))
         .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
         .with_retry_observer(retry_observer(&progress, &settings.endpoint));
     let cache = settings.cache();
     if args.explain {
         return super::explain::print(
-            &client,
-            &cache,
-            &args.project_dir,
-            format,
-            &kernels,
-            &options,
+            &super::explain::ExplainRun {
+                client: &client,
+                cache: &cache,
+                project_dir: &args.project.project_dir,
+                lock_format: format,
+                kernels: &kernels,
+                options: &options,
+                printer,
+            },
             args.format,
         );
     }
     if args.dry_run {
-        return print_dry_run(&client, &cache, &kernels, &options, args.format, &progress);
+        return print_dry_run(
+            &client,
+            &cache,
+            &kernels,
+            &options,
+            args.format,
+            &progress,
+            printer,
+        );
     }
     let summary =
         super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
-    if !quiet {
+    let run = Run {
+        args: &args,
+        settings,
+        cache: &cache,
+        kernels: &kernels,
+        options: &options,
+        printer,
+    };
+    run.report(summary, &progress)
+}
+
+/// One `kernels download` run, for reporting its outcome.
+struct Run<'a> {
+    args: &'a DownloadArgs,
+    settings: &'a Settings,
+    cache: &'a HubCache,
+    kernels: &'a [LockedKernel],
+    options: &'a DownloadOptions,
+    printer: &'a Printer,
+}
+
+impl Run<'_> {
+    /// Prints the outcome of the download (warnings, the JSON document or the
+    /// summary line, one message per cause of failure) and gives the exit code.
+    fn report(
+        &self,
+        summary: crate::install::DownloadSummary,
+        progress: &Progress,
+    ) -> miette::Result<ExitCode> {
+        let (settings, printer) = (self.settings, self.printer);
         for warning in &summary.warnings {
-            eprintln!("warning: {warning}");
+            printer.status(format_args!("warning: {warning}"));
         }
-    }
-    if let Some(blocked) = summary.blocked {
-        let report = miette::Report::new(blocked);
-        if json {
-            print_failure(settings, &report, &summary.failed);
+        if let Some(blocked) = summary.blocked {
+            let report = miette::Report::new(blocked);
+            if summary_json(self.args) {
+                print_failure(settings, printer, &report, &summary.failed);
+            }
+            for failure in summary.failed {
+                printer.error(format_args!(
+                    "{}: {:?}",
+                    failure.label(),
+                    miette::Report::new(failure.error)
+                ));
+            }
+            return Err(report);
         }
-        for failure in summary.failed {
-            eprintln!(
-                "{}: {:?}",
-                failure.label(),
-                miette::Report::new(failure.error)
-            );
+        if self.args.format == Format::Json {
+            printer.json(&DownloadDoc {
+                schema: 1,
+                command: "download",
+                cache_dir: &settings.cache_dir,
+                kernels: summary.done.iter().map(downloaded_doc).collect(),
+                failed: summary.failed.iter().map(failure_doc).collect(),
+                error: None,
+            });
         }
-        return Err(report);
-    }
-    if args.format == Format::Json {
-        let doc = serde_json::json!({
-            "schema": 1,
-            "command": "download",
-            "cache_dir": settings.cache_dir,
-            "kernels": summary.done.iter().map(|r| serde_json::json!({
-                "repo_id": r.repo_id.to_string(),
-                "version": r.version,
-                "commit": r.commit,
-                "variants": r.variants,
-                "files": r.files,
-                "bytes": r.bytes,
-                "fetched_bytes": r.fetched_bytes,
-                "fetched_blobs": r.fetched_blobs,
-            })).collect::<Vec<_>>(),
-            "failed": summary.failed.iter().map(failure_json).collect::<Vec<_>>(),
-            "error": null,
-        });
-        println!("{doc:#}");
-    }
-    if !quiet && !summary.done.is_empty() {
-        eprintln!(
-            "{}",
-            summary_line(
+        if !summary.done.is_empty() {
+            printer.status(summary_line(
                 &summary.done,
                 progress.elapsed(),
-                &settings.display_path(&settings.cache_dir)
-            )
-        );
+                &settings.display_path(&settings.cache_dir),
+            ));
+        }
+        if summary.failed.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        self.failures(summary.failed)
     }
 
-    if summary.failed.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    // A disk that fills mid-way is one error, not one per file.
-    if let Some(full) = summary.failed.iter().find_map(|f| match &f.error {
-        DownloadError::Cache(err @ kernels_cache::CacheError::DiskFull { .. }) => {
-            Some(err.to_string())
-        }
-        _ => None,
-    }) {
-        return Err(miette::Report::new(DownloadCliError::DiskFull {
-            detail: full,
-            kernels: summary.failed.iter().map(|f| f.label()).collect(),
-        }));
-    }
-    let mut failures = Vec::new();
-    let mut internal = None;
-    // One cause, one message: failures with the same code and help (a
-    // `--variant` typo, the Hub unreachable) are printed once, naming the kernels.
-    let mut groups: Vec<(String, Vec<crate::install::KernelFailure>)> = Vec::new();
-    for failure in summary.failed {
-        let label = failure.label();
-        failures.push(label.clone());
-        if let DownloadError::Internal(msg) = &failure.error {
-            internal.get_or_insert_with(|| format!("{label}: {msg}"));
-        }
-        let key = super::causes::cause_key(&failure.error);
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, group)) => group.push(failure),
-            None => groups.push((key, vec![failure])),
-        }
-    }
-    let single_cause = groups.len() == 1 && internal.is_none();
-    for (_, group) in groups {
-        if let Some(err) = unreachable(&group, settings, &cache, &kernels, &options, &args) {
-            if single_cause {
-                return Err(err);
+    /// The error of a run where `failed` kernels failed: a full disk once, one
+    /// message per cause, the exit code.
+    fn failures(&self, failed: Vec<crate::install::KernelFailure>) -> miette::Result<ExitCode> {
+        // A disk that fills mid-way is one error, not one per file.
+        if let Some(full) = failed.iter().find_map(|f| match &f.error {
+            DownloadError::Cache(err @ kernels_cache::CacheError::DiskFull { .. }) => {
+                Some(err.to_string())
             }
-            eprintln!("{err:?}");
-            continue;
+            _ => None,
+        }) {
+            return Err(miette::Report::new(DownloadCliError::DiskFull {
+                detail: full,
+                kernels: failed.iter().map(|f| f.label()).collect(),
+            }));
         }
-        let labels: Vec<String> = group.iter().map(|f| f.label()).collect();
-        let Some(first) = group.into_iter().next() else {
-            continue;
+        let failures: Vec<String> = failed.iter().map(|f| f.label()).collect();
+        let internal = failed.iter().find_map(|f| match &f.error {
+            DownloadError::Internal(msg) => Some(format!("{}: {msg}", f.label())),
+            _ => None,
+        });
+        // One cause, one message: failures with the same code and help (a
+        // `--variant` typo, the Hub unreachable) are printed once, naming the kernels.
+        let mut groups: Vec<(String, Vec<crate::install::KernelFailure>)> = Vec::new();
+        for failure in failed {
+            let key = super::causes::cause_key(&failure.error);
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, group)) => group.push(failure),
+                None => groups.push((key, vec![failure])),
+            }
+        }
+        let single_cause = groups.len() == 1 && internal.is_none();
+        for (_, group) in groups {
+            if let Some(err) = self.unreachable(&group) {
+                if single_cause {
+                    return Err(err);
+                }
+                self.printer.error(format_args!("{err:?}"));
+                continue;
+            }
+            let labels: Vec<String> = group.iter().map(|f| f.label()).collect();
+            let Some(first) = group.into_iter().next() else {
+                continue;
+            };
+            self.printer.error(format_args!(
+                "{}: {:?}",
+                super::causes::name_kernels(&labels),
+                miette::Report::new(first.error)
+            ));
+            let offline = self.settings.offline;
+            if single_cause && (failures.len() > 1 || (self.kernels.len() == 1 && !offline)) {
+                // One cause printed once; the summary would only repeat it (offline,
+                // it names the exact command that fetches what is missing).
+                return Ok(ExitCode::from(1));
+            }
+        }
+        if let Some(msg) = internal {
+            return Err(super::InternalError(msg).into());
+        }
+        Err(DownloadCliError::Failed {
+            total: self.kernels.len(),
+            help: self.failed_help(self.kernels.len() - failures.len()),
+            failures,
+        }
+        .into())
+    }
+
+    /// One error for a group of failures that all are "cannot connect", naming the
+    /// endpoint and the deepest cause once; with an `--offline` hint when the cache
+    /// holds everything these kernels need.
+    fn unreachable(&self, group: &[crate::install::KernelFailure]) -> Option<miette::Report> {
+        let DownloadError::Hub(error) = &group.first()?.error else {
+            return None;
         };
-        eprintln!(
-            "{}: {:?}",
-            super::causes::name_kernels(&labels),
-            miette::Report::new(first.error)
-        );
-        if single_cause && (failures.len() > 1 || (kernels.len() == 1 && !settings.offline)) {
-            // One cause printed once; the summary would only repeat it (offline,
-            // it names the exact command that fetches what is missing).
-            return Ok(ExitCode::from(1));
+        // Only "cannot connect to the endpoint": a transfer that broke off, or a
+        // CDN, is another cause.
+        let source = super::causes::connect_failure(error, &self.settings.endpoint)?;
+        let failed: Vec<LockedKernel> = self
+            .kernels
+            .iter()
+            .filter(|k| {
+                group
+                    .iter()
+                    .any(|f| f.repo_id == k.repo_id && f.commit == k.commit)
+            })
+            .cloned()
+            .collect();
+        let complete = crate::install::verify::verify_kernels(
+            self.cache,
+            self.options.repo_type,
+            &failed,
+            &self.options.selection,
+        )
+        .iter()
+        .all(|check| check.is_ok());
+        let help = if complete {
+            format!(
+                "the cache already holds every file these kernels need; use it without the network:\n\n    kernels download {} --offline{}",
+                shell_path(&self.args.project.project_dir),
+                self.args.select.flags()
+            )
+        } else {
+            "check HF_ENDPOINT and the network; timeouts are set with HF_HUB_ETAG_TIMEOUT and HF_HUB_DOWNLOAD_TIMEOUT (seconds)".to_owned()
+        };
+        Some(miette::Report::new(Unreachable {
+            endpoint: self.settings.endpoint.clone(),
+            cause: super::causes::root_cause(source),
+            kernels: super::causes::name_kernels(
+                &group.iter().map(|f| f.label()).collect::<Vec<_>>(),
+            ),
+            help,
+        }))
+    }
+
+    /// The help of [`DownloadCliError::Failed`] when `done` kernels are complete.
+    fn failed_help(&self, done: usize) -> String {
+        if self.settings.offline {
+            return format!(
+                "fetch what is missing online (without --offline and with HF_HUB_OFFLINE unset):\n\n    kernels download {}{}",
+                shell_path(&self.args.project.project_dir),
+                self.args.select.flags()
+            );
+        }
+        if done == 0 {
+            "fix the causes above and run `kernels download` again".to_owned()
+        } else {
+            format!(
+                "{} in the cache; fix the causes above and run `kernels download` again",
+                match done {
+                    1 => "the other kernel is".to_owned(),
+                    n => format!("the other {n} kernels are"),
+                }
+            )
         }
     }
-    if let Some(msg) = internal {
-        return Err(super::InternalError(msg).into());
-    }
-    let done = kernels.len() - failures.len();
-    let mut help = if done == 0 {
-        "fix the causes above and run `kernels download` again".to_owned()
-    } else {
-        format!(
-            "{} in the cache; fix the causes above and run `kernels download` again",
-            match done {
-                1 => "the other kernel is".to_owned(),
-                n => format!("the other {n} kernels are"),
-            }
-        )
-    };
-    if settings.offline {
-        help = format!(
-            "fetch what is missing online (without --offline and with HF_HUB_OFFLINE unset):\n\n    kernels download {}{}",
-            shell_path(&args.project_dir),
-            args.select.flags()
-        );
-    }
-    Err(DownloadCliError::Failed {
-        total: kernels.len(),
-        failures,
-        help,
-    }
-    .into())
 }
 
 /// Whether `kernels download` prints the summary document (`--format json`
@@ -611,39 +611,34 @@ pub(super) fn summary_json(args: &DownloadArgs) -> bool {
 /// one document, the failure typed in `error`.
 pub(super) fn print_failure(
     settings: &Settings,
+    printer: &Printer,
     report: &miette::Report,
     failed: &[crate::install::KernelFailure],
 ) {
-    let doc = serde_json::json!({
-        "schema": 1,
-        "command": "download",
-        "cache_dir": settings.cache_dir,
-        "kernels": [],
-        "failed": failed.iter().map(failure_json).collect::<Vec<_>>(),
-        "error": super::causes::error_json(report),
+    printer.json(&DownloadDoc {
+        schema: 1,
+        command: "download",
+        cache_dir: &settings.cache_dir,
+        kernels: Vec::new(),
+        failed: failed.iter().map(failure_doc).collect(),
+        error: Some(ErrorDoc::of(report)),
     });
-    println!("{doc:#}");
 }
 
 /// The Hub client of a command that shows its retries as plain status lines
-/// on stderr (none when `quiet`); `kernels download` draws them with its own
-/// progress through [`retry_observer`].
+/// on stderr in `mode` ([`ProgressMode::Lines`], or [`ProgressMode::Quiet`]
+/// for none); `kernels download` draws them with its own progress through
+/// [`retry_observer`].
 ///
 /// # Errors
 /// The HTTP client cannot be built (a bad CA bundle or proxy setting).
 pub(super) fn client_showing_retries(
     settings: &Settings,
-    quiet: bool,
+    printer: &Printer,
+    mode: ProgressMode,
 ) -> miette::Result<HubClient> {
-    let lines = Progress::new(
-        if quiet {
-            ProgressMode::Quiet
-        } else {
-            ProgressMode::Lines
-        },
-        false,
-    );
-    Ok(HubClient::new(&settings.client_config())
+    let lines = Progress::new(printer, mode);
+    Ok(HubClient::new(&settings.client_config(printer))
         .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
         .with_retry_observer(retry_observer(&lines, &settings.endpoint)))
 }
@@ -687,67 +682,28 @@ struct Unreachable {
     help: String,
 }
 
-/// One error for a group of failures that all are "cannot connect", naming the
-/// endpoint and the deepest cause once; with an `--offline` hint when the cache
-/// holds everything these kernels need.
-fn unreachable(
-    group: &[crate::install::KernelFailure],
-    settings: &Settings,
-    cache: &HubCache,
-    kernels: &[LockedKernel],
-    options: &DownloadOptions,
-    args: &DownloadArgs,
-) -> Option<miette::Report> {
-    let DownloadError::Hub(error) = &group.first()?.error else {
-        return None;
-    };
-    // Only "cannot connect to the endpoint": a transfer that broke off, or a
-    // CDN, is another cause.
-    let source = super::causes::connect_failure(error, &settings.endpoint)?;
-    let failed: Vec<LockedKernel> = kernels
-        .iter()
-        .filter(|k| {
-            group
-                .iter()
-                .any(|f| f.repo_id == k.repo_id && f.commit == k.commit)
-        })
-        .cloned()
-        .collect();
-    let complete = crate::install::verify::verify_kernels(
-        cache,
-        options.repo_type,
-        &failed,
-        &options.selection,
-    )
-    .iter()
-    .all(|check| check.is_ok());
-    let help = if complete {
-        format!(
-            "the cache already holds every file these kernels need; use it without the network:\n\n    kernels download {} --offline{}",
-            shell_path(&args.project_dir),
-            args.select.flags()
-        )
-    } else {
-        "check HF_ENDPOINT and the network; timeouts are set with HF_HUB_ETAG_TIMEOUT and HF_HUB_DOWNLOAD_TIMEOUT (seconds)".to_owned()
-    };
-    Some(miette::Report::new(Unreachable {
-        endpoint: settings.endpoint.clone(),
-        cause: super::causes::root_cause(source),
-        kernels: super::causes::name_kernels(&group.iter().map(|f| f.label()).collect::<Vec<_>>()),
-        help,
-    }))
-}
-
 /// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
 /// and the `message`.
-fn failure_json(failure: &crate::install::KernelFailure) -> serde_json::Value {
-    use miette::Diagnostic;
-    serde_json::json!({
-        "repo_id": failure.repo_id.to_string(),
-        "commit": failure.commit,
-        "code": failure.error.code().map(|c| c.to_string()),
-        "message": failure.error.to_string(),
-    })
+fn failure_doc(failure: &crate::install::KernelFailure) -> FailureDoc {
+    FailureDoc::new(
+        &failure.repo_id,
+        Some(failure.commit.to_string()),
+        &failure.error,
+    )
+}
+
+/// A kernel now complete in the cache, as typed JSON.
+fn downloaded_doc(report: &crate::install::KernelReport) -> DownloadedDoc<'_> {
+    DownloadedDoc {
+        repo_id: report.repo_id.to_string(),
+        version: report.version.as_deref(),
+        commit: report.commit.to_string(),
+        variants: &report.variants,
+        files: report.files,
+        bytes: report.bytes,
+        fetched_bytes: report.fetched_bytes,
+        fetched_blobs: report.fetched_blobs,
+    }
 }
 
 /// The `refs/<name>` each locked entry was resolved from, when the lock or
@@ -824,6 +780,7 @@ fn print_dry_run(
     options: &DownloadOptions,
     format: Format,
     reporter: &Progress,
+    printer: &Printer,
 ) -> miette::Result<ExitCode> {
     let results = super::runtime()?.block_on(dry_run(client, cache, kernels, options, reporter));
     let mut planned = Vec::new();
@@ -833,61 +790,59 @@ fn print_dry_run(
         match result {
             Ok(kernel) => planned.push(kernel),
             Err(failure) => {
-                failures.push(failure_json(&failure));
+                failures.push(failure_doc(&failure));
                 failed.push((failure.label(), failure.error));
             }
         }
     }
-    super::causes::print_kernel_failures(failed, client.endpoint(), "not planned");
+    super::causes::print_kernel_failures(printer, failed, client.endpoint(), "not planned");
+    let code = if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
     match format {
         Format::Text => {
             for kernel in &planned {
-                print_dry_run_kernel(kernel);
+                print_dry_run_kernel(printer, kernel);
             }
             let files: usize = planned.iter().map(|k| k.download_files).sum();
             let bytes: u64 = planned.iter().map(|k| k.download_bytes).sum();
-            println!(
+            printer.data(format_args!(
                 "Total: would download {}, {}",
                 plural(files, "file"),
                 human_bytes(bytes)
-            );
+            ));
         }
-        Format::Json => {
-            let doc = serde_json::json!({
-                "schema": DRY_RUN_SCHEMA,
-                "command": "download --dry-run",
-                "kernels": planned,
-                "download_files": planned.iter().map(|k| k.download_files).sum::<usize>(),
-                "download_bytes": planned.iter().map(|k| k.download_bytes).sum::<u64>(),
-                "failed": failures,
-            });
-            println!("{doc:#}");
-        }
+        Format::Json => printer.json(&DryRunDoc {
+            schema: DRY_RUN_SCHEMA,
+            command: "download --dry-run",
+            kernels: &planned,
+            download_files: planned.iter().map(|k| k.download_files).sum(),
+            download_bytes: planned.iter().map(|k| k.download_bytes).sum(),
+            failed: failures,
+        }),
     }
-    if failures.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        Ok(ExitCode::from(1))
-    }
+    Ok(code)
 }
 
 /// One line for the kernel, one per variant.
-fn print_dry_run_kernel(kernel: &DryRunKernel) {
-    println!(
+fn print_dry_run_kernel(printer: &Printer, kernel: &DryRunKernel) {
+    printer.data(format_args!(
         "{}@{}: would download {}, {}",
         kernel.repo_id,
         kernels_types::commit::short(&kernel.commit),
         plural(kernel.download_files, "file"),
         human_bytes(kernel.download_bytes)
-    );
+    ));
     for v in &kernel.variants {
-        println!(
+        printer.data(format_args!(
             "  {}: {}, {}; cached {}, {}",
             v.name,
             plural(v.files, "file"),
             human_bytes(v.bytes),
             plural(v.cached_files, "file"),
             human_bytes(v.cached_bytes)
-        );
+        ));
     }
 }

@@ -5,20 +5,20 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::OutputFormat;
-use super::download::EnvArgs;
-use super::lock::RepoTypeArg;
+use super::args::{EnvArgs, RepoTypeArgs, TargetRuntimeArgs};
+use super::json::{EnvDoc, EnvLockDoc, TargetRuntimeDoc, TorchDoc};
+use super::printer::Printer;
 use super::profile::{choose_profile, describe, describe_preference};
+use super::progress::ProgressMode;
 use crate::cli::settings::Settings;
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
-use crate::lock::profile::VariantPreference;
-use crate::variant::project_python;
+use crate::lock::profile::{Profile, VariantPreference};
+
+use crate::variant::{EnvSources, TorchEnv, VariantError, project_python};
 
 /// At most this many rejected variants are named per kernel in text.
 const ENV_REJECTED: usize = 5;
-
-/// The `schema` of `kernels env --format json` (`docs/json-output.md`).
-pub const ENV_SCHEMA: u32 = 1;
 
 /// Arguments of `kernels env`.
 #[derive(Debug, clap::Args)]
@@ -28,13 +28,13 @@ pub struct EnvCmdArgs {
     #[arg(skip)]
     pub project_dir: PathBuf,
 
-    /// Target this `kernels` runtime version (as `kernels download`).
-    #[arg(long, value_name = "VERSION")]
-    pub target_runtime: Option<String>,
+    /// `--target-runtime`.
+    #[command(flatten)]
+    pub runtime: TargetRuntimeArgs,
 
-    /// Override the Hub repository type (as `kernels download`).
-    #[arg(long, value_enum)]
-    pub repo_type: Option<RepoTypeArg>,
+    /// `--repo-type`.
+    #[command(flatten)]
+    pub repo: RepoTypeArgs,
 
     /// The environment overrides of `kernels download`.
     #[command(flatten)]
@@ -55,6 +55,7 @@ pub struct EnvCmdArgs {
 fn explain_lock(
     args: &EnvCmdArgs,
     settings: &Settings,
+    printer: &Printer,
 ) -> Option<Result<super::explain::Explained, String>> {
     let dir = &args.project_dir;
     if !dir.join(LOCK_FILE_NAME).is_file() {
@@ -63,12 +64,12 @@ fn explain_lock(
     let select = super::download::SelectArgs {
         variants: Vec::new(),
         all_variants: false,
-        target_runtime: args.target_runtime.clone(),
-        repo_type: args.repo_type,
+        runtime: args.runtime.clone(),
+        repo: args.repo,
         env: args.env.clone(),
     };
     let explained = (|| {
-        let read = super::download::read_lock(dir, &select, true)?;
+        let read = super::download::read_lock(dir, &select, &printer.quiet_if(true))?;
         let options = crate::install::DownloadOptions {
             repo_type: read.repo_type,
             selection: read.selection,
@@ -76,15 +77,18 @@ fn explain_lock(
             refs: read.refs,
             refresh: false,
         };
-        let client = super::download::client_showing_retries(settings, false)?;
-        super::explain::collect(
-            &client,
-            &settings.cache(),
-            dir,
-            read.format,
-            &read.kernels,
-            &options,
-        )
+        // Retries are shown even with `--quiet`, as the failures are.
+        let client =
+            super::download::client_showing_retries(settings, printer, ProgressMode::Lines)?;
+        super::explain::collect(&super::explain::ExplainRun {
+            client: &client,
+            cache: &settings.cache(),
+            project_dir: dir,
+            lock_format: read.format,
+            kernels: &read.kernels,
+            options: &options,
+            printer,
+        })
     })();
     Some(explained.map_err(|err: miette::Report| err.to_string()))
 }
@@ -92,7 +96,7 @@ fn explain_lock(
 /// Prints the environment and, when the project has a `kernels.lock`, the
 /// variant each locked kernel gets in it and why every other is rejected;
 /// exit 0 even without torch (that is reported).
-pub fn run(args: EnvCmdArgs, settings: &Settings) -> miette::Result<ExitCode> {
+pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
     let dir = &args.project_dir;
     let lock_path = dir.join(LOCK_FILE_NAME);
     let lock_format = Lockfile::read(&lock_path).ok().map(|l| l.format());
@@ -100,171 +104,207 @@ pub fn run(args: EnvCmdArgs, settings: &Settings) -> miette::Result<ExitCode> {
     let manifest_path = dir.join(MANIFEST_FILE_NAME);
     let profile = choose_profile(
         dir,
-        args.target_runtime.as_deref(),
+        args.runtime.version(),
         tool.as_ref()
             .and_then(|t| t.target_runtime.as_deref())
             .map(|v| (v, manifest_path.as_path())),
         lock_format,
-        args.repo_type,
-        true,
+        args.repo.repo_type,
+        &printer.quiet_if(true),
     )?;
     let python = project_python(dir, crate::cli::settings::virtual_env().as_deref());
-    let overrides = args.env.overrides();
-    let resolved = overrides.resolve(&python);
+    let resolved = args.env.overrides().resolve(&python);
     let noarch = !matches!(
         profile.variant_preference,
         VariantPreference::Exact { noarch: false }
     );
     let runtime = describe(&profile);
-    let runtime = runtime.strip_prefix("Target runtime: ").unwrap_or(&runtime);
-    let cache = settings.display_path(&settings.cache_dir);
+    let report = Report {
+        runtime: runtime
+            .strip_prefix("Target runtime: ")
+            .unwrap_or(&runtime)
+            .to_owned(),
+        args: &args,
+        settings,
+        printer,
+        lock_path,
+        python,
+        resolved,
+        profile,
+        noarch,
+    };
     match args.format {
-        OutputFormat::Json => {
-            let explained = explain_lock(&args, settings);
-            let torch = match &resolved {
-                Ok((env, sources)) => serde_json::json!({
-                    "version": format!("{}.{}", env.major, env.minor),
-                    "backend": env.compute(),
-                    "cuda": env.cuda,
-                    "rocm": env.hip,
-                    "xpu": env.xpu,
-                    "metal": env.mps,
-                    "cxx11_abi": env.cxx11_abi,
-                    "os": env.system.to_lowercase(),
-                    "arch": env.machine,
-                    "arch_variant": env.arch_variant(),
-                    "preference": env.preference(noarch),
-                    "sources": sources,
-                }),
-                Err(_) => serde_json::Value::Null,
-            };
-            let doc = serde_json::json!({
-                "schema": ENV_SCHEMA,
-                "command": "env",
-                "kernels_version": env!("CARGO_PKG_VERSION"),
-                "python": python,
-                "torch": torch,
-                "torch_error": resolved.as_ref().err().map(|e| e.to_string()),
-                "target_runtime": {
-                    "version": profile.runtime.map(|v| v.to_string()),
-                    "lock_format": profile.lock_format.id(),
-                    "repo_type": profile.repo_type.as_str(),
-                    "cache_prefix": profile.cache_prefix(),
-                    "description": runtime,
+        OutputFormat::Json => report.print_json(),
+        OutputFormat::Text => report.print_text(),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `kernels env` found, for printing.
+struct Report<'a> {
+    args: &'a EnvCmdArgs,
+    settings: &'a Settings,
+    printer: &'a Printer,
+    lock_path: PathBuf,
+    /// The project's Python interpreter.
+    python: PathBuf,
+    /// The environment (and where each value came from), or why torch
+    /// could not be asked.
+    resolved: Result<(TorchEnv, EnvSources), VariantError>,
+    profile: Profile,
+    /// Whether the target runtime knows `noarch` variants.
+    noarch: bool,
+    /// The target runtime line without its `Target runtime: ` head.
+    runtime: String,
+}
+
+impl Report<'_> {
+    /// The `--format json` document.
+    fn print_json(&self) {
+        let (settings, profile) = (self.settings, &self.profile);
+        let explained = explain_lock(self.args, settings, self.printer);
+        let path = self.lock_path.as_path();
+        self.printer.json(&EnvDoc {
+            schema: EnvDoc::SCHEMA,
+            command: "env",
+            kernels_version: env!("CARGO_PKG_VERSION"),
+            python: &self.python,
+            torch: self
+                .resolved
+                .as_ref()
+                .ok()
+                .map(|(env, sources)| TorchDoc::new(env, sources, self.noarch)),
+            torch_error: self.resolved.as_ref().err().map(|e| e.to_string()),
+            target_runtime: TargetRuntimeDoc {
+                version: profile.runtime.map(|v| v.to_string()),
+                lock_format: profile.lock_format.id(),
+                repo_type: profile.repo_type.as_str(),
+                cache_prefix: profile.cache_prefix(),
+                description: &self.runtime,
+            },
+            cache_dir: &settings.cache_dir,
+            endpoint: &settings.endpoint,
+            offline: settings.offline,
+            token: settings.token.is_some(),
+            lock: explained.as_ref().map(|e| match e {
+                Ok(e) => EnvLockDoc {
+                    path,
+                    kernels: &e.kernels,
+                    failed: &e.failed,
+                    error: None,
                 },
-                "cache_dir": settings.cache_dir,
-                "endpoint": settings.endpoint,
-                "offline": settings.offline,
-                "token": settings.token.is_some(),
-                "lock": explained.as_ref().map(|e| match e {
-                    Ok(e) => serde_json::json!({
-                        "path": lock_path,
-                        "kernels": e.kernels,
-                        "failed": e.failed,
-                        "error": null,
-                    }),
-                    Err(err) => serde_json::json!({
-                        "path": lock_path,
-                        "kernels": [],
-                        "failed": [],
-                        "error": err,
-                    }),
-                }),
-            });
-            println!("{doc:#}");
+                Err(err) => EnvLockDoc {
+                    path,
+                    kernels: &[],
+                    failed: &[],
+                    error: Some(err),
+                },
+            }),
+        });
+    }
+
+    /// `name            value  (from source)`.
+    fn row(&self, name: &str, value: &str, from: &str) {
+        if from.is_empty() {
+            self.printer.data(format_args!("{name:<16}{value}"));
+        } else {
+            self.printer
+                .data(format_args!("{name:<16}{value}  (from {from})"));
         }
-        OutputFormat::Text => {
-            let row = |name: &str, value: &str, from: &str| {
-                if from.is_empty() {
-                    println!("{name:<16}{value}");
-                } else {
-                    println!("{name:<16}{value}  (from {from})");
-                }
-            };
-            row("kernels", env!("CARGO_PKG_VERSION"), "");
-            let from = if crate::cli::settings::virtual_env()
-                .is_some_and(|venv| python.starts_with(venv))
-            {
-                "VIRTUAL_ENV"
-            } else if python.starts_with(dir) {
-                "the project's .venv"
-            } else {
-                "PATH"
-            };
-            row("Python", &python.display().to_string(), from);
-            match &resolved {
-                Ok((env, sources)) => {
-                    row(
-                        "torch",
-                        &format!("{}.{}", env.major, env.minor),
-                        &sources.torch.to_string(),
-                    );
-                    let backend = env.describe();
-                    let backend = backend.split(", ").nth(1).unwrap_or_default().to_owned();
-                    row("Backend", &backend, &sources.backend.to_string());
-                    if env.system.eq_ignore_ascii_case("linux") {
-                        row(
-                            "C++ ABI",
-                            if env.cxx11_abi { "cxx11" } else { "cxx98" },
-                            &sources.cxx_abi.to_string(),
-                        );
-                    }
-                    row(
-                        "Platform",
-                        &format!("{}-{}", env.machine, env.system.to_lowercase()),
-                        &sources.platform.to_string(),
-                    );
-                    row("Preferred", &env.preference(noarch).join(", "), "");
-                }
-                Err(err) => row("torch", &format!("not found: {err}"), ""),
-            }
-            row(
-                "Variant order",
-                describe_preference(profile.variant_preference),
-                "",
+    }
+
+    /// The text report: one row per value, then the variants of the lock.
+    fn print_text(&self) {
+        let settings = self.settings;
+        self.row("kernels", env!("CARGO_PKG_VERSION"), "");
+        let from = if crate::cli::settings::virtual_env()
+            .is_some_and(|venv| self.python.starts_with(venv))
+        {
+            "VIRTUAL_ENV"
+        } else if self.python.starts_with(&self.args.project_dir) {
+            "the project's .venv"
+        } else {
+            "PATH"
+        };
+        self.row("Python", &self.python.display().to_string(), from);
+        self.print_torch_rows();
+        self.row(
+            "Variant order",
+            describe_preference(self.profile.variant_preference),
+            "",
+        );
+        self.row("Target runtime", &self.runtime, "");
+        let source = match settings.cache_dir_source {
+            "default" => "",
+            other => other,
+        };
+        self.row("Cache", &settings.display_path(&settings.cache_dir), source);
+        self.row("Endpoint", &settings.endpoint, "");
+        if settings.offline {
+            self.row("Offline", "yes", "");
+        }
+        let token = if settings.token.is_some() {
+            "set"
+        } else {
+            "none"
+        };
+        self.row("Token", token, "");
+        // Printed after the rows, which need no request.
+        self.print_lock_variants();
+    }
+
+    /// The rows of the torch environment, or why torch was not found.
+    fn print_torch_rows(&self) {
+        let (env, sources) = match &self.resolved {
+            Ok(found) => found,
+            Err(err) => return self.row("torch", &format!("not found: {err}"), ""),
+        };
+        self.row(
+            "torch",
+            &format!("{}.{}", env.major, env.minor),
+            &sources.torch.to_string(),
+        );
+        let backend = env.describe();
+        let backend = backend.split(", ").nth(1).unwrap_or_default().to_owned();
+        self.row("Backend", &backend, &sources.backend.to_string());
+        if env.system.eq_ignore_ascii_case("linux") {
+            self.row(
+                "C++ ABI",
+                if env.cxx11_abi { "cxx11" } else { "cxx98" },
+                &sources.cxx_abi.to_string(),
             );
-            row("Target runtime", runtime, "");
-            let source = match settings.cache_dir_source {
-                "default" => "",
-                other => other,
-            };
-            row("Cache", &cache, source);
-            row("Endpoint", &settings.endpoint, "");
-            if settings.offline {
-                row("Offline", "yes", "");
+        }
+        self.row(
+            "Platform",
+            &format!("{}-{}", env.machine, env.system.to_lowercase()),
+            &sources.platform.to_string(),
+        );
+        self.row("Preferred", &env.preference(self.noarch).join(", "), "");
+    }
+
+    /// The variant of each locked kernel, when the project has a lock.
+    fn print_lock_variants(&self) {
+        let printer = self.printer;
+        let lock_path = self.lock_path.display();
+        match explain_lock(self.args, self.settings, printer) {
+            None => {}
+            Some(Ok(e)) => {
+                printer.data(format_args!("\nVariants for {lock_path}:"));
+                for kernel in &e.kernels {
+                    super::explain::print_text(printer, kernel, Some(ENV_REJECTED));
+                }
+                if !e.failed.is_empty() {
+                    printer.data(format_args!(
+                        "  {} could not be listed (the error is above)",
+                        super::progress::plural(e.failed.len(), "kernel")
+                    ));
+                }
             }
-            row(
-                "Token",
-                if settings.token.is_some() {
-                    "set"
-                } else {
-                    "none"
-                },
-                "",
-            );
-            // Printed after the rows, which need no request.
-            match explain_lock(&args, settings) {
-                None => {}
-                Some(Ok(e)) => {
-                    println!("\nVariants for {}:", lock_path.display());
-                    for kernel in &e.kernels {
-                        super::explain::print_text(kernel, Some(ENV_REJECTED));
-                    }
-                    if !e.failed.is_empty() {
-                        println!(
-                            "  {} could not be listed (the error is above)",
-                            super::progress::plural(e.failed.len(), "kernel")
-                        );
-                    }
-                }
-                Some(Err(err)) => {
-                    println!(
-                        "\nVariants for {}: cannot choose: {err}",
-                        lock_path.display()
-                    );
-                }
+            Some(Err(err)) => {
+                printer.data(format_args!(
+                    "\nVariants for {lock_path}: cannot choose: {err}"
+                ));
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::download::Format;
+use super::json::{ExplainDoc, FailureDoc};
+use super::printer::Printer;
 use crate::install::explain::{KernelExplanation, NewerVersion, VersionRefs, explain};
 use crate::install::{DownloadOptions, LockedKernel};
 use crate::lock::format::LockFormat;
@@ -15,21 +17,17 @@ use kernels_hub::HubClient;
 use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
 
-/// The `schema` of `kernels download --explain --format json`
-/// (`docs/json-output.md`).
-pub const EXPLAIN_SCHEMA: u32 = 1;
-
 /// At most this many newer versions are printed per kernel in text (JSON has
 /// every one looked up).
 const NEWER_SHOWN: usize = 3;
 
 /// The explanations of `kernels`, and the kernels whose variants could not be
-/// listed (as JSON objects with `repo_id`, `commit`, `code` and `message`).
+/// listed (as failure objects).
 pub struct Explained {
     /// One explanation per kernel that could be listed, in lock order.
     pub kernels: Vec<KernelExplanation>,
-    /// One typed object per kernel that could not be.
-    pub failed: Vec<serde_json::Value>,
+    /// One failure object per kernel that could not be.
+    pub failed: Vec<FailureDoc>,
 }
 
 impl Explained {
@@ -76,18 +74,31 @@ fn version_refs(
     }
 }
 
-/// Explains every kernel of the project in `project_dir`; a kernel that
-/// cannot be listed is reported on stderr and in [`Explained::failed`].
-pub fn collect(
-    client: &HubClient,
-    cache: &HubCache,
-    project_dir: &Path,
-    format: LockFormat,
-    kernels: &[LockedKernel],
-    options: &DownloadOptions,
-) -> miette::Result<Explained> {
-    let kinds = version_refs(project_dir, format);
-    let results = super::runtime()?.block_on(explain(client, cache, kernels, options, &kinds));
+/// What an explanation is made from: the Hub, the cache, the project and its
+/// locked kernels with the download options of the run.
+pub struct ExplainRun<'a> {
+    /// The Hub client that lists each kernel.
+    pub client: &'a HubClient,
+    /// The cache (listings at locked commits may be there).
+    pub cache: &'a HubCache,
+    /// The project directory (its `pyproject.toml` says which refs are versions).
+    pub project_dir: &'a Path,
+    /// The format of the project's lock.
+    pub lock_format: LockFormat,
+    /// The locked kernels, in lock order.
+    pub kernels: &'a [LockedKernel],
+    /// The variant selection and repository type.
+    pub options: &'a DownloadOptions,
+    /// Where the explanation and failures are printed.
+    pub printer: &'a Printer,
+}
+
+/// Explains every kernel of `run`; a kernel that cannot be listed is reported
+/// on stderr and in [`Explained::failed`].
+pub fn collect(run: &ExplainRun<'_>) -> miette::Result<Explained> {
+    let kinds = version_refs(run.project_dir, run.lock_format);
+    let (client, cache, options) = (run.client, run.cache, run.options);
+    let results = super::runtime()?.block_on(explain(client, cache, run.kernels, options, &kinds));
     let mut explained = Explained {
         kernels: Vec::new(),
         failed: Vec::new(),
@@ -97,13 +108,11 @@ pub fn collect(
         match result {
             Ok(kernel) => explained.kernels.push(kernel),
             Err((kernel, error)) => {
-                use miette::Diagnostic;
-                explained.failed.push(serde_json::json!({
-                    "repo_id": kernel.repo_id.to_string(),
-                    "commit": kernel.commit,
-                    "code": error.code().map(|c| c.to_string()),
-                    "message": error.to_string(),
-                }));
+                explained.failed.push(FailureDoc::new(
+                    &kernel.repo_id,
+                    Some(kernel.commit.to_string()),
+                    &error,
+                ));
                 failures.push((
                     crate::install::plan::label(&kernel.repo_id, &kernel.commit),
                     error,
@@ -111,7 +120,7 @@ pub fn collect(
             }
         }
     }
-    super::causes::print_kernel_failures(failures, client.endpoint(), "not listed");
+    super::causes::print_kernel_failures(run.printer, failures, client.endpoint(), "not listed");
     Ok(explained)
 }
 
@@ -131,60 +140,72 @@ fn requirement_for(newer: &NewerVersion) -> String {
 /// newest of them).
 /// `rejected` caps the rejected-variant lines (`kernels env` shows a few,
 /// `--explain` every one).
-pub fn print_text(kernel: &KernelExplanation, rejected: Option<usize>) {
+pub fn print_text(printer: &Printer, kernel: &KernelExplanation, rejected: Option<usize>) {
     let chosen = if kernel.chosen.is_empty() {
         "no variant suits this environment".to_owned()
     } else {
         kernel.chosen.join(", ")
     };
-    println!("{}@{}: {chosen}", kernel.repo_id, short(&kernel.commit));
+    printer.data(format_args!(
+        "{}@{}: {chosen}",
+        kernel.repo_id,
+        short(&kernel.commit)
+    ));
     let others: Vec<_> = kernel.variants.iter().filter(|v| !v.chosen).collect();
     let shown = rejected.unwrap_or(others.len()).min(others.len());
     for v in &others[..shown] {
-        println!(
+        printer.data(format_args!(
             "  - {}: {}",
             v.name,
             v.reason.as_deref().unwrap_or_default()
-        );
+        ));
     }
     if shown < others.len() {
-        println!(
+        printer.data(format_args!(
             "  - … and {} more (`kernels download --explain` gives every reason)",
             others.len() - shown
-        );
+        ));
     }
     match (&kernel.newer, &kernel.newer_error) {
         (Some(newer), _) if !newer.is_empty() => {
-            println!("  newer versions with a build for this environment:");
+            printer.data(format_args!(
+                "  newer versions with a build for this environment:"
+            ));
             for n in newer.iter().take(NEWER_SHOWN) {
-                println!(
+                printer.data(format_args!(
                     "    {} ({}): {}",
                     n.name,
                     short(&n.commit),
                     n.variants.join(", ")
-                );
+                ));
             }
             if newer.len() > NEWER_SHOWN {
-                println!(
+                printer.data(format_args!(
                     "    … and {} more (`--format json` lists them)",
                     newer.len() - NEWER_SHOWN
-                );
+                ));
             }
             if kernel.chosen.is_empty() {
-                println!(
+                printer.data(format_args!(
                     "  hint: to move to {}, require it and lock again:\n\n      kernels add {} {}\n",
                     newer[0].name,
                     kernel.repo_id,
                     requirement_for(&newer[0])
-                );
+                ));
             }
         }
         (Some(_), _) if kernel.chosen.is_empty() => {
-            println!("  no newer version has a build for this environment either");
+            printer.data(format_args!(
+                "  no newer version has a build for this environment either"
+            ));
         }
-        (None, Some(err)) => println!("  newer versions could not be looked up: {err}"),
+        (None, Some(err)) => printer.data(format_args!(
+            "  newer versions could not be looked up: {err}"
+        )),
         (None, None) if kernel.chosen.is_empty() => {
-            println!("  newer versions were not looked up (offline)");
+            printer.data(format_args!(
+                "  newer versions were not looked up (offline)"
+            ));
         }
         _ => {}
     }
@@ -193,37 +214,26 @@ pub fn print_text(kernel: &KernelExplanation, rejected: Option<usize>) {
 /// `kernels download --explain`: per kernel the chosen variant, then every
 /// other with its reason and the newer versions that would suit. Exit 1 when
 /// a kernel could not be listed or has no variant for the environment.
-pub fn print(
-    client: &HubClient,
-    cache: &HubCache,
-    project_dir: &Path,
-    lock_format: LockFormat,
-    kernels: &[LockedKernel],
-    options: &DownloadOptions,
-    format: Format,
-) -> miette::Result<ExitCode> {
-    let explained = collect(client, cache, project_dir, lock_format, kernels, options)?;
+pub fn print(run: &ExplainRun<'_>, format: Format) -> miette::Result<ExitCode> {
+    let explained = collect(run)?;
     match format {
         Format::Json => {
-            let environment = match &options.selection {
-                crate::variant::VariantSelection::Detected { env, .. } => {
-                    serde_json::Value::String(env.describe())
-                }
-                _ => serde_json::Value::Null,
+            let environment = match &run.options.selection {
+                crate::variant::VariantSelection::Detected { env, .. } => Some(env.describe()),
+                _ => None,
             };
-            let doc = serde_json::json!({
-                "schema": EXPLAIN_SCHEMA,
-                "command": "download --explain",
-                "environment": environment,
-                "kernels": explained.kernels,
-                "failed": explained.failed,
+            run.printer.json(&ExplainDoc {
+                schema: ExplainDoc::SCHEMA,
+                command: "download --explain",
+                environment,
+                kernels: &explained.kernels,
+                failed: &explained.failed,
             });
-            println!("{doc:#}");
         }
         Format::Text => explained
             .kernels
             .iter()
-            .for_each(|kernel| print_text(kernel, None)),
+            .for_each(|kernel| print_text(run.printer, kernel, None)),
     }
     Ok(if explained.all_chosen() {
         ExitCode::SUCCESS

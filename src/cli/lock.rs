@@ -3,12 +3,16 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::args::{ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetRuntimeArgs};
 use super::{GlobalArgs, OutputFormat};
 use crate::lock::conflict;
-use crate::lock::freshness::{CheckReport, LockOnDisk, check_offline, diff_locks};
+use crate::lock::freshness::{CheckMode, CheckReport, LockOnDisk, check_offline, diff_locks};
 use kernels_cache::HubCache;
 
+use super::json::{CheckDoc, ErrorDoc, LockDoc, LockedEntryDoc};
+use super::printer::Printer;
 use super::profile::choose_profile;
+use super::progress::ProgressMode;
 use crate::cli::settings::Settings;
 use crate::lock::format::{LOCK_FILE_NAME, LockFormat, Lockfile};
 use crate::lock::manifest::Manifest;
@@ -22,29 +26,17 @@ use kernels_types::wire::RepoType;
 /// Arguments of `kernels lock`.
 #[derive(Debug, clap::Args)]
 pub struct LockArgs {
-    /// Project directory holding `pyproject.toml`. Default: `--project`, else the nearest
-    /// directory from the current one upwards whose `pyproject.toml` has
-    /// `[tool.kernels]`, else `.`.
-    #[arg(value_name = "PROJECT_DIR")]
-    pub project_arg: Option<PathBuf>,
+    /// `PROJECT_DIR`.
+    #[command(flatten)]
+    pub project: ProjectArgs,
 
-    /// The project directory in use (set from `project_arg`, `--project` or
-    /// discovery before the command runs).
-    #[arg(skip)]
-    pub project_dir: PathBuf,
+    /// `--target-runtime`.
+    #[command(flatten)]
+    pub runtime: TargetRuntimeArgs,
 
-    /// Write the lock for this `kernels` runtime version (for example `0.10.5`
-    /// or `0.17.2`): it decides the lock format, repository type, bytecode
-    /// handling and kernel dependencies. Default: `target-runtime` under
-    /// `[tool.kernels]`, else the existing lock's format, else the `kernels`
-    /// installed in the project's Python environment.
-    #[arg(long, value_name = "VERSION")]
-    pub target_runtime: Option<String>,
-
-    /// Override the target runtime's Hub repository type (`kernel` from
-    /// runtime 0.14, `model` before).
-    #[arg(long, value_enum)]
-    pub repo_type: Option<RepoTypeArg>,
+    /// `--repo-type`.
+    #[command(flatten)]
+    pub repo: RepoTypeArgs,
 
     /// Lock this repository even if its publisher is not a trusted kernel
     /// publisher (runtime 0.17+ checks trust); repeatable. Also `trust = [...]`
@@ -122,10 +114,9 @@ impl LockArgs {
     /// `kernels lock <project_dir>` with every option at its default.
     pub fn for_project(project_dir: &Path) -> Self {
         LockArgs {
-            project_arg: None,
-            project_dir: project_dir.to_owned(),
-            target_runtime: None,
-            repo_type: None,
+            project: ProjectArgs::at(project_dir),
+            runtime: TargetRuntimeArgs::default(),
+            repo: RepoTypeArgs::default(),
             trust: Vec::new(),
             allow_model_repos: false,
             check: false,
@@ -153,24 +144,6 @@ struct UnknownPackage {
     repo_id: RepoId,
     manifest: PathBuf,
     known: String,
-}
-
-/// `--repo-type` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RepoTypeArg {
-    /// Kernel repositories (reference 0.14+).
-    Kernel,
-    /// Model repositories (reference ≤0.13).
-    Model,
-}
-
-impl From<RepoTypeArg> for RepoType {
-    fn from(arg: RepoTypeArg) -> Self {
-        match arg {
-            RepoTypeArg::Kernel => RepoType::Kernel,
-            RepoTypeArg::Model => RepoType::Model,
-        }
-    }
 }
 
 /// `kernels.lock` is frozen: `kernels lock` may not update it.
@@ -202,57 +175,55 @@ struct StaleLocked {
 /// JSON document on stdout) and returns whether the lock is stale.
 fn print_report(
     report: &CheckReport,
-    global: &GlobalArgs,
+    printer: &Printer,
     format: OutputFormat,
     changes: Option<&[Change]>,
 ) -> bool {
     let stale = report.is_stale() || changes.is_some_and(|c| !c.is_empty());
     if format == OutputFormat::Json {
-        let mut doc = report_json(report);
-        doc["up_to_date"] = serde_json::Value::Bool(!stale);
-        if let Some(changes) = changes {
-            doc["changes"] = serde_json::to_value(changes).unwrap_or_default();
-        }
-        println!("{doc}");
+        printer.json_line(&CheckDoc {
+            schema: CheckDoc::SCHEMA,
+            command: "lock --check",
+            lock_file: report.lock_file.display().to_string(),
+            mode: report.mode,
+            up_to_date: !stale,
+            unverified: report.unverified().count(),
+            findings: &report.findings,
+            error: None,
+            failed: Vec::new(),
+            changes,
+        });
         return stale;
     }
-    if !global.quiet {
-        match changes {
-            // Online: the entries `kernels lock` would change, in its own lines,
-            // and the findings about the whole file (format, missing, conflict).
-            Some(changes) => {
-                let mut file_level = report.clone();
-                file_level.findings.retain(|f| f.repo_id.is_none());
-                eprint!("{}", report_text(&file_level, global.verbose > 0));
-                for change in changes {
-                    eprintln!("{change}");
-                }
+    let verbose = printer.is_verbose();
+    match changes {
+        // Online: the entries `kernels lock` would change, in its own lines,
+        // and the findings about the whole file (format, missing, conflict).
+        Some(changes) => {
+            let mut file_level = report.clone();
+            file_level.findings.retain(|f| f.repo_id.is_none());
+            printer.status_raw(report_text(&file_level, verbose));
+            for change in changes {
+                printer.status(change);
             }
-            None => eprint!("{}", report_text(report, global.verbose > 0)),
         }
+        None => printer.status_raw(report_text(report, verbose)),
     }
     let unverified = report.unverified().count();
-    if stale && !global.quiet {
-        eprintln!(
+    if stale {
+        printer.status(format_args!(
             "{} is not up to date: run `kernels lock` to update it",
             report.lock_file.display()
-        );
-    }
-    if !stale && !global.quiet {
-        if unverified > 0 {
-            eprintln!(
-                "note: {unverified} of {} entries of {} cannot be checked offline (the cache does not know their versions); every dependency is locked and no entry is extra. Run `kernels lock --check` without --offline to check versions{}",
-                report.findings.len(),
-                report.lock_file.display(),
-                if global.verbose > 0 {
-                    ""
-                } else {
-                    " (-v lists them)"
-                }
-            );
-        } else {
-            eprintln!("{} is up to date", report.lock_file.display());
-        }
+        ));
+    } else if unverified > 0 {
+        printer.status(format_args!(
+            "note: {unverified} of {} entries of {} cannot be checked offline (the cache does not know their versions); every dependency is locked and no entry is extra. Run `kernels lock --check` without --offline to check versions{}",
+            report.findings.len(),
+            report.lock_file.display(),
+            if verbose { "" } else { " (-v lists them)" }
+        ));
+    } else {
+        printer.status(format_args!("{} is up to date", report.lock_file.display()));
     }
     stale
 }
@@ -273,72 +244,58 @@ struct Plan {
     elapsed: std::time::Duration,
 }
 
-/// Resolves the manifest for its target profile, as `kernels lock` does, without
-/// writing. Entries a conflicted lock agrees on (`merged`, variant-hash locks
-/// only) are kept instead of resolved again.
-#[allow(clippy::too_many_arguments)]
-fn plan(
-    project_dir: &Path,
-    target_runtime: Option<&str>,
+/// What [`plan`] resolves: the project, its target-runtime and repository
+/// options, what to trust and upgrade, and the entries of a conflicted lock.
+struct PlanInputs<'a> {
+    project_dir: &'a Path,
+    /// `--target-runtime`.
+    target_runtime: Option<&'a str>,
+    /// `--repo-type`.
     repo_type: Option<RepoTypeArg>,
-    extra_trust: &[RepoId],
+    /// `--trust`, added to `trust` under `[tool.kernels]`.
+    extra_trust: &'a [RepoId],
+    /// `--allow-model-repos`.
     allow_model_repos: bool,
+    /// A conflicted lock's agreed entries (variant-hash locks only).
+    merged: Option<&'a conflict::Merged>,
+    /// `--upgrade` / `--upgrade-package`.
+    upgrade: &'a Upgrade,
+}
+
+/// Resolves the manifest for its target profile, as `kernels lock` does, without
+/// writing. Entries a conflicted lock agrees on (`inputs.merged`, variant-hash
+/// locks only) are kept instead of resolved again. The profile line and the
+/// spinner follow `printer`; retries are shown in `retries` mode.
+fn plan(
+    inputs: &PlanInputs<'_>,
     settings: &Settings,
-    quiet: bool,
-    retries_shown: bool,
-    merged: Option<&conflict::Merged>,
-    upgrade: &Upgrade,
+    printer: &Printer,
+    retries: ProgressMode,
     on_disk: &LockOnDisk,
 ) -> miette::Result<Plan> {
-    let manifest = Manifest::read(project_dir)?;
-    let lock_path = on_disk.path().to_owned();
+    let manifest = Manifest::read(inputs.project_dir)?;
     let old_lock = on_disk.lockfile().cloned();
     let old_format = old_lock
         .as_ref()
         .map(|lock| lock.format())
-        .or(merged.map(|_| LockFormat::VariantHash));
-    if let Upgrade::Packages(repos) = upgrade {
-        let known = |repo: &RepoId| {
-            manifest.dependencies.iter().any(|d| &d.repo_id == repo)
-                || old_lock.as_ref().is_some_and(|lock| {
-                    lock.locked_kernels(&lock_path)
-                        .is_ok_and(|ks| ks.iter().any(|k| &k.repo_id == repo))
-                })
-        };
-        if let Some(unknown) = repos.iter().find(|r| !known(r)) {
-            let names: Vec<String> = manifest
-                .dependencies
-                .iter()
-                .map(|d| d.repo_id.to_string())
-                .collect();
-            return Err(UnknownPackage {
-                repo_id: unknown.clone(),
-                manifest: manifest.path.clone(),
-                known: if names.is_empty() {
-                    "none ([tool.kernels.dependencies] is empty)".to_owned()
-                } else {
-                    names.join(", ")
-                },
-            }
-            .into());
-        }
-    }
+        .or(inputs.merged.map(|_| LockFormat::VariantHash));
+    check_upgrade_packages(inputs.upgrade, &manifest, old_lock.as_ref(), on_disk.path())?;
     let profile = choose_profile(
-        project_dir,
-        target_runtime,
+        inputs.project_dir,
+        inputs.target_runtime,
         manifest.target_runtime(),
         old_format,
-        repo_type,
-        quiet,
+        inputs.repo_type,
+        printer,
     )?;
-    let merged = merged.filter(|_| profile.lock_format == LockFormat::VariantHash);
-    let kept_entry =
-        |repo: &RepoId| merged.and_then(|m| m.agreed.iter().find(|a| a.repo_id == repo.as_str()));
+    let merged = inputs
+        .merged
+        .filter(|_| profile.lock_format == LockFormat::VariantHash);
     let mut to_resolve = manifest.clone();
     to_resolve
         .dependencies
-        .retain(|dep| kept_entry(&dep.repo_id).is_none());
-    let mut trust = extra_trust.to_vec();
+        .retain(|dep| agreed_entry(merged, &dep.repo_id).is_none());
+    let mut trust = inputs.extra_trust.to_vec();
     trust.extend(manifest.settings.trust.iter().cloned());
     // Sticky resolution starts from a lock in the format being written; a
     // conflicted lock is repaired from its agreed entries instead.
@@ -348,44 +305,27 @@ fn plan(
     let had_previous = previous.is_some();
     let options = LockOptions {
         trust,
-        allow_model_repos,
+        allow_model_repos: inputs.allow_model_repos,
         previous,
-        upgrade: upgrade.clone(),
+        upgrade: inputs.upgrade.clone(),
         cache: Some(HubCache::new(&settings.cache_dir)),
     };
-    let client = super::download::client_showing_retries(settings, !retries_shown)?;
+    let client = super::download::client_showing_retries(settings, printer, retries)?;
     let started = std::time::Instant::now();
     let spinner = super::progress::Spinner::start(
-        super::progress::ProgressMode::detect(quiet),
+        printer,
+        printer.progress_mode(),
         &format!(
             "Resolving {}",
             super::progress::plural(to_resolve.dependencies.len(), "kernel")
         ),
-        crate::cli::settings::color_enabled(),
     );
     let outcome =
         super::runtime()?.block_on(lock_project(&client, &profile, &to_resolve, &options));
     drop(spinner);
     let mut outcome = outcome.map_err(|err| super::causes::lock_failure(err, settings))?;
     let elapsed = started.elapsed();
-    let mut kept = Vec::new();
-    if let (Some(_), Lockfile::VariantHash(fresh)) = (merged, &outcome.lockfile) {
-        let entries = manifest
-            .dependencies
-            .iter()
-            .filter_map(|dep| match kept_entry(&dep.repo_id) {
-                Some(entry) => {
-                    kept.push(entry.repo_id.clone());
-                    Some(entry.clone())
-                }
-                None => fresh
-                    .iter()
-                    .find(|f| f.repo_id == dep.repo_id.as_str())
-                    .cloned(),
-            })
-            .collect();
-        outcome.lockfile = Lockfile::VariantHash(entries);
-    }
+    let kept = keep_agreed(merged, &manifest, &mut outcome.lockfile);
     let json = outcome.lockfile.to_json();
     let changes = changes(
         old_lock.as_ref(),
@@ -405,16 +345,94 @@ fn plan(
     })
 }
 
+/// `--upgrade-package` may name only dependencies of the manifest or entries
+/// of the lock at `lock_path`.
+fn check_upgrade_packages(
+    upgrade: &Upgrade,
+    manifest: &Manifest,
+    old_lock: Option<&Lockfile>,
+    lock_path: &Path,
+) -> miette::Result<()> {
+    let Upgrade::Packages(repos) = upgrade else {
+        return Ok(());
+    };
+    let known = |repo: &RepoId| {
+        manifest.dependencies.iter().any(|d| &d.repo_id == repo)
+            || old_lock.is_some_and(|lock| {
+                lock.locked_kernels(lock_path)
+                    .is_ok_and(|ks| ks.iter().any(|k| &k.repo_id == repo))
+            })
+    };
+    let Some(unknown) = repos.iter().find(|r| !known(r)) else {
+        return Ok(());
+    };
+    let names: Vec<String> = manifest
+        .dependencies
+        .iter()
+        .map(|d| d.repo_id.to_string())
+        .collect();
+    Err(UnknownPackage {
+        repo_id: unknown.clone(),
+        manifest: manifest.path.clone(),
+        known: if names.is_empty() {
+            "none ([tool.kernels.dependencies] is empty)".to_owned()
+        } else {
+            names.join(", ")
+        },
+    }
+    .into())
+}
+
+/// The entry of `repo` both sides of a conflicted lock agree on, if any.
+fn agreed_entry<'a>(
+    merged: Option<&'a conflict::Merged>,
+    repo: &RepoId,
+) -> Option<&'a crate::lock::format::KernelHashLock> {
+    merged.and_then(|m| m.agreed.iter().find(|a| a.repo_id == repo.as_str()))
+}
+
+/// Puts the agreed entries of a conflicted lock back into the freshly
+/// resolved `lockfile`, in manifest order; returns their repo ids.
+fn keep_agreed(
+    merged: Option<&conflict::Merged>,
+    manifest: &Manifest,
+    lockfile: &mut Lockfile,
+) -> Vec<String> {
+    let mut kept = Vec::new();
+    let (Some(_), Lockfile::VariantHash(fresh)) = (merged, &*lockfile) else {
+        return kept;
+    };
+    let entries = manifest
+        .dependencies
+        .iter()
+        .filter_map(|dep| match agreed_entry(merged, &dep.repo_id) {
+            Some(entry) => {
+                kept.push(entry.repo_id.clone());
+                Some(entry.clone())
+            }
+            None => fresh
+                .iter()
+                .find(|f| f.repo_id == dep.repo_id.as_str())
+                .cloned(),
+        })
+        .collect();
+    *lockfile = Lockfile::VariantHash(entries);
+    kept
+}
+
 /// The check half of `kernels lock --check`, `kernels lock --locked` and
 /// `kernels download --locked`: offline structural check or online re-resolution.
 /// Returns the report and, for the online check, the old and new lock texts.
+/// Retries are shown unless `printer` is quiet; nothing else is printed but
+/// the warnings of the target runtime about requirements.
 fn freshness(
     project_dir: &Path,
     target_runtime: Option<&str>,
     repo_type: Option<RepoTypeArg>,
     settings: &Settings,
-    retries_shown: bool,
+    printer: &Printer,
 ) -> miette::Result<(CheckReport, Option<Vec<Change>>)> {
+    let silent = printer.quiet_if(true);
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if settings.offline {
         let manifest = Manifest::read(project_dir)?;
@@ -426,14 +444,14 @@ fn freshness(
             manifest.target_runtime(),
             None,
             repo_type,
-            true,
+            &silent,
         )?;
         // A requirement the target runtime does not read fails the check as it
         // fails `kernels lock`; the ones it only warns about are printed.
         let remarks = crate::lock::support::check_requirements(&profile, &manifest)
             .map_err(|err| miette::Report::new(*err))?;
         for remark in remarks {
-            eprintln!("warning: {remark}");
+            printer.error(format_args!("warning: {remark}"));
         }
         let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
         let cache = HubCache::new(&settings.cache_dir);
@@ -449,19 +467,16 @@ fn freshness(
         ));
     }
     let on_disk = LockOnDisk::read(&lock_path);
-    let plan = plan(
+    let inputs = PlanInputs {
         project_dir,
         target_runtime,
         repo_type,
-        &[],
-        false,
-        settings,
-        true,
-        retries_shown,
-        None,
-        &Upgrade::None,
-        &on_disk,
-    )?;
+        extra_trust: &[],
+        allow_model_repos: false,
+        merged: None,
+        upgrade: &Upgrade::None,
+    };
+    let plan = plan(&inputs, settings, &silent, printer.lines_mode(), &on_disk)?;
     let report = diff_locks(&on_disk, &plan.outcome.lockfile, &plan.json);
     Ok((report, Some(plan.changes)))
 }
@@ -473,16 +488,14 @@ pub fn ensure_locked(
     repo_type: Option<RepoType>,
     settings: &Settings,
     global: &GlobalArgs,
+    printer: &Printer,
 ) -> miette::Result<()> {
     if !global.locked {
         return Ok(());
     }
-    let repo_type = repo_type.map(|t| match t {
-        RepoType::Model => RepoTypeArg::Model,
-        _ => RepoTypeArg::Kernel,
-    });
-    let (report, changes) = freshness(project_dir, None, repo_type, settings, !global.quiet)?;
-    if print_report(&report, global, OutputFormat::Text, changes.as_deref()) {
+    let repo_type = repo_type.map(RepoTypeArg::from);
+    let (report, changes) = freshness(project_dir, None, repo_type, settings, printer)?;
+    if print_report(&report, printer, OutputFormat::Text, changes.as_deref()) {
         return Err(StaleLocked {
             lock: report.lock_file,
             manifest: project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME),
@@ -492,13 +505,6 @@ pub fn ensure_locked(
     Ok(())
 }
 
-/// The `schema` of `kernels lock --format json` (`docs/json-output.md`); 2
-/// since `locked[]` holds objects instead of status lines.
-pub const LOCK_SCHEMA: u32 = 2;
-
-/// The `schema` of `kernels lock --check --format json`.
-pub const CHECK_SCHEMA: u32 = 1;
-
 /// Resolves `[tool.kernels.dependencies]` for the target profile and writes
 /// `kernels.lock` in its format, atomically and only when its bytes change.
 /// Nothing is written unless every dependency resolved. A lock with merge conflict
@@ -507,13 +513,23 @@ pub const CHECK_SCHEMA: u32 = 1;
 /// Status goes to stderr; `--format json` prints what was locked on stdout, and
 /// when the command fails, a document with the failure typed (`error`,
 /// `failed[]`) before the error goes to stderr.
-pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::Result<ExitCode> {
+pub fn run(
+    args: LockArgs,
+    settings: &Settings,
+    global: &GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
     let json = args.format == OutputFormat::Json;
     let check = args.check || global.locked;
-    let lock_file = args.project_dir.join(LOCK_FILE_NAME).display().to_string();
+    let lock_file = args
+        .project
+        .project_dir
+        .join(LOCK_FILE_NAME)
+        .display()
+        .to_string();
     let offline = settings.offline || args.offline;
     let dry_run = args.dry_run;
-    let result = run_inner(args, settings, global);
+    let result = run_inner(args, settings, global, printer);
     if let Err(report) = &result
         && json
         // `--locked` printed its report already.
@@ -523,75 +539,45 @@ pub fn run(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::
             .downcast_ref::<super::causes::LockFailed>()
             .map(|f| f.failed.clone())
             .unwrap_or_default();
-        let error = super::causes::error_json(report);
-        let doc = if check {
-            serde_json::json!({
-                "schema": CHECK_SCHEMA,
-                "command": "lock --check",
-                "lock_file": lock_file,
-                "mode": if offline { "offline" } else { "online" },
-                "up_to_date": false,
-                "unverified": 0,
-                "findings": [],
-                "error": error,
-                "failed": failed,
-            })
+        let error = ErrorDoc::of(report);
+        if check {
+            printer.json_line(&CheckDoc {
+                schema: CheckDoc::SCHEMA,
+                command: "lock --check",
+                lock_file,
+                mode: if offline {
+                    CheckMode::Offline
+                } else {
+                    CheckMode::Online
+                },
+                up_to_date: false,
+                unverified: 0,
+                findings: &[],
+                error: Some(error),
+                failed,
+                changes: None,
+            });
         } else {
-            serde_json::json!({
-                "schema": LOCK_SCHEMA,
-                "command": "lock",
-                "lock_file": lock_file,
-                "format": null,
-                "previous_format": null,
-                "written": false,
-                "dry_run": dry_run,
-                "changes": [],
-                "kernels": [],
-                "locked": [],
-                "warnings": [],
-                "kept": [],
-                "error": error,
-                "failed": failed,
-            })
-        };
-        println!("{doc}");
+            printer.json_line(&LockDoc::failed(lock_file, dry_run, error, failed));
+        }
     }
     result
 }
 
-fn run_inner(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette::Result<ExitCode> {
+/// `kernels lock` once its JSON failure document is taken care of: the check
+/// of `--check` / `--locked`, or resolving and writing.
+fn run_inner(
+    args: LockArgs,
+    settings: &Settings,
+    global: &GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
     let mut settings = settings.clone();
     settings.offline |= args.offline;
     let settings = &settings;
-    let quiet = global.quiet || args.format == OutputFormat::Json;
-    let lock_path = args.project_dir.join(LOCK_FILE_NAME);
-    let upgrade = if args.upgrade {
-        Upgrade::All
-    } else if !args.upgrade_package.is_empty() {
-        Upgrade::Packages(args.upgrade_package.clone())
-    } else {
-        Upgrade::None
-    };
+    let lock_path = args.project.project_dir.join(LOCK_FILE_NAME);
     if args.check || global.locked {
-        let (report, changes) = freshness(
-            &args.project_dir,
-            args.target_runtime.as_deref(),
-            args.repo_type,
-            settings,
-            !global.quiet && args.format == OutputFormat::Text,
-        )?;
-        let stale = print_report(&report, global, args.format, changes.as_deref());
-        return match (stale, args.check) {
-            (false, _) => Ok(ExitCode::SUCCESS),
-            (true, true) => Ok(ExitCode::from(1)),
-            (true, false) => Err(StaleLocked {
-                lock: lock_path,
-                manifest: args
-                    .project_dir
-                    .join(crate::lock::manifest::MANIFEST_FILE_NAME),
-            }
-            .into()),
-        };
+        return check(&args, settings, printer, lock_path);
     }
     if global.frozen {
         return Err(Frozen { path: lock_path }.into());
@@ -613,56 +599,87 @@ fn run_inner(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette
     let merged = on_disk
         .text()
         .and_then(|text| conflict::merge(text, &lock_path));
-    let Plan {
-        outcome,
-        profile,
-        old_format,
-        json,
-        kept,
-        changes,
-        had_previous,
-        elapsed,
-    } = plan(
-        &args.project_dir,
-        args.target_runtime.as_deref(),
-        args.repo_type,
-        &args.trust,
-        args.allow_model_repos,
-        settings,
-        quiet,
-        !quiet,
-        merged.as_ref(),
-        &upgrade,
-        &on_disk,
-    )?;
-
-    let resolved = Resolved {
-        lock_path: &lock_path,
-        outcome: &outcome,
-        profile: &profile,
-        changes: &changes,
-        kept: &kept,
-    };
-    if !quiet {
-        print_status(
-            &resolved,
-            merged.as_ref(),
-            old_format,
-            had_previous,
-            elapsed,
-        )?;
-    }
-    let unchanged = on_disk.text() == Some(json.as_str());
-    if unchanged {
-        if !quiet {
-            eprintln!("{} is up to date", lock_path.display());
-        }
-    } else if args.dry_run {
-        if !quiet {
-            eprintln!("Dry run: {} was not written", lock_path.display());
-        }
+    let upgrade = if args.upgrade {
+        Upgrade::All
+    } else if !args.upgrade_package.is_empty() {
+        Upgrade::Packages(args.upgrade_package.clone())
     } else {
-        write_atomic(&lock_path, json.as_bytes()).map_err(|err| {
+        Upgrade::None
+    };
+    let inputs = PlanInputs {
+        project_dir: &args.project.project_dir,
+        target_runtime: args.runtime.version(),
+        repo_type: args.repo.repo_type,
+        extra_trust: &args.trust,
+        allow_model_repos: args.allow_model_repos,
+        merged: merged.as_ref(),
+        upgrade: &upgrade,
+    };
+    let printer = &printer.quiet_if(args.format == OutputFormat::Json);
+    let plan = plan(&inputs, settings, printer, printer.lines_mode(), &on_disk)?;
+    write_plan(&args, printer, &plan, merged.as_ref(), &on_disk)
+}
+
+/// `kernels lock --check` (and `--locked`): exit 0 when the lock is up to
+/// date, 1 (`--check`) or an error (`--locked`) when not.
+fn check(
+    args: &LockArgs,
+    settings: &Settings,
+    printer: &Printer,
+    lock_path: PathBuf,
+) -> miette::Result<ExitCode> {
+    let (report, changes) = freshness(
+        &args.project.project_dir,
+        args.runtime.version(),
+        args.repo.repo_type,
+        settings,
+        &printer.quiet_if(args.format == OutputFormat::Json),
+    )?;
+    let stale = print_report(&report, printer, args.format, changes.as_deref());
+    match (stale, args.check) {
+        (false, _) => Ok(ExitCode::SUCCESS),
+        (true, true) => Ok(ExitCode::from(1)),
+        (true, false) => Err(StaleLocked {
+            lock: lock_path,
+            manifest: args
+                .project
+                .project_dir
+                .join(crate::lock::manifest::MANIFEST_FILE_NAME),
+        }
+        .into()),
+    }
+}
+
+/// Prints what `plan` resolved and writes it (unless the bytes are unchanged
+/// or `--dry-run`); with `--format json`, the document.
+fn write_plan(
+    args: &LockArgs,
+    printer: &Printer,
+    plan: &Plan,
+    merged: Option<&conflict::Merged>,
+    on_disk: &LockOnDisk,
+) -> miette::Result<ExitCode> {
+    let lock_path = on_disk.path();
+    let resolved = Resolved {
+        lock_path,
+        outcome: &plan.outcome,
+        profile: &plan.profile,
+        changes: &plan.changes,
+        kept: &plan.kept,
+    };
+    if !printer.is_quiet() {
+        print_status(printer, &resolved, merged, plan)?;
+    }
+    let unchanged = on_disk.text() == Some(plan.json.as_str());
+    if unchanged {
+        printer.status(format_args!("{} is up to date", lock_path.display()));
+    } else if args.dry_run {
+        printer.status(format_args!(
+            "Dry run: {} was not written",
+            lock_path.display()
+        ));
+    } else {
+        write_atomic(lock_path, plan.json.as_bytes()).map_err(|err| {
             miette::miette!(
                 code = "kernels::lock::write",
                 help = "check that the project directory is writable",
@@ -670,15 +687,13 @@ fn run_inner(args: LockArgs, settings: &Settings, global: &GlobalArgs) -> miette
                 lock_path.display()
             )
         })?;
-        if !quiet {
-            eprintln!("Wrote {}", lock_path.display());
-        }
+        printer.status(format_args!("Wrote {}", lock_path.display()));
     }
     if args.format == OutputFormat::Json {
         print_json(
+            printer,
             &resolved,
-            old_format,
-            had_previous,
+            plan,
             !unchanged && !args.dry_run,
             args.dry_run,
         )?;
@@ -699,12 +714,12 @@ struct Resolved<'a> {
 /// warnings, `Resolved N kernels in …`, what changed (or, without a previous
 /// lock, what was locked) and a change of lock format.
 fn print_status(
+    printer: &Printer,
     resolved: &Resolved<'_>,
     merged: Option<&conflict::Merged>,
-    old_format: Option<LockFormat>,
-    had_previous: bool,
-    elapsed: std::time::Duration,
+    plan: &Plan,
 ) -> miette::Result<()> {
+    let (old_format, had_previous, elapsed) = (plan.old_format, plan.had_previous, plan.elapsed);
     let Resolved {
         lock_path,
         outcome,
@@ -713,7 +728,7 @@ fn print_status(
         kept,
     } = resolved;
     if let Some(merged) = merged {
-        eprintln!(
+        printer.status(format_args!(
             "{} had merge conflicts in {}; kept the {} entries both sides agree on and resolved the rest again",
             lock_path.display(),
             if merged.conflicting.is_empty() {
@@ -722,48 +737,49 @@ fn print_status(
                 merged.conflicting.join(", ")
             },
             kept.len()
-        );
+        ));
     }
     for warning in &outcome.warnings {
-        eprintln!("warning: {warning}");
+        printer.status(format_args!("warning: {warning}"));
     }
     let count = outcome.lockfile.locked_kernels(lock_path)?.len();
-    eprintln!(
+    printer.status(format_args!(
         "Resolved {count} kernel{} in {:.2}s",
         if count == 1 { "" } else { "s" },
         elapsed.as_secs_f64()
-    );
+    ));
     if had_previous {
         for change in *changes {
-            eprintln!("{change}");
+            printer.status(format_args!("{change}"));
         }
     } else {
         for line in &outcome.locked {
-            eprintln!("{line}");
+            printer.status(format_args!("{line}"));
         }
     }
     if let Some(old_format) = old_format
         && old_format != profile.lock_format
         && merged.is_none()
     {
-        eprintln!(
+        printer.status(format_args!(
             "warning: {} was in the {} format; it is rewritten in the {} format",
             lock_path.display(),
             format_name(old_format),
             format_name(profile.lock_format)
-        );
+        ));
     }
     Ok(())
 }
 
 /// `--format json`: what was locked and what changed, as one document on stdout.
 fn print_json(
+    printer: &Printer,
     resolved: &Resolved<'_>,
-    old_format: Option<LockFormat>,
-    had_previous: bool,
+    plan: &Plan,
     written: bool,
     dry_run: bool,
 ) -> miette::Result<()> {
+    let (old_format, had_previous) = (plan.old_format, plan.had_previous);
     let Resolved {
         lock_path,
         outcome,
@@ -771,16 +787,17 @@ fn print_json(
         changes,
         kept,
     } = resolved;
-    let kernels: Vec<serde_json::Value> = outcome
+    let kernels: Vec<LockedEntryDoc> = outcome
         .lockfile
         .locked_kernels(lock_path)?
         .iter()
-        .map(|kernel| {
-            serde_json::json!({
-                "repo_id": kernel.repo_id.to_string(),
-                "commit": kernel.commit,
-                "variants": kernel.variants.as_ref().map(|v| v.keys().collect::<Vec<_>>()),
-            })
+        .map(|kernel| LockedEntryDoc {
+            repo_id: kernel.repo_id.to_string(),
+            commit: kernel.commit.to_string(),
+            variants: kernel
+                .variants
+                .as_ref()
+                .map(|v| v.keys().map(ToString::to_string).collect()),
         })
         .collect();
     // As text mode: with a previous lock in this format, only the entries
@@ -798,23 +815,22 @@ fn print_json(
                 })
         })
         .collect();
-    let doc = serde_json::json!({
-        "schema": LOCK_SCHEMA,
-        "command": "lock",
-        "lock_file": lock_path.display().to_string(),
-        "format": format_id(profile.lock_format),
-        "previous_format": old_format.map(format_id),
-        "written": written,
-        "dry_run": dry_run,
-        "changes": changes,
-        "kernels": kernels,
-        "locked": locked,
-        "warnings": outcome.warnings,
-        "kept": kept,
-        "error": null,
-        "failed": [],
+    printer.json_line(&LockDoc {
+        schema: LockDoc::SCHEMA,
+        command: "lock",
+        lock_file: lock_path.display().to_string(),
+        format: Some(format_id(profile.lock_format)),
+        previous_format: old_format.map(format_id),
+        written,
+        dry_run,
+        changes,
+        kernels,
+        locked,
+        warnings: &outcome.warnings,
+        kept,
+        error: None,
+        failed: Vec::new(),
     });
-    println!("{doc}");
     Ok(())
 }
 
@@ -834,22 +850,6 @@ fn report_text(report: &CheckReport, verbose: bool) -> String {
         ));
     }
     out
-}
-
-/// The stable JSON document of `kernels lock --check --format json` (schema in
-/// `docs/json-output.md`).
-fn report_json(report: &CheckReport) -> serde_json::Value {
-    serde_json::json!({
-        "schema": CHECK_SCHEMA,
-        "command": "lock --check",
-        "lock_file": report.lock_file.display().to_string(),
-        "mode": report.mode,
-        "up_to_date": !report.is_stale(),
-        "unverified": report.unverified().count(),
-        "findings": report.findings,
-        "error": null,
-        "failed": [],
-    })
 }
 
 /// A lock format as the JSON documents name it.

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::printer::Printer;
 use super::progress::human_bytes;
 use crate::cli::settings::Settings;
 use crate::mirror::{DEFAULT_CONCURRENCY, MirrorSource, RepoSpec, mirror};
@@ -84,25 +85,23 @@ fn source(args: &MirrorArgs) -> miette::Result<MirrorSource> {
 }
 
 /// Writes the mirror; one line per repository on stderr.
-pub fn run(args: MirrorArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
+pub fn run(args: MirrorArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
     let source = source(&args)?;
-    let client = HubClient::new(&settings.client_config())?;
+    let client = HubClient::new(&settings.client_config(printer))?;
     let runtime = super::runtime()?;
     let reports = runtime.block_on(mirror(&client, &source, &args.out, args.concurrency.max(1)))?;
-    if !quiet {
-        for report in &reports {
-            eprintln!(
-                "Mirrored {} ({}): {} new commit(s), {} kept, {} ref(s); fetched {} file(s), {}",
-                report.repo_id,
-                report.repo_type.as_str(),
-                report.new_commits,
-                report.kept_commits,
-                report.refs,
-                report.fetched_files,
-                human_bytes(report.fetched_bytes)
-            );
-        }
-        eprintln!("Mirror written to {}", args.out.display());
+    for report in &reports {
+        printer.status(format_args!(
+            "Mirrored {} ({}): {} new commit(s), {} kept, {} ref(s); fetched {} file(s), {}",
+            report.repo_id,
+            report.repo_type.as_str(),
+            report.new_commits,
+            report.kept_commits,
+            report.refs,
+            report.fetched_files,
+            human_bytes(report.fetched_bytes)
+        ));
     }
+    printer.status(format_args!("Mirror written to {}", args.out.display()));
     Ok(ExitCode::SUCCESS)
 }

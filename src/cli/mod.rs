@@ -2,16 +2,22 @@
 //!
 //! Each subcommand lives in its own module with an `Args` struct and a `run`
 //! function that translates arguments into library calls and prints results.
-//! Output rules: data on stdout, status and progress on stderr.
+//! Output rules: data on stdout, status and progress on stderr, all through
+//! the one [`printer::Printer`] that [`main`] builds from the arguments;
+//! `--format json` documents are the types of [`json`]; flags shared by
+//! several commands are the groups of [`args`].
 
 mod add;
+pub mod args;
 mod cache;
 mod causes;
 mod download;
 mod env;
 mod explain;
+pub mod json;
 mod lock;
 mod mirror;
+pub mod printer;
 mod profile;
 pub mod progress;
 mod reference;
@@ -27,6 +33,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+use crate::cli::printer::{Printer, PrinterOptions};
 use crate::cli::settings::{LockFlags, Settings};
 
 /// Lock and download compute kernels from the Hugging Face Hub.
@@ -223,14 +230,6 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
-/// `-v` count of this process (set once by [`main`]).
-static VERBOSITY: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
-
-/// How many `-v` were given.
-pub(crate) fn verbosity() -> u8 {
-    VERBOSITY.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Marks an error as a bug or environment failure: the process exits with 2
 /// instead of 1.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -264,11 +263,13 @@ pub fn main() -> ExitCode {
     }
     cli.global.locked = lock_mode.locked;
     cli.global.frozen = lock_mode.frozen;
-    if no_progress || settings.no_progress {
-        progress::ProgressMode::disable_bars();
-    }
-    VERBOSITY.store(cli.global.verbose, std::sync::atomic::Ordering::Relaxed);
-    init_logging(cli.global.verbose);
+    let printer = Printer::new(PrinterOptions {
+        quiet: cli.global.quiet,
+        verbosity: cli.global.verbose,
+        color: settings::color_enabled(),
+        no_progress: no_progress || settings.no_progress,
+    });
+    init_logging(&printer);
     // Given on the command line (not through the environment): for `to-wheel`,
     // `--locked`/`--frozen` also say "build from the project's lock".
     let explicit_lock_mode = if cli.global.locked {
@@ -286,19 +287,20 @@ pub fn main() -> ExitCode {
         cli.global.frozen |= env.frozen;
     }
     let global = cli.global;
-    let quiet = global.quiet;
-    if !quiet {
-        for note in &settings.notes {
-            eprintln!("note: {note}");
-        }
+    for note in &settings.notes {
+        printer.status(format_args!("note: {note}"));
     }
-    let result = dispatch(cli.command, &settings, &global, explicit_lock_mode, quiet);
-    match result {
+    match dispatch(
+        cli.command,
+        &settings,
+        &global,
+        &printer,
+        explicit_lock_mode,
+    ) {
         Ok(code) => code,
         Err(report) => {
             let internal = report.downcast_ref::<InternalError>().is_some();
-            let text = format!("{report:?}");
-            eprintln!("{text}");
+            printer.error(format_args!("{report:?}"));
             ExitCode::from(if internal { 2 } else { 1 })
         }
     }
@@ -338,88 +340,55 @@ pub(crate) fn project_dir(
     }
 }
 
+/// Runs `cmd` with the settings, the global arguments and the printer of
+/// this run.
 fn dispatch(
     cmd: Command,
     settings: &Settings,
     global: &GlobalArgs,
+    printer: &Printer,
     explicit_lock_mode: Option<to_wheel::FromLock>,
-    quiet: bool,
 ) -> miette::Result<ExitCode> {
-    let settings = settings.clone();
-    let global = global.clone();
     match cmd {
         Command::Add(args) => {
-            let dir = project_dir(None, &global)?;
-            add::run_add(args, &dir, &settings, &global)
+            add::run_add(args, &project_dir(None, global)?, settings, global, printer)
         }
         Command::Remove(args) => {
-            let dir = project_dir(None, &global)?;
-            add::run_remove(args, &dir, &settings, &global)
+            add::run_remove(args, &project_dir(None, global)?, settings, global, printer)
         }
         Command::Tree(mut args) => {
-            let dir = project_dir(args.project_arg.take(), &global)?;
-            tree::run_tree(args, &dir, &settings, &global)
+            args.project.resolve(global)?;
+            tree::run_tree(args, settings, global, printer)
         }
         Command::Outdated(mut args) => {
-            let dir = project_dir(args.project_arg.take(), &global)?;
-            tree::run_outdated(args, &dir, &settings, &global)
+            args.project.resolve(global)?;
+            tree::run_outdated(args, settings, global, printer)
         }
         Command::Versions(args) => {
-            let dir = project_dir(None, &global)?;
-            tree::run_versions(args, &dir, &settings, &global)
+            let dir = project_dir(None, global)?;
+            tree::run_versions(args, &dir, settings, printer)
         }
         Command::Download(mut args) => {
-            args.project_dir = project_dir(args.project_arg.take(), &global)?;
-            let mut check_settings = settings.clone();
-            check_settings.offline |= args.offline;
-            let json = download::summary_json(&args);
-            stale::ensure_current(
-                "download",
-                &args.project_dir,
-                args.select.repo_type.map(Into::into),
-                &check_settings,
-                &global,
-                true,
-            )
-            .inspect_err(|report| {
-                if json {
-                    download::print_failure(&settings, report, &[]);
-                }
-            })
-            .and_then(|()| download::run(args, &settings, quiet))
+            args.project.resolve(global)?;
+            download::run_checked(args, settings, global, printer)
         }
         Command::Env(mut args) => {
-            args.project_dir = project_dir(None, &global)?;
-            env::run(args, &settings)
+            args.project_dir = project_dir(None, global)?;
+            env::run(args, settings, printer)
         }
-        Command::Cache(args) => cache::run(args, &settings, quiet),
-        Command::Mirror(args) => mirror::run(args, &settings, quiet),
+        Command::Cache(args) => cache::run(args, settings, printer),
+        Command::Mirror(args) => mirror::run(args, settings, printer),
         Command::Lock(mut args) => {
-            args.project_dir = project_dir(args.project_arg.take(), &global)?;
-            lock::run(args, &settings, &global)
+            args.project.resolve(global)?;
+            lock::run(args, settings, global, printer)
         }
-        Command::Serve(args) => serve::run(args, quiet),
-        Command::ToWheel(args) => to_wheel::run(args, explicit_lock_mode, &settings, &global),
+        Command::Serve(args) => serve::run(args, printer),
+        Command::ToWheel(args) => {
+            to_wheel::run(args, explicit_lock_mode, settings, global, printer)
+        }
         Command::Verify(mut args) => {
-            args.project_dir = project_dir(args.project_arg.take(), &global)?;
-            // `verify` makes no request, so its lock check is offline too.
-            let mut check_settings = settings.clone();
-            check_settings.offline = true;
-            let json = args.format == OutputFormat::Json;
-            stale::ensure_current(
-                "verify",
-                &args.project_dir,
-                args.select.repo_type.map(Into::into),
-                &check_settings,
-                &global,
-                false,
-            )
-            .inspect_err(|report| {
-                if json {
-                    verify::print_failure(&settings, report);
-                }
-            })
-            .and_then(|()| verify::run(args, &settings, quiet))
+            args.project.resolve(global)?;
+            verify::run_checked(args, settings, global, printer)
         }
         Command::Completions(args) => {
             clap_complete::generate(
@@ -431,7 +400,7 @@ fn dispatch(
             Ok(ExitCode::SUCCESS)
         }
         Command::GenerateCliReference => {
-            print!("{}", reference::markdown(&command()));
+            printer.data_raw(reference::markdown(&command()));
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -441,12 +410,6 @@ fn dispatch(
 /// is a pipe whose reader went away (`kernels … | head`), as command-line tools do
 /// on a closed pipe. Files already in the cache stay valid: every blob is renamed
 /// into place only once verified, and partial data resumes on the next run.
-/// How the CLI shows what the Hub client reports: one status line on stderr
-/// per event ("rate limited by the Hub, waiting N s").
-pub(crate) fn hub_event_sink() -> kernels_hub::EventSink {
-    kernels_hub::EventSink::new(|event| eprintln!("{event}"))
-}
-
 fn exit_quietly_on_closed_pipe() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -480,18 +443,18 @@ fn install_report_handler(color: ColorChoice) {
 
 /// `-v`: debug events of this crate on stderr (`-vv`: trace). Events carry
 /// URLs and paths, never request headers, so no token is logged.
-fn init_logging(verbose: u8) {
+fn init_logging(printer: &Printer) {
     use std::io::IsTerminal;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let level = match verbose {
+    let level = match printer.verbosity() {
         0 => return,
         1 => tracing::Level::DEBUG,
         _ => tracing::Level::TRACE,
     };
-    let ansi = crate::cli::settings::color_enabled() && std::io::stderr().is_terminal();
+    let ansi = printer.color() && std::io::stderr().is_terminal();
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(progress::LogWriter)
+        .with_writer(printer.log_writer())
         .with_ansi(ansi)
         .with_target(false);
     let filter = tracing_subscriber::filter::Targets::new().with_target("kernels", level);

@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use super::lock::RepoTypeArg;
+use super::args::RepoTypeArg;
+use super::printer::Printer;
 use crate::lock::format::LockFormat;
 use crate::lock::profile::VariantPreference;
 use crate::lock::profile::{
@@ -13,7 +14,8 @@ use crate::lock::profile::{
 /// Chooses the profile of a command from its option, the `[tool.kernels]`
 /// key, the existing lock's format and the installed `kernels`, with the
 /// `--repo-type` override, and prints the one `Target runtime: …` line (and a
-/// warning about an installed `kernels` that cannot read the lock) unless `quiet`.
+/// warning about an installed `kernels` that cannot read the lock) unless the
+/// printer is quiet.
 /// The line is printed only with `-v`, unless an installed `kernels` decided the
 /// profile (then it changes the result without any file saying so).
 pub(super) fn choose_profile(
@@ -22,7 +24,7 @@ pub(super) fn choose_profile(
     manifest_version: Option<(&str, &Path)>,
     lock_format: Option<LockFormat>,
     repo_type: Option<RepoTypeArg>,
-    quiet: bool,
+    printer: &Printer,
 ) -> miette::Result<Profile> {
     let virtual_env = super::settings::virtual_env();
     let path_var = super::settings::path_var();
@@ -37,11 +39,11 @@ pub(super) fn choose_profile(
         profile.source,
         ProfileSource::Installed(_) | ProfileSource::LockFileAndInstalled(..)
     );
-    if !quiet && (from_installed || super::verbosity() > 0) {
-        eprintln!("{}", describe(&profile));
+    if from_installed || printer.is_verbose() {
+        printer.status(describe(&profile));
     }
-    if !quiet && let Some(installed) = &profile.ignored_installed {
-        eprintln!("warning: {}", cannot_read_lock(installed));
+    if let Some(installed) = &profile.ignored_installed {
+        printer.status(format_args!("warning: {}", cannot_read_lock(installed)));
     }
     Ok(profile)
 }

@@ -4,18 +4,17 @@
 //! files are known, then one total bar (bytes, rate, ETA) and below it at most
 //! [`MAX_FILE_BARS`] bars of files being fetched, labelled `owner/name: path`
 //! and fitted to the terminal width; one line per finished kernel and every
-//! log line (`-v`, through [`LogWriter`]) is printed above the bars, never
+//! log line (`-v`, through [`super::printer::LogWriter`]) is printed above the bars, never
 //! through them. Elsewhere ([`ProgressMode::Lines`], also with `--no-progress`
 //! or `HF_HUB_DISABLE_PROGRESS_BARS`): the same lines, no bar. Quiet: nothing.
 //! Without colour (`NO_COLOR`) the bars carry no style codes.
 
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::printer::Printer;
 use crate::install::{FileReporter, KernelReport, PlannedKernel, Reporter, RetryEvent, plan};
 use crate::variant::VariantWarning;
 use kernels_types::commit::short;
@@ -27,13 +26,7 @@ pub const MAX_FILE_BARS: usize = 3;
 /// Width assumed when the terminal does not say.
 const DEFAULT_WIDTH: usize = 80;
 
-/// Set once by `main` from `--no-progress` and `HF_HUB_DISABLE_PROGRESS_BARS`.
-static NO_PROGRESS: AtomicBool = AtomicBool::new(false);
-
-/// The bars being drawn now, if any: log lines suspend them while printing.
-static ACTIVE: Mutex<Option<MultiProgress>> = Mutex::new(None);
-
-/// How progress is shown.
+/// How progress is shown ([`Printer::progress_mode`] decides).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressMode {
     /// A total bar and a few file bars (stderr is a terminal).
@@ -42,63 +35,6 @@ pub enum ProgressMode {
     Lines,
     /// Nothing.
     Quiet,
-}
-
-impl ProgressMode {
-    /// Bars when stderr is a terminal and progress bars are not disabled,
-    /// lines otherwise; quiet wins.
-    pub fn detect(quiet: bool) -> ProgressMode {
-        use std::io::IsTerminal;
-        if quiet {
-            ProgressMode::Quiet
-        } else if std::io::stderr().is_terminal() && !NO_PROGRESS.load(Ordering::Relaxed) {
-            ProgressMode::Bars
-        } else {
-            ProgressMode::Lines
-        }
-    }
-
-    /// Disables bars for the rest of the process (`--no-progress`).
-    pub fn disable_bars() {
-        NO_PROGRESS.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Prints `line` on stderr, above the bars being drawn if there are any.
-pub fn eprint_above(line: &str) {
-    let active = ACTIVE.lock().ok().and_then(|a| a.clone());
-    match active {
-        Some(multi) => multi.suspend(|| eprintln!("{line}")),
-        None => eprintln!("{line}"),
-    }
-}
-
-/// A `tracing` writer that prints above the bars being drawn (log lines of
-/// `-v` would otherwise be drawn through them and lost).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LogWriter;
-
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let active = ACTIVE.lock().ok().and_then(|a| a.clone());
-        match active {
-            Some(multi) => multi.suspend(|| std::io::stderr().write_all(buf))?,
-            None => std::io::stderr().write_all(buf)?,
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
-    type Writer = LogWriter;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        LogWriter
-    }
 }
 
 /// The terminal's width in columns.
@@ -113,25 +49,25 @@ fn terminal_width() -> usize {
 /// while `kernels lock` resolves.
 #[derive(Debug)]
 pub struct Spinner {
-    multi: MultiProgress,
+    printer: Printer,
     bar: Option<ProgressBar>,
 }
 
 impl Spinner {
     /// Starts a spinner saying `message` when `mode` is [`ProgressMode::Bars`].
-    pub fn start(mode: ProgressMode, message: &str, color: bool) -> Spinner {
-        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
+    pub fn start(printer: &Printer, mode: ProgressMode, message: &str) -> Spinner {
+        let printer = printer.clone();
         if mode != ProgressMode::Bars {
-            return Spinner { multi, bar: None };
+            return Spinner { printer, bar: None };
         }
-        multi.set_draw_target(ProgressDrawTarget::stderr());
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
         let bar = multi.add(ProgressBar::new_spinner());
-        bar.set_style(spinner_style(color));
+        bar.set_style(spinner_style(printer.color()));
         bar.set_message(fit(message, terminal_width().saturating_sub(3)));
         bar.enable_steady_tick(Duration::from_millis(100));
-        activate(&multi);
+        printer.draw(&multi);
         Spinner {
-            multi,
+            printer,
             bar: Some(bar),
         }
     }
@@ -141,26 +77,15 @@ impl Drop for Spinner {
     fn drop(&mut self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
-            deactivate(&self.multi);
+            self.printer.undraw();
         }
-    }
-}
-
-fn activate(multi: &MultiProgress) {
-    if let Ok(mut active) = ACTIVE.lock() {
-        *active = Some(multi.clone());
-    }
-}
-
-fn deactivate(_multi: &MultiProgress) {
-    if let Ok(mut active) = ACTIVE.lock() {
-        *active = None;
     }
 }
 
 /// Shared progress state of one download run.
 #[derive(Debug, Clone)]
 pub struct Progress {
+    printer: Printer,
     mode: ProgressMode,
     multi: MultiProgress,
     /// A spinner until the first kernel is planned, then the total bar.
@@ -195,25 +120,32 @@ pub struct FileBar {
 }
 
 impl Progress {
-    /// Progress in `mode`, styled with colours when `color` (see
-    /// [`crate::cli::settings::color_enabled`]), as wide as the terminal.
-    pub fn new(mode: ProgressMode, color: bool) -> Progress {
-        Progress::with_target(mode, color, terminal_width(), ProgressDrawTarget::stderr())
+    /// Progress in `mode`, styled with colours when the printer allows them,
+    /// as wide as the terminal.
+    pub fn new(printer: &Printer, mode: ProgressMode) -> Progress {
+        Progress::with_target(
+            printer,
+            mode,
+            terminal_width(),
+            ProgressDrawTarget::stderr(),
+        )
     }
 
     /// Progress drawn to `target`, `width` columns wide (tests draw to memory).
     pub fn with_target(
+        printer: &Printer,
         mode: ProgressMode,
-        color: bool,
         width: usize,
         target: ProgressDrawTarget,
     ) -> Progress {
+        let color = printer.color();
         let multi = MultiProgress::with_draw_target(match mode {
             ProgressMode::Bars => target,
             _ => ProgressDrawTarget::hidden(),
         });
         let overall = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
         let progress = Progress {
+            printer: printer.clone(),
             mode,
             multi,
             overall,
@@ -227,7 +159,7 @@ impl Progress {
             })),
         };
         if mode == ProgressMode::Bars {
-            activate(&progress.multi);
+            printer.draw(&progress.multi);
         }
         progress
     }
@@ -314,9 +246,9 @@ impl Progress {
     pub fn line(&self, message: &str) {
         match self.mode {
             ProgressMode::Quiet => {}
-            ProgressMode::Bars => self.multi.suspend(|| eprintln!("{message}")),
+            ProgressMode::Bars => self.printer.error_above(&self.multi, message),
             // Above a spinner of another step, if one is drawn.
-            ProgressMode::Lines => eprint_above(message),
+            ProgressMode::Lines => self.printer.error(message),
         }
     }
 
@@ -325,7 +257,7 @@ impl Progress {
         self.overall.finish_and_clear();
         let _ = self.multi.clear();
         if self.mode == ProgressMode::Bars {
-            deactivate(&self.multi);
+            self.printer.undraw();
         }
     }
 }
@@ -710,7 +642,8 @@ mod tests {
             "{prefix:>11} [{bar:15}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, ETA {eta})"
         );
         assert_eq!(human_bytes(1536), "1.50 KiB");
-        let progress = Progress::new(ProgressMode::Quiet, false);
+        let printer = Printer::new(crate::cli::printer::PrinterOptions::default());
+        let progress = Progress::new(&printer, ProgressMode::Quiet);
         progress.add_total(10);
         let repo: RepoId = "acme/relu".parse().unwrap();
         let mut bar = progress.file(&repo, "f", 10);

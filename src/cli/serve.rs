@@ -6,7 +6,7 @@
 //! CDN URL. The server runs until SIGINT or SIGTERM; SIGHUP reloads the
 //! mirror (one stderr line says whether that worked) and reopens the access log.
 
-use std::io::Write;
+use super::printer::Printer;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -113,9 +113,9 @@ fn parse_secs(value: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Runs the server until interrupted.
-pub fn run(args: ServeArgs, quiet: bool) -> miette::Result<ExitCode> {
-    let options = kernels_serve::ServeOptions {
+/// The server options `args` ask for.
+fn options(args: ServeArgs) -> kernels_serve::ServeOptions {
+    kernels_serve::ServeOptions {
         mirror_dir: args.mirror_dir,
         host: args.host,
         port: args.port,
@@ -138,52 +138,51 @@ pub fn run(args: ServeArgs, quiet: bool) -> miette::Result<ExitCode> {
             .as_deref()
             .map(kernels_serve::AccessLogTarget::parse),
         watch: args.watch.then_some(args.watch_interval),
-    };
+    }
+}
+
+/// `repository` or `repositories`.
+fn repositories(n: usize) -> &'static str {
+    if n == 1 { "repository" } else { "repositories" }
+}
+
+/// Runs the server until interrupted.
+pub fn run(args: ServeArgs, printer: &Printer) -> miette::Result<ExitCode> {
+    let reload_printer = printer.clone();
     let on_reload = move |event: kernels_serve::ReloadEvent| match event {
         kernels_serve::ReloadEvent::Reloaded { repos } => {
-            if !quiet {
-                eprintln!(
-                    "Reloaded the mirror: serving {repos} {}",
-                    if repos == 1 {
-                        "repository"
-                    } else {
-                        "repositories"
-                    }
-                );
-            }
+            reload_printer.status(format_args!(
+                "Reloaded the mirror: serving {repos} {}",
+                repositories(repos)
+            ));
         }
         kernels_serve::ReloadEvent::Failed(err) => {
-            eprintln!(
+            reload_printer.error(format_args!(
                 "warning: reloading the mirror failed; still serving the previous one\n{:?}",
                 miette::Report::new(err)
-            );
+            ));
         }
     };
     let runtime = super::runtime()?;
     let result = runtime.block_on(kernels_serve::serve(
-        options,
+        options(args),
         |endpoints, mirror| {
-            let mut stdout = std::io::stdout().lock();
             // A closed stdout must not stop the server; the URL is also on stderr.
-            let _ = writeln!(stdout, "{}", endpoints.hub_local);
-            let _ = stdout.flush();
-            if !quiet {
-                let n = mirror.repos.len();
-                let public = if endpoints.hub != endpoints.hub_local
-                    || endpoints.cdn != endpoints.cdn_local
-                {
+            printer.data_lenient(&endpoints.hub_local);
+            let n = mirror.repos.len();
+            let public =
+                if endpoints.hub != endpoints.hub_local || endpoints.cdn != endpoints.cdn_local {
                     format!("; public URLs {} and {}", endpoints.hub, endpoints.cdn)
                 } else {
                     String::new()
                 };
-                eprintln!(
-                    "Serving {n} {} from {} at {} (LFS CDN {}{public}); press Ctrl-C to stop",
-                    if n == 1 { "repository" } else { "repositories" },
-                    mirror.root.display(),
-                    endpoints.hub_local,
-                    endpoints.cdn_local
-                );
-            }
+            printer.status(format_args!(
+                "Serving {n} {} from {} at {} (LFS CDN {}{public}); press Ctrl-C to stop",
+                repositories(n),
+                mirror.root.display(),
+                endpoints.hub_local,
+                endpoints.cdn_local
+            ));
         },
         on_reload,
     ));

@@ -296,6 +296,40 @@ impl LockFlags {
     }
 }
 
+/// The hub cache and the variable that chose it: `KERNELS_CACHE` (else the
+/// deprecated `HF_KERNELS_CACHE`, with a note in `notes`), else `HF_HUB_CACHE`,
+/// else `HUGGINGFACE_HUB_CACHE`, else `hf_home/hub`.
+fn cache_dir_from_env(hf_home: &Path, notes: &mut Vec<String>) -> (PathBuf, &'static str) {
+    let legacy_cache = var("KERNELS_CACHE")
+        .is_none()
+        .then(|| var("HF_KERNELS_CACHE"))
+        .flatten();
+    if legacy_cache.is_some() {
+        notes.push(
+            "HF_KERNELS_CACHE is deprecated and will be removed; set KERNELS_CACHE instead"
+                .to_owned(),
+        );
+    }
+    let chosen = var("KERNELS_CACHE")
+        .map(|v| (v, "KERNELS_CACHE"))
+        .or(legacy_cache.map(|v| (v, "HF_KERNELS_CACHE")))
+        .or_else(|| var("HF_HUB_CACHE").map(|v| (v, "HF_HUB_CACHE")))
+        .or_else(|| var("HUGGINGFACE_HUB_CACHE").map(|v| (v, "HUGGINGFACE_HUB_CACHE")));
+    match chosen {
+        Some((value, name)) => (expand_path(&value), name),
+        None => {
+            let source = if var("HF_HOME").is_some() {
+                "HF_HOME"
+            } else if var("XDG_CACHE_HOME").is_some() {
+                "XDG_CACHE_HOME"
+            } else {
+                "default"
+            };
+            (hf_home.join("hub"), source)
+        }
+    }
+}
+
 impl Settings {
     /// The hub cache at [`Settings::cache_dir`] with [`Settings::cache_options`].
     pub fn cache(&self) -> kernels_cache::HubCache {
@@ -316,8 +350,9 @@ impl Settings {
     }
 
     /// What the Hub client is bound to: endpoint, token, offline flag and the
-    /// one retry and deadline policy of every request.
-    pub fn client_config(&self) -> kernels_hub::ClientConfig {
+    /// one retry and deadline policy of every request; its events are shown
+    /// through `printer`.
+    pub fn client_config(&self, printer: &super::printer::Printer) -> kernels_hub::ClientConfig {
         kernels_hub::ClientConfig {
             endpoint: self.endpoint.clone(),
             token: self.token.clone(),
@@ -326,7 +361,7 @@ impl Settings {
             network: self.network.clone(),
             offline: self.offline,
             retry: self.retry_policy(),
-            events: Some(super::hub_event_sink()),
+            events: Some(printer.hub_events()),
         }
     }
 
@@ -356,35 +391,8 @@ impl Settings {
                 .unwrap_or_else(|| home.join(".cache"))
                 .join("huggingface")
         });
-        let legacy_cache = var("KERNELS_CACHE")
-            .is_none()
-            .then(|| var("HF_KERNELS_CACHE"))
-            .flatten();
         let mut notes = Vec::new();
-        if legacy_cache.is_some() {
-            notes.push(
-                "HF_KERNELS_CACHE is deprecated and will be removed; set KERNELS_CACHE instead"
-                    .to_owned(),
-            );
-        }
-        let chosen = var("KERNELS_CACHE")
-            .map(|v| (v, "KERNELS_CACHE"))
-            .or(legacy_cache.map(|v| (v, "HF_KERNELS_CACHE")))
-            .or_else(|| var("HF_HUB_CACHE").map(|v| (v, "HF_HUB_CACHE")))
-            .or_else(|| var("HUGGINGFACE_HUB_CACHE").map(|v| (v, "HUGGINGFACE_HUB_CACHE")));
-        let (cache_dir, cache_dir_source) = match chosen {
-            Some((value, name)) => (expand_path(&value), name),
-            None => {
-                let source = if var("HF_HOME").is_some() {
-                    "HF_HOME"
-                } else if var("XDG_CACHE_HOME").is_some() {
-                    "XDG_CACHE_HOME"
-                } else {
-                    "default"
-                };
-                (hf_home.join("hub"), source)
-            }
-        };
+        let (cache_dir, cache_dir_source) = cache_dir_from_env(&hf_home, &mut notes);
         let (token, token_source) = token_from_env(&hf_home);
         let token_origin = token_origin(token.as_deref(), &token_source);
         let download_timeout = seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10);

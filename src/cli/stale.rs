@@ -13,7 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use super::GlobalArgs;
-use super::lock::{LockArgs, RepoTypeArg};
+use super::lock::LockArgs;
+use super::printer::Printer;
 use crate::cli::settings::Settings;
 use crate::lock::format::LOCK_FILE_NAME;
 use crate::lock::freshness::{CheckReport, FindingKind, LockOnDisk, check_offline};
@@ -52,10 +53,11 @@ pub fn ensure_current(
     repo_type: Option<RepoType>,
     settings: &Settings,
     global: &GlobalArgs,
+    printer: &Printer,
     can_lock: bool,
 ) -> miette::Result<()> {
     if global.locked {
-        return super::lock::ensure_locked(project_dir, repo_type, settings, global);
+        return super::lock::ensure_locked(project_dir, repo_type, settings, global, printer);
     }
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if global.frozen || !project_dir.join(MANIFEST_FILE_NAME).is_file() || !lock_path.is_file() {
@@ -88,24 +90,19 @@ pub fn ensure_current(
         }
         .into());
     }
-    if !global.quiet {
-        eprintln!(
-            "{} does not match {} ({}); locking again before `kernels {command}`",
-            lock_path.display(),
-            manifest.path.display(),
-            report
-                .findings
-                .iter()
-                .filter(|f| f.repo_id.is_some() && f.kind.is_stale())
-                .filter_map(|f| f.repo_id.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    printer.status(format_args!(
+        "{} does not match {} ({}); locking again before `kernels {command}`",
+        lock_path.display(),
+        manifest.path.display(),
+        report
+            .findings
+            .iter()
+            .filter(|f| f.repo_id.is_some() && f.kind.is_stale())
+            .filter_map(|f| f.repo_id.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     let mut args = LockArgs::for_project(project_dir);
-    args.repo_type = repo_type.map(|t| match t {
-        RepoType::Model => RepoTypeArg::Model,
-        _ => RepoTypeArg::Kernel,
-    });
-    super::lock::run(args, settings, global).map(|_| ())
+    args.repo.repo_type = repo_type.map(Into::into);
+    super::lock::run(args, settings, global, printer).map(|_| ())
 }

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::progress::{Progress, ProgressMode};
+use super::printer::Printer;
+use super::progress::Progress;
 use crate::cli::settings::Settings;
 use crate::install::{DEFAULT_CONCURRENCY, DownloadOptions};
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
@@ -17,7 +18,7 @@ use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::repo_id::RepoId;
 
-use super::lock::RepoTypeArg;
+use super::args::RepoTypeArg;
 
 /// Arguments of `kernels to-wheel`.
 #[derive(Debug, clap::Args)]
@@ -105,8 +106,8 @@ pub fn run(
     from_lock: Option<FromLock>,
     settings: &Settings,
     global: &super::GlobalArgs,
+    printer: &Printer,
 ) -> miette::Result<ExitCode> {
-    let quiet = global.quiet;
     let options = WheelOptions {
         python: args.python_version,
         manylinux: args.manylinux_version,
@@ -134,9 +135,10 @@ pub fn run(
                 Some(args.repo_type.into()),
                 settings,
                 global,
+                printer,
             )?;
         }
-        return run_locked(&project_dir, &args, &options, settings, quiet);
+        return run_locked(&project_dir, &args, &options, settings, printer);
     }
     let (Some(repo_id), Some(version)) = (&args.repo_id, &args.kernel_version) else {
         subcommand()
@@ -154,16 +156,16 @@ pub fn run(
     let kernel = Kernel::new(repo_id.clone(), version)?;
     let snapshot = match &args.from_dir {
         Some(dir) => Snapshot::from_dir(dir)?,
-        None => hub_snapshot(repo_id, version, &args, settings, quiet)?,
+        None => hub_snapshot(repo_id, version, &args, settings, printer)?,
     };
     let plan = wheel::plan_wheels(&kernel, &snapshot, &args.variants, &options)?;
-    if !quiet {
-        for variant in &plan.skipped {
-            eprintln!("warning: skipping `{variant}`: not a build-variant name");
-        }
-        print_notes(&plan.notes, None);
+    for variant in &plan.skipped {
+        printer.status(format_args!(
+            "warning: skipping `{variant}`: not a build-variant name"
+        ));
     }
-    write_wheels(plan.wheels.iter(), &args.out_dir, quiet)?;
+    print_notes(printer, &plan.notes, None);
+    write_wheels(plan.wheels.iter(), &args.out_dir, printer)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -180,7 +182,7 @@ fn subcommand() -> clap::Command {
 
 /// Prints the planner's notes on stderr, one line per distinct note naming
 /// the variants it applies to (`of <label>` for `--locked` builds).
-fn print_notes(notes: &[wheel::WheelNote], label: Option<&str>) {
+fn print_notes(printer: &Printer, notes: &[wheel::WheelNote], label: Option<&str>) {
     let mut grouped: Vec<(String, Vec<&str>)> = Vec::new();
     for note in notes {
         let message = note.message();
@@ -195,7 +197,7 @@ fn print_notes(notes: &[wheel::WheelNote], label: Option<&str>) {
             [one] => format!("`{one}`"),
             many => format!("{} variants", many.len()),
         };
-        eprintln!("note: {which}{of}: {message}");
+        printer.status(format_args!("note: {which}{of}: {message}"));
     }
 }
 
@@ -205,7 +207,7 @@ fn print_notes(notes: &[wheel::WheelNote], label: Option<&str>) {
 fn write_wheels<'a>(
     wheels: impl Iterator<Item = &'a PlannedWheel>,
     out_dir: &Path,
-    quiet: bool,
+    printer: &Printer,
 ) -> Result<(), WheelError> {
     fs_err::create_dir_all(out_dir)?;
     let wheels: Vec<&PlannedWheel> = wheels.collect();
@@ -217,14 +219,12 @@ fn write_wheels<'a>(
     {
         match result {
             Ok(path) => {
-                if !quiet {
-                    eprintln!(
-                        "Built {} from {}",
-                        planned.spec.file_name(),
-                        planned.variant
-                    );
-                }
-                println!("{}", path.display());
+                printer.status(format_args!(
+                    "Built {} from {}",
+                    planned.spec.file_name(),
+                    planned.variant
+                ));
+                printer.data(path.display());
             }
             Err(err) => {
                 first_error.get_or_insert(err);
@@ -241,7 +241,7 @@ fn run_locked(
     args: &ToWheelArgs,
     options: &WheelOptions,
     settings: &Settings,
-    quiet: bool,
+    printer: &Printer,
 ) -> miette::Result<ExitCode> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if !lock_path.is_file() {
@@ -253,7 +253,7 @@ fn run_locked(
         .into());
     }
     let lock = Lockfile::read(&lock_path)?;
-    let client = HubClient::new(&settings.client_config())
+    let client = HubClient::new(&settings.client_config(printer))
         .map_err(|err| super::InternalError(err.to_string()))?;
     let cache = HubCache::new(&settings.cache_dir);
     let download_options = DownloadOptions {
@@ -270,37 +270,30 @@ fn run_locked(
         &lock_path,
         &download_options,
         options,
-        || {
-            Box::new(Progress::new(
-                ProgressMode::detect(quiet),
-                crate::cli::settings::color_enabled(),
-            ))
-        },
+        || Box::new(Progress::new(printer, printer.progress_mode())),
     ))?;
-    if !quiet {
-        for build in &builds {
-            let label = crate::install::plan::label(&build.locked.repo_id, &build.locked.commit);
-            for variant in &build.skipped_locked {
-                eprintln!("warning: skipping `{variant}` of {label}: not a build-variant name");
-            }
-            for variant in &build.plan.skipped {
-                eprintln!("warning: skipping `{variant}` of {label}: not a build-variant name");
-            }
-            print_notes(&build.plan.notes, Some(&label));
-            if !build.plan.wheels.is_empty() {
-                eprintln!(
-                    "{label}: {} wheel(s), version {} ({})",
-                    build.plan.wheels.len(),
-                    build.version,
-                    build.version_source
-                );
-            }
+    for build in &builds {
+        let label = crate::install::plan::label(&build.locked.repo_id, &build.locked.commit);
+        let skipped = build.plan.skipped.iter().map(ToString::to_string);
+        for variant in build.skipped_locked.iter().cloned().chain(skipped) {
+            printer.status(format_args!(
+                "warning: skipping `{variant}` of {label}: not a build-variant name"
+            ));
+        }
+        print_notes(printer, &build.plan.notes, Some(&label));
+        if !build.plan.wheels.is_empty() {
+            printer.status(format_args!(
+                "{label}: {} wheel(s), version {} ({})",
+                build.plan.wheels.len(),
+                build.version,
+                build.version_source
+            ));
         }
     }
     write_wheels(
         builds.iter().flat_map(|build| &build.plan.wheels),
         &args.out_dir,
-        quiet,
+        printer,
     )?;
     Ok(ExitCode::SUCCESS)
 }
@@ -328,7 +321,7 @@ fn hub_snapshot(
     version: &str,
     args: &ToWheelArgs,
     settings: &Settings,
-    quiet: bool,
+    printer: &Printer,
 ) -> miette::Result<Snapshot> {
     let revision = args
         .revision
@@ -343,7 +336,7 @@ fn hub_snapshot(
         revision: &revision,
         repo_type: args.repo_type.into(),
     };
-    let client = HubClient::new(&settings.client_config())
+    let client = HubClient::new(&settings.client_config(printer))
         .map_err(|err| super::InternalError(err.to_string()))?;
     let runtime = super::runtime()?;
     let commit = match runtime.block_on(Snapshot::resolve(&client, &at)) {
@@ -352,19 +345,14 @@ fn hub_snapshot(
             let Ok(snapshot) = cached() else {
                 return Err(err.into());
             };
-            if !quiet {
-                eprintln!(
-                    "warning: using the cached snapshot of `{repo_id}` at `{revision}`: {err}"
-                );
-            }
+            printer.status(format_args!(
+                "warning: using the cached snapshot of `{repo_id}` at `{revision}`: {err}"
+            ));
             return Ok(snapshot);
         }
     };
     let cache = HubCache::new(&settings.cache_dir);
-    let progress = Progress::new(
-        ProgressMode::detect(quiet),
-        crate::cli::settings::color_enabled(),
-    );
+    let progress = Progress::new(printer, printer.progress_mode());
     Ok(runtime.block_on(Snapshot::fetch(
         &client,
         &cache,

@@ -4,7 +4,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::lock::RepoTypeArg;
+use super::args::{ProjectArgs, RepoTypeArgs, TargetRuntimeArgs};
+use super::json::{
+    ErrorDoc, LockedNode, Matching, OutdatedDoc, TreeDoc, TreeNode, VersionDoc, VersionsDoc,
+};
+use super::printer::Printer;
 use super::profile::choose_profile;
 use super::{GlobalArgs, OutputFormat};
 use crate::cli::settings::Settings;
@@ -22,9 +26,9 @@ use kernels_types::wire::GitRefs;
 /// Arguments of `kernels tree`.
 #[derive(Debug, clap::Args)]
 pub struct TreeArgs {
-    /// Project directory (default: `--project`, else the nearest project upwards, else `.`).
-    #[arg(value_name = "PROJECT_DIR")]
-    pub project_arg: Option<std::path::PathBuf>,
+    /// `PROJECT_DIR`.
+    #[command(flatten)]
+    pub project: ProjectArgs,
 
     /// Show dependencies down to this depth (0: only the project's own).
     #[arg(long, value_name = "N")]
@@ -44,9 +48,9 @@ pub struct TreeArgs {
 /// Arguments of `kernels outdated`.
 #[derive(Debug, clap::Args)]
 pub struct OutdatedArgs {
-    /// Project directory (default: `--project`, else the nearest project upwards, else `.`).
-    #[arg(value_name = "PROJECT_DIR")]
-    pub project_arg: Option<std::path::PathBuf>,
+    /// `PROJECT_DIR`.
+    #[command(flatten)]
+    pub project: ProjectArgs,
 
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -59,14 +63,13 @@ pub struct VersionsArgs {
     /// Kernel repository, `owner/name`.
     pub repo_id: RepoId,
 
-    /// Rank variants and choose the repository type as this `kernels` runtime
-    /// does (default as for `kernels lock`).
-    #[arg(long, value_name = "VERSION")]
-    pub target_runtime: Option<String>,
+    /// `--target-runtime`.
+    #[command(flatten)]
+    pub runtime: TargetRuntimeArgs,
 
-    /// Override the target runtime's Hub repository type.
-    #[arg(long, value_enum)]
-    pub repo_type: Option<RepoTypeArg>,
+    /// `--repo-type`.
+    #[command(flatten)]
+    pub repo: RepoTypeArgs,
 
     /// Also list every build variant of each version: `✅ NAME (compatible,
     /// preferred)`, `✅ NAME (compatible)` or the bare name, as the reference
@@ -81,7 +84,7 @@ pub struct VersionsArgs {
     /// The environment the matching variants are marked for, instead of
     /// asking torch (as `kernels download`).
     #[command(flatten)]
-    pub env: super::download::EnvArgs,
+    pub env: super::args::EnvArgs,
 }
 
 /// The lock (checked against the manifest first, as `kernels download` does),
@@ -91,8 +94,9 @@ fn read_project(
     project_dir: &Path,
     settings: &Settings,
     global: &GlobalArgs,
+    printer: &Printer,
 ) -> miette::Result<(Manifest, Lockfile, Vec<Entry>, Profile)> {
-    super::stale::ensure_current(command, project_dir, None, settings, global, true)?;
+    super::stale::ensure_current(command, project_dir, None, settings, global, printer, true)?;
     let manifest = Manifest::read(project_dir)?;
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if !lock_path.is_file() {
@@ -110,7 +114,7 @@ fn read_project(
         manifest.target_runtime(),
         Some(lock.format()),
         None,
-        true,
+        &printer.quiet_if(true),
     )?;
     let cache = settings.cache();
     let entries = inspect::entries(&lock, &manifest, Some(&cache), profile.repo_type);
@@ -129,12 +133,13 @@ fn status_line(status: &EntryStatus) -> String {
 /// `kernels tree`.
 pub fn run_tree(
     args: TreeArgs,
-    project_dir: &Path,
     settings: &Settings,
     global: &GlobalArgs,
+    printer: &Printer,
 ) -> miette::Result<ExitCode> {
-    let (manifest, _lock, entries, profile) = read_project("tree", project_dir, settings, global)?;
-    let client = HubClient::new(&settings.client_config())?;
+    let (manifest, _lock, entries, profile) =
+        read_project("tree", &args.project.project_dir, settings, global, printer)?;
+    let client = HubClient::new(&settings.client_config(printer))?;
     let runtime = super::runtime()?;
     let children = runtime.block_on(inspect::depends_of(
         &client,
@@ -149,10 +154,11 @@ pub fn run_tree(
             entries.iter().map(|e| e.repo_id.clone()),
         ));
         let statuses = inspect::statuses(&entries, &refs);
-        if !global.quiet {
-            for cause in not_checked(&statuses, refs, &settings.endpoint) {
-                eprintln!("warning: {}", cause.warning(&settings.endpoint));
-            }
+        for cause in not_checked(&statuses, refs, &settings.endpoint) {
+            printer.status(format_args!(
+                "warning: {}",
+                cause.warning(&settings.endpoint)
+            ));
         }
         statuses
             .into_iter()
@@ -163,7 +169,7 @@ pub fn run_tree(
         HashMap::new()
     };
     let by_key: HashMap<String, &Entry> = entries.iter().map(|e| (key(e), e)).collect();
-    let mut printer = TreePrinter {
+    let mut tree = TreePrinter {
         by_key,
         children,
         statuses,
@@ -180,20 +186,21 @@ pub fn run_tree(
             }
             _ => dep.repo_id.to_string(),
         };
-        let k = if printer.by_key.contains_key(&k) {
+        let k = if tree.by_key.contains_key(&k) {
             k
         } else {
             dep.repo_id.to_string()
         };
-        json.push(printer.node(&k, dep.repo_id.as_str(), "", "", 0));
+        json.push(tree.node(&k, dep.repo_id.as_str(), "", "", 0));
     }
     if args.format == OutputFormat::Json {
-        println!(
-            "{}",
-            serde_json::json!({"schema": 1, "command": "tree", "dependencies": json})
-        );
+        printer.json_line(&TreeDoc {
+            schema: 1,
+            command: "tree",
+            dependencies: json,
+        });
     } else {
-        print!("{}", printer.text);
+        printer.data_raw(&tree.text);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -223,37 +230,39 @@ struct TreePrinter<'a> {
     text: String,
 }
 
+/// Where a node of the tree is drawn: the lines above it and its own branch.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    /// The indentation of the parent's children (`│   `, `    `).
+    prefix: &'a str,
+    /// `├── `, `└── ` or nothing for a top-level entry.
+    branch: &'a str,
+    /// 0 for the project's own dependencies.
+    depth: usize,
+}
+
 impl TreePrinter<'_> {
-    fn node(
-        &mut self,
-        k: &str,
-        repo: &str,
-        prefix: &str,
-        branch: &str,
-        depth: usize,
-    ) -> serde_json::Value {
+    /// Draws the entry `k` (`repo`, for the `(not locked)` line) and, down to
+    /// `--depth`, what it depends on; returns its JSON node.
+    fn node(&mut self, k: &str, repo: &str, prefix: &str, branch: &str, depth: usize) -> TreeNode {
+        let at = At {
+            prefix,
+            branch,
+            depth,
+        };
         let Some(entry) = self.by_key.get(k).copied() else {
             self.text
                 .push_str(&format!("{prefix}{branch}{repo} (not locked)\n"));
-            return serde_json::json!({"repo_id": repo, "locked": null});
+            return TreeNode::NotLocked {
+                repo_id: repo.to_owned(),
+                locked: None,
+            };
         };
         let status = self.statuses.get(k).cloned();
         let locked = status
             .as_ref()
             .map_or_else(|| entry.locked(None), |s| s.locked.clone());
-        let commit = short(&entry.commit);
-        let mut line = if locked.is_named() {
-            format!("{prefix}{branch}{repo} {} ({commit})", locked.label)
-        } else if matches!(&entry.requirement, Requirement::Revision(_)) {
-            // The requirement is this commit.
-            format!("{prefix}{branch}{repo} {commit}")
-        } else {
-            // A specifier whose tag neither the cache nor the Hub named.
-            format!(
-                "{prefix}{branch}{repo} {commit} (requirement {})",
-                inspect::requirement_text(&entry.requirement)
-            )
-        };
+        let mut line = format!("{prefix}{branch}{repo} {}", entry_text(entry, &locked));
         match &status {
             Some(s) if s.status == Freshness::Outdated => {
                 line.push_str(&format!(" [{}]", status_line(s)));
@@ -273,47 +282,66 @@ impl TreePrinter<'_> {
         }
         self.text.push_str(&line);
         self.text.push('\n');
-        let mut json_children = Vec::new();
         let deeper = self.depth.is_none_or(|d| depth < d);
-        if !repeated && deeper {
-            let child_prefix = format!(
-                "{prefix}{}",
-                match branch {
-                    "" => "",
-                    "└── " => "    ",
-                    _ => "│   ",
-                }
-            );
-            for (i, kid) in kids.iter().enumerate() {
+        let json_children = if !repeated && deeper {
+            self.children_of(&kids, at)
+        } else {
+            Vec::new()
+        };
+        TreeNode::Locked(Box::new(LockedNode {
+            repo_id: repo.to_owned(),
+            requirement: inspect::requirement_plain(&entry.requirement),
+            requirement_kind: inspect::requirement_kind(&entry.requirement),
+            locked,
+            dependencies: json_children,
+            status: status.map(Into::into),
+            repeated: repeated.then_some(true),
+        }))
+    }
+
+    /// Draws `kids`, the dependencies of the node drawn `at`; returns their
+    /// JSON nodes.
+    fn children_of(&mut self, kids: &[KernelDependency], at: At<'_>) -> Vec<TreeNode> {
+        let child_prefix = format!(
+            "{}{}",
+            at.prefix,
+            match at.branch {
+                "" => "",
+                "└── " => "    ",
+                _ => "│   ",
+            }
+        );
+        kids.iter()
+            .enumerate()
+            .map(|(i, kid)| {
                 let last = i + 1 == kids.len();
                 let kk = dep_key(&kid.repo_id, &kid.version);
-                json_children.push(self.node(
+                self.node(
                     &kk,
                     &kid.repo_id,
                     &child_prefix,
                     if last { "└── " } else { "├── " },
-                    depth + 1,
-                ));
-            }
-        }
-        let mut doc = serde_json::json!({
-            "repo_id": repo,
-            "requirement": inspect::requirement_plain(&entry.requirement),
-            "requirement_kind": inspect::requirement_kind(&entry.requirement),
-            "locked": locked,
-            "dependencies": json_children,
-        });
-        if let Some(status) = status {
-            doc["compatible"] = serde_json::to_value(&status.compatible).unwrap_or_default();
-            doc["newest"] = serde_json::to_value(&status.newest).unwrap_or_default();
-            doc["outdated"] = status.outdated.into();
-            doc["status"] = serde_json::to_value(status.status).unwrap_or_default();
-            doc["error"] = serde_json::to_value(&status.error).unwrap_or_default();
-        }
-        if repeated {
-            doc["repeated"] = true.into();
-        }
-        doc
+                    at.depth + 1,
+                )
+            })
+            .collect()
+    }
+}
+
+/// What a tree line says after the repository: the version label and commit,
+/// the commit alone for a revision requirement, or the commit and the
+/// requirement for a specifier whose tag neither the cache nor the Hub named.
+fn entry_text(entry: &Entry, locked: &inspect::RefAt) -> String {
+    let commit = short(&entry.commit);
+    if locked.is_named() {
+        format!("{} ({commit})", locked.label)
+    } else if matches!(&entry.requirement, Requirement::Revision(_)) {
+        commit.to_string()
+    } else {
+        format!(
+            "{commit} (requirement {})",
+            inspect::requirement_text(&entry.requirement)
+        )
     }
 }
 
@@ -465,14 +493,19 @@ fn not_checked(
 /// read: those are unknown, never up to date, and each cause is named once.
 pub fn run_outdated(
     args: OutdatedArgs,
-    project_dir: &Path,
     settings: &Settings,
     global: &GlobalArgs,
+    printer: &Printer,
 ) -> miette::Result<ExitCode> {
-    let (_manifest, _lock, entries, profile) =
-        read_project("outdated", project_dir, settings, global)?;
+    let (_manifest, _lock, entries, profile) = read_project(
+        "outdated",
+        &args.project.project_dir,
+        settings,
+        global,
+        printer,
+    )?;
     // Retry lines are warnings: shown with JSON on stdout too.
-    let client = super::download::client_showing_retries(settings, global.quiet)?;
+    let client = super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
     let refs = super::runtime()?.block_on(inspect::refs_of(
         &client,
         profile.repo_type,
@@ -481,68 +514,93 @@ pub fn run_outdated(
     let statuses = inspect::statuses(&entries, &refs);
     let causes = not_checked(&statuses, refs, &settings.endpoint);
     let count = |f: Freshness| statuses.iter().filter(|s| s.status == f).count();
-    let (outdated, up_to_date, unknown) = (
-        count(Freshness::Outdated),
-        count(Freshness::UpToDate),
-        count(Freshness::Unknown),
-    );
+    let tally = Tally {
+        outdated: count(Freshness::Outdated),
+        up_to_date: count(Freshness::UpToDate),
+        unknown: count(Freshness::Unknown),
+        total: statuses.len(),
+    };
     if args.format == OutputFormat::Json {
-        println!(
-            "{}",
-            serde_json::json!({"schema": 1, "command": "outdated", "kernels": statuses})
-        );
+        printer.json_line(&OutdatedDoc {
+            schema: 1,
+            command: "outdated",
+            kernels: &statuses,
+        });
     } else {
-        print_outdated_table(&statuses);
+        print_outdated_table(printer, &statuses);
     }
-    if unknown == 0 {
-        if outdated == 0 && !global.quiet && args.format == OutputFormat::Text {
-            eprintln!(
-                "All {} locked kernel{} are up to date",
-                statuses.len(),
-                if statuses.len() == 1 { "" } else { "s" }
-            );
+    if tally.unknown > 0 {
+        return Err(tally.error(causes, &settings.endpoint, args.format, printer));
+    }
+    if tally.outdated == 0 && args.format == OutputFormat::Text {
+        printer.status(format_args!(
+            "All {} locked kernel{} are up to date",
+            tally.total,
+            if tally.total == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How many lock entries `kernels outdated` found outdated, up to date and
+/// not checkable.
+struct Tally {
+    outdated: usize,
+    up_to_date: usize,
+    unknown: usize,
+    total: usize,
+}
+
+impl Tally {
+    /// The error when some entries could not be checked: one cause for all
+    /// of them is the error itself; several are printed, then summed up.
+    fn error(
+        &self,
+        causes: Vec<Cause>,
+        endpoint: &str,
+        format: OutputFormat,
+        printer: &Printer,
+    ) -> miette::Report {
+        let (unknown, total) = (self.unknown, self.total);
+        if causes.len() == 1 && unknown == total {
+            // One cause for everything: one error.
+            let cause = causes.into_iter().next().expect("one");
+            if cause.connect.is_some() {
+                return cause.report(endpoint, total);
+            }
+            let report = cause.report(endpoint, total);
+            return report.wrap_err(format!("could not check {}", count_of(unknown, total)));
         }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let total = statuses.len();
-    if causes.len() == 1 && unknown == total {
-        // One cause for everything: one error.
-        let cause = causes.into_iter().next().expect("one");
-        if cause.connect.is_some() {
-            return Err(cause.report(&settings.endpoint, total));
+        for cause in causes {
+            printer.error(format_args!("{:?}", cause.report(endpoint, total)));
         }
-        let report = cause.report(&settings.endpoint, total);
-        return Err(report.wrap_err(format!("could not check {}", count_of(unknown, total))));
+        let listed = if format == OutputFormat::Text {
+            " (listed above)"
+        } else {
+            ""
+        };
+        let rest = match (self.outdated, self.up_to_date) {
+            (0, 0) => String::new(),
+            (1, 0) => format!("; the other is outdated{listed}"),
+            (0, 1) => "; the other is up to date".to_owned(),
+            (o, 0) => format!("; the other {o} are outdated{listed}"),
+            (0, u) => format!("; the other {u} are up to date"),
+            (o, u) => format!(
+                "; of the other {}, {o} {} outdated{listed} and {u} up to date",
+                o + u,
+                if o == 1 { "is" } else { "are" }
+            ),
+        };
+        NotChecked {
+            count: count_of(unknown, total),
+            rest,
+        }
+        .into()
     }
-    for cause in causes {
-        eprintln!("{:?}", cause.report(&settings.endpoint, total));
-    }
-    let listed = if args.format == OutputFormat::Text {
-        " (listed above)"
-    } else {
-        ""
-    };
-    let rest = match (outdated, up_to_date) {
-        (0, 0) => String::new(),
-        (1, 0) => format!("; the other is outdated{listed}"),
-        (0, 1) => "; the other is up to date".to_owned(),
-        (o, 0) => format!("; the other {o} are outdated{listed}"),
-        (0, u) => format!("; the other {u} are up to date"),
-        (o, u) => format!(
-            "; of the other {}, {o} {} outdated{listed} and {u} up to date",
-            o + u,
-            if o == 1 { "is" } else { "are" }
-        ),
-    };
-    Err(NotChecked {
-        count: count_of(unknown, total),
-        rest,
-    }
-    .into())
 }
 
 /// The table of outdated entries on stdout (nothing when none is).
-fn print_outdated_table(statuses: &[EntryStatus]) {
+fn print_outdated_table(printer: &Printer, statuses: &[EntryStatus]) {
     let show = |r: &Option<inspect::RefAt>| r.as_ref().map_or("-".to_owned(), |r| r.to_string());
     let rows: Vec<[String; 4]> = statuses
         .iter()
@@ -577,7 +635,7 @@ fn print_outdated_table(statuses: &[EntryStatus]) {
             .zip(widths)
             .map(|(c, w)| format!("{c:<w$}"))
             .collect();
-        println!("{}", cells.join("  ").trim_end());
+        printer.data(cells.join("  ").trim_end());
     }
 }
 
@@ -599,8 +657,54 @@ pub fn run_versions(
     args: VersionsArgs,
     project_dir: &Path,
     settings: &Settings,
-    global: &GlobalArgs,
+    printer: &Printer,
 ) -> miette::Result<ExitCode> {
+    let profile = versions_profile(&args, project_dir, printer)?;
+    // The environment first: a bad override fails before any request.
+    let env = versions_env(&args, project_dir, printer)?;
+    // Retry lines are warnings: shown with JSON on stdout too.
+    let client = super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
+    let listed =
+        super::runtime()?.block_on(inspect::versions(&client, profile.repo_type, &args.repo_id));
+    let versions = listed.map_err(|err| {
+        let report = super::causes::hub_failure(err, settings);
+        if args.format == OutputFormat::Json {
+            // Still one document, the failure typed.
+            printer.json(&VersionsDoc {
+                schema: 1,
+                command: "versions",
+                repo_id: args.repo_id.to_string(),
+                environment: env.as_ref().map(|e| e.describe()),
+                versions: Vec::new(),
+                error: Some(ErrorDoc::of(&report)),
+            });
+        }
+        report
+    })?;
+    let listing = Listing {
+        selection: env.as_ref().map(|env| VariantSelection::Detected {
+            env: env.clone(),
+            preference: profile.variant_preference,
+        }),
+        env,
+        profile,
+        args: &args,
+    };
+    if args.format == OutputFormat::Json {
+        listing.print_json(printer, &versions);
+    } else {
+        listing.print_text(printer, &versions);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The target profile of `kernels versions`: as `kernels lock` chooses it,
+/// from the options, `pyproject.toml` and the project's lock.
+fn versions_profile(
+    args: &VersionsArgs,
+    project_dir: &Path,
+    printer: &Printer,
+) -> miette::Result<Profile> {
     let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
     let tool = ToolSettings::read(project_dir).ok().flatten();
     let lock_path = project_dir.join(LOCK_FILE_NAME);
@@ -608,159 +712,152 @@ pub fn run_versions(
         .ok()
         .and_then(|t| Lockfile::parse(&t, &lock_path).ok())
         .map(|l| l.format());
-    let profile = choose_profile(
+    choose_profile(
         project_dir,
-        args.target_runtime.as_deref(),
+        args.runtime.version(),
         tool.as_ref()
             .and_then(|t| t.target_runtime.as_deref())
             .map(|v| (v, manifest_path.as_path())),
         lock_format,
-        args.repo_type,
-        true,
-    )?;
-    // The environment first: a bad override fails before any request.
+        args.repo.repo_type,
+        &printer.quiet_if(true),
+    )
+}
+
+/// The environment the variants are marked for: the overrides, else torch of
+/// the project's Python; `None` (with a note) when neither is there.
+fn versions_env(
+    args: &VersionsArgs,
+    project_dir: &Path,
+    printer: &Printer,
+) -> miette::Result<Option<crate::variant::TorchEnv>> {
     let python = project_python(project_dir, crate::cli::settings::virtual_env().as_deref());
     let overrides = args.env.overrides();
-    let env = match overrides.resolve(&python) {
-        Ok((env, _)) => Some(env),
+    match overrides.resolve(&python) {
+        Ok((env, _)) => Ok(Some(env)),
         // Asked for explicitly: an error, as for `kernels download`.
-        Err(err @ crate::variant::VariantError::BadOverride { .. }) => return Err(err.into()),
-        Err(err) if !overrides.is_empty() => {
-            return Err(NoEnvironment {
-                detail: err.to_string(),
-            }
-            .into());
+        Err(err @ crate::variant::VariantError::BadOverride { .. }) => Err(err.into()),
+        Err(err) if !overrides.is_empty() => Err(NoEnvironment {
+            detail: err.to_string(),
         }
+        .into()),
         Err(err) => {
-            if !global.quiet {
-                eprintln!(
-                    "note: cannot tell which variants match this environment: {err}\n\
-                     give the environment instead (the overrides of `kernels download`):\n\n    \
-                     kernels versions {} --torch-version MAJOR.MINOR --cuda-version VERSION",
-                    args.repo_id
-                );
-            }
-            None
+            printer.status(format_args!(
+                "note: cannot tell which variants match this environment: {err}\n\
+                 give the environment instead (the overrides of `kernels download`):\n\n    \
+                 kernels versions {} --torch-version MAJOR.MINOR --cuda-version VERSION",
+                args.repo_id
+            ));
+            Ok(None)
         }
-    };
-    // Retry lines are warnings: shown with JSON on stdout too.
-    let client = super::download::client_showing_retries(settings, global.quiet)?;
-    let versions = match super::runtime()?.block_on(inspect::versions(
-        &client,
-        profile.repo_type,
-        &args.repo_id,
-    )) {
-        Ok(versions) => versions,
-        Err(err) => {
-            let report = super::causes::hub_failure(err, settings);
-            if args.format == OutputFormat::Json {
-                // Still one document, the failure typed.
-                println!(
-                    "{:#}",
-                    serde_json::json!({
-                        "schema": 1,
-                        "command": "versions",
-                        "repo_id": args.repo_id.to_string(),
-                        "environment": env.as_ref().map(|e| e.describe()),
-                        "versions": [],
-                        "error": super::causes::error_json(&report),
-                    })
-                );
-            }
-            return Err(report);
-        }
-    };
-    let selection = env.as_ref().map(|env| VariantSelection::Detected {
-        env: env.clone(),
-        preference: profile.variant_preference,
-    });
-    let matching = |v: &inspect::VersionInfo| -> Option<String> {
+    }
+}
+
+/// The versions of one kernel as `kernels versions` lists them, with the
+/// variant that matches the environment when it is known.
+struct Listing<'a> {
+    env: Option<crate::variant::TorchEnv>,
+    selection: Option<VariantSelection>,
+    profile: Profile,
+    args: &'a VersionsArgs,
+}
+
+impl Listing<'_> {
+    /// The variant of `v` chosen for the environment, if one matches.
+    fn matching(&self, v: &inspect::VersionInfo) -> Option<String> {
         let available: BTreeSet<String> = v.variants.iter().cloned().collect();
-        selection
+        self.selection
             .as_ref()?
-            .choose(&args.repo_id, &v.commit, &available)
+            .choose(&self.args.repo_id, &v.commit, &available)
             .ok()?
             .into_iter()
             .next()
-    };
-    if args.format == OutputFormat::Json {
-        let list: Vec<serde_json::Value> = versions
+    }
+
+    /// The `--format json` document.
+    fn print_json(&self, printer: &Printer, versions: &[inspect::VersionInfo]) {
+        let versions = versions
             .iter()
-            .map(|v| {
-                let mut doc = serde_json::to_value(v).unwrap_or_default();
-                doc["variant_count"] = v.variants.len().into();
-                doc["matching"] = match (&selection, matching(v)) {
-                    (None, _) => serde_json::Value::Null,
-                    (Some(_), m) => m.map_or(false.into(), Into::into),
-                };
-                doc
+            .map(|info| VersionDoc {
+                info,
+                variant_count: info.variants.len(),
+                matching: match (&self.selection, self.matching(info)) {
+                    (None, _) => Matching::Unknown,
+                    (Some(_), None) => Matching::None,
+                    (Some(_), Some(name)) => Matching::Variant(name),
+                },
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::json!({
-                "schema": 1,
-                "command": "versions",
-                "repo_id": args.repo_id.to_string(),
-                "environment": env.as_ref().map(|e| e.describe()),
-                "versions": list,
-            })
-        );
-        return Ok(ExitCode::SUCCESS);
+        printer.json_line(&VersionsDoc {
+            schema: 1,
+            command: "versions",
+            repo_id: self.args.repo_id.to_string(),
+            environment: self.env.as_ref().map(|e| e.describe()),
+            versions,
+            error: None,
+        });
     }
-    if versions.is_empty() {
-        println!(
-            "Repository does not support kernel versions: {}",
-            args.repo_id
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(env) = &env
-        && !global.quiet
-    {
-        eprintln!("Environment: {}", env.describe());
-    }
-    for v in &versions {
-        let head = match v.version {
-            Some(n) => format!("Version {n} (branch {}, {})", v.name, short(&v.commit)),
-            None => format!("Tag {} ({})", v.name, short(&v.commit)),
-        };
-        let count = v.variants.len();
-        let fit = match (&selection, matching(v)) {
-            (None, _) => String::new(),
-            (Some(_), Some(m)) => format!(", ✅ {m} matches this environment"),
-            (Some(_), None) => ", none matches this environment".to_owned(),
-        };
-        println!(
-            "{head}: {count} build variant{}{fit}",
-            if count == 1 { "" } else { "s" }
-        );
-        if args.variants {
-            let parsed: Vec<kernels_types::variant_name::BuildVariant> = v
-                .variants
-                .iter()
-                .map(|n| kernels_types::variant_name::BuildVariant::parse(n))
-                .collect();
-            let accepted: Vec<String> = env
-                .as_ref()
-                .map(|env| {
-                    env.resolve(&parsed, profile.variant_preference)
-                        .into_iter()
-                        .map(|b| b.name().to_owned())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let best = matching(v);
-            for name in &v.variants {
-                if best.as_ref() == Some(name) {
-                    println!("  ✅ {name} (compatible, preferred)");
-                } else if accepted.contains(name) {
-                    println!("  ✅ {name} (compatible)");
-                } else {
-                    println!("  {name}");
-                }
+
+    /// One line per version (with `--variants`, one per build variant below it).
+    fn print_text(&self, printer: &Printer, versions: &[inspect::VersionInfo]) {
+        if versions.is_empty() {
+            printer.data(format_args!(
+                "Repository does not support kernel versions: {}",
+                self.args.repo_id
+            ));
+            return;
+        }
+        if let Some(env) = &self.env {
+            printer.status(format_args!("Environment: {}", env.describe()));
+        }
+        for v in versions {
+            let head = match v.version {
+                Some(n) => format!("Version {n} (branch {}, {})", v.name, short(&v.commit)),
+                None => format!("Tag {} ({})", v.name, short(&v.commit)),
+            };
+            let count = v.variants.len();
+            let fit = match (&self.selection, self.matching(v)) {
+                (None, _) => String::new(),
+                (Some(_), Some(m)) => format!(", ✅ {m} matches this environment"),
+                (Some(_), None) => ", none matches this environment".to_owned(),
+            };
+            printer.data(format_args!(
+                "{head}: {count} build variant{}{fit}",
+                if count == 1 { "" } else { "s" }
+            ));
+            if self.args.variants {
+                self.print_variants(printer, v);
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+
+    /// `--variants`: every build variant of `v`, marked when it suits the
+    /// environment (and when it is the one chosen).
+    fn print_variants(&self, printer: &Printer, v: &inspect::VersionInfo) {
+        let parsed: Vec<kernels_types::variant_name::BuildVariant> = v
+            .variants
+            .iter()
+            .map(|n| kernels_types::variant_name::BuildVariant::parse(n))
+            .collect();
+        let accepted: Vec<String> = self
+            .env
+            .as_ref()
+            .map(|env| {
+                env.resolve(&parsed, self.profile.variant_preference)
+                    .into_iter()
+                    .map(|b| b.name().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let best = self.matching(v);
+        for name in &v.variants {
+            if best.as_ref() == Some(name) {
+                printer.data(format_args!("  ✅ {name} (compatible, preferred)"));
+            } else if accepted.contains(name) {
+                printer.data(format_args!("  ✅ {name} (compatible)"));
+            } else {
+                printer.data(format_args!("  {name}"));
+            }
+        }
+    }
 }

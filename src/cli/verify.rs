@@ -1,27 +1,21 @@
 //! `kernels verify`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::json::{ErrorDoc, ProblemDoc, VerifiedDoc, VerifyDoc};
+use super::printer::Printer;
 use super::progress::{first_fitting, human_bytes, line_width, plural};
 use crate::cli::settings::Settings;
-use crate::install::verify::verify_kernels;
+use crate::install::verify::{KernelVerification, verify_kernels};
 
 use super::download::{SelectArgs, read_lock, shell_path};
 
 /// Arguments of `kernels verify`.
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
-    /// Project directory holding `kernels.lock`. Default: `--project`, else the nearest
-    /// directory from the current one upwards whose `pyproject.toml` has
-    /// `[tool.kernels]`, else `.`.
-    #[arg(value_name = "PROJECT_DIR")]
-    pub project_arg: Option<PathBuf>,
-
-    /// The project directory in use (set from `project_arg`, `--project` or
-    /// discovery before the command runs).
-    #[arg(skip)]
-    pub project_dir: PathBuf,
+    /// `PROJECT_DIR`.
+    #[command(flatten)]
+    pub project: super::args::ProjectArgs,
 
     /// Which variants to check (the same selection as `kernels download`).
     #[command(flatten)]
@@ -52,112 +46,125 @@ struct VerifyFailed {
     help: String,
 }
 
+/// `kernels verify` as the command line runs it: the offline stale-lock gate
+/// ([`super::stale::ensure_current`]; `verify` makes no request), then
+/// [`run`]; with `--format json`, a failed gate still prints one document.
+pub fn run_checked(
+    args: VerifyArgs,
+    settings: &Settings,
+    global: &super::GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
+    let mut check_settings = settings.clone();
+    check_settings.offline = true;
+    super::stale::ensure_current(
+        "verify",
+        &args.project.project_dir,
+        args.select.repo.repo_type.map(Into::into),
+        &check_settings,
+        global,
+        printer,
+        false,
+    )
+    .inspect_err(|report| {
+        if args.format == super::OutputFormat::Json {
+            print_failure(settings, printer, report);
+        }
+    })?;
+    run(args, settings, printer)
+}
+
 /// Re-hashes what the lock selects in the cache without any request. Every
 /// problem is printed on stdout as `owner/name@abcdef1: <problem>`; a summary
 /// line per verified kernel goes to stderr. Exit 0 when everything verifies,
 /// 1 on any difference.
-pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result<ExitCode> {
+pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
     let json = args.format == super::OutputFormat::Json;
-    let quiet = quiet || json;
-    let (kernels, selection, repo_type) = match read_lock(&args.project_dir, &args.select, quiet) {
-        Ok(read) => (read.kernels, read.selection, read.repo_type),
-        Err(report) => {
+    let printer = &printer.quiet_if(json);
+    let read =
+        read_lock(&args.project.project_dir, &args.select, printer).inspect_err(|report| {
             if json {
-                print_failure(settings, &report);
+                print_failure(settings, printer, report);
             }
-            return Err(report);
-        }
-    };
+        })?;
     let cache = settings.cache();
-    let checks = verify_kernels(&cache, repo_type, &kernels, &selection);
+    let checks = verify_kernels(&cache, read.repo_type, &read.kernels, &read.selection);
     if json {
-        let ok = checks.iter().all(|c| c.is_ok());
-        let doc = serde_json::json!({
-            "schema": 1,
-            "command": "verify",
-            "ok": ok,
-            "cache_dir": settings.cache_dir,
-            "kernels": checks.iter().map(|check| serde_json::json!({
-                "repo_id": check.repo_id.to_string(),
-                "commit": check.commit,
-                "ok": check.is_ok(),
-                "variants": check.variants.keys().collect::<Vec<_>>(),
-                "files": check.file_count(),
-                "bytes": check.total_bytes(),
-                "problems": check.problems.iter().map(|p| serde_json::json!({
-                    "problem": problem_kind(p),
-                    "message": p.to_string(),
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "warnings": checks.iter().flat_map(|c| &c.warnings).map(|w| w.to_string()).collect::<Vec<_>>(),
-            "error": null,
-        });
-        println!("{doc:#}");
-        return Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
+        return Ok(print_json(settings, printer, &checks));
     }
+    print_text(&args, printer, &checks)
+}
+
+/// The `--format json` document of a verification; exit 1 on any difference.
+fn print_json(settings: &Settings, printer: &Printer, checks: &[KernelVerification]) -> ExitCode {
+    let ok = checks.iter().all(|c| c.is_ok());
+    printer.json(&VerifyDoc {
+        schema: 1,
+        command: "verify",
+        ok,
+        cache_dir: &settings.cache_dir,
+        kernels: checks.iter().map(verified_doc).collect(),
+        warnings: checks
+            .iter()
+            .flat_map(|c| &c.warnings)
+            .map(|w| w.to_string())
+            .collect(),
+        error: None,
+    });
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The text report: warnings, notes and one line per verified kernel on
+/// stderr, every problem on stdout; the error names the repair command.
+fn print_text(
+    args: &VerifyArgs,
+    printer: &Printer,
+    checks: &[KernelVerification],
+) -> miette::Result<ExitCode> {
     let mut problems = 0;
     let mut failed = 0;
     let mut needs_lock = false;
-    if !quiet {
-        for warning in checks.iter().flat_map(|check| &check.warnings) {
-            eprintln!("warning: {warning}");
-        }
+    for warning in checks.iter().flat_map(|check| &check.warnings) {
+        printer.status(format_args!("warning: {warning}"));
     }
-    for check in &checks {
-        if !check.copies.is_empty() && !quiet {
-            eprintln!(
+    for check in checks {
+        if !check.copies.is_empty() {
+            printer.status(format_args!(
                 "note: {}: {} file(s) are copies instead of links to blobs (verified by content): {}",
                 check.label(),
                 check.copies.len(),
                 check.copies.join(", ")
-            );
+            ));
         }
         if check.is_ok() {
-            if !quiet {
-                let (label, size) = (check.label(), human_bytes(check.total_bytes()));
-                let variants = plural(check.variants.len(), "variant");
-                let line = first_fitting(
-                    &[
-                        format!(
-                            "Verified {label}: {variants}, {}, {size}",
-                            plural(check.file_count(), "file")
-                        ),
-                        format!("Verified {label}: {variants}, {size}"),
-                        format!("{label}: {size}"),
-                    ],
-                    line_width(),
-                );
-                eprintln!("{line}");
-            }
+            printer.status(verified_line(check));
             continue;
         }
         failed += 1;
         for problem in &check.problems {
             problems += 1;
             needs_lock |= !problem.fixed_by_download();
-            println!("{}: {problem}", check.label());
+            printer.data(format_args!("{}: {problem}", check.label()));
         }
     }
     if failed == 0 {
-        if !quiet {
-            let files: usize = checks.iter().map(|c| c.file_count()).sum();
-            let bytes: u64 = checks.iter().map(|c| c.total_bytes()).sum();
-            eprintln!(
-                "Verified {}: {}, {}",
-                plural(checks.len(), "kernel"),
-                plural(files, "file"),
-                human_bytes(bytes)
-            );
-        }
+        let files: usize = checks.iter().map(|c| c.file_count()).sum();
+        let bytes: u64 = checks.iter().map(|c| c.total_bytes()).sum();
+        printer.status(format_args!(
+            "Verified {}: {}, {}",
+            plural(checks.len(), "kernel"),
+            plural(files, "file"),
+            human_bytes(bytes)
+        ));
         return Ok(ExitCode::SUCCESS);
     }
     let mut help = format!(
         "repair the cache with:\n\n    kernels download {}{}",
-        shell_path(&args.project_dir),
+        shell_path(&args.project.project_dir),
         args.select.flags()
     );
     if needs_lock {
@@ -172,20 +179,57 @@ pub fn run(args: VerifyArgs, settings: &Settings, quiet: bool) -> miette::Result
     .into())
 }
 
+/// `Verified owner/name@abcdef1: 2 variants, 7 files, 3.00 MiB`, fitted to
+/// the terminal.
+fn verified_line(check: &KernelVerification) -> String {
+    let (label, size) = (check.label(), human_bytes(check.total_bytes()));
+    let variants = plural(check.variants.len(), "variant");
+    first_fitting(
+        &[
+            format!(
+                "Verified {label}: {variants}, {}, {size}",
+                plural(check.file_count(), "file")
+            ),
+            format!("Verified {label}: {variants}, {size}"),
+            format!("{label}: {size}"),
+        ],
+        line_width(),
+    )
+}
+
 /// The `--format json` document of a verification that could not start (the
 /// lock stale or missing, torch not found): still one document, the failure
 /// typed in `error`.
-pub(super) fn print_failure(settings: &Settings, report: &miette::Report) {
-    let doc = serde_json::json!({
-        "schema": 1,
-        "command": "verify",
-        "ok": false,
-        "cache_dir": settings.cache_dir,
-        "kernels": [],
-        "warnings": [],
-        "error": super::causes::error_json(report),
+pub(super) fn print_failure(settings: &Settings, printer: &Printer, report: &miette::Report) {
+    printer.json(&VerifyDoc {
+        schema: 1,
+        command: "verify",
+        ok: false,
+        cache_dir: &settings.cache_dir,
+        kernels: Vec::new(),
+        warnings: Vec::new(),
+        error: Some(ErrorDoc::of(report)),
     });
-    println!("{doc:#}");
+}
+
+/// One verified kernel as typed JSON.
+fn verified_doc(check: &KernelVerification) -> VerifiedDoc {
+    VerifiedDoc {
+        repo_id: check.repo_id.to_string(),
+        commit: check.commit.to_string(),
+        ok: check.is_ok(),
+        variants: check.variants.keys().map(ToString::to_string).collect(),
+        files: check.file_count(),
+        bytes: check.total_bytes(),
+        problems: check
+            .problems
+            .iter()
+            .map(|p| ProblemDoc {
+                problem: problem_kind(p),
+                message: p.to_string(),
+            })
+            .collect(),
+    }
 }
 
 /// The problem's kind as a stable snake_case name (`dangling_link`, …): its

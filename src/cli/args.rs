@@ -1,0 +1,195 @@
+//! Argument groups shared by several commands (`#[command(flatten)]`), so
+//! that each flag is declared, documented and read in one place: the project
+//! directory, the target runtime, the repository type and the environment
+//! overrides.
+
+use std::path::PathBuf;
+
+use kernels_types::wire::RepoType;
+
+/// The positional `PROJECT_DIR` of the commands that work on a project.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ProjectArgs {
+    /// The project directory (holding `pyproject.toml` and `kernels.lock`).
+    /// Default: `--project`, else the nearest directory from the current one
+    /// upwards whose `pyproject.toml` has `[tool.kernels]`, else `.`.
+    #[arg(value_name = "PROJECT_DIR")]
+    pub project_arg: Option<PathBuf>,
+
+    /// The project directory in use (set by [`ProjectArgs::resolve`] from
+    /// `project_arg`, `--project` or discovery before the command runs).
+    #[arg(skip)]
+    pub project_dir: PathBuf,
+}
+
+impl ProjectArgs {
+    /// The project `dir`, as if it had been given on the command line.
+    pub fn at(dir: &std::path::Path) -> ProjectArgs {
+        ProjectArgs {
+            project_arg: None,
+            project_dir: dir.to_owned(),
+        }
+    }
+
+    /// Sets [`ProjectArgs::project_dir`] from the positional argument and
+    /// `--project`, else discovery upwards from the current directory.
+    ///
+    /// # Errors
+    /// Both are given and differ.
+    pub fn resolve(&mut self, global: &super::GlobalArgs) -> miette::Result<()> {
+        self.project_dir = super::project_dir(self.project_arg.take(), global)?;
+        Ok(())
+    }
+}
+
+/// `--target-runtime`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TargetRuntimeArgs {
+    /// Target this `kernels` runtime version (for example `0.10.5` or
+    /// `0.17.2`): it decides the lock format, the repository type and cache
+    /// folder prefix (`models--` up to 0.13, `kernels--` from 0.14), the
+    /// variant order, bytecode handling and kernel dependencies. Default:
+    /// `target-runtime` under `[tool.kernels]`, else the existing lock's
+    /// format, refined by the `kernels` installed in the project's Python
+    /// environment.
+    #[arg(long, value_name = "VERSION")]
+    pub target_runtime: Option<String>,
+}
+
+impl TargetRuntimeArgs {
+    /// The version given, if any.
+    pub fn version(&self) -> Option<&str> {
+        self.target_runtime.as_deref()
+    }
+}
+
+/// `--repo-type`.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct RepoTypeArgs {
+    /// Override the target runtime's Hub repository type (`kernel` from
+    /// runtime 0.14, `model` before), which is also the cache folder prefix
+    /// (`kernels--` or `models--`).
+    #[arg(long, value_enum)]
+    pub repo_type: Option<RepoTypeArg>,
+}
+
+/// `--repo-type` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RepoTypeArg {
+    /// Kernel repositories (reference 0.14+).
+    Kernel,
+    /// Model repositories (reference ≤0.13).
+    Model,
+}
+
+impl From<RepoTypeArg> for RepoType {
+    fn from(arg: RepoTypeArg) -> Self {
+        match arg {
+            RepoTypeArg::Kernel => RepoType::Kernel,
+            RepoTypeArg::Model => RepoType::Model,
+        }
+    }
+}
+
+impl From<RepoType> for RepoTypeArg {
+    fn from(repo_type: RepoType) -> Self {
+        match repo_type {
+            RepoType::Kernel => RepoTypeArg::Kernel,
+            RepoType::Model => RepoTypeArg::Model,
+        }
+    }
+}
+
+/// The `--help` section of the [`EnvArgs`] flags (set per flag, so that the
+/// options after them keep their own section).
+const ENV_HEADING: &str = "Environment overrides";
+
+/// Environment overrides: choose variants for an image built on a machine
+/// without a GPU or without torch (`kernels env` shows the result).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct EnvArgs {
+    /// Choose for this torch version (`MAJOR.MINOR`, e.g. `2.8`) without asking
+    /// Python; the backend is CPU and the platform this machine unless given.
+    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", value_parser = parse_torch)]
+    pub torch_version: Option<(u32, u32)>,
+    /// Choose for this CUDA version (e.g. `12.6`).
+    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", group = "backend")]
+    pub cuda_version: Option<String>,
+    /// Choose for this ROCm version (e.g. `6.3`).
+    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", group = "backend")]
+    pub rocm_version: Option<String>,
+    /// Choose for this Intel XPU (oneAPI) version (e.g. `2025.0`).
+    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", group = "backend")]
+    pub xpu_version: Option<String>,
+    /// Choose for Apple Metal (implies `--os darwin --arch aarch64` unless given).
+    #[arg(long, help_heading = ENV_HEADING, group = "backend")]
+    pub metal: bool,
+    /// Choose for no accelerator.
+    #[arg(long, help_heading = ENV_HEADING, group = "backend")]
+    pub cpu: bool,
+    /// Choose for this C++ ABI of torch (Linux).
+    #[arg(long, help_heading = ENV_HEADING, value_name = "ABI", value_parser = ["cxx11", "cxx98"])]
+    pub cxx_abi: Option<String>,
+    /// Choose for this OS (`linux`, `darwin`, `windows`).
+    #[arg(long, help_heading = ENV_HEADING, value_name = "OS")]
+    pub os: Option<String>,
+    /// Choose for this CPU architecture (`x86_64`, `aarch64`).
+    #[arg(long, help_heading = ENV_HEADING, value_name = "ARCH")]
+    pub arch: Option<String>,
+}
+
+impl EnvArgs {
+    /// The overrides for the variant layer.
+    pub fn overrides(&self) -> crate::variant::EnvOverrides {
+        crate::variant::EnvOverrides {
+            torch: self.torch_version,
+            cuda: self.cuda_version.clone(),
+            rocm: self.rocm_version.clone(),
+            xpu: self.xpu_version.clone(),
+            metal: self.metal,
+            cpu: self.cpu,
+            cxx11_abi: self.cxx_abi.as_deref().map(|abi| abi == "cxx11"),
+            os: self.os.clone(),
+            arch: self.arch.clone(),
+        }
+    }
+
+    /// The same overrides as flags, for hints.
+    pub fn flags(&self) -> String {
+        let mut out = String::new();
+        if let Some((major, minor)) = self.torch_version {
+            out.push_str(&format!(" --torch-version {major}.{minor}"));
+        }
+        for (flag, value) in [
+            ("--cuda-version", &self.cuda_version),
+            ("--rocm-version", &self.rocm_version),
+            ("--xpu-version", &self.xpu_version),
+            ("--cxx-abi", &self.cxx_abi),
+            ("--os", &self.os),
+            ("--arch", &self.arch),
+        ] {
+            if let Some(value) = value {
+                out.push_str(&format!(" {flag} {value}"));
+            }
+        }
+        if self.metal {
+            out.push_str(" --metal");
+        }
+        if self.cpu {
+            out.push_str(" --cpu");
+        }
+        out
+    }
+}
+
+/// `2.8` → `(2, 8)`.
+fn parse_torch(s: &str) -> Result<(u32, u32), String> {
+    let (major, minor) = s
+        .split_once('.')
+        .ok_or_else(|| format!("`{s}` is not MAJOR.MINOR (for example `2.8`)"))?;
+    let minor = minor.split('.').next().unwrap_or(minor);
+    match (major.parse(), minor.parse()) {
+        (Ok(major), Ok(minor)) => Ok((major, minor)),
+        _ => Err(format!("`{s}` is not MAJOR.MINOR (for example `2.8`)")),
+    }
+}

@@ -1,0 +1,802 @@
+//! The `--format json` documents, one type per schema of
+//! `docs/json-output.md` (a test below checks every documented example
+//! against a serialized value). Field order is key order on stdout.
+//!
+//! Commands build a document from what they report and print it with
+//! [`Printer::json`] (pretty) or [`Printer::json_line`] (one line), as each
+//! command always has.
+
+use std::path::Path;
+
+use miette::Diagnostic;
+use serde::Serialize;
+
+use super::printer::Printer;
+use crate::install::DryRunKernel;
+use crate::install::explain::KernelExplanation;
+use crate::lock::freshness::{CheckMode, Finding};
+use crate::lock::inspect::{EntryStatus, RefAt, VersionInfo};
+use crate::lock::project::Locked;
+use crate::lock::sticky::Change;
+use crate::variant::{EnvSources, TorchEnv};
+
+/// `{code, message}`: why a command failed (the diagnostic code and the
+/// message printed on stderr).
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorDoc {
+    /// The diagnostic code, e.g. `kernels::lock::unreachable`.
+    pub code: Option<String>,
+    /// The error's message, for people.
+    pub message: String,
+}
+
+impl ErrorDoc {
+    /// The error object of `report`.
+    pub fn of(report: &miette::Report) -> ErrorDoc {
+        ErrorDoc {
+            code: report.code().map(|c| c.to_string()),
+            message: report.to_string(),
+        }
+    }
+}
+
+/// A failure object (`docs/json-output.md`, "Failures"): one kernel that
+/// failed, with the diagnostic of its error.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailureDoc {
+    /// The kernel, `owner/name`.
+    pub repo_id: String,
+    /// The locked commit; `None` in `kernels lock`, which has not locked it.
+    pub commit: Option<String>,
+    /// The diagnostic code, e.g. `kernels::variant::not_found`.
+    pub code: Option<String>,
+    /// The error's message, for people.
+    pub message: String,
+}
+
+impl FailureDoc {
+    /// The failure of `repo_id` at `commit` (if locked) with `error`.
+    pub fn new(repo_id: &impl ToString, commit: Option<String>, error: &dyn Diagnostic) -> Self {
+        FailureDoc {
+            repo_id: repo_id.to_string(),
+            commit,
+            code: error.code().map(|c| c.to_string()),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// `kernels lock --format json` (schema [`LockDoc::SCHEMA`]).
+#[derive(Debug, Serialize)]
+pub struct LockDoc<'a> {
+    /// [`LockDoc::SCHEMA`].
+    pub schema: u32,
+    /// `lock`.
+    pub command: &'static str,
+    /// The lock file path.
+    pub lock_file: String,
+    /// The format written (`None` when the command failed).
+    pub format: Option<&'static str>,
+    /// The format of the lock on disk before the run.
+    pub previous_format: Option<&'static str>,
+    /// Whether the file was written.
+    pub written: bool,
+    /// `--dry-run`.
+    pub dry_run: bool,
+    /// What changes from the lock on disk.
+    pub changes: &'a [Change],
+    /// Every entry of the lock now.
+    pub kernels: Vec<LockedEntryDoc>,
+    /// The entries this run locked.
+    pub locked: Vec<&'a Locked>,
+    /// Warnings.
+    pub warnings: &'a [String],
+    /// Repo ids kept from a conflicted lock.
+    pub kept: &'a [String],
+    /// Why the command failed, if it did.
+    pub error: Option<ErrorDoc>,
+    /// The dependencies that could not be resolved.
+    pub failed: Vec<FailureDoc>,
+}
+
+impl LockDoc<'_> {
+    /// The `schema` of `kernels lock --format json`; 2 since `locked[]` holds
+    /// objects instead of status lines.
+    pub const SCHEMA: u32 = 2;
+
+    /// The document of a `kernels lock` that failed: `error`, `failed[]` and
+    /// every other list empty.
+    pub fn failed(
+        lock_file: String,
+        dry_run: bool,
+        error: ErrorDoc,
+        failed: Vec<FailureDoc>,
+    ) -> LockDoc<'static> {
+        LockDoc {
+            schema: LockDoc::SCHEMA,
+            command: "lock",
+            lock_file,
+            format: None,
+            previous_format: None,
+            written: false,
+            dry_run,
+            changes: &[],
+            kernels: Vec::new(),
+            locked: Vec::new(),
+            warnings: &[],
+            kept: &[],
+            error: Some(error),
+            failed,
+        }
+    }
+}
+
+/// One entry of `kernels[]` of [`LockDoc`].
+#[derive(Debug, Serialize)]
+pub struct LockedEntryDoc {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// The locked commit.
+    pub commit: String,
+    /// The build variants (`None` in the `kernel-locks` format).
+    pub variants: Option<Vec<String>>,
+}
+
+/// `kernels lock --check --format json` (schema [`CheckDoc::SCHEMA`]).
+#[derive(Debug, Serialize)]
+pub struct CheckDoc<'a> {
+    /// [`CheckDoc::SCHEMA`].
+    pub schema: u32,
+    /// `lock --check`.
+    pub command: &'static str,
+    /// The lock file path.
+    pub lock_file: String,
+    /// Offline (structural) or online (re-resolved).
+    pub mode: CheckMode,
+    /// Exactly when the exit code is 0.
+    pub up_to_date: bool,
+    /// Findings of kind `unverified`.
+    pub unverified: usize,
+    /// One per entry, then file-level ones.
+    pub findings: &'a [Finding],
+    /// Why the check could not be made, if so.
+    pub error: Option<ErrorDoc>,
+    /// The dependencies that could not be resolved.
+    pub failed: Vec<FailureDoc>,
+    /// Online only: what `kernels lock` would change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<&'a [Change]>,
+}
+
+impl CheckDoc<'_> {
+    /// The `schema` of `kernels lock --check --format json`.
+    pub const SCHEMA: u32 = 1;
+}
+
+/// `kernels download --format json` (schema 1).
+#[derive(Debug, Serialize)]
+pub struct DownloadDoc<'a> {
+    /// 1.
+    pub schema: u32,
+    /// `download`.
+    pub command: &'static str,
+    /// The cache the kernels are in.
+    pub cache_dir: &'a Path,
+    /// The kernels now complete and verified in the cache.
+    pub kernels: Vec<DownloadedDoc<'a>>,
+    /// The kernels that failed.
+    pub failed: Vec<FailureDoc>,
+    /// Why the run stopped before any kernel, if it did.
+    pub error: Option<ErrorDoc>,
+}
+
+/// One kernel of [`DownloadDoc`].
+#[derive(Debug, Serialize)]
+pub struct DownloadedDoc<'a> {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// The ref the entry was locked from, else the release at the commit.
+    pub version: Option<&'a str>,
+    /// The locked commit.
+    pub commit: String,
+    /// The variants in the cache.
+    pub variants: &'a [String],
+    /// Their files.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Bytes this run transferred.
+    pub fetched_bytes: u64,
+    /// Blobs this run transferred.
+    pub fetched_blobs: usize,
+}
+
+/// `kernels download --dry-run --format json` (schema
+/// [`crate::install::DRY_RUN_SCHEMA`]).
+#[derive(Debug, Serialize)]
+pub struct DryRunDoc<'a> {
+    /// [`crate::install::DRY_RUN_SCHEMA`].
+    pub schema: u32,
+    /// `download --dry-run`.
+    pub command: &'static str,
+    /// The kernels that could be planned, in lock order.
+    pub kernels: &'a [DryRunKernel],
+    /// Distinct blobs that would be fetched, over all kernels.
+    pub download_files: usize,
+    /// Their bytes.
+    pub download_bytes: u64,
+    /// The kernels that could not be planned.
+    pub failed: Vec<FailureDoc>,
+}
+
+/// `kernels download --explain --format json` (schema [`ExplainDoc::SCHEMA`]).
+#[derive(Debug, Serialize)]
+pub struct ExplainDoc<'a> {
+    /// [`ExplainDoc::SCHEMA`].
+    pub schema: u32,
+    /// `download --explain`.
+    pub command: &'static str,
+    /// The environment the variants are chosen for (`None` with
+    /// `--variant` or `--all-variants`).
+    pub environment: Option<String>,
+    /// One explanation per kernel that could be listed.
+    pub kernels: &'a [KernelExplanation],
+    /// The kernels that could not be listed.
+    pub failed: &'a [FailureDoc],
+}
+
+impl ExplainDoc<'_> {
+    /// The `schema` of `kernels download --explain --format json`.
+    pub const SCHEMA: u32 = 1;
+}
+
+/// `kernels verify --format json` (schema 1).
+#[derive(Debug, Serialize)]
+pub struct VerifyDoc<'a> {
+    /// 1.
+    pub schema: u32,
+    /// `verify`.
+    pub command: &'static str,
+    /// Exactly when the exit code is 0.
+    pub ok: bool,
+    /// The cache that was verified.
+    pub cache_dir: &'a Path,
+    /// One per locked kernel.
+    pub kernels: Vec<VerifiedDoc>,
+    /// Warnings about the variant choice.
+    pub warnings: Vec<String>,
+    /// Why nothing could be verified, if so.
+    pub error: Option<ErrorDoc>,
+}
+
+/// One kernel of [`VerifyDoc`].
+#[derive(Debug, Serialize)]
+pub struct VerifiedDoc {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// The locked commit.
+    pub commit: String,
+    /// Whether every selected variant verified.
+    pub ok: bool,
+    /// The variants checked.
+    pub variants: Vec<String>,
+    /// Their files.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// What differs from the lock.
+    pub problems: Vec<ProblemDoc>,
+}
+
+/// One problem of a [`VerifiedDoc`].
+#[derive(Debug, Serialize)]
+pub struct ProblemDoc {
+    /// Its kind, `not_cached`, `wrong_digest`, ….
+    pub problem: String,
+    /// The problem, for people.
+    pub message: String,
+}
+
+/// `kernels env --format json` (schema [`EnvDoc::SCHEMA`]).
+#[derive(Debug, Serialize)]
+pub struct EnvDoc<'a> {
+    /// [`EnvDoc::SCHEMA`].
+    pub schema: u32,
+    /// `env`.
+    pub command: &'static str,
+    /// This program's version.
+    pub kernels_version: &'static str,
+    /// The project's Python interpreter.
+    pub python: &'a Path,
+    /// The torch environment, `None` when torch cannot be asked.
+    pub torch: Option<TorchDoc<'a>>,
+    /// Why torch could not be asked.
+    pub torch_error: Option<String>,
+    /// The target runtime.
+    pub target_runtime: TargetRuntimeDoc<'a>,
+    /// The cache.
+    pub cache_dir: &'a Path,
+    /// The Hub endpoint.
+    pub endpoint: &'a str,
+    /// Whether no request may be made.
+    pub offline: bool,
+    /// Whether a token is set (never the token).
+    pub token: bool,
+    /// The variants of the project's lock, `None` without one.
+    pub lock: Option<EnvLockDoc<'a>>,
+}
+
+impl EnvDoc<'_> {
+    /// The `schema` of `kernels env --format json`.
+    pub const SCHEMA: u32 = 1;
+}
+
+/// `torch` of [`EnvDoc`].
+#[derive(Debug, Serialize)]
+pub struct TorchDoc<'a> {
+    /// `MAJOR.MINOR`.
+    pub version: String,
+    /// `cu126`, `cpu`, ….
+    pub backend: String,
+    /// The CUDA version.
+    pub cuda: Option<&'a str>,
+    /// The ROCm version.
+    pub rocm: Option<&'a str>,
+    /// The XPU version.
+    pub xpu: Option<&'a str>,
+    /// Apple Metal.
+    pub metal: bool,
+    /// The C++ ABI of torch.
+    pub cxx11_abi: bool,
+    /// `linux`, `darwin`, `windows`.
+    pub os: String,
+    /// `x86_64`, `aarch64`.
+    pub arch: &'a str,
+    /// The exact variant name of this environment.
+    pub arch_variant: String,
+    /// The variant names in the order they are preferred.
+    pub preference: Vec<String>,
+    /// Where each value came from.
+    pub sources: &'a EnvSources,
+}
+
+impl<'a> TorchDoc<'a> {
+    /// The document of `env`, whose runtime knows `noarch` variants when
+    /// `noarch`.
+    pub fn new(env: &'a TorchEnv, sources: &'a EnvSources, noarch: bool) -> Self {
+        TorchDoc {
+            version: format!("{}.{}", env.major, env.minor),
+            backend: env.compute(),
+            cuda: env.cuda.as_deref(),
+            rocm: env.hip.as_deref(),
+            xpu: env.xpu.as_deref(),
+            metal: env.mps,
+            cxx11_abi: env.cxx11_abi,
+            os: env.system.to_lowercase(),
+            arch: &env.machine,
+            arch_variant: env.arch_variant(),
+            preference: env.preference(noarch),
+            sources,
+        }
+    }
+}
+
+/// `target_runtime` of [`EnvDoc`].
+#[derive(Debug, Serialize)]
+pub struct TargetRuntimeDoc<'a> {
+    /// The runtime version, when known.
+    pub version: Option<String>,
+    /// `variant-hash` or `kernel-locks`.
+    pub lock_format: &'static str,
+    /// `kernel` or `model`.
+    pub repo_type: &'static str,
+    /// `kernels--` or `models--`.
+    pub cache_prefix: &'static str,
+    /// The `Target runtime: …` line without its head.
+    pub description: &'a str,
+}
+
+/// `lock` of [`EnvDoc`].
+#[derive(Debug, Serialize)]
+pub struct EnvLockDoc<'a> {
+    /// The lock file.
+    pub path: &'a Path,
+    /// As in `kernels download --explain`.
+    pub kernels: &'a [KernelExplanation],
+    /// As in `kernels download --explain`.
+    pub failed: &'a [FailureDoc],
+    /// Why no choice could be made, if so.
+    pub error: Option<&'a str>,
+}
+
+/// `kernels tree --format json` (schema 1).
+#[derive(Debug, Serialize)]
+pub struct TreeDoc {
+    /// 1.
+    pub schema: u32,
+    /// `tree`.
+    pub command: &'static str,
+    /// One node per manifest dependency.
+    pub dependencies: Vec<TreeNode>,
+}
+
+/// A node of [`TreeDoc`]: a locked entry, or a dependency that is not locked.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum TreeNode {
+    /// A locked entry.
+    Locked(Box<LockedNode>),
+    /// `{"repo_id", "locked": null}`.
+    NotLocked {
+        /// `owner/name`.
+        repo_id: String,
+        /// Always `None`.
+        locked: Option<RefAt>,
+    },
+}
+
+/// A locked entry of [`TreeDoc`].
+#[derive(Debug, Serialize)]
+pub struct LockedNode {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// The requirement without TOML syntax.
+    pub requirement: String,
+    /// `version`, `specifier` or `revision`.
+    pub requirement_kind: &'static str,
+    /// `{label, commit}`.
+    pub locked: RefAt,
+    /// What it depends on (0.17 `kernel-depends`).
+    pub dependencies: Vec<TreeNode>,
+    /// With `--outdated`: `compatible`, `newest`, `outdated`, `status`, `error`.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub status: Option<NodeStatus>,
+    /// Shown above already (`(*)` in text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeated: Option<bool>,
+}
+
+/// The `--outdated` fields of a [`LockedNode`], as in `kernels outdated`.
+#[derive(Debug, Serialize)]
+pub struct NodeStatus {
+    /// What the requirement selects today.
+    pub compatible: Option<RefAt>,
+    /// The newest version.
+    pub newest: Option<RefAt>,
+    /// As `status` says; `None` when unknown.
+    pub outdated: Option<bool>,
+    /// `up_to_date`, `outdated` or `unknown`.
+    pub status: crate::lock::inspect::Freshness,
+    /// Why `unknown`.
+    pub error: Option<crate::lock::inspect::CheckError>,
+}
+
+impl From<EntryStatus> for NodeStatus {
+    fn from(status: EntryStatus) -> Self {
+        NodeStatus {
+            compatible: status.compatible,
+            newest: status.newest,
+            outdated: status.outdated,
+            status: status.status,
+            error: status.error,
+        }
+    }
+}
+
+/// `kernels outdated --format json` (schema 1).
+#[derive(Debug, Serialize)]
+pub struct OutdatedDoc<'a> {
+    /// 1.
+    pub schema: u32,
+    /// `outdated`.
+    pub command: &'static str,
+    /// One per locked kernel.
+    pub kernels: &'a [EntryStatus],
+}
+
+/// `kernels versions --format json` (schema 1).
+#[derive(Debug, Serialize)]
+pub struct VersionsDoc<'a> {
+    /// 1.
+    pub schema: u32,
+    /// `versions`.
+    pub command: &'static str,
+    /// `owner/name`.
+    pub repo_id: String,
+    /// The environment the variants are matched for, if known.
+    pub environment: Option<String>,
+    /// One per `vN` branch and release tag.
+    pub versions: Vec<VersionDoc<'a>>,
+    /// Why the versions could not be read (then `versions` is empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorDoc>,
+}
+
+/// One version of [`VersionsDoc`].
+#[derive(Debug, Serialize)]
+pub struct VersionDoc<'a> {
+    /// `kind`, `name`, `version`, `commit`, `variants`.
+    #[serde(flatten)]
+    pub info: &'a VersionInfo,
+    /// How many build variants it has.
+    pub variant_count: usize,
+    /// The variant this environment takes.
+    pub matching: Matching,
+}
+
+/// `matching` of a [`VersionDoc`]: the variant name, `false` when none
+/// matches, `null` when the environment is unknown.
+#[derive(Debug)]
+pub enum Matching {
+    /// No environment to match.
+    Unknown,
+    /// No variant matches.
+    None,
+    /// This variant is taken.
+    Variant(String),
+}
+
+impl Serialize for Matching {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Matching::Unknown => serializer.serialize_none(),
+            Matching::None => serializer.serialize_bool(false),
+            Matching::Variant(name) => serializer.serialize_str(name),
+        }
+    }
+}
+
+/// `kernels cache ls --format json` (schema 1).
+#[derive(Debug, Serialize)]
+pub struct CacheLsDoc<'a> {
+    /// 1.
+    pub schema: u32,
+    /// `cache ls`.
+    pub command: &'static str,
+    /// The cache.
+    pub cache_dir: &'a Path,
+    /// Every repository in it.
+    pub repos: &'a [kernels_cache::inventory::RepoEntry],
+}
+
+impl Printer {
+    /// `doc` as indented JSON on stdout.
+    pub fn json(&self, doc: &impl Serialize) {
+        self.data(format_args!("{:#}", to_value(doc)));
+    }
+
+    /// `doc` as JSON on one line on stdout.
+    pub fn json_line(&self, doc: &impl Serialize) {
+        self.data(to_value(doc));
+    }
+}
+
+/// `doc` as a JSON value (documents hold no map with non-string keys and no
+/// float, so this cannot fail).
+fn to_value(doc: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(doc).expect("a JSON document serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The JSON example under each `## …` heading of `docs/json-output.md`.
+    fn examples() -> Vec<(String, serde_json::Value)> {
+        let text = include_str!("../../docs/json-output.md");
+        let mut out = Vec::new();
+        let mut heading = String::new();
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            if let Some(h) = line.strip_prefix("## ") {
+                heading = h.to_owned();
+            } else if line == "```json" {
+                let block: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+                let value = serde_json::from_str(&block.join("\n"))
+                    .unwrap_or_else(|err| panic!("the example of {heading} is JSON: {err}"));
+                out.push((heading.clone(), value));
+            }
+        }
+        out
+    }
+
+    fn example(heading: &str) -> serde_json::Value {
+        examples()
+            .into_iter()
+            .find(|(h, _)| h.starts_with(heading))
+            .unwrap_or_else(|| panic!("docs/json-output.md has an example for {heading}"))
+            .1
+    }
+
+    fn keys(value: &serde_json::Value) -> BTreeSet<String> {
+        value
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The documented example and `doc` have the same keys, and the same
+    /// `schema` and `command`; so do the first elements of the `nested`
+    /// arrays where `doc` has one.
+    fn matches(heading: &str, doc: &impl Serialize, nested: &[&str]) {
+        let documented = example(heading);
+        let actual = to_value(doc);
+        assert_eq!(keys(&documented), keys(&actual), "{heading}");
+        for field in ["schema", "command"] {
+            assert_eq!(documented[field], actual[field], "{heading}: {field}");
+        }
+        for field in nested {
+            let (Some(d), Some(a)) = (documented[field].get(0), actual[field].get(0)) else {
+                panic!("{heading}: `{field}` has an element in the example and the test");
+            };
+            assert_eq!(keys(d), keys(a), "{heading}: {field}[]");
+        }
+    }
+
+    fn failure() -> FailureDoc {
+        FailureDoc {
+            repo_id: "acme/relu".to_owned(),
+            commit: None,
+            code: Some("kernels::hub::transport".to_owned()),
+            message: "connection refused".to_owned(),
+        }
+    }
+
+    #[test]
+    fn lock_documents_match_the_schema() {
+        let mut doc = LockDoc::failed("./kernels.lock".to_owned(), false, error(), Vec::new());
+        doc.kernels.push(LockedEntryDoc {
+            repo_id: "acme/relu".to_owned(),
+            commit: "1".repeat(40),
+            variants: Some(vec!["torch-universal".to_owned()]),
+        });
+        matches("`kernels lock` (schema 2)", &doc, &["kernels"]);
+        let findings = [];
+        let changes = [];
+        let check = CheckDoc {
+            schema: CheckDoc::SCHEMA,
+            command: "lock --check",
+            lock_file: "./kernels.lock".to_owned(),
+            mode: CheckMode::Online,
+            up_to_date: true,
+            unverified: 0,
+            findings: &findings,
+            error: None,
+            failed: Vec::new(),
+            changes: Some(&changes),
+        };
+        matches("`kernels lock --check`", &check, &[]);
+    }
+
+    fn error() -> ErrorDoc {
+        ErrorDoc {
+            code: Some("kernels::lock::offline".to_owned()),
+            message: "offline".to_owned(),
+        }
+    }
+
+    #[test]
+    fn download_documents_match_the_schema() {
+        let variants = ["torch-universal".to_owned()];
+        let doc = DownloadDoc {
+            schema: 1,
+            command: "download",
+            cache_dir: Path::new("/cache"),
+            kernels: vec![DownloadedDoc {
+                repo_id: "acme/relu".to_owned(),
+                version: Some("v1"),
+                commit: "1".repeat(40),
+                variants: &variants,
+                files: 1,
+                bytes: 2,
+                fetched_bytes: 2,
+                fetched_blobs: 1,
+            }],
+            failed: vec![failure()],
+            error: None,
+        };
+        matches("`kernels download` (schema 1)", &doc, &["kernels"]);
+        let failures = to_value(&doc)["failed"][0].clone();
+        let documented: BTreeSet<String> = ["repo_id", "commit", "code", "message"]
+            .map(String::from)
+            .into();
+        assert_eq!(keys(&failures), documented, "failure objects");
+        let dry_run = DryRunDoc {
+            schema: crate::install::DRY_RUN_SCHEMA,
+            command: "download --dry-run",
+            kernels: &[],
+            download_files: 0,
+            download_bytes: 0,
+            failed: Vec::new(),
+        };
+        matches("`kernels download --dry-run`", &dry_run, &[]);
+        let explain = ExplainDoc {
+            schema: ExplainDoc::SCHEMA,
+            command: "download --explain",
+            environment: None,
+            kernels: &[],
+            failed: &[],
+        };
+        matches("`kernels download --explain`", &explain, &[]);
+    }
+
+    #[test]
+    fn verify_and_env_documents_match_the_schema() {
+        let doc = VerifyDoc {
+            schema: 1,
+            command: "verify",
+            ok: false,
+            cache_dir: Path::new("/cache"),
+            kernels: vec![VerifiedDoc {
+                repo_id: "acme/relu".to_owned(),
+                commit: "1".repeat(40),
+                ok: false,
+                variants: Vec::new(),
+                files: 0,
+                bytes: 0,
+                problems: vec![ProblemDoc {
+                    problem: "not_cached".to_owned(),
+                    message: "the kernel is not in the cache".to_owned(),
+                }],
+            }],
+            warnings: Vec::new(),
+            error: None,
+        };
+        matches("`kernels verify`", &doc, &["kernels"]);
+        let env = crate::variant::testing::env(Some("12.6"), "Linux", "x86_64");
+        let sources = EnvSources {
+            torch: crate::variant::EnvSource::Host,
+            backend: crate::variant::EnvSource::Flag("--cuda-version"),
+            cxx_abi: crate::variant::EnvSource::Default,
+            platform: crate::variant::EnvSource::Host,
+        };
+        let doc = EnvDoc {
+            schema: EnvDoc::SCHEMA,
+            command: "env",
+            kernels_version: "0.1.0",
+            python: Path::new(".venv/bin/python"),
+            torch: Some(TorchDoc::new(&env, &sources, true)),
+            torch_error: None,
+            target_runtime: TargetRuntimeDoc {
+                version: Some("0.17.2".to_owned()),
+                lock_format: "kernel-locks",
+                repo_type: "kernel",
+                cache_prefix: "kernels--",
+                description: "kernels 0.17.2",
+            },
+            cache_dir: Path::new("/cache"),
+            endpoint: "https://huggingface.co",
+            offline: false,
+            token: false,
+            lock: Some(EnvLockDoc {
+                path: Path::new("./kernels.lock"),
+                kernels: &[],
+                failed: &[],
+                error: None,
+            }),
+        };
+        let documented = example("`kernels env`");
+        let actual = to_value(&doc);
+        assert_eq!(keys(&documented), keys(&actual));
+        for field in ["torch", "target_runtime", "lock"] {
+            assert_eq!(keys(&documented[field]), keys(&actual[field]), "{field}");
+        }
+        assert_eq!(
+            keys(&documented["torch"]["sources"]),
+            keys(&actual["torch"]["sources"])
+        );
+    }
+
+    #[test]
+    fn versions_matching_is_a_name_false_or_null() {
+        let as_json = |m: Matching| to_value(&m);
+        assert_eq!(as_json(Matching::Unknown), serde_json::Value::Null);
+        assert_eq!(as_json(Matching::None), serde_json::json!(false));
+        assert_eq!(
+            as_json(Matching::Variant("torch-cpu".to_owned())),
+            serde_json::json!("torch-cpu")
+        );
+    }
+}
