@@ -15,6 +15,9 @@
 //! Lines on stderr are printed above the progress bars being drawn, if any
 //! ([`Printer::draw`] registers them), never through them.
 
+// The one place the print macros are allowed (clippy.toml bans them elsewhere).
+#![allow(clippy::disallowed_macros)]
+
 use std::fmt::Display;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
