@@ -109,7 +109,7 @@ pub(super) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
 pub(super) fn connect_failure<'a>(
     error: &'a HubError,
     endpoint: &str,
-) -> Option<&'a reqwest::Error> {
+) -> Option<&'a kernels_hub::TransportError> {
     match error {
         HubError::Transport { source, url } if source.is_connect() && url.starts_with(endpoint) => {
             Some(source)

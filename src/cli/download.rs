@@ -654,18 +654,11 @@ pub(super) fn retry_observer(
     let endpoint = endpoint.to_owned();
     let shown = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
     move |notice| {
-        use crate::install::Reporter;
         use std::sync::atomic::Ordering;
         if shown.fetch_max(notice.attempt, Ordering::Relaxed) >= notice.attempt {
             return;
         }
-        progress.retry(&crate::install::RetryEvent {
-            what: endpoint.clone(),
-            reason: notice.reason.clone(),
-            wait: notice.wait,
-            attempt: notice.attempt,
-            max: notice.max,
-        });
+        progress.line(&super::progress::retry_line(&endpoint, notice));
     }
 }
 

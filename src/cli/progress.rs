@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::printer::Printer;
-use crate::install::{FileReporter, KernelReport, PlannedKernel, Reporter, RetryEvent, plan};
+use crate::install::{FileReporter, KernelReport, PlannedKernel, Reporter, plan};
 use crate::variant::VariantWarning;
+use kernels_hub::RetryNotice;
 use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
 
@@ -310,8 +311,11 @@ impl Reporter for Progress {
         Box::new(Progress::file(self, repo_id, path, size))
     }
 
-    fn retry(&self, retry: &RetryEvent) {
-        self.line(&retry_line(retry));
+    fn retry(&self, retry: &RetryNotice) {
+        self.line(&retry_line(
+            retry.file.as_deref().unwrap_or(&retry.url),
+            retry,
+        ));
     }
 
     fn kernel_done(&self, report: &KernelReport) {
@@ -345,11 +349,12 @@ impl FileReporter for FileBar {
     }
 }
 
-/// `warning: acme/relu: build/x.so: connection refused; retrying in 2 s (1/5)`.
-pub fn retry_line(retry: &RetryEvent) -> String {
+/// `warning: acme/relu: build/x.so: connection refused; retrying in 2 s (1/5)`,
+/// where `what` names the file, or the endpoint of an API call.
+pub fn retry_line(what: &str, retry: &RetryNotice) -> String {
     format!(
         "warning: {}: {}; retrying in {} ({}/{})",
-        retry.what,
+        what,
         retry.reason,
         human_wait(retry.wait),
         retry.attempt,
@@ -730,15 +735,16 @@ mod tests {
         for width in 1..120 {
             assert!(fitted(width).chars().count() <= width, "{width}");
         }
-        let retry = RetryEvent {
-            what: "acme/relu: build/x.so".to_owned(),
+        let retry = RetryNotice {
+            url: "http://h/kernels/acme/relu/resolve/1/build/x.so".to_owned(),
+            file: Some("acme/relu: build/x.so".to_owned()),
             reason: "connection refused".to_owned(),
             wait: Duration::from_secs(2),
             attempt: 1,
             max: 5,
         };
         assert_eq!(
-            retry_line(&retry),
+            retry_line("acme/relu: build/x.so", &retry),
             "warning: acme/relu: build/x.so: connection refused; retrying in 2 s (1/5)"
         );
     }

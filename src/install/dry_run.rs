@@ -3,14 +3,17 @@
 use futures_util::future::join_all;
 use serde::Serialize;
 
-use crate::install::verify::verify_kernels;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 
-use super::{
-    DownloadError, DownloadOptions, KernelFailure, LockedKernel, Reporter, plan_kernel,
-    report_warnings,
-};
+use super::engine::report_warnings;
+use super::error::DownloadError;
+use super::options::DownloadOptions;
+use super::plan::plan_kernel;
+use super::report::KernelFailure;
+use super::reporter::Reporter;
+use super::verify::verify_kernels;
+use crate::lock::format::LockedKernel;
 
 /// JSON schema version of `kernels download --dry-run --format json`
 /// (documented in `docs/offline-and-auth.md`).

@@ -9,7 +9,10 @@ use std::collections::BTreeSet;
 
 use futures_util::future::join_all;
 
-use super::{DownloadError, DownloadOptions, LockedKernel, plan};
+use super::error::DownloadError;
+use super::options::DownloadOptions;
+use super::plan;
+use crate::lock::format::LockedKernel;
 use crate::lock::inspect::build_variants;
 use crate::lock::requirement::{branch_version, tag_version};
 use crate::variant::VariantSelection;

@@ -10,7 +10,8 @@ use kernels_types::repo_path;
 use kernels_types::wire::TreeEntry;
 use kernels_types::{BlobId, Digest};
 
-use super::{DownloadError, LockedKernel};
+use super::error::DownloadError;
+use crate::lock::format::LockedKernel;
 
 /// One file of a selected variant.
 #[derive(Debug, Clone, PartialEq, Eq)]

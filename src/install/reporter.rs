@@ -2,10 +2,9 @@
 //! the caller (the CLI's progress renderer, or a test) implements [`Reporter`],
 //! as uv's resolver and installer report through their `Reporter` traits.
 
-use std::time::Duration;
-
-use super::KernelReport;
+use super::report::KernelReport;
 use crate::variant::VariantWarning;
+use kernels_hub::RetryNotice;
 use kernels_types::repo_id::RepoId;
 
 /// Events of one download run, in order: [`Reporter::start`] once,
@@ -27,8 +26,9 @@ pub trait Reporter: Send + Sync {
     fn cached(&self, bytes: u64);
     /// A fetch of the file at repo path `path` of `repo_id` (`size` bytes) starts.
     fn file(&self, repo_id: &RepoId, path: &str, size: u64) -> Box<dyn FileReporter>;
-    /// A failed attempt will be tried again after a pause.
-    fn retry(&self, retry: &RetryEvent) {
+    /// A failed file download will be tried again after a pause
+    /// ([`RetryNotice::file`] names the file).
+    fn retry(&self, retry: &RetryNotice) {
         let _ = retry;
     }
     /// A kernel is complete and verified.
@@ -52,21 +52,6 @@ pub struct PlannedKernel {
     pub files: usize,
     /// Their total size in bytes.
     pub bytes: u64,
-}
-
-/// A transient failure that will be retried ([`Reporter::retry`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryEvent {
-    /// What was being fetched (`owner/name: path`, or a URL).
-    pub what: String,
-    /// Why the attempt failed, one line.
-    pub reason: String,
-    /// How long until the next attempt.
-    pub wait: Duration,
-    /// The number of the retry about to happen (1-based).
-    pub attempt: u32,
-    /// Retries allowed in all.
-    pub max: u32,
 }
 
 /// Progress of one file fetch. Dropping it without [`FileReporter::done`] means

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::install::plan;
+use super::plan;
 use crate::lock::format::LockedKernel;
 use crate::variant::{VariantSelection, VariantWarning};
 use kernels_cache::{DigestKind, HubCache, RepoCache};
@@ -406,80 +406,12 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
     };
 
     for variant in chosen {
-        let mut files = Vec::new();
         let root = build.join(&variant);
         if !listing.repo.resolves_inside(&root) {
             listing.problems.push(Problem::Escapes { dir: root });
             continue;
         }
-        for entry in walkdir::WalkDir::new(&root).sort_by_file_name() {
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(err) => {
-                    listing.problems.push(Problem::Unreadable {
-                        path: format!("build/{variant}"),
-                        etag: String::new(),
-                        error: err.to_string(),
-                    });
-                    continue;
-                }
-            };
-            let is_copy = entry.file_type().is_file() && !entry.path_is_symlink();
-            if !entry.path_is_symlink() && !is_copy {
-                continue;
-            }
-            let Ok(rel) = entry.path().strip_prefix(&build) else {
-                continue;
-            };
-            let rel: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            let path = format!("build/{}", rel.join("/"));
-            if is_copy {
-                match hash_copy(&listing.repo, entry.path()) {
-                    Ok(file) => {
-                        listing.copies.push((path.clone(), entry.path().to_owned()));
-                        files.push(CachedFile { path, ..file });
-                    }
-                    Err(err) => listing.problems.push(Problem::Unreadable {
-                        path,
-                        etag: String::new(),
-                        error: err.to_string(),
-                    }),
-                }
-                continue;
-            }
-            let Some(etag) = listing.repo.linked_etag(&kernel.commit, &path) else {
-                listing.problems.push(Problem::ForeignLink { path });
-                continue;
-            };
-            let Ok(digest) = Digest::from_etag(&etag) else {
-                listing.problems.push(Problem::BadBlobName { path, etag });
-                continue;
-            };
-            let blob = listing.repo.blob_path(&etag);
-            if listing.repo.blob_escapes(&etag) {
-                listing.problems.push(Problem::BlobIsLink { path, etag });
-                continue;
-            }
-            match fs_err::metadata(&blob) {
-                Ok(meta) if meta.is_file() => files.push(CachedFile {
-                    path,
-                    digest,
-                    size: meta.len(),
-                    copy_alt: None,
-                }),
-                _ => {
-                    let partial = listing.repo.incomplete_path(&etag).exists();
-                    listing.problems.push(Problem::DanglingLink {
-                        path,
-                        etag,
-                        partial,
-                    });
-                }
-            }
-        }
+        let files = listing.list_variant(kernel, &build, &variant, &root);
         let has_problem_here = listing.problems.iter().any(|p| match p {
             Problem::DanglingLink { path, .. } | Problem::ForeignLink { path } => {
                 path.starts_with(&format!("build/{variant}/"))
@@ -493,6 +425,103 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         }
     }
     listing
+}
+
+impl Listing {
+    /// The files of one variant directory `root` (under `build`), in name
+    /// order, noting what is wrong with the others.
+    fn list_variant(
+        &mut self,
+        kernel: &LockedKernel,
+        build: &Path,
+        variant: &str,
+        root: &Path,
+    ) -> Vec<CachedFile> {
+        let mut files = Vec::new();
+        for entry in walkdir::WalkDir::new(root).sort_by_file_name() {
+            match entry {
+                Ok(entry) => files.extend(self.list_entry(kernel, build, &entry)),
+                Err(err) => self.problems.push(Problem::Unreadable {
+                    path: format!("build/{variant}"),
+                    etag: String::new(),
+                    error: err.to_string(),
+                }),
+            }
+        }
+        files
+    }
+
+    /// One entry of a variant directory: a snapshot link to a blob, or a
+    /// verified copy; anything else is skipped or noted as a problem.
+    fn list_entry(
+        &mut self,
+        kernel: &LockedKernel,
+        build: &Path,
+        entry: &walkdir::DirEntry,
+    ) -> Option<CachedFile> {
+        let is_copy = entry.file_type().is_file() && !entry.path_is_symlink();
+        if !entry.path_is_symlink() && !is_copy {
+            return None;
+        }
+        let rel = entry.path().strip_prefix(build).ok()?;
+        let rel: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let path = format!("build/{}", rel.join("/"));
+        if is_copy {
+            return match hash_copy(&self.repo, entry.path()) {
+                Ok(file) => {
+                    self.copies.push((path.clone(), entry.path().to_owned()));
+                    Some(CachedFile { path, ..file })
+                }
+                Err(err) => {
+                    self.problems.push(Problem::Unreadable {
+                        path,
+                        etag: String::new(),
+                        error: err.to_string(),
+                    });
+                    None
+                }
+            };
+        }
+        self.linked_file(kernel, path)
+    }
+
+    /// The blob a snapshot link at `path` points at, if it is one of ours,
+    /// named by a digest, and present.
+    fn linked_file(&mut self, kernel: &LockedKernel, path: String) -> Option<CachedFile> {
+        let Some(etag) = self.repo.linked_etag(&kernel.commit, &path) else {
+            self.problems.push(Problem::ForeignLink { path });
+            return None;
+        };
+        let Ok(digest) = Digest::from_etag(&etag) else {
+            self.problems.push(Problem::BadBlobName { path, etag });
+            return None;
+        };
+        let blob = self.repo.blob_path(&etag);
+        if self.repo.blob_escapes(&etag) {
+            self.problems.push(Problem::BlobIsLink { path, etag });
+            return None;
+        }
+        match fs_err::metadata(&blob) {
+            Ok(meta) if meta.is_file() => Some(CachedFile {
+                path,
+                digest,
+                size: meta.len(),
+                copy_alt: None,
+            }),
+            _ => {
+                let partial = self.repo.incomplete_path(&etag).exists();
+                self.problems.push(Problem::DanglingLink {
+                    path,
+                    etag,
+                    partial,
+                });
+                None
+            }
+        }
+    }
 }
 
 /// Applies the blob hashes and the lock's variant hashes to one listing.

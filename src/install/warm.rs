@@ -10,11 +10,11 @@
 //! is done; any other kernel (a `KernelLocks` lock without variant hashes, a
 //! variant not locked, anything missing or wrong in the cache) goes the online
 //! way, which lists the commit and fetches what is needed.
-//! [`super::DownloadOptions::refresh`] skips the check.
+//! [`super::options::DownloadOptions::refresh`] skips the check.
 
 use std::collections::BTreeSet;
 
-use crate::install::verify::{KernelVerification, verify_kernels};
+use super::verify::{KernelVerification, verify_kernels};
 use crate::lock::format::LockedKernel;
 use crate::variant::{VariantSelection, VariantWarning};
 use kernels_cache::HubCache;

@@ -1207,7 +1207,7 @@ async fn fetch_metadata(
     let url = client.resolve_url(repo_type, repo_id, commit, &file);
     let target = Target::repo(repo_type, repo_id).at(commit).path(&file);
     let body = match client.get_document(&url, Some(&target)).await {
-        Ok((body, _)) => body,
+        Ok(body) => body,
         Err(HubError::EntryNotFound { .. }) => {
             return Err(LockError::MissingMetadata {
                 repo_id: repo_id.clone(),

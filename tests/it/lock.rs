@@ -763,7 +763,6 @@ fn hub_client_against_serve() {
         assert!(org.trusted_kernel_publisher);
 
         let url = client.resolve_url(RepoType::Kernel, &relu, &info.sha, "README.md");
-        let response = client.send(client.get(&url).unwrap(), None).await.unwrap();
-        assert_eq!(response.status(), 200);
+        client.get_document(&url, None).await.unwrap();
     });
 }

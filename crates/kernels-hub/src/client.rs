@@ -32,7 +32,8 @@ use kernels_types::wire::{
 use crate::auth::TokenSource;
 use crate::error::{ErrorResponse, HubError, Target};
 use crate::ratelimit::{EventSink, HubEvent, RateLimit};
-use crate::retry::RetryPolicy;
+use crate::retry::{RetryNotice, RetryPolicy, RetryState};
+use crate::transport::{TransportError, TransportKind};
 
 /// When each exhausted rate-limit quota (`api`, `resolvers`, …) resets.
 type Pauses =
@@ -138,22 +139,6 @@ pub fn quote_revision(revision: &str) -> String {
 /// Percent-encodes a repo-relative file path keeping `/` separators.
 pub fn quote_path(path: &str) -> String {
     utf8_percent_encode(path, QUOTE_PATH).to_string()
-}
-
-/// A metadata request that failed transiently and is about to be tried again
-/// (passed to the observer of [`HubClient::with_retry_observer`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryNotice {
-    /// The request URL.
-    pub url: String,
-    /// The failure's deepest cause, one line.
-    pub reason: String,
-    /// The pause before the next attempt.
-    pub wait: std::time::Duration,
-    /// The number of the retry about to happen (1-based).
-    pub attempt: u32,
-    /// Retries allowed in all.
-    pub max: u32,
 }
 
 /// A retry callback.
@@ -279,27 +264,26 @@ impl HubClient {
         self.hub_origins.first() == Some(&url.origin())
     }
 
-    /// A GET request to `url`, for streaming downloads; send it with
-    /// [`HubClient::send`] or [`HubClient::send_unchecked`], which attach the
-    /// token where it may go and follow redirects.
-    ///
-    /// Fails with [`HubError::Offline`] in offline mode.
-    pub fn get(&self, url: &str) -> Result<reqwest::RequestBuilder, HubError> {
-        self.request(reqwest::Method::GET, url)
+    /// Whether `url` has the endpoint's origin (an unparsable URL has not).
+    pub(crate) fn is_endpoint_url(&self, url: &str) -> bool {
+        match (Url::parse(url), Url::parse(&self.endpoint)) {
+            (Ok(a), Ok(b)) => a.origin() == b.origin(),
+            _ => false,
+        }
     }
 
-    /// A request with any method (for example `HEAD`); see [`HubClient::get`].
-    pub fn request(
-        &self,
-        method: reqwest::Method,
-        url: &str,
-    ) -> Result<reqwest::RequestBuilder, HubError> {
+    /// A GET request to `url`; send it with [`HubClient::send`] or
+    /// [`HubClient::send_unchecked`], which attach the token where it may go
+    /// and follow redirects.
+    ///
+    /// Fails with [`HubError::Offline`] in offline mode.
+    pub(crate) fn get(&self, url: &str) -> Result<reqwest::RequestBuilder, HubError> {
         if self.offline {
             return Err(HubError::Offline {
                 url: url.to_owned(),
             });
         }
-        Ok(self.http.request(method, url))
+        Ok(self.http.get(url))
     }
 
     /// The quota a request counts against: `api` for `/api/…`, else `resolvers`
@@ -351,10 +335,12 @@ impl HubClient {
         }
     }
 
-    /// How long to wait before retry number `attempt` after `err` ([`RetryPolicy::delay`]);
-    /// a rate-limit wait (`429`) is reported as [`HubEvent::RateLimited`]. The caller sleeps.
-    pub fn retry_wait(&self, attempt: u32, err: &HubError) -> std::time::Duration {
-        let wait = self.retry.delay(attempt, err.retry_after());
+    /// Counts a retry after `err` in `state` and returns the wait before it
+    /// ([`RetryState::next_wait`]), or `None` when the budget is spent; a
+    /// rate-limit wait (`429`) is reported as [`HubEvent::RateLimited`]. The
+    /// caller decides whether `err` is worth a retry, and sleeps.
+    pub(crate) fn backoff(&self, state: &mut RetryState, err: &HubError) -> Option<Duration> {
+        let wait = state.next_wait(err.retry_after())?;
         if err.status() == Some(429) {
             let limit = err.rate_limit();
             self.emit(&HubEvent::RateLimited {
@@ -363,12 +349,12 @@ impl HubClient {
                 policy: limit.and_then(|l| Some((l.limit?, l.window_secs?))),
             });
         }
-        wait
+        Some(wait)
     }
 
     /// Sends a request, mapping transport errors and unsuccessful statuses to
     /// [`HubError`]; `target` phrases not-found errors.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         request: reqwest::RequestBuilder,
         target: Option<&Target>,
@@ -380,7 +366,7 @@ impl HubClient {
     /// [`HubClient::check`], knowing whether the final request was anonymous
     /// (no token configured, or none sent to that origin): an anonymous 401
     /// reads as "repository not found", as huggingface_hub reads it.
-    pub async fn check_response(
+    pub(crate) async fn check_response(
         &self,
         response: reqwest::Response,
         target: Option<&Target>,
@@ -397,7 +383,7 @@ impl HubClient {
 
     /// Sends a request following redirects (at most [`MAX_REDIRECTS`] hops), with the token attached on Hub origins only; the final
     /// answer is returned whatever its status.
-    pub async fn send_unchecked(
+    pub(crate) async fn send_unchecked(
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, HubError> {
@@ -458,7 +444,7 @@ impl HubClient {
     /// Returns the response if its status is a success (2xx or 3xx), else reads
     /// the start of the body (at most [`ERROR_BODY_BYTES`], for at most
     /// [`ERROR_BODY_DEADLINE`]) and builds the matching [`HubError`].
-    pub async fn check(
+    pub(crate) async fn check(
         response: reqwest::Response,
         target: Option<&Target>,
     ) -> Result<reqwest::Response, HubError> {
@@ -477,42 +463,49 @@ impl HubClient {
 
     /// GETs a document (JSON answer or small file) with retries: each attempt
     /// has [`RetryPolicy::api_timeout`] for the whole exchange and may be at
-    /// most [`MAX_DOCUMENT_BYTES`] long. Returns the body and the headers.
+    /// most [`MAX_DOCUMENT_BYTES`] long; `target` phrases not-found errors.
+    ///
+    /// # Errors
+    /// The last attempt's [`HubError`].
     pub async fn get_document(
         &self,
         url: &str,
         target: Option<&Target>,
+    ) -> Result<Vec<u8>, HubError> {
+        Ok(self.get_page(url, target).await?.0)
+    }
+
+    /// [`HubClient::get_document`], also returning the headers (pagination).
+    async fn get_page(
+        &self,
+        url: &str,
+        target: Option<&Target>,
     ) -> Result<(Vec<u8>, HeaderMap), HubError> {
-        let mut attempt = 0;
+        let mut state = RetryState::new(self.retry);
         loop {
-            match self.get_document_once(url, target).await {
-                Err(err) if attempt < self.retry.max_retries && err.is_retryable() => {
-                    let wait = self.retry_wait(attempt, &err);
-                    tracing::debug!("retrying {url} after {wait:?}: {err}");
-                    if let Some(observer) = &self.on_retry.0 {
-                        // The deepest cause names what happened without the URL.
-                        let mut cause: &dyn std::error::Error = &err;
-                        while let Some(next) = cause.source() {
-                            cause = next;
-                        }
-                        observer(&RetryNotice {
-                            url: url.to_owned(),
-                            reason: cause
-                                .to_string()
-                                .lines()
-                                .next()
-                                .unwrap_or_default()
-                                .to_owned(),
-                            wait,
-                            attempt: attempt + 1,
-                            max: self.retry.max_retries,
-                        });
-                    }
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
-                }
+            let err = match self.get_document_once(url, target).await {
+                Err(err) if err.is_retryable() => err,
                 result => return result,
+            };
+            let Some(wait) = self.backoff(&mut state, &err) else {
+                return Err(err);
+            };
+            tracing::debug!("retrying {url} after {wait:?}: {err}");
+            if let Some(observer) = &self.on_retry.0 {
+                // The deepest cause names what happened without the URL.
+                let mut cause: &dyn std::error::Error = &err;
+                while let Some(next) = cause.source() {
+                    cause = next;
+                }
+                let reason = cause
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                observer(&state.notice(url, None, reason, wait));
             }
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -561,7 +554,7 @@ impl HubClient {
         url: &str,
         target: Option<&Target>,
     ) -> Result<(T, HeaderMap), HubError> {
-        let (body, headers) = self.get_document(url, target).await?;
+        let (body, headers) = self.get_page(url, target).await?;
         let value = serde_json::from_slice(&body).map_err(|err| HubError::InvalidResponse {
             url: url.to_owned(),
             detail: format!("invalid JSON: {err}"),
@@ -929,18 +922,6 @@ fn without_credentials(url: &str) -> String {
     }
 }
 
-/// Whether the error chain is rustls refusing the peer's certificate.
-fn is_certificate_error(err: &reqwest::Error) -> bool {
-    let mut source: Option<&dyn std::error::Error> = Some(err);
-    while let Some(err) = source {
-        if err.to_string().contains("invalid peer certificate") {
-            return true;
-        }
-        source = err.source();
-    }
-    false
-}
-
 /// Whether curl-style `no_proxy` exempts `host`.
 fn no_proxy_matches(no_proxy: &str, host: &str) -> bool {
     no_proxy.split(',').map(str::trim).any(|entry| {
@@ -978,20 +959,24 @@ impl HubClient {
 
     /// A transport error, naming the proxy when the connection went through
     /// one, or the certificate when TLS refused it.
-    pub fn transport_error(&self, url: &Url, source: reqwest::Error) -> HubError {
-        if source.is_connect() && is_certificate_error(&source) {
+    pub(crate) fn transport_error(&self, url: &Url, source: reqwest::Error) -> HubError {
+        let source = TransportError::new(source);
+        if source.kind() == TransportKind::Certificate {
             return HubError::Certificate {
                 url: url.to_string(),
-                source: source.without_url(),
+                source,
             };
         }
         match self.proxy_for(url) {
             Some(proxy) if source.is_connect() => HubError::Proxy {
                 url: url.to_string(),
                 proxy,
-                source: source.without_url(),
+                source,
             },
-            _ => HubError::transport(url.to_string(), source),
+            _ => HubError::Transport {
+                url: url.to_string(),
+                source,
+            },
         }
     }
 }

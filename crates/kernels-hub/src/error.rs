@@ -87,7 +87,7 @@ pub struct ErrorResponse {
 
 impl ErrorResponse {
     /// Collects status, headers and body of a failed response.
-    pub fn new(url: &str, status: u16, headers: &HeaderMap, body: &[u8]) -> Self {
+    pub(crate) fn new(url: &str, status: u16, headers: &HeaderMap, body: &[u8]) -> Self {
         let header = |name: &str| {
             headers
                 .get(name)
@@ -311,7 +311,7 @@ pub enum HubError {
         url: String,
         /// The underlying error.
         #[source]
-        source: reqwest::Error,
+        source: crate::TransportError,
     },
 
     /// The server's TLS certificate is not trusted (or invalid).
@@ -327,7 +327,7 @@ pub enum HubError {
         url: String,
         /// The underlying error.
         #[source]
-        source: reqwest::Error,
+        source: crate::TransportError,
     },
 
     /// The connection to the configured proxy failed (`HTTPS_PROXY`, …).
@@ -345,7 +345,7 @@ pub enum HubError {
         proxy: String,
         /// The underlying error.
         #[source]
-        source: reqwest::Error,
+        source: crate::TransportError,
     },
 
     /// No answer, or no body bytes, within a configured time.
@@ -436,10 +436,10 @@ impl HubError {
 
     /// A transport failure for `url`; the URL is kept once, in `url` (shown with
     /// a signed query removed), not again inside the reqwest error.
-    pub fn transport(url: impl Into<String>, source: reqwest::Error) -> Self {
+    pub(crate) fn transport(url: impl Into<String>, source: reqwest::Error) -> Self {
         HubError::Transport {
             url: url.into(),
-            source: source.without_url(),
+            source: crate::TransportError::new(source),
         }
     }
 
@@ -526,7 +526,7 @@ impl HubError {
         match self {
             // Redirect loops and unbuildable requests fail the same way every time.
             HubError::Transport { source, .. } | HubError::Proxy { source, .. } => {
-                !source.is_redirect() && !source.is_builder()
+                source.is_retryable()
             }
             HubError::Certificate { .. } => false,
             HubError::Timeout { .. } => true,
@@ -567,9 +567,7 @@ impl HubError {
             | HubError::Refused { response }
             | HubError::Server { response }
             | HubError::Status { response } => Some(response.status),
-            HubError::Transport { source, .. } | HubError::Proxy { source, .. } => {
-                source.status().map(|s| s.as_u16())
-            }
+            HubError::Transport { source, .. } | HubError::Proxy { source, .. } => source.status(),
             HubError::Certificate { .. } => None,
             HubError::Offline { .. }
             | HubError::Timeout { .. }

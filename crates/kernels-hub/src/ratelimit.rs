@@ -36,7 +36,7 @@ fn param(part: &str, name: &str) -> Option<u64> {
 impl RateLimit {
     /// Parses `RateLimit` (and `RateLimit-Policy`) from response headers; `None`
     /// without a well-formed `RateLimit`.
-    pub fn from_headers(headers: &HeaderMap) -> Option<RateLimit> {
+    pub(crate) fn from_headers(headers: &HeaderMap) -> Option<RateLimit> {
         let value = headers.get("ratelimit")?.to_str().ok()?;
         let mut parts = value.split(';').map(str::trim);
         let resource = parts.next()?.strip_prefix('"')?.strip_suffix('"')?;

@@ -1,5 +1,6 @@
-//! The one retry policy of the crate, used by the Hub API calls
-//! ([`crate::HubClient`]) and by file downloads (the install engine).
+//! The one retry policy of the crate, used by the Hub API calls and by file
+//! downloads ([`crate::HubClient::download_blob`]): one [`RetryState`] per
+//! request, one [`RetryNotice`] per retry.
 //!
 //! A failure is retried when [`crate::HubError::is_retryable`] says so
 //! (connection errors, timeouts, 408, 429, 500, 502, 503, 504), at most
@@ -79,6 +80,73 @@ impl RetryPolicy {
     }
 }
 
+/// The retries of one request (an API exchange, or one file download over
+/// all its attempts), as uv's `RetryState`: counts them against
+/// [`RetryPolicy::max_retries`] and says how long to wait before the next.
+#[derive(Debug, Clone)]
+pub struct RetryState {
+    policy: RetryPolicy,
+    retries: u32,
+}
+
+impl RetryState {
+    /// No retry made yet.
+    pub fn new(policy: RetryPolicy) -> Self {
+        RetryState { policy, retries: 0 }
+    }
+
+    /// Counts one more retry and returns the wait before it
+    /// ([`RetryPolicy::delay`], given the server's wait in seconds), or `None`
+    /// when the budget is spent.
+    pub fn next_wait(&mut self, retry_after: Option<u64>) -> Option<Duration> {
+        if self.retries >= self.policy.max_retries {
+            return None;
+        }
+        let wait = self.policy.delay(self.retries, retry_after);
+        self.retries += 1;
+        Some(wait)
+    }
+
+    /// The notice of the retry [`RetryState::next_wait`] just counted.
+    pub fn notice(
+        &self,
+        url: &str,
+        file: Option<String>,
+        reason: String,
+        wait: Duration,
+    ) -> RetryNotice {
+        RetryNotice {
+            url: url.to_owned(),
+            file,
+            reason,
+            wait,
+            attempt: self.retries,
+            max: self.policy.max_retries,
+        }
+    }
+}
+
+/// A request that failed transiently and is about to be tried again: the one
+/// retry event, for API calls (passed to the observer of
+/// [`crate::HubClient::with_retry_observer`]) and file downloads (passed to
+/// [`crate::BlobSink::retry`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryNotice {
+    /// The request URL.
+    pub url: String,
+    /// The file being downloaded, as `owner/name: path`; `None` for an API call.
+    pub file: Option<String>,
+    /// Why the attempt failed, one line: the deepest cause for an API call
+    /// (the URL is named elsewhere), the error's first line for a file.
+    pub reason: String,
+    /// The pause before the next attempt.
+    pub wait: Duration,
+    /// The number of the retry about to happen (1-based).
+    pub attempt: u32,
+    /// Retries allowed in all.
+    pub max: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +170,18 @@ mod tests {
             let d = p.delay(retry, None);
             assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?}");
         }
+    }
+
+    #[test]
+    fn state_counts_retries_up_to_the_budget() {
+        let mut p = policy();
+        p.max_retries = 2;
+        let mut state = RetryState::new(p);
+        assert_eq!(state.next_wait(Some(1)), Some(Duration::from_secs(1)));
+        let notice = state.notice("http://h/x", None, "reset".into(), Duration::from_secs(1));
+        assert_eq!((notice.attempt, notice.max), (1, 2));
+        assert!(state.next_wait(None).is_some());
+        assert_eq!(state.next_wait(None), None);
     }
 
     #[test]

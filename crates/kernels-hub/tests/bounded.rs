@@ -147,7 +147,7 @@ async fn redirect_loop_ends() {
     .await;
     let client = client(&hub.base, None);
     let err = client
-        .send(client.get(&format!("{}/a", hub.base)).unwrap(), None)
+        .get_document(&format!("{}/a", hub.base), None)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("redirect loop"), "{err}");
@@ -174,7 +174,7 @@ async fn server_text_is_escaped_and_signed_urls_redacted() {
     .await;
     let client = client(&hub.base, None);
     let err = client
-        .send(client.get(&format!("{}/x", hub.base)).unwrap(), None)
+        .get_document(&format!("{}/x", hub.base), None)
         .await
         .unwrap_err();
     let text = err.to_string();

@@ -1,0 +1,711 @@
+//! The download engine: per kernel the zero-request check of a complete
+//! cache (`warm`), else the listing and plan, then every missing blob fetched
+//! ([`super::fetch`]), linked, and the variant hash recomputed; offline, the
+//! cache is verified instead.
+
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use tokio::sync::Semaphore;
+
+use kernels_cache::HubCache;
+use kernels_hub::HubClient;
+
+use super::error::DownloadError;
+use super::fetch::{Fetched, Source, ensure_blob};
+use super::options::DownloadOptions;
+use super::plan::{self, KernelPlan, PlannedFile, plan_kernel};
+use super::report::{DownloadSummary, KernelFailure, KernelReport};
+use super::reporter::{PlannedKernel, Reporter};
+use super::verify::verify_kernels;
+use super::version::{cached_version, version_at};
+use super::warm;
+use crate::lock::format::LockedKernel;
+use crate::variant::VariantSelection;
+
+/// Downloads every kernel of `kernels` into `cache`; see the module docs.
+///
+/// Never stops at the first failure: each kernel ends up in
+/// [`DownloadSummary::done`] or [`DownloadSummary::failed`] (in input order).
+/// Status lines go through `progress`.
+pub async fn download(
+    client: &HubClient,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    progress: &dyn Reporter,
+) -> DownloadSummary {
+    // Offline, the run is a check and writes nothing (refs included).
+    let mut summary = if client.is_offline() {
+        verify_offline(cache, kernels, options, progress).await
+    } else {
+        let summary = download_online(client, cache, kernels, options, progress).await;
+        for report in &summary.done {
+            record_refs(cache, options, report);
+        }
+        summary
+    };
+    summary.warnings = cache.take_warnings();
+    summary
+}
+
+/// Writes the `refs/<name>` files of a finished kernel: the refs it was
+/// locked from and the version its line names (a release tag at the commit,
+/// so that a later run finds it without a request). A cache that cannot be
+/// written keeps what it has (a read-only cache stays untouched).
+fn record_refs(cache: &HubCache, options: &DownloadOptions, report: &KernelReport) {
+    let repo = cache.repo(&report.repo_id, options.repo_type);
+    let names = options
+        .refs
+        .iter()
+        .filter(|r| r.repo_id == report.repo_id && r.commit == report.commit)
+        .map(|r| r.name.as_str())
+        .chain(report.version.as_deref());
+    for name in names {
+        if repo.read_ref(name).as_deref() == Some(report.commit.as_str()) {
+            continue;
+        }
+        if let Err(err) = repo.write_ref(name, &report.commit) {
+            tracing::warn!("{}: cannot record refs/{name}: {err}", report.repo_id);
+        }
+    }
+}
+
+/// One kernel of an online run before its files are fetched: complete in the
+/// cache already, or listed and planned.
+enum Step {
+    /// Every selected variant is in the cache and verified; no request needed.
+    Warm(warm::Warm),
+    /// The listing and plan, or why they failed.
+    Listed(Result<Prepared, DownloadError>),
+}
+
+/// One kernel after listing: its plan and what is already in place.
+struct Prepared {
+    plan: KernelPlan,
+    /// The version tag or branch the Hub's refs name at the commit, looked up
+    /// with the listing when the lock names none.
+    version: Option<String>,
+    /// Per distinct blob: digest, the paths it backs, and whether each path
+    /// is already in place (a verified link or a verified copy).
+    blobs: Vec<(kernels_types::BlobId, Vec<(String, bool)>)>,
+}
+
+impl Prepared {
+    fn missing_paths(&self) -> impl Iterator<Item = &str> {
+        self.blobs
+            .iter()
+            .flat_map(|(_, paths)| paths.iter().filter(|(_, ok)| !ok).map(|(p, _)| p.as_str()))
+    }
+}
+
+async fn prepare(
+    client: &HubClient,
+    cache: &HubCache,
+    kernel: &LockedKernel,
+    options: &DownloadOptions,
+    progress: &dyn Reporter,
+) -> Result<Prepared, DownloadError> {
+    let repo = cache.repo(&kernel.repo_id, options.repo_type);
+    let label = plan::label(&kernel.repo_id, &kernel.commit);
+    tracing::debug!("{label}: listing the files of the locked commit");
+    let listing = client.list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true);
+    // The version, for the kernel's line: best effort, in parallel with the
+    // listing, only when the lock or pyproject.toml names no ref.
+    let version = async {
+        if options.locked_ref(kernel).is_some() {
+            return None;
+        }
+        let refs = client
+            .list_refs(options.repo_type, &kernel.repo_id)
+            .await
+            .ok()?;
+        version_at(
+            refs.tags
+                .iter()
+                .chain(&refs.branches)
+                .filter(|r| r.target_commit.eq_ignore_ascii_case(&kernel.commit))
+                .map(|r| r.name.as_str()),
+        )
+    };
+    let (entries, version) = tokio::join!(listing, version);
+    let entries = entries?;
+    report_warnings(kernel, &entries, &options.selection, progress);
+    let plan = plan_kernel(kernel, &entries, &options.selection)?;
+    let commit = kernel.commit.clone();
+    let blob_list: Vec<_> = plan.blobs().into_values().collect();
+    let blobs = tokio::task::spawn_blocking(move || {
+        blob_list
+            .into_iter()
+            .map(|(digest, paths)| {
+                let placed = paths
+                    .into_iter()
+                    .map(|path| {
+                        let ok = matches!(
+                            repo.placement(&commit, &path, &digest),
+                            Ok(kernels_cache::Placement::Linked | kernels_cache::Placement::Copied)
+                        );
+                        (path, ok)
+                    })
+                    .collect();
+                (digest, placed)
+            })
+            .collect()
+    })
+    .await
+    .map_err(|err| DownloadError::Internal(format!("cache check failed: {err}")))?;
+    Ok(Prepared {
+        plan,
+        version,
+        blobs,
+    })
+}
+
+/// Bytes still to fetch for `prepared`: blobs neither in place nor in
+/// `blobs/`, less what their `.incomplete` files already hold.
+fn bytes_to_fetch(repo: &kernels_cache::RepoCache, prepared: &Prepared) -> u64 {
+    prepared
+        .blobs
+        .iter()
+        .filter(|(_, paths)| paths.iter().any(|(_, ok)| !ok))
+        .filter(|(digest, _)| !repo.blob_matches(digest).unwrap_or(false))
+        .map(|(digest, _)| {
+            let partial = fs_err::symlink_metadata(repo.incomplete_path(&digest.etag()))
+                .map_or(0, |m| m.len());
+            digest.size.saturating_sub(partial)
+        })
+        .sum()
+}
+
+/// The online run: list what is not complete in the cache, check the run as
+/// a whole (writable cache, free space), then fetch every kernel.
+async fn download_online(
+    client: &HubClient,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    progress: &dyn Reporter,
+) -> DownloadSummary {
+    progress.start(kernels.len());
+    let steps = list_kernels(client, cache, kernels, options, progress).await;
+    let mut summary = DownloadSummary {
+        blocked: check_run(cache, kernels, &steps, options),
+        ..DownloadSummary::default()
+    };
+    if summary.blocked.is_some() {
+        for (kernel, step) in kernels.iter().zip(steps) {
+            if let Step::Listed(Err(error)) = step {
+                summary.failed.push(KernelFailure::new(kernel, error));
+            }
+        }
+        progress.finish();
+        return summary;
+    }
+    let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    let run = &Run {
+        client,
+        cache,
+        options,
+        permits: &permits,
+        progress,
+    };
+    let results = join_all(kernels.iter().zip(steps).map(|(kernel, step)| async move {
+        let result = run.finish_kernel(kernel, step).await;
+        if let Ok(report) = &result {
+            progress.kernel_done(report);
+        }
+        (kernel, result)
+    }))
+    .await;
+    progress.finish();
+    for (kernel, result) in results {
+        match result {
+            Ok(report) => summary.done.push(report),
+            Err(error) => summary.failed.push(KernelFailure::new(kernel, error)),
+        }
+    }
+    summary
+}
+
+/// Per kernel: complete in the cache already (a variant-hash lock says what
+/// must be on disk; unless `--refresh`), else listed and planned.
+async fn list_kernels(
+    client: &HubClient,
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    progress: &dyn Reporter,
+) -> Vec<Step> {
+    let warm = if options.refresh {
+        kernels.iter().map(|_| None).collect()
+    } else {
+        warm::check(cache, kernels, options.repo_type, &options.selection).await
+    };
+    join_all(kernels.iter().zip(warm).map(|(kernel, warm)| async move {
+        match warm {
+            Some(warm) => Step::Warm(warm),
+            None => Step::Listed(prepare(client, cache, kernel, options, progress).await),
+        }
+    }))
+    .await
+}
+
+/// The checks for the whole run before any byte is fetched: files are
+/// missing from a cache that cannot be written, or there is not enough free
+/// space for what must be fetched.
+fn check_run(
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    steps: &[Step],
+    options: &DownloadOptions,
+) -> Option<DownloadError> {
+    let mut missing = Vec::new();
+    let mut needed = 0;
+    for (kernel, step) in kernels.iter().zip(steps) {
+        if let Step::Listed(Ok(prepared)) = step {
+            let label = plan::label(&kernel.repo_id, &kernel.commit);
+            missing.extend(prepared.missing_paths().map(|p| format!("{label}: {p}")));
+            needed += bytes_to_fetch(&cache.repo(&kernel.repo_id, options.repo_type), prepared);
+        }
+    }
+    if !missing.is_empty() && !cache.is_writable() {
+        return Some(DownloadError::ReadOnly {
+            dir: cache.root().to_owned(),
+            missing,
+        });
+    }
+    match cache.free_space() {
+        Some(available) if needed > available => Some(DownloadError::NoSpace {
+            dir: cache.root().to_owned(),
+            needed,
+            available,
+        }),
+        _ => None,
+    }
+}
+
+/// What every kernel of one online run shares.
+struct Run<'a> {
+    client: &'a HubClient,
+    cache: &'a HubCache,
+    options: &'a DownloadOptions,
+    /// Files fetched at once, over all kernels.
+    permits: &'a Semaphore,
+    progress: &'a dyn Reporter,
+}
+
+/// The blobs of one kernel that were fetched.
+#[derive(Debug, Default)]
+struct Tally {
+    bytes: u64,
+    blobs: usize,
+}
+
+impl Run<'_> {
+    /// The report of one kernel: from the cache when it was complete, else
+    /// after fetching what its plan needs.
+    async fn finish_kernel(
+        &self,
+        kernel: &LockedKernel,
+        step: Step,
+    ) -> Result<KernelReport, DownloadError> {
+        match step {
+            Step::Warm(warm) => {
+                for warning in &warm.warnings {
+                    self.progress.warning(warning);
+                }
+                let mut report = KernelReport::from_verification(&warm.check);
+                report.version = cached_version(self.cache, self.options, kernel);
+                Ok(report)
+            }
+            Step::Listed(Ok(prepared)) => {
+                let version = self
+                    .options
+                    .locked_ref(kernel)
+                    .map(str::to_owned)
+                    .or_else(|| prepared.version.clone());
+                let report = self.download_kernel(kernel, prepared).await?;
+                Ok(KernelReport { version, ..report })
+            }
+            Step::Listed(Err(err)) => Err(err),
+        }
+    }
+
+    /// Fetches and links every blob of a planned kernel, then recomputes the
+    /// hash of each variant a variant-hash lock pins.
+    async fn download_kernel(
+        &self,
+        kernel: &LockedKernel,
+        prepared: Prepared,
+    ) -> Result<KernelReport, DownloadError> {
+        let repo = self.cache.repo(&kernel.repo_id, self.options.repo_type);
+        let label = plan::label(&kernel.repo_id, &kernel.commit);
+        let Prepared { plan, blobs, .. } = prepared;
+        let variants: Vec<String> = plan.variants.keys().cloned().collect();
+        tracing::debug!(
+            "{label}: {} file(s), {} blob(s) in variant(s) {}",
+            plan.file_count(),
+            blobs.len(),
+            variants.join(", ")
+        );
+        self.progress.kernel_planned(&PlannedKernel {
+            repo_id: kernel.repo_id.clone(),
+            commit: kernel.commit.clone(),
+            variants: variants.clone(),
+            files: plan.file_count(),
+            bytes: plan.total_bytes(),
+        });
+        let outcomes = join_all(
+            blobs
+                .iter()
+                .map(|(digest, paths)| self.place_blob(&repo, kernel, digest, paths)),
+        )
+        .await;
+        let mut tally = Tally::default();
+        for outcome in outcomes {
+            if let Fetched::Downloaded { bytes } = outcome? {
+                tally.bytes += bytes;
+                tally.blobs += 1;
+            }
+        }
+        if let Some(hashes) = &kernel.variants {
+            for (variant, files) in &plan.variants {
+                let locked =
+                    hashes
+                        .get(variant)
+                        .ok_or_else(|| DownloadError::VariantNotLocked {
+                            repo_id: kernel.repo_id.clone(),
+                            commit: kernel.commit.clone(),
+                            variant: variant.clone(),
+                        })?;
+                verify_variant(&repo, kernel, variant, files, locked)?;
+            }
+        }
+        Ok(KernelReport {
+            repo_id: kernel.repo_id.clone(),
+            commit: kernel.commit.clone(),
+            variants,
+            files: plan.file_count(),
+            bytes: plan.total_bytes(),
+            fetched_bytes: tally.bytes,
+            fetched_blobs: tally.blobs,
+            version: None,
+        })
+    }
+
+    /// Puts one blob in place for every path it backs: fetched (under a
+    /// permit) unless every path is in place already, then linked (or
+    /// copied; without symlinks a new blob is moved into the last path that
+    /// needs it).
+    async fn place_blob(
+        &self,
+        repo: &kernels_cache::RepoCache,
+        kernel: &LockedKernel,
+        digest: &kernels_types::BlobId,
+        paths: &[(String, bool)],
+    ) -> Result<Fetched, DownloadError> {
+        let count = paths.len() as u64;
+        if paths.iter().all(|(_, ok)| *ok) {
+            // Everything in place (links or verified copies): no lock, no write.
+            self.progress.cached(digest.size * count);
+            return Ok(Fetched::Cached);
+        }
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|err| DownloadError::Internal(err.to_string()))?;
+        let source = Source {
+            client: self.client,
+            repo_type: self.options.repo_type,
+            repo_id: &kernel.repo_id,
+            commit: &kernel.commit,
+            path: &paths[0].0,
+        };
+        let fetched = ensure_blob(repo, digest, &source, self.progress).await?;
+        match &fetched {
+            Fetched::Cached => tracing::debug!("{}: cached and verified", paths[0].0),
+            Fetched::Downloaded { bytes } => {
+                tracing::debug!("{}: downloaded {bytes} bytes, verified", paths[0].0);
+            }
+        }
+        let todo: Vec<&str> = paths
+            .iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(p, _)| p.as_str())
+            .collect();
+        let new_blob = matches!(fetched, Fetched::Downloaded { .. });
+        for (i, path) in todo.iter().enumerate() {
+            let last = i + 1 == todo.len();
+            repo.place(&kernel.commit, path, &digest.etag(), new_blob && last)?;
+        }
+        let shown = if new_blob { count - 1 } else { count };
+        self.progress.cached(digest.size * shown);
+        Ok(fetched)
+    }
+}
+
+/// Passes what choosing among the listed variants of `kernel` warns about to
+/// `reporter`.
+pub(crate) fn report_warnings(
+    kernel: &LockedKernel,
+    entries: &[kernels_types::wire::TreeEntry],
+    selection: &VariantSelection,
+    reporter: &dyn Reporter,
+) {
+    let available = plan::available_variants(entries);
+    for warning in selection.warnings(&kernel.repo_id, &kernel.commit, &available) {
+        reporter.warning(&warning);
+    }
+}
+
+/// The offline run: every kernel is checked in the cache by
+/// [`verify_kernels`]; a kernel with any problem fails with
+/// [`DownloadError::NotCached`] listing them all.
+async fn verify_offline(
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    progress: &dyn Reporter,
+) -> DownloadSummary {
+    let (cache_owned, kernels_owned, repo_type, selection) = (
+        cache.clone(),
+        kernels.to_vec(),
+        options.repo_type,
+        options.selection.clone(),
+    );
+    let checks = tokio::task::spawn_blocking(move || {
+        verify_kernels(&cache_owned, repo_type, &kernels_owned, &selection)
+    })
+    .await;
+    let mut summary = DownloadSummary::default();
+    let checks = match checks {
+        Ok(checks) => checks,
+        Err(err) => {
+            summary.failed = kernels
+                .iter()
+                .map(|kernel| {
+                    let error = DownloadError::Internal(format!("verification task failed: {err}"));
+                    KernelFailure::new(kernel, error)
+                })
+                .collect();
+            return summary;
+        }
+    };
+    for warning in checks.iter().flat_map(|check| &check.warnings) {
+        progress.warning(warning);
+    }
+    for check in checks {
+        if check.is_ok() {
+            let mut report = KernelReport::from_verification(&check);
+            if let Some(kernel) = kernels
+                .iter()
+                .find(|k| k.repo_id == report.repo_id && k.commit == report.commit)
+            {
+                report.version = cached_version(cache, options, kernel);
+            }
+            progress.kernel_done(&report);
+            summary.done.push(report);
+        } else {
+            summary.failed.push(KernelFailure::not_cached(check));
+        }
+    }
+    progress.finish();
+    summary
+}
+
+/// Recomputes a variant's `git_lfs_concat` hash from what the snapshot links
+/// point at (each blob name is its verified digest) and compares it with the lock.
+fn verify_variant(
+    repo: &kernels_cache::RepoCache,
+    kernel: &LockedKernel,
+    variant: &str,
+    files: &[PlannedFile],
+    locked: &str,
+) -> Result<(), DownloadError> {
+    let mut linked = Vec::with_capacity(files.len());
+    for file in files {
+        let current = || {
+            repo.linked_etag(&kernel.commit, &file.path)
+                .filter(|etag| repo.blob_path(etag).is_file())
+        };
+        // `huggingface_hub` replaces a link by removing it first; if another
+        // process is doing that right now, put ours back (the blob is in place).
+        // A verified copy (copy mode, `cp -rL`) stands for its planned digest.
+        let copied = || {
+            matches!(
+                repo.placement(&kernel.commit, &file.path, &file.digest),
+                Ok(kernels_cache::Placement::Copied)
+            )
+            .then(|| file.digest.etag())
+        };
+        let etag = current()
+            .or_else(copied)
+            .or_else(|| {
+                repo.link(&kernel.commit, &file.path, &file.digest.etag())
+                    .ok()?;
+                current()
+            })
+            .ok_or_else(|| DownloadError::VariantMismatch {
+                repo_id: kernel.repo_id.clone(),
+                commit: kernel.commit.clone(),
+                variant: variant.to_owned(),
+                locked: locked.to_owned(),
+                actual: format!("(`{}` is not linked to a blob)", file.path),
+            })?;
+        let digest = kernels_types::Digest::from_etag(&etag).map_err(|_| {
+            DownloadError::VariantMismatch {
+                repo_id: kernel.repo_id.clone(),
+                commit: kernel.commit.clone(),
+                variant: variant.to_owned(),
+                locked: locked.to_owned(),
+                actual: format!(
+                    "(`{}` links to `{etag}`, which is not a blob name)",
+                    file.path
+                ),
+            }
+        })?;
+        linked.push(PlannedFile {
+            path: file.path.clone(),
+            digest: kernels_types::BlobId {
+                digest,
+                size: file.digest.size,
+            },
+        });
+    }
+    let actual = plan::variant_hash(variant, &linked);
+    if actual != locked {
+        return Err(DownloadError::VariantMismatch {
+            repo_id: kernel.repo_id.clone(),
+            commit: kernel.commit.clone(),
+            variant: variant.to_owned(),
+            locked: locked.to_owned(),
+            actual,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::options::KernelRef;
+    use kernels_cache::RepoCache;
+    use kernels_types::wire::RepoType;
+    use kernels_types::{BlobId, DigestKind, Hasher};
+
+    const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    fn kernel(variants: Option<(&str, String)>) -> LockedKernel {
+        LockedKernel {
+            repo_id: "acme/relu".parse().unwrap(),
+            commit: COMMIT.into(),
+            variants: variants.map(|(v, h)| [(v.to_owned(), h)].into_iter().collect()),
+        }
+    }
+
+    fn options(refs: Vec<KernelRef>) -> DownloadOptions {
+        DownloadOptions {
+            repo_type: RepoType::Kernel,
+            selection: VariantSelection::All,
+            concurrency: 1,
+            refs,
+            refresh: false,
+        }
+    }
+
+    fn blob_id(content: &[u8]) -> BlobId {
+        let mut h = Hasher::new(DigestKind::Sha256, content.len() as u64);
+        h.update(content);
+        BlobId {
+            digest: h.finish(),
+            size: content.len() as u64,
+        }
+    }
+
+    /// Puts `content` in `blobs/` and links `path` of the commit to it.
+    fn put(repo: &RepoCache, path: &str, content: &[u8]) -> PlannedFile {
+        let digest = blob_id(content);
+        fs_err::create_dir_all(repo.blobs_dir()).unwrap();
+        fs_err::write(repo.blob_path(&digest.etag()), content).unwrap();
+        repo.link(COMMIT, path, &digest.etag()).unwrap();
+        PlannedFile {
+            path: path.to_owned(),
+            digest,
+        }
+    }
+
+    #[test]
+    fn the_variant_hash_is_recomputed_from_the_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = HubCache::new(dir.path());
+        let repo = cache.repo(&"acme/relu".parse().unwrap(), RepoType::Kernel);
+        let files = vec![put(&repo, "build/torch-cpu/relu/__init__.py", b"x = 1\n")];
+        let locked = plan::variant_hash("torch-cpu", &files);
+        let kernel = kernel(Some(("torch-cpu", locked.clone())));
+        verify_variant(&repo, &kernel, "torch-cpu", &files, &locked).unwrap();
+        let err = verify_variant(&repo, &kernel, "torch-cpu", &files, "sha256-0").unwrap_err();
+        assert!(
+            matches!(&err, DownloadError::VariantMismatch { actual, .. } if *actual == locked),
+            "{err}"
+        );
+        // A planned file without a link (and no blob to link) is named.
+        let absent = PlannedFile {
+            path: "build/torch-cpu/relu/_ops.py".into(),
+            digest: blob_id(b"missing"),
+        };
+        let err = verify_variant(&repo, &kernel, "torch-cpu", &[absent], &locked).unwrap_err();
+        assert!(err.to_string().contains("is not linked to a blob"), "{err}");
+    }
+
+    #[test]
+    fn partial_downloads_count_against_the_bytes_to_fetch() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = HubCache::new(dir.path());
+        let repo = cache.repo(&"acme/relu".parse().unwrap(), RepoType::Kernel);
+        let placed = put(&repo, "build/torch-cpu/a.py", b"placed");
+        let missing = blob_id(b"0123456789");
+        let partial = blob_id(b"abcdefghij");
+        fs_err::write(repo.incomplete_path(&partial.etag()), b"abcd").unwrap();
+        let prepared = Prepared {
+            plan: KernelPlan {
+                variants: Default::default(),
+            },
+            version: None,
+            blobs: vec![
+                (placed.digest, vec![(placed.path.clone(), true)]),
+                (missing, vec![("build/torch-cpu/b.py".into(), false)]),
+                (partial, vec![("build/torch-cpu/c.py".into(), false)]),
+            ],
+        };
+        assert_eq!(bytes_to_fetch(&repo, &prepared), 10 + 6);
+        let paths: Vec<&str> = prepared.missing_paths().collect();
+        assert_eq!(paths, ["build/torch-cpu/b.py", "build/torch-cpu/c.py"]);
+    }
+
+    #[test]
+    fn finished_kernels_record_their_refs_and_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = HubCache::new(dir.path());
+        let kernel = kernel(None);
+        let locked = KernelRef {
+            repo_id: kernel.repo_id.clone(),
+            commit: COMMIT.into(),
+            name: "v1".into(),
+        };
+        let report = KernelReport {
+            repo_id: kernel.repo_id.clone(),
+            commit: COMMIT.into(),
+            variants: Vec::new(),
+            files: 0,
+            bytes: 0,
+            fetched_bytes: 0,
+            fetched_blobs: 0,
+            version: Some("v1.2.0".into()),
+        };
+        record_refs(&cache, &options(vec![locked]), &report);
+        let repo = cache.repo(&kernel.repo_id, RepoType::Kernel);
+        assert_eq!(repo.read_ref("v1").as_deref(), Some(COMMIT));
+        assert_eq!(repo.read_ref("v1.2.0").as_deref(), Some(COMMIT));
+    }
+}

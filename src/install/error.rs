@@ -1,0 +1,249 @@
+//! The one error type of `install/` ([`DownloadError`]): every module of the
+//! engine (plan, fetch, verify, explain) returns it, and imports it from here.
+
+use kernels_cache::CacheError;
+use kernels_hub::HubError;
+use kernels_types::repo_id::RepoId;
+
+use super::verify::Problem;
+use crate::variant::VariantError;
+
+/// Why one kernel could not be downloaded.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum DownloadError {
+    /// A Hub request failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Hub(#[from] HubError),
+
+    /// Writing or verifying the cache failed (including content mismatches).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Cache(#[from] CacheError),
+
+    /// Variant selection failed for this kernel.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Variant(#[from] VariantError),
+
+    /// A tree entry lacks a usable digest.
+    #[error("the Hub listing of {repo_id}@{commit} has no valid digest for `{path}`")]
+    #[diagnostic(
+        code(kernels::download::invalid_listing),
+        help("the server's tree listing is malformed; report it to the mirror's operator")
+    )]
+    InvalidListing {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// Repo path of the entry.
+        path: String,
+    },
+
+    /// A listing names a path that could leave the snapshot or is otherwise
+    /// unusable ([`kernels_types::repo_path`]); refused before any file request.
+    #[error(
+        "the Hub listing of {repo_id}@{commit} has an unsafe path `{}`: {reason}",
+        kernels_types::text::escape(path)
+    )]
+    #[diagnostic(
+        code(kernels::download::unsafe_path),
+        help(
+            "nothing was downloaded; the server's listing is malformed or hostile, report it to the mirror's operator"
+        )
+    )]
+    UnsafePath {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// The refused path, as listed.
+        path: String,
+        /// What is wrong with it.
+        reason: kernels_types::repo_path::RepoPathError,
+    },
+
+    /// A variant the lock pins is not in the Hub listing of the locked commit.
+    #[error(
+        "variant `{variant}` of {repo_id}@{commit} is in kernels.lock but not in the Hub listing of that commit (listed: {})",
+        if listed.is_empty() { "none".to_owned() } else { listed.join(", ") }
+    )]
+    #[diagnostic(
+        code(kernels::download::locked_variant_not_listed),
+        help(
+            "the server's listing is incomplete or the lock does not belong to this repository; check the mirror, or regenerate the lock with `kernels lock`"
+        )
+    )]
+    LockedVariantNotListed {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// The variant.
+        variant: String,
+        /// Variants the listing has.
+        listed: Vec<String>,
+    },
+
+    /// Files are missing and the cache cannot be written.
+    #[error(
+        "the cache {} is not writable and {} file(s) are missing from it: {}{}",
+        dir.display(), missing.len(),
+        missing.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+        if missing.len() > 5 { ", …" } else { "" }
+    )]
+    #[diagnostic(
+        code(kernels::download::read_only),
+        help(
+            "download into a writable cache first (set KERNELS_CACHE), or make this one writable"
+        )
+    )]
+    ReadOnly {
+        /// The cache directory.
+        dir: std::path::PathBuf,
+        /// `owner/name@commit: path` of each missing file.
+        missing: Vec<String>,
+    },
+
+    /// Not enough free space for what must be fetched.
+    #[error(
+        "not enough disk space in {}: {} byte(s) to download, {} byte(s) free",
+        dir.display(), needed, available
+    )]
+    #[diagnostic(
+        code(kernels::download::no_space),
+        help(
+            "free space (`kernels cache prune` removes leftovers and unreferenced blobs) or move the cache (`--cache-dir` or KERNELS_CACHE)"
+        )
+    )]
+    NoSpace {
+        /// The cache directory.
+        dir: std::path::PathBuf,
+        /// Bytes to fetch.
+        needed: u64,
+        /// Bytes free on its file system.
+        available: u64,
+    },
+
+    /// A selected variant has no hash in a variant-hash lock.
+    #[error("kernels.lock has no hash for variant `{variant}` of {repo_id}@{commit}")]
+    #[diagnostic(
+        code(kernels::download::variant_not_locked),
+        help(
+            "run `kernels lock` to refresh the lock, or pick locked variants with `--variant NAME`"
+        )
+    )]
+    VariantNotLocked {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// The variant.
+        variant: String,
+    },
+
+    /// The Hub listing of a variant does not hash to the lock's value.
+    #[error(
+        "variant `{variant}` of {repo_id}@{commit}: kernels.lock has {locked}, but the Hub listing hashes to {listed}"
+    )]
+    #[diagnostic(
+        code(kernels::download::listing_mismatch),
+        help("the lock does not describe this commit's files; regenerate it with `kernels lock`")
+    )]
+    ListingMismatch {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// The variant.
+        variant: String,
+        /// Hash in the lock.
+        locked: String,
+        /// Hash of the listed files.
+        listed: String,
+    },
+
+    /// After download, the variant's files do not hash to the lock's value.
+    #[error(
+        "variant `{variant}` of {repo_id}@{commit}: kernels.lock has {locked}, but the downloaded files hash to {actual}"
+    )]
+    #[diagnostic(
+        code(kernels::download::variant_mismatch),
+        help("the cache snapshot does not match the lock; run `kernels download` again")
+    )]
+    VariantMismatch {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// The variant.
+        variant: String,
+        /// Hash in the lock.
+        locked: String,
+        /// Hash recomputed from the cache.
+        actual: String,
+    },
+
+    /// Offline mode and the cache does not hold every selected file, verified.
+    #[error(
+        "{}@{} cannot be used offline (--offline or HF_HUB_OFFLINE):{}",
+        repo_id, kernels_types::commit::short(commit), problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
+    )]
+    #[diagnostic(
+        code(kernels::download::not_cached),
+        help("run `kernels download` without --offline and with HF_HUB_OFFLINE unset to fetch it")
+    )]
+    NotCached {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: String,
+        /// What is missing or wrong, as `kernels verify` reports it.
+        problems: Vec<Problem>,
+    },
+
+    /// A bug or runtime failure (a worker task died).
+    #[error("internal error: {0}")]
+    #[diagnostic(code(kernels::download::internal))]
+    Internal(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_offline_failure_lists_every_problem() {
+        let err = DownloadError::NotCached {
+            repo_id: "acme/relu".parse().unwrap(),
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            problems: vec![
+                Problem::MissingVariant {
+                    variant: "torch-cuda".into(),
+                },
+                Problem::MissingVariant {
+                    variant: "torch-cpu".into(),
+                },
+            ],
+        };
+        assert_eq!(
+            err.to_string(),
+            "acme/relu@0123456 cannot be used offline (--offline or HF_HUB_OFFLINE):\n  \
+             - variant `torch-cuda` is not in the cache\n  \
+             - variant `torch-cpu` is not in the cache"
+        );
+    }
+
+    #[test]
+    fn a_read_only_cache_names_five_missing_files_at_most() {
+        let err = DownloadError::ReadOnly {
+            dir: "/ro".into(),
+            missing: (1..=7).map(|i| format!("f{i}")).collect(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "the cache /ro is not writable and 7 file(s) are missing from it: f1, f2, f3, f4, f5, …"
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! How a download run is asked for: [`DownloadOptions`] (repository type,
+//! variant selection, concurrency, refs to record).
+
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::RepoType;
+
+use crate::lock::format::LockedKernel;
+use crate::variant::VariantSelection;
+
+/// Default number of files fetched at the same time (`--concurrency`).
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// What to download and how.
+#[derive(Debug, Clone)]
+pub struct DownloadOptions {
+    /// Repository type: decides the API and resolve URLs and the cache prefix
+    /// (`kernels--` or `models--`).
+    pub repo_type: RepoType,
+    /// Variant selection applied to every kernel.
+    pub selection: VariantSelection,
+    /// Maximum number of files fetched at once over all kernels (at least 1).
+    pub concurrency: usize,
+    /// Ref names to record per `(repo, commit)` once the kernel is in the
+    /// cache (`refs/<name>`: the branch or tag the entry was resolved from,
+    /// such as `v2` for `version = 2`), so that a runtime resolves them offline.
+    pub refs: Vec<KernelRef>,
+    /// List every kernel on the Hub even when a variant-hash lock and the
+    /// cache already show it complete (`--refresh`); otherwise such kernels
+    /// cost no request.
+    pub refresh: bool,
+}
+
+/// One `refs/<name>` to record for a locked kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelRef {
+    /// Hub repository.
+    pub repo_id: RepoId,
+    /// Locked commit.
+    pub commit: String,
+    /// Branch or tag name.
+    pub name: String,
+}
+
+impl DownloadOptions {
+    /// The ref `kernel` was locked from, per [`DownloadOptions::refs`].
+    pub(crate) fn locked_ref(&self, kernel: &LockedKernel) -> Option<&str> {
+        self.refs
+            .iter()
+            .find(|r| r.repo_id == kernel.repo_id && r.commit.eq_ignore_ascii_case(&kernel.commit))
+            .map(|r| r.name.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_locked_ref_matches_the_commit_in_any_case() {
+        let kernel = LockedKernel {
+            repo_id: "acme/relu".parse().unwrap(),
+            commit: "abcdef0123456789abcdef0123456789abcdef01".into(),
+            variants: None,
+        };
+        let at = |repo: &str, commit: String| KernelRef {
+            repo_id: repo.parse().unwrap(),
+            commit,
+            name: format!("{repo}-ref"),
+        };
+        let options = DownloadOptions {
+            repo_type: RepoType::Kernel,
+            selection: VariantSelection::All,
+            concurrency: DEFAULT_CONCURRENCY,
+            refs: vec![
+                at("acme/other", kernel.commit.clone()),
+                at("acme/relu", "f".repeat(40)),
+                at("acme/relu", kernel.commit.to_ascii_uppercase()),
+            ],
+            refresh: false,
+        };
+        assert_eq!(options.locked_ref(&kernel), Some("acme/relu-ref"));
+        let none = DownloadOptions {
+            refs: Vec::new(),
+            ..options
+        };
+        assert_eq!(none.locked_ref(&kernel), None);
+    }
+}
