@@ -12,7 +12,6 @@ use crate::lock::manifest::Manifest;
 use crate::lock::requirement::Requirement;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
-use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
 
 /// The `schema` of `kernels download --explain --format json`
@@ -137,7 +136,7 @@ pub fn print_text(kernel: &KernelExplanation, rejected: Option<usize>) {
     } else {
         kernel.chosen.join(", ")
     };
-    println!("{}@{}: {chosen}", kernel.repo_id, short(&kernel.commit));
+    println!("{}@{}: {chosen}", kernel.repo_id, kernel.commit.short());
     let others: Vec<_> = kernel.variants.iter().filter(|v| !v.chosen).collect();
     let shown = rejected.unwrap_or(others.len()).min(others.len());
     for v in &others[..shown] {
@@ -160,7 +159,7 @@ pub fn print_text(kernel: &KernelExplanation, rejected: Option<usize>) {
                 println!(
                     "    {} ({}): {}",
                     n.name,
-                    short(&n.commit),
+                    n.commit.short(),
                     n.variants.join(", ")
                 );
             }

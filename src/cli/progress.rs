@@ -18,7 +18,6 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::install::{FileReporter, KernelReport, PlannedKernel, Reporter, RetryEvent, plan};
 use crate::variant::VariantWarning;
-use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
 
 /// Files shown with their own bar at once; the others count in the total only.
@@ -479,7 +478,7 @@ pub fn status_line_within(report: &KernelReport, version: Option<&str>, width: u
         format!(" ({} fetched)", human_bytes(report.fetched_bytes))
     };
     let label = match version {
-        Some(v) => format!("{} {v} ({})", report.repo_id, short(&report.commit)),
+        Some(v) => format!("{} {v} ({})", report.repo_id, report.commit.short()),
         None => plan::label(&report.repo_id, &report.commit),
     };
     let size = human_bytes(report.bytes);
@@ -748,7 +747,7 @@ mod tests {
     fn summary_and_retry_lines() {
         let report = |bytes, fetched| KernelReport {
             repo_id: "acme/relu".parse().unwrap(),
-            commit: "1".repeat(40),
+            commit: "1".repeat(40).parse().unwrap(),
             variants: vec!["torch-universal".to_owned()],
             files: 2,
             bytes,

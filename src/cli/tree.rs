@@ -15,7 +15,6 @@ use crate::lock::profile::Profile;
 use crate::lock::requirement::Requirement;
 use crate::variant::{VariantSelection, project_python};
 use kernels_hub::{HubClient, HubError};
-use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::GitRefs;
 
@@ -241,7 +240,7 @@ impl TreePrinter<'_> {
         let locked = status
             .as_ref()
             .map_or_else(|| entry.locked(None), |s| s.locked.clone());
-        let commit = short(&entry.commit);
+        let commit = entry.commit.short();
         let mut line = if locked.is_named() {
             format!("{prefix}{branch}{repo} {} ({commit})", locked.label)
         } else if matches!(&entry.requirement, Requirement::Revision(_)) {
@@ -722,8 +721,8 @@ pub fn run_versions(
     }
     for v in &versions {
         let head = match v.version {
-            Some(n) => format!("Version {n} (branch {}, {})", v.name, short(&v.commit)),
-            None => format!("Tag {} ({})", v.name, short(&v.commit)),
+            Some(n) => format!("Version {n} (branch {}, {})", v.name, v.commit.short()),
+            None => format!("Tag {} ({})", v.name, v.commit.short()),
         };
         let count = v.variants.len();
         let fit = match (&selection, matching(v)) {

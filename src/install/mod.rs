@@ -36,6 +36,7 @@ pub use crate::lock::format::LockedKernel;
 use crate::variant::{VariantError, VariantSelection};
 use kernels_cache::{CacheError, HubCache};
 use kernels_hub::{HubClient, HubError};
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
@@ -73,7 +74,7 @@ pub struct KernelRef {
     /// Hub repository.
     pub repo_id: RepoId,
     /// Locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// Branch or tag name.
     pub name: String,
 }
@@ -84,7 +85,7 @@ pub struct KernelReport {
     /// Hub repository.
     pub repo_id: RepoId,
     /// Locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// Variants placed, sorted.
     pub variants: Vec<String>,
     /// Files linked in the snapshot.
@@ -108,7 +109,7 @@ pub struct KernelFailure {
     /// Hub repository.
     pub repo_id: RepoId,
     /// Locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// Why.
     pub error: DownloadError,
 }
@@ -170,7 +171,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// Repo path of the entry.
         path: String,
     },
@@ -191,7 +192,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The refused path, as listed.
         path: String,
         /// What is wrong with it.
@@ -213,7 +214,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The variant.
         variant: String,
         /// Variants the listing has.
@@ -272,7 +273,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The variant.
         variant: String,
     },
@@ -289,7 +290,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The variant.
         variant: String,
         /// Hash in the lock.
@@ -310,7 +311,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The variant.
         variant: String,
         /// Hash in the lock.
@@ -322,7 +323,7 @@ pub enum DownloadError {
     /// Offline mode and the cache does not hold every selected file, verified.
     #[error(
         "{}@{} cannot be used offline (--offline or HF_HUB_OFFLINE):{}",
-        repo_id, kernels_types::commit::short(commit), problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
+        repo_id, commit.short(), problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
     )]
     #[diagnostic(
         code(kernels::download::not_cached),
@@ -332,7 +333,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// What is missing or wrong, as `kernels verify` reports it.
         problems: Vec<Problem>,
     },
@@ -385,7 +386,7 @@ fn record_refs(cache: &HubCache, options: &DownloadOptions, report: &KernelRepor
         if repo.read_ref(name).as_deref() == Some(report.commit.as_str()) {
             continue;
         }
-        if let Err(err) = repo.write_ref(name, &report.commit) {
+        if let Err(err) = repo.write_ref(name, report.commit.as_str()) {
             tracing::warn!("{}: cannot record refs/{name}: {err}", report.repo_id);
         }
     }
@@ -429,7 +430,13 @@ async fn prepare(
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
     let label = plan::label(&kernel.repo_id, &kernel.commit);
     tracing::debug!("{label}: listing the files of the locked commit");
-    let listing = client.list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true);
+    let listing = client.list_tree(
+        options.repo_type,
+        &kernel.repo_id,
+        kernel.commit.as_str(),
+        "",
+        true,
+    );
     // The version, for the kernel's line: best effort, in parallel with the
     // listing, only when the lock or pyproject.toml names no ref.
     let version = async {
@@ -440,13 +447,7 @@ async fn prepare(
             .list_refs(options.repo_type, &kernel.repo_id)
             .await
             .ok()?;
-        version_at(
-            refs.tags
-                .iter()
-                .chain(&refs.branches)
-                .filter(|r| r.target_commit.eq_ignore_ascii_case(&kernel.commit))
-                .map(|r| r.name.as_str()),
-        )
+        crate::lock::inspect::label_in(&refs, &kernel.commit).map(str::to_owned)
     };
     let (entries, version) = tokio::join!(listing, version);
     let entries = entries?;
@@ -462,7 +463,7 @@ async fn prepare(
                     .into_iter()
                     .map(|path| {
                         let ok = matches!(
-                            repo.placement(&commit, &path, &digest),
+                            repo.placement(commit.as_str(), &path, &digest),
                             Ok(kernels_cache::Placement::Linked | kernels_cache::Placement::Copied)
                         );
                         (path, ok)
@@ -486,35 +487,8 @@ fn locked_ref<'a>(options: &'a DownloadOptions, kernel: &LockedKernel) -> Option
     options
         .refs
         .iter()
-        .find(|r| r.repo_id == kernel.repo_id && r.commit.eq_ignore_ascii_case(&kernel.commit))
+        .find(|r| r.repo_id == kernel.repo_id && r.commit == kernel.commit)
         .map(|r| r.name.as_str())
-}
-
-/// The version among ref `names` (all at one commit): the highest `vX.Y.Z`
-/// release tag, else the highest `vN` branch.
-fn version_at<'a>(names: impl Iterator<Item = &'a str>) -> Option<String> {
-    use crate::lock::requirement::{branch_version, tag_version};
-    let names: Vec<&str> = names.collect();
-    let tag = names
-        .iter()
-        .filter_map(|n| Some((tag_version(n)?, *n)))
-        .filter(|(v, _)| !v.any_prerelease() && n_parts(v) >= 2)
-        .max_by(|a, b| a.0.cmp(&b.0))
-        .map(|(_, n)| n);
-    let branch = || {
-        names
-            .iter()
-            .filter_map(|n| Some((branch_version(n)?, *n)))
-            .max_by_key(|(v, _)| *v)
-            .map(|(_, n)| n)
-    };
-    tag.or_else(branch).map(str::to_owned)
-}
-
-/// How many release segments a version has (`0.0.3` → 3, `1` → 1): a `vN`
-/// name is a branch-style version, not a release tag.
-fn n_parts(version: &pep440_rs::Version) -> usize {
-    version.release().len()
 }
 
 /// The version of a kernel found complete in the cache: the ref it was
@@ -530,8 +504,11 @@ fn cached_version(
     }
     let names = cache
         .repo(&kernel.repo_id, options.repo_type)
-        .refs_at(&kernel.commit);
-    version_at(names.iter().map(String::as_str))
+        .refs_at(kernel.commit.as_str());
+    // The cache's `refs/` do not tell tags from branches: the label rule
+    // tells them apart by shape.
+    let names = || names.iter().map(String::as_str);
+    crate::lock::label::commit_label(names(), names()).map(str::to_owned)
 }
 
 /// Bytes still to fetch for `prepared`: blobs neither in place nor in
@@ -699,7 +676,7 @@ async fn download_kernel(
                 client,
                 repo_type: options.repo_type,
                 repo_id: &kernel.repo_id,
-                commit: &kernel.commit,
+                commit: kernel.commit.as_str(),
                 path: &paths[0].0,
             };
             let fetched = ensure_blob(repo, digest, &source, progress).await?;
@@ -719,7 +696,12 @@ async fn download_kernel(
             let new_blob = matches!(fetched, Fetched::Downloaded { .. });
             for (i, path) in todo.iter().enumerate() {
                 let last = i + 1 == todo.len();
-                repo.place(&kernel.commit, path, &digest.etag(), new_blob && last)?;
+                repo.place(
+                    kernel.commit.as_str(),
+                    path,
+                    &digest.etag(),
+                    new_blob && last,
+                )?;
             }
             if let Fetched::Cached = fetched {
                 progress.cached(digest.size * count);
@@ -857,7 +839,7 @@ fn verify_variant(
     let mut linked = Vec::with_capacity(files.len());
     for file in files {
         let current = || {
-            repo.linked_etag(&kernel.commit, &file.path)
+            repo.linked_etag(kernel.commit.as_str(), &file.path)
                 .filter(|etag| repo.blob_path(etag).is_file())
         };
         // `huggingface_hub` replaces a link by removing it first; if another
@@ -865,7 +847,7 @@ fn verify_variant(
         // A verified copy (copy mode, `cp -rL`) stands for its planned digest.
         let copied = || {
             matches!(
-                repo.placement(&kernel.commit, &file.path, &file.digest),
+                repo.placement(kernel.commit.as_str(), &file.path, &file.digest),
                 Ok(kernels_cache::Placement::Copied)
             )
             .then(|| file.digest.etag())
@@ -873,7 +855,7 @@ fn verify_variant(
         let etag = current()
             .or_else(copied)
             .or_else(|| {
-                repo.link(&kernel.commit, &file.path, &file.digest.etag())
+                repo.link(kernel.commit.as_str(), &file.path, &file.digest.etag())
                     .ok()?;
                 current()
             })
