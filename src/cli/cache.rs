@@ -1,5 +1,6 @@
 //! `kernels cache`: where the cache is, what it holds, and removing leftovers.
 
+use kernels_types::CommitId;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -162,7 +163,7 @@ fn prune(
 
 /// The `(folder, commit)` snapshots the lock of `project` pins, under either
 /// folder prefix (the runtime era decides which one holds the kernel).
-fn locked_snapshots(project: PathBuf) -> miette::Result<BTreeSet<(String, String)>> {
+fn locked_snapshots(project: PathBuf) -> miette::Result<BTreeSet<(String, CommitId)>> {
     let path = project.join(LOCK_FILE_NAME);
     if !path.is_file() {
         return Err(NoLock(project).into());

@@ -724,7 +724,7 @@ fn lock_refs(
             if let Ok(repo_id) = dep.repo_id.parse() {
                 out.push(KernelRef {
                     repo_id,
-                    commit: commit.as_str().to_owned(),
+                    commit: commit.clone(),
                     name,
                 });
             }
@@ -824,7 +824,7 @@ fn print_dry_run_kernel(printer: &Printer, kernel: &DryRunKernel) {
     printer.data(format_args!(
         "{}@{}: would download {}, {}",
         kernel.repo_id,
-        kernels_types::commit::short(&kernel.commit),
+        kernel.commit.short(),
         plural(kernel.download_files, "file"),
         human_bytes(kernel.download_bytes)
     ));

@@ -14,7 +14,6 @@ use crate::lock::manifest::Manifest;
 use crate::lock::requirement::Requirement;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
-use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
 
 /// At most this many newer versions are printed per kernel in text (JSON has
@@ -149,7 +148,7 @@ pub fn print_text(printer: &Printer, kernel: &KernelExplanation, rejected: Optio
     printer.data(format_args!(
         "{}@{}: {chosen}",
         kernel.repo_id,
-        short(&kernel.commit)
+        kernel.commit.short()
     ));
     let others: Vec<_> = kernel.variants.iter().filter(|v| !v.chosen).collect();
     let shown = rejected.unwrap_or(others.len()).min(others.len());
@@ -175,7 +174,7 @@ pub fn print_text(printer: &Printer, kernel: &KernelExplanation, rejected: Optio
                 printer.data(format_args!(
                     "    {} ({}): {}",
                     n.name,
-                    short(&n.commit),
+                    n.commit.short(),
                     n.variants.join(", ")
                 ));
             }

@@ -18,7 +18,6 @@ use super::printer::Printer;
 use crate::install::{FileReporter, KernelReport, PlannedKernel, Reporter, plan};
 use crate::variant::VariantWarning;
 use kernels_hub::RetryNotice;
-use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
 
 /// Files shown with their own bar at once; the others count in the total only.
@@ -416,7 +415,7 @@ pub fn status_line_within(report: &KernelReport, version: Option<&str>, width: u
         format!(" ({} fetched)", human_bytes(report.fetched_bytes))
     };
     let label = match version {
-        Some(v) => format!("{} {v} ({})", report.repo_id, short(&report.commit)),
+        Some(v) => format!("{} {v} ({})", report.repo_id, report.commit.short()),
         None => plan::label(&report.repo_id, &report.commit),
     };
     let size = human_bytes(report.bytes);
@@ -686,7 +685,7 @@ mod tests {
     fn summary_and_retry_lines() {
         let report = |bytes, fetched| KernelReport {
             repo_id: "acme/relu".parse().unwrap(),
-            commit: "1".repeat(40),
+            commit: "1".repeat(40).parse().unwrap(),
             variants: vec!["torch-universal".to_owned()],
             files: 2,
             bytes,

@@ -19,7 +19,6 @@ use crate::lock::profile::Profile;
 use crate::lock::requirement::Requirement;
 use crate::variant::{VariantSelection, project_python};
 use kernels_hub::{HubClient, HubError};
-use kernels_types::commit::short;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::GitRefs;
 
@@ -332,7 +331,7 @@ impl TreePrinter<'_> {
 /// the commit alone for a revision requirement, or the commit and the
 /// requirement for a specifier whose tag neither the cache nor the Hub named.
 fn entry_text(entry: &Entry, locked: &inspect::RefAt) -> String {
-    let commit = short(&entry.commit);
+    let commit = entry.commit.short();
     if locked.is_named() {
         format!("{} ({commit})", locked.label)
     } else if matches!(&entry.requirement, Requirement::Revision(_)) {
@@ -812,8 +811,8 @@ impl Listing<'_> {
         }
         for v in versions {
             let head = match v.version {
-                Some(n) => format!("Version {n} (branch {}, {})", v.name, short(&v.commit)),
-                None => format!("Tag {} ({})", v.name, short(&v.commit)),
+                Some(n) => format!("Version {n} (branch {}, {})", v.name, v.commit.short()),
+                None => format!("Tag {} ({})", v.name, v.commit.short()),
             };
             let count = v.variants.len();
             let fit = match (&self.selection, self.matching(v)) {

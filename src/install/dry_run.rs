@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
+use kernels_types::CommitId;
 
 use super::engine::report_warnings;
 use super::error::DownloadError;
@@ -40,7 +41,7 @@ pub struct DryRunKernel {
     /// `owner/name`.
     pub repo_id: String,
     /// Locked commit (full).
-    pub commit: String,
+    pub commit: CommitId,
     /// Selected variants, sorted by name.
     pub variants: Vec<DryRunVariant>,
     /// Distinct blobs that would be downloaded (files with identical content
@@ -119,7 +120,13 @@ async fn plan_one(
     reporter: &dyn Reporter,
 ) -> Result<DryRunKernel, DownloadError> {
     let entries = client
-        .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
+        .list_tree(
+            options.repo_type,
+            &kernel.repo_id,
+            kernel.commit.as_str(),
+            "",
+            true,
+        )
         .await?;
     report_warnings(kernel, &entries, &options.selection, reporter);
     let plan = plan_kernel(kernel, &entries, &options.selection)?;

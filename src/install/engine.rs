@@ -18,7 +18,7 @@ use super::plan::{self, KernelPlan, PlannedFile, plan_kernel};
 use super::report::{DownloadSummary, KernelFailure, KernelReport};
 use super::reporter::{PlannedKernel, Reporter};
 use super::verify::verify_kernels;
-use super::version::{cached_version, version_at};
+use super::version::cached_version;
 use super::warm;
 use crate::lock::format::LockedKernel;
 use crate::variant::VariantSelection;
@@ -65,7 +65,7 @@ fn record_refs(cache: &HubCache, options: &DownloadOptions, report: &KernelRepor
         if repo.read_ref(name).as_deref() == Some(report.commit.as_str()) {
             continue;
         }
-        if let Err(err) = repo.write_ref(name, &report.commit) {
+        if let Err(err) = repo.write_ref(name, report.commit.as_str()) {
             tracing::warn!("{}: cannot record refs/{name}: {err}", report.repo_id);
         }
     }
@@ -109,7 +109,13 @@ async fn prepare(
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
     let label = plan::label(&kernel.repo_id, &kernel.commit);
     tracing::debug!("{label}: listing the files of the locked commit");
-    let listing = client.list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true);
+    let listing = client.list_tree(
+        options.repo_type,
+        &kernel.repo_id,
+        kernel.commit.as_str(),
+        "",
+        true,
+    );
     // The version, for the kernel's line: best effort, in parallel with the
     // listing, only when the lock or pyproject.toml names no ref.
     let version = async {
@@ -120,13 +126,7 @@ async fn prepare(
             .list_refs(options.repo_type, &kernel.repo_id)
             .await
             .ok()?;
-        version_at(
-            refs.tags
-                .iter()
-                .chain(&refs.branches)
-                .filter(|r| r.target_commit.eq_ignore_ascii_case(&kernel.commit))
-                .map(|r| r.name.as_str()),
-        )
+        crate::lock::inspect::label_in(&refs, &kernel.commit).map(str::to_owned)
     };
     let (entries, version) = tokio::join!(listing, version);
     let entries = entries?;
@@ -142,7 +142,7 @@ async fn prepare(
                     .into_iter()
                     .map(|path| {
                         let ok = matches!(
-                            repo.placement(&commit, &path, &digest),
+                            repo.placement(commit.as_str(), &path, &digest),
                             Ok(kernels_cache::Placement::Linked | kernels_cache::Placement::Copied)
                         );
                         (path, ok)
@@ -419,7 +419,7 @@ impl Run<'_> {
             client: self.client,
             repo_type: self.options.repo_type,
             repo_id: &kernel.repo_id,
-            commit: &kernel.commit,
+            commit: kernel.commit.as_str(),
             path: &paths[0].0,
         };
         let fetched = ensure_blob(repo, digest, &source, self.progress).await?;
@@ -437,7 +437,12 @@ impl Run<'_> {
         let new_blob = matches!(fetched, Fetched::Downloaded { .. });
         for (i, path) in todo.iter().enumerate() {
             let last = i + 1 == todo.len();
-            repo.place(&kernel.commit, path, &digest.etag(), new_blob && last)?;
+            repo.place(
+                kernel.commit.as_str(),
+                path,
+                &digest.etag(),
+                new_blob && last,
+            )?;
         }
         let shown = if new_blob { count - 1 } else { count };
         self.progress.cached(digest.size * shown);
@@ -526,7 +531,7 @@ fn verify_variant(
     let mut linked = Vec::with_capacity(files.len());
     for file in files {
         let current = || {
-            repo.linked_etag(&kernel.commit, &file.path)
+            repo.linked_etag(kernel.commit.as_str(), &file.path)
                 .filter(|etag| repo.blob_path(etag).is_file())
         };
         // `huggingface_hub` replaces a link by removing it first; if another
@@ -534,7 +539,7 @@ fn verify_variant(
         // A verified copy (copy mode, `cp -rL`) stands for its planned digest.
         let copied = || {
             matches!(
-                repo.placement(&kernel.commit, &file.path, &file.digest),
+                repo.placement(kernel.commit.as_str(), &file.path, &file.digest),
                 Ok(kernels_cache::Placement::Copied)
             )
             .then(|| file.digest.etag())
@@ -542,7 +547,7 @@ fn verify_variant(
         let etag = current()
             .or_else(copied)
             .or_else(|| {
-                repo.link(&kernel.commit, &file.path, &file.digest.etag())
+                repo.link(kernel.commit.as_str(), &file.path, &file.digest.etag())
                     .ok()?;
                 current()
             })
@@ -599,7 +604,7 @@ mod tests {
     fn kernel(variants: Option<(&str, String)>) -> LockedKernel {
         LockedKernel {
             repo_id: "acme/relu".parse().unwrap(),
-            commit: COMMIT.into(),
+            commit: COMMIT.parse().unwrap(),
             variants: variants.map(|(v, h)| [(v.to_owned(), h)].into_iter().collect()),
         }
     }
@@ -690,12 +695,12 @@ mod tests {
         let kernel = kernel(None);
         let locked = KernelRef {
             repo_id: kernel.repo_id.clone(),
-            commit: COMMIT.into(),
+            commit: COMMIT.parse().unwrap(),
             name: "v1".into(),
         };
         let report = KernelReport {
             repo_id: kernel.repo_id.clone(),
-            commit: COMMIT.into(),
+            commit: COMMIT.parse().unwrap(),
             variants: Vec::new(),
             files: 0,
             bytes: 0,

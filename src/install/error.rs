@@ -3,6 +3,7 @@
 
 use kernels_cache::CacheError;
 use kernels_hub::HubError;
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
 use super::verify::Problem;
@@ -36,7 +37,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// Repo path of the entry.
         path: String,
     },
@@ -57,7 +58,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The refused path, as listed.
         path: String,
         /// What is wrong with it.
@@ -79,7 +80,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The variant.
         variant: String,
         /// Variants the listing has.
@@ -138,7 +139,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The variant.
         variant: String,
     },
@@ -155,7 +156,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The variant.
         variant: String,
         /// Hash in the lock.
@@ -176,7 +177,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The variant.
         variant: String,
         /// Hash in the lock.
@@ -188,7 +189,7 @@ pub enum DownloadError {
     /// Offline mode and the cache does not hold every selected file, verified.
     #[error(
         "{}@{} cannot be used offline (--offline or HF_HUB_OFFLINE):{}",
-        repo_id, kernels_types::commit::short(commit), problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
+        repo_id, commit.short(), problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
     )]
     #[diagnostic(
         code(kernels::download::not_cached),
@@ -198,7 +199,7 @@ pub enum DownloadError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// What is missing or wrong, as `kernels verify` reports it.
         problems: Vec<Problem>,
     },
@@ -217,7 +218,7 @@ mod tests {
     fn an_offline_failure_lists_every_problem() {
         let err = DownloadError::NotCached {
             repo_id: "acme/relu".parse().unwrap(),
-            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            commit: "0123456789abcdef0123456789abcdef01234567".parse().unwrap(),
             problems: vec![
                 Problem::MissingVariant {
                     variant: "torch-cuda".into(),

@@ -19,6 +19,7 @@ use crate::variant::VariantSelection;
 use crate::variant::ranking::VariantVerdict;
 use kernels_cache::HubCache;
 use kernels_hub::{HubClient, HubError};
+use kernels_types::CommitId;
 use kernels_types::wire::GitRefs;
 
 /// At most this many newer refs are listed per kernel (newest first), so that
@@ -31,7 +32,7 @@ pub struct KernelExplanation {
     /// Hub repository.
     pub repo_id: String,
     /// Locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// The chosen variants (empty when none suits).
     pub chosen: Vec<String>,
     /// Every variant the commit has, in name order.
@@ -55,7 +56,7 @@ pub struct NewerVersion {
     /// The ref name.
     pub name: String,
     /// The commit the ref points at (40 hex, lowercase).
-    pub commit: String,
+    pub commit: CommitId,
     /// The variants the selection would take at that commit.
     pub variants: Vec<String>,
 }
@@ -78,10 +79,10 @@ pub enum VersionRefs {
 /// kind that points elsewhere.
 fn newer_refs(
     refs: &GitRefs,
-    commit: &str,
+    commit: &CommitId,
     kinds: VersionRefs,
-) -> Vec<(&'static str, String, String)> {
-    let at_lock = |c: &str| c.eq_ignore_ascii_case(commit);
+) -> Vec<(&'static str, String, CommitId)> {
+    let at_lock = |c: &CommitId| c == commit;
     let mut branches: Vec<_> = refs
         .branches
         .iter()
@@ -115,9 +116,8 @@ fn newer_refs(
     });
     branches.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
     tags.sort_by(|a, b| b.0.cmp(&a.0));
-    let entry = |kind, r: &kernels_types::wire::GitRefInfo| {
-        (kind, r.name.clone(), r.target_commit.to_ascii_lowercase())
-    };
+    let entry =
+        |kind, r: &kernels_types::wire::GitRefInfo| (kind, r.name.clone(), r.target_commit.clone());
     branches
         .into_iter()
         .map(|(_, b)| entry("branch", b))
@@ -137,7 +137,7 @@ async fn newer_versions(
     let refs = client.list_refs(options.repo_type, &kernel.repo_id).await?;
     let mut candidates = newer_refs(&refs, &kernel.commit, kinds);
     candidates.truncate(NEWER_LOOKUPS);
-    let commits: BTreeSet<&str> = candidates.iter().map(|(_, _, c)| c.as_str()).collect();
+    let commits: BTreeSet<&CommitId> = candidates.iter().map(|(_, _, c)| c).collect();
     let listings = join_all(
         commits
             .iter()
@@ -151,7 +151,7 @@ async fn newer_versions(
     Ok(candidates
         .iter()
         .filter_map(|(kind, name, commit)| {
-            let names = by_commit.get(commit.as_str())?;
+            let names = by_commit.get(commit)?;
             let choice = options
                 .selection
                 .select(&kernel.repo_id, commit, names)
@@ -177,7 +177,7 @@ async fn available(
     if client.is_offline() {
         let dir = cache
             .repo(&kernel.repo_id, options.repo_type)
-            .snapshot_dir(&kernel.commit)
+            .snapshot_dir(kernel.commit.as_str())
             .join("build");
         let names = fs_err::read_dir(&dir)
             .map(|entries| {
@@ -189,7 +189,13 @@ async fn available(
         return Ok(names);
     }
     let entries = client
-        .list_tree(options.repo_type, &kernel.repo_id, &kernel.commit, "", true)
+        .list_tree(
+            options.repo_type,
+            &kernel.repo_id,
+            kernel.commit.as_str(),
+            "",
+            true,
+        )
         .await?;
     Ok(plan::available_variants(&entries))
 }
@@ -260,12 +266,12 @@ mod tests {
         GitRefInfo {
             name: name.to_owned(),
             git_ref: format!("refs/x/{name}"),
-            target_commit: commit.to_string().repeat(40),
+            target_commit: commit.to_string().repeat(40).parse().unwrap(),
         }
     }
 
     fn names(refs: &GitRefs, commit: char, kinds: VersionRefs) -> Vec<String> {
-        newer_refs(refs, &commit.to_string().repeat(40), kinds)
+        newer_refs(refs, &commit.to_string().repeat(40).parse().unwrap(), kinds)
             .into_iter()
             .map(|(_, name, _)| name)
             .collect()

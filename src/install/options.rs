@@ -1,6 +1,7 @@
 //! How a download run is asked for: [`DownloadOptions`] (repository type,
 //! variant selection, concurrency, refs to record).
 
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
@@ -36,7 +37,7 @@ pub struct KernelRef {
     /// Hub repository.
     pub repo_id: RepoId,
     /// Locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// Branch or tag name.
     pub name: String,
 }
@@ -46,7 +47,7 @@ impl DownloadOptions {
     pub(crate) fn locked_ref(&self, kernel: &LockedKernel) -> Option<&str> {
         self.refs
             .iter()
-            .find(|r| r.repo_id == kernel.repo_id && r.commit.eq_ignore_ascii_case(&kernel.commit))
+            .find(|r| r.repo_id == kernel.repo_id && r.commit == kernel.commit)
             .map(|r| r.name.as_str())
     }
 }
@@ -56,13 +57,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_locked_ref_matches_the_commit_in_any_case() {
+    fn the_locked_ref_matches_repo_and_commit() {
         let kernel = LockedKernel {
             repo_id: "acme/relu".parse().unwrap(),
-            commit: "abcdef0123456789abcdef0123456789abcdef01".into(),
+            commit: "abcdef0123456789abcdef0123456789abcdef01".parse().unwrap(),
             variants: None,
         };
-        let at = |repo: &str, commit: String| KernelRef {
+        let at = |repo: &str, commit: CommitId| KernelRef {
             repo_id: repo.parse().unwrap(),
             commit,
             name: format!("{repo}-ref"),
@@ -73,8 +74,8 @@ mod tests {
             concurrency: DEFAULT_CONCURRENCY,
             refs: vec![
                 at("acme/other", kernel.commit.clone()),
-                at("acme/relu", "f".repeat(40)),
-                at("acme/relu", kernel.commit.to_ascii_uppercase()),
+                at("acme/relu", "f".repeat(40).parse().unwrap()),
+                at("acme/relu", kernel.commit.clone()),
             ],
             refresh: false,
         };

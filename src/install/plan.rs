@@ -1,9 +1,9 @@
 //! From a Hub tree listing to the list of files (and blobs) to place in the cache.
 
-use kernels_types::commit::short;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::variant::VariantSelection;
+use kernels_types::CommitId;
 use kernels_types::file_set::{self, FileSet};
 use kernels_types::repo_id::RepoId;
 use kernels_types::repo_path;
@@ -175,8 +175,8 @@ impl KernelPlan {
 }
 
 /// Display form `owner/name@abcdef1`.
-pub(crate) fn label(repo_id: &RepoId, commit: &str) -> String {
-    format!("{repo_id}@{}", short(commit))
+pub(crate) fn label(repo_id: &RepoId, commit: &CommitId) -> String {
+    format!("{repo_id}@{}", commit.short())
 }
 
 #[cfg(test)]
@@ -188,11 +188,11 @@ mod tests {
     fn file(path: &str, oid: &str, size: u64, lfs: Option<&str>) -> TreeEntry {
         TreeEntry {
             kind: "file".into(),
-            oid: oid.into(),
+            oid: oid.parse().unwrap(),
             size,
             path: path.into(),
             lfs: lfs.map(|sha| TreeLfs {
-                oid: sha.into(),
+                oid: sha.parse().unwrap(),
                 size,
                 pointer_size: 130,
             }),
@@ -204,7 +204,7 @@ mod tests {
         let entries = vec![
             TreeEntry {
                 kind: "directory".into(),
-                oid: "0".repeat(40),
+                oid: "0".repeat(40).parse().unwrap(),
                 size: 0,
                 path: "build/torch-cpu".into(),
                 lfs: None,
@@ -233,7 +233,10 @@ mod tests {
             entry_digest(&entries[1]).unwrap().kind(),
             DigestKind::GitBlobSha1
         );
-        assert!(entry_digest(&file("x", "XYZ", 1, None)).is_none());
+        // A digest of the other kind names no content.
+        assert!(entry_digest(&file("x", &"f".repeat(64), 1, None)).is_none());
+        let short_lfs = file("x", &"a".repeat(40), 1, Some(&"b".repeat(40)));
+        assert!(entry_digest(&short_lfs).is_none());
     }
 
     #[test]
@@ -249,7 +252,7 @@ mod tests {
         ];
         let kernel = |hash: Option<String>| LockedKernel {
             repo_id: "acme/x".parse().unwrap(),
-            commit: "1".repeat(40),
+            commit: "1".repeat(40).parse().unwrap(),
             variants: hash.map(|h| [("torch-cpu".to_owned(), h)].into_iter().collect()),
         };
         let all: Vec<PlannedFile> = entries
@@ -289,7 +292,7 @@ mod tests {
     fn unsafe_listing_paths_fail_the_plan() {
         let kernel = LockedKernel {
             repo_id: "acme/x".parse().unwrap(),
-            commit: "1".repeat(40),
+            commit: "1".repeat(40).parse().unwrap(),
             variants: None,
         };
         let named = VariantSelection::Named(vec!["torch-cpu".into()]);

@@ -1,6 +1,7 @@
 //! What a download run hands back: per kernel a [`KernelReport`] or a
 //! [`KernelFailure`], gathered in a [`DownloadSummary`].
 
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
 use super::error::DownloadError;
@@ -14,7 +15,7 @@ pub struct KernelReport {
     /// Hub repository.
     pub repo_id: RepoId,
     /// Locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// Variants placed, sorted.
     pub variants: Vec<String>,
     /// Files linked in the snapshot.
@@ -38,7 +39,7 @@ pub struct KernelFailure {
     /// Hub repository.
     pub repo_id: RepoId,
     /// Locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// Why.
     pub error: DownloadError,
 }
@@ -112,7 +113,7 @@ mod tests {
     fn a_failure_is_labelled_with_the_short_commit() {
         let kernel = LockedKernel {
             repo_id: "acme/relu".parse().unwrap(),
-            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            commit: "0123456789abcdef0123456789abcdef01234567".parse().unwrap(),
             variants: None,
         };
         let failure = KernelFailure::new(&kernel, DownloadError::Internal("boom".into()));

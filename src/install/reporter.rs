@@ -5,6 +5,7 @@
 use super::report::KernelReport;
 use crate::variant::VariantWarning;
 use kernels_hub::RetryNotice;
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
 /// Events of one download run, in order: [`Reporter::start`] once,
@@ -45,7 +46,7 @@ pub struct PlannedKernel {
     /// Hub repository.
     pub repo_id: RepoId,
     /// Locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// Selected variants, sorted.
     pub variants: Vec<String>,
     /// Files to link.

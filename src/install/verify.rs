@@ -21,6 +21,7 @@ use super::plan;
 use crate::lock::format::LockedKernel;
 use crate::variant::{VariantSelection, VariantWarning};
 use kernels_cache::{DigestKind, HubCache, RepoCache};
+use kernels_types::CommitId;
 use kernels_types::Digest;
 use kernels_types::file_set;
 use kernels_types::repo_id::RepoId;
@@ -199,7 +200,7 @@ pub struct KernelVerification {
     /// Hub repository.
     pub repo_id: RepoId,
     /// Locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// Selected variants found in the cache, with their linked files sorted by
     /// path (for variant-hash locks, the file set the lock hashed).
     pub variants: BTreeMap<String, Vec<CachedFile>>,
@@ -377,9 +378,9 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         warnings: Vec::new(),
         copies: Vec::new(),
     };
-    let Ok(build) = listing.repo.snapshot_path(&kernel.commit, "build") else {
+    let Ok(build) = listing.repo.snapshot_path(kernel.commit.as_str(), "build") else {
         listing.problems.push(Problem::NotCached {
-            dir: listing.repo.snapshot_dir(&kernel.commit),
+            dir: listing.repo.snapshot_dir(kernel.commit.as_str()),
         });
         return listing;
     };
@@ -491,7 +492,7 @@ impl Listing {
     /// The blob a snapshot link at `path` points at, if it is one of ours,
     /// named by a digest, and present.
     fn linked_file(&mut self, kernel: &LockedKernel, path: String) -> Option<CachedFile> {
-        let Some(etag) = self.repo.linked_etag(&kernel.commit, &path) else {
+        let Some(etag) = self.repo.linked_etag(kernel.commit.as_str(), &path) else {
             self.problems.push(Problem::ForeignLink { path });
             return None;
         };
@@ -693,7 +694,7 @@ mod tests {
     fn kernel(variants: Option<&[(&str, String)]>) -> LockedKernel {
         LockedKernel {
             repo_id: "acme/relu".parse().unwrap(),
-            commit: COMMIT.into(),
+            commit: COMMIT.parse().unwrap(),
             variants: variants.map(|v| {
                 v.iter()
                     .map(|(k, h)| ((*k).to_owned(), h.clone()))
@@ -829,7 +830,11 @@ mod tests {
         assert!(v.is_ok());
         assert_eq!(v.variants.keys().collect::<Vec<_>>(), ["torch-universal"]);
         // With only a ROCm build cached, the CUDA torch finds nothing.
-        fs_err::remove_dir_all(repo.snapshot_dir(&k.commit).join("build/torch-universal")).unwrap();
+        fs_err::remove_dir_all(
+            repo.snapshot_dir(k.commit.as_str())
+                .join("build/torch-universal"),
+        )
+        .unwrap();
         put(
             &repo,
             "build/torch-rocm/relu/__init__.py",

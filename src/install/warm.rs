@@ -119,7 +119,7 @@ mod tests {
     fn kernel(variants: Option<&[&str]>) -> LockedKernel {
         LockedKernel {
             repo_id: "acme/relu".parse().unwrap(),
-            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            commit: "0123456789abcdef0123456789abcdef01234567".parse().unwrap(),
             variants: variants.map(|names| {
                 names
                     .iter()

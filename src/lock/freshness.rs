@@ -15,7 +15,6 @@
 //! A report is stale ([`CheckReport::is_stale`]) when any finding proves the lock
 //! would change; `kernels lock --check` then exits 1.
 
-use kernels_types::commit::short;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -26,6 +25,7 @@ use crate::lock::format::{KernelVersion, LockFormat, LockedKernel, Lockfile, Loc
 use crate::lock::manifest::{Dependency, Manifest};
 use crate::lock::requirement::{Requirement, branch_version, select_tag, tag_version};
 use kernels_cache::HubCache;
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::{GitRefInfo, RepoType};
 
@@ -89,10 +89,10 @@ pub struct Finding {
     pub detail: String,
     /// Commit in the current lock, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub locked_commit: Option<String>,
+    pub locked_commit: Option<CommitId>,
     /// Commit a fresh resolution would lock (online check).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resolved_commit: Option<String>,
+    pub resolved_commit: Option<CommitId>,
 }
 
 impl Finding {
@@ -106,8 +106,8 @@ impl Finding {
         }
     }
 
-    fn locked(mut self, commit: &str) -> Self {
-        self.locked_commit = Some(commit.to_owned());
+    fn locked(mut self, commit: &CommitId) -> Self {
+        self.locked_commit = Some(commit.clone());
         self
     }
 }
@@ -318,70 +318,7 @@ fn check_kernel_locks(
 ) {
     let mut used = BTreeSet::new();
     for dep in &manifest.dependencies {
-        let repo = dep.repo_id.to_string();
-        let wanted = match &dep.requirement {
-            Requirement::Branch(n) => KernelVersion::Version(*n),
-            Requirement::Revision(r) => KernelVersion::Revision(r.clone()),
-            other => {
-                findings.push(Finding::new(
-                    Some(&repo),
-                    FindingKind::Format,
-                    format!(
-                        "{other} is a version specifier, which the KernelLocks format (kernels 0.17) cannot record; use an integer version or a revision"
-                    ),
-                ));
-                used.extend(
-                    locks
-                        .iter()
-                        .filter(|(d, _)| d.repo_id == repo)
-                        .map(|(d, _)| d.clone()),
-                );
-                continue;
-            }
-        };
-        let found = locks
-            .iter()
-            .find(|(d, _)| d.repo_id == repo && d.version == wanted);
-        match found {
-            Some((d, commit)) => {
-                used.insert(d.clone());
-                findings.push(
-                    Finding::new(
-                        Some(&repo),
-                        FindingKind::UpToDate,
-                        format!("{} locked at {}", dep.requirement, commit.as_str()),
-                    )
-                    .locked(commit.as_str()),
-                );
-            }
-            None => {
-                let other: Vec<String> = locks
-                    .iter()
-                    .filter(|(d, _)| d.repo_id == repo)
-                    .map(|(d, _)| d.to_string())
-                    .collect();
-                if other.is_empty() {
-                    findings.push(Finding::new(
-                        Some(&repo),
-                        FindingKind::Added,
-                        format!(
-                            "pyproject.toml asks for {}, kernels.lock has no entry; run `kernels lock`",
-                            dep.requirement
-                        ),
-                    ));
-                } else {
-                    findings.push(Finding::new(
-                        Some(&repo),
-                        FindingKind::Unsatisfied,
-                        format!(
-                            "pyproject.toml asks for {}, kernels.lock records {}; run `kernels lock`",
-                            dep.requirement,
-                            other.join(", ")
-                        ),
-                    ));
-                }
-            }
-        }
+        findings.push(kernel_locks_entry(dep, locks, &mut used));
     }
     for (dep, commit) in locks.iter() {
         let already_reported = manifest
@@ -400,9 +337,64 @@ fn check_kernel_locks(
                         "kernels.lock has {dep}, which pyproject.toml does not list: a transitive kernel dependency or a removed one (the online `kernels lock --check` tells)"
                     ),
                 )
-                .locked(commit.as_str()),
+                .locked(commit),
             );
         }
+    }
+}
+
+/// The finding for manifest dependency `dep` in a KernelLocks file; the
+/// entries it accounts for are added to `used`.
+fn kernel_locks_entry(
+    dep: &Dependency,
+    locks: &crate::lock::format::KernelLocks,
+    used: &mut BTreeSet<crate::lock::format::KernelDependency>,
+) -> Finding {
+    let repo = dep.repo_id.to_string();
+    let of_repo = || locks.iter().filter(|(d, _)| d.repo_id == repo);
+    let wanted = match &dep.requirement {
+        Requirement::Branch(n) => KernelVersion::Version(*n),
+        Requirement::Revision(r) => KernelVersion::Revision(r.clone()),
+        other => {
+            used.extend(of_repo().map(|(d, _)| d.clone()));
+            return Finding::new(
+                Some(&repo),
+                FindingKind::Format,
+                format!(
+                    "{other} is a version specifier, which the KernelLocks format (kernels 0.17) cannot record; use an integer version or a revision"
+                ),
+            );
+        }
+    };
+    if let Some((d, commit)) = of_repo().find(|(d, _)| d.version == wanted) {
+        used.insert(d.clone());
+        return Finding::new(
+            Some(&repo),
+            FindingKind::UpToDate,
+            format!("{} locked at {commit}", dep.requirement),
+        )
+        .locked(commit);
+    }
+    let other: Vec<String> = of_repo().map(|(d, _)| d.to_string()).collect();
+    if other.is_empty() {
+        Finding::new(
+            Some(&repo),
+            FindingKind::Added,
+            format!(
+                "pyproject.toml asks for {}, kernels.lock has no entry; run `kernels lock`",
+                dep.requirement
+            ),
+        )
+    } else {
+        Finding::new(
+            Some(&repo),
+            FindingKind::Unsatisfied,
+            format!(
+                "pyproject.toml asks for {}, kernels.lock records {}; run `kernels lock`",
+                dep.requirement,
+                other.join(", ")
+            ),
+        )
     }
 }
 
@@ -441,7 +433,9 @@ fn check_by_commit(
                     dep.requirement
                 ),
             )),
-            Some([kernel]) => findings.push(check_commit(dep, &kernel.commit, cache, repo_type)),
+            Some([kernel]) => findings.push(
+                CachedCommit::read(dep, &kernel.commit, cache, repo_type).check(&dep.requirement),
+            ),
             Some(several) => findings.push(Finding::new(
                 Some(&repo),
                 FindingKind::Malformed,
@@ -464,7 +458,7 @@ fn check_by_commit(
                     FindingKind::Removed,
                     format!(
                         "kernels.lock locks it at {}, but pyproject.toml no longer lists it; run `kernels lock`",
-                        short(&kernel.commit)
+                        kernel.commit.short()
                     ),
                 )
                 .locked(&kernel.commit),
@@ -473,110 +467,141 @@ fn check_by_commit(
     }
 }
 
-/// Decides one variant-hash entry offline from the requirement and the cache's refs.
-fn check_commit(dep: &Dependency, commit: &str, cache: &HubCache, repo_type: RepoType) -> Finding {
-    let repo = dep.repo_id.to_string();
-    let ok = |why: String| Finding::new(Some(&repo), FindingKind::UpToDate, why).locked(commit);
-    let unverified = |why: String| {
-        Finding::new(
-            Some(&repo),
-            FindingKind::Unverified,
-            format!("{why}; `kernels lock --check` without --offline decides"),
-        )
-        .locked(commit)
-    };
-    let unsatisfied = |why: String| {
-        Finding::new(
-            Some(&repo),
+/// One variant-hash entry with what the cache's `refs/` know about its
+/// commit, decided offline by [`CachedCommit::check`].
+struct CachedCommit<'a> {
+    /// The manifest dependency's repository, as text.
+    repo: String,
+    /// The locked commit.
+    commit: &'a CommitId,
+    /// The cache's ref names at the commit (`RepoCache::refs_at`).
+    refs: Vec<String>,
+}
+
+impl<'a> CachedCommit<'a> {
+    fn read(dep: &Dependency, commit: &'a CommitId, cache: &HubCache, repo_type: RepoType) -> Self {
+        CachedCommit {
+            repo: dep.repo_id.to_string(),
+            commit,
+            refs: cache.repo(&dep.repo_id, repo_type).refs_at(commit.as_str()),
+        }
+    }
+
+    fn finding(&self, kind: FindingKind, why: String) -> Finding {
+        Finding::new(Some(&self.repo), kind, why).locked(self.commit)
+    }
+
+    fn ok(&self, why: String) -> Finding {
+        self.finding(FindingKind::UpToDate, why)
+    }
+
+    fn unverified(&self, why: String) -> Finding {
+        let why = format!("{why}; `kernels lock --check` without --offline decides");
+        self.finding(FindingKind::Unverified, why)
+    }
+
+    fn unsatisfied(&self, why: String) -> Finding {
+        self.finding(
             FindingKind::Unsatisfied,
             format!("{why}; run `kernels lock`"),
         )
-        .locked(commit)
-    };
-    let refs = cache.repo(&dep.repo_id, repo_type).refs_at(commit);
-    let known = || {
-        if refs.is_empty() {
+    }
+
+    /// What the cache knows the commit as, for unverified findings.
+    fn known(&self) -> String {
+        if self.refs.is_empty() {
             format!(
                 "the cache does not know which version the locked commit {} is",
-                short(commit)
+                self.commit.short()
             )
         } else {
             format!(
                 "the cache knows the locked commit {} only as {}",
-                short(commit),
-                refs.join(", ")
+                self.commit.short(),
+                self.refs.join(", ")
             )
         }
-    };
-    match &dep.requirement {
-        Requirement::Revision(rev) => {
-            if rev.eq_ignore_ascii_case(commit) {
-                ok(format!("pinned to commit {}", short(commit)))
-            } else if refs.iter().any(|r| r == rev) {
-                ok(format!("revision `{rev}` is at {}", short(commit)))
-            } else if kernels_types::CommitId::is_canonical(rev) {
-                unsatisfied(format!(
-                    "pyproject.toml pins commit {rev}, kernels.lock has {commit}"
-                ))
-            } else {
-                unverified(format!("revision `{rev}`: {}", known()))
-            }
+    }
+
+    /// Decides the entry for `requirement` from the requirement and the refs.
+    fn check(&self, requirement: &Requirement) -> Finding {
+        match requirement {
+            Requirement::Revision(rev) => self.check_revision(rev),
+            Requirement::Branch(n) => self.check_branch(requirement, *n),
+            Requirement::Pep440(_) | Requirement::Semver(_) => self.check_tagged(requirement),
         }
-        Requirement::Branch(n) => {
-            let branches: Vec<&String> = refs
-                .iter()
-                .filter(|r| branch_version(r).is_some())
-                .collect();
-            if branches
-                .iter()
-                .any(|r| branch_version(r) == Some(i128::from(*n)))
-            {
-                ok(format!("branch `v{n}` is at {}", short(commit)))
-            } else if !branches.is_empty() {
-                unsatisfied(format!(
-                    "pyproject.toml asks for {}, but the locked commit {} is {} in the cache",
-                    dep.requirement,
-                    short(commit),
-                    branches
-                        .iter()
-                        .map(|b| format!("branch `{b}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            } else {
-                unverified(format!("{}: {}", dep.requirement, known()))
-            }
+    }
+
+    fn check_revision(&self, rev: &str) -> Finding {
+        let short = self.commit.short();
+        if rev.parse::<CommitId>().is_ok_and(|c| c == *self.commit) {
+            self.ok(format!("pinned to commit {short}"))
+        } else if self.refs.iter().any(|r| r == rev) {
+            self.ok(format!("revision `{rev}` is at {short}"))
+        } else if CommitId::is_canonical(rev) {
+            self.unsatisfied(format!(
+                "pyproject.toml pins commit {rev}, kernels.lock has {}",
+                self.commit
+            ))
+        } else {
+            self.unverified(format!("revision `{rev}`: {}", self.known()))
         }
-        Requirement::Pep440(_) | Requirement::Semver(_) => {
-            let tags: Vec<GitRefInfo> = refs
-                .iter()
-                .filter(|r| tag_version(r).is_some())
-                .map(|r| GitRefInfo {
-                    name: r.clone(),
-                    git_ref: format!("refs/tags/{r}"),
-                    target_commit: commit.to_owned(),
-                })
-                .collect();
-            if tags.is_empty() {
-                return unverified(format!("{}: {}", dep.requirement, known()));
-            }
-            match select_tag(&dep.requirement, &tags) {
-                Ok(selected) => ok(format!(
-                    "tag `{}` at {} satisfies {}",
-                    selected.git_ref.name,
-                    short(commit),
-                    dep.requirement
-                )),
-                Err(_) => unsatisfied(format!(
-                    "the locked commit {} is {} in the cache, which does not satisfy {}",
-                    short(commit),
-                    tags.iter()
-                        .map(|t| format!("tag `{}`", t.name))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    dep.requirement
-                )),
-            }
+    }
+
+    fn check_branch(&self, requirement: &Requirement, n: u64) -> Finding {
+        let branches: Vec<&String> = self
+            .refs
+            .iter()
+            .filter(|r| branch_version(r).is_some())
+            .collect();
+        if branches
+            .iter()
+            .any(|r| branch_version(r) == Some(i128::from(n)))
+        {
+            self.ok(format!("branch `v{n}` is at {}", self.commit.short()))
+        } else if !branches.is_empty() {
+            self.unsatisfied(format!(
+                "pyproject.toml asks for {requirement}, but the locked commit {} is {} in the cache",
+                self.commit.short(),
+                branches
+                    .iter()
+                    .map(|b| format!("branch `{b}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        } else {
+            self.unverified(format!("{requirement}: {}", self.known()))
+        }
+    }
+
+    fn check_tagged(&self, requirement: &Requirement) -> Finding {
+        let tags: Vec<GitRefInfo> = self
+            .refs
+            .iter()
+            .filter(|r| tag_version(r).is_some())
+            .map(|r| GitRefInfo {
+                name: r.clone(),
+                git_ref: format!("refs/tags/{r}"),
+                target_commit: self.commit.clone(),
+            })
+            .collect();
+        if tags.is_empty() {
+            return self.unverified(format!("{requirement}: {}", self.known()));
+        }
+        match select_tag(requirement, &tags) {
+            Ok(selected) => self.ok(format!(
+                "tag `{}` at {} satisfies {requirement}",
+                selected.git_ref.name,
+                self.commit.short(),
+            )),
+            Err(_) => self.unsatisfied(format!(
+                "the locked commit {} is {} in the cache, which does not satisfy {requirement}",
+                self.commit.short(),
+                tags.iter()
+                    .map(|t| format!("tag `{}`", t.name))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )),
         }
     }
 }
@@ -588,74 +613,15 @@ pub fn diff_locks(old: &LockOnDisk, new: &Lockfile, new_text: &str) -> CheckRepo
     let lock_path = old.path();
     let state = &old.state;
     let mut findings = Vec::new();
-    let old_kernels: Vec<LockedKernel> = match state {
-        LockState::Parsed(lock) => {
-            let new_format = new.format();
-            if new_format != lock.format() {
-                findings.push(Finding::new(
-                    None,
-                    FindingKind::Format,
-                    format!(
-                        "the file is in the {}; `kernels lock` would rewrite it in the {}",
-                        format_name(lock.format()),
-                        format_name(new_format)
-                    ),
-                ));
-            }
-            lock.locked_kernels(lock_path).unwrap_or_default()
-        }
-        _ => {
-            if let Some(report) = file_level(lock_path, CheckMode::Online, state) {
-                findings.extend(report.findings);
-            }
-            Vec::new()
-        }
-    };
+    let old_kernels = old_entries(old, new.format(), &mut findings);
     let new_kernels = new.locked_kernels(lock_path).unwrap_or_default();
     let had_file = matches!(state, LockState::Parsed(_));
     for kernel in &new_kernels {
-        let repo = kernel.repo_id.as_str();
         let before = old_kernels.iter().find(|k| k.repo_id == kernel.repo_id);
-        let mut finding = match before {
-            None if !had_file => continue,
-            None => Finding::new(
-                Some(repo),
-                FindingKind::Added,
-                format!("would be locked at {}", kernel.commit),
-            ),
-            Some(old) if old.commit != kernel.commit => Finding::new(
-                Some(repo),
-                FindingKind::Changed,
-                format!("{} → {}", old.commit, kernel.commit),
-            )
-            .locked(&old.commit),
-            // A 0.17 lock records no variants: across formats only the
-            // commit is compared (the rewrite is the `format` finding).
-            Some(old)
-                if old.variants.is_some()
-                    && kernel.variants.is_some()
-                    && old.variants != kernel.variants =>
-            {
-                Finding::new(
-                    Some(repo),
-                    FindingKind::Changed,
-                    format!(
-                        "commit {} unchanged, variant hashes differ ({})",
-                        short(&kernel.commit),
-                        variant_changes(old, kernel)
-                    ),
-                )
-                .locked(&old.commit)
-            }
-            Some(old) => Finding::new(
-                Some(repo),
-                FindingKind::UpToDate,
-                format!("locked at {}", short(&old.commit)),
-            )
-            .locked(&old.commit),
-        };
-        finding.resolved_commit = Some(kernel.commit.clone());
-        findings.push(finding);
+        if before.is_none() && !had_file {
+            continue;
+        }
+        findings.push(entry_change(before, kernel));
     }
     for old in &old_kernels {
         if !new_kernels.iter().any(|k| k.repo_id == old.repo_id) {
@@ -665,7 +631,7 @@ pub fn diff_locks(old: &LockOnDisk, new: &Lockfile, new_text: &str) -> CheckRepo
                     FindingKind::Removed,
                     format!(
                         "locked at {}, no longer in pyproject.toml",
-                        short(&old.commit)
+                        old.commit.short()
                     ),
                 )
                 .locked(&old.commit),
@@ -684,6 +650,83 @@ pub fn diff_locks(old: &LockOnDisk, new: &Lockfile, new_text: &str) -> CheckRepo
         mode: CheckMode::Online,
         findings,
     }
+}
+
+/// The kernels of the lock on disk, for [`diff_locks`]; file-level findings
+/// (a format rewrite to `new_format`, a missing or unreadable file) go to
+/// `findings`.
+fn old_entries(
+    old: &LockOnDisk,
+    new_format: LockFormat,
+    findings: &mut Vec<Finding>,
+) -> Vec<LockedKernel> {
+    match &old.state {
+        LockState::Parsed(lock) => {
+            if new_format != lock.format() {
+                findings.push(Finding::new(
+                    None,
+                    FindingKind::Format,
+                    format!(
+                        "the file is in the {}; `kernels lock` would rewrite it in the {}",
+                        format_name(lock.format()),
+                        format_name(new_format)
+                    ),
+                ));
+            }
+            lock.locked_kernels(old.path()).unwrap_or_default()
+        }
+        state => {
+            if let Some(report) = file_level(old.path(), CheckMode::Online, state) {
+                findings.extend(report.findings);
+            }
+            Vec::new()
+        }
+    }
+}
+
+/// The finding for `kernel` of the fresh lock against its entry `before` in
+/// the lock on disk (`None`: a new entry).
+fn entry_change(before: Option<&LockedKernel>, kernel: &LockedKernel) -> Finding {
+    let repo = Some(kernel.repo_id.as_str());
+    let mut finding = match before {
+        None => Finding::new(
+            repo,
+            FindingKind::Added,
+            format!("would be locked at {}", kernel.commit),
+        ),
+        Some(old) if old.commit != kernel.commit => Finding::new(
+            repo,
+            FindingKind::Changed,
+            format!("{} → {}", old.commit, kernel.commit),
+        )
+        .locked(&old.commit),
+        // A 0.17 lock records no variants: across formats only the
+        // commit is compared (the rewrite is the `format` finding).
+        Some(old)
+            if old.variants.is_some()
+                && kernel.variants.is_some()
+                && old.variants != kernel.variants =>
+        {
+            Finding::new(
+                repo,
+                FindingKind::Changed,
+                format!(
+                    "commit {} unchanged, variant hashes differ ({})",
+                    kernel.commit.short(),
+                    variant_changes(old, kernel)
+                ),
+            )
+            .locked(&old.commit)
+        }
+        Some(old) => Finding::new(
+            repo,
+            FindingKind::UpToDate,
+            format!("locked at {}", old.commit.short()),
+        )
+        .locked(&old.commit),
+    };
+    finding.resolved_commit = Some(kernel.commit.clone());
+    finding
 }
 
 fn variant_changes(old: &LockedKernel, new: &LockedKernel) -> String {

@@ -19,11 +19,12 @@ use futures_util::future::join_all;
 use serde::Serialize;
 
 use crate::lock::format::{KernelDependency, KernelVersion, Lockfile};
+use crate::lock::label::commit_label;
 use crate::lock::manifest::Manifest;
 use crate::lock::project::{LockError, kernel_depends};
 use crate::lock::requirement::{Requirement, branch_version, select_tag, tag_version};
 use kernels_hub::{HubClient, HubError};
-use kernels_types::commit::short;
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::{GitRefs, RepoType};
 
@@ -32,23 +33,23 @@ use kernels_types::wire::{GitRefs, RepoType};
 pub struct RefAt {
     /// `v1`, `v0.1.2`, a revision, or a short commit when no ref names it.
     pub label: String,
-    /// 40-hex commit.
-    pub commit: String,
+    /// The commit.
+    pub commit: CommitId,
 }
 
 impl RefAt {
     /// Whether a ref names the commit (the label is not just the short commit).
     pub fn is_named(&self) -> bool {
-        self.label != short(&self.commit)
+        self.label != self.commit.short()
     }
 }
 
 impl std::fmt::Display for RefAt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.label == short(&self.commit) {
-            write!(f, "{}", self.label)
+        if self.is_named() {
+            write!(f, "{} ({})", self.label, self.commit.short())
         } else {
-            write!(f, "{} ({})", self.label, short(&self.commit))
+            write!(f, "{}", self.label)
         }
     }
 }
@@ -173,7 +174,7 @@ fn newest_tag(refs: &GitRefs) -> Option<RefAt> {
         .max_by(|a, b| a.0.cmp(&b.0))
         .map(|(_, t)| RefAt {
             label: t.name.clone(),
-            commit: t.target_commit.to_ascii_lowercase(),
+            commit: t.target_commit.clone(),
         })
 }
 
@@ -187,17 +188,19 @@ pub fn newest(refs: &GitRefs) -> Option<RefAt> {
     if let Some((_, b)) = branch {
         return Some(RefAt {
             label: b.name.clone(),
-            commit: b.target_commit.to_ascii_lowercase(),
+            commit: b.target_commit.clone(),
         });
     }
     newest_tag(refs)
 }
 
-/// What `requirement` selects among `refs` today.
+/// What `requirement` selects among `refs` today: for a revision, the
+/// branch or tag of that name, or the commit a full commit id names (an
+/// abbreviated one names nothing the refs can tell).
 pub fn compatible(requirement: &Requirement, refs: &GitRefs) -> Option<RefAt> {
     let at = |r: &kernels_types::wire::GitRefInfo| RefAt {
         label: r.name.clone(),
-        commit: r.target_commit.to_ascii_lowercase(),
+        commit: r.target_commit.clone(),
     };
     match requirement {
         Requirement::Branch(n) => refs
@@ -215,52 +218,47 @@ pub fn compatible(requirement: &Requirement, refs: &GitRefs) -> Option<RefAt> {
             .find(|b| b.name == *r)
             .map(at)
             .or_else(|| {
-                kernels_types::CommitId::is_abbreviation(r).then(|| RefAt {
-                    label: short(r).to_owned(),
-                    commit: r.to_ascii_lowercase(),
+                let commit: CommitId = r.parse().ok()?;
+                Some(RefAt {
+                    label: commit.short().to_owned(),
+                    commit,
                 })
             }),
     }
 }
 
 /// The name of `commit` locked from a specifier: the tag the requirement
-/// selects among `refs` when it points there, else the highest `v<version>`
-/// tag pointing there, else a `vN` branch pointing there.
-fn tag_label(commit: &str, requirement: &Requirement, refs: &GitRefs) -> Option<String> {
+/// selects among `refs` when it points there, else the commit's version label
+/// ([`commit_label`]).
+fn tag_label(commit: &CommitId, requirement: &Requirement, refs: &GitRefs) -> Option<String> {
     if let Some(c) = compatible(requirement, refs)
-        && c.commit.eq_ignore_ascii_case(commit)
+        && c.commit == *commit
     {
         return Some(c.label);
     }
-    let at_commit =
-        |r: &&kernels_types::wire::GitRefInfo| r.target_commit.eq_ignore_ascii_case(commit);
-    refs.tags
-        .iter()
-        .filter(at_commit)
-        .filter_map(|t| Some((tag_version(&t.name)?, t)))
-        .max_by(|a, b| a.0.cmp(&b.0))
-        .map(|(_, t)| t.name.clone())
-        .or_else(|| {
-            refs.branches
-                .iter()
-                .filter(at_commit)
-                .filter_map(|b| Some((branch_version(&b.name)?, b)))
-                .max_by_key(|(n, _)| *n)
-                .map(|(_, b)| b.name.clone())
-        })
+    label_in(refs, commit).map(str::to_owned)
+}
+
+/// The version label ([`commit_label`]) of `commit` among `refs`.
+pub fn label_in<'a>(refs: &'a GitRefs, commit: &CommitId) -> Option<&'a str> {
+    let at = |r: &&'a kernels_types::wire::GitRefInfo| r.target_commit == *commit;
+    commit_label(
+        refs.tags.iter().filter(at).map(|t| t.name.as_str()),
+        refs.branches.iter().filter(at).map(|b| b.name.as_str()),
+    )
 }
 
 /// The version an entry was locked from, known without the Hub: `vN` for an
 /// integer requirement, the name of a revision that is not a commit id, and
 /// for a specifier the tag `cached` (the cache's `refs/`) names at the commit.
 fn offline_label(
-    commit: &str,
+    commit: &CommitId,
     requirement: &Requirement,
     cached: Option<&GitRefs>,
 ) -> Option<String> {
     match requirement {
         Requirement::Branch(n) => Some(format!("v{n}")),
-        Requirement::Revision(r) if kernels_types::CommitId::is_abbreviation(r) => None,
+        Requirement::Revision(r) if CommitId::is_abbreviation(r) => None,
         Requirement::Revision(r) => Some(r.clone()),
         Requirement::Pep440(_) | Requirement::Semver(_) => {
             cached.and_then(|refs| tag_label(commit, requirement, refs))
@@ -287,6 +285,9 @@ fn cached_refs(
         pull_requests: None,
     };
     for kernels_cache::CachedRef { name, commit } in cached {
+        let Ok(commit) = commit.parse::<CommitId>() else {
+            continue;
+        };
         let is_branch = branch_version(&name).is_some();
         let info = kernels_types::wire::GitRefInfo {
             git_ref: format!("refs/{}/{name}", if is_branch { "heads" } else { "tags" }),
@@ -310,7 +311,7 @@ pub struct Entry {
     /// The requirement.
     pub requirement: Requirement,
     /// The locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// The version it was locked from when known without the Hub (see the
     /// module docs); `None` when only the Hub's refs can tell.
     pub label: Option<String>,
@@ -331,8 +332,8 @@ impl Entry {
         RefAt {
             label: online
                 .or_else(|| self.label.clone())
-                .unwrap_or_else(|| short(&self.commit).to_owned()),
-            commit: self.commit.to_ascii_lowercase(),
+                .unwrap_or_else(|| self.commit.short().to_owned()),
+            commit: self.commit.clone(),
         }
     }
 }
@@ -386,7 +387,7 @@ fn raw_entries(lock: &Lockfile, manifest: &Manifest) -> Vec<Entry> {
                 Some(Entry {
                     repo_id: dep.repo_id.parse().ok()?,
                     requirement: kernel_requirement(&dep.version),
-                    commit: commit.as_str().to_owned(),
+                    commit: commit.clone(),
                     label: None,
                     dependency: Some(dep.clone()),
                 })
@@ -421,10 +422,7 @@ pub fn statuses(
             let refs = answer.and_then(|r| r.as_ref().ok());
             let compatible = refs.and_then(|r| compatible(&e.requirement, r));
             let newest = refs.and_then(|r| newest_for(&e.requirement, r));
-            let differs = |r: &Option<RefAt>| {
-                r.as_ref()
-                    .is_some_and(|r| !r.commit.eq_ignore_ascii_case(&e.commit))
-            };
+            let differs = |r: &Option<RefAt>| r.as_ref().is_some_and(|r| r.commit != e.commit);
             let outdated = refs.map(|_| differs(&compatible) || differs(&newest));
             let error = match answer {
                 Some(Err(err)) => Some(CheckError::of(err)),
@@ -498,7 +496,7 @@ pub struct VersionInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<u64>,
     /// The commit the ref points at.
-    pub commit: String,
+    pub commit: CommitId,
     /// The directory names under `build/` at that commit.
     pub variants: Vec<String>,
 }
@@ -512,10 +510,10 @@ pub async fn build_variants(
     client: &HubClient,
     repo_type: RepoType,
     repo_id: &RepoId,
-    commit: &str,
+    commit: &CommitId,
 ) -> Result<Vec<String>, HubError> {
     match client
-        .list_tree(repo_type, repo_id, commit, "build", false)
+        .list_tree(repo_type, repo_id, commit.as_str(), "build", false)
         .await
     {
         Ok(entries) => Ok(entries
@@ -555,18 +553,18 @@ pub async fn versions(
             kind: "branch",
             name: b.name.clone(),
             version: Some(n),
-            commit: b.target_commit.to_ascii_lowercase(),
+            commit: b.target_commit.clone(),
             variants: Vec::new(),
         })
         .chain(tags.into_iter().map(|(_, t)| VersionInfo {
             kind: "tag",
             name: t.name.clone(),
             version: None,
-            commit: t.target_commit.to_ascii_lowercase(),
+            commit: t.target_commit.clone(),
             variants: Vec::new(),
         }))
         .collect();
-    let commits: BTreeSet<String> = out.iter().map(|v| v.commit.clone()).collect();
+    let commits: BTreeSet<CommitId> = out.iter().map(|v| v.commit.clone()).collect();
     let listings = join_all(
         commits
             .iter()
@@ -592,7 +590,7 @@ mod tests {
         GitRefInfo {
             name: name.to_owned(),
             git_ref: format!("refs/{kind}/{name}"),
-            target_commit: commit.to_string().repeat(40),
+            target_commit: commit.to_string().repeat(40).parse().unwrap(),
         }
     }
 
@@ -624,12 +622,17 @@ mod tests {
         // A specifier's newest is the highest release tag, not a branch.
         assert_eq!(newest_for(&spec, &refs).unwrap().label, "v0.2.0");
         let rev = Requirement::Revision("main".into());
-        assert_eq!(compatible(&rev, &refs).unwrap().commit, "a".repeat(40));
+        assert_eq!(
+            compatible(&rev, &refs).unwrap().commit.as_str(),
+            "a".repeat(40)
+        );
+        let abbreviated = Requirement::Revision("aaaaaaa".into());
+        assert_eq!(compatible(&abbreviated, &refs), None);
         assert_eq!(compatible(&Requirement::Branch(3), &refs), None);
     }
 
     fn entry(requirement: Requirement, commit: char, cached: Option<&GitRefs>) -> Entry {
-        let commit = commit.to_string().repeat(40);
+        let commit: CommitId = commit.to_string().repeat(40).parse().unwrap();
         Entry {
             repo_id: "acme/relu".parse().unwrap(),
             label: offline_label(&commit, &requirement, cached),

@@ -3,13 +3,15 @@
 //! ([`resolver`]), locking a project ([`project`]), checking a lock against its
 //! manifest ([`freshness`]), repairing merge conflicts ([`conflict`]), choosing
 //! the target runtime ([`profile`]) and which requirement forms it reads
-//! ([`support`]), and the two on-disk formats ([`format`]).
+//! ([`support`]), what a commit is called ([`label`]), and the two on-disk
+//! formats ([`format`]).
 
 pub mod conflict;
 pub mod edit;
 pub mod format;
 pub mod freshness;
 pub mod inspect;
+pub mod label;
 pub mod manifest;
 pub mod profile;
 pub mod project;

@@ -18,8 +18,7 @@
 //! there, the error says so; with [`LockOptions::allow_model_repos`] the
 //! repository is locked through the `model` API instead, with a warning.
 
-use kernels_types::CommitId;
-use kernels_types::commit::short;
+use kernels_types::{CommitId, Digest};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use futures_util::StreamExt;
@@ -85,8 +84,8 @@ pub struct Locked {
     pub repo_id: String,
     /// The tag, branch or revision it was locked from (`v0.1.1`, `v1`, `main`).
     pub version: String,
-    /// The locked commit, 40 hex digits.
-    pub commit: String,
+    /// The locked commit.
+    pub commit: CommitId,
     /// How many build variants were hashed (variant-hash format); `None` in
     /// the `KernelLocks` format, which records no variants.
     pub variant_count: Option<usize>,
@@ -140,7 +139,7 @@ impl std::fmt::Display for Locked {
             "Locked {} {} ({})",
             self.repo_id,
             self.version,
-            short(&self.commit)
+            self.commit.short()
         )?;
         if let Some(n) = self.variant_count {
             write!(f, " with {n} variant{}", if n == 1 { "" } else { "s" })?;
@@ -316,7 +315,7 @@ pub enum LockError {
         /// The repository.
         repo_id: RepoId,
         /// The commit.
-        commit: String,
+        commit: CommitId,
         /// The variant directory.
         variant: String,
     },
@@ -331,7 +330,7 @@ pub enum LockError {
         /// The repository.
         repo_id: RepoId,
         /// The commit.
-        commit: String,
+        commit: CommitId,
         /// The variant directory.
         variant: String,
         /// What is wrong.
@@ -486,15 +485,15 @@ impl Locker<'_> {
                         variant_count: Some(kernel.variants.len()),
                         required_by: None,
                     });
-                    locks.push(KernelHashLock {
-                        repo_id: kernel.repo_id.to_string(),
-                        sha: kernel.commit,
-                        variants: kernel
+                    locks.push(KernelHashLock::new(
+                        kernel.repo_id.to_string(),
+                        kernel.commit,
+                        kernel
                             .variants
                             .into_iter()
                             .map(|(name, hash)| (name, VariantHash::git_lfs_concat(hash)))
                             .collect(),
-                    });
+                    ));
                 }
                 Err(error) => errors.push(Failure { repo_id, error }),
             }
@@ -753,12 +752,11 @@ impl Locker<'_> {
     }
 
     /// The commit the previous lock has for `node`, unless it is upgraded.
-    fn previous_commit(&self, node: &KernelDependency) -> Option<String> {
+    fn previous_commit(&self, node: &KernelDependency) -> Option<CommitId> {
         match &self.options.previous {
-            Some(Lockfile::KernelLocks(old)) if !self.options.upgrade.covers(&node.repo_id) => old
-                .iter()
-                .find(|(d, _)| *d == node)
-                .map(|(_, c)| c.as_str().to_owned()),
+            Some(Lockfile::KernelLocks(old)) if !self.options.upgrade.covers(&node.repo_id) => {
+                old.iter().find(|(d, _)| *d == node).map(|(_, c)| c.clone())
+            }
             _ => None,
         }
     }
@@ -769,7 +767,7 @@ impl Locker<'_> {
         &self,
         node: &KernelDependency,
         repo_id: &RepoId,
-        previous: Option<String>,
+        previous: Option<CommitId>,
     ) -> Result<Node, LockError> {
         let mut warnings = Vec::new();
         let requirement = match &node.version {
@@ -835,7 +833,7 @@ const DISCOVERY_CONCURRENCY: usize = 32;
 /// A resolved node of the 0.17 dependency graph.
 struct Node {
     chosen: String,
-    commit: String,
+    commit: CommitId,
     /// Kept from the previous lock.
     kept: bool,
     /// Remarks, in the order the reference makes them.
@@ -843,24 +841,15 @@ struct Node {
     children: Vec<KernelDependency>,
 }
 
-/// A tag or branch pointing at `commit` (tags first), for change lines.
+/// The version label of `commit` ([`crate::lock::label`]), for change lines.
 async fn label_at(
     client: &HubClient,
     repo_type: RepoType,
     repo_id: &RepoId,
-    commit: &str,
+    commit: &CommitId,
 ) -> Option<String> {
     let refs = client.list_refs(repo_type, repo_id).await.ok()?;
-    refs.tags
-        .iter()
-        .filter(|t| crate::lock::requirement::tag_version(&t.name).is_some())
-        .chain(
-            refs.branches
-                .iter()
-                .filter(|b| crate::lock::requirement::branch_version(&b.name).is_some()),
-        )
-        .find(|r| r.target_commit.eq_ignore_ascii_case(commit))
-        .map(|r| r.name.clone())
+    crate::lock::inspect::label_in(&refs, commit).map(str::to_owned)
 }
 
 fn check_errors(failures: Vec<Failure>, manifest: &Manifest) -> Result<(), LockError> {
@@ -957,15 +946,6 @@ impl Tree {
                     })?;
             self.visit(child, child_id, path.clone())?;
         }
-        let oid = commit
-            .parse::<CommitId>()
-            .map_err(|_| ResolveError::BadCommit {
-                repo_id: repo_id.clone(),
-                chosen: chosen.clone(),
-                commit: format!(
-                    "invalid git object id, expected 40 or 64 hexadecimal digits: {commit}"
-                ),
-            })?;
         if !kept {
             self.locked.push(Locked {
                 repo_id: repo_id.to_string(),
@@ -979,7 +959,7 @@ impl Tree {
             });
         }
         // `done` guards against a second insert of the same dependency.
-        let _ = self.locks.insert(node.clone(), oid);
+        let _ = self.locks.insert(node.clone(), commit);
         self.done.insert(node);
         Ok(())
     }
@@ -1018,11 +998,11 @@ pub async fn kernel_depends(
     cache: Option<&MetadataCache>,
     repo_type: RepoType,
     repo_id: &RepoId,
-    commit: &str,
+    commit: &CommitId,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<KernelDependency>, LockError> {
     let entries = match client
-        .list_tree(repo_type, repo_id, commit, "build", true)
+        .list_tree(repo_type, repo_id, commit.as_str(), "build", true)
         .await
     {
         Ok(entries) => entries,
@@ -1031,9 +1011,9 @@ pub async fn kernel_depends(
     };
     // Variant directory → blob id of its metadata.json (if it has one), with
     // its size when it is a plain git blob (cacheable by that id).
-    let mut variants: std::collections::BTreeMap<String, Option<String>> =
+    let mut variants: std::collections::BTreeMap<String, Option<Digest>> =
         std::collections::BTreeMap::new();
-    let mut sizes: HashMap<String, u64> = HashMap::new();
+    let mut sizes: HashMap<Digest, u64> = HashMap::new();
     let mut invalid = BTreeSet::new();
     for entry in &entries {
         let rest = entry.path.strip_prefix("build/").unwrap_or(&entry.path);
@@ -1046,9 +1026,9 @@ pub async fn kernel_depends(
         }
         let slot = variants.entry(name.to_owned()).or_default();
         if inner == "metadata.json" && entry.is_file() {
-            *slot = Some(entry.oid.clone());
+            *slot = Some(entry.oid);
             if entry.lfs.is_none() {
-                sizes.insert(entry.oid.clone(), entry.size);
+                sizes.insert(entry.oid, entry.size);
             }
         }
     }
@@ -1058,46 +1038,41 @@ pub async fn kernel_depends(
         ));
     }
     // One fetch per distinct blob, named by the first variant that has it.
-    let mut blobs: Vec<(&str, &str)> = Vec::new();
+    let mut blobs: Vec<(Digest, &str)> = Vec::new();
     for (variant, oid) in &variants {
         if let Some(oid) = oid
             && !blobs.iter().any(|(o, _)| o == oid)
         {
-            blobs.push((oid, variant));
+            blobs.push((*oid, variant));
         }
     }
     let repo_cache = cache.map(|c| c.cache.repo(repo_id, repo_type));
     let fetched = join_all(blobs.iter().map(|(oid, variant)| {
         let blob = sizes
-            .get(*oid)
-            .and_then(|size| {
-                Some(kernels_cache::BlobId {
-                    digest: kernels_types::Digest::from_etag(oid).ok()?,
-                    size: *size,
-                })
+            .get(oid)
+            .map(|size| kernels_cache::BlobId {
+                digest: *oid,
+                size: *size,
             })
             .zip(repo_cache.as_ref());
         cached_metadata(client, blob, cache, repo_type, repo_id, commit, variant)
     }))
     .await;
-    let mut by_blob: HashMap<&str, Result<Vec<KernelDependency>, LockError>> =
+    let mut by_blob: HashMap<Digest, Result<Vec<KernelDependency>, LockError>> =
         blobs.iter().map(|(oid, _)| *oid).zip(fetched).collect();
     let mut out: Vec<KernelDependency> = Vec::new();
     for (variant, oid) in &variants {
         let Some(oid) = oid else {
             return Err(LockError::MissingMetadata {
                 repo_id: repo_id.clone(),
-                commit: commit.to_owned(),
+                commit: commit.clone(),
                 variant: variant.clone(),
             });
         };
-        let deps = match by_blob.get_mut(oid.as_str()) {
+        let deps = match by_blob.get_mut(oid) {
             Some(Ok(deps)) => deps,
             Some(Err(_)) => {
-                return Err(by_blob
-                    .remove(oid.as_str())
-                    .and_then(Result::err)
-                    .expect("an error"));
+                return Err(by_blob.remove(oid).and_then(Result::err).expect("an error"));
             }
             None => unreachable!("every blob was fetched"),
         };
@@ -1159,7 +1134,7 @@ async fn cached_metadata(
     store: Option<&MetadataCache>,
     repo_type: RepoType,
     repo_id: &RepoId,
-    commit: &str,
+    commit: &CommitId,
     variant: &str,
 ) -> Result<Vec<KernelDependency>, LockError> {
     let file = format!("build/{variant}/metadata.json");
@@ -1168,7 +1143,7 @@ async fn cached_metadata(
         if kernels_cache::file_matches(&path, id).unwrap_or(false)
             && let Ok(body) = fs_err::read(&path)
         {
-            let _ = repo.link(commit, &file, &id.etag());
+            let _ = repo.link(commit.as_str(), &file, &id.etag());
             return parse_metadata(&body, repo_id, commit, variant);
         }
     }
@@ -1176,7 +1151,7 @@ async fn cached_metadata(
     if let Some((id, repo)) = blob {
         // On the blocking pool and not awaited here: the fsyncs of a store must
         // not delay what depends on this answer ([`MetadataCache::flush`]).
-        let (repo, body, commit) = (repo.clone(), body.clone(), commit.to_owned());
+        let (repo, body, commit) = (repo.clone(), body.clone(), commit.clone());
         let handle = tokio::task::spawn_blocking(move || {
             if let Ok(kernels_cache::PartialBlob::Missing(mut writer)) = repo.open_blob(&id) {
                 let stored = writer
@@ -1184,7 +1159,7 @@ async fn cached_metadata(
                     .and_then(|()| writer.write(&body, &file))
                     .and_then(|()| writer.finish(&file));
                 if stored.is_ok() {
-                    let _ = repo.link(&commit, &file, &id.etag());
+                    let _ = repo.link(commit.as_str(), &file, &id.etag());
                 }
             }
         });
@@ -1200,18 +1175,20 @@ async fn fetch_metadata(
     client: &HubClient,
     repo_type: RepoType,
     repo_id: &RepoId,
-    commit: &str,
+    commit: &CommitId,
     variant: &str,
 ) -> Result<Vec<u8>, LockError> {
     let file = format!("build/{variant}/metadata.json");
-    let url = client.resolve_url(repo_type, repo_id, commit, &file);
-    let target = Target::repo(repo_type, repo_id).at(commit).path(&file);
+    let url = client.resolve_url(repo_type, repo_id, commit.as_str(), &file);
+    let target = Target::repo(repo_type, repo_id)
+        .at(commit.as_str())
+        .path(&file);
     let body = match client.get_document(&url, Some(&target)).await {
         Ok(body) => body,
         Err(HubError::EntryNotFound { .. }) => {
             return Err(LockError::MissingMetadata {
                 repo_id: repo_id.clone(),
-                commit: commit.to_owned(),
+                commit: commit.clone(),
                 variant: variant.to_owned(),
             });
         }
@@ -1224,12 +1201,12 @@ async fn fetch_metadata(
 fn parse_metadata(
     body: &[u8],
     repo_id: &RepoId,
-    commit: &str,
+    commit: &CommitId,
     variant: &str,
 ) -> Result<Vec<KernelDependency>, LockError> {
     let invalid = |detail: String| LockError::InvalidMetadata {
         repo_id: repo_id.clone(),
-        commit: commit.to_owned(),
+        commit: commit.clone(),
         variant: variant.to_owned(),
         detail,
     };

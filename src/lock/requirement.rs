@@ -311,7 +311,7 @@ mod tests {
         GitRefInfo {
             name: name.into(),
             git_ref: format!("refs/tags/{name}"),
-            target_commit: commit.to_string().repeat(40),
+            target_commit: commit.to_string().repeat(40).parse().unwrap(),
         }
     }
 
@@ -342,7 +342,11 @@ mod tests {
         let tags = [tag("v1.0", '1'), tag("v1.0.0", '2')];
         let req = Requirement::parse_str(">=1").unwrap();
         assert_eq!(
-            select_tag(&req, &tags).unwrap().git_ref.target_commit,
+            select_tag(&req, &tags)
+                .unwrap()
+                .git_ref
+                .target_commit
+                .as_str(),
             "2".repeat(40)
         );
     }
@@ -362,7 +366,7 @@ mod tests {
             tag("v01", '3'),
         ];
         let chosen = select_branch(1, &branches).unwrap();
-        assert_eq!(chosen.git_ref.target_commit, "3".repeat(40));
+        assert_eq!(chosen.git_ref.target_commit.as_str(), "3".repeat(40));
         assert_eq!(chosen.latest.as_deref(), Some("2"));
         let err = select_branch(5, &branches).unwrap_err();
         assert_eq!(err.available, ["1", "2"]);

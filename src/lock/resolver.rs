@@ -36,8 +36,8 @@ pub struct ResolvedKernel {
     pub requirement: Requirement,
     /// The tag or branch chosen (`v0.1.1`, `v1`), or the revision as written.
     pub chosen: String,
-    /// Locked commit, 40 lowercase hex.
-    pub commit: String,
+    /// Locked commit (SHA-1).
+    pub commit: CommitId,
     /// Variant name → `sha256-…` hash, sorted by name bytes.
     pub variants: IndexMap<String, String>,
     /// Non-fatal remarks, for example that a newer version exists.
@@ -49,8 +49,8 @@ pub struct ResolvedKernel {
 pub struct ResolvedCommit {
     /// The tag or branch chosen (`v0.1.1`, `v1`), or the revision as written.
     pub chosen: String,
-    /// The commit, 40 lowercase hex.
-    pub commit: String,
+    /// The commit (SHA-1).
+    pub commit: CommitId,
     /// Non-fatal remarks, for example that a newer version exists.
     pub warnings: Vec<String>,
 }
@@ -89,7 +89,8 @@ pub enum ResolveError {
     #[diagnostic(transparent)]
     Hub(#[from] HubError),
 
-    /// The Hub answered with a commit id that is not 40 hex digits.
+    /// The Hub answered with a commit id that is not 40 hex digits (a
+    /// SHA-256 commit, which the lock formats of ≤0.16 cannot hold).
     #[error(
         "the Hub returned `{commit}` as the commit of `{repo_id}` at `{chosen}`, which is not a 40-hex commit id"
     )]
@@ -100,7 +101,7 @@ pub enum ResolveError {
         /// The ref that was resolved.
         chosen: String,
         /// What the Hub sent.
-        commit: String,
+        commit: CommitId,
     },
 
     /// A file listing entry carries an unusable digest.
@@ -110,7 +111,7 @@ pub enum ResolveError {
         /// The repository.
         repo_id: RepoId,
         /// The commit.
-        commit: String,
+        commit: CommitId,
         /// Repo-relative path.
         path: String,
         /// The digest text.
@@ -130,7 +131,7 @@ pub enum ResolveError {
         /// The repository.
         repo_id: RepoId,
         /// The commit.
-        commit: String,
+        commit: CommitId,
         /// The refused path, as listed.
         path: String,
         /// What is wrong with it.
@@ -173,7 +174,7 @@ impl Resolver {
             .await?;
         let entries = self
             .client
-            .list_tree(self.repo_type, repo_id, &commit, "", true)
+            .list_tree(self.repo_type, repo_id, commit.as_str(), "", true)
             .await?;
         kernels_types::repo_path::check_entries(&entries).map_err(|(path, reason)| {
             ResolveError::UnsafePath {
@@ -202,7 +203,7 @@ impl Resolver {
         })
     }
 
-    /// Resolves a requirement to a commit (40 lowercase hex) without listing
+    /// Resolves a requirement to a SHA-1 commit without listing
     /// files: the branch `vN`, the best matching tag, or the revision as the Hub
     /// resolves it.
     pub async fn resolve_commit(
@@ -255,7 +256,7 @@ impl Resolver {
                 (selected.git_ref.name, selected.git_ref.target_commit)
             }
         };
-        if !commit.parse::<CommitId>().is_ok_and(|c| c.is_sha1()) {
+        if !commit.is_sha1() {
             return Err(ResolveError::BadCommit {
                 repo_id: repo_id.clone(),
                 chosen,
@@ -264,7 +265,7 @@ impl Resolver {
         }
         Ok(ResolvedCommit {
             chosen,
-            commit: commit.to_ascii_lowercase(),
+            commit,
             warnings,
         })
     }
@@ -326,11 +327,11 @@ mod tests {
     fn file(path: &str, oid: &str, lfs: Option<&str>) -> TreeEntry {
         TreeEntry {
             kind: "file".into(),
-            oid: oid.into(),
+            oid: oid.parse().unwrap(),
             size: 1,
             path: path.into(),
             lfs: lfs.map(|oid| TreeLfs {
-                oid: oid.into(),
+                oid: oid.parse().unwrap(),
                 size: 104,
                 pointer_size: 130,
             }),
@@ -341,10 +342,10 @@ mod tests {
     fn hashes_variants_like_the_reference() {
         let dir = TreeEntry {
             kind: "directory".into(),
-            oid: "0".repeat(40),
+            oid: "0".repeat(40).parse().unwrap(),
             size: 0,
             path: "build/torch-universal".into(),
-            ..file("", "", None)
+            ..file("", &"0".repeat(40), None)
         };
         let entries = vec![
             dir,
@@ -407,10 +408,12 @@ mod tests {
 
     #[test]
     fn bad_digest_is_reported() {
-        let entries = vec![file("build/torch-cpu/a.py", "xyz", None)];
+        // An LFS file listed with a 40-digit `lfs.oid`: not a SHA-256.
+        let sha1 = "a".repeat(40);
+        let entries = vec![file("build/torch-cpu/a.py", &sha1, Some(&sha1))];
         assert_eq!(
             variant_hashes(&entries, false).unwrap_err(),
-            ("build/torch-cpu/a.py".to_owned(), "xyz".to_owned())
+            ("build/torch-cpu/a.py".to_owned(), sha1)
         );
     }
 }

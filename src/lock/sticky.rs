@@ -24,10 +24,12 @@ use futures_util::future::join_all;
 use serde::Serialize;
 
 use crate::lock::format::{KernelVersion, Lockfile};
-use crate::lock::requirement::{Requirement, branch_version, select_tag, tag_version};
+use crate::lock::label::release_tag;
+use crate::lock::requirement::{Requirement, branch_version, select_tag};
 use kernels_hub::{HubClient, HubError};
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
-use kernels_types::wire::{GitRefInfo, RepoType};
+use kernels_types::wire::{GitRefInfo, GitRefs, RepoType};
 
 /// Which locked entries may move to a newer version.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -70,7 +72,7 @@ pub enum Verdict {
 }
 
 fn is_hex_commit(s: &str) -> bool {
-    s.len() <= 40 && kernels_types::CommitId::is_abbreviation(s)
+    s.len() <= 40 && CommitId::is_abbreviation(s)
 }
 
 /// Decides whether the variant-hash entry of `repo_id` locked at `commit` is kept
@@ -85,133 +87,184 @@ fn is_hex_commit(s: &str) -> bool {
 ///   the commit does not keep it either);
 /// * a revision: the commit itself, the commit a tag of that name points at,
 ///   or a commit in the history of the branch of that name.
+///
+/// The label of a commit that is resolved again is its highest release tag
+/// ([`release_tag`]).
 pub async fn keep_hashed(
     client: &HubClient,
     repo_type: RepoType,
     repo_id: &RepoId,
     requirement: &Requirement,
-    commit: &str,
+    commit: &CommitId,
 ) -> Result<Verdict, HubError> {
-    let same = |c: &str| c.eq_ignore_ascii_case(commit);
     if let Requirement::Revision(rev) = requirement
         && is_hex_commit(rev)
     {
         let rev = rev.to_ascii_lowercase();
-        return Ok(if commit.to_ascii_lowercase().starts_with(&rev) {
+        return Ok(if commit.as_str().starts_with(&rev) {
             Verdict::Keep { label: rev }
         } else {
             Verdict::Resolve { old_label: None }
         });
     }
     let refs = client.list_refs(repo_type, repo_id).await?;
-    let tag_at = |tags: &[GitRefInfo]| {
-        tags.iter()
-            .filter(|t| same(&t.target_commit) && tag_version(&t.name).is_some())
-            .map(|t| t.name.clone())
-            .next_back()
+    let history = History {
+        client,
+        repo_type,
+        repo_id,
+        commit,
+        refs: &refs,
     };
     match requirement {
-        Requirement::Pep440(_) | Requirement::Semver(_) => {
-            let at: Vec<GitRefInfo> = refs
+        Requirement::Pep440(_) | Requirement::Semver(_) => Ok(history.keep_tagged(requirement)),
+        Requirement::Branch(n) => history.keep_on_branch(i128::from(*n)).await,
+        Requirement::Revision(rev) => history.keep_revision(rev).await,
+    }
+}
+
+/// A locked commit and the refs of its repository, for [`keep_hashed`].
+struct History<'a> {
+    client: &'a HubClient,
+    repo_type: RepoType,
+    repo_id: &'a RepoId,
+    commit: &'a CommitId,
+    refs: &'a GitRefs,
+}
+
+impl History<'_> {
+    /// Whether `r` points at the locked commit.
+    fn at(&self, r: &GitRefInfo) -> bool {
+        r.target_commit == *self.commit
+    }
+
+    /// The name of the locked commit when it is resolved again: its highest
+    /// release tag.
+    fn old_label(&self) -> Option<String> {
+        release_tag(
+            self.refs
                 .tags
                 .iter()
-                .filter(|t| same(&t.target_commit))
-                .cloned()
-                .collect();
-            Ok(match select_tag(requirement, &at) {
-                Ok(selected) => Verdict::Keep {
-                    label: selected.git_ref.name,
-                },
-                Err(_) => Verdict::Resolve {
-                    old_label: tag_at(&refs.tags),
-                },
-            })
+                .filter(|t| self.at(t))
+                .map(|t| t.name.as_str()),
+        )
+        .map(|(_, name)| name.to_owned())
+    }
+
+    /// Whether branch `b` has the locked commit (at its head or in its history).
+    async fn contains(&self, b: &GitRefInfo) -> Result<bool, HubError> {
+        if self.at(b) {
+            return Ok(true);
         }
-        Requirement::Branch(n) => {
-            let wanted = i128::from(*n);
-            let version_branches: Vec<&GitRefInfo> = refs
-                .branches
-                .iter()
-                .filter(|b| branch_version(&b.name).is_some())
-                .collect();
-            let Some(branch) = version_branches
-                .iter()
-                .find(|b| branch_version(&b.name) == Some(wanted))
-            else {
-                return Ok(Verdict::Resolve {
-                    old_label: tag_at(&refs.tags),
-                });
-            };
-            if same(&branch.target_commit) {
-                return Ok(Verdict::Keep {
-                    label: branch.name.clone(),
-                });
-            }
-            let contains = |b: &GitRefInfo| {
-                let name = b.name.clone();
-                let head = same(&b.target_commit);
-                async move {
-                    if head {
-                        return Ok(true);
-                    }
-                    client.is_ancestor(repo_type, repo_id, &name, commit).await
-                }
-            };
-            if !contains(branch).await? {
-                let rest: Vec<&&GitRefInfo> = version_branches
-                    .iter()
-                    .filter(|b| branch_version(&b.name) != Some(wanted))
-                    .collect();
-                let others = join_all(rest.iter().map(|b| contains(b))).await;
-                let old_label = rest
-                    .iter()
-                    .zip(others)
-                    .find(|(_, c)| matches!(c, Ok(true)))
-                    .map(|(b, _)| b.name.clone())
-                    .or_else(|| tag_at(&refs.tags));
-                return Ok(Verdict::Resolve { old_label });
-            }
-            // A commit shared with a lower version branch belongs to it: `vN+1`
-            // branches are made from `vN`'s line, not the other way round.
-            let others: Vec<&&GitRefInfo> = version_branches
-                .iter()
-                .filter(|b| branch_version(&b.name).is_some_and(|m| m < wanted))
-                .collect();
-            let found = join_all(others.iter().map(|b| contains(b))).await;
-            for (other, found) in others.iter().zip(found) {
-                if found? {
-                    return Ok(Verdict::Resolve {
-                        old_label: Some(other.name.clone()),
-                    });
-                }
-            }
-            Ok(Verdict::Keep {
+        self.client
+            .is_ancestor(self.repo_type, self.repo_id, &b.name, self.commit)
+            .await
+    }
+
+    /// A specifier: kept when a matching tag points at the commit.
+    fn keep_tagged(&self, requirement: &Requirement) -> Verdict {
+        let at: Vec<GitRefInfo> = self
+            .refs
+            .tags
+            .iter()
+            .filter(|t| self.at(t))
+            .cloned()
+            .collect();
+        match select_tag(requirement, &at) {
+            Ok(selected) => Verdict::Keep {
+                label: selected.git_ref.name,
+            },
+            Err(_) => Verdict::Resolve {
+                old_label: self.old_label(),
+            },
+        }
+    }
+
+    /// An integer requirement `wanted`: kept when the commit is on branch
+    /// `v<wanted>` and on no lower version branch.
+    async fn keep_on_branch(&self, wanted: i128) -> Result<Verdict, HubError> {
+        let version_branches: Vec<&GitRefInfo> = self
+            .refs
+            .branches
+            .iter()
+            .filter(|b| branch_version(&b.name).is_some())
+            .collect();
+        let Some(branch) = version_branches
+            .iter()
+            .find(|b| branch_version(&b.name) == Some(wanted))
+        else {
+            return Ok(Verdict::Resolve {
+                old_label: self.old_label(),
+            });
+        };
+        if self.at(branch) {
+            return Ok(Verdict::Keep {
                 label: branch.name.clone(),
-            })
+            });
         }
-        Requirement::Revision(rev) => {
-            if let Some(tag) = refs.tags.iter().find(|t| &t.name == rev) {
-                return Ok(if same(&tag.target_commit) {
-                    Verdict::Keep { label: rev.clone() }
-                } else {
-                    Verdict::Resolve {
-                        old_label: tag_at(&refs.tags),
-                    }
+        if !self.contains(branch).await? {
+            let rest: Vec<&GitRefInfo> = version_branches
+                .iter()
+                .filter(|b| branch_version(&b.name) != Some(wanted))
+                .copied()
+                .collect();
+            let others = join_all(rest.iter().map(|b| self.contains(b))).await;
+            let old_label = rest
+                .iter()
+                .zip(others)
+                .find(|(_, c)| matches!(c, Ok(true)))
+                .map(|(b, _)| b.name.clone())
+                .or_else(|| self.old_label());
+            return Ok(Verdict::Resolve { old_label });
+        }
+        // A commit shared with a lower version branch belongs to it: `vN+1`
+        // branches are made from `vN`'s line, not the other way round.
+        let lower: Vec<&GitRefInfo> = version_branches
+            .iter()
+            .filter(|b| branch_version(&b.name).is_some_and(|m| m < wanted))
+            .copied()
+            .collect();
+        let found = join_all(lower.iter().map(|b| self.contains(b))).await;
+        for (other, found) in lower.iter().zip(found) {
+            if found? {
+                return Ok(Verdict::Resolve {
+                    old_label: Some(other.name.clone()),
                 });
             }
-            let branch = rev.strip_prefix("refs/heads/").unwrap_or(rev);
-            if let Some(b) = refs.branches.iter().find(|b| b.name == branch)
-                && (same(&b.target_commit)
-                    || client
-                        .is_ancestor(repo_type, repo_id, branch, commit)
-                        .await?)
-            {
-                return Ok(Verdict::Keep { label: rev.clone() });
-            }
-            Ok(Verdict::Resolve {
-                old_label: tag_at(&refs.tags),
-            })
         }
+        Ok(Verdict::Keep {
+            label: branch.name.clone(),
+        })
+    }
+
+    /// A revision: kept when the tag of that name points at the commit, or the
+    /// branch of that name has it.
+    async fn keep_revision(&self, rev: &str) -> Result<Verdict, HubError> {
+        if let Some(tag) = self.refs.tags.iter().find(|t| t.name == rev) {
+            return Ok(if self.at(tag) {
+                Verdict::Keep {
+                    label: rev.to_owned(),
+                }
+            } else {
+                Verdict::Resolve {
+                    old_label: self.old_label(),
+                }
+            });
+        }
+        let branch = rev.strip_prefix("refs/heads/").unwrap_or(rev);
+        if let Some(b) = self.refs.branches.iter().find(|b| b.name == branch)
+            && (self.at(b)
+                || self
+                    .client
+                    .is_ancestor(self.repo_type, self.repo_id, branch, self.commit)
+                    .await?)
+        {
+            return Ok(Verdict::Keep {
+                label: rev.to_owned(),
+            });
+        }
+        Ok(Verdict::Resolve {
+            old_label: self.old_label(),
+        })
     }
 }
 
@@ -226,7 +279,7 @@ pub enum Change {
         /// The version, branch, tag or revision it was locked from.
         version: String,
         /// The locked commit.
-        commit: String,
+        commit: CommitId,
     },
     /// An entry that left the lock.
     Removed {
@@ -235,7 +288,7 @@ pub enum Change {
         /// What it was locked from, when known.
         version: Option<String>,
         /// The commit it was locked at.
-        commit: String,
+        commit: CommitId,
     },
     /// An entry locked at another commit or from another version.
     Updated {
@@ -246,14 +299,10 @@ pub enum Change {
         /// What it is locked from now.
         to_version: String,
         /// The old commit.
-        from_commit: String,
+        from_commit: CommitId,
         /// The new commit.
-        to_commit: String,
+        to_commit: CommitId,
     },
-}
-
-fn short(commit: &str) -> &str {
-    commit.get(..7).unwrap_or(commit)
 }
 
 impl fmt::Display for Change {
@@ -263,14 +312,14 @@ impl fmt::Display for Change {
                 repo_id,
                 version,
                 commit,
-            } => write!(f, "Added {repo_id} {version} ({})", short(commit)),
+            } => write!(f, "Added {repo_id} {version} ({})", commit.short()),
             Change::Removed {
                 repo_id,
                 version,
                 commit,
             } => match version {
-                Some(version) => write!(f, "Removed {repo_id} {version} ({})", short(commit)),
-                None => write!(f, "Removed {repo_id} ({})", short(commit)),
+                Some(version) => write!(f, "Removed {repo_id} {version} ({})", commit.short()),
+                None => write!(f, "Removed {repo_id} ({})", commit.short()),
             },
             Change::Updated {
                 repo_id,
@@ -284,12 +333,12 @@ impl fmt::Display for Change {
                     Some(from) if from != to_version => write!(f, "{from} -> {to_version}")?,
                     _ => write!(f, "{to_version}")?,
                 }
-                if from_commit.eq_ignore_ascii_case(to_commit) {
+                if from_commit == to_commit {
                     // Same commit: only the variant hashes differ (another
                     // runtime's hashing rule, or the files' listing changed).
-                    write!(f, " ({}, new variant hashes)", short(to_commit))
+                    write!(f, " ({}, new variant hashes)", to_commit.short())
                 } else {
-                    write!(f, " ({} -> {})", short(from_commit), short(to_commit))
+                    write!(f, " ({} -> {})", from_commit.short(), to_commit.short())
                 }
             }
         }
@@ -301,7 +350,7 @@ impl fmt::Display for Change {
 struct Entry {
     repo_id: String,
     version: Option<String>,
-    commit: String,
+    commit: CommitId,
     variants: Option<Vec<(String, String)>>,
 }
 
@@ -329,7 +378,7 @@ fn entries(lock: &Lockfile, labels: &HashMap<String, String>) -> Vec<Entry> {
                     KernelVersion::Version(n) => format!("v{n}"),
                     KernelVersion::Revision(r) => r.clone(),
                 }),
-                commit: commit.as_str().to_owned(),
+                commit: commit.clone(),
                 variants: None,
             })
             .collect(),
@@ -412,14 +461,19 @@ pub fn changes(
 mod tests {
     use super::*;
 
+    /// A commit id starting with `prefix`.
+    fn commit(prefix: &str) -> CommitId {
+        format!("{prefix:0<40}").parse().unwrap()
+    }
+
     #[test]
     fn change_lines_read_like_uv() {
         let updated = Change::Updated {
             repo_id: "kernels-community/moe".into(),
             from_version: Some("v0.1.1".into()),
             to_version: "v0.1.2".into(),
-            from_commit: "abc1234000".into(),
-            to_commit: "def5678000".into(),
+            from_commit: commit("abc1234"),
+            to_commit: commit("def5678"),
         };
         assert_eq!(
             updated.to_string(),
@@ -429,8 +483,8 @@ mod tests {
             repo_id: "kernels-community/moe".into(),
             from_version: Some("v1".into()),
             to_version: "v1".into(),
-            from_commit: "abc1234000".into(),
-            to_commit: "def5678000".into(),
+            from_commit: commit("abc1234"),
+            to_commit: commit("def5678"),
         };
         assert_eq!(
             same.to_string(),
@@ -440,8 +494,8 @@ mod tests {
             repo_id: "kernels-community/moe".into(),
             from_version: None,
             to_version: "v1".into(),
-            from_commit: "abc1234000".into(),
-            to_commit: "abc1234000".into(),
+            from_commit: commit("abc1234"),
+            to_commit: commit("abc1234"),
         };
         assert_eq!(
             rehashed.to_string(),

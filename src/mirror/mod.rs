@@ -29,9 +29,9 @@ use crate::lock::resolver::Resolver;
 use kernels_cache::{HubCache, RepoCache};
 use kernels_hub::{HubClient, HubError};
 use kernels_serve::writer::{MirrorWriter, NewCommit, NewFile, RepoUpdate, WriteError};
-use kernels_types::BlobId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::{GitRefs, RepoType, TreeEntry};
+use kernels_types::{BlobId, CommitId};
 
 /// Default number of files fetched at the same time.
 pub const DEFAULT_CONCURRENCY: usize = 8;
@@ -106,7 +106,7 @@ pub enum MirrorError {
         /// The repository.
         repo_id: RepoId,
         /// The commit.
-        commit: String,
+        commit: CommitId,
         /// Why.
         #[source]
         #[diagnostic_source]
@@ -145,7 +145,7 @@ pub enum MirrorError {
         /// The repository.
         repo_id: RepoId,
         /// The commit.
-        commit: String,
+        commit: CommitId,
         /// The entry.
         path: String,
     },
@@ -163,7 +163,7 @@ struct RepoPlan {
     kind: RepoType,
     also: Vec<RepoType>,
     refs: GitRefs,
-    commits: BTreeSet<String>,
+    commits: BTreeSet<CommitId>,
     branches: BTreeMap<String, String>,
     tags: BTreeMap<String, String>,
     default_branch: String,
@@ -176,15 +176,15 @@ impl RepoPlan {
             .or_else(|| name.strip_prefix("refs/tags/"))
             .unwrap_or(name);
         if let Some(b) = self.refs.branches.iter().find(|b| b.name == name) {
-            let sha = b.target_commit.to_ascii_lowercase();
-            self.commits.insert(sha.clone());
-            self.branches.insert(b.name.clone(), sha);
+            self.commits.insert(b.target_commit.clone());
+            self.branches
+                .insert(b.name.clone(), b.target_commit.to_string());
             return true;
         }
         if let Some(t) = self.refs.tags.iter().find(|t| t.name == name) {
-            let sha = t.target_commit.to_ascii_lowercase();
-            self.commits.insert(sha.clone());
-            self.tags.insert(t.name.clone(), sha);
+            self.commits.insert(t.target_commit.clone());
+            self.tags
+                .insert(t.name.clone(), t.target_commit.to_string());
             return true;
         }
         false
@@ -197,7 +197,7 @@ impl RepoPlan {
             .branches
             .iter()
             .chain(&self.refs.tags)
-            .filter(|r| self.commits.contains(&r.target_commit.to_ascii_lowercase()))
+            .filter(|r| self.commits.contains(&r.target_commit))
             .map(|r| r.git_ref.clone())
             .collect();
         for name in names {
@@ -266,12 +266,11 @@ async fn plan_project(client: &HubClient, dir: &Path) -> Result<Vec<RepoPlan>, M
     let mut plans: Vec<RepoPlan> = Vec::new();
     for kernel in lockfile.locked_kernels(&lock_path)? {
         let plan = plan_for(&mut plans, client, &kernel.repo_id).await?;
-        let commit = kernel.commit.to_ascii_lowercase();
         // The locked commit must exist upstream.
         client
-            .repo_info(plan.kind, &kernel.repo_id, &commit)
+            .repo_info(plan.kind, &kernel.repo_id, kernel.commit.as_str())
             .await?;
-        plan.commits.insert(commit);
+        plan.commits.insert(kernel.commit);
     }
     // 0.17 locks name each entry's version branch or revision.
     if let Lockfile::KernelLocks(locks) = &lockfile {
@@ -329,7 +328,7 @@ async fn plan_repos(
         if let Some(revision) = &spec.revision {
             let info = client.repo_info(plan.kind, &spec.repo_id, revision).await?;
             plan.add_ref(revision);
-            plan.commits.insert(info.sha.to_ascii_lowercase());
+            plan.commits.insert(info.sha);
         }
     }
     for plan in &mut plans {
@@ -340,10 +339,10 @@ async fn plan_repos(
 
 /// A commit to add, with its listing.
 struct CommitPlan {
-    sha: String,
+    sha: CommitId,
     title: Option<String>,
     date: Option<String>,
-    parent: Option<String>,
+    parent: Option<CommitId>,
     files: Vec<TreeEntry>,
 }
 
@@ -440,24 +439,27 @@ async fn list_new_commits(
     plan: &RepoPlan,
     existing: &[String],
 ) -> Result<Vec<CommitPlan>, MirrorError> {
-    let known: BTreeSet<&String> = existing.iter().chain(&plan.commits).collect();
+    // `repo.toml` lists commit shas (labels of commits without a
+    // `commit.toml` are no commit ids).
+    let mirrored: BTreeSet<CommitId> = existing.iter().filter_map(|c| c.parse().ok()).collect();
+    let known: BTreeSet<&CommitId> = mirrored.iter().chain(&plan.commits).collect();
     let mut new = Vec::new();
     for sha in &plan.commits {
-        if existing.contains(sha) {
+        if mirrored.contains(sha) {
             continue;
         }
         let history = client
-            .list_commits_until(plan.kind, &plan.repo_id, sha, |c| {
-                !c.id.eq_ignore_ascii_case(sha) && known.contains(&c.id.to_ascii_lowercase())
+            .list_commits_until(plan.kind, &plan.repo_id, sha.as_str(), |c| {
+                c.id != *sha && known.contains(&c.id)
             })
             .await?;
-        let this = history.first().filter(|c| c.id.eq_ignore_ascii_case(sha));
+        let this = history.first().filter(|c| c.id == *sha);
         let parent = history
             .last()
-            .map(|c| c.id.to_ascii_lowercase())
+            .map(|c| c.id.clone())
             .filter(|p| p != sha && known.contains(p));
         let files = client
-            .list_tree(plan.kind, &plan.repo_id, sha, "", true)
+            .list_tree(plan.kind, &plan.repo_id, sha.as_str(), "", true)
             .await?
             .into_iter()
             .filter(TreeEntry::is_file)
@@ -549,7 +551,7 @@ impl CommitFetcher<'_> {
             client: self.client,
             repo_type: self.plan.kind,
             repo_id: &self.plan.repo_id,
-            commit: &commit.sha,
+            commit: commit.sha.as_str(),
             path,
         };
         ensure_blob(&self.repo, digest, &source, &NoReporter).await

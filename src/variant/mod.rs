@@ -26,6 +26,7 @@ pub mod selection;
 
 use std::path::PathBuf;
 
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
 pub use environment::{EnvOverrides, EnvSource, EnvSources, TorchEnv, project_python};
@@ -99,7 +100,7 @@ pub enum VariantError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The requested variant.
         variant: String,
         /// Variants the kernel has.
@@ -121,7 +122,7 @@ pub enum VariantError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
     },
 
     /// No variant of the kernel suits the environment.
@@ -137,7 +138,7 @@ pub enum VariantError {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// What was looked for: the exact names tried in order, or the
         /// environment the resolver matched against.
         wanted: String,
@@ -222,6 +223,12 @@ fn not_found_help(wanted: &str, available: &[String]) -> String {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::TorchEnv;
+    use kernels_types::CommitId;
+
+    /// A commit id for tests (`cccc…`, shown as `ccccccc`).
+    pub(crate) fn commit() -> CommitId {
+        "c".repeat(40).parse().expect("40 hex digits")
+    }
 
     pub(crate) fn env(cuda: Option<&str>, system: &str, machine: &str) -> TorchEnv {
         TorchEnv {

@@ -346,7 +346,7 @@ mod tests {
                 env: linux(2, 9, Some("12.9")),
                 preference,
             }
-            .choose(&id, "c", &available)
+            .choose(&id, &crate::variant::testing::commit(), &available)
             .unwrap()
         };
         assert_eq!(
@@ -532,12 +532,14 @@ mod tests {
             preference: VariantPreference::Resolver,
         };
         assert_eq!(
-            selection.choose(&id, "c", &available).unwrap(),
+            selection
+                .choose(&id, &crate::variant::testing::commit(), &available)
+                .unwrap(),
             ["torch-universal"]
         );
         let only_junk: BTreeSet<String> = ["torch-ext".to_owned()].into();
         let err = selection
-            .choose(&id, "c", &only_junk)
+            .choose(&id, &crate::variant::testing::commit(), &only_junk)
             .unwrap_err()
             .to_string();
         assert!(

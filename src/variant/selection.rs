@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::{TorchEnv, VariantError};
 use crate::lock::profile::VariantPreference;
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::variant_name::BuildVariant;
 
@@ -64,7 +65,7 @@ pub enum VariantWarning {
         /// Kernel repo.
         repo_id: RepoId,
         /// Locked commit.
-        commit: String,
+        commit: CommitId,
         /// The directory name.
         name: String,
     },
@@ -79,7 +80,7 @@ impl VariantSelection {
     pub fn choose(
         &self,
         repo_id: &RepoId,
-        commit: &str,
+        commit: &CommitId,
         available: &BTreeSet<String>,
     ) -> Result<Vec<String>, VariantError> {
         let choice = self.select(repo_id, commit, available)?;
@@ -88,7 +89,7 @@ impl VariantSelection {
         {
             return Err(VariantError::NotFound {
                 repo_id: repo_id.clone(),
-                commit: commit.to_owned(),
+                commit: commit.clone(),
                 variant: names.join("`, `"),
                 available: available.iter().cloned().collect(),
             });
@@ -104,7 +105,7 @@ impl VariantSelection {
     pub fn select(
         &self,
         repo_id: &RepoId,
-        commit: &str,
+        commit: &CommitId,
         available: &BTreeSet<String>,
     ) -> Result<Choice, VariantError> {
         let variants = match self {
@@ -139,7 +140,7 @@ impl VariantSelection {
     pub fn warnings(
         &self,
         repo_id: &RepoId,
-        commit: &str,
+        commit: &CommitId,
         available: &BTreeSet<String>,
     ) -> Vec<VariantWarning> {
         match self {
@@ -154,7 +155,7 @@ impl VariantSelection {
                 .filter(|name| !BuildVariant::parse(name).is_known())
                 .map(|name| VariantWarning::NotAVariantName {
                     repo_id: repo_id.clone(),
-                    commit: commit.to_owned(),
+                    commit: commit.clone(),
                     name: name.clone(),
                 })
                 .collect(),
@@ -171,14 +172,14 @@ fn best_for(
     env: &TorchEnv,
     preference: VariantPreference,
     repo_id: &RepoId,
-    commit: &str,
+    commit: &CommitId,
     available: &BTreeSet<String>,
 ) -> Result<Vec<String>, VariantError> {
     let (chosen, wanted) = if preference.is_exact() {
         let Some(candidates) = env.exact_candidates(preference) else {
             return Err(VariantError::NoVariantForCpuTorch {
                 repo_id: repo_id.clone(),
-                commit: commit.to_owned(),
+                commit: commit.clone(),
             });
         };
         let chosen: Vec<String> = candidates
@@ -199,7 +200,7 @@ fn best_for(
     if chosen.is_empty() {
         return Err(VariantError::NoCompatible {
             repo_id: repo_id.clone(),
-            commit: commit.to_owned(),
+            commit: commit.clone(),
             wanted,
             available: available.iter().cloned().collect(),
         });
@@ -260,31 +261,40 @@ mod tests {
         // Every existing candidate, as the reference downloads them; the
         // first is the one it loads.
         assert_eq!(
-            exact("12.6").choose(&id, "c", &available).unwrap(),
+            exact("12.6")
+                .choose(&id, &crate::variant::testing::commit(), &available)
+                .unwrap(),
             ["torch27-cxx11-cu126-x86_64-linux", "torch-universal"]
         );
         assert_eq!(
-            exact("12.8").choose(&id, "c", &available).unwrap(),
+            exact("12.8")
+                .choose(&id, &crate::variant::testing::commit(), &available)
+                .unwrap(),
             ["torch-universal"]
         );
         assert_eq!(
             VariantSelection::All
-                .choose(&id, "c", &available)
+                .choose(&id, &crate::variant::testing::commit(), &available)
                 .unwrap()
                 .len(),
             3
         );
         let named = VariantSelection::Named(vec!["torch-cpu".into(), "torch-cpu".into()]);
-        assert_eq!(named.choose(&id, "c", &available).unwrap(), ["torch-cpu"]);
+        assert_eq!(
+            named
+                .choose(&id, &crate::variant::testing::commit(), &available)
+                .unwrap(),
+            ["torch-cpu"]
+        );
         let err = VariantSelection::Named(vec!["torch-xpu".into()])
-            .choose(&id, "c", &available)
+            .choose(&id, &crate::variant::testing::commit(), &available)
             .unwrap_err()
             .to_string();
         assert!(
             err.contains("torch-xpu") && err.contains("torch-cpu, torch-universal"),
             "{err}"
         );
-        let none = exact("12.6").choose(&id, "c", &BTreeSet::new());
+        let none = exact("12.6").choose(&id, &crate::variant::testing::commit(), &BTreeSet::new());
         assert!(matches!(none, Err(VariantError::NoCompatible { .. })));
     }
 
@@ -300,7 +310,11 @@ mod tests {
         .map(String::from)
         .into();
         let pick = |env: TorchEnv, preference| {
-            VariantSelection::Detected { env, preference }.choose(&id, "c", &available)
+            VariantSelection::Detected { env, preference }.choose(
+                &id,
+                &crate::variant::testing::commit(),
+                &available,
+            )
         };
         let win = env(Some("12.8"), "Windows", "AMD64");
         assert_eq!(
@@ -345,7 +359,7 @@ mod tests {
         };
         let pick = |env: TorchEnv, preference| {
             VariantSelection::Detected { env, preference }
-                .choose(&id, "c", &available)
+                .choose(&id, &crate::variant::testing::commit(), &available)
                 .unwrap()
         };
         let v017 = VariantPreference::ResolverMetalMacos26;
@@ -377,26 +391,38 @@ mod tests {
             "torch-xpu".into(),
         ]);
         assert_eq!(
-            named.select(&id, "c", &available).unwrap(),
+            named
+                .select(&id, &crate::variant::testing::commit(), &available)
+                .unwrap(),
             Choice {
                 variants: vec!["torch-cpu".into()],
                 missing: vec!["torch-xpu".into()],
             }
         );
-        assert!(named.warnings(&id, "c", &available).is_empty());
+        assert!(
+            named
+                .warnings(&id, &crate::variant::testing::commit(), &available)
+                .is_empty()
+        );
         let resolver = VariantSelection::Detected {
             env: env(None, "Linux", "x86_64"),
             preference: VariantPreference::Resolver,
         };
-        let warnings = resolver.warnings(&id, "c", &available);
+        let warnings = resolver.warnings(&id, &crate::variant::testing::commit(), &available);
         assert_eq!(
             warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            ["acme/relu@c: skipping `build/torch-ext`: not a build-variant name"]
+            [
+                "acme/relu@cccccccccccccccccccccccccccccccccccccccc: skipping `build/torch-ext`: not a build-variant name"
+            ]
         );
         let exact = VariantSelection::Detected {
             env: env(None, "Linux", "x86_64"),
             preference: VariantPreference::Exact { noarch: true },
         };
-        assert!(exact.warnings(&id, "c", &available).is_empty());
+        assert!(
+            exact
+                .warnings(&id, &crate::variant::testing::commit(), &available)
+                .is_empty()
+        );
     }
 }

@@ -21,9 +21,11 @@ use pep440_rs::Version;
 
 use crate::install::{DownloadOptions, LockedKernel, Reporter, download};
 use crate::lock::format::{KernelVersion, Lockfile};
+use crate::lock::label::release_tag;
 use crate::variant::VariantSelection;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
+use kernels_types::CommitId;
 use kernels_types::variant_name::BuildVariant;
 use kernels_types::wire::RepoType;
 
@@ -77,31 +79,35 @@ pub fn release_version(name: &str) -> Option<Version> {
     (!version.is_local() && text.starts_with(|c: char| c.is_ascii_digit())).then_some(version)
 }
 
-/// The highest release version among `refs` (name, commit) pointing at `commit`.
+/// The highest release tag ([`release_tag`]) among `refs` (name, commit)
+/// pointing at `commit`.
 fn best_tag<'a>(
-    refs: impl IntoIterator<Item = (&'a str, &'a str)>,
-    commit: &str,
-) -> Option<(Version, String)> {
-    refs.into_iter()
-        .filter(|(_, target)| target.eq_ignore_ascii_case(commit))
-        .filter_map(|(name, _)| Some((release_version(name)?, name.to_owned())))
-        .max()
+    refs: impl IntoIterator<Item = (&'a str, &'a CommitId)>,
+    commit: &CommitId,
+) -> Option<String> {
+    release_tag(
+        refs.into_iter()
+            .filter(|(_, target)| *target == commit)
+            .map(|(name, _)| name),
+    )
+    .map(|(_, name)| name.to_owned())
 }
 
 /// The highest release tag at the locked commit among the cache's refs
 /// ([`kernels_cache::RepoCache::refs`]).
 fn cached_tag(cache: &HubCache, locked: &LockedKernel, repo_type: RepoType) -> Option<String> {
-    let refs = cache.repo(&locked.repo_id, repo_type).refs();
-    best_tag(
-        refs.iter().map(|r| (r.name.as_str(), r.commit.as_str())),
-        &locked.commit,
-    )
-    .map(|(_, name)| name)
+    let refs: Vec<(String, CommitId)> = cache
+        .repo(&locked.repo_id, repo_type)
+        .refs()
+        .into_iter()
+        .filter_map(|r| Some((r.name, r.commit.parse().ok()?)))
+        .collect();
+    best_tag(refs.iter().map(|(n, t)| (n.as_str(), t)), &locked.commit)
 }
 
 /// Version hints of a `KernelLocks` file: `(repo id, commit)` → the first
 /// entry's version (`N`) or release-tag revision, in the file's sorted order.
-fn lock_hints(lock: &Lockfile) -> BTreeMap<(String, String), String> {
+fn lock_hints(lock: &Lockfile) -> BTreeMap<(String, CommitId), String> {
     let mut hints = BTreeMap::new();
     if let Lockfile::KernelLocks(locks) = lock {
         for (dep, commit) in locks.iter() {
@@ -111,7 +117,7 @@ fn lock_hints(lock: &Lockfile) -> BTreeMap<(String, String), String> {
             };
             if let Some(hint) = hint {
                 hints
-                    .entry((dep.repo_id.clone(), commit.as_str().to_owned()))
+                    .entry((dep.repo_id.clone(), commit.clone()))
                     .or_insert(hint);
             }
         }
@@ -198,18 +204,18 @@ pub async fn plan_locked(
                             best_tag(
                                 refs.tags
                                     .iter()
-                                    .map(|t| (t.name.as_str(), t.target_commit.as_str())),
+                                    .map(|t| (t.name.as_str(), &t.target_commit)),
                                 &locked.commit,
                             )
                         })
                 };
                 match from_hub {
-                    Some(Some((_, tag))) => {
+                    Some(Some(tag)) => {
                         // As `huggingface_hub` does for resolved revisions, so that
                         // an offline run finds the same version.
                         cache
                             .repo(&locked.repo_id, repo_type)
-                            .write_ref(&tag, &locked.commit)
+                            .write_ref(&tag, locked.commit.as_str())
                             .map_err(crate::install::DownloadError::from)?;
                         LockedVersion::HubTag(tag)
                     }
@@ -225,20 +231,18 @@ pub async fn plan_locked(
                 let text = v.strip_prefix('v').unwrap_or(v);
                 Kernel::new(locked.repo_id.clone(), text)?
             }
-            LockedVersion::Commit => Kernel::at_commit(locked.repo_id.clone(), &locked.commit)?,
+            LockedVersion::Commit => {
+                Kernel::at_commit(locked.repo_id.clone(), locked.commit.as_str())?
+            }
         };
 
         let snapshot = Snapshot::from_dir(
             &cache
                 .repo(&locked.repo_id, repo_type)
-                .snapshot_dir(&locked.commit),
+                .snapshot_dir(locked.commit.as_str()),
         )?;
         let plan = plan_wheels(&kernel, &snapshot, &names, options)?;
-        let label = format!(
-            "{}@{}",
-            locked.repo_id,
-            &locked.commit[..7.min(locked.commit.len())]
-        );
+        let label = format!("{}@{}", locked.repo_id, locked.commit.short());
         for wheel in &plan.wheels {
             let here = format!("{label} {}", wheel.variant);
             if let Some(first) = by_file.insert(wheel.spec.file_name(), here.clone()) {
@@ -272,16 +276,18 @@ mod tests {
         for not in ["main", "v1.0+local", "vv1", "v", "release-1"] {
             assert!(release_version(not).is_none(), "{not}");
         }
-        let c = "0123456789abcdef0123456789abcdef01234567";
-        let other = "1123456789abcdef0123456789abcdef01234567";
+        let commit = |c: &str| -> CommitId { c.parse().unwrap() };
+        let c = &commit("0123456789abcdef0123456789abcdef01234567");
+        let other = &commit("1123456789abcdef0123456789abcdef01234567");
         let refs = [
             ("v0.0.2", c),
             ("v0.0.10", c),
             ("main", c),
             ("v0.0.11", other),
         ];
-        assert_eq!(best_tag(refs, c).unwrap().1, "v0.0.10");
-        assert!(best_tag(refs, "2123456789abcdef0123456789abcdef01234567").is_none());
+        assert_eq!(best_tag(refs, c).unwrap(), "v0.0.10");
+        let none = commit("2123456789abcdef0123456789abcdef01234567");
+        assert!(best_tag(refs, &none).is_none());
     }
 
     #[test]
@@ -293,7 +299,11 @@ mod tests {
 ]"#;
         let lock = Lockfile::parse(text, Path::new("kernels.lock")).unwrap();
         let hints = lock_hints(&lock);
-        let get = |repo: &str, c: &str| hints.get(&(repo.to_owned(), c.to_owned())).cloned();
+        let get = |repo: &str, c: &str| {
+            hints
+                .get(&(repo.to_owned(), c.parse::<CommitId>().unwrap()))
+                .cloned()
+        };
         assert_eq!(
             get("a/b", "0123456789abcdef0123456789abcdef01234567").as_deref(),
             Some("1")

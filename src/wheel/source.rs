@@ -116,9 +116,11 @@ impl Snapshot {
 
     /// The commit `at.revision` names: itself for a full commit id, else
     /// asked of the Hub.
-    pub async fn resolve(client: &HubClient, at: &HubRevision<'_>) -> Result<String, WheelError> {
-        if CommitId::is_canonical(at.revision) {
-            return Ok(at.revision.to_owned());
+    pub async fn resolve(client: &HubClient, at: &HubRevision<'_>) -> Result<CommitId, WheelError> {
+        if CommitId::is_canonical(at.revision)
+            && let Ok(commit) = at.revision.parse()
+        {
+            return Ok(commit);
         }
         let info = match client
             .repo_info(at.repo_type, at.repo_id, at.revision)
@@ -132,7 +134,7 @@ impl Snapshot {
             }
             Err(err) => return Err(DownloadError::from(err).into()),
         };
-        Ok(info.sha.to_ascii_lowercase())
+        Ok(info.sha)
     }
 
     /// Downloads `build/` of `at.repo_id` at `commit` (what `at.revision`
@@ -145,13 +147,13 @@ impl Snapshot {
         client: &HubClient,
         cache: &HubCache,
         at: &HubRevision<'_>,
-        commit: &str,
+        commit: &CommitId,
         variants: &[String],
         progress: &dyn Reporter,
     ) -> Result<Self, WheelError> {
         let kernel = LockedKernel {
             repo_id: at.repo_id.clone(),
-            commit: commit.to_owned(),
+            commit: commit.clone(),
             variants: None,
         };
         let options = DownloadOptions {
@@ -178,10 +180,10 @@ impl Snapshot {
         }
         let repo = cache.repo(at.repo_id, at.repo_type);
         if !CommitId::is_canonical(at.revision) {
-            repo.write_ref(at.revision, commit)
+            repo.write_ref(at.revision, commit.as_str())
                 .map_err(DownloadError::from)?;
         }
-        Self::from_dir(&repo.snapshot_dir(commit))
+        Self::from_dir(&repo.snapshot_dir(commit.as_str()))
     }
 
     /// The `build/` directory.

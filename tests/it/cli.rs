@@ -200,7 +200,7 @@ fn lock_check_online_and_offline() {
             .locked_kernels(Path::new("kernels.lock"))
             .unwrap()[0]
             .commit
-            .clone();
+            .to_string();
     let old = "0123456789abcdef0123456789abcdef01234567";
     context.write("kernels.lock", &lock.replace(&activation_commit, old));
     let stale = check(&[], context.endpoint());
@@ -254,10 +254,10 @@ fn offline_check_uses_cache_refs() {
         hub.repo(&k.repo_id, kernels_types::wire::RepoType::Kernel)
     };
     repo(&kernels[0])
-        .write_ref("v0.0.1", &kernels[0].commit)
+        .write_ref("v0.0.1", kernels[0].commit.as_str())
         .unwrap();
     repo(&kernels[1])
-        .write_ref("v1", &kernels[1].commit)
+        .write_ref("v1", kernels[1].commit.as_str())
         .unwrap();
     let output = context
         .kernels_without_hub()

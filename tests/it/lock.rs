@@ -241,7 +241,10 @@ fn revision_and_model_repo_type() {
     let output = lock(&server, dir.path(), &["--repo-type", "model"]);
     assert_success(&output);
     let locked = read_lock(&dir.path().join("kernels.lock"));
-    assert_eq!(locked[0].commit, "dc142fd6c9920c993d32be6358b78957c58681c3");
+    assert_eq!(
+        locked[0].commit.as_str(),
+        "dc142fd6c9920c993d32be6358b78957c58681c3"
+    );
     assert_eq!(locked[1].repo_id.as_str(), "kernels-community/relu");
 }
 
@@ -728,7 +731,7 @@ fn hub_client_against_serve() {
         assert_eq!(info.sha, v1.target_commit);
 
         let top = client
-            .list_tree(RepoType::Kernel, &relu, &info.sha, "build", false)
+            .list_tree(RepoType::Kernel, &relu, info.sha.as_str(), "build", false)
             .await
             .unwrap();
         assert!(top.len() > 5, "expected several pages, got {}", top.len());
@@ -737,13 +740,19 @@ fn hub_client_against_serve() {
                 .all(|e| !e.is_file() && e.path.starts_with("build/"))
         );
         let all = client
-            .list_tree(RepoType::Model, &relu, &info.sha, "", true)
+            .list_tree(RepoType::Model, &relu, info.sha.as_str(), "", true)
             .await
             .unwrap();
         assert!(all.iter().any(|e| e.lfs.is_some()));
 
         let missing = client
-            .list_tree(RepoType::Kernel, &relu, &info.sha, "no/such/dir", false)
+            .list_tree(
+                RepoType::Kernel,
+                &relu,
+                info.sha.as_str(),
+                "no/such/dir",
+                false,
+            )
             .await
             .unwrap_err();
         assert!(
@@ -762,7 +771,7 @@ fn hub_client_against_serve() {
         let org = client.org_overview("kernels-community").await.unwrap();
         assert!(org.trusted_kernel_publisher);
 
-        let url = client.resolve_url(RepoType::Kernel, &relu, &info.sha, "README.md");
+        let url = client.resolve_url(RepoType::Kernel, &relu, info.sha.as_str(), "README.md");
         client.get_document(&url, None).await.unwrap();
     });
 }

@@ -446,7 +446,9 @@ fn pick_env(
             .iter()
             .map(|(repo, commit, variants)| {
                 let id: RepoId = repo.parse().ok()?;
-                let pick = selection.choose(&id, commit, variants).ok()?;
+                let pick = selection
+                    .choose(&id, &commit.parse().ok()?, variants)
+                    .ok()?;
                 (!pick.is_empty()).then(|| (repo.clone(), pick))
             })
             .collect();
@@ -1093,7 +1095,7 @@ fn platform_rules_like_the_reference() {
             let env = TorchEnv::detect(&wrapper).unwrap();
             let available: BTreeSet<String> = case.names.iter().map(|n| (*n).to_owned()).collect();
             let selection = VariantSelection::Detected { env, preference };
-            let ours = selection.select(&id, "c", &available);
+            let ours = selection.select(&id, &"c".repeat(40).parse().unwrap(), &available);
             let context = format!("kernels {version}, {}", case.what);
             match (&ours, reference.get("fetch")) {
                 (Ok(choice), Some(fetch)) => {

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use kernels_types::CommitId;
 use serde::Serialize;
 
 use super::{CacheError, HubCache, RepoCache, fsx};
@@ -30,7 +31,7 @@ pub struct RepoEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Revision {
     /// The commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// Ref names (`refs/…`) pointing at it.
     pub refs: Vec<String>,
     /// Files in the snapshot.
@@ -100,7 +101,7 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
         let mut revisions = Vec::new();
         if let Ok(entries) = fs_err::read_dir(repo.snapshots_dir()) {
             for entry in entries.filter_map(Result::ok) {
-                let commit = entry.file_name().to_string_lossy().into_owned();
+                let name = entry.file_name().to_string_lossy().into_owned();
                 let (mut files, mut rev_size) = (0, 0);
                 for file in walkdir::WalkDir::new(entry.path())
                     .into_iter()
@@ -115,8 +116,13 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
                         }
                     }
                 }
+                // A folder not named by a commit id is no revision (its
+                // copied files still count towards the repository's size).
+                let Ok(commit) = name.parse::<CommitId>() else {
+                    continue;
+                };
                 revisions.push(Revision {
-                    refs: refs.get(&commit).cloned().unwrap_or_default(),
+                    refs: refs.get(&name).cloned().unwrap_or_default(),
                     commit,
                     files,
                     size: rev_size,
@@ -142,7 +148,7 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
 #[derive(Debug, Clone, Default)]
 pub struct PruneOptions {
     /// `(folder, commit)` pairs to keep; folders not named are left alone.
-    pub keep_only: Option<BTreeSet<(String, String)>>,
+    pub keep_only: Option<BTreeSet<(String, CommitId)>>,
     /// Only report what would be removed.
     pub dry_run: bool,
 }
@@ -186,7 +192,7 @@ pub fn prune(cache: &HubCache, options: &PruneOptions) -> Result<PruneReport, Ca
 /// not name, with the refs pointing at them.
 fn drop_snapshots(
     repo: &RepoCache,
-    keep: &BTreeSet<(String, String)>,
+    keep: &BTreeSet<(String, CommitId)>,
     dry_run: bool,
     report: &mut PruneReport,
 ) -> Result<(), CacheError> {
@@ -195,7 +201,10 @@ fn drop_snapshots(
     if let Ok(entries) = fs_err::read_dir(repo.snapshots_dir()) {
         for entry in entries.filter_map(Result::ok) {
             let commit = entry.file_name().to_string_lossy().into_owned();
-            if keep.contains(&(folder.clone(), commit.clone())) {
+            let kept = commit
+                .parse::<CommitId>()
+                .is_ok_and(|c| keep.contains(&(folder.clone(), c)));
+            if kept {
                 continue;
             }
             report.snapshots.push(entry.path());
@@ -325,7 +334,13 @@ mod tests {
         drop(held);
 
         let keep = PruneOptions {
-            keep_only: Some([(repo.folder_name().to_owned(), "2".repeat(40))].into()),
+            keep_only: Some(
+                [(
+                    repo.folder_name().to_owned(),
+                    "2".repeat(40).parse().unwrap(),
+                )]
+                .into(),
+            ),
             dry_run: false,
         };
         let report = prune(&cache, &keep).unwrap();

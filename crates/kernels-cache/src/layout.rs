@@ -278,7 +278,7 @@ impl RepoCache {
     pub fn snapshot_path(&self, commit: &str, path: &str) -> Result<PathBuf, CacheError> {
         if !CommitId::is_canonical(commit) {
             return Err(CacheError::BadCommit {
-                commit: commit.to_owned(),
+                value: commit.to_owned(),
             });
         }
         let mut out = self.snapshot_dir(commit);

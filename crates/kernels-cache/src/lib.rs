@@ -100,12 +100,12 @@ pub enum CacheError {
 
     /// A commit id is not 40 lowercase hex characters.
     #[error(
-        "`{commit}` is not a lowercase hex commit id (40 characters, or 64 for sha256 repositories)"
+        "`{value}` is not a lowercase hex commit id (40 characters, or 64 for sha256 repositories)"
     )]
     #[diagnostic(code(kernels::cache::bad_commit))]
     BadCommit {
-        /// The rejected value.
-        commit: String,
+        /// The rejected text.
+        value: String,
     },
 
     /// A blob name (etag) is neither a 40-hex git sha1 nor a 64-hex sha256.

@@ -52,7 +52,7 @@ impl RepoCache {
     pub fn write_ref(&self, revision: &str, commit: &str) -> Result<(), CacheError> {
         if !CommitId::is_canonical(commit) {
             return Err(CacheError::BadCommit {
-                commit: commit.to_owned(),
+                value: commit.to_owned(),
             });
         }
         if revision == commit {

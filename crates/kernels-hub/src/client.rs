@@ -24,10 +24,10 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, LINK, LOCATION};
 use serde::de::DeserializeOwned;
 use url::{Origin, Url};
 
-use kernels_types::RepoId;
 use kernels_types::wire::{
     CommitInfo, GitRefs, OrganizationOverview, RepoInfo, RepoType, TreeEntry,
 };
+use kernels_types::{CommitId, RepoId};
 
 use crate::auth::TokenSource;
 use crate::error::{ErrorResponse, HubError, Target};
@@ -624,7 +624,7 @@ impl HubClient {
         // hostile (an escape sequence waiting to be printed).
         let all = refs.branches.iter().chain(&refs.converts).chain(&refs.tags);
         if let Some(bad) = all
-            .flat_map(|r| [&r.name, &r.git_ref, &r.target_commit])
+            .flat_map(|r| [&r.name, &r.git_ref])
             .find(|t| t.chars().any(char::is_control))
         {
             return Err(HubError::InvalidResponse {
@@ -653,14 +653,10 @@ impl HubClient {
             Ok((info, _)) => info,
             Err(err) => return Err(self.with_suggestion(err).await),
         };
-        if !info
-            .sha
-            .parse::<kernels_types::CommitId>()
-            .is_ok_and(|c| c.is_sha1())
-        {
+        if !info.sha.is_sha1() {
             return Err(HubError::InvalidResponse {
                 url,
-                detail: format!("`sha` is not a 40-hex commit id: {:?}", info.sha),
+                detail: format!("`sha` is not a 40-hex commit id: {:?}", info.sha.as_str()),
             });
         }
         Ok(info)
@@ -743,16 +739,12 @@ impl HubClient {
         repo_type: RepoType,
         repo_id: &RepoId,
         revision: &str,
-        commit: &str,
+        commit: &CommitId,
     ) -> Result<bool, HubError> {
         let history = self
-            .list_commits_until(repo_type, repo_id, revision, |c| {
-                c.id.eq_ignore_ascii_case(commit)
-            })
+            .list_commits_until(repo_type, repo_id, revision, |c| c.id == *commit)
             .await?;
-        Ok(history
-            .last()
-            .is_some_and(|c| c.id.eq_ignore_ascii_case(commit)))
+        Ok(history.last().is_some_and(|c| c.id == *commit))
     }
 
     /// Adds "did you mean" to a [`HubError::RepoNotFound`]: the closest name

@@ -5,8 +5,7 @@ use std::path::PathBuf;
 
 use bytes::Bytes;
 use futures_util::Stream;
-use kernels_types::{DigestKind, Hasher};
-use sha1::{Digest, Sha1};
+use kernels_types::{Digest, DigestKind, Hasher};
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 /// Size of the chunks a body is streamed in.
@@ -49,21 +48,14 @@ pub fn synthetic_fill(seed: u64, offset: u64, buf: &mut [u8]) {
 }
 
 /// The git object id of a blob: `sha1("blob <len>\0" + content)`, as hex.
-pub fn git_blob_sha1(content: &[u8]) -> String {
-    let mut hasher = Sha1::new();
-    hasher.update(format!("blob {}\0", content.len()));
-    hasher.update(content);
-    hex::encode(hasher.finalize())
-}
-
 /// The git LFS pointer text for content with this sha256 and length.
-pub fn lfs_pointer(sha256: &str, size: u64) -> String {
+pub fn lfs_pointer(sha256: &Digest, size: u64) -> String {
     format!("version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n")
 }
 
 /// Streams `content` through one hash (blocking I/O) and returns its length
-/// and the lowercase hex digest.
-pub fn digest(content: &Content, kind: DigestKind) -> std::io::Result<(u64, String)> {
+/// and the digest.
+pub fn digest(content: &Content, kind: DigestKind) -> std::io::Result<(u64, Digest)> {
     let size = match content {
         Content::Disk(path) => fs_err::metadata(path)?.len(),
         Content::Synthetic { size, .. } => *size,
@@ -89,7 +81,7 @@ pub fn digest(content: &Content, kind: DigestKind) -> std::io::Result<(u64, Stri
             }
         }
     }
-    Ok((size, hasher.finish().to_string()))
+    Ok((size, hasher.finish()))
 }
 
 /// Outcome of reading a `Range` header against a body of known size.
@@ -306,15 +298,6 @@ async fn read_disk(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn git_blob_sha1_matches_git() {
-        // `printf 'hello\n' | git hash-object --stdin`
-        assert_eq!(
-            git_blob_sha1(b"hello\n"),
-            "ce013625030ba8dba906f756967f9e9ca394464a"
-        );
-    }
 
     #[test]
     fn synthetic_bytes_are_random_access() {

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use kernels_types::CommitId;
 use serde::{Deserialize, Serialize};
 
 use super::content::BodyFaults;
@@ -159,8 +160,8 @@ pub struct MoveRef {
     /// Branch name (without `refs/heads/`).
     #[serde(rename = "ref")]
     pub branch: String,
-    /// Full commit sha the branch points at afterwards.
-    pub to_commit: String,
+    /// The commit the branch points at afterwards.
+    pub to_commit: CommitId,
 }
 
 /// A fault rule (`POST /__fixture/faults` takes one rule or an array).
@@ -276,7 +277,7 @@ pub struct Control {
     log: Mutex<Vec<LogEntry>>,
     rules: Mutex<Vec<FaultRule>>,
     /// Branches moved at runtime: (repo id, branch) → commit sha.
-    moved_refs: Mutex<BTreeMap<(String, String), String>>,
+    moved_refs: Mutex<BTreeMap<(String, String), CommitId>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -317,21 +318,18 @@ impl Control {
 
     /// Moves a branch (also `POST /__fixture/refs`).
     pub fn move_ref(&self, mv: &MoveRef) {
-        lock(&self.moved_refs).insert(
-            (mv.repo.clone(), mv.branch.clone()),
-            mv.to_commit.to_ascii_lowercase(),
-        );
+        lock(&self.moved_refs).insert((mv.repo.clone(), mv.branch.clone()), mv.to_commit.clone());
     }
 
     /// The commit a moved branch points at, if it was moved.
-    pub fn moved_ref(&self, repo: &str, branch: &str) -> Option<String> {
+    pub fn moved_ref(&self, repo: &str, branch: &str) -> Option<CommitId> {
         lock(&self.moved_refs)
             .get(&(repo.to_owned(), branch.to_owned()))
             .cloned()
     }
 
     /// Every moved branch of `repo`: branch → commit sha.
-    pub fn moved_refs(&self, repo: &str) -> BTreeMap<String, String> {
+    pub fn moved_refs(&self, repo: &str) -> BTreeMap<String, CommitId> {
         lock(&self.moved_refs)
             .iter()
             .filter(|((r, _), _)| r == repo)

@@ -654,11 +654,11 @@ fn resolve(
         _ => return Err(ApiError::entry_not_found(Some(commit.sha.clone()))),
     };
     let mut headers = HeaderMap::new();
-    headers.insert("x-repo-commit", header_value(&commit.sha));
+    headers.insert("x-repo-commit", header_value(commit.sha.as_str()));
     headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     headers.insert(header::VARY, HeaderValue::from_static("Origin, Accept"));
     if faults.xet_headers {
-        let hash = hex::encode(Sha256::digest(file.oid.as_bytes()));
+        let hash = hex::encode(Sha256::digest(file.oid.to_string().as_bytes()));
         headers.insert("x-xet-hash", header_value(&hash));
         let link = format!(
             "<{}/api/{}/{}/xet-read-token/{}>; rel=\"xet-auth\"",
@@ -706,7 +706,7 @@ fn lfs_redirect(
         "{}/lfs/{}?X-Amz-Expires=3600&X-Amz-Signature={}&response-content-disposition={}",
         app.endpoints.cdn,
         lfs.sha256,
-        app.signature(&lfs.sha256),
+        app.signature(&lfs.sha256.to_string()),
         utf8_percent_encode(&content_disposition(path), QUERY_VALUE)
     );
     headers.insert(header::LOCATION, header_value(&location));
@@ -752,7 +752,7 @@ fn direct_file(
     if let Some(candidates) = if_none_match {
         let hit = candidates.split(',').map(str::trim).any(|c| {
             let c = c.strip_prefix("W/").unwrap_or(c);
-            c == "*" || c.trim_matches('"') == file.oid
+            c == "*" || c.trim_matches('"') == file.oid.to_string()
         });
         if hit {
             return (StatusCode::NOT_MODIFIED, headers).into_response();

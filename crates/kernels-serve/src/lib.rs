@@ -41,6 +41,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
+use kernels_types::CommitId;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 
@@ -217,7 +218,7 @@ pub(crate) struct ApiError {
     status: StatusCode,
     code: Option<&'static str>,
     message: String,
-    repo_commit: Option<String>,
+    repo_commit: Option<CommitId>,
 }
 
 impl ApiError {
@@ -248,7 +249,7 @@ impl ApiError {
         )
     }
 
-    fn entry_not_found(repo_commit: Option<String>) -> Self {
+    fn entry_not_found(repo_commit: Option<CommitId>) -> Self {
         ApiError {
             repo_commit,
             ..Self::new(
@@ -280,7 +281,7 @@ impl ApiError {
         headers.insert("x-error-message", header_value(&self.message));
         headers.insert("x-request-id", header_value(request_id));
         if let Some(sha) = &self.repo_commit {
-            headers.insert("x-repo-commit", header_value(sha));
+            headers.insert("x-repo-commit", header_value(sha.as_str()));
             headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
             headers.insert(header::VARY, HeaderValue::from_static("Origin, Accept"));
         }

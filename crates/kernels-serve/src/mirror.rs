@@ -12,9 +12,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha1::{Digest, Sha1};
+use sha1::{Digest as _, Sha1};
 
-use kernels_types::{CommitId, DigestKind};
+use kernels_types::digest::git_blob_sha1;
+use kernels_types::{CommitId, Digest, DigestKind};
 
 use super::content::{self, Content};
 use super::glob::fnmatch;
@@ -140,8 +141,8 @@ impl Gated {
 /// LFS details of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lfs {
-    /// sha256 of the content, 64 lowercase hex.
-    pub sha256: String,
+    /// SHA-256 of the content.
+    pub sha256: Digest,
     /// Length of the LFS pointer text in bytes.
     pub pointer_size: u64,
 }
@@ -151,8 +152,8 @@ pub struct Lfs {
 pub struct FileMeta {
     /// Content length in bytes.
     pub size: u64,
-    /// Git object id: blob sha1 of the content, or of the pointer for LFS files.
-    pub oid: String,
+    /// Git object id: blob SHA-1 of the content, or of the pointer for LFS files.
+    pub oid: Digest,
     /// Present for LFS files.
     pub lfs: Option<Lfs>,
     /// Where the bytes come from.
@@ -167,7 +168,7 @@ pub enum NodeKind {
     /// A directory; `oid` is its git tree sha1.
     Dir {
         /// Git tree object id.
-        oid: String,
+        oid: Digest,
     },
 }
 
@@ -182,10 +183,10 @@ pub struct Node {
 
 impl Node {
     /// The git object id.
-    pub fn oid(&self) -> &str {
+    pub fn oid(&self) -> Digest {
         match &self.kind {
-            NodeKind::File(f) => &f.oid,
-            NodeKind::Dir { oid } => oid,
+            NodeKind::File(f) => f.oid,
+            NodeKind::Dir { oid } => *oid,
         }
     }
 }
@@ -195,8 +196,8 @@ impl Node {
 pub struct Commit {
     /// Directory name under `commits/`.
     pub label: String,
-    /// 40 lowercase hex.
-    pub sha: String,
+    /// The commit id (SHA-1).
+    pub sha: CommitId,
     /// Commit title.
     pub title: String,
     /// `YYYY-MM-DDTHH:MM:SS[.fff]Z`.
@@ -252,11 +253,10 @@ impl Repo {
     /// (branches win over tags), a tag, or a full ref (`refs/heads/X`,
     /// `refs/tags/X`, `refs/convert/X`, `refs/pr/N`).
     pub fn resolve(&self, rev: &str) -> Option<usize> {
-        if CommitId::is_commit_like(rev) {
-            let lower = rev.to_ascii_lowercase();
-            if let Some(i) = self.commits.iter().position(|c| c.sha == lower) {
-                return Some(i);
-            }
+        if let Ok(commit) = rev.parse::<CommitId>()
+            && let Some(i) = self.commits.iter().position(|c| c.sha == commit)
+        {
+            return Some(i);
         }
         if let Some(&i) = self.branches.get(rev).or_else(|| self.tags.get(rev)) {
             return Some(i);
@@ -303,7 +303,7 @@ pub struct Mirror {
     pub orgs: BTreeMap<String, Org>,
     by_id: HashMap<(RepoType, String), usize>,
     /// LFS objects by sha256, for the CDN listener.
-    objects: HashMap<String, (u64, Content)>,
+    objects: HashMap<Digest, (u64, Content)>,
 }
 
 impl Mirror {
@@ -314,9 +314,11 @@ impl Mirror {
             .map(|&i| &self.repos[i])
     }
 
-    /// An LFS object by sha256: its size and content.
+    /// An LFS object by its SHA-256 as a blob name (64 lowercase hex): its
+    /// size and content.
     pub fn object(&self, sha256: &str) -> Option<&(u64, Content)> {
-        self.objects.get(sha256)
+        let digest = Digest::from_etag(sha256).ok()?;
+        self.objects.get(&digest)
     }
 
     /// Loads and validates the mirror at `root`, hashing every file.
@@ -376,7 +378,7 @@ impl Mirror {
             for (_, file) in commit.files() {
                 if let Some(lfs) = &file.lfs {
                     self.objects
-                        .entry(lfs.sha256.clone())
+                        .entry(lfs.sha256)
                         .or_insert_with(|| (file.size, file.content.clone()));
                 }
             }
@@ -798,12 +800,11 @@ fn load_commit(
     let files = describe_tree(&tree_dir, &meta, &patterns, label, source)?;
 
     let parent_index = parent_index(&meta, commits, &commit_toml_path)?;
-    let parent = parent_index
-        .map(|i| commits[i].sha.clone())
-        .unwrap_or_default();
+    let parent = parent_index.map(|i| &commits[i].sha);
     let sha = match meta.sha {
-        Some(sha) => sha,
-        None => derived_commit_sha(label, &parent, &files),
+        // Checked by `is_sha` above.
+        Some(sha) => sha.parse().expect("a commit id"),
+        None => derived_commit_sha(label, parent, &files),
     };
     if let Some(dup) = commits.iter().find(|c| c.sha == sha) {
         return Err(MirrorError::entry(
@@ -995,7 +996,7 @@ fn resolve_refs(
         if let Some(i) = commits.iter().position(|c| c.label == value) {
             return Ok(i);
         }
-        if let Some(i) = commits.iter().position(|c| c.sha == value) {
+        if let Some(i) = commits.iter().position(|c| c.sha.as_str() == value) {
             return Ok(i);
         }
         Err(MirrorError::entry(
@@ -1104,7 +1105,7 @@ impl Digester {
             let pointer = content::lfs_pointer(&sha256, size);
             FileMeta {
                 size,
-                oid: content::git_blob_sha1(pointer.as_bytes()),
+                oid: Digest::GitSha1(git_blob_sha1(pointer.as_bytes())),
                 lfs: Some(Lfs {
                     sha256,
                     pointer_size: pointer.len() as u64,
@@ -1131,18 +1132,25 @@ impl Digester {
 
 /// `sha1("commit\0" + label + "\0" + parent_sha + "\0" + "<path>:<oid>\n"…)`
 /// over the files in path order.
-fn derived_commit_sha(label: &str, parent: &str, files: &BTreeMap<String, FileMeta>) -> String {
+fn derived_commit_sha(
+    label: &str,
+    parent: Option<&CommitId>,
+    files: &BTreeMap<String, FileMeta>,
+) -> CommitId {
+    let parent = parent.map_or("", CommitId::as_str);
     let mut h = Sha1::new();
     h.update(format!("commit\0{label}\0{parent}\0"));
     for (path, file) in files {
         h.update(format!("{path}:{}\n", file.oid));
     }
     hex::encode(h.finalize())
+        .parse()
+        .expect("40 hex digits are a commit id")
 }
 
 #[derive(Default)]
 struct DirBuilder {
-    files: BTreeMap<String, String>,
+    files: BTreeMap<String, Digest>,
     dirs: BTreeMap<String, DirBuilder>,
 }
 
@@ -1156,7 +1164,7 @@ fn build_tree(files: BTreeMap<String, FileMeta>, commit: usize) -> BTreeMap<Stri
         for part in parts {
             dir = dir.dirs.entry(part.to_owned()).or_default();
         }
-        dir.files.insert(name.to_owned(), file.oid.clone());
+        dir.files.insert(name.to_owned(), file.oid);
     }
     let mut out: BTreeMap<String, Node> = files
         .into_iter()
@@ -1180,7 +1188,8 @@ fn build_tree(files: BTreeMap<String, FileMeta>, commit: usize) -> BTreeMap<Stri
         let mut entries: Vec<(String, &str, [u8; 20])> = Vec::new();
         for (name, oid) in &dir.files {
             let mut raw = [0u8; 20];
-            hex::decode_to_slice(oid, &mut raw).unwrap_or_default();
+            let bytes = oid.as_bytes();
+            raw[..bytes.len().min(20)].copy_from_slice(&bytes[..bytes.len().min(20)]);
             entries.push((name.clone(), "100644", raw));
         }
         for (name, sub) in &dir.dirs {
@@ -1194,7 +1203,7 @@ fn build_tree(files: BTreeMap<String, FileMeta>, commit: usize) -> BTreeMap<Stri
                 path,
                 Node {
                     kind: NodeKind::Dir {
-                        oid: hex::encode(raw),
+                        oid: Digest::GitSha1(raw),
                     },
                     last_commit: commit,
                 },
@@ -1237,14 +1246,14 @@ mod tests {
         // `git cat-file -p` of the root shows d as this tree.
         let meta = FileMeta {
             size: 6,
-            oid: content::git_blob_sha1(b"hello\n"),
+            oid: Digest::GitSha1(git_blob_sha1(b"hello\n")),
             lfs: None,
             content: Content::Synthetic { seed: 0, size: 6 },
         };
         let files = BTreeMap::from([("a".to_owned(), meta.clone()), ("d/b".to_owned(), meta)]);
         let tree = build_tree(files, 0);
         assert_eq!(
-            tree["d"].oid(),
+            tree["d"].oid().to_string(),
             "f09792be40f18f537c28b624b7bc7771f25082e1",
             "git tree id of a single `b` blob holding hello"
         );

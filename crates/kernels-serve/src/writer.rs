@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use kernels_types::CommitId;
 use kernels_types::wire::RepoType;
 
 use crate::mirror::{CommitToml, OrgToml, RepoToml, is_hub_date, is_sha, read_toml};
@@ -92,15 +93,15 @@ pub struct NewFile {
 /// A commit to add to a repository.
 #[derive(Debug, Clone)]
 pub struct NewCommit {
-    /// 40 lowercase hex; also the commit's folder name (label).
-    pub sha: String,
+    /// The commit id (SHA-1); also the commit's folder name (label).
+    pub sha: CommitId,
     /// Commit title, if known.
     pub title: Option<String>,
     /// Commit date (`YYYY-MM-DDTHH:MM:SS[.fff]Z`), if known.
     pub date: Option<String>,
     /// The nearest earlier commit of the mirror in this commit's history
     /// (`None`: a root commit in the mirror).
-    pub parent: Option<String>,
+    pub parent: Option<CommitId>,
     /// Every file of the commit.
     pub files: Vec<NewFile>,
 }
@@ -270,7 +271,7 @@ impl MirrorWriter {
 
     /// Builds one commit folder under the staging area.
     fn stage_commit(&self, commit: &NewCommit) -> Result<PathBuf, WriteError> {
-        if !is_sha(&commit.sha) {
+        if !commit.sha.is_sha1() {
             return Err(WriteError::Invalid {
                 what: format!("commit `{}`", commit.sha),
                 problem: "not 40 lowercase hex digits".into(),
@@ -301,8 +302,14 @@ impl MirrorWriter {
             }
             lfs_files.sort();
             let meta = CommitToml {
-                sha: Some(commit.sha.clone()),
-                parent: Some(commit.parent.clone().unwrap_or_default()),
+                sha: Some(commit.sha.to_string()),
+                parent: Some(
+                    commit
+                        .parent
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                ),
                 title: commit.title.clone(),
                 date: commit.date.clone().filter(|d| is_hub_date(d)),
                 lfs: None,
@@ -330,7 +337,7 @@ impl MirrorWriter {
         let mut staged = Vec::new();
         for commit in &update.commits {
             match self.stage_commit(commit) {
-                Ok(dir) => staged.push((commit.sha.clone(), dir)),
+                Ok(dir) => staged.push((commit.sha.to_string(), dir)),
                 Err(err) => {
                     for (_, dir) in staged {
                         let _ = fs_err::remove_dir_all(dir);

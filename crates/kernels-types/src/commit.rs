@@ -58,14 +58,8 @@ impl CommitId {
 
     /// The first 7 digits, as `git log --oneline` shows a commit.
     pub fn short(&self) -> &str {
-        short(&self.0)
+        &self.0[..7]
     }
-}
-
-/// The first 7 characters of a commit id (all of it when shorter), as git
-/// abbreviates commits in messages.
-pub fn short(commit: &str) -> &str {
-    commit.get(..7).unwrap_or(commit)
 }
 
 impl FromStr for CommitId {

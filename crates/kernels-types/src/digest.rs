@@ -156,6 +156,30 @@ impl fmt::Display for Digest {
     }
 }
 
+impl std::str::FromStr for Digest {
+    type Err = BadDigest;
+
+    /// [`Digest::from_hex`].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Digest::from_hex(s)
+    }
+}
+
+/// Lowercase hex, as the Hub writes digests.
+impl serde::Serialize for Digest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// 40 or 64 hex digits, either case ([`Digest::from_hex`]).
+impl<'de> serde::Deserialize<'de> for Digest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Digest::from_hex(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 /// A blob's identity: its digest and size in bytes. The cache names the blob by
 /// the digest ([`BlobId::etag`]) and accepts content only when both match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -82,14 +82,14 @@ pub fn matching_file_set(
 }
 
 /// The digest a tree entry's content has: `lfs.oid` (SHA-256) for LFS files,
-/// `oid` (git blob SHA-1) otherwise, as lowercase hex of the right length. `None`
-/// for anything else.
+/// `oid` (git blob SHA-1) otherwise. `None` when the listed digest is of the
+/// other kind (an LFS `oid` of 40 digits, a plain file's of 64).
 pub fn entry_digest(entry: &TreeEntry) -> Option<Digest> {
-    let (hex, kind) = match &entry.lfs {
-        Some(lfs) => (lfs.oid.as_str(), crate::DigestKind::Sha256),
-        None => (entry.oid.as_str(), crate::DigestKind::GitBlobSha1),
+    let (digest, kind) = match &entry.lfs {
+        Some(lfs) => (lfs.oid, crate::DigestKind::Sha256),
+        None => (entry.oid, crate::DigestKind::GitBlobSha1),
     };
-    Digest::from_etag(hex).ok().filter(|d| d.kind() == kind)
+    (digest.kind() == kind).then_some(digest)
 }
 
 /// The one rule for which build variant a repo path belongs to, shared by
@@ -126,7 +126,8 @@ pub fn in_variant(path: &str, variant: &str) -> bool {
 /// component of every *file* whose path starts with the string `build/torch`
 /// (so stray directories such as `build/torch-ext` count, `build/tvm-ffi-…` does
 /// not); directories are ignored. Variants come back sorted by name bytes. A
-/// listed digest that is not usable is returned as `Err((path, digest))`.
+/// listed digest of the wrong kind ([`entry_digest`]) is returned as
+/// `Err((path, digest))`.
 pub fn variant_hashes(
     entries: &[TreeEntry],
     set: FileSet,
@@ -139,11 +140,10 @@ pub fn variant_hashes(
         let Some(variant) = variant_of(&entry.path, true).filter(|v| is_locked_variant(v)) else {
             continue;
         };
-        let hex = entry
-            .lfs
-            .as_ref()
-            .map_or(entry.oid.as_str(), |lfs| lfs.oid.as_str());
-        let digest = Digest::from_hex(hex).map_err(|_| (entry.path.clone(), hex.to_owned()))?;
+        let digest = entry_digest(entry).ok_or_else(|| {
+            let listed = entry.lfs.as_ref().map_or(entry.oid, |lfs| lfs.oid);
+            (entry.path.clone(), listed.to_string())
+        })?;
         files
             .entry(variant)
             .or_default()

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::{CommitId, Digest};
+
 /// One git ref in a `GET /api/{type}s/{repo_id}/refs` answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GitRefInfo {
@@ -11,9 +13,9 @@ pub struct GitRefInfo {
     /// Full ref, for example `refs/heads/v1` or `refs/tags/v0.0.2`.
     #[serde(rename = "ref")]
     pub git_ref: String,
-    /// 40-hex commit the ref points at.
+    /// The commit the ref points at (40 hex; any case on the wire, lowercase here).
     #[serde(rename = "targetCommit")]
-    pub target_commit: String,
+    pub target_commit: CommitId,
 }
 
 /// The `refs` answer. `branches`, `converts` and `tags` are always present;
@@ -39,8 +41,8 @@ pub struct GitRefs {
 /// LFS details of a tree entry (`lfs.oid` is the sha256 of the content).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TreeLfs {
-    /// sha256 of the file content, 64 lowercase hex.
-    pub oid: String,
+    /// SHA-256 of the file content (64 hex on the wire).
+    pub oid: Digest,
     /// Content size in bytes.
     pub size: u64,
     /// Size of the git LFS pointer text in bytes.
@@ -54,8 +56,9 @@ pub struct TreeEntry {
     /// `file` or `directory`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// Git object id (blob sha1 of the content, or of the LFS pointer for LFS files).
-    pub oid: String,
+    /// Git object id (blob SHA-1 of the content, or of the LFS pointer for LFS
+    /// files; the tree SHA-1 of a directory).
+    pub oid: Digest,
     /// Content size in bytes (0 for directories).
     #[serde(default)]
     pub size: u64,
@@ -76,8 +79,8 @@ impl TreeEntry {
 /// LFS details of a `siblings` item (`blobs=true`); note `sha256`, not `oid`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SiblingLfs {
-    /// sha256 of the content.
-    pub sha256: String,
+    /// SHA-256 of the content.
+    pub sha256: Digest,
     /// Content size in bytes.
     pub size: u64,
     /// Size of the LFS pointer text.
@@ -92,7 +95,7 @@ pub struct Sibling {
     pub rfilename: String,
     /// Git blob id (only with `blobs=true`).
     #[serde(rename = "blobId", default, skip_serializing_if = "Option::is_none")]
-    pub blob_id: Option<String>,
+    pub blob_id: Option<Digest>,
     /// Size in bytes (only with `blobs=true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
@@ -106,8 +109,8 @@ pub struct Sibling {
 pub struct RepoInfo {
     /// `owner/name`.
     pub id: String,
-    /// 40-hex commit the revision resolved to.
-    pub sha: String,
+    /// The commit the revision resolved to (the client checks it is SHA-1).
+    pub sha: CommitId,
     /// File list; model repos only (kernel repos answer without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub siblings: Option<Vec<Sibling>>,
@@ -164,8 +167,8 @@ impl RepoType {
 /// One entry of `GET /api/{type}s/{repo_id}/commits/{revision}` (newest first).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitInfo {
-    /// 40-hex commit id.
-    pub id: String,
+    /// The commit id.
+    pub id: CommitId,
     /// Commit title.
     #[serde(default)]
     pub title: String,

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
+use kernels_types::CommitId;
 use kernels_types::source_text::ClippedText;
 use miette::{NamedSource, SourceOffset, SourceSpan};
 use serde_json::Value;
@@ -60,9 +61,8 @@ pub enum Lockfile {
 pub struct LockedKernel {
     /// Hub repository id.
     pub repo_id: RepoId,
-    /// Locked commit: 40 hex (64 only in `KernelLocks` files of SHA-256 repositories), lowercase
-    /// as written.
-    pub commit: String,
+    /// Locked commit: 40 hex (64 only in `KernelLocks` files of SHA-256 repositories).
+    pub commit: CommitId,
     /// Variant name → `sha256-…` `git_lfs_concat` hash, in file order; `None` for
     /// `KernelLocks` files, which carry no hashes.
     pub variants: Option<IndexMap<String, String>>,
@@ -182,50 +182,15 @@ impl Lockfile {
 
     /// Parses lock file text; `path` is only used in error messages.
     pub fn parse(text: &str, path: &Path) -> Result<Self, LockfileError> {
-        let source = || {
-            Some(Arc::new(NamedSource::new(
-                path.display().to_string(),
-                ClippedText::new(text),
-            )))
-        };
-        let not_a_lockfile =
-            |detail: String, span: Option<SourceSpan>| LockfileError::NotALockfile {
-                path: path.to_owned(),
-                detail,
-                source_code: span.and(source()),
-                span,
-            };
+        let file = LockText { text, path };
         if text.starts_with('\u{feff}') {
             return Err(LockfileError::ByteOrderMark {
                 path: path.to_owned(),
             });
         }
-        let value: Value = match serde_json::from_str(text) {
-            Ok(value) => value,
-            Err(err) => {
-                if let Some(line) = conflict_marker_line(text) {
-                    return Err(LockfileError::ConflictMarkers {
-                        path: path.to_owned(),
-                        line,
-                    });
-                }
-                if looks_like_checksum_list(text) {
-                    return Err(not_a_lockfile(
-                        "it looks like a checksum list (`<hex digest>  <file name>` lines), not JSON"
-                            .into(),
-                        None,
-                    ));
-                }
-                let span = span_at(text, err.line(), err.column());
-                let mut detail = format!("invalid JSON: {err}");
-                if text.lines().any(|l| l.trim_start().starts_with("//")) {
-                    detail.push_str(" (JSON has no comments: remove the `//` lines)");
-                }
-                return Err(not_a_lockfile(detail, span));
-            }
-        };
+        let value: Value = serde_json::from_str(text).map_err(|err| file.not_json(&err))?;
         let Value::Array(items) = &value else {
-            return Err(not_a_lockfile(
+            return Err(file.not_a_lockfile(
                 format!(
                     "the top level is {}, not an array",
                     variant_hash::kind(&value)
@@ -237,51 +202,16 @@ impl Lockfile {
             return Ok(Lockfile::VariantHash(Vec::new()));
         };
         let Value::Object(first) = first else {
-            return Err(not_a_lockfile(
+            return Err(file.not_a_lockfile(
                 format!("the array holds {}, not objects", variant_hash::kind(first)),
                 None,
             ));
         };
         if first.contains_key("dependency") || first.contains_key("lock") {
-            let is_nix = items
-                .iter()
-                .any(|item| item.get("lock").and_then(|lock| lock.get("hash")).is_some());
-            if is_nix {
-                return Err(not_a_lockfile(
-                    "it is a nix-builder lock (`lock.hash` entries), which the Python runtime does not read"
-                        .into(),
-                    None,
-                ));
-            }
-            return match KernelLocks::parse(text) {
-                Ok(locks) => Ok(Lockfile::KernelLocks(locks)),
-                Err(kernel_locks::ParseError::Json {
-                    line,
-                    column,
-                    message,
-                }) => {
-                    let span = span_at(text, line, column);
-                    Err(LockfileError::Invalid {
-                        path: path.to_owned(),
-                        format: FORMAT_B,
-                        detail: message,
-                        source_code: span.and(source()),
-                        span,
-                    })
-                }
-                Err(kernel_locks::ParseError::Entry { index, message }) => {
-                    Err(LockfileError::Invalid {
-                        path: path.to_owned(),
-                        format: FORMAT_B,
-                        detail: format!("entry {}: {message}", index + 1),
-                        source_code: None,
-                        span: None,
-                    })
-                }
-            };
+            return file.kernel_locks(items);
         }
         if first.contains_key("files") && !first.contains_key("variants") {
-            return Err(not_a_lockfile(
+            return Err(file.not_a_lockfile(
                 "it is a legacy `hf-kernels` lock (per-file `files` lists), which no `kernels` version reads"
                     .into(),
                 None,
@@ -292,7 +222,7 @@ impl Lockfile {
             || first.contains_key("variants"))
         {
             let keys: Vec<String> = first.keys().map(|k| format!("`{k}`")).collect();
-            return Err(not_a_lockfile(
+            return Err(file.not_a_lockfile(
                 format!("its first entry has the keys {}", keys.join(", ")),
                 None,
             ));
@@ -367,17 +297,101 @@ impl Lockfile {
                         .map_err(|err| invalid(FORMAT_B, &dep.repo_id, err))?;
                     if out
                         .iter()
-                        .any(|k| k.repo_id == repo_id && k.commit == commit.as_str())
+                        .any(|k| k.repo_id == repo_id && k.commit == *commit)
                     {
                         continue;
                     }
                     out.push(LockedKernel {
                         repo_id,
-                        commit: commit.as_str().to_owned(),
+                        commit: commit.clone(),
                         variants: None,
                     });
                 }
                 Ok(out)
+            }
+        }
+    }
+}
+
+/// The text of a lock file being parsed, with its path, for the errors of
+/// [`Lockfile::parse`].
+struct LockText<'a> {
+    text: &'a str,
+    path: &'a Path,
+}
+
+impl LockText<'_> {
+    /// The file text as a diagnostic source.
+    fn source(&self) -> Option<Arc<NamedSource<ClippedText>>> {
+        Some(Arc::new(NamedSource::new(
+            self.path.display().to_string(),
+            ClippedText::new(self.text),
+        )))
+    }
+
+    fn not_a_lockfile(&self, detail: String, span: Option<SourceSpan>) -> LockfileError {
+        LockfileError::NotALockfile {
+            path: self.path.to_owned(),
+            detail,
+            source_code: span.and(self.source()),
+            span,
+        }
+    }
+
+    /// Why text that is not JSON is no lock: conflict markers, a checksum
+    /// list, comments, or where the JSON breaks.
+    fn not_json(&self, err: &serde_json::Error) -> LockfileError {
+        let text = self.text;
+        if let Some(line) = conflict_marker_line(text) {
+            return LockfileError::ConflictMarkers {
+                path: self.path.to_owned(),
+                line,
+            };
+        }
+        if looks_like_checksum_list(text) {
+            return self.not_a_lockfile(
+                "it looks like a checksum list (`<hex digest>  <file name>` lines), not JSON"
+                    .into(),
+                None,
+            );
+        }
+        let span = span_at(text, err.line(), err.column());
+        let mut detail = format!("invalid JSON: {err}");
+        if text.lines().any(|l| l.trim_start().starts_with("//")) {
+            detail.push_str(" (JSON has no comments: remove the `//` lines)");
+        }
+        self.not_a_lockfile(detail, span)
+    }
+
+    /// Reads the text as a `KernelLocks` file (its first entry has
+    /// `dependency` or `lock`); a nix-builder lock is refused.
+    fn kernel_locks(&self, items: &[Value]) -> Result<Lockfile, LockfileError> {
+        let is_nix = items
+            .iter()
+            .any(|item| item.get("lock").and_then(|lock| lock.get("hash")).is_some());
+        if is_nix {
+            return Err(self.not_a_lockfile(
+                "it is a nix-builder lock (`lock.hash` entries), which the Python runtime does not read"
+                    .into(),
+                None,
+            ));
+        }
+        let invalid = |detail, span: Option<SourceSpan>| LockfileError::Invalid {
+            path: self.path.to_owned(),
+            format: FORMAT_B,
+            detail,
+            source_code: span.and(self.source()),
+            span,
+        };
+        match KernelLocks::parse(self.text) {
+            Ok(locks) => Ok(Lockfile::KernelLocks(locks)),
+            Err(kernel_locks::ParseError::Json {
+                line,
+                column,
+                message,
+            }) => Err(invalid(message, span_at(self.text, line, column))),
+            Err(kernel_locks::ParseError::Entry { index, message }) => {
+                Err(invalid(format!("entry {}: {message}", index + 1), None))
             }
         }
     }

@@ -17,9 +17,30 @@ pub struct KernelHashLock {
     /// Hub repository id (`owner/name`) as written in the file.
     pub repo_id: String,
     /// Locked commit (40 hex).
-    pub sha: String,
+    pub sha: CommitId,
     /// Variant name (`build/<variant>/`) → hash, in file order.
     pub variants: IndexMap<String, VariantHash>,
+    /// `sha` as the file spells it, when that is not the lowercase form (a
+    /// hand-edited lock): the writer writes it back as read, so that a kept
+    /// entry leaves the file byte-identical.
+    spelled: Option<String>,
+}
+
+impl KernelHashLock {
+    /// The entry of `repo_id` locked at `sha`.
+    pub fn new(repo_id: String, sha: CommitId, variants: IndexMap<String, VariantHash>) -> Self {
+        KernelHashLock {
+            repo_id,
+            sha,
+            variants,
+            spelled: None,
+        }
+    }
+
+    /// The `sha` text the writer writes.
+    fn sha_text(&self) -> &str {
+        self.spelled.as_deref().unwrap_or(self.sha.as_str())
+    }
 }
 
 /// The hash of one build variant.
@@ -51,7 +72,7 @@ pub fn to_json(locks: &[KernelHashLock]) -> String {
         out.push_str("  {\n    \"repo_id\": ");
         push_py_string(&mut out, &lock.repo_id);
         out.push_str(",\n    \"sha\": ");
-        push_py_string(&mut out, &lock.sha);
+        push_py_string(&mut out, lock.sha_text());
         out.push_str(",\n    \"variants\": ");
         if lock.variants.is_empty() {
             out.push_str("{}");
@@ -127,12 +148,13 @@ fn entry_from_value(item: &Value) -> Result<KernelHashLock, String> {
         None => Err(format!("`{key}` is missing")),
     };
     let repo_id = string("repo_id")?;
-    let sha = string("sha")?;
-    if !sha.parse::<CommitId>().is_ok_and(|c| c.is_sha1()) {
+    let text = string("sha")?;
+    let Some(sha) = text.parse::<CommitId>().ok().filter(CommitId::is_sha1) else {
         return Err(format!(
-            "`sha` of `{repo_id}` must be a 40-hex commit id, found `{sha}`"
+            "`sha` of `{repo_id}` must be a 40-hex commit id, found `{text}`"
         ));
-    }
+    };
+    let spelled = (text != sha.as_str()).then_some(text);
     let variants = match object.get("variants") {
         Some(Value::Object(v)) => v,
         Some(other) => {
@@ -173,6 +195,7 @@ fn entry_from_value(item: &Value) -> Result<KernelHashLock, String> {
         repo_id,
         sha,
         variants: out,
+        spelled,
     })
 }
 
@@ -202,17 +225,39 @@ mod tests {
     #[test]
     fn empty_forms() {
         assert_eq!(to_json(&[]), "[]");
-        let lock = KernelHashLock {
-            repo_id: "a/b".into(),
-            sha: "0".repeat(40),
-            variants: IndexMap::new(),
-        };
+        let lock = KernelHashLock::new(
+            "a/b".into(),
+            "0".repeat(40).parse().unwrap(),
+            IndexMap::new(),
+        );
         assert_eq!(
             to_json(&[lock]),
             format!(
                 "[\n  {{\n    \"repo_id\": \"a/b\",\n    \"sha\": \"{}\",\n    \"variants\": {{}}\n  }}\n]",
                 "0".repeat(40)
             )
+        );
+    }
+
+    /// A hand-edited upper-case `sha` reads as its commit and is written back
+    /// as spelled, so that `kernels lock` keeping the entry changes no byte.
+    #[test]
+    fn an_upper_case_sha_is_written_back_as_read() {
+        let text = format!(
+            r#"[{{"repo_id": "a/b", "sha": "{}", "variants": {{}}}}]"#,
+            "AB".repeat(20)
+        );
+        let items: Vec<Value> = serde_json::from_str(&text).unwrap();
+        let locks = from_value(&items).unwrap();
+        assert_eq!(locks[0].sha.as_str(), "ab".repeat(20));
+        assert!(to_json(&locks).contains(&"AB".repeat(20)));
+        let short = r#"[{"repo_id": "a/b", "sha": "abcdef0", "variants": {}}]"#;
+        let items: Vec<Value> = serde_json::from_str(short).unwrap();
+        assert!(
+            from_value(&items)
+                .unwrap_err()
+                .1
+                .contains("40-hex commit id")
         );
     }
 }
