@@ -690,7 +690,7 @@ fn downloaded_doc(report: &crate::install::KernelReport) -> DownloadedDoc<'_> {
     DownloadedDoc {
         repo_id: report.repo_id.to_string(),
         version: report.version.as_deref(),
-        commit: report.commit.to_string(),
+        commit: report.commit.clone(),
         variants: &report.variants,
         files: report.files,
         bytes: report.bytes,

@@ -6,6 +6,7 @@
 //! [`Printer::json`] (pretty) or [`Printer::json_line`] (one line), as each
 //! command always has.
 
+use kernels_types::CommitId;
 use std::path::Path;
 
 use miette::Diagnostic;
@@ -137,7 +138,7 @@ pub struct LockedEntryDoc {
     /// `owner/name`.
     pub repo_id: String,
     /// The locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// The build variants (`None` in the `kernel-locks` format).
     pub variants: Option<Vec<String>>,
 }
@@ -198,7 +199,7 @@ pub struct DownloadedDoc<'a> {
     /// The ref the entry was locked from, else the release at the commit.
     pub version: Option<&'a str>,
     /// The locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// The variants in the cache.
     pub variants: &'a [String],
     /// Their files.
@@ -275,7 +276,7 @@ pub struct VerifiedDoc {
     /// `owner/name`.
     pub repo_id: String,
     /// The locked commit.
-    pub commit: String,
+    pub commit: CommitId,
     /// Whether every selected variant verified.
     pub ok: bool,
     /// The variants checked.
@@ -649,7 +650,7 @@ mod tests {
         let mut doc = LockDoc::failed("./kernels.lock".to_owned(), false, error(), Vec::new());
         doc.kernels.push(LockedEntryDoc {
             repo_id: "acme/relu".to_owned(),
-            commit: "1".repeat(40),
+            commit: "1".repeat(40).parse().unwrap(),
             variants: Some(vec!["torch-universal".to_owned()]),
         });
         matches("`kernels lock` (schema 2)", &doc, &["kernels"]);
@@ -687,7 +688,7 @@ mod tests {
             kernels: vec![DownloadedDoc {
                 repo_id: "acme/relu".to_owned(),
                 version: Some("v1"),
-                commit: "1".repeat(40),
+                commit: "1".repeat(40).parse().unwrap(),
                 variants: &variants,
                 files: 1,
                 bytes: 2,
@@ -731,7 +732,7 @@ mod tests {
             cache_dir: Path::new("/cache"),
             kernels: vec![VerifiedDoc {
                 repo_id: "acme/relu".to_owned(),
-                commit: "1".repeat(40),
+                commit: "1".repeat(40).parse().unwrap(),
                 ok: false,
                 variants: Vec::new(),
                 files: 0,

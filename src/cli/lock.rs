@@ -793,7 +793,7 @@ fn print_json(
         .iter()
         .map(|kernel| LockedEntryDoc {
             repo_id: kernel.repo_id.to_string(),
-            commit: kernel.commit.to_string(),
+            commit: kernel.commit.clone(),
             variants: kernel
                 .variants
                 .as_ref()

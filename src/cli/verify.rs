@@ -216,7 +216,7 @@ pub(super) fn print_failure(settings: &Settings, printer: &Printer, report: &mie
 fn verified_doc(check: &KernelVerification) -> VerifiedDoc {
     VerifiedDoc {
         repo_id: check.repo_id.to_string(),
-        commit: check.commit.to_string(),
+        commit: check.commit.clone(),
         ok: check.is_ok(),
         variants: check.variants.keys().map(ToString::to_string).collect(),
         files: check.file_count(),
