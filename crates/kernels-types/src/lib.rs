@@ -1,7 +1,7 @@
 //! Value types shared by every layer of `kernels`: repository ids and types,
-//! commit ids, content digests and the per-variant hash, build-variant names, and
-//! the JSON shapes of the Hub API (shared by the client and `kernels serve`, so
-//! the server needs no HTTP client).
+//! commit ids, content digests and the per-variant hash, build-variant names, the
+//! `metadata.json` model of a build variant, and the JSON shapes of the Hub API
+//! (shared by the client and `kernels serve`, so the server needs no HTTP client).
 //!
 //! Nothing here does I/O: every type is parsed and validated once, at the edge
 //! where text enters (a lock file, a listing, a command line), and passed on as a
@@ -11,6 +11,7 @@ pub mod commit;
 pub mod digest;
 pub mod env_vars;
 pub mod file_set;
+pub mod metadata;
 pub mod repo_id;
 pub mod repo_path;
 pub mod source_text;
