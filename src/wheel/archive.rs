@@ -1,7 +1,7 @@
 //! Collecting a variant's files and writing them, with the generated
 //! `.dist-info` files, into a reproducible zip.
 
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Seek, Write};
 use std::path::{Component, Path, PathBuf};
 
 use base64::Engine;
@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipWriter};
 
-use super::WheelError;
+use crate::wheel::error::WheelError;
 
 /// The earliest time a zip entry can carry: 1980-01-01T00:00:00Z.
 pub const ZIP_EPOCH: u64 = 315_532_800;
@@ -225,65 +225,97 @@ fn write_zip(
     dist_info: &str,
     epoch: u64,
 ) -> Result<(), WheelError> {
-    let base = SimpleFileOptions::default()
-        .compression_method(CompressionMethod::Deflated)
-        .compression_level(Some(DEFLATE_LEVEL))
-        .last_modified_time(zip_time(epoch));
-    let mut record = String::new();
-    {
-        let mut zip = ZipWriter::new(BufWriter::new(file));
-        for entry in entries {
-            let file = fs_err::File::open(&entry.path)?;
-            let large = file.metadata()?.len() >= u64::from(u32::MAX);
-            zip.start_file(
-                entry.arcname.as_str(),
-                base.unix_permissions(entry.mode).large_file(large),
-            )?;
-            let mut reader = Hashing {
-                inner: file,
-                hasher: Sha256::new(),
-                size: 0,
-            };
-            io::copy(&mut reader, &mut zip).map_err(|err| WheelError::Write {
-                path: dest.to_path_buf(),
-                source: err,
-            })?;
-            record.push_str(&format!(
-                "{},sha256={},{}\n",
-                csv_field(&entry.arcname),
-                URL_SAFE_NO_PAD.encode(reader.hasher.finalize()),
-                reader.size
-            ));
-        }
-        for (name, text) in generated {
-            zip.start_file(name.as_str(), base.unix_permissions(0o644))?;
-            zip.write_all(text.as_bytes())
-                .map_err(|err| WheelError::Write {
-                    path: dest.to_path_buf(),
-                    source: err,
-                })?;
-            record.push_str(&format!(
-                "{},sha256={},{}\n",
-                csv_field(name),
-                URL_SAFE_NO_PAD.encode(Sha256::digest(text.as_bytes())),
-                text.len()
-            ));
-        }
-        let record_name = format!("{dist_info}/RECORD");
-        record.push_str(&format!("{},,\n", csv_field(&record_name)));
-        zip.start_file(record_name, base.unix_permissions(0o644))?;
-        zip.write_all(record.as_bytes())
-            .map_err(|err| WheelError::Write {
-                path: dest.to_path_buf(),
-                source: err,
-            })?;
-        let mut out = zip.finish()?;
-        out.flush().map_err(|err| WheelError::Write {
-            path: dest.to_path_buf(),
-            source: err,
-        })?;
+    let mut zip = Zip {
+        writer: ZipWriter::new(BufWriter::new(file)),
+        options: SimpleFileOptions::default()
+            .compression_method(CompressionMethod::Deflated)
+            .compression_level(Some(DEFLATE_LEVEL))
+            .last_modified_time(zip_time(epoch)),
+        record: String::new(),
+        dest,
+    };
+    for entry in entries {
+        zip.copy_file(entry)?;
     }
-    Ok(())
+    for (name, text) in generated {
+        zip.add_text(name, text)?;
+    }
+    zip.finish(&format!("{dist_info}/RECORD"))
+}
+
+/// A wheel being written: the zip, the options every entry shares, and the
+/// `RECORD` lines so far.
+struct Zip<'a, W: Write + Seek> {
+    writer: ZipWriter<W>,
+    options: SimpleFileOptions,
+    record: String,
+    /// The wheel's final path, for errors.
+    dest: &'a Path,
+}
+
+impl<W: Write + Seek> Zip<'_, W> {
+    fn write_error(&self, source: io::Error) -> WheelError {
+        WheelError::Write {
+            path: self.dest.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Adds a file of the variant, hashing it as it is copied.
+    fn copy_file(&mut self, entry: &Entry) -> Result<(), WheelError> {
+        let file = fs_err::File::open(&entry.path)?;
+        let large = file.metadata()?.len() >= u64::from(u32::MAX);
+        self.writer.start_file(
+            entry.arcname.as_str(),
+            self.options.unix_permissions(entry.mode).large_file(large),
+        )?;
+        let mut reader = Hashing {
+            inner: file,
+            hasher: Sha256::new(),
+            size: 0,
+        };
+        io::copy(&mut reader, &mut self.writer).map_err(|err| self.write_error(err))?;
+        self.record.push_str(&format!(
+            "{},sha256={},{}\n",
+            csv_field(&entry.arcname),
+            URL_SAFE_NO_PAD.encode(reader.hasher.finalize()),
+            reader.size
+        ));
+        Ok(())
+    }
+
+    /// Adds a generated text file (`0644`).
+    fn add_text(&mut self, name: &str, text: &str) -> Result<(), WheelError> {
+        self.writer
+            .start_file(name, self.options.unix_permissions(0o644))?;
+        self.writer
+            .write_all(text.as_bytes())
+            .map_err(|err| self.write_error(err))?;
+        self.record.push_str(&format!(
+            "{},sha256={},{}\n",
+            csv_field(name),
+            URL_SAFE_NO_PAD.encode(Sha256::digest(text.as_bytes())),
+            text.len()
+        ));
+        Ok(())
+    }
+
+    /// Adds `RECORD` (itself listed without hash or size) and finishes the zip.
+    fn finish(mut self, record_name: &str) -> Result<(), WheelError> {
+        self.record
+            .push_str(&format!("{},,\n", csv_field(record_name)));
+        self.writer
+            .start_file(record_name, self.options.unix_permissions(0o644))?;
+        self.writer
+            .write_all(self.record.as_bytes())
+            .map_err(|err| self.write_error(err))?;
+        let dest = self.dest;
+        let mut out = self.writer.finish()?;
+        out.flush().map_err(|source| WheelError::Write {
+            path: dest.to_path_buf(),
+            source,
+        })
+    }
 }
 
 #[cfg(test)]

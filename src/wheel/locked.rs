@@ -23,53 +23,17 @@ use crate::install::{DownloadOptions, LockedKernel, Reporter, download};
 use crate::lock::format::{KernelVersion, Lockfile};
 use crate::lock::label::release_tag;
 use crate::variant::VariantSelection;
+use crate::wheel::error::WheelError;
+use crate::wheel::plan::plan_wheels;
+use crate::wheel::report::Plan;
+pub use crate::wheel::report::{LockedBuild, LockedVersion};
+use crate::wheel::source::Snapshot;
+use crate::wheel::spec::{Kernel, WheelOptions};
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::CommitId;
 use kernels_types::variant_name::BuildVariant;
 use kernels_types::wire::RepoType;
-
-use super::{Kernel, Plan, Snapshot, WheelError, WheelOptions, plan_wheels};
-
-/// Where the wheel version of a locked kernel came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LockedVersion {
-    /// The lock entry's `version` or release-tag `revision` (0.17 locks).
-    Lock(String),
-    /// A release tag at the locked commit, from the Hub's ref listing.
-    HubTag(String),
-    /// A release tag at the locked commit, from the cache's `refs/`.
-    CachedRef(String),
-    /// No release version is known: `0+g<short commit>`.
-    Commit,
-}
-
-impl std::fmt::Display for LockedVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LockedVersion::Lock(v) => write!(f, "from the lock entry `{v}`"),
-            LockedVersion::HubTag(tag) => write!(f, "from Hub tag `{tag}`"),
-            LockedVersion::CachedRef(tag) => write!(f, "from cached ref `{tag}`"),
-            LockedVersion::Commit => write!(f, "no release tag at the locked commit"),
-        }
-    }
-}
-
-/// The wheels of one locked kernel, planned (nothing written yet).
-#[derive(Debug)]
-pub struct LockedBuild {
-    /// The locked kernel.
-    pub locked: LockedKernel,
-    /// The wheel version before variant labels (`0.0.3`, `0+g1a2b3c4`).
-    pub version: String,
-    /// Where it came from.
-    pub version_source: LockedVersion,
-    /// The wheels to write.
-    pub plan: Plan,
-    /// Variants named in a variant-hash lock that cannot become wheels
-    /// (such as `torch-ext`); they are neither downloaded nor built.
-    pub skipped_locked: Vec<String>,
-}
 
 /// The release version a tag or revision name spells: `v1.2.0` or `1.2.0`,
 /// PEP 440 without a local part.
@@ -146,18 +110,7 @@ pub async fn plan_locked(
     let mut builds = Vec::new();
     let mut by_file: BTreeMap<String, String> = BTreeMap::new();
     for locked in kernels {
-        // Variant-hash locks name their variants: build the ones that can
-        // become wheels. KernelLocks files do not: build every variant.
-        let (selection, names, skipped_locked) = match &locked.variants {
-            Some(hashes) => {
-                let (known, unknown): (Vec<String>, Vec<String>) = hashes
-                    .keys()
-                    .cloned()
-                    .partition(|name| BuildVariant::parse(name).is_known());
-                (VariantSelection::Named(known.clone()), known, unknown)
-            }
-            None => (VariantSelection::All, Vec::new(), Vec::new()),
-        };
+        let (selection, names, skipped_locked) = locked_selection(&locked);
         if matches!(&selection, VariantSelection::Named(n) if n.is_empty()) {
             builds.push(LockedBuild {
                 locked,
@@ -187,72 +140,20 @@ pub async fn plan_locked(
         if let Some(failure) = summary.failed.pop() {
             return Err(failure.error.into());
         }
-
         let repo_type = download_options.repo_type;
         let hint = hints.get(&(locked.repo_id.to_string(), locked.commit.clone()));
         let version_source = match hint {
             Some(hint) => LockedVersion::Lock(hint.clone()),
-            None => {
-                let from_hub = if client.is_offline() {
-                    None
-                } else {
-                    client
-                        .list_refs(repo_type, &locked.repo_id)
-                        .await
-                        .ok()
-                        .map(|refs| {
-                            best_tag(
-                                refs.tags
-                                    .iter()
-                                    .map(|t| (t.name.as_str(), &t.target_commit)),
-                                &locked.commit,
-                            )
-                        })
-                };
-                match from_hub {
-                    Some(Some(tag)) => {
-                        // As `huggingface_hub` does for resolved revisions, so that
-                        // an offline run finds the same version.
-                        cache
-                            .repo(&locked.repo_id, repo_type)
-                            .write_ref(&tag, locked.commit.as_str())
-                            .map_err(crate::install::DownloadError::from)?;
-                        LockedVersion::HubTag(tag)
-                    }
-                    // The Hub answered: no release tag at this commit.
-                    Some(None) => LockedVersion::Commit,
-                    None => cached_tag(cache, &locked, repo_type)
-                        .map_or(LockedVersion::Commit, LockedVersion::CachedRef),
-                }
-            }
+            None => version_from_tags(client, cache, &locked, repo_type).await?,
         };
-        let kernel = match &version_source {
-            LockedVersion::Lock(v) | LockedVersion::HubTag(v) | LockedVersion::CachedRef(v) => {
-                let text = v.strip_prefix('v').unwrap_or(v);
-                Kernel::new(locked.repo_id.clone(), text)?
-            }
-            LockedVersion::Commit => {
-                Kernel::at_commit(locked.repo_id.clone(), locked.commit.as_str())?
-            }
-        };
-
+        let kernel = kernel_for(&locked, &version_source)?;
         let snapshot = Snapshot::from_dir(
             &cache
                 .repo(&locked.repo_id, repo_type)
                 .snapshot_dir(locked.commit.as_str()),
         )?;
         let plan = plan_wheels(&kernel, &snapshot, &names, options)?;
-        let label = format!("{}@{}", locked.repo_id, locked.commit.short());
-        for wheel in &plan.wheels {
-            let here = format!("{label} {}", wheel.variant);
-            if let Some(first) = by_file.insert(wheel.spec.file_name(), here.clone()) {
-                return Err(WheelError::DuplicateWheel {
-                    file: wheel.spec.file_name(),
-                    first,
-                    second: here,
-                });
-            }
-        }
+        check_file_names(&mut by_file, &locked, &plan)?;
         builds.push(LockedBuild {
             locked,
             version: kernel.display_version(),
@@ -262,6 +163,98 @@ pub async fn plan_locked(
         });
     }
     Ok(builds)
+}
+
+/// What to download and build of `locked`: the selection, the variant names
+/// to build, and the locked variants that cannot become wheels. Variant-hash
+/// locks name their variants: the ones that can become wheels are built.
+/// KernelLocks files do not: every variant is built.
+fn locked_selection(locked: &LockedKernel) -> (VariantSelection, Vec<String>, Vec<String>) {
+    match &locked.variants {
+        Some(hashes) => {
+            let (known, unknown): (Vec<String>, Vec<String>) = hashes
+                .keys()
+                .cloned()
+                .partition(|name| BuildVariant::parse(name).is_known());
+            (VariantSelection::Named(known.clone()), known, unknown)
+        }
+        None => (VariantSelection::All, Vec::new(), Vec::new()),
+    }
+}
+
+/// Without a hint from the lock: the highest release tag at the locked
+/// commit from the Hub's ref listing (recorded in the cache's `refs/`), or
+/// offline or when the listing fails, from the cache's `refs/`.
+async fn version_from_tags(
+    client: &HubClient,
+    cache: &HubCache,
+    locked: &LockedKernel,
+    repo_type: RepoType,
+) -> Result<LockedVersion, WheelError> {
+    let from_hub = if client.is_offline() {
+        None
+    } else {
+        client
+            .list_refs(repo_type, &locked.repo_id)
+            .await
+            .ok()
+            .map(|refs| {
+                best_tag(
+                    refs.tags
+                        .iter()
+                        .map(|t| (t.name.as_str(), &t.target_commit)),
+                    &locked.commit,
+                )
+            })
+    };
+    Ok(match from_hub {
+        Some(Some(tag)) => {
+            // As `huggingface_hub` does for resolved revisions, so that an
+            // offline run finds the same version.
+            cache
+                .repo(&locked.repo_id, repo_type)
+                .write_ref(&tag, locked.commit.as_str())
+                .map_err(crate::install::DownloadError::from)?;
+            LockedVersion::HubTag(tag)
+        }
+        // The Hub answered: no release tag at this commit.
+        Some(None) => LockedVersion::Commit,
+        None => cached_tag(cache, locked, repo_type)
+            .map_or(LockedVersion::Commit, LockedVersion::CachedRef),
+    })
+}
+
+/// The kernel the wheels of `locked` are built for, with the version
+/// `source` gives (a leading `v` dropped), or named by its commit.
+fn kernel_for(locked: &LockedKernel, source: &LockedVersion) -> Result<Kernel, WheelError> {
+    match source {
+        LockedVersion::Lock(v) | LockedVersion::HubTag(v) | LockedVersion::CachedRef(v) => {
+            let text = v.strip_prefix('v').unwrap_or(v);
+            Kernel::new(locked.repo_id.clone(), text)
+        }
+        LockedVersion::Commit => Kernel::at_commit(locked.repo_id.clone(), locked.commit.as_str()),
+    }
+}
+
+/// Records the wheel file names of `plan` in `by_file` (file name → the
+/// kernel and variant that makes it); a name already there is an error.
+fn check_file_names(
+    by_file: &mut BTreeMap<String, String>,
+    locked: &LockedKernel,
+    plan: &Plan,
+) -> Result<(), WheelError> {
+    let label = format!("{}@{}", locked.repo_id, locked.commit.short());
+    for wheel in &plan.wheels {
+        let here = format!("{label} {}", wheel.variant);
+        if let Some(first) = by_file.insert(wheel.spec.file_name(), here.clone()) {
+            return Err(WheelError::DuplicateWheel {
+                file: wheel.spec.file_name(),
+                first,
+                second: here,
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

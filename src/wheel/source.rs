@@ -14,7 +14,7 @@ use kernels_types::repo_id::RepoId;
 use kernels_types::variant_name::BuildVariant;
 use kernels_types::wire::RepoType;
 
-use super::WheelError;
+use crate::wheel::error::WheelError;
 
 /// A revision of a kernel repository on the Hub.
 #[derive(Debug, Clone, Copy)]

@@ -11,8 +11,10 @@ use kernels_types::variant_name::{
     ArchVariant, Backend, BuildVariant, Cpu, CxxAbi, Framework, Os, VariantKind,
 };
 
-use super::WheelError;
-use super::depends::Depends;
+use kernels_types::metadata::{Metadata, MetadataError};
+
+use crate::wheel::depends::Depends;
+use crate::wheel::error::WheelError;
 
 /// A `major.minor` version given on the command line (`3.9`, `2.28`, `11.0`).
 ///
@@ -331,42 +333,41 @@ pub struct KernelMetadata {
 }
 
 impl KernelMetadata {
-    /// Reads the fields from the JSON text of `metadata.json`; other fields
-    /// are ignored (and listed in `unknown_fields` unless known). Errors name
-    /// the problem (invalid JSON, a field that is not a single-line string, a
-    /// dependency field of the wrong shape).
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|err| format!("invalid JSON: {err}"))?;
-        let field = |key: &str| -> Result<Option<String>, String> {
-            match value.get(key) {
-                None | Some(serde_json::Value::Null) => Ok(None),
-                Some(serde_json::Value::String(s)) if !s.contains(['\n', '\r']) => {
-                    Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty()))
-                }
-                Some(_) => Err(format!("`{key}` is not a single-line string")),
+    /// Reads the fields from the JSON text of `metadata.json`
+    /// ([`Metadata::from_slice`]); unknown top-level fields are listed in
+    /// `unknown_fields`. `license`, `upstream` and `source` become `METADATA`
+    /// header lines, so they must be single-line (they are trimmed; empty
+    /// means absent).
+    ///
+    /// # Errors
+    /// The [`MetadataError`] of the text, or of a multi-line header field.
+    pub fn from_json(text: &str) -> Result<Self, MetadataError> {
+        let metadata: Metadata = text.parse()?;
+        let line = |key: &str, value: Option<String>| match value {
+            Some(s) if s.contains(['\n', '\r']) => {
+                Err(MetadataError::field(key, "is not a single-line string"))
             }
+            Some(s) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
+            None => Ok(None),
         };
         let mut project_urls = Vec::new();
-        for (key, label) in [("upstream", "Upstream"), ("source", "Source")] {
-            if let Some(url) = field(key)? {
+        for (key, label, value) in [
+            ("upstream", "Upstream", metadata.upstream),
+            ("source", "Source", metadata.source),
+        ] {
+            if let Some(url) = line(key, value)? {
                 project_urls.push((label.to_owned(), url));
             }
         }
-        let unknown_fields = value
-            .as_object()
-            .map(|map| {
-                map.keys()
-                    .filter(|key| !super::depends::KNOWN_FIELDS.contains(&key.as_str()))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
         Ok(KernelMetadata {
-            license: field("license")?,
+            license: line("license", metadata.license)?,
             project_urls,
-            depends: Depends::from_value(&value)?,
-            unknown_fields,
+            depends: Depends {
+                python: metadata.python_depends,
+                python_backends: metadata.python_depends_backends,
+                kernels: metadata.kernel_depends,
+            },
+            unknown_fields: metadata.unknown_fields,
             requires: Vec::new(),
         })
     }
@@ -528,6 +529,18 @@ mod tests {
         );
         assert!(KernelMetadata::from_json(r#"{"license": ["MIT"]}"#).is_err());
         assert!(KernelMetadata::from_json("{").is_err());
+        assert_eq!(
+            KernelMetadata::from_json(r#"{"source": "a\nb"}"#)
+                .unwrap_err()
+                .to_string(),
+            "`source` is not a single-line string"
+        );
+        let blank = KernelMetadata::from_json(r#"{"license": "  ", "upstream": " u "}"#).unwrap();
+        assert_eq!(blank.license, None);
+        assert_eq!(
+            blank.project_urls,
+            [("Upstream".to_owned(), "u".to_owned())]
+        );
     }
 
     #[test]

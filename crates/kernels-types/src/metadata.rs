@@ -385,13 +385,11 @@ impl FromStr for KernelsVersion {
                 .flatten()
         });
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
-            (Some(Some(major)), Some(Some(minor)), Some(Some(patch)), None) => {
-                Ok(KernelsVersion {
-                    major,
-                    minor,
-                    patch,
-                })
-            }
+            (Some(Some(major)), Some(Some(minor)), Some(Some(patch)), None) => Ok(KernelsVersion {
+                major,
+                minor,
+                patch,
+            }),
             _ => Err(bad()),
         }
     }
@@ -419,10 +417,18 @@ impl Metadata {
         Ok(Metadata {
             name: take(&mut map, "name").map(kernel_name).transpose()?,
             id: take(&mut map, "id").map(|v| string(v, "id")).transpose()?,
-            version: take(&mut map, "version").map(|v| integer(v, "version")).transpose()?,
-            license: take(&mut map, "license").map(|v| string(v, "license")).transpose()?,
-            upstream: take(&mut map, "upstream").map(|v| string(v, "upstream")).transpose()?,
-            source: take(&mut map, "source").map(|v| string(v, "source")).transpose()?,
+            version: take(&mut map, "version")
+                .map(|v| integer(v, "version"))
+                .transpose()?,
+            license: take(&mut map, "license")
+                .map(|v| string(v, "license"))
+                .transpose()?,
+            upstream: take(&mut map, "upstream")
+                .map(|v| string(v, "upstream"))
+                .transpose()?,
+            source: take(&mut map, "source")
+                .map(|v| string(v, "source"))
+                .transpose()?,
             python_depends: take(&mut map, "python-depends")
                 .map(|v| strings(v, "python-depends"))
                 .transpose()?
@@ -793,7 +799,7 @@ mod tests {
     {"repo-id": "kernels-test/other", "revision": "main"}
   ],
   "backend": {"type": "cuda", "archs": ["7.0", "9.0+PTX"]},
-  "digest": {"algorithm": "sha512", "files": {"a.so": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="}},
+  "digest": {"algorithm": "sha512", "files": {"a.so": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="}},
   "provenance": {
     "kernel-builder": {"version": "0.17.1", "commit": "D0610AA58DB33B142C86B59598A2A1C730F52996", "dirty": true},
     "kernel": {"commit": "d45addadb0c380f3d7cc2813310b3bcd75f8aa9a", "dirty": false}
@@ -802,7 +808,10 @@ mod tests {
 }"#;
         let metadata = parse(text);
         assert_eq!(metadata.version, Some(2));
-        assert_eq!(metadata.upstream.as_deref(), Some("https://github.com/a/b.git"));
+        assert_eq!(
+            metadata.upstream.as_deref(),
+            Some("https://github.com/a/b.git")
+        );
         assert_eq!(metadata.source.as_deref(), Some("git@github.com:c/d.git"));
         assert_eq!(metadata.python_depends, ["einops"]);
         let backends: Vec<_> = metadata.python_depends_backends.keys().collect();
@@ -892,11 +901,19 @@ mod tests {
     #[test]
     fn malformed_known_fields_name_the_field() {
         let cases = [
-            ("version", r#""1""#, "`version` is not a non-negative integer"),
+            (
+                "version",
+                r#""1""#,
+                "`version` is not a non-negative integer",
+            ),
             ("version", "-1", "`version` is not a non-negative integer"),
             ("license", "3", "`license` is not a string"),
             ("name", r#""Relu""#, "`name` `Relu` is not a kernel name"),
-            ("python-depends", r#""einops""#, "`python-depends` is not a list of strings"),
+            (
+                "python-depends",
+                r#""einops""#,
+                "`python-depends` is not a list of strings",
+            ),
             (
                 "python-depends-backends",
                 r#"{"cuda": "x"}"#,
@@ -925,7 +942,11 @@ mod tests {
             ),
             ("backend", r#""cuda""#, "`backend` is not an object"),
             ("backend", r#"{"archs": []}"#, "`backend.type` is missing"),
-            ("backend", r#"{"type": "cuda", "archs": "8.0"}"#, "`backend.archs` is not a list"),
+            (
+                "backend",
+                r#"{"type": "cuda", "archs": "8.0"}"#,
+                "`backend.archs` is not a list",
+            ),
             (
                 "digest",
                 r#"{"algorithm": "sha256", "files": {"a.py": "not base64!"}}"#,
@@ -941,7 +962,11 @@ mod tests {
                 r#"{"algorithm": "sha256", "files": {"../a.py": "AAAA"}}"#,
                 r#"`digest.files."../a.py"` is not a relative file path"#,
             ),
-            ("digest", r#"{"algorithm": "sha256"}"#, "`digest.files` is missing"),
+            (
+                "digest",
+                r#"{"algorithm": "sha256"}"#,
+                "`digest.files` is missing",
+            ),
             ("provenance", "42", "`provenance` is not an object"),
             (
                 "provenance",
@@ -963,8 +988,16 @@ mod tests {
                 r#"{"kernel": {"commit": "d45addadb0c380f3d7cc2813310b3bcd75f8aa9a", "dirty": "no"}}"#,
                 "`provenance.kernel.dirty` is not `true` or `false`",
             ),
-            ("kernels-minver", r#""0.17""#, "`kernels-minver` is not a version `X.Y.Z`"),
-            ("kernels-minver", r#""0.17.2rc1""#, "`kernels-minver` is not a version"),
+            (
+                "kernels-minver",
+                r#""0.17""#,
+                "`kernels-minver` is not a version `X.Y.Z`",
+            ),
+            (
+                "kernels-minver",
+                r#""0.17.2rc1""#,
+                "`kernels-minver` is not a version",
+            ),
             ("kernels-minver", "17", "`kernels-minver` is not a string"),
         ];
         for (field, value, expected) in cases {
@@ -984,7 +1017,9 @@ mod tests {
 
     #[test]
     fn backend_names_round_trip() {
-        for name in ["cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu", "new"] {
+        for name in [
+            "cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu", "new",
+        ] {
             assert_eq!(BackendType::parse(name).as_str(), name);
         }
     }
