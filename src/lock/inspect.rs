@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::lock::format::{KernelDependency, KernelVersion, Lockfile};
 use crate::lock::label::commit_label;
 use crate::lock::manifest::Manifest;
-use crate::lock::project::{LockError, kernel_depends};
+use crate::lock::project::{LockError, kernel_depends, lock_dependency};
 use crate::lock::requirement::{Requirement, branch_version, select_tag, tag_version};
 use kernels_hub::{HubClient, HubError};
 use kernels_types::CommitId;
@@ -480,7 +480,8 @@ pub async fn depends_of(
     }
     let mut out = HashMap::new();
     for (entry, answer) in with_dep.into_iter().zip(answers) {
-        out.insert(entry.dependency.clone().expect("filtered"), answer?);
+        let depends = answer?.iter().map(lock_dependency).collect();
+        out.insert(entry.dependency.clone().expect("filtered"), depends);
     }
     Ok(out)
 }

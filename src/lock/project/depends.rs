@@ -1,0 +1,389 @@
+//! The `kernel-depends` of one commit: every variant's `metadata.json`, read
+//! from the Hub cache or fetched (and then stored there), parsed by the one
+//! model, [`kernels_types::metadata::Metadata`] (lenient to unknown keys,
+//! strict where a known field is malformed).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use futures_util::future::join_all;
+use kernels_hub::{HubClient, HubError, Target};
+use kernels_types::metadata::{self, DependencyVersion, Metadata};
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::{RepoType, TreeEntry};
+use kernels_types::{CommitId, Digest};
+
+use crate::lock::format::{KernelDependency, KernelVersion};
+use crate::lock::project::error::LockError;
+
+/// `kernel-depends` of every variant of `repo_id` at `commit`, deduplicated, in
+/// variant then file order. Variant directories are the directories under
+/// `build/` named `torch…` or `tvm-ffi…`; other names are skipped with a warning
+/// (added to `warnings`), as the reference skips names its variant parser
+/// rejects. One recursive listing of `build/` gives every `metadata.json` with
+/// its blob id; each distinct blob is fetched once (variants of one build
+/// usually share it).
+///
+/// # Errors
+/// The listing's or a fetch's [`HubError`], a variant without
+/// `metadata.json` ([`LockError::MissingMetadata`]) and a `metadata.json` the
+/// model refuses ([`LockError::InvalidMetadata`]).
+pub async fn kernel_depends(
+    client: &HubClient,
+    cache: Option<&MetadataCache>,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &CommitId,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<metadata::KernelDependency>, LockError> {
+    let entries = match client
+        .list_tree(repo_type, repo_id, commit.as_str(), "build", true)
+        .await
+    {
+        Ok(entries) => entries,
+        Err(HubError::EntryNotFound { .. }) => return Ok(Vec::new()),
+        Err(err) => return Err(err.into()),
+    };
+    let files = MetadataFiles::from_listing(&entries);
+    for name in &files.invalid {
+        warnings.push(format!(
+            "Repository {repo_id} (revision: {commit}) contains invalid build variant: {name:?}"
+        ));
+    }
+    let at = At {
+        client,
+        repo_type,
+        repo_id,
+        commit,
+    };
+    let by_blob = files.fetch(&at, cache).await;
+    files.merge(by_blob, &at)
+}
+
+/// The lock-file form of a `kernel-depends` entry.
+pub fn lock_dependency(dep: &metadata::KernelDependency) -> KernelDependency {
+    KernelDependency {
+        repo_id: dep.repo_id.to_string(),
+        version: match &dep.version {
+            DependencyVersion::Version(n) => KernelVersion::Version(*n),
+            DependencyVersion::Revision(r) => KernelVersion::Revision(r.clone()),
+        },
+    }
+}
+
+/// Where the `metadata.json` files of one commit are read from.
+struct At<'a> {
+    client: &'a HubClient,
+    repo_type: RepoType,
+    repo_id: &'a RepoId,
+    commit: &'a CommitId,
+}
+
+impl At<'_> {
+    fn missing(&self, variant: &str) -> LockError {
+        LockError::MissingMetadata {
+            repo_id: self.repo_id.clone(),
+            commit: self.commit.clone(),
+            variant: variant.to_owned(),
+        }
+    }
+}
+
+/// What one listing of `build/` says about the variants' `metadata.json`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct MetadataFiles {
+    /// Variant directory → blob id of its `metadata.json`, if it has one.
+    variants: BTreeMap<String, Option<Digest>>,
+    /// Size of each blob that is a plain git blob (cacheable by its id).
+    sizes: HashMap<Digest, u64>,
+    /// Directories under `build/` that are no variant (`torch-ext`).
+    invalid: BTreeSet<String>,
+}
+
+/// The `kernel-depends` of each fetched blob, by blob id.
+type ByBlob = HashMap<Digest, Result<Vec<metadata::KernelDependency>, LockError>>;
+
+impl MetadataFiles {
+    fn from_listing(entries: &[TreeEntry]) -> Self {
+        let mut files = MetadataFiles::default();
+        for entry in entries {
+            let rest = entry.path.strip_prefix("build/").unwrap_or(&entry.path);
+            let Some((name, inner)) = rest.split_once('/') else {
+                continue;
+            };
+            if !(name.starts_with("torch") || name.starts_with("tvm-ffi")) {
+                files.invalid.insert(name.to_owned());
+                continue;
+            }
+            let slot = files.variants.entry(name.to_owned()).or_default();
+            if inner == "metadata.json" && entry.is_file() {
+                *slot = Some(entry.oid);
+                if entry.lfs.is_none() {
+                    files.sizes.insert(entry.oid, entry.size);
+                }
+            }
+        }
+        files
+    }
+
+    /// Distinct blobs, each with the first variant that has it.
+    fn blobs(&self) -> Vec<(Digest, &str)> {
+        let mut blobs: Vec<(Digest, &str)> = Vec::new();
+        for (variant, oid) in &self.variants {
+            if let Some(oid) = oid
+                && !blobs.iter().any(|(o, _)| o == oid)
+            {
+                blobs.push((*oid, variant));
+            }
+        }
+        blobs
+    }
+
+    /// Reads every distinct blob, concurrently.
+    async fn fetch(&self, at: &At<'_>, cache: Option<&MetadataCache>) -> ByBlob {
+        let blobs = self.blobs();
+        let repo_cache = cache.map(|c| c.cache.repo(at.repo_id, at.repo_type));
+        let fetched = join_all(blobs.iter().map(|(oid, variant)| {
+            let blob = self
+                .sizes
+                .get(oid)
+                .map(|size| kernels_cache::BlobId {
+                    digest: *oid,
+                    size: *size,
+                })
+                .zip(repo_cache.as_ref());
+            cached_metadata(at, blob, cache, variant)
+        }))
+        .await;
+        blobs.iter().map(|(oid, _)| *oid).zip(fetched).collect()
+    }
+
+    /// Every variant's entries, deduplicated; the first variant without
+    /// `metadata.json` or with an unreadable one is the error.
+    fn merge(
+        &self,
+        mut by_blob: ByBlob,
+        at: &At<'_>,
+    ) -> Result<Vec<metadata::KernelDependency>, LockError> {
+        let mut out: Vec<metadata::KernelDependency> = Vec::new();
+        for (variant, oid) in &self.variants {
+            let Some(oid) = oid else {
+                return Err(at.missing(variant));
+            };
+            let deps = match by_blob.get(oid) {
+                Some(Ok(deps)) => deps,
+                Some(Err(_)) => {
+                    return Err(by_blob.remove(oid).and_then(Result::err).expect("an error"));
+                }
+                None => unreachable!("every blob was fetched"),
+            };
+            for dep in deps {
+                if !out.contains(dep) {
+                    out.push(dep.clone());
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The Hub cache as [`kernel_depends`] uses it: `metadata.json` blobs are read
+/// from it and stored in it. Stores run on the blocking pool, off the
+/// resolution's path; [`MetadataCache::flush`] waits for them.
+#[derive(Debug)]
+pub struct MetadataCache {
+    cache: kernels_cache::HubCache,
+    pending: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl MetadataCache {
+    /// A cache rooted at `cache`.
+    pub fn new(cache: kernels_cache::HubCache) -> Self {
+        MetadataCache {
+            cache,
+            pending: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Waits until every store started so far is done (or failed: stores are
+    /// best effort).
+    pub async fn flush(&self) {
+        let pending: Vec<_> = self
+            .pending
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        for handle in pending {
+            let _ = handle.await;
+        }
+    }
+}
+
+/// `build/<variant>/metadata.json` at the commit, parsed: from the Hub cache
+/// when `blob` (its git blob id, and the repository's cache folder) is there
+/// with that exact content, else fetched and then stored in the cache
+/// (best effort: a cache that cannot be written is skipped).
+async fn cached_metadata(
+    at: &At<'_>,
+    blob: Option<(kernels_cache::BlobId, &kernels_cache::RepoCache)>,
+    store: Option<&MetadataCache>,
+    variant: &str,
+) -> Result<Vec<metadata::KernelDependency>, LockError> {
+    let file = format!("build/{variant}/metadata.json");
+    if let Some((id, repo)) = &blob {
+        let path = repo.blob_path(&id.etag());
+        if kernels_cache::file_matches(&path, id).unwrap_or(false)
+            && let Ok(body) = fs_err::read(&path)
+        {
+            let _ = repo.link(at.commit.as_str(), &file, &id.etag());
+            return parse_metadata(&body, at, variant);
+        }
+    }
+    let body = fetch_metadata(at, &file, variant).await?;
+    if let Some((id, repo)) = blob {
+        // On the blocking pool and not awaited here: the fsyncs of a store must
+        // not delay what depends on this answer ([`MetadataCache::flush`]).
+        let (repo, body, commit) = (repo.clone(), body.clone(), at.commit.clone());
+        let handle = tokio::task::spawn_blocking(move || {
+            if let Ok(kernels_cache::PartialBlob::Missing(mut writer)) = repo.open_blob(&id) {
+                let stored = writer
+                    .restart()
+                    .and_then(|()| writer.write(&body, &file))
+                    .and_then(|()| writer.finish(&file));
+                if stored.is_ok() {
+                    let _ = repo.link(commit.as_str(), &file, &id.etag());
+                }
+            }
+        });
+        if let Some(Ok(mut pending)) = store.map(|s| s.pending.lock()) {
+            pending.push(handle);
+        }
+    }
+    parse_metadata(&body, at, variant)
+}
+
+/// Downloads `file` (`build/<variant>/metadata.json`) at the commit.
+async fn fetch_metadata(at: &At<'_>, file: &str, variant: &str) -> Result<Vec<u8>, LockError> {
+    let url = at
+        .client
+        .resolve_url(at.repo_type, at.repo_id, at.commit.as_str(), file);
+    let target = Target::repo(at.repo_type, at.repo_id)
+        .at(at.commit.as_str())
+        .path(file);
+    match at.client.get_document(&url, Some(&target)).await {
+        Ok(body) => Ok(body),
+        Err(HubError::EntryNotFound { .. }) => Err(at.missing(variant)),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// The `kernel-depends` of a `metadata.json`.
+fn parse_metadata(
+    body: &[u8],
+    at: &At<'_>,
+    variant: &str,
+) -> Result<Vec<metadata::KernelDependency>, LockError> {
+    Metadata::from_slice(body)
+        .map(|metadata| metadata.kernel_depends)
+        .map_err(|problem| LockError::InvalidMetadata {
+            repo_id: at.repo_id.clone(),
+            commit: at.commit.clone(),
+            variant: variant.to_owned(),
+            problem,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oid(c: char) -> String {
+        c.to_string().repeat(40)
+    }
+
+    fn digest(c: char) -> Digest {
+        Digest::from_hex(&oid(c)).unwrap()
+    }
+
+    fn entry(path: &str, oid: &str, lfs: bool) -> TreeEntry {
+        serde_json::from_value(serde_json::json!({
+            "type": "file",
+            "oid": oid,
+            "size": 12,
+            "path": path,
+            "lfs": lfs.then(|| serde_json::json!({"oid": "ab".repeat(32), "size": 12, "pointerSize": 130})),
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn listing_gives_each_variants_metadata_blob() {
+        let files = MetadataFiles::from_listing(&[
+            entry("build/torch-cuda/metadata.json", &oid('a'), false),
+            entry("build/torch-cuda/relu/__init__.py", &oid('b'), false),
+            entry("build/torch-cpu/metadata.json", &oid('a'), false),
+            entry(
+                "build/tvm-ffi01-cu128-x86_64-linux/metadata.json",
+                &oid('c'),
+                true,
+            ),
+            entry("build/torch-rocm/relu/__init__.py", &oid('d'), false),
+            entry("build/torch-ext/relu/__init__.py", &oid('e'), false),
+            entry("build/csrc/relu.cu", &oid('e'), false),
+            entry("build/README.md", &oid('f'), false),
+        ]);
+        let variants: Vec<(&str, Option<Digest>)> = files
+            .variants
+            .iter()
+            .map(|(v, o)| (v.as_str(), *o))
+            .collect();
+        assert_eq!(
+            variants,
+            [
+                ("torch-cpu", Some(digest('a'))),
+                ("torch-cuda", Some(digest('a'))),
+                // A source directory named like a variant counts as one
+                // (and fails for its missing metadata.json, as in 0.17).
+                ("torch-ext", None),
+                ("torch-rocm", None),
+                ("tvm-ffi01-cu128-x86_64-linux", Some(digest('c'))),
+            ]
+        );
+        // LFS blobs are not cached by their git id.
+        assert_eq!(files.sizes, HashMap::from([(digest('a'), 12)]));
+        assert_eq!(files.invalid, BTreeSet::from(["csrc".to_owned()]));
+        assert_eq!(
+            files.blobs(),
+            [
+                (digest('a'), "torch-cpu"),
+                (digest('c'), "tvm-ffi01-cu128-x86_64-linux")
+            ]
+        );
+    }
+
+    #[test]
+    fn entries_become_lock_dependencies() {
+        let metadata: Metadata = r#"{"kernel-depends": [
+            {"repo-id": "kernels-community/einops", "version": 1},
+            {"repo-id": "kernels-test/other", "revision": "main", "optional": true}]}"#
+            .parse()
+            .unwrap();
+        let deps: Vec<KernelDependency> = metadata
+            .kernel_depends
+            .iter()
+            .map(lock_dependency)
+            .collect();
+        assert_eq!(
+            deps,
+            [
+                KernelDependency {
+                    repo_id: "kernels-community/einops".to_owned(),
+                    version: KernelVersion::Version(1),
+                },
+                KernelDependency {
+                    repo_id: "kernels-test/other".to_owned(),
+                    version: KernelVersion::Revision("main".to_owned()),
+                },
+            ]
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! Locking for variant-hash profiles (runtimes ≤0.16): every dependency is
+//! kept from the previous lock while still satisfied, or resolved to a commit
+//! and the `git_lfs_concat` hash of each build variant.
+
+use std::collections::HashMap;
+
+use futures_util::StreamExt;
+use kernels_hub::HubClient;
+use kernels_types::CommitId;
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::RepoType;
+
+use crate::lock::format::Lockfile;
+use crate::lock::format::variant_hash::{KernelHashLock, VariantHash};
+use crate::lock::manifest::{Dependency, Manifest};
+use crate::lock::project::error::{Failure, LockError, check_errors};
+use crate::lock::project::locker::Locker;
+use crate::lock::project::outcome::{LockOutcome, Locked};
+use crate::lock::resolver::{DEFAULT_CONCURRENCY, ResolvedKernel, Resolver};
+use crate::lock::sticky::{Verdict, keep_hashed};
+
+/// One variant-hash entry: kept from the previous lock, or resolved (with the
+/// resolution's remarks and what the previous commit was known as).
+enum Hashed {
+    Kept { lock: KernelHashLock, label: String },
+    Resolved(ResolvedKernel, Vec<String>, Option<String>),
+}
+
+impl Locker<'_> {
+    pub(super) async fn variant_hash(&self, manifest: &Manifest) -> Result<LockOutcome, LockError> {
+        let resolver = self.resolver(self.profile.repo_type);
+        let results: Vec<_> = futures_util::stream::iter(&manifest.dependencies)
+            .map(|dep| async {
+                (
+                    dep.repo_id.clone(),
+                    self.sticky_hashed(&resolver, dep).await,
+                )
+            })
+            .buffered(DEFAULT_CONCURRENCY)
+            .collect()
+            .await;
+        let mut locks = Vec::new();
+        let mut locked = Vec::new();
+        let mut warnings = Vec::new();
+        let mut errors = Vec::new();
+        let mut labels = HashMap::new();
+        let mut previous_labels = HashMap::new();
+        let mut kept = 0;
+        for (repo_id, result) in results {
+            match result {
+                Ok(Hashed::Kept { lock, label }) => {
+                    kept += 1;
+                    labels.insert(lock.repo_id.clone(), label);
+                    locks.push(lock);
+                }
+                Ok(Hashed::Resolved(kernel, mut notes, old_label)) => {
+                    labels.insert(kernel.repo_id.to_string(), kernel.chosen.clone());
+                    if let Some(old_label) = old_label {
+                        previous_labels.insert(kernel.repo_id.to_string(), old_label);
+                    }
+                    warnings.append(&mut notes);
+                    warnings.extend(kernel.warnings.iter().cloned());
+                    locked.push(Locked {
+                        repo_id: kernel.repo_id.to_string(),
+                        version: kernel.chosen.clone(),
+                        commit: kernel.commit.clone(),
+                        variant_count: Some(kernel.variants.len()),
+                        required_by: None,
+                    });
+                    locks.push(KernelHashLock::new(
+                        kernel.repo_id.to_string(),
+                        kernel.commit,
+                        kernel
+                            .variants
+                            .into_iter()
+                            .map(|(name, hash)| (name, VariantHash::git_lfs_concat(hash)))
+                            .collect(),
+                    ));
+                }
+                Err(error) => errors.push(Failure { repo_id, error }),
+            }
+        }
+        check_errors(errors, manifest)?;
+        Ok(LockOutcome {
+            lockfile: Lockfile::VariantHash(locks),
+            locked,
+            warnings,
+            labels,
+            previous_labels,
+            kept,
+        })
+    }
+
+    /// The previous variant-hash entry of `dep` when an upgrade covers it.
+    fn previous_for_label(&self, dep: &Dependency) -> Option<&KernelHashLock> {
+        if !self.options.upgrade.covers(dep.repo_id.as_str()) {
+            return None;
+        }
+        self.previous_entry(dep)
+    }
+
+    /// The previous variant-hash entry of `dep`, unless an upgrade covers it.
+    fn previous_hashed(&self, dep: &Dependency) -> Option<&KernelHashLock> {
+        if self.options.upgrade.covers(dep.repo_id.as_str()) {
+            return None;
+        }
+        self.previous_entry(dep)
+    }
+
+    fn previous_entry(&self, dep: &Dependency) -> Option<&KernelHashLock> {
+        match &self.options.previous {
+            Some(Lockfile::VariantHash(locks)) => {
+                let mut found = locks.iter().filter(|l| l.repo_id == dep.repo_id.as_str());
+                match (found.next(), found.next()) {
+                    (Some(lock), None) => Some(lock),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Keeps the previous entry of `dep` when it is still satisfied, else
+    /// resolves it.
+    async fn sticky_hashed(
+        &self,
+        resolver: &Resolver,
+        dep: &Dependency,
+    ) -> Result<Hashed, LockError> {
+        let mut old_label = None;
+        if let Some(previous) = self.previous_for_label(dep) {
+            // Upgraded anyway: only name what the old commit was.
+            old_label = label_at(
+                self.client,
+                resolver.repo_type(),
+                &dep.repo_id,
+                &previous.sha,
+            )
+            .await;
+        } else if let Some(previous) = self.previous_hashed(dep) {
+            let verdict = keep_hashed(
+                self.client,
+                resolver.repo_type(),
+                &dep.repo_id,
+                &dep.requirement,
+                &previous.sha,
+            )
+            .await;
+            match verdict {
+                Ok(Verdict::Keep { label }) => {
+                    return Ok(Hashed::Kept {
+                        lock: previous.clone(),
+                        label,
+                    });
+                }
+                Ok(Verdict::Resolve { old_label: label }) => old_label = label,
+                // Resolution reports the repository's problem (or falls back
+                // to the model API).
+                Err(_) => {}
+            }
+        }
+        let (kernel, notes) = self.resolve_hashed(resolver, dep).await?;
+        Ok(Hashed::Resolved(kernel, notes, old_label))
+    }
+
+    async fn resolve_hashed(
+        &self,
+        resolver: &Resolver,
+        dep: &Dependency,
+    ) -> Result<(ResolvedKernel, Vec<String>), LockError> {
+        let mut warnings = Vec::new();
+        match resolver.resolve(dep).await {
+            Ok(kernel) => Ok((kernel, warnings)),
+            Err(err) => {
+                self.model_fallback(&dep.repo_id, err, &mut warnings)
+                    .await?;
+                let kernel = self.resolver(RepoType::Model).resolve(dep).await?;
+                Ok((kernel, warnings))
+            }
+        }
+    }
+}
+
+/// The version label of `commit` ([`crate::lock::label`]), for change lines.
+async fn label_at(
+    client: &HubClient,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &CommitId,
+) -> Option<String> {
+    let refs = client.list_refs(repo_type, repo_id).await.ok()?;
+    crate::lock::inspect::label_in(&refs, commit).map(str::to_owned)
+}

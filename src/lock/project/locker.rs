@@ -1,0 +1,69 @@
+//! The context of one lock run ([`Locker`]) and what both formats share:
+//! the resolver of a repository type, the `model` API fallback, the trust rule.
+
+use kernels_hub::{HubClient, HubError};
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::RepoType;
+
+use crate::lock::profile::Profile;
+use crate::lock::project::depends::MetadataCache;
+use crate::lock::project::error::LockError;
+use crate::lock::project::outcome::LockOptions;
+use crate::lock::resolver::{ResolveError, Resolver};
+
+/// One lock run: the client, the target profile and the options.
+pub(super) struct Locker<'a> {
+    pub(super) client: &'a HubClient,
+    pub(super) profile: &'a Profile,
+    pub(super) options: &'a LockOptions,
+    pub(super) metadata: Option<MetadataCache>,
+}
+
+/// Whether an error is the `kernel` API's RepoNotFound.
+fn is_kernel_repo_not_found(err: &ResolveError) -> bool {
+    matches!(
+        err,
+        ResolveError::Hub(HubError::RepoNotFound { target, .. }) if target.repo_type == RepoType::Kernel
+    )
+}
+
+impl Locker<'_> {
+    pub(super) fn resolver(&self, repo_type: RepoType) -> Resolver {
+        Resolver::new(self.client.clone(), repo_type)
+            .exclude_bytecode(self.profile.exclude_bytecode)
+    }
+
+    /// After a failed resolution: when it is the `kernel` API's RepoNotFound and
+    /// the `model` API knows the repository, `Ok(())` means retry as a model
+    /// repository (allowed by the options); every other case is the error to report.
+    pub(super) async fn model_fallback(
+        &self,
+        repo_id: &RepoId,
+        err: ResolveError,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), LockError> {
+        if !is_kernel_repo_not_found(&err)
+            || self
+                .client
+                .list_refs(RepoType::Model, repo_id)
+                .await
+                .is_err()
+        {
+            return Err(err.into());
+        }
+        if !self.options.allow_model_repos {
+            return Err(LockError::ModelRepoOnly {
+                repo_id: repo_id.clone(),
+            });
+        }
+        warnings.push(format!(
+            "`{repo_id}` is not a kernel repository; locked from the model API (--allow-model-repos). Runtimes ≥0.14 cannot load it"
+        ));
+        Ok(())
+    }
+
+    /// Whether locking `repo_id` needs its publisher's trust status.
+    pub(super) fn needs_trust(&self, repo_id: &RepoId) -> bool {
+        self.profile.check_trust && !self.options.trust.contains(repo_id)
+    }
+}

@@ -1,0 +1,73 @@
+//! Locking a project for a target [`Profile`].
+//!
+//! * Variant-hash profiles (runtimes ≤0.16): every dependency is resolved to a
+//!   commit and the `git_lfs_concat` hash of each build variant
+//!   ([`crate::lock::resolver`]); bytecode is left out of the hashes from 0.16.
+//! * `KernelLocks` profiles (0.17+): every dependency is resolved to a commit,
+//!   then the `metadata.json` of every variant directory under `build/` of that
+//!   commit is fetched (concurrently, through the resolve URLs) and each
+//!   `kernel-depends` entry is locked too, depth first, as the reference does.
+//!   A dependency that is reached again while it is being locked is a cycle,
+//!   reported with its path. Before a repository is resolved, its publisher must
+//!   be a trusted kernel publisher (`GET /api/organizations/<org>/overview`)
+//!   unless the repository is on the allow list (`--trust`, `[tool.kernels]
+//!   trust`); offline the check is skipped with a warning.
+//!
+//! Repository type fallback (reference issue #632): when the `kernel` API says a
+//! repository does not exist, the `model` API is asked. If the repository exists
+//! there, the error says so; with [`LockOptions::allow_model_repos`] the
+//! repository is locked through the `model` API instead, with a warning.
+
+mod depends;
+mod error;
+mod hashed;
+mod locker;
+mod outcome;
+mod tree;
+
+pub use depends::{MetadataCache, kernel_depends, lock_dependency};
+pub use error::{Failure, LockError};
+pub use outcome::{LockOptions, LockOutcome, Locked, RequiredBy};
+
+use crate::lock::manifest::Manifest;
+use crate::lock::profile::Profile;
+use crate::lock::support::check_requirements;
+use kernels_hub::HubClient;
+use locker::Locker;
+
+/// Resolves the manifest for `profile`; nothing is written.
+pub async fn lock_project(
+    client: &HubClient,
+    profile: &Profile,
+    manifest: &Manifest,
+    options: &LockOptions,
+) -> Result<LockOutcome, LockError> {
+    let path = manifest.path.display().to_string();
+    let mut warnings: Vec<String> = check_requirements(profile, manifest)
+        .map_err(LockError::UnsupportedRequirement)?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let locker = Locker {
+        client,
+        profile,
+        options,
+        metadata: options.cache.clone().map(MetadataCache::new),
+    };
+    let mut outcome = match profile.lock_format {
+        crate::lock::format::LockFormat::VariantHash => locker.variant_hash(manifest).await?,
+        crate::lock::format::LockFormat::KernelLocks => {
+            if manifest.dependencies.is_empty() {
+                return Err(LockError::NoKernels { path });
+            }
+            let outcome = locker.kernel_locks(manifest).await;
+            if let Some(metadata) = &locker.metadata {
+                metadata.flush().await;
+            }
+            outcome?
+        }
+    };
+    warnings.append(&mut outcome.warnings);
+    outcome.warnings = warnings;
+    Ok(outcome)
+}
