@@ -62,7 +62,7 @@ fn record_refs(cache: &HubCache, options: &DownloadOptions, report: &KernelRepor
         .map(|r| r.name.as_str())
         .chain(report.version.as_deref());
     for name in names {
-        if repo.read_ref(name).as_deref() == Some(report.commit.as_str()) {
+        if repo.read_ref(name).as_ref() == Some(&report.commit) {
             continue;
         }
         if let Err(err) = repo.write_ref(name, report.commit.as_str()) {
@@ -710,7 +710,7 @@ mod tests {
         };
         record_refs(&cache, &options(vec![locked]), &report);
         let repo = cache.repo(&kernel.repo_id, RepoType::Kernel);
-        assert_eq!(repo.read_ref("v1").as_deref(), Some(COMMIT));
-        assert_eq!(repo.read_ref("v1.2.0").as_deref(), Some(COMMIT));
+        assert_eq!(repo.read_ref("v1").unwrap().as_str(), COMMIT);
+        assert_eq!(repo.read_ref("v1.2.0").unwrap().as_str(), COMMIT);
     }
 }

@@ -21,7 +21,7 @@ pub(crate) fn cached_version(
     }
     let names = cache
         .repo(&kernel.repo_id, options.repo_type)
-        .refs_at(kernel.commit.as_str());
+        .refs_at(&kernel.commit);
     // The cache's `refs/` do not tell tags from branches: the label rule
     // ([`crate::lock::label`]) tells them apart by shape.
     let names = || names.iter().map(String::as_str);

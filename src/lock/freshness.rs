@@ -483,7 +483,7 @@ impl<'a> CachedCommit<'a> {
         CachedCommit {
             repo: dep.repo_id.to_string(),
             commit,
-            refs: cache.repo(&dep.repo_id, repo_type).refs_at(commit.as_str()),
+            refs: cache.repo(&dep.repo_id, repo_type).refs_at(commit),
         }
     }
 

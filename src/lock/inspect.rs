@@ -285,9 +285,6 @@ fn cached_refs(
         pull_requests: None,
     };
     for kernels_cache::CachedRef { name, commit } in cached {
-        let Ok(commit) = commit.parse::<CommitId>() else {
-            continue;
-        };
         let is_branch = branch_version(&name).is_some();
         let info = kernels_types::wire::GitRefInfo {
             git_ref: format!("refs/{}/{name}", if is_branch { "heads" } else { "tags" }),

@@ -64,7 +64,7 @@ fn cached_tag(cache: &HubCache, locked: &LockedKernel, repo_type: RepoType) -> O
         .repo(&locked.repo_id, repo_type)
         .refs()
         .into_iter()
-        .filter_map(|r| Some((r.name, r.commit.parse().ok()?)))
+        .map(|r| (r.name, r.commit))
         .collect();
     best_tag(refs.iter().map(|(n, t)| (n.as_str(), t)), &locked.commit)
 }

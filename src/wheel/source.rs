@@ -96,13 +96,12 @@ impl Snapshot {
         let cache = HubCache::new(cache_dir);
         for repo_type in [RepoType::Kernel, RepoType::Model] {
             let repo = cache.repo(repo_id, repo_type);
-            let commit = if CommitId::is_commit_like(revision) {
-                Some(revision.to_ascii_lowercase())
-            } else {
-                repo.read_ref(revision)
+            let commit = match revision.parse::<CommitId>() {
+                Ok(commit) => Some(commit),
+                Err(_) => repo.read_ref(revision),
             };
             let Some(commit) = commit else { continue };
-            let snapshot = repo.snapshot_dir(&commit);
+            let snapshot = repo.snapshot_dir(commit.as_str());
             if snapshot.join("build").is_dir() {
                 return Self::from_dir(&snapshot);
             }

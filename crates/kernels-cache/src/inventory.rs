@@ -72,8 +72,8 @@ fn repo_folders(root: &Path) -> std::io::Result<Vec<(String, String, String)>> {
 }
 
 /// The ref names of `repo` grouped by the commit they hold ([`RepoCache::refs`]).
-fn refs_by_commit(repo: &RepoCache) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+fn refs_by_commit(repo: &RepoCache) -> BTreeMap<CommitId, Vec<String>> {
+    let mut out: BTreeMap<CommitId, Vec<String>> = BTreeMap::new();
     for r in repo.refs() {
         out.entry(r.commit).or_default().push(r.name);
     }
@@ -122,7 +122,7 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
                     continue;
                 };
                 revisions.push(Revision {
-                    refs: refs.get(&name).cloned().unwrap_or_default(),
+                    refs: refs.get(&commit).cloned().unwrap_or_default(),
                     commit,
                     files,
                     size: rev_size,
@@ -208,7 +208,8 @@ fn drop_snapshots(
                 continue;
             }
             report.snapshots.push(entry.path());
-            for name in refs.get(&commit).into_iter().flatten() {
+            let named = commit.parse::<CommitId>().ok();
+            for name in named.and_then(|c| refs.get(&c)).into_iter().flatten() {
                 report.refs.push(repo.refs_dir().join(name));
             }
             if !dry_run {

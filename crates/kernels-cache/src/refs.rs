@@ -15,16 +15,15 @@ use super::{CacheError, RepoCache};
 pub struct CachedRef {
     /// The revision name: the file's path below `refs/`, components joined with `/`.
     pub name: String,
-    /// The commit the file holds (lowercase hex).
-    pub commit: String,
+    /// The commit the file holds.
+    pub commit: CommitId,
 }
 
 /// The commit a ref file's `content` names: surrounding whitespace is ignored
 /// (a hand-written file may end in a newline) and the rest must be a full
 /// commit id in either case; it is returned lowercase. Anything else is no ref.
-fn parse_ref(content: &str) -> Option<String> {
-    let commit = content.trim();
-    CommitId::is_commit_like(commit).then(|| commit.to_ascii_lowercase())
+fn parse_ref(content: &str) -> Option<CommitId> {
+    content.trim().parse().ok()
 }
 
 impl RepoCache {
@@ -71,9 +70,9 @@ impl RepoCache {
         Ok(())
     }
 
-    /// The commit stored in `refs/<revision>` (lowercase), if the file exists
-    /// and holds a commit id.
-    pub fn read_ref(&self, revision: &str) -> Option<String> {
+    /// The commit stored in `refs/<revision>`, if the file exists and holds a
+    /// commit id.
+    pub fn read_ref(&self, revision: &str) -> Option<CommitId> {
         let content = fs_err::read_to_string(self.ref_path(revision)?).ok()?;
         parse_ref(&content)
     }
@@ -101,12 +100,11 @@ impl RepoCache {
         refs
     }
 
-    /// The names of the refs that hold `commit` (compared case-insensitively),
-    /// sorted.
-    pub fn refs_at(&self, commit: &str) -> Vec<String> {
+    /// The names of the refs that hold `commit`, sorted.
+    pub fn refs_at(&self, commit: &CommitId) -> Vec<String> {
         self.refs()
             .into_iter()
-            .filter(|r| r.commit.eq_ignore_ascii_case(commit))
+            .filter(|r| r.commit == *commit)
             .map(|r| r.name)
             .collect()
     }
@@ -135,7 +133,7 @@ mod tests {
         repo.write_ref("refs/heads/v1", COMMIT).unwrap();
         let bytes = fs_err::read(repo.dir().join("refs/refs/heads/v1")).unwrap();
         assert_eq!(bytes, COMMIT.as_bytes());
-        assert_eq!(repo.read_ref("refs/heads/v1").as_deref(), Some(COMMIT));
+        assert_eq!(repo.read_ref("refs/heads/v1").unwrap().as_str(), COMMIT);
         assert!(repo.write_ref("../x", COMMIT).is_err());
     }
 
@@ -151,10 +149,10 @@ mod tests {
         fs_err::write(repo.refs_dir().join("junk"), "not a commit").unwrap();
         let names: Vec<_> = repo.refs().into_iter().map(|r| r.name).collect();
         assert_eq!(names, ["refs/pr/1", "v1", "v2"]);
-        assert_eq!(repo.read_ref("v2").as_deref(), Some(COMMIT));
+        assert_eq!(repo.read_ref("v2").unwrap().as_str(), COMMIT);
         assert_eq!(repo.read_ref("junk"), None);
         assert_eq!(
-            repo.refs_at(&COMMIT.to_ascii_uppercase()),
+            repo.refs_at(&COMMIT.to_ascii_uppercase().parse().unwrap()),
             ["refs/pr/1", "v1", "v2"]
         );
     }

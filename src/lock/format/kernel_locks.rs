@@ -215,6 +215,9 @@ struct RawDependency {
     revision: Option<String>,
 }
 
+/// The `lock` object as the file spells it: the commit stays text here so that a
+/// malformed one is reported with this format's own message, naming the entry;
+/// it becomes a [`CommitId`] when the entry is read.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLock {
