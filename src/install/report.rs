@@ -27,7 +27,7 @@ pub struct KernelReport {
     /// Distinct blobs that had to be downloaded.
     pub fetched_blobs: usize,
     /// The version the kernel's commit goes by, when known: the ref it was
-    /// locked from ([`DownloadOptions::refs`]), else a `vX.Y.Z` release tag
+    /// locked from ([`DownloadOptions::refs`](super::DownloadOptions::refs)), else a `vX.Y.Z` release tag
     /// or `vN` branch at that commit (from the Hub's refs when the kernel was
     /// listed, from the cache's `refs/` when it was complete already).
     pub version: Option<String>,
@@ -83,7 +83,7 @@ pub struct DownloadSummary {
 }
 
 impl KernelReport {
-    /// The report of a kernel that [`verify_kernels`] found complete (nothing fetched).
+    /// The report of a kernel that [`verify_kernels`](super::verify::verify_kernels) found complete (nothing fetched).
     pub fn from_verification(check: &KernelVerification) -> KernelReport {
         KernelReport {
             repo_id: check.repo_id.clone(),

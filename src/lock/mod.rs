@@ -4,7 +4,7 @@
 //! manifest ([`freshness`]), repairing merge conflicts ([`conflict`]), choosing
 //! the target runtime ([`profile`]) and which requirement forms it reads
 //! ([`support`]), what a commit is called ([`label`]), and the two on-disk
-//! formats ([`format`]).
+//! formats ([`format`](mod@format)).
 
 pub mod conflict;
 pub mod edit;

@@ -3,13 +3,13 @@
 //!
 //! The default choice detects the environment's torch build ([`TorchEnv`]) and
 //! ranks the kernel's variants the way the target runtime does
-//! ([`VariantPreference`], part of the target profile):
+//! ([`VariantPreference`](crate::lock::profile::VariantPreference), part of the target profile):
 //!
-//! - reference ≤0.12 ([`VariantPreference::Exact`]): form `[arch, noarch,
+//! - reference ≤0.12 ([`VariantPreference::Exact`](crate::lock::profile::VariantPreference::Exact)): form `[arch, noarch,
 //!   "torch-universal"]` (`utils.py::build_variants`) and take the first of
 //!   them the kernel has; only exact names match.
-//! - reference 0.13+ ([`VariantPreference::Resolver`]): parse every directory name
-//!   ([`BuildVariant`]), keep those compatible with the environment (CUDA
+//! - reference 0.13+ ([`VariantPreference::Resolver`](crate::lock::profile::VariantPreference::Resolver)): parse every directory name
+//!   ([`BuildVariant`](kernels_types::variant_name::BuildVariant)), keep those compatible with the environment (CUDA
 //!   builds of the same major version with a minor version up to the
 //!   runtime's are accepted; ROCm, XPU and CANN need the exact version) and
 //!   take the best by the resolver's order. Names that do not parse are

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::lock::format::{KernelDependency, KernelVersion, Lockfile};
 use crate::lock::sticky::Upgrade;
 
-/// Options of [`lock_project`] beyond the profile.
+/// Options of [`lock_project`](super::lock_project) beyond the profile.
 #[derive(Debug, Clone, Default)]
 pub struct LockOptions {
     /// Repositories locked whatever their publisher's trust status.
