@@ -240,7 +240,6 @@ pub struct InternalError(pub String);
 /// Parses the command line, runs the command and maps the outcome to an exit code:
 /// 0 success, 1 user error or stale state, 2 internal error.
 pub fn main() -> ExitCode {
-    exit_quietly_on_closed_pipe();
     let mut cli = Cli::parse();
     install_report_handler(cli.global.color);
     let mut settings = Settings::from_env();
@@ -391,12 +390,9 @@ fn dispatch(
             verify::run_checked(args, settings, global, printer)
         }
         Command::Completions(args) => {
-            clap_complete::generate(
-                args.shell,
-                &mut command(),
-                "kernels",
-                &mut std::io::stdout(),
-            );
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut command(), "kernels", &mut script);
+            printer.data_raw(String::from_utf8_lossy(&script));
             Ok(ExitCode::SUCCESS)
         }
         Command::GenerateCliReference => {
@@ -404,26 +400,6 @@ fn dispatch(
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// Ends the process with exit code 1 and no panic message when stdout or stderr
-/// is a pipe whose reader went away (`kernels … | head`), as command-line tools do
-/// on a closed pipe. Files already in the cache stay valid: every blob is renamed
-/// into place only once verified, and partial data resumes on the next run.
-fn exit_quietly_on_closed_pipe() {
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or_default();
-        if message.contains("Broken pipe") || message.contains("BrokenPipe") {
-            std::process::exit(1);
-        }
-        default_hook(info);
-    }));
 }
 
 /// Configures how diagnostics are drawn: graphical, coloured per `--color`

@@ -121,7 +121,8 @@ impl Printer {
 
     /// `text` and a newline on stdout, even when quiet.
     pub fn data(&self, text: impl Display) {
-        println!("{text}");
+        let mut stdout = std::io::stdout().lock();
+        written(writeln!(stdout, "{text}"), "stdout");
     }
 
     /// `text` and a newline on stdout, flushed, even when quiet; a closed
@@ -134,7 +135,8 @@ impl Printer {
 
     /// `text` as it is on stdout, even when quiet.
     pub fn data_raw(&self, text: impl Display) {
-        print!("{text}");
+        let mut stdout = std::io::stdout().lock();
+        written(write!(stdout, "{text}"), "stdout");
     }
 
     /// `line` and a newline on stderr unless quiet, above the bars.
@@ -159,13 +161,12 @@ impl Printer {
     /// `line` and a newline on stderr, even when quiet, above `multi` (bars
     /// that are drawn whether or not they are registered with [`Printer::draw`]).
     pub fn error_above(&self, multi: &MultiProgress, line: impl Display) {
-        multi.suspend(|| eprintln!("{line}"));
+        multi.suspend(|| written(writeln!(std::io::stderr(), "{line}"), "stderr"));
     }
 
     /// Writes `text` on stderr, suspending the bars drawn now, if any.
     fn stderr_text(&self, text: &str) {
-        // `eprint!`: a closed stderr ends the process as a closed stdout does.
-        let write = || eprint!("{text}");
+        let write = || written(std::io::stderr().write_all(text.as_bytes()), "stderr");
         match self.drawn() {
             Some(multi) => multi.suspend(write),
             None => write(),
@@ -233,6 +234,19 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
 
     fn make_writer(&'a self) -> Self::Writer {
         self.clone()
+    }
+}
+
+/// The outcome of a write to `stream`: a reader that went away (`kernels … |
+/// head`) ends the process quietly with exit code 1, as command-line tools do on
+/// a closed pipe (files already in the cache stay valid: every blob is renamed
+/// into place only once verified); any other failure to print is a bug-level
+/// failure, as it is for `println!`.
+fn written(result: std::io::Result<()>, stream: &str) {
+    match result {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(1),
+        Err(err) => panic!("failed printing to {stream}: {err}"),
     }
 }
 
