@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use kernels::lock::format::{LockFormat, Lockfile};
 
-use kernels_test_support::{self as common, Server};
+use kernels_test_support::{self as common, Server, snapshot};
 
 /// A fake Python environment at `prefix` with `kernels` `version` installed
 /// (only its `dist-info/METADATA`).
@@ -124,15 +124,10 @@ fn profile_is_chosen_by_each_source() {
         .arg(dir.path())
         .output()
         .unwrap();
-    let text = assert_ok(&output);
-    assert!(
-        target_line(&text).contains("the existing kernels.lock is in the variant-hash format"),
-        "{text}"
-    );
-    assert!(
-        text.contains("warning: kernels 0.17.2 installed in VIRTUAL_ENV cannot read this lock format; pass `--target-runtime 0.17.2`"),
-        "{text}"
-    );
+    assert_ok(&output);
+    // The target line names "the existing kernels.lock is in the variant-hash
+    // format", and a warning that kernels 0.17.2 in VIRTUAL_ENV cannot read it.
+    snapshot!("venv_0_17_keeps_variant_hash_lock", output);
     // ... but is used when there is no lock (VIRTUAL_ENV before .venv).
     fs_err::remove_file(dir.path().join("kernels.lock")).unwrap();
     let output = command(&server, cache, &cache.join("empty-path"))
@@ -230,17 +225,15 @@ fn venv_with_0_17_gets_kernel_locks_with_transitive_dependencies() {
         common::repo_root().join("fixtures/projects/kernels-tests-kernel_locking-97dab31e");
     let dir = project_with(&fs_err::read_to_string(project.join("pyproject.toml")).unwrap());
     fake_env(&dir.path().join(".venv"), "0.17.2");
-    let text = assert_ok(&kernels(&server, cache.path(), "lock", dir.path(), &[]));
+    let output = kernels(&server, cache.path(), "lock", dir.path(), &[]);
+    let text = assert_ok(&output);
     assert_eq!(
         target_line(&text),
         "Target runtime: kernels 0.17.2 (installed in .venv) — KernelLocks lock, kernel repos, kernels-- cache"
     );
-    assert!(
-        text.contains(
-            "kernels-community/einops v1 (0bd0077), required by kernels-test/kernel-deps version 1"
-        ),
-        "{text}"
-    );
+    // With "kernels-community/einops v1 (0bd0077), required by
+    // kernels-test/kernel-deps version 1".
+    snapshot!("venv_0_17_transitive_lock", output);
     assert_eq!(
         fs_err::read(dir.path().join("kernels.lock")).unwrap(),
         fs_err::read(project.join("kernels.lock.real")).unwrap()
@@ -276,15 +269,14 @@ fn venv_with_0_10_5_gets_variant_hash_and_models_cache() {
     let cache = tempfile::tempdir().unwrap();
     let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/kernel-deps\" = 1\n");
     fake_env(&dir.path().join(".venv"), "0.10.5");
-    let text = assert_ok(&kernels(&server, cache.path(), "lock", dir.path(), &[]));
+    let output = kernels(&server, cache.path(), "lock", dir.path(), &[]);
+    let text = assert_ok(&output);
     assert_eq!(
         target_line(&text),
         "Target runtime: kernels 0.10.5 (installed in .venv) — variant-hash lock, model repos, models-- cache"
     );
-    assert!(
-        text.contains("integer version, which the `kernels lock` of kernels 0.10.5 cannot read"),
-        "{text}"
-    );
+    // With "integer version, which the `kernels lock` of kernels 0.10.5 cannot read".
+    snapshot!("venv_0_10_5_lock", output);
     let lock = Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
     assert_eq!(lock.format(), LockFormat::VariantHash);
     let kernels_locked = lock.locked_kernels(Path::new("kernels.lock")).unwrap();
@@ -423,14 +415,16 @@ fn model_only_repositories_are_named_and_fall_back_on_request() {
             ],
         );
     }
-    let text = assert_ok(&kernels(
+    let output = kernels(
         &server,
         cache.path(),
         "lock",
         dir.path(),
         &["--target-runtime", "0.17.2", "--allow-model-repos"],
-    ));
-    assert!(text.contains("locked from the model API"), "{text}");
+    );
+    assert_ok(&output);
+    // "locked from the model API".
+    snapshot!("model_repo_fallback_lock", output);
     assert_eq!(lock_format(dir.path()), LockFormat::KernelLocks);
     // A runtime that uses model repositories needs no fallback.
     assert_ok(&kernels(
@@ -456,12 +450,8 @@ fn download_warns_when_the_named_runtime_cannot_read_the_lock() {
     // A KernelLocks lock for a runtime that reads variant-hash locks only.
     let out = run("0.16.2");
     common::assert_ok(&out);
-    let err = common::stderr(&out);
-    assert!(
-        err.contains("which kernels 0.16.2 cannot read")
-            && err.contains("`kernels lock --target-runtime 0.16.2`"),
-        "{err}"
-    );
+    // "which kernels 0.16.2 cannot read", naming `kernels lock --target-runtime 0.16.2`.
+    snapshot!("download_runtime_cannot_read_lock", out);
     // The runtime the lock was written for: no warning.
     let err = common::stderr(&run("0.17.2"));
     assert!(!err.contains("cannot read"), "{err}");

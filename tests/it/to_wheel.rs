@@ -1062,8 +1062,9 @@ fn locked_builds_every_kernel_of_a_variant_hash_lock() {
             .arg("--out-dir")
             .arg(&out),
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("from Hub tag `v0.0.3`"), "{stderr}");
+    // The whole transcript: the wheels printed (stdout) and the versions taken
+    // from the Hub tags (stderr, "from Hub tag `v0.0.3`").
+    snapshot!("locked_variant_hash_lock", output);
     let names = printed_names(&output);
     assert_eq!(names.len(), 17, "{names:?}");
     assert!(names.contains(
@@ -1144,11 +1145,9 @@ fn locked_builds_every_kernel_of_a_kernel_locks_file() {
             .arg("--out-dir")
             .arg(&out),
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("skipping `torch-ext` of kernels-community/relu@8c883da"),
-        "{stderr}"
-    );
+    // The whole transcript, with "skipping `torch-ext` of
+    // kernels-community/relu@8c883da" on stderr.
+    snapshot!("locked_kernel_locks_file", output);
     let names = printed_names(&output);
     // einops: version 1 from the lock; relu: no tag at a bare commit;
     // versions: the release tag named by the revision.
