@@ -947,6 +947,13 @@ mod tests {
                 r#"{"type": "cuda", "archs": "8.0"}"#,
                 "`backend.archs` is not a list",
             ),
+        ];
+        assert_each_names_its_field(&cases);
+    }
+
+    #[test]
+    fn malformed_digest_provenance_and_minver_name_the_field() {
+        let cases = [
             (
                 "digest",
                 r#"{"algorithm": "sha256", "files": {"a.py": "not base64!"}}"#,
@@ -1000,6 +1007,12 @@ mod tests {
             ),
             ("kernels-minver", "17", "`kernels-minver` is not a string"),
         ];
+        assert_each_names_its_field(&cases);
+    }
+
+    /// Each `(field, value, expected)`: the current document with `field` set to
+    /// `value` fails with a message that starts with `expected`.
+    fn assert_each_names_its_field(cases: &[(&str, &str, &str)]) {
         for (field, value, expected) in cases {
             let err = error(&current_with(field, value));
             assert!(err.starts_with(expected), "{field} = {value}: {err}");
