@@ -1,6 +1,7 @@
 //! Environment detection: the project's Python interpreter and the torch
 //! build it has, as far as variant names care.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -44,14 +45,34 @@ pub struct TorchEnv {
     pub mac_version: Option<String>,
 }
 
-/// Prints one JSON object: `{"torch": null, "error": …}` when torch cannot be
-/// imported, else the fields of [`TorchEnv`].
+/// Prints one JSON object, the [`PythonProbe`] of the interpreter: `torch`
+/// (the fields of [`TorchEnv`], or `null` with `error` when torch cannot be
+/// imported), `kernels` (the installed runtime's version and where its
+/// metadata lives, or `null`), `modules` (for each module named on the
+/// command line, whether it is importable) and `device` (the visible GPU).
 const DETECT_SNIPPET: &str = r#"
 import json, platform, re, sys
+out = {"torch": None, "kernels": None, "modules": {}, "device": {"kind": "none"}}
+try:
+    import importlib.metadata as md
+    dist = md.distribution("kernels")
+    out["kernels"] = {"version": dist.version, "location": str(dist.locate_file(""))}
+except Exception:
+    pass
+try:
+    import importlib.util
+    for name in sys.argv[1:]:
+        try:
+            out["modules"][name] = importlib.util.find_spec(name) is not None
+        except Exception:
+            out["modules"][name] = False
+except Exception:
+    pass
 try:
     import torch
 except Exception as e:
-    print(json.dumps({"torch": None, "error": "%s: %s" % (type(e).__name__, e)}))
+    out["error"] = "%s: %s" % (type(e).__name__, e)
+    print(json.dumps(out))
     sys.exit(0)
 m = re.match(r"(\d+)\.(\d+)", torch.__version__)
 def call(f, default):
@@ -64,7 +85,7 @@ try:
     tvm = str(tvm_ffi.__version__)
 except Exception:
     tvm = None
-print(json.dumps({"torch": {
+out["torch"] = {
     "major": int(m.group(1)), "minor": int(m.group(2)),
     "cuda": torch.version.cuda, "hip": torch.version.hip,
     "xpu": getattr(torch.version, "xpu", None),
@@ -73,7 +94,21 @@ print(json.dumps({"torch": {
     "cxx11_abi": call(torch.compiled_with_cxx11_abi, True),
     "tvm_ffi": tvm,
     "system": platform.system(), "machine": platform.machine(),
-    "mac_version": platform.mac_ver()[0] or None}}))
+    "mac_version": platform.mac_ver()[0] or None}
+try:
+    gpu = getattr(torch, "cuda", None)
+    if gpu is not None and (torch.version.cuda or torch.version.hip) and gpu.is_available():
+        index = gpu.current_device()
+        name = str(gpu.get_device_name(index))
+        if torch.version.hip:
+            arch = str(gpu.get_device_properties(index).gcnArchName)
+            out["device"] = {"kind": "rocm", "name": name, "arch": arch.split(":")[0]}
+        else:
+            major, minor = gpu.get_device_capability(index)
+            out["device"] = {"kind": "cuda", "name": name, "capability": [int(major), int(minor)]}
+except Exception as e:
+    out["device"] = {"kind": "error", "error": "%s: %s" % (type(e).__name__, e)}
+print(json.dumps(out))
 "#;
 
 #[derive(Deserialize)]
@@ -81,6 +116,69 @@ struct DetectOutput {
     torch: Option<TorchEnv>,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    kernels: Option<ProbedRuntime>,
+    #[serde(default)]
+    modules: BTreeMap<String, bool>,
+    #[serde(default)]
+    device: Option<Device>,
+}
+
+/// What one run of the project's interpreter reports ([`PythonProbe::run`]):
+/// its torch build, the `kernels` runtime it imports, which modules of the
+/// `python-depends` allow-list it can import, and its GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PythonProbe {
+    /// The interpreter that was asked.
+    pub python: PathBuf,
+    /// The torch build, or the import error's text (`ModuleNotFoundError: …`).
+    pub torch: Result<TorchEnv, String>,
+    /// The `kernels` distribution `importlib.metadata` finds (any layout:
+    /// a virtual environment, `--user`, `--target` on `PYTHONPATH`, conda,
+    /// `dist-packages`), `None` when it finds none.
+    pub kernels: Option<ProbedRuntime>,
+    /// For each module asked about, whether `importlib.util.find_spec` finds it.
+    pub modules: BTreeMap<String, bool>,
+    /// The visible GPU (only asked when torch imports).
+    pub device: Device,
+}
+
+/// The `kernels` distribution an interpreter imports.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ProbedRuntime {
+    /// Its version as installed, e.g. `0.17.2` (may not be PEP 440).
+    pub version: String,
+    /// The directory its metadata is found in (`site-packages`, a
+    /// `PYTHONPATH` entry, …).
+    pub location: PathBuf,
+}
+
+/// The GPU that torch sees, as the 0.17.2 runtime's arch check reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Device {
+    /// No GPU is visible (or torch is CPU-only, or torch was not imported):
+    /// the arch rule is not checked.
+    None,
+    /// A CUDA device: `torch.cuda.get_device_capability()`.
+    Cuda {
+        /// `torch.cuda.get_device_name()`.
+        name: String,
+        /// `(major, minor)`, e.g. `(9, 0)` for an H100/H200.
+        capability: (u32, u32),
+    },
+    /// A ROCm device: `gcnArchName` without feature flags, e.g. `gfx942`.
+    Rocm {
+        /// `torch.cuda.get_device_name()`.
+        name: String,
+        /// The GCN arch name.
+        arch: String,
+    },
+    /// Querying the device failed; the arch rule is not checked.
+    Error {
+        /// The Python exception, `Type: message`.
+        error: String,
+    },
 }
 
 /// The interpreter of the project's environment: `$VIRTUAL_ENV/bin/python`,
@@ -96,24 +194,20 @@ pub fn project_python(project_dir: &Path, virtual_env: Option<&Path>) -> PathBuf
         .unwrap_or_else(|| PathBuf::from(PATH_PYTHON))
 }
 
-/// Leading `major.minor` digits of a version such as `12.6` or `6.3.42131-fa1d`.
-pub(super) fn major_minor(version: &str) -> Option<(u32, u32)> {
-    let mut parts = version.split(['.', '-', '+']);
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    Some((major, minor))
-}
-
-impl TorchEnv {
-    /// Runs `python` with a short snippet that imports torch and reports its
-    /// build. Errors when the interpreter cannot run or torch is not importable.
-    pub fn detect(python: &Path) -> Result<TorchEnv, VariantError> {
+impl PythonProbe {
+    /// Runs `python` once with the probe snippet, asking also whether each
+    /// of `modules` is importable. Errors only when the interpreter cannot
+    /// run or prints no probe; a torch that cannot be imported is
+    /// [`PythonProbe::torch`]'s `Err`.
+    pub fn run(python: &Path, modules: &[&str]) -> Result<PythonProbe, VariantError> {
         let failed = |reason: String| VariantError::PythonFailed {
             python: python.to_owned(),
             reason,
         };
         let output = Command::new(python)
-            .args(["-c", DETECT_SNIPPET])
+            .arg("-c")
+            .arg(DETECT_SNIPPET)
+            .args(modules)
             .output()
             .map_err(|err| failed(err.to_string()))?;
         if !output.status.success() {
@@ -130,9 +224,36 @@ impl TorchEnv {
             .rev()
             .find_map(|line| serde_json::from_str(line).ok())
             .ok_or_else(|| failed(format!("unexpected output {:?}", stdout.trim())))?;
-        parsed.torch.ok_or_else(|| VariantError::NoTorch {
+        let torch = parsed
+            .torch
+            .ok_or_else(|| parsed.error.unwrap_or_else(|| "import failed".to_owned()));
+        Ok(PythonProbe {
             python: python.to_owned(),
-            reason: parsed.error.unwrap_or_else(|| "import failed".to_owned()),
+            torch,
+            kernels: parsed.kernels,
+            modules: parsed.modules,
+            device: parsed.device.unwrap_or(Device::None),
+        })
+    }
+}
+
+/// Leading `major.minor` digits of a version such as `12.6` or `6.3.42131-fa1d`.
+pub(super) fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split(['.', '-', '+']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    Some((major, minor))
+}
+
+impl TorchEnv {
+    /// Runs `python` with a short snippet that imports torch and reports its
+    /// build ([`PythonProbe::run`] without modules). Errors when the
+    /// interpreter cannot run or torch is not importable.
+    pub fn detect(python: &Path) -> Result<TorchEnv, VariantError> {
+        let probe = PythonProbe::run(python, &[])?;
+        probe.torch.map_err(|reason| VariantError::NoTorch {
+            python: python.to_owned(),
+            reason,
         })
     }
 

@@ -29,7 +29,10 @@ use std::path::PathBuf;
 use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
-pub use environment::{EnvOverrides, EnvSource, EnvSources, TorchEnv, project_python};
+pub use environment::{
+    Device, EnvOverrides, EnvSource, EnvSources, ProbedRuntime, PythonProbe, TorchEnv,
+    project_python,
+};
 pub use ranking::UNIVERSAL;
 pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};
 

@@ -3,6 +3,8 @@
 STUB_TORCH_VERSION (default "2.7.0"), STUB_TORCH_CUDA, STUB_TORCH_HIP, STUB_TORCH_XPU,
 STUB_TORCH_MPS ("1" = available), STUB_TORCH_CXX11 ("0" = pre-cxx11 ABI),
 STUB_TORCH_NEURON ("1" = the AWS Neuron extension is present).
+A GPU is visible when STUB_TORCH_CAPABILITY ("9.0", CUDA) or STUB_TORCH_GCN_ARCH
+("gfx942:sramecc+:xnack-", ROCm) is set; STUB_TORCH_DEVICE_ERROR makes querying it raise.
 Only what variant detection (kernels 0.10 to 0.17) reads, plus `Tensor` and `ops` for
 importing pure-Python kernels, is provided.
 """
@@ -37,6 +39,43 @@ _C = types.SimpleNamespace(_get_privateuse1_backend_name=lambda: "privateuseone"
 
 if os.environ.get("STUB_TORCH_NEURON") == "1":
     neuron = types.SimpleNamespace()
+
+
+class _Cuda:
+    """`torch.cuda` as the variant probe and the 0.17 arch check read it."""
+
+    @staticmethod
+    def _visible():
+        return bool(os.environ.get("STUB_TORCH_CAPABILITY") or os.environ.get("STUB_TORCH_GCN_ARCH"))
+
+    @staticmethod
+    def _check():
+        error = os.environ.get("STUB_TORCH_DEVICE_ERROR")
+        if error:
+            raise RuntimeError(error)
+
+    def is_available(self):
+        return self._visible()
+
+    def current_device(self):
+        self._check()
+        return 0
+
+    def get_device_name(self, index=None):
+        self._check()
+        return os.environ.get("STUB_TORCH_DEVICE_NAME", "Stub GPU")
+
+    def get_device_capability(self, index=None):
+        self._check()
+        major, _, minor = os.environ.get("STUB_TORCH_CAPABILITY", "0.0").partition(".")
+        return int(major), int(minor or 0)
+
+    def get_device_properties(self, index=None):
+        self._check()
+        return types.SimpleNamespace(gcnArchName=os.environ.get("STUB_TORCH_GCN_ARCH", ""))
+
+
+cuda = _Cuda()
 
 
 # Enough for the pure-Python kernels of the bundled mirror to import:
