@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use kernels_types::fit::{Capability, Target};
 use kernels_types::wire::RepoType;
 
 /// The positional `PROJECT_DIR` of the commands that work on a project.
@@ -180,6 +181,41 @@ impl EnvArgs {
         }
         out
     }
+}
+
+/// The GPUs to check variants against (`--cuda-capability`, `--rocm-arch`),
+/// shared by lock, download, verify and env; they take the place of
+/// `[tool.kernels] cuda-capabilities`/`rocm-archs` and of the GPU torch sees.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TargetArgs {
+    /// Check variants against a CUDA compute capability (`X.Y`, e.g. `9.0`;
+    /// repeatable) instead of the GPU torch sees.
+    #[arg(long = "cuda-capability", value_name = "X.Y", value_parser = parse_capability, action = clap::ArgAction::Append, help_heading = TARGET_HEADING)]
+    pub cuda_capability: Vec<Capability>,
+    /// Check variants against a ROCm GPU arch (e.g. `gfx942`; repeatable)
+    /// instead of the GPU torch sees.
+    #[arg(long = "rocm-arch", value_name = "ARCH", value_parser = Target::rocm, action = clap::ArgAction::Append, help_heading = TARGET_HEADING)]
+    pub rocm_arch: Vec<Target>,
+}
+
+/// Help heading of [`TargetArgs`].
+const TARGET_HEADING: &str = "Target GPUs";
+
+impl TargetArgs {
+    /// The targets given, CUDA then ROCm (empty when none is).
+    pub fn targets(&self) -> Vec<Target> {
+        self.cuda_capability
+            .iter()
+            .map(|c| Target::Cuda(*c))
+            .chain(self.rocm_arch.iter().cloned())
+            .collect()
+    }
+}
+
+/// `9.0` → a capability; the error says what is expected.
+fn parse_capability(s: &str) -> Result<Capability, String> {
+    s.parse()
+        .map_err(|err: kernels_types::fit::BadTarget| err.to_string())
 }
 
 /// `2.8` → `(2, 8)`.

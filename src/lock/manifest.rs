@@ -22,6 +22,7 @@ use miette::{NamedSource, SourceSpan};
 use toml_edit::{Item, TableLike, Value};
 
 use crate::lock::requirement::Requirement;
+use kernels_types::fit::{Capability, Target};
 use kernels_types::repo_id::RepoId;
 
 /// File name of the manifest inside a project directory.
@@ -50,6 +51,10 @@ pub struct ToolSettings {
     /// `trust = ["org/name", ...]`: repositories locked even when their
     /// publisher is not a trusted kernel publisher (0.17 profile).
     pub trust: Vec<RepoId>,
+    /// `cuda-capabilities = ["9.0", "10.0"]` then `rocm-archs = ["gfx942"]`:
+    /// the GPUs the project's kernels must run on, in that order
+    /// ([`crate::variant::targets`]).
+    pub targets: Vec<Target>,
 }
 
 /// One `[tool.kernels.dependencies]` entry.
@@ -408,7 +413,13 @@ fn second_spelling(key_span: Option<Range<usize>>, key: &str, first: &str) -> Pr
 
 /// Keys `[tool.kernels]` may hold (`target-runtime` and `trust` are read by the
 /// commands that use them).
-pub const KNOWN_KERNELS_KEYS: &[&str] = &["dependencies", "target-runtime", "trust"];
+pub const KNOWN_KERNELS_KEYS: &[&str] = &[
+    "dependencies",
+    "target-runtime",
+    "trust",
+    "cuda-capabilities",
+    "rocm-archs",
+];
 
 /// Problems of the `[tool.kernels]` table itself: not a table, or unknown keys
 /// (with the closest known key as a suggestion).
@@ -537,7 +548,8 @@ impl ToolSettings {
     }
 }
 
-/// Reads `target-runtime` and `trust` of `[tool.kernels]`.
+/// Reads `target-runtime`, `trust`, `cuda-capabilities` and `rocm-archs` of
+/// `[tool.kernels]`.
 fn parse_settings(
     doc: &toml_edit::Document<&str>,
     path: &Path,
@@ -573,33 +585,51 @@ fn parse_settings(
             }
         }
     }
-    if let Some(item) = table.get("trust") {
-        let help = "list repository ids, for example `trust = [\"my-org/my-kernel\"]`";
-        let Some(array) = item.as_array() else {
-            return Err(problem(
-                "trust",
-                item,
-                format!("expected an array of repo ids, found {}", type_name(item)),
-                help,
-            ));
-        };
-        for value in array.iter() {
-            let repo = value
-                .as_str()
-                .ok_or_else(|| {
-                    format!(
-                        "expected a repo id string, found {}",
-                        value_type_name(value)
-                    )
-                })
-                .and_then(|s| s.parse::<RepoId>().map_err(|err| format!("`{s}`: {err}")));
-            match repo {
-                Ok(repo) => settings.trust.push(repo),
-                Err(what) => return Err(problem("trust", item, what, help)),
-            }
-        }
-    }
+    let trust_help = "list repository ids, for example `trust = [\"my-org/my-kernel\"]`";
+    settings.trust = string_array(table, "trust", "repo id", |s| s.parse::<RepoId>())
+        .map_err(|(item, what)| problem("trust", item, what, trust_help))?;
+    let cuda_help = "list CUDA compute capabilities as strings, for example `cuda-capabilities = [\"9.0\", \"10.0\"]`";
+    settings.targets = string_array(table, "cuda-capabilities", "capability", |s| {
+        s.parse::<Capability>().map(Target::Cuda)
+    })
+    .map_err(|(item, what)| problem("cuda-capabilities", item, what, cuda_help))?;
+    let rocm_help = "list ROCm GPU archs, for example `rocm-archs = [\"gfx942\"]`";
+    let rocm = string_array(table, "rocm-archs", "arch", Target::rocm)
+        .map_err(|(item, what)| problem("rocm-archs", item, what, rocm_help))?;
+    settings.targets.extend(rocm);
     Ok(settings)
+}
+
+/// The strings of `[tool.kernels] key`, each parsed by `parse`; an absent
+/// key is empty. The error names the item and what is wrong with it.
+fn string_array<'a, T, E: std::fmt::Display>(
+    table: &'a dyn TableLike,
+    key: &str,
+    what: &str,
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> Result<Vec<T>, (&'a Item, String)> {
+    let Some(item) = table.get(key) else {
+        return Ok(Vec::new());
+    };
+    let Some(array) = item.as_array() else {
+        return Err((
+            item,
+            format!(
+                "expected an array of {what} strings, found {}",
+                type_name(item)
+            ),
+        ));
+    };
+    array
+        .iter()
+        .map(|value| {
+            let text = value.as_str().ok_or_else(|| {
+                format!("expected a {what} string, found {}", value_type_name(value))
+            })?;
+            parse(text).map_err(|err| format!("`{text}`: {err}"))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|message| (item, message))
 }
 
 fn type_name(item: &Item) -> &'static str {
@@ -778,6 +808,45 @@ mod tests {
 
     fn parse(text: &str) -> Result<Manifest, ManifestError> {
         Manifest::parse(text, Path::new("proj/pyproject.toml"))
+    }
+
+    #[test]
+    fn targets_of_tool_kernels() {
+        let manifest = parse(
+            "[tool.kernels]\ncuda-capabilities = [\"9.0\", \"10.0\"]\nrocm-archs = [\"gfx942:xnack-\"]\n[tool.kernels.dependencies]\n\"acme/relu\" = 1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            manifest.settings.targets,
+            [
+                Target::Cuda(Capability::new(9, 0)),
+                Target::Cuda(Capability::new(10, 0)),
+                Target::Rocm("gfx942".into()),
+            ]
+        );
+        for (text, message) in [
+            (
+                "cuda-capabilities = [9.0]",
+                "proj/pyproject.toml: [tool.kernels] `cuda-capabilities`: expected a capability string, found a float",
+            ),
+            (
+                "cuda-capabilities = \"9.0\"",
+                "proj/pyproject.toml: [tool.kernels] `cuda-capabilities`: expected an array of capability strings, found a string",
+            ),
+            (
+                "cuda-capabilities = [\"sm_90\"]",
+                "proj/pyproject.toml: [tool.kernels] `cuda-capabilities`: `sm_90`: `sm_90` is not a CUDA capability such as `9.0`",
+            ),
+            (
+                "rocm-archs = [\"mi300\"]",
+                "proj/pyproject.toml: [tool.kernels] `rocm-archs`: `mi300`: `mi300` is not a ROCm arch such as `gfx942`",
+            ),
+        ] {
+            let text =
+                format!("[tool.kernels]\n{text}\n[tool.kernels.dependencies]\n\"acme/relu\" = 1\n");
+            let err = parse(&text).unwrap_err();
+            assert_eq!(err.to_string(), message, "{text}");
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@
 pub mod environment;
 pub mod ranking;
 pub mod selection;
+pub mod targets;
 
 use std::path::PathBuf;
 
@@ -35,6 +36,7 @@ pub use environment::{
 };
 pub use ranking::UNIVERSAL;
 pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};
+pub use targets::{FitPolicy, NotChecked, TargetSource, Targets};
 
 /// Errors of variant detection and selection.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]

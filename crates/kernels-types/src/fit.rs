@@ -229,7 +229,9 @@ pub enum Refusal {
         backend: String,
     },
     /// A `python-depends` package whose module the project's Python cannot import.
-    #[error("python dependency `{name}` is not installed (module `{module}` of package `{package}` is not importable)")]
+    #[error(
+        "python dependency `{name}` is not installed (module `{module}` of package `{package}` is not importable)"
+    )]
     DependencyMissing {
         /// The name as listed.
         name: String,
@@ -285,8 +287,11 @@ impl Fit {
 pub fn check(metadata: &Metadata, context: &FitContext<'_>) -> Fit {
     let mut fit = Fit::default();
     if let Some(backend) = &metadata.backend {
-        fit.refusals
-            .extend(arch_refusals(&backend.kind, &backend.archs, context.targets));
+        fit.refusals.extend(arch_refusals(
+            &backend.kind,
+            &backend.archs,
+            context.targets,
+        ));
     }
     if let (Some(required), Some(runtime)) = (metadata.kernels_minver, context.runtime)
         && required > runtime
@@ -356,9 +361,12 @@ fn dependency_refusals(metadata: &Metadata, context: &FitContext<'_>) -> Vec<Ref
                 backend: backend.to_string(),
             }),
             Some(dependency) => {
-                let missing = dependency.module.zip(context.modules).and_then(|(module, found)| {
-                    (!found.get(module).copied().unwrap_or(false)).then_some(module)
-                });
+                let missing = dependency
+                    .module
+                    .zip(context.modules)
+                    .and_then(|(module, found)| {
+                        (!found.get(module).copied().unwrap_or(false)).then_some(module)
+                    });
                 if let Some(module) = missing {
                     refusals.push(Refusal::DependencyMissing {
                         name: name.clone(),
@@ -399,12 +407,22 @@ mod tests {
             ("9", cap(9, 0), None),
             ("", cap(9, 0), None),
         ] {
-            assert_eq!(cuda_arch_supports(arch, capability), expected, "{arch} on {capability}");
+            assert_eq!(
+                cuda_arch_supports(arch, capability),
+                expected,
+                "{arch} on {capability}"
+            );
         }
         let archs = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(cuda_archs_support(&archs(&["sm_90", "compute_90"]), cap(7, 0)));
+        assert!(cuda_archs_support(
+            &archs(&["sm_90", "compute_90"]),
+            cap(7, 0)
+        ));
         assert!(!cuda_archs_support(&archs(&["sm_90", "8.0"]), cap(9, 0)));
-        assert!(cuda_archs_support(&archs(&["7.5", "8.0", "9.0"]), cap(9, 0)));
+        assert!(cuda_archs_support(
+            &archs(&["7.5", "8.0", "9.0"]),
+            cap(9, 0)
+        ));
     }
 
     #[test]
@@ -429,7 +447,8 @@ mod tests {
                 archs: vec!["9.0".into()],
             }]
         );
-        let rocm = metadata(r#"{"backend": {"type": "rocm", "archs": ["gfx90a:xnack-", "gfx942"]}}"#);
+        let rocm =
+            metadata(r#"{"backend": {"type": "rocm", "archs": ["gfx90a:xnack-", "gfx942"]}}"#);
         let context = FitContext {
             targets: &targets,
             ..FitContext::default()
@@ -508,7 +527,10 @@ mod tests {
 
     #[test]
     fn targets_parse_strictly() {
-        assert_eq!("10.0".parse::<Capability>().unwrap(), Capability::new(10, 0));
+        assert_eq!(
+            "10.0".parse::<Capability>().unwrap(),
+            Capability::new(10, 0)
+        );
         assert!("9".parse::<Capability>().is_err());
         assert!("9.0a".parse::<Capability>().is_err());
         assert_eq!(
