@@ -222,6 +222,12 @@ impl MetadataCache {
 /// when `blob` (its git blob id, and the repository's cache folder) is there
 /// with that exact content, else fetched and then stored in the cache
 /// (best effort: a cache that cannot be written is skipped).
+///
+/// The blob is stored but never linked into the commit's snapshot: a
+/// `build/<variant>/` folder holding only `metadata.json` is what an offline
+/// runtime lists as a variant (0.17.2 ranks the folders it finds and loads
+/// the best one), so a variant that `download` did not choose must have no
+/// folder there.
 async fn cached_metadata(
     at: &At<'_>,
     blob: Option<(kernels_cache::BlobId, &kernels_cache::RepoCache)>,
@@ -234,7 +240,6 @@ async fn cached_metadata(
         if kernels_cache::file_matches(&path, id).unwrap_or(false)
             && let Ok(body) = fs_err::read(&path)
         {
-            let _ = repo.link(at.commit.as_str(), &file, &id.etag());
             return parse_metadata(&body, at, variant);
         }
     }
@@ -242,16 +247,13 @@ async fn cached_metadata(
     if let Some((id, repo)) = blob {
         // On the blocking pool and not awaited here: the fsyncs of a store must
         // not delay what depends on this answer ([`MetadataCache::flush`]).
-        let (repo, body, commit) = (repo.clone(), body.clone(), at.commit.clone());
+        let (repo, body) = (repo.clone(), body.clone());
         let handle = tokio::task::spawn_blocking(move || {
             if let Ok(kernels_cache::PartialBlob::Missing(mut writer)) = repo.open_blob(&id) {
-                let stored = writer
+                let _ = writer
                     .restart()
                     .and_then(|()| writer.write(&body, &file))
                     .and_then(|()| writer.finish(&file));
-                if stored.is_ok() {
-                    let _ = repo.link(commit.as_str(), &file, &id.etag());
-                }
             }
         });
         if let Some(Ok(mut pending)) = store.map(|s| s.pending.lock()) {
