@@ -81,8 +81,12 @@ pub fn run_checked(
 pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
     let json = args.format == super::OutputFormat::Json;
     let printer = &printer.quiet_if(json);
-    let read =
-        read_lock(&args.project.project_dir, &args.select, printer).inspect_err(|report| {
+    let python = crate::variant::ProjectPython::for_project(
+        &args.project.project_dir,
+        super::settings::virtual_env().as_deref(),
+    );
+    let read = read_lock(&args.project.project_dir, &args.select, &python, printer)
+        .inspect_err(|report| {
             if json {
                 print_failure(settings, printer, report);
             }
