@@ -114,6 +114,18 @@ pub struct SelectArgs {
 }
 
 impl SelectArgs {
+    /// The variants asked for: `--all-variants`, the `--variant` names, or
+    /// detection from torch.
+    fn request(&self) -> VariantRequest {
+        if self.all_variants {
+            VariantRequest::All
+        } else if !self.variants.is_empty() {
+            VariantRequest::Named(self.variants.clone())
+        } else {
+            VariantRequest::Detect
+        }
+    }
+
     /// The same selection as command-line flags, for hints (`--all-variants`,
     /// `--variant A --variant B`, `--repo-type model`, or nothing).
     pub fn flags(&self) -> String {
@@ -179,13 +191,7 @@ pub(super) fn read_lock(
     let kernels = lockfile.locked_kernels(&lock_path)?;
     let tool = ToolSettings::read(project_dir)?;
     let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
-    let request = if select.all_variants {
-        VariantRequest::All
-    } else if !select.variants.is_empty() {
-        VariantRequest::Named(select.variants.clone())
-    } else {
-        VariantRequest::Detect
-    };
+    let request = select.request();
     let overrides = select.env.overrides();
     // Nothing to select from: do not require torch for an empty lock.
     let needs_torch = !kernels.is_empty() && request.needs_torch(&overrides);
@@ -200,11 +206,7 @@ pub(super) fn read_lock(
             lock_format: Some(lockfile.format()),
             repo_type: select.repo.repo_type,
             python,
-            scope: if needs_torch {
-                ProbeScope::Torch
-            } else {
-                ProbeScope::Runtime
-            },
+            scope: ProbeScope::torch_if(needs_torch),
             unreadable_fails: true,
         },
         printer,

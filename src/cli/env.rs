@@ -118,11 +118,7 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
             lock_format,
             repo_type: args.repo.repo_type,
             python: &python,
-            scope: if overrides.needs_python() {
-                ProbeScope::Torch
-            } else {
-                ProbeScope::Runtime
-            },
+            scope: ProbeScope::torch_if(overrides.needs_python()),
             unreadable_fails: false,
         },
         &printer.quiet_if(true),

@@ -50,10 +50,7 @@ pub(super) fn choose_profile(
     repo_type: Option<RepoTypeArg>,
     printer: &Printer,
 ) -> miette::Result<Profile> {
-    let python = ProjectPython::for_project(
-        project_dir,
-        super::settings::virtual_env().as_deref(),
-    );
+    let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
     choose_profile_with(
         &ProfileInputs {
             project_dir,
@@ -312,12 +309,9 @@ mod tests {
 
     #[test]
     fn interpreter_found_runtime_is_named_with_its_location() {
-        let probed = Installed::from_interpreter(
-            "0.17.2",
-            Path::new("python3"),
-            Path::new("/opt/app/deps"),
-        )
-        .unwrap();
+        let probed =
+            Installed::from_interpreter("0.17.2", Path::new("python3"), Path::new("/opt/app/deps"))
+                .unwrap();
         let found = detect(&DetectInputs {
             installed: Some(probed.clone()),
             ..Default::default()

@@ -660,10 +660,8 @@ pub fn run_versions(
 ) -> miette::Result<ExitCode> {
     // One start of the project's interpreter answers both the installed
     // runtime and torch.
-    let python = ProjectPython::for_project(
-        project_dir,
-        crate::cli::settings::virtual_env().as_deref(),
-    );
+    let python =
+        ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
     let profile = versions_profile(&args, project_dir, &python, printer)?;
     // The environment first: a bad override fails before any request.
     let env = versions_env(&args, &python, printer)?;
@@ -730,11 +728,7 @@ fn versions_profile(
             lock_format,
             repo_type: args.repo.repo_type,
             python,
-            scope: if overrides.needs_python() {
-                ProbeScope::Torch
-            } else {
-                ProbeScope::Runtime
-            },
+            scope: ProbeScope::torch_if(overrides.needs_python()),
             unreadable_fails: false,
         },
         &printer.quiet_if(true),

@@ -85,12 +85,13 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         &args.project.project_dir,
         super::settings::virtual_env().as_deref(),
     );
-    let read = read_lock(&args.project.project_dir, &args.select, &python, printer)
-        .inspect_err(|report| {
+    let read = read_lock(&args.project.project_dir, &args.select, &python, printer).inspect_err(
+        |report| {
             if json {
                 print_failure(settings, printer, report);
             }
-        })?;
+        },
+    )?;
     let cache = settings.cache();
     let checks = verify_kernels(&cache, read.repo_type, &read.kernels, &read.selection);
     if json {

@@ -712,7 +712,9 @@ mod tests {
         };
         let found = detect(&inputs).unwrap();
         assert_eq!(found.runtime, Some(v("0.10.5")));
-        assert!(matches!(&found.source, ProfileSource::Installed(i) if i.found.to_string() == ".venv"));
+        assert!(
+            matches!(&found.source, ProfileSource::Installed(i) if i.found.to_string() == ".venv")
+        );
         let with_venv = DetectInputs {
             installed: installed_kernels(&project, Some(&venv), None),
             ..inputs.clone()

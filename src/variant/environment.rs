@@ -215,6 +215,16 @@ pub enum ProbeScope {
 }
 
 impl ProbeScope {
+    /// [`ProbeScope::Torch`] when the command detects torch next, else
+    /// [`ProbeScope::Runtime`].
+    pub fn torch_if(needs_torch: bool) -> ProbeScope {
+        if needs_torch {
+            ProbeScope::Torch
+        } else {
+            ProbeScope::Runtime
+        }
+    }
+
     fn arg(self) -> &'static str {
         match self {
             ProbeScope::Runtime => "runtime",
@@ -340,10 +350,12 @@ impl ProjectPython {
             }
             (ProbeScope::Torch, None, _) => self.full.get_or_init(|| run(ProbeScope::Torch)),
         };
-        answer.as_ref().map_err(|reason| VariantError::PythonFailed {
-            python: self.python.clone(),
-            reason: reason.clone(),
-        })
+        answer
+            .as_ref()
+            .map_err(|reason| VariantError::PythonFailed {
+                python: self.python.clone(),
+                reason: reason.clone(),
+            })
     }
 
     /// The most complete probe run so far, if one ran and succeeded.
@@ -637,10 +649,7 @@ impl EnvOverrides {
     /// The environment: detected with `python` (whose probe is reused) and
     /// then overridden, or, with `--torch-version`, made from the flags and
     /// this machine alone.
-    pub fn resolve(
-        &self,
-        python: &ProjectPython,
-    ) -> Result<(TorchEnv, EnvSources), VariantError> {
+    pub fn resolve(&self, python: &ProjectPython) -> Result<(TorchEnv, EnvSources), VariantError> {
         for (flag, value) in [
             ("--cuda-version", &self.cuda),
             ("--rocm-version", &self.rocm),
@@ -819,7 +828,10 @@ mod tests {
             cuda: Some("twelve".into()),
             ..Default::default()
         };
-        assert!(bad.resolve(&super::ProjectPython::new("/x".into())).is_err());
+        assert!(
+            bad.resolve(&super::ProjectPython::new("/x".into()))
+                .is_err()
+        );
     }
 
     /// A fake interpreter that logs its scope argument to `runs` and prints
@@ -852,7 +864,10 @@ mod tests {
         // The runtime first, then torch: the torch probe covers both.
         let kernels = python.probe(ProbeScope::Runtime).unwrap().kernels.clone();
         assert_eq!(kernels.unwrap().version, "0.17.2");
-        assert_eq!(python.torch().unwrap().arch_variant(), "torch28-cxx11-cpu-x86_64-linux");
+        assert_eq!(
+            python.torch().unwrap().arch_variant(),
+            "torch28-cxx11-cpu-x86_64-linux"
+        );
         python.probe(ProbeScope::Runtime).unwrap();
         python.torch().unwrap();
         assert_eq!(runs(), "runtime\ntorch\n");

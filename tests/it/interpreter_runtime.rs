@@ -149,7 +149,10 @@ fn user_site_packages() {
     let ctx = TestContext::new();
     let python = plain_python();
     let base = ctx.tmp.path().join("userbase");
-    let site = base.join(format!("lib/python{}/site-packages", python_version(&python)));
+    let site = base.join(format!(
+        "lib/python{}/site-packages",
+        python_version(&python)
+    ));
     fake_kernels(&site, "0.17.2");
     let bin = bin_with_link(&ctx, &python);
     let ctx = context_with(ctx, &bin, None).with_env("PYTHONUSERBASE", &base);
@@ -173,7 +176,10 @@ fn conda_like_prefix_behind_a_launcher() {
         .unwrap();
     assert!(made.success());
     fs_err::create_dir_all(prefix.join("conda-meta")).unwrap();
-    let site = prefix.join(format!("lib/python{}/site-packages", python_version(&python)));
+    let site = prefix.join(format!(
+        "lib/python{}/site-packages",
+        python_version(&python)
+    ));
     fake_kernels(&site, "0.17.2");
     let bin = bin_with_launcher(&ctx, &prefix.join("bin/python"));
     let ctx = context_with(ctx, &bin, None);
@@ -241,7 +247,10 @@ fn the_interpreter_is_started_once_per_command() {
         seen.push(format!(
             "{}: {}",
             args.join(" "),
-            fs_err::read_to_string(&runs).unwrap().trim().replace('\n', ", ")
+            fs_err::read_to_string(&runs)
+                .unwrap()
+                .trim()
+                .replace('\n', ", ")
         ));
         fs_err::remove_file(&runs).unwrap();
     }
@@ -307,7 +316,12 @@ fn reference_site_packages() -> PathBuf {
     let python = fs_err::read_dir(&lib)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("python3"))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("python3")
+        })
         .unwrap_or_else(|| panic!("no python3* in {}", lib.display()));
     python.join("site-packages")
 }
@@ -355,7 +369,10 @@ fn reference_0_17_on_pythonpath_reads_the_lock() {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("STUB_TORCH_VERSION", "2.10.0")
         .env("STUB_TORCH_CUDA", "12.8")
-        .env("HF_ENDPOINT", format!("http://{}", silent.local_addr().unwrap()))
+        .env(
+            "HF_ENDPOINT",
+            format!("http://{}", silent.local_addr().unwrap()),
+        )
         .env("HF_HUB_CACHE", &ctx.cache)
         .env("HF_HOME", ctx.cache.join("hf-home"))
         .env("HF_HUB_OFFLINE", "1")
