@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use super::args::{EnvArgs, ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetRuntimeArgs};
 use super::json::{DownloadDoc, DownloadedDoc, DryRunDoc, ErrorDoc, FailureDoc};
 use super::printer::Printer;
-use super::profile::{CACHE_HINT, choose_profile, describe_preference};
+use super::profile::{CACHE_HINT, ProfileInputs, choose_profile_with, describe_preference};
 use super::progress::{Progress, ProgressMode, human_bytes, plural, summary_line};
 use crate::cli::settings::Settings;
 use crate::install::dry_run::DryRunKernel;
@@ -16,7 +16,7 @@ use crate::install::{
 use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
 use crate::lock::manifest::ToolSettings;
 use crate::lock::profile::ProfileSource;
-use crate::variant::{VariantRequest, VariantSelection, project_python};
+use crate::variant::{ProbeScope, ProjectPython, VariantRequest, VariantSelection};
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::wire::RepoType;
@@ -114,6 +114,18 @@ pub struct SelectArgs {
 }
 
 impl SelectArgs {
+    /// The variants asked for: `--all-variants`, the `--variant` names, or
+    /// detection from torch.
+    fn request(&self) -> VariantRequest {
+        if self.all_variants {
+            VariantRequest::All
+        } else if !self.variants.is_empty() {
+            VariantRequest::Named(self.variants.clone())
+        } else {
+            VariantRequest::Detect
+        }
+    }
+
     /// The same selection as command-line flags, for hints (`--all-variants`,
     /// `--variant A --variant B`, `--repo-type model`, or nothing).
     pub fn flags(&self) -> String {
@@ -154,12 +166,16 @@ pub(super) struct LockRead {
 }
 
 /// Reads `<project>/kernels.lock`, chooses the target profile (which prints
-/// its `Target runtime: …` line unless the printer is quiet) and resolves the
-/// variant selection (detecting torch only when the lock has kernels and no
-/// variant flag is given).
+/// its `Target runtime: …` line unless the printer is quiet; an installed
+/// runtime that cannot read the lock fails) and resolves the variant
+/// selection (detecting torch only when the lock has kernels and no variant
+/// flag is given). `python` is the project's interpreter: it is started at
+/// most once, for the installed runtime and torch together, and its probe
+/// stays with the caller ([`ProjectPython::probed`]).
 pub(super) fn read_lock(
     project_dir: &Path,
     select: &SelectArgs,
+    python: &ProjectPython,
     printer: &Printer,
 ) -> miette::Result<LockRead> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
@@ -175,14 +191,24 @@ pub(super) fn read_lock(
     let kernels = lockfile.locked_kernels(&lock_path)?;
     let tool = ToolSettings::read(project_dir)?;
     let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
-    let profile = choose_profile(
-        project_dir,
-        select.runtime.version(),
-        tool.as_ref()
-            .and_then(|t| t.target_runtime.as_deref())
-            .map(|v| (v, manifest_path.as_path())),
-        Some(lockfile.format()),
-        select.repo.repo_type,
+    let request = select.request();
+    let overrides = select.env.overrides();
+    // Nothing to select from: do not require torch for an empty lock.
+    let needs_torch = !kernels.is_empty() && request.needs_torch(&overrides);
+    let profile = choose_profile_with(
+        &ProfileInputs {
+            project_dir,
+            option: select.runtime.version(),
+            manifest: tool
+                .as_ref()
+                .and_then(|t| t.target_runtime.as_deref())
+                .map(|v| (v, manifest_path.as_path())),
+            lock_format: Some(lockfile.format()),
+            repo_type: select.repo.repo_type,
+            python,
+            scope: ProbeScope::torch_if(needs_torch),
+            unreadable_fails: true,
+        },
         printer,
     )?;
     // A runtime named by the user (flag or pyproject.toml) that reads another
@@ -201,19 +227,10 @@ pub(super) fn read_lock(
     if profile.cache_is_ambiguous() && !kernels.is_empty() && printer.is_verbose() {
         printer.status(format_args!("note: {CACHE_HINT}"));
     }
-    let request = if select.all_variants {
-        VariantRequest::All
-    } else if !select.variants.is_empty() {
-        VariantRequest::Named(select.variants.clone())
-    } else {
-        VariantRequest::Detect
-    };
     let selection = if kernels.is_empty() {
-        // Nothing to select from: do not require torch for an empty lock.
         VariantSelection::All
     } else {
-        let python = project_python(project_dir, crate::cli::settings::virtual_env().as_deref());
-        request.resolve_with(&python, profile.variant_preference, &select.env.overrides())?
+        request.resolve_with(python, profile.variant_preference, &overrides)?
     };
     if let VariantSelection::Detected { env, preference } = &selection {
         // The ranking is the target runtime's: shown with `-v` (`kernels env`
@@ -332,12 +349,17 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     // With JSON on stdout (the summary, the `--dry-run` plan or the
     // `--explain` verdicts), stderr keeps only warnings and errors.
     let printer = &printer.quiet_if(args.format == Format::Json);
-    let read =
-        read_lock(&args.project.project_dir, &args.select, printer).inspect_err(|report| {
+    let python = ProjectPython::for_project(
+        &args.project.project_dir,
+        super::settings::virtual_env().as_deref(),
+    );
+    let read = read_lock(&args.project.project_dir, &args.select, &python, printer).inspect_err(
+        |report| {
             if json {
                 print_failure(settings, printer, report, &[]);
             }
-        })?;
+        },
+    )?;
     let LockRead {
         kernels,
         selection,

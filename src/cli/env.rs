@@ -8,14 +8,14 @@ use super::OutputFormat;
 use super::args::{EnvArgs, RepoTypeArgs, TargetRuntimeArgs};
 use super::json::{EnvDoc, EnvLockDoc, TargetRuntimeDoc, TorchDoc};
 use super::printer::Printer;
-use super::profile::{choose_profile, describe, describe_preference};
+use super::profile::{ProfileInputs, choose_profile_with, describe, describe_preference};
 use super::progress::ProgressMode;
 use crate::cli::settings::Settings;
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
 use crate::lock::profile::{Profile, VariantPreference};
 
-use crate::variant::{EnvSources, TorchEnv, VariantError, project_python};
+use crate::variant::{EnvSources, ProbeScope, ProjectPython, TorchEnv, VariantError};
 
 /// At most this many rejected variants are named per kernel in text.
 const ENV_REJECTED: usize = 5;
@@ -55,6 +55,7 @@ pub struct EnvCmdArgs {
 fn explain_lock(
     args: &EnvCmdArgs,
     settings: &Settings,
+    python: &ProjectPython,
     printer: &Printer,
 ) -> Option<Result<super::explain::Explained, String>> {
     let dir = &args.project_dir;
@@ -69,7 +70,7 @@ fn explain_lock(
         env: args.env.clone(),
     };
     let explained = (|| {
-        let read = super::download::read_lock(dir, &select, &printer.quiet_if(true))?;
+        let read = super::download::read_lock(dir, &select, python, &printer.quiet_if(true))?;
         let options = crate::install::DownloadOptions {
             repo_type: read.repo_type,
             selection: read.selection,
@@ -102,18 +103,27 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
     let lock_format = Lockfile::read(&lock_path).ok().map(|l| l.format());
     let tool = ToolSettings::read(dir).ok().flatten();
     let manifest_path = dir.join(MANIFEST_FILE_NAME);
-    let profile = choose_profile(
-        dir,
-        args.runtime.version(),
-        tool.as_ref()
-            .and_then(|t| t.target_runtime.as_deref())
-            .map(|v| (v, manifest_path.as_path())),
-        lock_format,
-        args.repo.repo_type,
+    // One start of the project's interpreter answers the installed runtime,
+    // torch, and the lock's variants below.
+    let python = ProjectPython::for_project(dir, crate::cli::settings::virtual_env().as_deref());
+    let overrides = args.env.overrides();
+    let profile = choose_profile_with(
+        &ProfileInputs {
+            project_dir: dir,
+            option: args.runtime.version(),
+            manifest: tool
+                .as_ref()
+                .and_then(|t| t.target_runtime.as_deref())
+                .map(|v| (v, manifest_path.as_path())),
+            lock_format,
+            repo_type: args.repo.repo_type,
+            python: &python,
+            scope: ProbeScope::torch_if(overrides.needs_python()),
+            unreadable_fails: false,
+        },
         &printer.quiet_if(true),
     )?;
-    let python = project_python(dir, crate::cli::settings::virtual_env().as_deref());
-    let resolved = args.env.overrides().resolve(&python);
+    let resolved = overrides.resolve(&python);
     let noarch = !matches!(
         profile.variant_preference,
         VariantPreference::Exact { noarch: false }
@@ -146,8 +156,8 @@ struct Report<'a> {
     settings: &'a Settings,
     printer: &'a Printer,
     lock_path: PathBuf,
-    /// The project's Python interpreter.
-    python: PathBuf,
+    /// The project's Python interpreter (asked at most once).
+    python: ProjectPython,
     /// The environment (and where each value came from), or why torch
     /// could not be asked.
     resolved: Result<(TorchEnv, EnvSources), VariantError>,
@@ -162,13 +172,13 @@ impl Report<'_> {
     /// The `--format json` document.
     fn print_json(&self) {
         let (settings, profile) = (self.settings, &self.profile);
-        let explained = explain_lock(self.args, settings, self.printer);
+        let explained = explain_lock(self.args, settings, &self.python, self.printer);
         let path = self.lock_path.as_path();
         self.printer.json(&EnvDoc {
             schema: EnvDoc::SCHEMA,
             command: "env",
             kernels_version: env!("CARGO_PKG_VERSION"),
-            python: &self.python,
+            python: self.python.path(),
             torch: self
                 .resolved
                 .as_ref()
@@ -218,15 +228,15 @@ impl Report<'_> {
         let settings = self.settings;
         self.row("kernels", env!("CARGO_PKG_VERSION"), "");
         let from = if crate::cli::settings::virtual_env()
-            .is_some_and(|venv| self.python.starts_with(venv))
+            .is_some_and(|venv| self.python.path().starts_with(venv))
         {
             "VIRTUAL_ENV"
-        } else if self.python.starts_with(&self.args.project_dir) {
+        } else if self.python.path().starts_with(&self.args.project_dir) {
             "the project's .venv"
         } else {
             "PATH"
         };
-        self.row("Python", &self.python.display().to_string(), from);
+        self.row("Python", &self.python.path().display().to_string(), from);
         self.print_torch_rows();
         self.row(
             "Variant order",
@@ -286,7 +296,7 @@ impl Report<'_> {
     fn print_lock_variants(&self) {
         let printer = self.printer;
         let lock_path = self.lock_path.display();
-        match explain_lock(self.args, self.settings, printer) {
+        match explain_lock(self.args, self.settings, &self.python, printer) {
             None => {}
             Some(Ok(e)) => {
                 printer.data(format_args!("\nVariants for {lock_path}:"));

@@ -1,23 +1,47 @@
 //! The target runtime of a command as the CLI sees it: gathering the inputs of
 //! [`crate::lock::profile::detect`] (the policy) and rendering its choice.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::args::RepoTypeArg;
 use super::printer::Printer;
-use crate::lock::format::LockFormat;
+use crate::lock::format::{LOCK_FILE_NAME, LockFormat};
 use crate::lock::profile::VariantPreference;
 use crate::lock::profile::{
     DetectInputs, Installed, Profile, ProfileSource, detect, installed_kernels,
 };
+use crate::variant::{ProbeScope, ProjectPython};
 
-/// Chooses the profile of a command from its option, the `[tool.kernels]`
-/// key, the existing lock's format and the installed `kernels`, with the
-/// `--repo-type` override, and prints the one `Target runtime: …` line (and a
-/// warning about an installed `kernels` that cannot read the lock) unless the
-/// printer is quiet.
-/// The line is printed only with `-v`, unless an installed `kernels` decided the
-/// profile (then it changes the result without any file saying so).
+/// What a command knows when it chooses its target runtime
+/// ([`choose_profile_with`]).
+pub(super) struct ProfileInputs<'a> {
+    /// The project directory (`.venv`, `kernels.lock`).
+    pub project_dir: &'a Path,
+    /// `--target-runtime`.
+    pub option: Option<&'a str>,
+    /// `target-runtime` under `[tool.kernels]`, with the pyproject path.
+    pub manifest: Option<(&'a str, &'a Path)>,
+    /// The existing lock's format.
+    pub lock_format: Option<LockFormat>,
+    /// `--repo-type`.
+    pub repo_type: Option<RepoTypeArg>,
+    /// The project's interpreter, asked for its `kernels` when neither the
+    /// option, the manifest key nor the files of the environment name a
+    /// runtime; the command reuses its probe for torch.
+    pub python: &'a ProjectPython,
+    /// How much that first question asks: [`ProbeScope::Torch`] when the
+    /// command detects torch next, so that the interpreter starts once.
+    pub scope: ProbeScope,
+    /// Whether an installed runtime that cannot read the existing lock fails
+    /// the command (`download`, `verify`: the cache they fill would be loaded
+    /// through that lock) rather than being a warning.
+    pub unreadable_fails: bool,
+}
+
+/// [`choose_profile_with`] for commands that detect no torch: the project's
+/// interpreter is asked only for its `kernels` (no `import torch`), and only
+/// when nothing else names the runtime; an installed runtime that cannot read
+/// the lock is a warning.
 pub(super) fn choose_profile(
     project_dir: &Path,
     option: Option<&str>,
@@ -26,14 +50,54 @@ pub(super) fn choose_profile(
     repo_type: Option<RepoTypeArg>,
     printer: &Printer,
 ) -> miette::Result<Profile> {
-    let virtual_env = super::settings::virtual_env();
-    let path_var = super::settings::path_var();
+    let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
+    choose_profile_with(
+        &ProfileInputs {
+            project_dir,
+            option,
+            manifest: manifest_version,
+            lock_format,
+            repo_type,
+            python: &python,
+            scope: ProbeScope::Runtime,
+            unreadable_fails: false,
+        },
+        printer,
+    )
+}
+
+/// Chooses the profile of a command from its option, the `[tool.kernels]`
+/// key, the existing lock's format and the installed `kernels` (its files,
+/// else what the project's interpreter reports), with the `--repo-type`
+/// override, and prints the one `Target runtime: …` line unless the printer
+/// is quiet. The line is printed only with `-v`, unless an installed `kernels`
+/// decided the profile (then it changes the result without any file saying so).
+///
+/// An installed runtime that cannot read the existing lock is one rule
+/// however it was found: a warning, or with
+/// [`ProfileInputs::unreadable_fails`] the [`RuntimeCannotReadLock`] error.
+pub(super) fn choose_profile_with(
+    inputs: &ProfileInputs<'_>,
+    printer: &Printer,
+) -> miette::Result<Profile> {
+    let installed = if inputs.option.is_some() || inputs.manifest.is_some() {
+        None
+    } else {
+        let virtual_env = super::settings::virtual_env();
+        let path_var = super::settings::path_var();
+        installed_kernels(
+            inputs.project_dir,
+            virtual_env.as_deref(),
+            path_var.as_deref(),
+        )
+        .or_else(|| interpreter_runtime(inputs.python, inputs.scope, printer))
+    };
     let profile = detect(&DetectInputs {
-        option,
-        manifest: manifest_version,
-        lock_format,
-        installed: installed_kernels(project_dir, virtual_env.as_deref(), path_var.as_deref()),
-        repo_type: repo_type.map(Into::into),
+        option: inputs.option,
+        manifest: inputs.manifest,
+        lock_format: inputs.lock_format,
+        installed,
+        repo_type: inputs.repo_type.map(Into::into),
     })?;
     let from_installed = matches!(
         profile.source,
@@ -42,10 +106,62 @@ pub(super) fn choose_profile(
     if from_installed || printer.is_verbose() {
         printer.status(describe(&profile));
     }
-    if let Some(installed) = &profile.ignored_installed {
+    if let (Some(installed), Some(format)) = (&profile.ignored_installed, inputs.lock_format) {
+        if inputs.unreadable_fails {
+            return Err(RuntimeCannotReadLock {
+                lock: inputs.project_dir.join(LOCK_FILE_NAME),
+                format: super::lock::format_name(format),
+                runtime: installed.version.to_string(),
+                found: installed.found.to_string(),
+            }
+            .into());
+        }
         printer.status(format_args!("warning: {}", cannot_read_lock(installed)));
     }
     Ok(profile)
+}
+
+/// The `kernels` the project's interpreter imports (one probe, reused by the
+/// command), or `None` when it has none or cannot run (a command that needs
+/// the interpreter reports that itself). A version this tool cannot read is a
+/// warning.
+fn interpreter_runtime(
+    python: &ProjectPython,
+    scope: ProbeScope,
+    printer: &Printer,
+) -> Option<Installed> {
+    let runtime = python.probe(scope).ok()?.kernels.as_ref()?;
+    match Installed::from_interpreter(&runtime.version, python.path(), &runtime.location) {
+        Ok(installed) => Some(installed),
+        Err(err) => {
+            printer.status(format_args!(
+                "warning: {} imports kernels from {}, but {err}; pass `--target-runtime VERSION` to name the runtime",
+                python.path().display(),
+                runtime.location.display()
+            ));
+            None
+        }
+    }
+}
+
+/// The lock is in a format the installed runtime cannot read: what
+/// `download` and `verify` would fill the cache for could not be loaded.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error(
+    "{} is in the {format} format, which kernels {runtime} (installed in {found}) cannot read",
+    lock.display()
+)]
+#[diagnostic(
+    code(kernels::profile::runtime_cannot_read_lock),
+    help(
+        "lock again for that runtime: `kernels lock --target-runtime {runtime}`; if another runtime loads these kernels, name it with `--target-runtime VERSION` or `target-runtime` under [tool.kernels]"
+    )
+)]
+pub(super) struct RuntimeCannotReadLock {
+    lock: PathBuf,
+    format: &'static str,
+    runtime: String,
+    found: String,
 }
 
 /// The one status line `kernels lock` and `kernels download` print, e.g.
@@ -64,9 +180,20 @@ pub(super) fn describe(profile: &Profile) -> String {
     } else {
         format!("{} repos", profile.repo_type.as_str())
     };
+    let why = match (&profile.source, &profile.ignored_installed) {
+        (ProfileSource::LockFile(format), Some(installed)) => format!(
+            "the existing kernels.lock is in the {} format, which kernels {} installed in {} cannot read",
+            match format {
+                LockFormat::VariantHash => "variant-hash",
+                LockFormat::KernelLocks => "KernelLocks",
+            },
+            installed.version,
+            installed.found
+        ),
+        (source, _) => why(source),
+    };
     format!(
-        "Target runtime: {runtime} ({}) — {format}, {repos}, {} cache",
-        why(&profile.source),
+        "Target runtime: {runtime} ({why}) — {format}, {repos}, {} cache",
         profile.cache_prefix()
     )
 }
@@ -87,10 +214,10 @@ fn why(source: &ProfileSource) -> String {
         }
         ProfileSource::LockFileAndInstalled(_, installed) => format!(
             "format of the existing kernels.lock, installed in {}",
-            installed.environment
+            installed.found
         ),
         ProfileSource::Installed(installed) => {
-            format!("installed in {}", installed.environment)
+            format!("installed in {}", installed.found)
         }
         ProfileSource::Default => {
             "no --target-runtime, [tool.kernels] target-runtime, kernels.lock or installed kernels found"
@@ -104,7 +231,7 @@ fn why(source: &ProfileSource) -> String {
 fn cannot_read_lock(installed: &Installed) -> String {
     format!(
         "kernels {} installed in {} cannot read this lock format; pass `--target-runtime {}` to write for it",
-        installed.version, installed.environment, installed.version
+        installed.version, installed.found, installed.version
     )
 }
 
@@ -139,7 +266,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::lock::profile::{DetectInputs, RuntimeVersion};
+    use crate::lock::profile::{DetectInputs, FoundBy, RuntimeVersion};
 
     fn v(text: &str) -> RuntimeVersion {
         RuntimeVersion::parse(text).unwrap()
@@ -148,8 +275,10 @@ mod tests {
     fn installed(version: &str, environment: &'static str) -> Installed {
         Installed {
             version: v(version),
-            environment,
-            dist_info: PathBuf::from("kernels.dist-info"),
+            found: FoundBy::Files {
+                environment,
+                dist_info: PathBuf::from("kernels.dist-info"),
+            },
         }
     }
 
@@ -175,6 +304,37 @@ mod tests {
         assert!(
             cannot_read_lock(profile.ignored_installed.as_ref().unwrap())
                 .contains("kernels 0.17.2 installed in VIRTUAL_ENV cannot read this lock format")
+        );
+    }
+
+    #[test]
+    fn interpreter_found_runtime_is_named_with_its_location() {
+        let probed =
+            Installed::from_interpreter("0.17.2", Path::new("python3"), Path::new("/opt/app/deps"))
+                .unwrap();
+        let found = detect(&DetectInputs {
+            installed: Some(probed.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            describe(&found),
+            "Target runtime: kernels 0.17.2 (installed in python3 (importlib.metadata, /opt/app/deps)) — KernelLocks lock, kernel repos, kernels-- cache"
+        );
+        // The same rule as for a runtime found by its files: it cannot read a
+        // variant-hash lock, which the status line says.
+        let unreadable = detect(&DetectInputs {
+            lock_format: Some(LockFormat::VariantHash),
+            installed: Some(probed),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            describe(&unreadable),
+            "Target runtime: unknown (the existing kernels.lock is in the variant-hash format, which kernels 0.17.2 installed in python3 (importlib.metadata, /opt/app/deps) cannot read) — variant-hash lock, kernel repos, kernels-- cache"
+        );
+        assert!(
+            Installed::from_interpreter("main", Path::new("python3"), Path::new("/x")).is_err()
         );
     }
 }

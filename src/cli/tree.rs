@@ -9,7 +9,7 @@ use super::json::{
     ErrorDoc, LockedNode, Matching, OutdatedDoc, TreeDoc, TreeNode, VersionDoc, VersionsDoc,
 };
 use super::printer::Printer;
-use super::profile::choose_profile;
+use super::profile::{ProfileInputs, choose_profile, choose_profile_with};
 use super::{GlobalArgs, OutputFormat};
 use crate::cli::settings::Settings;
 use crate::lock::format::{KernelDependency, KernelVersion, LOCK_FILE_NAME, Lockfile};
@@ -17,7 +17,7 @@ use crate::lock::inspect::{self, Entry, EntryStatus, Freshness};
 use crate::lock::manifest::{Manifest, ToolSettings};
 use crate::lock::profile::Profile;
 use crate::lock::requirement::Requirement;
-use crate::variant::{VariantSelection, project_python};
+use crate::variant::{ProbeScope, ProjectPython, VariantSelection};
 use kernels_hub::{HubClient, HubError};
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::GitRefs;
@@ -658,9 +658,13 @@ pub fn run_versions(
     settings: &Settings,
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
-    let profile = versions_profile(&args, project_dir, printer)?;
+    // One start of the project's interpreter answers both the installed
+    // runtime and torch.
+    let python =
+        ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
+    let profile = versions_profile(&args, project_dir, &python, printer)?;
     // The environment first: a bad override fails before any request.
-    let env = versions_env(&args, project_dir, printer)?;
+    let env = versions_env(&args, &python, printer)?;
     // Retry lines are warnings: shown with JSON on stdout too.
     let client = super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
     let listed =
@@ -702,6 +706,7 @@ pub fn run_versions(
 fn versions_profile(
     args: &VersionsArgs,
     project_dir: &Path,
+    python: &ProjectPython,
     printer: &Printer,
 ) -> miette::Result<Profile> {
     let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
@@ -711,14 +716,21 @@ fn versions_profile(
         .ok()
         .and_then(|t| Lockfile::parse(&t, &lock_path).ok())
         .map(|l| l.format());
-    choose_profile(
-        project_dir,
-        args.runtime.version(),
-        tool.as_ref()
-            .and_then(|t| t.target_runtime.as_deref())
-            .map(|v| (v, manifest_path.as_path())),
-        lock_format,
-        args.repo.repo_type,
+    let overrides = args.env.overrides();
+    choose_profile_with(
+        &ProfileInputs {
+            project_dir,
+            option: args.runtime.version(),
+            manifest: tool
+                .as_ref()
+                .and_then(|t| t.target_runtime.as_deref())
+                .map(|v| (v, manifest_path.as_path())),
+            lock_format,
+            repo_type: args.repo.repo_type,
+            python,
+            scope: ProbeScope::torch_if(overrides.needs_python()),
+            unreadable_fails: false,
+        },
         &printer.quiet_if(true),
     )
 }
@@ -727,12 +739,11 @@ fn versions_profile(
 /// the project's Python; `None` (with a note) when neither is there.
 fn versions_env(
     args: &VersionsArgs,
-    project_dir: &Path,
+    python: &ProjectPython,
     printer: &Printer,
 ) -> miette::Result<Option<crate::variant::TorchEnv>> {
-    let python = project_python(project_dir, crate::cli::settings::virtual_env().as_deref());
     let overrides = args.env.overrides();
-    match overrides.resolve(&python) {
+    match overrides.resolve(python) {
         Ok((env, _)) => Ok(Some(env)),
         // Asked for explicitly: an error, as for `kernels download`.
         Err(err @ crate::variant::VariantError::BadOverride { .. }) => Err(err.into()),

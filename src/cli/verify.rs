@@ -81,12 +81,17 @@ pub fn run_checked(
 pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
     let json = args.format == super::OutputFormat::Json;
     let printer = &printer.quiet_if(json);
-    let read =
-        read_lock(&args.project.project_dir, &args.select, printer).inspect_err(|report| {
+    let python = crate::variant::ProjectPython::for_project(
+        &args.project.project_dir,
+        super::settings::virtual_env().as_deref(),
+    );
+    let read = read_lock(&args.project.project_dir, &args.select, &python, printer).inspect_err(
+        |report| {
             if json {
                 print_failure(settings, printer, report);
             }
-        })?;
+        },
+    )?;
     let cache = settings.cache();
     let checks = verify_kernels(&cache, read.repo_type, &read.kernels, &read.selection);
     if json {

@@ -16,8 +16,11 @@
 //! `target-runtime` under `[tool.kernels]` of `pyproject.toml`, the format of an
 //! existing `kernels.lock` (refined by the installed version when that version
 //! writes the same format), the `kernels` package installed in the project's
-//! Python environment ([`installed_kernels`]), and finally a default profile:
-//! variant-hash lock with `kernel` repositories.
+//! Python environment ([`installed_kernels`] reads its files; when they show
+//! none, the command asks the project's interpreter, [`FoundBy::Interpreter`]),
+//! and finally a default profile: variant-hash lock with `kernel` repositories.
+//! An installed runtime that cannot read the existing lock's format is kept in
+//! [`Profile::ignored_installed`], whatever found it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -150,12 +153,70 @@ pub enum ProfileSource {
 /// A `kernels` distribution found in a Python environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installed {
-    /// The version read from `METADATA`.
+    /// The version read from `METADATA` (or reported by the interpreter).
     pub version: RuntimeVersion,
-    /// Which environment: `.venv`, `VIRTUAL_ENV`, or `python3 on PATH`.
-    pub environment: &'static str,
-    /// The `kernels-*.dist-info` directory.
-    pub dist_info: PathBuf,
+    /// How and where it was found.
+    pub found: FoundBy,
+}
+
+/// How an [`Installed`] runtime was found: by reading files
+/// ([`installed_kernels`]) or by asking the project's interpreter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FoundBy {
+    /// A `kernels-*.dist-info/METADATA` file in the site directories of an
+    /// environment, without starting Python.
+    Files {
+        /// Which environment: `.venv`, `VIRTUAL_ENV`, or `python3 on PATH`.
+        environment: &'static str,
+        /// The `kernels-*.dist-info` directory.
+        dist_info: PathBuf,
+    },
+    /// `importlib.metadata.distribution("kernels")` in the project's
+    /// interpreter, which also sees `PYTHONPATH`, user site-packages
+    /// (`pip install --user`), `pip install --target` directories, conda
+    /// and distribution (`dist-packages`) layouts.
+    Interpreter {
+        /// The interpreter that was asked (`python3`, `.venv/bin/python`, …).
+        python: PathBuf,
+        /// The directory the distribution's metadata was found in.
+        location: PathBuf,
+    },
+}
+
+impl Installed {
+    /// A runtime the interpreter `python` reports: `version` as
+    /// `importlib.metadata` gives it, found in `location`. Fails when the
+    /// version is not one [`RuntimeVersion::parse`] reads.
+    pub fn from_interpreter(
+        version: &str,
+        python: &Path,
+        location: &Path,
+    ) -> Result<Installed, ProfileError> {
+        Ok(Installed {
+            version: RuntimeVersion::parse(version)?,
+            found: FoundBy::Interpreter {
+                python: python.to_owned(),
+                location: location.to_owned(),
+            },
+        })
+    }
+}
+
+/// Where the runtime was found, as status lines put it after `installed in `:
+/// `.venv`, `VIRTUAL_ENV`, `python3 on PATH`, or
+/// `python3 (importlib.metadata, /path/to/site-packages)`.
+impl fmt::Display for FoundBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FoundBy::Files { environment, .. } => f.write_str(environment),
+            FoundBy::Interpreter { python, location } => write!(
+                f,
+                "{} (importlib.metadata, {})",
+                python.display(),
+                location.display()
+            ),
+        }
+    }
 }
 
 /// Everything that differs between runtime eras; see the module docs.
@@ -181,8 +242,10 @@ pub struct Profile {
     pub transitive: bool,
     /// Check the publisher's `trustedKernelPublisher` flag when locking (0.17+).
     pub check_trust: bool,
-    /// An installed `kernels` that was not used because the existing lock is in
-    /// a format it cannot read (commands warn about it).
+    /// An installed `kernels` (found by files or by the interpreter) that was
+    /// not used because the existing lock is in a format it cannot read:
+    /// `kernels download` and `kernels verify` fail on it, the other commands
+    /// warn.
     pub ignored_installed: Option<Installed>,
 }
 
@@ -417,8 +480,10 @@ fn runtime_profile(inputs: &DetectInputs<'_>) -> Result<Profile, ProfileError> {
 /// (a virtual environment), else the parent of `bin/` of the resolved
 /// executable (the sysconfig layout of a system or pyenv Python; pyenv shims
 /// are followed to `<pyenv root>/versions/<global version>`). Python is
-/// never run: that keeps `kernels lock` fast and side-effect free, at the price
-/// of not seeing user site-packages or unusual layouts.
+/// never run here: that keeps the common case fast and side-effect free. User
+/// site-packages, `PYTHONPATH` and layouts whose prefix is not next to the
+/// `python3` on `PATH` are not seen; when this finds nothing, commands ask the
+/// interpreter ([`Installed::from_interpreter`]).
 ///
 /// In an environment, `lib/python3*/site-packages`, `lib/python3*/dist-packages`,
 /// `lib64/…`, `local/lib/python3*/dist-packages`, `lib/python3/dist-packages` and
@@ -433,8 +498,10 @@ pub fn installed_kernels(
         if let Some((version, dist_info)) = kernels_in_prefix(&prefix) {
             return Some(Installed {
                 version,
-                environment,
-                dist_info,
+                found: FoundBy::Files {
+                    environment,
+                    dist_info,
+                },
             });
         }
     }
@@ -442,8 +509,10 @@ pub fn installed_kernels(
     let (version, dist_info) = kernels_in_prefix(&prefix)?;
     Some(Installed {
         version,
-        environment: "python3 on PATH",
-        dist_info,
+        found: FoundBy::Files {
+            environment: "python3 on PATH",
+            dist_info,
+        },
     })
 }
 
@@ -643,7 +712,9 @@ mod tests {
         };
         let found = detect(&inputs).unwrap();
         assert_eq!(found.runtime, Some(v("0.10.5")));
-        assert!(matches!(&found.source, ProfileSource::Installed(i) if i.environment == ".venv"));
+        assert!(
+            matches!(&found.source, ProfileSource::Installed(i) if i.found.to_string() == ".venv")
+        );
         let with_venv = DetectInputs {
             installed: installed_kernels(&project, Some(&venv), None),
             ..inputs.clone()
@@ -659,8 +730,8 @@ mod tests {
         assert_eq!(profile.runtime, None);
         let ignored = profile.ignored_installed.as_ref().unwrap();
         assert_eq!(
-            (ignored.version, ignored.environment),
-            (v("0.17.2"), "VIRTUAL_ENV")
+            (ignored.version, ignored.found.to_string()),
+            (v("0.17.2"), "VIRTUAL_ENV".to_owned())
         );
         // ... and is refined by an installed version that writes it.
         let refined = DetectInputs {
@@ -702,6 +773,6 @@ mod tests {
         let path = std::env::join_paths([tmp.path().join("none"), env.join("bin")]).unwrap();
         let found = installed_kernels(tmp.path(), None, Some(&path)).unwrap();
         assert_eq!(found.version, v("0.16.2"));
-        assert_eq!(found.environment, "python3 on PATH");
+        assert_eq!(found.found.to_string(), "python3 on PATH");
     }
 }

@@ -1,6 +1,7 @@
 //! Environment detection: the project's Python interpreter and the torch
 //! build it has, as far as variant names care.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,8 +49,10 @@ pub struct TorchEnv {
 /// Prints one JSON object, the [`PythonProbe`] of the interpreter: `torch`
 /// (the fields of [`TorchEnv`], or `null` with `error` when torch cannot be
 /// imported), `kernels` (the installed runtime's version and where its
-/// metadata lives, or `null`), `modules` (for each module named on the
-/// command line, whether it is importable) and `device` (the visible GPU).
+/// metadata lives, or `null`), `modules` (for each module named after the
+/// scope argument, whether it is importable) and `device` (the visible GPU).
+/// The first argument is the [`ProbeScope`]: with `runtime`, torch is not
+/// imported (`torch` is `null`, `error` says so).
 const DETECT_SNIPPET: &str = r#"
 import json, platform, re, sys
 out = {"torch": None, "kernels": None, "modules": {}, "device": {"kind": "none"}}
@@ -61,13 +64,17 @@ except Exception:
     pass
 try:
     import importlib.util
-    for name in sys.argv[1:]:
+    for name in sys.argv[2:]:
         try:
             out["modules"][name] = importlib.util.find_spec(name) is not None
         except Exception:
             out["modules"][name] = False
 except Exception:
     pass
+if sys.argv[1:2] == ["runtime"]:
+    out["error"] = "torch was not asked"
+    print(json.dumps(out))
+    sys.exit(0)
 try:
     import torch
 except Exception as e:
@@ -194,12 +201,55 @@ pub fn project_python(project_dir: &Path, virtual_env: Option<&Path>) -> PathBuf
         .unwrap_or_else(|| PathBuf::from(PATH_PYTHON))
 }
 
+/// How much a [`PythonProbe`] asks the interpreter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ProbeScope {
+    /// The installed `kernels` and the modules only: no `import torch`, so a
+    /// start of the interpreter and `importlib.metadata` (tens of
+    /// milliseconds), for commands that choose a target runtime but no
+    /// variant (`kernels lock`).
+    Runtime,
+    /// Everything, torch and its GPU included (importing a real torch takes
+    /// a second or more).
+    Torch,
+}
+
+impl ProbeScope {
+    /// [`ProbeScope::Torch`] when the command detects torch next, else
+    /// [`ProbeScope::Runtime`].
+    pub fn torch_if(needs_torch: bool) -> ProbeScope {
+        if needs_torch {
+            ProbeScope::Torch
+        } else {
+            ProbeScope::Runtime
+        }
+    }
+
+    fn arg(self) -> &'static str {
+        match self {
+            ProbeScope::Runtime => "runtime",
+            ProbeScope::Torch => "torch",
+        }
+    }
+}
+
 impl PythonProbe {
     /// Runs `python` once with the probe snippet, asking also whether each
     /// of `modules` is importable. Errors only when the interpreter cannot
     /// run or prints no probe; a torch that cannot be imported is
     /// [`PythonProbe::torch`]'s `Err`.
     pub fn run(python: &Path, modules: &[&str]) -> Result<PythonProbe, VariantError> {
+        PythonProbe::run_scoped(python, ProbeScope::Torch, modules)
+    }
+
+    /// [`PythonProbe::run`] asking only what `scope` covers; with
+    /// [`ProbeScope::Runtime`], [`PythonProbe::torch`] is an `Err` saying
+    /// that torch was not asked.
+    pub fn run_scoped(
+        python: &Path,
+        scope: ProbeScope,
+        modules: &[&str],
+    ) -> Result<PythonProbe, VariantError> {
         let failed = |reason: String| VariantError::PythonFailed {
             python: python.to_owned(),
             reason,
@@ -207,6 +257,7 @@ impl PythonProbe {
         let output = Command::new(python)
             .arg("-c")
             .arg(DETECT_SNIPPET)
+            .arg(scope.arg())
             .args(modules)
             .output()
             .map_err(|err| failed(err.to_string()))?;
@@ -233,6 +284,95 @@ impl PythonProbe {
             kernels: parsed.kernels,
             modules: parsed.modules,
             device: parsed.device.unwrap_or(Device::None),
+        })
+    }
+}
+
+/// The project's interpreter ([`project_python`]), asked at most once per
+/// command: the first question runs a [`PythonProbe`] and every later one
+/// reuses its answer (the target runtime, torch, and, for the fit checks, the
+/// modules and the GPU).
+#[derive(Debug)]
+pub struct ProjectPython {
+    python: PathBuf,
+    modules: Vec<String>,
+    /// A [`ProbeScope::Runtime`] probe, or its failure.
+    runtime: OnceCell<Result<PythonProbe, String>>,
+    /// A [`ProbeScope::Torch`] probe, or its failure.
+    full: OnceCell<Result<PythonProbe, String>>,
+}
+
+impl ProjectPython {
+    /// The interpreter `python`, not yet started.
+    pub fn new(python: PathBuf) -> ProjectPython {
+        ProjectPython {
+            python,
+            modules: Vec::new(),
+            runtime: OnceCell::new(),
+            full: OnceCell::new(),
+        }
+    }
+
+    /// The interpreter of the project's environment ([`project_python`]).
+    pub fn for_project(project_dir: &Path, virtual_env: Option<&Path>) -> ProjectPython {
+        ProjectPython::new(project_python(project_dir, virtual_env))
+    }
+
+    /// Also asks whether each of `modules` is importable
+    /// ([`PythonProbe::modules`]); set before the first question.
+    #[must_use]
+    pub fn with_modules(mut self, modules: &[&str]) -> ProjectPython {
+        self.modules = modules.iter().map(|m| (*m).to_owned()).collect();
+        self
+    }
+
+    /// The interpreter's path as [`project_python`] gives it.
+    pub fn path(&self) -> &Path {
+        &self.python
+    }
+
+    /// A probe that asked at least what `scope` covers: the one already run,
+    /// else a new run. Errors (every time it is asked) when the interpreter
+    /// could not run.
+    pub fn probe(&self, scope: ProbeScope) -> Result<&PythonProbe, VariantError> {
+        let run = |scope| {
+            let modules: Vec<&str> = self.modules.iter().map(String::as_str).collect();
+            PythonProbe::run_scoped(&self.python, scope, &modules).map_err(|err| match err {
+                VariantError::PythonFailed { reason, .. } => reason,
+                other => other.to_string(),
+            })
+        };
+        let answer = match (scope, self.full.get(), self.runtime.get()) {
+            (_, Some(full), _) => full,
+            (ProbeScope::Runtime, None, Some(runtime)) => runtime,
+            (ProbeScope::Runtime, None, None) => {
+                self.runtime.get_or_init(|| run(ProbeScope::Runtime))
+            }
+            (ProbeScope::Torch, None, _) => self.full.get_or_init(|| run(ProbeScope::Torch)),
+        };
+        answer
+            .as_ref()
+            .map_err(|reason| VariantError::PythonFailed {
+                python: self.python.clone(),
+                reason: reason.clone(),
+            })
+    }
+
+    /// The most complete probe run so far, if one ran and succeeded.
+    pub fn probed(&self) -> Option<&PythonProbe> {
+        self.full
+            .get()
+            .or(self.runtime.get())
+            .and_then(|answer| answer.as_ref().ok())
+    }
+
+    /// The torch build of the interpreter (one [`ProbeScope::Torch`] probe).
+    /// Errors when the interpreter cannot run or torch cannot be imported.
+    pub fn torch(&self) -> Result<TorchEnv, VariantError> {
+        let probe = self.probe(ProbeScope::Torch)?;
+        probe.torch.clone().map_err(|reason| VariantError::NoTorch {
+            python: self.python.clone(),
+            reason,
         })
     }
 }
@@ -500,9 +640,16 @@ impl EnvOverrides {
         }
     }
 
-    /// The environment: detected with `python` and then overridden, or, with
-    /// `--torch-version`, made from the flags and this machine alone.
-    pub fn resolve(&self, python: &Path) -> Result<(TorchEnv, EnvSources), VariantError> {
+    /// Whether resolving needs torch from the project's interpreter (no
+    /// `--torch-version`).
+    pub fn needs_python(&self) -> bool {
+        self.torch.is_none()
+    }
+
+    /// The environment: detected with `python` (whose probe is reused) and
+    /// then overridden, or, with `--torch-version`, made from the flags and
+    /// this machine alone.
+    pub fn resolve(&self, python: &ProjectPython) -> Result<(TorchEnv, EnvSources), VariantError> {
         for (flag, value) in [
             ("--cuda-version", &self.cuda),
             ("--rocm-version", &self.rocm),
@@ -533,7 +680,7 @@ impl EnvOverrides {
 
     /// The environment before overrides: from `--torch-version` and this
     /// machine, or detected through `python`.
-    fn base(&self, python: &Path) -> Result<(TorchEnv, EnvSources), VariantError> {
+    fn base(&self, python: &ProjectPython) -> Result<(TorchEnv, EnvSources), VariantError> {
         if let Some((major, minor)) = self.torch {
             let env = TorchEnv {
                 major,
@@ -557,14 +704,14 @@ impl EnvOverrides {
             };
             return Ok((env, sources));
         }
-        let source = EnvSource::Python(python.to_owned());
+        let source = EnvSource::Python(python.path().to_owned());
         let sources = EnvSources {
             torch: source.clone(),
             backend: source.clone(),
             cxx_abi: source.clone(),
             platform: source,
         };
-        Ok((TorchEnv::detect(python)?, sources))
+        Ok((python.torch()?, sources))
     }
 
     /// `--os`, `--arch` and what `--metal` implies for the platform.
@@ -672,7 +819,7 @@ mod tests {
             ..Default::default()
         };
         let (env, sources) = overrides
-            .resolve(std::path::Path::new("/nonexistent/python"))
+            .resolve(&super::ProjectPython::new("/nonexistent/python".into()))
             .unwrap();
         assert_eq!(env.arch_variant(), "torch213-cxx11-cu126-x86_64-linux");
         assert_eq!(sources.backend, super::EnvSource::Flag("--cuda-version"));
@@ -681,6 +828,62 @@ mod tests {
             cuda: Some("twelve".into()),
             ..Default::default()
         };
-        assert!(bad.resolve(std::path::Path::new("/x")).is_err());
+        assert!(
+            bad.resolve(&super::ProjectPython::new("/x".into()))
+                .is_err()
+        );
+    }
+
+    /// A fake interpreter that logs its scope argument to `runs` and prints
+    /// a probe with kernels 0.17.2 and a CPU torch.
+    #[cfg(unix)]
+    fn fake_python(dir: &std::path::Path) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let python = dir.join("python3");
+        let probe = r#"{"torch": {"major": 2, "minor": 8, "cuda": null, "hip": null, "mps": false, "cxx11_abi": true, "system": "Linux", "machine": "x86_64"}, "kernels": {"version": "0.17.2", "location": "/deps"}, "modules": {}, "device": {"kind": "none"}}"#;
+        fs_err::write(
+            &python,
+            format!(
+                "#!/bin/sh\necho \"$3\" >> {}\necho '{probe}'\n",
+                dir.join("runs").display()
+            ),
+        )
+        .unwrap();
+        fs_err::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        python
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn project_python_is_started_once_per_scope_asked() {
+        use super::{ProbeScope, ProjectPython};
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = || fs_err::read_to_string(tmp.path().join("runs")).unwrap_or_default();
+        let python = ProjectPython::new(fake_python(tmp.path()));
+        assert!(python.probed().is_none());
+        // The runtime first, then torch: the torch probe covers both.
+        let kernels = python.probe(ProbeScope::Runtime).unwrap().kernels.clone();
+        assert_eq!(kernels.unwrap().version, "0.17.2");
+        assert_eq!(
+            python.torch().unwrap().arch_variant(),
+            "torch28-cxx11-cpu-x86_64-linux"
+        );
+        python.probe(ProbeScope::Runtime).unwrap();
+        python.torch().unwrap();
+        assert_eq!(runs(), "runtime\ntorch\n");
+        // Torch first: one run answers everything.
+        fs_err::remove_file(tmp.path().join("runs")).unwrap();
+        let python = ProjectPython::new(fake_python(tmp.path()));
+        python.torch().unwrap();
+        python.probe(ProbeScope::Runtime).unwrap();
+        assert!(python.probed().is_some());
+        assert_eq!(runs(), "torch\n");
+        // An interpreter that cannot run fails every question, once.
+        let missing = ProjectPython::new(tmp.path().join("no-python"));
+        assert!(missing.probe(ProbeScope::Runtime).is_err());
+        assert!(matches!(
+            missing.torch(),
+            Err(crate::variant::VariantError::PythonFailed { .. })
+        ));
     }
 }

@@ -31,8 +31,8 @@ use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
 pub use environment::{
-    Device, EnvOverrides, EnvSource, EnvSources, ProbedRuntime, PythonProbe, TorchEnv,
-    project_python,
+    Device, EnvOverrides, EnvSource, EnvSources, ProbeScope, ProbedRuntime, ProjectPython,
+    PythonProbe, TorchEnv, project_python,
 };
 pub use ranking::UNIVERSAL;
 pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};

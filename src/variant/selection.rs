@@ -3,7 +3,6 @@
 //! has ([`VariantSelection::choose`]), shared by download and verify.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use super::{TorchEnv, VariantError};
 use crate::lock::profile::VariantPreference;
@@ -210,21 +209,12 @@ fn best_for(
 
 impl VariantRequest {
     /// Turns the request into a selection, detecting torch with `python` only
-    /// for [`VariantRequest::Detect`]; `preference` is how the target runtime
-    /// ranks variants.
-    pub fn resolve(
-        &self,
-        python: &Path,
-        preference: VariantPreference,
-    ) -> Result<VariantSelection, VariantError> {
-        self.resolve_with(python, preference, &super::EnvOverrides::default())
-    }
-
-    /// [`VariantRequest::resolve`] with the environment's values overridden
-    /// (see [`super::EnvOverrides::resolve`]).
+    /// for [`VariantRequest::Detect`] (see [`super::EnvOverrides::resolve`]
+    /// for the overrides; the interpreter's probe is reused); `preference` is
+    /// how the target runtime ranks variants.
     pub fn resolve_with(
         &self,
-        python: &Path,
+        python: &super::ProjectPython,
         preference: VariantPreference,
         overrides: &super::EnvOverrides,
     ) -> Result<VariantSelection, VariantError> {
@@ -236,6 +226,12 @@ impl VariantRequest {
             VariantRequest::All => VariantSelection::All,
             VariantRequest::Named(names) => VariantSelection::Named(names.clone()),
         })
+    }
+
+    /// Whether [`VariantRequest::resolve_with`] asks torch of the project's
+    /// interpreter under `overrides`.
+    pub fn needs_torch(&self, overrides: &super::EnvOverrides) -> bool {
+        matches!(self, VariantRequest::Detect) && overrides.needs_python()
     }
 }
 

@@ -25,6 +25,8 @@ mod fuzz;
 #[cfg(target_os = "linux")]
 mod hostile;
 mod inspect;
+#[cfg(unix)]
+mod interpreter_runtime;
 mod json;
 mod lock;
 mod lock_files;

@@ -126,7 +126,8 @@ fn profile_is_chosen_by_each_source() {
         .unwrap();
     assert_ok(&output);
     // The target line names "the existing kernels.lock is in the variant-hash
-    // format", and a warning that kernels 0.17.2 in VIRTUAL_ENV cannot read it.
+    // format, which kernels 0.17.2 installed in VIRTUAL_ENV cannot read", and
+    // a warning says so.
     snapshot!("venv_0_17_keeps_variant_hash_lock", output);
     // ... but is used when there is no lock (VIRTUAL_ENV before .venv).
     fs_err::remove_file(dir.path().join("kernels.lock")).unwrap();

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use kernels_test_support::{self as common, Server};
 
-const PROJECT: &str = "kernels-tests-kernel_locking-6dfe59c7";
+pub(crate) const PROJECT: &str = "kernels-tests-kernel_locking-6dfe59c7";
 pub(crate) const KERNELS: &[(&str, u32)] =
     &[("kernels-community/relu", 1), ("kernels-test/versions", 2)];
 
