@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cli/       arguments, settings (the only environment reader), printing, progress
-//! wheel/     to-wheel            mirror/    kernels mirror
+//! wheel/     to-wheel            mirror/    kernels mirror    check/   kernels check
 //! install/   plan · fetch · engine · warm check · verify · dry-run · explain
 //! variant/   variant selection and environment detection
 //! lock/      manifest · requirement · resolver · project locking · freshness ·
@@ -13,6 +13,7 @@
 //! kernels-cache, kernels-hub, kernels-serve, kernels-types   (crates/)
 //! ```
 
+pub mod check;
 pub mod cli;
 pub mod install;
 pub mod lock;

@@ -298,6 +298,88 @@ pub struct ProblemDoc {
     pub message: String,
 }
 
+/// `kernels check --format json` (schema [`CheckImportDoc::SCHEMA`]).
+#[derive(Debug, Serialize)]
+pub struct CheckImportDoc<'a> {
+    /// [`CheckImportDoc::SCHEMA`].
+    pub schema: u32,
+    /// `check`.
+    pub command: &'static str,
+    /// Exactly when the exit code is 0.
+    pub ok: bool,
+    /// The interpreter that imported the kernels (`None` when none ran).
+    pub python: Option<&'a Path>,
+    /// The `kernels` version installed there, if any.
+    pub runtime: Option<&'a str>,
+    /// `load_kernel` or `direct_import` (`None` when nothing was imported).
+    pub mechanism: Option<&'a crate::check::Mechanism>,
+    /// Whether the installed runtime reads the lock's format (`None` without
+    /// an installed runtime); `false` fails the check.
+    pub runtime_reads_lock: Option<bool>,
+    /// The cache the kernels were imported from.
+    pub cache_dir: &'a Path,
+    /// One per locked kernel, in lock order.
+    pub kernels: Vec<CheckedKernelDoc<'a>>,
+    /// Why nothing could be checked, if so.
+    pub error: Option<ErrorDoc>,
+}
+
+impl CheckImportDoc<'_> {
+    /// The schema version.
+    pub const SCHEMA: u32 = 1;
+}
+
+/// One kernel of [`CheckImportDoc`].
+#[derive(Debug, Serialize)]
+pub struct CheckedKernelDoc<'a> {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// The locked commit.
+    pub commit: &'a CommitId,
+    /// `loaded`, `failed` (it raised, or the interpreter died on it),
+    /// `not_run` (the interpreter died before it) or `not_cached` (not
+    /// complete and verified in the cache).
+    pub status: &'static str,
+    /// Whether it imported.
+    pub loaded: bool,
+    /// The variant it loaded from (the one located, when it did not load).
+    pub variant: Option<String>,
+    /// That variant's directory in the cache.
+    pub variant_path: Option<&'a Path>,
+    /// `__name__` of the imported module.
+    pub module: Option<&'a str>,
+    /// The registered ops (`null` unless loaded).
+    pub ops: Option<OpsDoc<'a>>,
+    /// The exception's last line(s) and the traceback tail, when it failed.
+    pub error: Option<ImportErrorDoc<'a>>,
+    /// Why it is not ready in the cache (`not_cached`).
+    pub problems: Vec<ProblemDoc>,
+    /// Python warnings raised while importing it.
+    pub warnings: &'a [String],
+}
+
+/// The registered ops of a [`CheckedKernelDoc`].
+#[derive(Debug, Serialize)]
+pub struct OpsDoc<'a> {
+    /// `torch_ops` or `callables`.
+    pub kind: &'a str,
+    /// The `torch.ops` namespace, for `torch_ops`.
+    pub namespace: Option<&'a str>,
+    /// At most 64 names.
+    pub names: &'a [String],
+    /// How many in all.
+    pub total: usize,
+}
+
+/// The Python error of a [`CheckedKernelDoc`].
+#[derive(Debug, Serialize)]
+pub struct ImportErrorDoc<'a> {
+    /// `Type: message` (and any exception notes), clipped.
+    pub message: &'a [String],
+    /// The innermost traceback frames, clipped.
+    pub traceback: &'a [String],
+}
+
 /// `kernels env --format json` (schema [`EnvDoc::SCHEMA`]).
 #[derive(Debug, Serialize)]
 pub struct EnvDoc<'a> {
@@ -788,6 +870,57 @@ mod tests {
             keys(&documented["torch"]["sources"]),
             keys(&actual["torch"]["sources"])
         );
+    }
+
+    #[test]
+    fn check_documents_match_the_schema() {
+        let commit: CommitId = "1".repeat(40).parse().unwrap();
+        let names = ["relu".to_owned()];
+        let doc = CheckImportDoc {
+            schema: CheckImportDoc::SCHEMA,
+            command: "check",
+            ok: false,
+            python: Some(Path::new(".venv/bin/python")),
+            runtime: Some("0.17.2"),
+            mechanism: Some(&crate::check::Mechanism::LoadKernel),
+            runtime_reads_lock: Some(true),
+            cache_dir: Path::new("/cache"),
+            kernels: vec![CheckedKernelDoc {
+                repo_id: "acme/relu".to_owned(),
+                commit: &commit,
+                status: "loaded",
+                loaded: true,
+                variant: Some("torch-cpu".to_owned()),
+                variant_path: Some(Path::new("/cache/build/torch-cpu")),
+                module: Some("_relu_cpu_1234567"),
+                ops: Some(OpsDoc {
+                    kind: "torch_ops",
+                    namespace: Some("_relu_cpu_1234567"),
+                    names: &names,
+                    total: 1,
+                }),
+                error: Some(ImportErrorDoc {
+                    message: &names,
+                    traceback: &names,
+                }),
+                problems: Vec::new(),
+                warnings: &[],
+            }],
+            error: None,
+        };
+        matches("`kernels check`", &doc, &["kernels"]);
+        let documented = example("`kernels check`");
+        let actual = to_value(&doc);
+        for field in ["ops", "error"] {
+            assert_eq!(
+                keys(&documented["kernels"][0][field])
+                    .union(&keys(&documented["kernels"][1][field]))
+                    .cloned()
+                    .collect::<BTreeSet<_>>(),
+                keys(&actual["kernels"][0][field]),
+                "{field}"
+            );
+        }
     }
 
     #[test]

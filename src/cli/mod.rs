@@ -11,6 +11,7 @@ mod add;
 pub mod args;
 mod cache;
 mod causes;
+mod check;
 mod download;
 mod env;
 mod explain;
@@ -178,6 +179,14 @@ pub enum OutputFormat {
 enum Command {
     /// Show where the cache is, list it, and prune leftovers.
     Cache(cache::CacheCmdArgs),
+    /// Import every locked kernel through the project's Python, offline, from the cache.
+    ///
+    /// After `kernels download`: per kernel, whether it loaded, the variant
+    /// directory it loaded from and the ops it registered; through the
+    /// installed `kernels` runtime's `load_kernel` when it reads the lock,
+    /// else directly from the variant. Exit 1 with the Python error when one
+    /// fails to import, or when one is not in the cache.
+    Check(check::CheckArgs),
     /// Add a kernel to `[tool.kernels.dependencies]` and lock it.
     Add(add::AddArgs),
     /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
@@ -247,6 +256,7 @@ pub fn main() -> ExitCode {
         Command::Download(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
         Command::Lock(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
         Command::Verify(a) => (a.lock_mode, Some(&a.cache), false),
+        Command::Check(a) => (a.lock_mode, Some(&a.cache), false),
         Command::ToWheel(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
         Command::Cache(a) => (LockModeArgs::default(), Some(&a.cache), false),
         Command::Env(a) => (LockModeArgs::default(), Some(&a.cache), false),
@@ -388,6 +398,10 @@ fn dispatch(
         Command::Verify(mut args) => {
             args.project.resolve(global)?;
             verify::run_checked(args, settings, global, printer)
+        }
+        Command::Check(mut args) => {
+            args.project.resolve(global)?;
+            check::run_checked(args, settings, global, printer)
         }
         Command::Completions(args) => {
             let mut script = Vec::new();

@@ -8,6 +8,7 @@ mod add;
 mod auth;
 #[cfg(unix)]
 mod cache_env;
+mod check;
 mod cli;
 mod concurrency;
 #[cfg(unix)]

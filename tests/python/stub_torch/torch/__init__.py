@@ -5,8 +5,8 @@ STUB_TORCH_MPS ("1" = available), STUB_TORCH_CXX11 ("0" = pre-cxx11 ABI),
 STUB_TORCH_NEURON ("1" = the AWS Neuron extension is present).
 A GPU is visible when STUB_TORCH_CAPABILITY ("9.0", CUDA) or STUB_TORCH_GCN_ARCH
 ("gfx942:sramecc+:xnack-", ROCm) is set; STUB_TORCH_DEVICE_ERROR makes querying it raise.
-Only what variant detection (kernels 0.10 to 0.17) reads, plus `Tensor` and `ops` for
-importing pure-Python kernels, is provided.
+Only what variant detection (kernels 0.10 to 0.17) reads, plus `Tensor`, `ops` and
+`library.define` for importing pure-Python kernels, is provided.
 """
 
 import os
@@ -79,14 +79,43 @@ cuda = _Cuda()
 
 
 # Enough for the pure-Python kernels of the bundled mirror to import:
-# `torch.Tensor` in annotations and `torch.ops.<namespace>` lookups.
+# `torch.Tensor` in annotations and `torch.ops.<namespace>` lookups; and for a
+# test kernel to register ops as real torch would list them:
+# `torch.library.define("ns::name", schema)` adds `ns::name` to
+# `torch._C._dispatch_get_all_op_names()`, and `torch.ops.ns.name` is that op.
 class Tensor:
     pass
 
 
-class _OpNamespace(types.SimpleNamespace):
+_defined = []
+
+
+class _OpNamespace:
+    def __init__(self, name):
+        self.name = name
+
     def __getattr__(self, name):
-        return _OpNamespace()
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _OpNamespace(f"{self.name}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"stub torch cannot run the op {self.name}")
 
 
-ops = _OpNamespace()
+class _Ops:
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _OpNamespace(name)
+
+
+ops = _Ops()
+
+
+def _define(qualname, schema, **kwargs):
+    _defined.append(qualname)
+
+
+library = types.SimpleNamespace(define=_define)
+_C._dispatch_get_all_op_names = lambda: list(_defined)

@@ -1,0 +1,165 @@
+# `kernels check`: imports locked kernels in the project's interpreter.
+#
+# Reads one JSON request on stdin (see `src/install/check.rs`, `Request`) and
+# writes one line per event on stdout, each `MARK` + JSON, flushed: `start`
+# (the installed `kernels` and the mechanism used), `begin` before each import
+# (so that a crash names the kernel) and `result` after it. Everything the
+# kernels print goes to stderr.
+import contextlib
+import importlib.util
+import json
+import re
+import sys
+import traceback
+import types
+import warnings
+from pathlib import Path
+
+MARK = "@kernels-check@ "
+OPS_LIMIT = 64
+LINE_LIMIT = 300
+TRACEBACK_FRAMES = 4
+
+# Importing must leave the cache as it is: no `__pycache__` beside the sources.
+sys.dont_write_bytecode = True
+
+# `python -c` puts the working directory first on `sys.path`; an application
+# does not import its kernels from there, so neither does the check.
+if sys.path and sys.path[0] == "":
+    sys.path.pop(0)
+
+request = json.loads(sys.stdin.read())
+real_stdout = sys.stdout
+
+
+def emit(event):
+    real_stdout.write(MARK + json.dumps(event) + "\n")
+    real_stdout.flush()
+
+
+def clip(line):
+    line = line.rstrip()
+    return line if len(line) <= LINE_LIMIT else line[: LINE_LIMIT - 1] + "…"
+
+
+def release(version):
+    match = re.match(r"(\d+)\.(\d+)", version or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+runtime = None
+try:
+    import importlib.metadata as md
+
+    runtime = md.version("kernels")
+except Exception:
+    pass
+low, high = request["runtime_reads"]
+found = release(runtime)
+through_runtime = (
+    found is not None and found >= tuple(low) and (high is None or found < tuple(high))
+)
+emit({"event": "start", "runtime": runtime, "load_kernel": through_runtime})
+
+
+def load_direct(index, kernel):
+    variant = Path(kernel["variant_dir"])
+    init = variant / "__init__.py"
+    if not init.exists():
+        init = variant / kernel["package"] / "__init__.py"
+    if not init.exists():
+        raise FileNotFoundError(
+            "no kernel module in %s: neither __init__.py nor %s/__init__.py"
+            % (variant, kernel["package"])
+        )
+    name = "_kernels_check_%d_%s" % (index, kernel["package"])
+    spec = importlib.util.spec_from_file_location(
+        name, init, submodule_search_locations=[str(init.parent)]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def load(index, kernel):
+    if through_runtime:
+        import kernels
+
+        return kernels.load_kernel(kernel["repo_id"], lockfile=Path(request["lockfile"]))
+    return load_direct(index, kernel)
+
+
+def torch_ops(namespace, ops):
+    prefix = namespace + "::"
+    try:
+        import torch
+
+        every = torch._C._dispatch_get_all_op_names()
+        return sorted({n[len(prefix) :].split(".")[0] for n in every if n.startswith(prefix)})
+    except Exception:
+        try:
+            return sorted(set(ops))
+        except Exception:
+            return []
+
+
+def ops_of(module):
+    ops = getattr(module, "ops", None)
+    if ops is None:
+        ops = getattr(getattr(module, "_ops", None), "ops", None)
+    namespace = getattr(ops, "name", None)
+    if isinstance(namespace, str) and namespace:
+        names = torch_ops(namespace, ops)
+        return {"kind": "torch_ops", "namespace": namespace, "names": names[:OPS_LIMIT], "total": len(names)}
+    public = getattr(module, "__all__", None)
+    if not isinstance(public, (list, tuple)):
+        public = [n for n in dir(module) if not n.startswith("_")]
+    names = []
+    for name in public:
+        value = getattr(module, str(name), None)
+        if callable(value) and not isinstance(value, types.ModuleType):
+            names.append(str(name))
+    names = sorted(set(names))
+    return {"kind": "callables", "namespace": None, "names": names[:OPS_LIMIT], "total": len(names)}
+
+
+def failure(error):
+    lines = traceback.format_exception_only(type(error), error)
+    message = [clip(l) for l in "".join(lines).strip().splitlines()][:6]
+    # The import machinery's frames and this snippet's say nothing about the
+    # kernel; neither do the `^^^` markers under a line.
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith("<frozen ") and frame.filename != "<string>"
+    ]
+    frames = traceback.format_list(frames[-TRACEBACK_FRAMES:])
+    tail = [clip(l) for l in "".join(frames).splitlines() if l.strip(" ^~")]
+    return {"loaded": False, "error": message, "traceback": tail}
+
+
+for index, kernel in enumerate(request["kernels"]):
+    emit({"event": "begin", "index": index})
+    result = {"event": "result", "index": index}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                module = load(index, kernel)
+                result.update(
+                    loaded=True,
+                    file=getattr(module, "__file__", None),
+                    module=module.__name__,
+                    ops=ops_of(module),
+                )
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:
+            result.update(failure(error))
+    result["warnings"] = [clip(str(w.message)) for w in caught][:8]
+    emit(result)
