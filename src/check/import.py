@@ -3,11 +3,13 @@
 # Reads one JSON request on stdin (see `src/install/check.rs`, `Request`) and
 # writes one line per event on stdout, each `MARK` + JSON, flushed: `start`
 # (the installed `kernels` and the mechanism used), `begin` before each import
-# (so that a crash names the kernel) and `result` after it. Everything the
+# (so that a crash names the kernel) and `result` after it, with the Python
+# warnings and the WARNING records logged while it loaded. Everything the
 # kernels print goes to stderr.
 import contextlib
 import importlib.util
 import json
+import logging
 import re
 import sys
 import traceback
@@ -143,9 +145,25 @@ def failure(error):
     return {"loaded": False, "error": message, "traceback": tail}
 
 
+class Recorder(logging.Handler):
+    """Keeps the warnings the runtime logs while a kernel loads."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        try:
+            self.messages.append(record.getMessage())
+        except Exception:
+            pass
+
+
 for index, kernel in enumerate(request["kernels"]):
     emit({"event": "begin", "index": index})
     result = {"event": "result", "index": index}
+    recorder = Recorder()
+    logging.getLogger().addHandler(recorder)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -161,5 +179,7 @@ for index, kernel in enumerate(request["kernels"]):
             raise
         except BaseException as error:
             result.update(failure(error))
-    result["warnings"] = [clip(str(w.message)) for w in caught][:8]
+    logging.getLogger().removeHandler(recorder)
+    messages = [str(w.message) for w in caught] + recorder.messages
+    result["warnings"] = [clip(m) for m in messages][:8]
     emit(result)

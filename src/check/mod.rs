@@ -228,6 +228,8 @@ pub enum ImportOutcome {
         /// The innermost frames of the traceback (at most 4), or the tail of
         /// the interpreter's stderr when it died.
         traceback: Vec<String>,
+        /// Python warnings and logged warnings before it failed (at most 8).
+        warnings: Vec<String>,
     },
     /// Not tried: the interpreter died before reaching it.
     NotRun,
@@ -244,7 +246,8 @@ pub struct Loaded {
     pub module: String,
     /// The ops it registered.
     pub ops: Ops,
-    /// Python warnings raised while importing it (at most 8).
+    /// Python warnings and WARNING records logged (the runtime's validators
+    /// log theirs) while importing it, at most 8.
     pub warnings: Vec<String>,
 }
 
@@ -443,6 +446,7 @@ fn outcomes(
                             "the interpreter exited ({status}) while importing this kernel"
                         )],
                         traceback: tail,
+                        warnings: Vec::new(),
                     }
                 }
                 None => ImportOutcome::NotRun,
@@ -460,6 +464,7 @@ fn outcome_of(target: &ImportTarget, result: ResultEvent) -> ImportOutcome {
         return ImportOutcome::Failed {
             error: result.error,
             traceback: result.traceback,
+            warnings: result.warnings,
         };
     }
     let variant_dir = result

@@ -344,11 +344,14 @@ fn print_import(printer: &Printer, kernel: &KernelImport) {
                     loaded.variant, target.variant
                 ));
             }
-            for warning in &loaded.warnings {
-                printer.status(format_args!("warning: {label}: {warning}"));
-            }
+            print_warnings(printer, &label, &loaded.warnings);
         }
-        ImportOutcome::Failed { error, traceback } => {
+        ImportOutcome::Failed {
+            error,
+            traceback,
+            warnings,
+        } => {
+            print_warnings(printer, &label, warnings);
             printer.data(format_args!(
                 "{label}: failed to import `{}`",
                 target.variant
@@ -366,6 +369,13 @@ fn print_import(printer: &Printer, kernel: &KernelImport) {
         ImportOutcome::NotRun => printer.data(format_args!(
             "{label}: not imported (the interpreter exited before it)"
         )),
+    }
+}
+
+/// What Python warned while importing one kernel, on stderr.
+fn print_warnings(printer: &Printer, label: &str, warnings: &[String]) {
+    for warning in warnings {
+        printer.status(format_args!("warning: {label}: {warning}"));
     }
 }
 
@@ -458,8 +468,13 @@ fn import_doc(kernel: &KernelImport) -> CheckedKernelDoc<'_> {
             });
             doc.warnings = &loaded.warnings;
         }
-        ImportOutcome::Failed { error, traceback } => {
+        ImportOutcome::Failed {
+            error,
+            traceback,
+            warnings,
+        } => {
             doc.status = "failed";
+            doc.warnings = warnings;
             doc.error = Some(ImportErrorDoc {
                 message: error,
                 traceback,

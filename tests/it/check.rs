@@ -55,7 +55,8 @@ fn write_kernel(mirror: &Path, name: &str, sha: char, extra: &str) {
 }
 
 /// The mirror: `acme/good` imports; `acme/broken`'s `_ops.py` raises;
-/// `acme/dies` ends the interpreter (`os._exit(3)`) while importing.
+/// `acme/dies` ends the interpreter (`os._exit(3)`) while importing;
+/// `acme/dirty` imports and says it was built from a dirty tree.
 fn mirror(mirror: &Path) {
     write_kernel(mirror, "good", '1', "");
     write_kernel(
@@ -65,6 +66,17 @@ fn mirror(mirror: &Path) {
         "raise RuntimeError(\"_broken_cpu_1234567: this build needs a GPU\")",
     );
     write_kernel(mirror, "dies", '3', "import os\nos._exit(3)");
+    // `acme/dirty` imports, built from a dirty tree (0.17.2 logs a warning).
+    write_kernel(mirror, "dirty", '4', "");
+    let metadata =
+        mirror.join("repos/kernels/acme/dirty/commits/c1/tree/build/torch-cpu/metadata.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&metadata).unwrap()).unwrap();
+    value["provenance"] = serde_json::json!({
+        "kernel-builder": {"version": "0.17.0", "commit": "a".repeat(40), "dirty": false},
+        "kernel": {"commit": "b".repeat(40), "dirty": true}
+    });
+    fs_err::write(&metadata, value.to_string()).unwrap();
 }
 
 /// A project depending on `kernels` (`acme/<name>` = 1 each), its Python the
@@ -205,8 +217,16 @@ fn check_points_to_download_when_a_kernel_is_not_in_the_cache() {
 
 #[test]
 fn check_loads_a_0_17_lock_through_the_reference_runtime() {
-    let context = project(&["good", "broken"], "kernels-0.17.2");
-    context.run_ok(&["lock", "--trust", "acme/good", "--trust", "acme/broken"]);
+    let context = project(&["good", "broken", "dirty"], "kernels-0.17.2");
+    context.run_ok(&[
+        "lock",
+        "--trust",
+        "acme/good",
+        "--trust",
+        "acme/broken",
+        "--trust",
+        "acme/dirty",
+    ]);
     // The 0.17 format: `{"dependency": …, "lock": {"commit": …}}` entries, by name.
     let lock: serde_json::Value = serde_json::from_str(&context.lockfile()).unwrap();
     assert_eq!(
