@@ -17,7 +17,7 @@ use crate::check::{
 };
 use crate::cli::settings::Settings;
 use crate::lock::format::LOCK_FILE_NAME;
-use crate::variant::project_python;
+use crate::variant::ProjectPython;
 
 /// Arguments of `kernels check`.
 #[derive(Debug, clap::Args)]
@@ -108,7 +108,8 @@ pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::R
     let json = args.format == super::OutputFormat::Json;
     let printer = &printer.quiet_if(json);
     let project_dir = &args.project.project_dir;
-    let read = read_lock(project_dir, &args.select(), printer).inspect_err(|report| {
+    let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
+    let read = read_lock(project_dir, &args.select(), &python, printer).inspect_err(|report| {
         if json {
             print_failure(settings, printer, report);
         }
@@ -122,10 +123,9 @@ pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::R
     } = read;
     let located = locate(&settings.cache(), repo_type, &kernels, &selection);
     let Located { ready, not_ready } = located;
-    let python = project_python(project_dir, super::settings::virtual_env().as_deref());
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     let inputs = ImportInputs {
-        python: &python,
+        python: python.path(),
         cache_dir: &settings.cache_dir,
         lock_path: &lock_path,
         lock_format: format,

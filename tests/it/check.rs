@@ -242,8 +242,7 @@ fn check_loads_a_0_17_lock_through_the_reference_runtime() {
 
 /// A variant-hash lock (reference 0.16): reference 0.16.2 loads it through
 /// `load_kernel`; with 0.17.2 installed instead, which cannot read that
-/// format, the variant is imported directly and the check fails, naming the
-/// runtime and the fix.
+/// format, the check fails naming the runtime and the fix.
 #[test]
 fn check_uses_the_installed_runtime_only_when_it_reads_the_lock() {
     let context = project(&["good"], "kernels-0.16.2");
@@ -259,12 +258,25 @@ fn check_uses_the_installed_runtime_only_when_it_reads_the_lock() {
     snap("check_reference_0_16", &out);
     assert_eq!(out.status.code(), Some(0));
 
-    let out = context
-        .kernels_without_hub()
-        .arg("check")
-        .env("VIRTUAL_ENV", common::pyref_root().join("kernels-0.17.2"))
-        .output()
-        .unwrap();
+    // With 0.17.2 installed, the target-runtime choice already refuses the
+    // lock; told to target 0.16.2, the check still finds the interpreter's
+    // runtime and fails after importing directly.
+    let with_0_17 = |args: &[&str]| {
+        context
+            .kernels_without_hub()
+            .arg("check")
+            .args(args)
+            .env("VIRTUAL_ENV", common::pyref_root().join("kernels-0.17.2"))
+            .output()
+            .unwrap()
+    };
+    let out = with_0_17(&[]);
     snap("check_reference_0_17_variant_hash_lock", &out);
+    assert_eq!(out.status.code(), Some(1));
+    let out = with_0_17(&["--target-runtime", "0.16.2"]);
+    snap(
+        "check_reference_0_17_variant_hash_lock_targeting_0_16",
+        &out,
+    );
     assert_eq!(out.status.code(), Some(1));
 }
