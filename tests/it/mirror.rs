@@ -4,34 +4,16 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use kernels_test_support::{self as common, Server, snapshot};
+use kernels_test_support::{self as common, TestContext, snapshot};
 use serde_json::{Value, json};
 
-const TGI: &str = "fixtures/projects/tgi-server-db931fcf";
+/// The text-generation-inference project of `fixtures/projects`.
+const TGI: &str = "tgi-server-db931fcf";
 
-fn run(endpoint: &str, cache: &Path, args: &[&str]) -> Output {
-    common::kernels(endpoint, cache)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "failed: {err}");
-    err
-}
-
-fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    fs_err::copy(
-        common::repo_root().join(TGI).join("pyproject.toml"),
-        dir.path().join("pyproject.toml"),
-    )
-    .unwrap();
-    dir
+/// A context with the TGI project, serving what `context` makes.
+fn tgi(context: TestContext) -> TestContext {
+    context.with_fixture_project(TGI)
 }
 
 fn control(endpoint: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
@@ -110,58 +92,43 @@ fn hub_answers(endpoint: &str, repo: &str, rev: &str, variant: &str) -> Value {
 
 #[test]
 fn round_trip_of_the_tgi_project() {
-    let a = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
-    let scratch = tempfile::tempdir().unwrap();
-    let project_a = project();
-    let dir_a = project_a.path().to_str().unwrap();
-    ok(&run(&a.endpoint, scratch.path(), &["lock", dir_a]));
+    let a = tgi(TestContext::with_test_control());
+    snapshot!("round_trip_lock_a", a.run_ok(&["lock"]));
 
-    let out = tempfile::tempdir().unwrap();
-    let mirror = out.path().join("mirror");
+    let mirror = a.tmp.path().join("mirror");
     let m = mirror.to_str().unwrap();
-    ok(&run(
-        &a.endpoint,
-        scratch.path(),
-        &["mirror", dir_a, "--out", m],
-    ));
+    // Every kernel of the lock, its files and the totals.
+    snapshot!("round_trip_mirror", a.run_ok(&["mirror", ".", "--out", m]));
 
     // B answers `kernels lock` and `kernels download` exactly as A.
-    let b = Server::start(&mirror);
-    let project_b = project();
-    let dir_b = project_b.path().to_str().unwrap();
-    ok(&run(&b.endpoint, scratch.path(), &["lock", dir_b]));
+    let b = tgi(TestContext::with_mirror(&mirror));
+    snapshot!("round_trip_lock_b", b.run_ok(&["lock"]));
     assert_eq!(
-        fs_err::read(project_a.path().join("kernels.lock")).unwrap(),
-        fs_err::read(project_b.path().join("kernels.lock")).unwrap(),
+        a.lockfile(),
+        b.lockfile(),
         "the lock against the mirror differs"
     );
-    let (cache_a, cache_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    ok(&run(
-        &a.endpoint,
-        cache_a.path(),
-        &["download", dir_a, "--all-variants"],
-    ));
-    ok(&run(
-        &b.endpoint,
-        cache_b.path(),
-        &["download", dir_b, "--all-variants"],
-    ));
-    let (tree_a, tree_b) = (tree(cache_a.path()), tree(cache_b.path()));
+    snapshot!(
+        "round_trip_download_a",
+        a.run_ok(&["download", "--all-variants"])
+    );
+    snapshot!(
+        "round_trip_download_b",
+        b.run_ok(&["download", "--all-variants"])
+    );
+    let (tree_a, tree_b) = (tree(&a.cache), tree(&b.cache));
     assert_eq!(
         tree_a.keys().collect::<Vec<_>>(),
         tree_b.keys().collect::<Vec<_>>()
     );
     assert!(tree_a == tree_b, "the caches differ");
-    ok(&run(
-        &b.endpoint,
-        cache_b.path(),
-        &["verify", dir_b, "--all-variants"],
-    ));
+    snapshot!(
+        "round_trip_verify_b",
+        b.run_ok(&["verify", "--all-variants"])
+    );
 
     // huggingface_hub gets the same refs (those the mirror keeps), listing and files.
-    let lock: Value =
-        serde_json::from_slice(&fs_err::read(project_a.path().join("kernels.lock")).unwrap())
-            .unwrap();
+    let lock: Value = serde_json::from_str(&a.lockfile()).unwrap();
     let first = &lock[0];
     let (repo, sha) = (
         first["repo_id"].as_str().unwrap(),
@@ -173,8 +140,8 @@ fn round_trip_of_the_tgi_project() {
         .keys()
         .next()
         .unwrap();
-    let from_a = hub_answers(&a.endpoint, repo, sha, variant);
-    let from_b = hub_answers(&b.endpoint, repo, sha, variant);
+    let from_a = hub_answers(a.endpoint(), repo, sha, variant);
+    let from_b = hub_answers(b.endpoint(), repo, sha, variant);
     assert_eq!(from_a["tree"], from_b["tree"]);
     assert_eq!(from_a["files"], from_b["files"]);
     assert!(!from_b["files"].as_object().unwrap().is_empty());
@@ -191,15 +158,13 @@ fn round_trip_of_the_tgi_project() {
             .any(|t| t == sha)
     );
 
-    // Re-running fetches nothing: no file request reaches A.
-    control(&a.endpoint, reqwest::Method::POST, "reset", None);
-    let again = ok(&run(
-        &a.endpoint,
-        scratch.path(),
-        &["mirror", dir_a, "--out", m],
-    ));
-    assert!(again.contains("0 new commit(s)"), "{again}");
-    let log = control(&a.endpoint, reqwest::Method::GET, "requests", None);
+    // Re-running fetches nothing ("0 new commit(s)"): no file request reaches A.
+    control(a.endpoint(), reqwest::Method::POST, "reset", None);
+    snapshot!(
+        "round_trip_mirror_again",
+        a.run_ok(&["mirror", ".", "--out", m])
+    );
+    let log = control(a.endpoint(), reqwest::Method::GET, "requests", None);
     let fetches: Vec<&Value> = log
         .as_array()
         .unwrap()
@@ -216,42 +181,36 @@ fn round_trip_of_the_tgi_project() {
 
 #[test]
 fn named_repos_all_refs_and_interrupted_runs() {
-    let a = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
-    let scratch = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let m = out.path().to_str().unwrap();
+    let a = TestContext::with_test_control();
+    let out = a.tmp.path().join("out");
+    let m = out.to_str().unwrap();
     let repo = "kernels-community/rotary";
-    ok(&run(
-        &a.endpoint,
-        scratch.path(),
-        &["mirror", &format!("{repo}@v0.0.2"), "--out", m],
-    ));
-    let repo_dir = out.path().join("repos/kernels").join(repo);
+    snapshot!(
+        "named_repo_at_tag",
+        a.run_ok(&["mirror", &format!("{repo}@v0.0.2"), "--out", m])
+    );
+    let repo_dir = out.join("repos/kernels").join(repo);
     let before = tree(&repo_dir);
 
     // Every file fetch fails: the run stops, the mirror is as it was and loads.
     control(
-        &a.endpoint,
+        a.endpoint(),
         reqwest::Method::POST,
         "faults",
         Some(json!({"listener": "cdn", "status": 404})),
     );
-    let failed = run(
-        &a.endpoint,
-        scratch.path(),
-        &["mirror", repo, "--all-refs", "--out", m],
-    );
+    let failed = a.run(&["mirror", repo, "--all-refs", "--out", m]);
     assert_eq!(failed.status.code(), Some(1));
+    snapshot!("all_refs_file_fetches_fail", failed);
     assert!(tree(&repo_dir) == before, "a failed run changed the mirror");
-    drop(Server::start(out.path()));
+    drop(common::Server::start(&out));
 
-    control(&a.endpoint, reqwest::Method::DELETE, "faults", None);
-    ok(&run(
-        &a.endpoint,
-        scratch.path(),
-        &["mirror", repo, "--all-refs", "--out", m],
-    ));
-    let b = Server::start(out.path());
+    control(a.endpoint(), reqwest::Method::DELETE, "faults", None);
+    snapshot!(
+        "all_refs",
+        a.run_ok(&["mirror", repo, "--all-refs", "--out", m])
+    );
+    let b = common::Server::start(&out);
     let refs = |endpoint: &str| {
         request(
             reqwest::Method::GET,
@@ -259,27 +218,22 @@ fn named_repos_all_refs_and_interrupted_runs() {
             None,
         )
     };
-    assert_eq!(refs(&a.endpoint), refs(&b.endpoint));
+    assert_eq!(refs(a.endpoint()), refs(&b.endpoint));
 }
 
 #[test]
 fn bad_input_writes_nothing() {
-    let a = Server::bundled();
-    let scratch = tempfile::tempdir().unwrap();
+    let context = TestContext::new();
     let out = tempfile::tempdir().unwrap();
 
     // A non-empty folder that is not a mirror.
     fs_err::write(out.path().join("notes.txt"), "mine").unwrap();
-    let o = run(
-        &a.endpoint,
-        scratch.path(),
-        &[
-            "mirror",
-            "kernels-community/rotary",
-            "--out",
-            out.path().to_str().unwrap(),
-        ],
-    );
+    let o = context.run(&[
+        "mirror",
+        "kernels-community/rotary",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
     snapshot!("out_is_not_a_mirror", o);
     assert_eq!(fs_err::read_dir(out.path()).unwrap().count(), 1);
 
@@ -290,8 +244,7 @@ fn bad_input_writes_nothing() {
         ("kernels-community/no-such-kernel", "missing_repository"),
         ("kernels-community/rotary@v9.9.9", "missing_revision"),
     ] {
-        let o = run(&a.endpoint, scratch.path(), &["mirror", spec, "--out", f]);
-        snapshot!(name, o);
+        snapshot!(name, context.run(&["mirror", spec, "--out", f]));
         assert!(!fresh.exists(), "{spec}: the output was created");
     }
 }
