@@ -1,7 +1,7 @@
 //! `kernels env`: what the variant choice is made from, and where each value
 //! came from; overrides for machines without a GPU or torch.
 
-use kernels_test_support as common;
+use kernels_test_support::{self as common, snapshot};
 
 fn env_cmd(dir: &std::path::Path, args: &[&str], vars: &[(&str, &str)]) -> String {
     let venv = common::pyref_root().join("kernels-0.17.2");
@@ -31,18 +31,9 @@ fn env_cmd(dir: &std::path::Path, args: &[&str], vars: &[(&str, &str)]) -> Strin
 fn env_shows_detected_values_and_their_sources() {
     let dir = tempfile::tempdir().unwrap();
     let text = env_cmd(dir.path(), &[], &[("STUB_TORCH_CUDA", "12.6")]);
-    let line = |name: &str| {
-        text.lines()
-            .find(|l| l.starts_with(name))
-            .unwrap_or_else(|| panic!("no {name} line:\n{text}"))
-            .to_owned()
-    };
-    assert!(line("Python").ends_with("(from VIRTUAL_ENV)"), "{text}");
-    assert!(line("torch").contains("2.7  (from torch in "), "{text}");
-    assert!(line("Backend").contains("CUDA 12.6"), "{text}");
-    assert!(line("C++ ABI").contains("cxx11"), "{text}");
-    assert!(line("Target runtime").contains("kernels 0.17.2"), "{text}");
-    assert!(line("Preferred").contains("-cu126-"), "{text}");
+    // Python from VIRTUAL_ENV, torch 2.7 from the stub, CUDA 12.6, the cxx11
+    // ABI, runtime 0.17.2 (installed there) and a `-cu126-` preferred variant.
+    snapshot!("env_detected_values", text);
 }
 
 #[test]
@@ -147,16 +138,9 @@ fn download_explain_names_the_choice_and_every_rejection() {
     // A torch newer than every build: each kernel says so, exit 1.
     let out = run(&NEW_TORCH);
     assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        text.matches(": no variant suits this environment").count(),
-        6,
-        "{text}"
-    );
-    assert!(
-        text.contains("  - torch27-cxx11-cu126-x86_64-linux: built for torch 2.7, not 2.13"),
-        "{text}"
-    );
+    // Each of the six kernels: "no variant suits this environment", with the
+    // torch 2.7 builds rejected as "built for torch 2.7, not 2.13".
+    snapshot!("tgi_explain_torch_too_new", out);
 }
 
 /// `acme/act`: v1 (tag v0.1.0) built for torch 2.7 only; v2 (tag v0.2.0)
@@ -304,17 +288,8 @@ fn explain_names_the_newer_versions_that_would_suit() {
     // `kernels env` in the project gives the same explanation.
     let out = run("1", "0.17.2", &["env"]);
     common::assert_ok(&out);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("acme/act@1111111: no variant suits this environment\n  - torch27-cxx11-cu126-x86_64-linux: built for torch 2.7, not 2.13\n  newer versions with a build for this environment:\n    v2 (2222222)"),
-        "{text}"
-    );
+    snapshot!("act_env_explains", out);
     // Offline, nothing newer is looked up and the command says so.
     let out = run("1", "0.17.2", &[&explain[..], &["--offline"]].concat());
-    assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .contains("newer versions were not looked up (offline)"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    snapshot!("act_explain_offline", out);
 }

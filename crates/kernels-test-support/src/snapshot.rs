@@ -7,6 +7,7 @@
 //! | loopback ports of `kernels serve` | `127.0.0.1:41234`, `localhost:39999` | `127.0.0.1:[PORT]` |
 //! | request ids of the server | `Root=1-0000002a` | `Root=1-XXXXXXXX` |
 //! | temporary folders | `/tmp/.tmpAbC123/cache` | `[TMP]/cache` |
+//! | the Python reference environments (`KERNELS_PYREF`) | `/work/kernels/.pyref/kernels-0.17.2` | `[PYREF]/kernels-0.17.2` |
 //! | the repository checkout | `/work/kernels/kernels` | `[REPO]/kernels` |
 //! | transfer rates | `1.2 MiB/s` | `[RATE]` |
 //! | durations | `0.31s`, `in 12ms` | `[TIME]`, `in [TIME]` |
@@ -86,6 +87,16 @@ pub fn filters() -> Vec<(String, String)> {
             "[TMP]".to_owned(),
         ));
     }
+    // Before the checkout: the default `.pyref/` is inside it.
+    let pyref = crate::pyref_root();
+    let mut pyref_roots = vec![pyref.clone()];
+    if let Ok(canonical) = pyref.canonicalize() {
+        pyref_roots.push(canonical);
+    }
+    for root in pyref_roots {
+        let root = root.to_string_lossy().trim_end_matches('/').to_owned();
+        out.push((escape(&root), "[PYREF]".to_owned()));
+    }
     out.push((
         escape(&crate::repo_root().to_string_lossy()),
         "[REPO]".to_owned(),
@@ -157,18 +168,21 @@ mod tests {
             "GET http://127.0.0.1:41234/api, 302 to http://localhost:39999/x\n\
              {}/hub\n\
              {}/kernels/README.md\n\
+             {}/kernels-0.17.2/bin/python\n\
              Repository not found [request id Root=1-0000002a]\n\
              Downloaded 3 files (1.2 MiB) in 12ms, 0.31s, 4.5 MiB/s\n\
              2026-12-02T00:51:27.955977Z DEBUG verifying\n\
              http://127.0.0.1:9 and torch27-cxx11-cu126 stay\n",
             tmp.display(),
-            crate::repo_root().display()
+            crate::repo_root().display(),
+            crate::pyref_root().display()
         );
         settings(&[]).bind(|| {
             insta::assert_snapshot!(text, @r"
             GET http://127.0.0.1:[PORT]/api, 302 to http://localhost:[PORT]/x
             [TMP]/cache/hub
             [REPO]/kernels/README.md
+            [PYREF]/kernels-0.17.2/bin/python
             Repository not found [request id Root=1-XXXXXXXX]
             Downloaded 3 files (1.2 MiB) in [TIME], [TIME], [RATE]
             [TIMESTAMP] DEBUG verifying
