@@ -582,10 +582,17 @@ fn download_checks(
         .env("VIRTUAL_ENV", &pyref);
     with_stub(&mut cmd);
     let out = run(cmd, "our `kernels download`").map_err(|e| context("download", e))?;
+    // The environment line names the stub's torch exactly (the rest of the
+    // transcript differs per project and reference: no snapshot here).
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if !stderr.contains("Environment: torch ") {
+    let expected = format!("Environment: {}", stub.env.describe());
+    let reported: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("Environment: "))
+        .collect();
+    if reported != [expected.as_str()] {
         return Err(format!(
-            "our download did not report the environment:\n{stderr}"
+            "our download did not report the environment as `{expected}`:\n{stderr}"
         ));
     }
     for (repo, commit, _) in &kernels {
