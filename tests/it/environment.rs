@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Output;
 
 use kernels_test_support as common;
-use kernels_test_support::{GELU_SHA, TestContext, assert_ok, stderr};
+use kernels_test_support::{GELU_SHA, TestContext, assert_ok, snapshot};
 
 fn download(world: &TestContext, home: &Path, env: &[(&str, &str)]) -> Output {
     world.lock_b(&[("acme/gelu", GELU_SHA)]);
@@ -41,15 +41,13 @@ fn hf_kernels_cache_is_honoured_with_a_note() {
     let out = download(&world, &home, &[("HF_KERNELS_CACHE", "$HOME/old-cache")]);
     assert_ok(&out);
     assert!(home.join("old-cache/kernels--acme--gelu").is_dir());
-    let err = stderr(&out);
-    assert_eq!(
-        err.matches("HF_KERNELS_CACHE is deprecated").count(),
-        1,
-        "{err}"
-    );
-    assert!(err.contains("KERNELS_CACHE instead"), "{err}");
+    // One note: "HF_KERNELS_CACHE is deprecated", use KERNELS_CACHE instead.
+    snapshot!("hf_kernels_cache_download", out);
     // `--quiet` silences it.
-    for (quiet, shown) in [(&["-q"][..], false), (&[][..], true)] {
+    for (quiet, name) in [
+        (&["-q"][..], "hf_kernels_cache_dir_quiet"),
+        (&[][..], "hf_kernels_cache_dir"),
+    ] {
         let out = common::kernels(&world.server.endpoint, &world.cache)
             .env("HF_KERNELS_CACHE", home.join("old-cache"))
             .args(quiet)
@@ -57,11 +55,6 @@ fn hf_kernels_cache_is_honoured_with_a_note() {
             .output()
             .unwrap();
         assert_ok(&out);
-        assert_eq!(
-            stderr(&out).contains("deprecated"),
-            shown,
-            "{}",
-            stderr(&out)
-        );
+        snapshot!(name, out);
     }
 }
