@@ -387,12 +387,8 @@ fn no_torch_names_the_explicit_options() {
     .unwrap();
     let out = world.download_with(&[], &[("PYTHONPATH", no_torch.to_str().unwrap())]);
     assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(err.contains("torch"), "{err}");
-    assert!(
-        err.contains("--variant") && err.contains("--all-variants"),
-        "{err}"
-    );
+    // torch cannot be imported: pass `--variant` or `--all-variants`.
+    snapshot!("no_torch", out);
     assert!(!world.cache.exists(), "cache touched");
 }
 
@@ -440,11 +436,7 @@ fn interrupted_download_resumes_with_range() {
         &[("KERNELS_MAX_RETRIES", "1")],
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("acme/gelu@2222222"),
-        "{}",
-        stderr(&out)
-    );
+    snapshot!("interrupted_twice", out);
     let repo_dir = world.repo_dir("kernel", "acme/gelu");
     let partial = repo_dir
         .join("blobs")
