@@ -542,12 +542,16 @@ fn the_cache_is_tagged_as_huggingface_hub_tags_it_and_cache_commands_ignore_the_
     assert_eq!(fs_err::read(&tag).unwrap(), ours);
 
     // A tag someone else wrote is kept as it is.
-    fs_err::write(&tag, "Signature: 8a477f597d28d172789f06886806bc55\n").unwrap();
+    fs_err::write(
+        &tag,
+        "Signature: 8a477f597d28d172789f06886806bc55\n# another tool\n",
+    )
+    .unwrap();
     fs_err::remove_dir_all(repo_dir(&world, "acme/gelu")).unwrap();
     assert_ok(&world.download(&["--all-variants"]));
     assert_eq!(
         fs_err::read_to_string(&tag).unwrap(),
-        "Signature: 8a477f597d28d172789f06886806bc55\n"
+        "Signature: 8a477f597d28d172789f06886806bc55\n# another tool\n"
     );
 
     // A complete read-only cache without a tag: the command succeeds and

@@ -20,18 +20,34 @@ pub const CACHEDIR_TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
 #\thttps://bford.info/cachedir/\n";
 
 /// Writes [`CACHEDIR_TAG`] to `<root>/CACHEDIR.TAG` when nothing of that name
-/// exists (a file already there, whatever its content, is left alone), through
-/// the one atomic write, so that a concurrent reader never sees half a tag.
+/// exists; a file already there, whatever its content, is left alone, except a
+/// strict prefix of the tag (what a process killed while writing it leaves),
+/// which is completed. Returns whether it wrote.
+///
+/// The file is created with `O_EXCL` and written in place with one write of
+/// 191 bytes, as `huggingface_hub` writes it, not through a temporary file: a
+/// process killed there leaves at worst a partial tag (completed by the next
+/// run), never a stray temporary file in the cache root, and of several
+/// processes tagging one cache exactly one creates the file.
 ///
 /// Best effort, as `huggingface_hub` (which ignores any `OSError`): a root that
-/// is read-only or missing is no error; `false` says nothing was written.
+/// is read-only or missing is no error.
 pub fn ensure_tag(root: &Path) -> bool {
+    use std::io::Write as _;
     let path = root.join(CACHEDIR_TAG_NAME);
-    match fs_err::symlink_metadata(&path) {
-        Err(err) if err.kind() == ErrorKind::NotFound => {
-            crate::write_atomic(&path, CACHEDIR_TAG.as_bytes()).is_ok()
+    let tag = CACHEDIR_TAG.as_bytes();
+    match fs_err::read(&path) {
+        Ok(existing) if existing.len() < tag.len() && tag.starts_with(&existing) => {
+            fs_err::write(&path, tag).is_ok()
         }
-        _ => false,
+        Ok(_) => false,
+        Err(err) if err.kind() == ErrorKind::NotFound => fs_err::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(tag))
+            .is_ok(),
+        Err(_) => false,
     }
 }
 
@@ -50,13 +66,24 @@ mod tests {
         assert_eq!(written.len(), 191);
         assert_eq!(written, CACHEDIR_TAG.as_bytes());
         // A tag already there, even a different one, is kept.
-        fs_err::write(&path, "Signature: 8a477f597d28d172789f06886806bc55\n").unwrap();
+        fs_err::write(
+            &path,
+            "Signature: 8a477f597d28d172789f06886806bc55\n# another tool\n",
+        )
+        .unwrap();
         assert!(!ensure_tag(dir.path()));
         assert_eq!(
             fs_err::read_to_string(&path).unwrap(),
-            "Signature: 8a477f597d28d172789f06886806bc55\n"
+            "Signature: 8a477f597d28d172789f06886806bc55\n# another tool\n"
         );
-        // No leftovers of the atomic write.
+        // What a killed writer left is completed.
+        fs_err::write(&path, &CACHEDIR_TAG.as_bytes()[..20]).unwrap();
+        assert!(ensure_tag(dir.path()));
+        assert_eq!(fs_err::read(&path).unwrap(), CACHEDIR_TAG.as_bytes());
+        fs_err::write(&path, "").unwrap();
+        assert!(ensure_tag(dir.path()));
+        assert_eq!(fs_err::read(&path).unwrap(), CACHEDIR_TAG.as_bytes());
+        // Nothing else is written.
         let names: Vec<_> = fs_err::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())
