@@ -308,3 +308,29 @@ fn errors_name_the_cause_and_exit_1() {
         context.run(&["info", "acme/fit", "--cuda-capability", "sm_90"])
     );
 }
+
+#[test]
+fn offline_reads_what_kernels_download_stored() {
+    let context = TestContext::new()
+        .with_pyproject("[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n");
+    // A 0.10 runtime: a variant-hash lock (no metadata.json read while
+    // locking) and a `models--` cache folder, which 0.17.2 also reads offline.
+    context.run_ok(&["lock", "--target-runtime", "0.10.5"]);
+    context.run_ok(&[
+        "download",
+        "--target-runtime",
+        "0.10.5",
+        "--variant",
+        "torch211-cxx11-cu130-x86_64-linux",
+        "--variant",
+        "torch211-cxx11-rocm71-x86_64-linux",
+    ]);
+    let out = context
+        .kernels_without_hub()
+        .env("HF_HUB_OFFLINE", "1")
+        .args(["info", "kernels-community/relu", "--cuda-capability", "9.0"])
+        .output()
+        .unwrap();
+    // Only the downloaded variants are in the cache.
+    snapshot!("offline_after_download", out);
+}
