@@ -6,12 +6,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use kernels_types::fit::{Capability, FitContext, Target};
+use kernels_types::fit::{FitContext, Target};
 use kernels_types::metadata::KernelsVersion;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
-use super::args::RepoTypeArgs;
+use super::args::{RepoTypeArgs, TargetArgs};
 use super::json::{InfoDoc, InfoMetadataDoc, InfoRefusalDoc, InfoTargetsDoc, InfoVariantDoc};
 use super::printer::Printer;
 use super::settings::Settings;
@@ -21,9 +21,6 @@ use crate::info::{
     describe_dir, describe_hub, display_path,
 };
 use crate::lock::profile::{Profile, ProfileSource, RuntimeVersion};
-
-/// The `--help` section of the target flags.
-const TARGET_HEADING: &str = "Targets";
 
 /// Arguments of `kernels info`.
 #[derive(Debug, clap::Args)]
@@ -51,21 +48,15 @@ pub struct InfoArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Check each variant's archs against this CUDA compute capability
-    /// (`9.0` for H100/H200); repeatable.
-    #[arg(long = "cuda-capability", value_name = "X.Y", help_heading = TARGET_HEADING)]
-    pub cuda_capabilities: Vec<Capability>,
-
-    /// Check each variant's archs against this ROCm arch (`gfx942`; feature
-    /// flags such as `:xnack-` are dropped); repeatable.
-    #[arg(long = "rocm-arch", value_name = "GFX", help_heading = TARGET_HEADING,
-          value_parser = |s: &str| Target::rocm(s))]
-    pub rocm_archs: Vec<Target>,
+    /// `--cuda-capability`, `--rocm-arch`: the GPUs each variant's archs are
+    /// checked against (none: archs not checked).
+    #[command(flatten)]
+    pub targets: TargetArgs,
 
     /// Check each variant's `kernels-minver` against this `kernels` runtime
     /// release (`X.Y.Z`, for example `0.17.2`); it also sets the repository
     /// type (`model` up to 0.13). Without it, `kernels-minver` is not checked.
-    #[arg(long, value_name = "VERSION", help_heading = TARGET_HEADING)]
+    #[arg(long, value_name = "VERSION")]
     pub target_runtime: Option<String>,
 
     /// `--repo-type` (default `kernel`, as reference 0.17.2).
@@ -83,15 +74,6 @@ pub struct InfoArgs {
 }
 
 impl InfoArgs {
-    /// The targets the archs are checked against, in flag order.
-    fn targets(&self) -> Vec<Target> {
-        self.cuda_capabilities
-            .iter()
-            .map(|c| Target::Cuda(*c))
-            .chain(self.rocm_archs.iter().cloned())
-            .collect()
-    }
-
     fn choice(&self) -> RevisionChoice {
         match (&self.revision, self.version) {
             (Some(revision), _) => RevisionChoice::Revision(revision.clone()),
@@ -169,7 +151,7 @@ pub fn run(args: InfoArgs, settings: &Settings, printer: &Printer) -> miette::Re
     {
         printer.status(format_args!("warning: {warning}"));
     }
-    let targets = args.targets();
+    let targets = args.targets.targets();
     let context = FitContext {
         targets: &targets,
         runtime: runtime.map(|(release, _)| release),

@@ -1,6 +1,7 @@
 //! A Hub repository's revision and its variants: online (refs, the revision's
-//! commit, one listing of `build/` and the variants' `metadata.json`, stored
-//! in the Hub cache as they are read), or offline from the cache.
+//! commit, one listing of `build/` and the variants' `metadata.json`, whose
+//! blobs the Hub cache keeps), or offline from what the cache's snapshots hold
+//! (what `kernels download`, `huggingface_hub` or the runtime stored).
 
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
@@ -80,9 +81,11 @@ fn choose(
 }
 
 /// Describes `repo_id` from the Hub at the revision `choice` names, reading
-/// and storing the variants' `metadata.json` through `cache` and recording
-/// the revision's commit in the cache's `refs/` (both best effort), so that
-/// an offline run ([`describe_cached`]) finds them later. Returns the description
+/// the variants' `metadata.json` through `cache` (a blob already there costs
+/// no request; a fetched one is stored, best effort). Nothing is linked into
+/// a snapshot and no ref is written: a snapshot folder is what an offline
+/// runtime takes for a downloaded variant, and `refs/` are what the offline
+/// commands resolve versions by, so both stay as `download` left them. Returns the description
 /// and the warnings to show.
 ///
 /// # Errors
@@ -136,13 +139,6 @@ pub async fn describe_hub(
             repo_id: repo_id.clone(),
             revision: chosen.revision,
         });
-    }
-    // Best effort, as huggingface_hub: a read-only cache stays as it is.
-    if let Err(err) = cache
-        .repo(repo_id, repo_type)
-        .write_ref(&chosen.revision, commit.as_str())
-    {
-        tracing::debug!("cannot record `{}` in the cache: {err}", chosen.revision);
     }
     Ok((info, warnings))
 }

@@ -245,40 +245,19 @@ fn variants_fit_or_are_refused_for_the_targets() {
 }
 
 #[test]
-fn offline_reads_what_an_online_run_stored() {
+fn online_runs_leave_no_snapshot_or_ref_for_offline_ones() {
     let context = context();
-    snapshot!(
-        "offline_not_cached",
-        context.run(&["info", "acme/fit", "--offline"])
-    );
-    let online = context.run_ok(&["info", "acme/fit", "--cuda-capability", "9.0"]);
-    for args in [
-        &["info", "acme/fit", "--offline", "--cuda-capability", "9.0"][..],
-        &[
-            "info",
-            "acme/fit",
-            "--version",
-            "2",
-            "--offline",
-            "--cuda-capability",
-            "9.0",
-        ],
-    ] {
-        let offline = context.kernels_without_hub().args(args).output().unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&offline.stdout),
-            String::from_utf8_lossy(&online.stdout),
-            "{args:?}: {}",
-            common::stderr(&offline)
-        );
-    }
-    let out = context
-        .kernels_without_hub()
-        .env("HF_HUB_OFFLINE", "1")
-        .args(["info", "acme/fit", "--version", "3"])
-        .output()
-        .unwrap();
-    snapshot!("offline_version_not_cached", out);
+    let before = context.run(&["info", "acme/fit", "--offline"]);
+    snapshot!("offline_not_cached", before);
+    context.run_ok(&["info", "acme/fit"]);
+    // The metadata blobs are kept, but no snapshot folder (an offline runtime
+    // would take it for a downloaded variant) and no ref.
+    let folder = context.cache.join("kernels--acme--fit");
+    assert!(folder.join("blobs").is_dir());
+    assert!(!folder.join("snapshots").exists());
+    assert!(!folder.join("refs").exists());
+    let after = context.run(&["info", "acme/fit", "--offline"]);
+    assert_eq!(after.stderr, before.stderr);
 }
 
 #[test]
@@ -333,4 +312,29 @@ fn offline_reads_what_kernels_download_stored() {
         .unwrap();
     // Only the downloaded variants are in the cache.
     snapshot!("offline_after_download", out);
+    for args in [
+        &["info", "kernels-community/relu", "--version", "1"][..],
+        &["info", "kernels-community/relu", "--revision", "v1"],
+    ] {
+        let same = context
+            .kernels_without_hub()
+            .env("HF_HUB_OFFLINE", "1")
+            .args(args)
+            .args(["--cuda-capability", "9.0"])
+            .output()
+            .unwrap();
+        assert_eq!(same.stdout, out.stdout, "{args:?}");
+    }
+    let out = context
+        .kernels_without_hub()
+        .args([
+            "info",
+            "kernels-community/relu",
+            "--version",
+            "3",
+            "--offline",
+        ])
+        .output()
+        .unwrap();
+    snapshot!("offline_version_not_cached", out);
 }
