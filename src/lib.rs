@@ -6,6 +6,7 @@
 //! ```text
 //! cli/       arguments, settings (the only environment reader), printing, progress
 //! wheel/     to-wheel            mirror/    kernels mirror    check/   kernels check
+//! info/      kernels info
 //! install/   plan · fetch · engine · warm check · verify · dry-run · explain
 //! variant/   variant selection and environment detection
 //! lock/      manifest · requirement · resolver · project locking · freshness ·
@@ -15,6 +16,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod info;
 pub mod install;
 pub mod lock;
 pub mod mirror;

@@ -642,6 +642,105 @@ pub struct CacheLsDoc<'a> {
     pub repos: &'a [kernels_cache::inventory::RepoEntry],
 }
 
+/// `kernels info --format json` (schema [`InfoDoc::SCHEMA`]): the keys of
+/// reference 0.17.2's `kernels info --json` (`repo_id` and `revision`, or
+/// `path`; `name` … `python_depends` only when a `metadata.json` was read;
+/// `backends`), then `commit`, `targets` and `variants`.
+#[derive(Debug, Serialize)]
+pub struct InfoDoc<'a> {
+    /// [`InfoDoc::SCHEMA`].
+    pub schema: u32,
+    /// `info`.
+    pub command: &'static str,
+    /// `owner/name` (Hub).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repo_id: Option<String>,
+    /// The revision described (Hub).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<&'a str>,
+    /// The local repository, as given (local).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<&'a str>,
+    /// The kernel-level fields of the first readable `metadata.json`.
+    #[serde(flatten)]
+    pub metadata: Option<InfoMetadataDoc<'a>>,
+    /// The backends of the variants, sorted.
+    pub backends: Vec<&'a str>,
+    /// The commit the revision named (Hub).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<&'a CommitId>,
+    /// What the fits were checked against.
+    pub targets: InfoTargetsDoc,
+    /// Every variant, by name.
+    pub variants: Vec<InfoVariantDoc<'a>>,
+}
+
+impl InfoDoc<'_> {
+    /// The schema version.
+    pub const SCHEMA: u32 = 1;
+}
+
+/// The kernel-level fields of an [`InfoDoc`], named as the reference names
+/// them.
+#[derive(Debug, Serialize)]
+pub struct InfoMetadataDoc<'a> {
+    /// `name`.
+    pub name: Option<&'a str>,
+    /// `version`.
+    pub version: Option<u64>,
+    /// `kernels-minver`, `X.Y.Z`.
+    pub kernels_minver: Option<String>,
+    /// `license`.
+    pub license: Option<&'a str>,
+    /// `upstream`.
+    pub upstream: Option<&'a str>,
+    /// `source`.
+    pub source: Option<&'a str>,
+    /// `python-depends`.
+    pub python_depends: &'a [String],
+}
+
+/// `targets` of an [`InfoDoc`].
+#[derive(Debug, Serialize)]
+pub struct InfoTargetsDoc {
+    /// `--cuda-capability` values.
+    pub cuda_capabilities: Vec<String>,
+    /// `--rocm-arch` values, without feature flags.
+    pub rocm_archs: Vec<String>,
+    /// `--target-runtime` (`null`: `kernels-minver` not checked).
+    pub runtime: Option<String>,
+}
+
+/// One variant of an [`InfoDoc`].
+#[derive(Debug, Serialize)]
+pub struct InfoVariantDoc<'a> {
+    /// The directory under `build/`.
+    pub name: &'a str,
+    /// Its backend as the 0.17.2 runtime reads the name.
+    pub backend: &'a str,
+    /// `backend.archs` of its `metadata.json`.
+    pub archs: &'a [String],
+    /// `ok`, `missing` or `invalid`.
+    pub metadata: &'static str,
+    /// Why an `invalid` one cannot be read.
+    pub problem: Option<String>,
+    /// Whether it fits (`null`: no `metadata.json` to check).
+    pub fits: Option<bool>,
+    /// Why not: `archs`, `kernels-minver`, `python-depends` or `metadata`.
+    pub refusals: Vec<InfoRefusalDoc>,
+    /// What the runtime would warn about (dirty provenance).
+    pub warnings: Vec<String>,
+}
+
+/// One refusal of an [`InfoVariantDoc`].
+#[derive(Debug, Serialize)]
+pub struct InfoRefusalDoc {
+    /// The rule.
+    pub rule: &'static str,
+    /// For people.
+    pub message: String,
+}
+
 impl Printer {
     /// `doc` as indented JSON on stdout.
     pub fn json(&self, doc: &impl Serialize) {
@@ -921,6 +1020,62 @@ mod tests {
                 "{field}"
             );
         }
+    }
+
+    #[test]
+    fn info_documents_match_the_schema() {
+        let archs = ["8.0".to_owned()];
+        let depends = ["einops".to_owned()];
+        let commit: CommitId = "2".repeat(40).parse().unwrap();
+        let doc = InfoDoc {
+            schema: InfoDoc::SCHEMA,
+            command: "info",
+            repo_id: Some("acme/fit".to_owned()),
+            revision: Some("v2"),
+            path: None,
+            metadata: Some(InfoMetadataDoc {
+                name: Some("fit"),
+                version: Some(2),
+                kernels_minver: Some("0.17.0".to_owned()),
+                license: Some("Apache-2.0"),
+                upstream: None,
+                source: None,
+                python_depends: &depends,
+            }),
+            backends: vec!["cuda"],
+            commit: Some(&commit),
+            targets: InfoTargetsDoc {
+                cuda_capabilities: vec!["9.0".to_owned()],
+                rocm_archs: Vec::new(),
+                runtime: None,
+            },
+            variants: vec![InfoVariantDoc {
+                name: "torch28-cxx11-cu126-x86_64-linux",
+                backend: "cuda",
+                archs: &archs,
+                metadata: "ok",
+                problem: None,
+                fits: Some(false),
+                refusals: vec![InfoRefusalDoc {
+                    rule: "archs",
+                    message: "no".to_owned(),
+                }],
+                warnings: Vec::new(),
+            }],
+        };
+        matches("`kernels info`", &doc, &["variants"]);
+        let documented = example("`kernels info`");
+        let actual = to_value(&doc);
+        assert_eq!(keys(&documented["targets"]), keys(&actual["targets"]));
+        assert_eq!(
+            keys(&documented["variants"][0]["refusals"][0]),
+            keys(&actual["variants"][0]["refusals"][0])
+        );
+        // Key order is the reference's, then ours.
+        let order: Vec<String> = actual.as_object().unwrap().keys().cloned().collect();
+        let documented_order: Vec<String> =
+            documented.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(order, documented_order);
     }
 
     #[test]

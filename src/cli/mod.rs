@@ -15,6 +15,7 @@ mod check;
 mod download;
 mod env;
 mod explain;
+mod info;
 pub mod json;
 mod lock;
 mod mirror;
@@ -196,6 +197,15 @@ enum Command {
     /// In a project with a `kernels.lock`, also the variant each locked kernel
     /// gets and why every other is rejected (as `kernels download --explain`).
     Env(env::EnvCmdArgs),
+    /// Describe a kernel, and whether each of its build variants fits the targets.
+    ///
+    /// From the Hub, the cache (offline) or a local path: what reference
+    /// 0.17.2's `kernels info` prints, then each build variant with its
+    /// backend, archs and fit for `--cuda-capability`, `--rocm-arch` and
+    /// `--target-runtime`.
+    // `--version N` is the kernel's version here, as in the reference.
+    #[command(disable_version_flag = true)]
+    Info(info::InfoArgs),
     /// Resolve `[tool.kernels.dependencies]` and write `kernels.lock`.
     Lock(lock::LockArgs),
     /// Write a mirror directory of what a project locks, or of named repositories.
@@ -260,6 +270,7 @@ pub fn main() -> ExitCode {
         Command::ToWheel(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
         Command::Cache(a) => (LockModeArgs::default(), Some(&a.cache), false),
         Command::Env(a) => (LockModeArgs::default(), Some(&a.cache), false),
+        Command::Info(a) => (LockModeArgs::default(), Some(&a.cache), false),
         _ => (LockModeArgs::default(), None, false),
     };
     if let Some(dir) = cache.and_then(|c| c.cache_dir.clone()) {
@@ -386,6 +397,7 @@ fn dispatch(
             env::run(args, settings, printer)
         }
         Command::Cache(args) => cache::run(args, settings, printer),
+        Command::Info(args) => info::run(args, settings, printer),
         Command::Mirror(args) => mirror::run(args, settings, printer),
         Command::Lock(mut args) => {
             args.project.resolve(global)?;

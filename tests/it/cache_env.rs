@@ -511,3 +511,66 @@ fn cache_dir_and_ls() {
     assert_eq!(doc["repos"][0]["revisions"][0]["commit"], GELU_SHA);
     assert_eq!(doc["repos"][0]["revisions"][0]["refs"][0], "v1");
 }
+
+#[test]
+fn the_cache_is_tagged_as_huggingface_hub_tags_it_and_cache_commands_ignore_the_tag() {
+    let world = TestContext::world();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let tag = world.cache.join("CACHEDIR.TAG");
+    assert!(!tag.exists());
+    assert_ok(&world.download(&["--all-variants"]));
+    let ours = fs_err::read(&tag).unwrap();
+
+    // huggingface_hub 2.4 writes the same bytes when it stores a file.
+    let theirs = tempfile::tempdir().unwrap();
+    let script = "import sys\nfrom huggingface_hub import hf_hub_download\n\
+                  hf_hub_download(sys.argv[1], sys.argv[2], repo_type='kernel', revision=sys.argv[3])";
+    let out = common::python("hub-2.4.0", &world.server.endpoint, theirs.path())
+        .args(["-c", script, "acme/gelu", &gelu_files()[0].path, GELU_SHA])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&ours),
+        fs_err::read_to_string(theirs.path().join("CACHEDIR.TAG")).unwrap()
+    );
+
+    // `cache ls` and `cache prune` see one repository and leave the tag alone.
+    let out = kernels_cmd(&world, &["cache", "ls", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let repos: Vec<&str> = doc["repos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["folder"].as_str().unwrap())
+        .collect();
+    assert_eq!(repos, ["kernels--acme--gelu"]);
+    let out = kernels_cmd(&world, &["cache", "prune"]).output().unwrap();
+    snapshot!("prune_tagged_cache", out);
+    assert_eq!(fs_err::read(&tag).unwrap(), ours);
+
+    // A tag someone else wrote is kept as it is.
+    fs_err::write(
+        &tag,
+        "Signature: 8a477f597d28d172789f06886806bc55\n# another tool\n",
+    )
+    .unwrap();
+    fs_err::remove_dir_all(repo_dir(&world, "acme/gelu")).unwrap();
+    assert_ok(&world.download(&["--all-variants"]));
+    assert_eq!(
+        fs_err::read_to_string(&tag).unwrap(),
+        "Signature: 8a477f597d28d172789f06886806bc55\n# another tool\n"
+    );
+
+    // A complete read-only cache without a tag: the command succeeds and
+    // writes nothing (as huggingface_hub, which ignores the failed write).
+    fs_err::remove_file(&tag).unwrap();
+    fs_err::remove_dir_all(world.cache.join(".locks")).unwrap();
+    let p = world.project.display().to_string();
+    let out = read_only(&world, &["download", &p, "--all-variants"]);
+    assert_ok(&out);
+    assert!(!tag.exists());
+}

@@ -25,6 +25,7 @@ mod fleet;
 mod fuzz;
 #[cfg(target_os = "linux")]
 mod hostile;
+mod info;
 mod inspect;
 #[cfg(unix)]
 mod interpreter_runtime;

@@ -32,6 +32,8 @@ struct State {
     warnings: Mutex<Vec<CacheWarning>>,
     /// Snapshot directories already swept of stale temporary names.
     swept: Mutex<std::collections::HashSet<PathBuf>>,
+    /// Whether `CACHEDIR.TAG` was looked for (once per cache and process).
+    tag_checked: AtomicBool,
 }
 
 impl State {
@@ -304,9 +306,15 @@ impl RepoCache {
         Ok(lock)
     }
 
-    /// Creates `dir` (inside this cache) without following a symlink that leads out of it.
+    /// Creates `dir` (inside this cache) without following a symlink that
+    /// leads out of it. Every write into the cache goes through here, so the
+    /// first one of a process also tags the root ([`crate::ensure_tag`]).
     pub(crate) fn create_dir(&self, dir: &Path) -> Result<(), CacheError> {
-        fsx::create_dir_inside(&self.root, dir)
+        fsx::create_dir_inside(&self.root, dir)?;
+        if !self.state.tag_checked.swap(true, Ordering::Relaxed) {
+            crate::ensure_tag(&self.root);
+        }
+        Ok(())
     }
 
     /// Whether snapshot files are copies rather than links (symlinks disabled

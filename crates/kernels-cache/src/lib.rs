@@ -14,9 +14,10 @@
 //!
 //! Invariants kept by this module: a file named `blobs/<etag>` is always complete
 //! and verified (it is written as `.incomplete`, fsynced and renamed), and a
-//! snapshot link is only created after its blob is in place. Anything else found
-//! in the cache (`trees/`, `CACHEDIR.TAG`, `.no_exist/`, other tools' temp
-//! files) is left alone.
+//! snapshot link is only created after its blob is in place. The first write of
+//! a process into a cache also writes `CACHEDIR.TAG` in the root when it is
+//! missing, as `huggingface_hub` 1.9+ does. Anything else found in the cache
+//! (`trees/`, `.no_exist/`, other tools' temp files) is left alone.
 
 mod blob;
 pub mod fsx;
@@ -24,6 +25,7 @@ pub mod inventory;
 mod layout;
 mod lock;
 mod refs;
+mod tag;
 
 pub use blob::{BlobWriter, PartialBlob, file_matches, hash_file};
 /// The one atomic write ([`kernels_fs`]: temporary file, `fsync`, rename,
@@ -37,6 +39,7 @@ pub use layout::{
 };
 pub use lock::BlobLock;
 pub use refs::CachedRef;
+pub use tag::{CACHEDIR_TAG, CACHEDIR_TAG_NAME, ensure_tag};
 
 /// Something the cache adapted to, for the caller to report once (the library
 /// never prints).

@@ -449,6 +449,69 @@ impl BuildVariant {
         }
         self.name.strip_prefix("torch-")
     }
+
+    /// The backend name the reference 0.17.2 variant parser (`variants.py`
+    /// `parse_variant`) reads from this name, `None` where that parser rejects
+    /// the name (the reference then skips it with a warning). That parser is
+    /// laxer than [`BuildVariant::parse`] about the CPU and OS of an arch
+    /// variant (any text), and about noarch names (everything after `torch-`);
+    /// stricter about the bare `xpu` tag and a cxx tag on tvm-ffi builds. The
+    /// family names are those of [`Backend::family`]: `cuda`, `rocm`, `xpu`,
+    /// `cann`, `cpu`, `metal`, `neuron`, `tpu`.
+    ///
+    /// ```
+    /// use kernels_types::variant_name::BuildVariant;
+    /// let backend = |name: &str| BuildVariant::parse(name).runtime_backend();
+    /// assert_eq!(backend("torch27-cxx11-cu126-x86_64-linux").as_deref(), Some("cuda"));
+    /// assert_eq!(backend("torch-stable-abi29-rocm63-x86_64-linux").as_deref(), Some("rocm"));
+    /// assert_eq!(backend("torch28-cxx11-cpu-riscv64-linux").as_deref(), Some("cpu"));
+    /// assert_eq!(backend("torch-universal").as_deref(), Some("universal"));
+    /// assert_eq!(backend("tvm-ffi01-metal-aarch64-darwin").as_deref(), Some("metal"));
+    /// assert_eq!(backend("torch27-cxx11-xpu-x86_64-linux"), None);
+    /// assert_eq!(backend("torch27-cxx11-cu126-x86_64"), None);
+    /// assert_eq!(backend("csrc"), None);
+    /// ```
+    pub fn runtime_backend(&self) -> Option<String> {
+        let parts: Vec<&str> = self.name.split('-').collect();
+        let framework_digits = |s: &str| s.len() >= 2 && s.bytes().all(|b| b.is_ascii_digit());
+        if self.name.starts_with("torch-stable-abi") {
+            let digits = parts.get(2)?.strip_prefix("abi")?;
+            return framework_digits(digits)
+                .then(|| runtime_arch_backend(&parts[3..]))
+                .flatten();
+        }
+        match parts.as_slice() {
+            ["torch", rest @ ..] => Some(rest.join("-")),
+            [torch, tag, rest @ ..]
+                if torch.starts_with("torch") && matches!(*tag, "cxx11" | "cxx98") =>
+            {
+                framework_digits(&torch["torch".len()..])
+                    .then(|| runtime_arch_backend(rest))
+                    .flatten()
+            }
+            [torch, rest @ ..] if torch.starts_with("torch") => {
+                framework_digits(&torch["torch".len()..])
+                    .then(|| runtime_arch_backend(rest))
+                    .flatten()
+            }
+            ["tvm", ffi, rest @ ..] => framework_digits(ffi.strip_prefix("ffi")?)
+                .then(|| runtime_arch_backend(rest))
+                .flatten(),
+            _ => None,
+        }
+    }
+}
+
+/// The backend of `{compute}-{cpu}-{os}` as reference 0.17.2 reads it: exactly
+/// three parts, any CPU and OS, a compute tag with its version digits.
+fn runtime_arch_backend(parts: &[&str]) -> Option<String> {
+    let [compute, _, _] = parts else {
+        return None;
+    };
+    match Backend::parse(compute)? {
+        Backend::Xpu(None) => None,
+        backend => Some(backend.family().to_owned()),
+    }
 }
 
 fn parse_kind(name: &str) -> Option<VariantKind> {

@@ -1,11 +1,12 @@
-//! The `kernel-depends` of one commit: every variant's `metadata.json`, read
-//! from the Hub cache or fetched (and then stored there), parsed by the one
+//! The `metadata.json` of every variant of one commit ([`variant_metadata`],
+//! also read by `kernels info`) and the `kernel-depends` they list
+//! ([`kernel_depends`]): read from the Hub cache or fetched (and then stored
+//! there), a bounded number at a time, parsed by the one
 //! model, [`kernels_types::metadata::Metadata`] (lenient to unknown keys,
 //! strict where a known field is malformed).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use futures_util::future::join_all;
 use kernels_hub::{HubClient, HubError, Target};
 use kernels_types::metadata::{self, DependencyVersion, Metadata};
 use kernels_types::repo_id::RepoId;
@@ -35,28 +36,110 @@ pub async fn kernel_depends(
     commit: &CommitId,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<metadata::KernelDependency>, LockError> {
+    let Some(read) = variant_metadata(client, cache, repo_type, repo_id, commit).await? else {
+        return Ok(Vec::new());
+    };
+    for name in &read.invalid {
+        warnings.push(format!(
+            "Repository {repo_id} (revision: {commit}) contains invalid build variant: {name:?}"
+        ));
+    }
+    let mut out: Vec<metadata::KernelDependency> = Vec::new();
+    for (_, answer) in read.variants {
+        for dep in answer?.kernel_depends {
+            if !out.contains(&dep) {
+                out.push(dep);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The `metadata.json` of every variant of one commit ([`variant_metadata`]).
+#[derive(Debug)]
+pub struct VariantMetadata {
+    /// Variant directory (named `torch…` or `tvm-ffi…`) → its parsed
+    /// `metadata.json`, or [`LockError::MissingMetadata`] /
+    /// [`LockError::InvalidMetadata`] / the fetch's error; in name order.
+    pub variants: Vec<(String, Result<Metadata, LockError>)>,
+    /// Directories under `build/` that are no variant (`csrc`).
+    pub invalid: BTreeSet<String>,
+}
+
+/// How many `metadata.json` files one commit reads at the same time.
+const METADATA_CONCURRENCY: usize = 8;
+
+/// The `metadata.json` of every variant of `repo_id` at `commit`: one
+/// recursive listing of `build/`, then each distinct blob read once (variants
+/// of one build usually share it), at most [`METADATA_CONCURRENCY`] at a time,
+/// from the Hub cache when `cache` holds it, else fetched (and stored there).
+/// `None` when the commit has no `build/`.
+///
+/// # Errors
+/// The listing's [`HubError`], and the first fetch that failed for another
+/// reason than the file itself; a variant's own problem (no `metadata.json`,
+/// or one the model refuses) is that variant's answer.
+pub async fn variant_metadata(
+    client: &HubClient,
+    cache: Option<&MetadataCache>,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &CommitId,
+) -> Result<Option<VariantMetadata>, LockError> {
     let entries = match client
         .list_tree(repo_type, repo_id, commit.as_str(), "build", true)
         .await
     {
         Ok(entries) => entries,
-        Err(HubError::EntryNotFound { .. }) => return Ok(Vec::new()),
+        Err(HubError::EntryNotFound { .. }) => return Ok(None),
         Err(err) => return Err(err.into()),
     };
     let files = MetadataFiles::from_listing(&entries);
-    for name in &files.invalid {
-        warnings.push(format!(
-            "Repository {repo_id} (revision: {commit}) contains invalid build variant: {name:?}"
-        ));
-    }
     let at = At {
         client,
         repo_type,
         repo_id,
         commit,
     };
-    let by_blob = files.fetch(&at, cache).await;
-    files.merge(by_blob, &at)
+    let mut by_blob = files.fetch(&at, cache).await;
+    // A fetch that failed for another reason than the file itself fails the
+    // whole read (the first such, in name order).
+    let failed = files.variants.values().flatten().find(|oid| {
+        by_blob.get(*oid).is_some_and(|answer| {
+            !matches!(
+                answer,
+                Ok(_) | Err(LockError::InvalidMetadata { .. } | LockError::MissingMetadata { .. })
+            )
+        })
+    });
+    if let Some(Some(Err(err))) = failed.copied().map(|oid| by_blob.remove(&oid)) {
+        return Err(err);
+    }
+    let variants = files
+        .variants
+        .iter()
+        .map(|(variant, oid)| {
+            let answer = match oid.and_then(|oid| by_blob.get(&oid)) {
+                None => Err(at.missing(variant)),
+                Some(Ok(metadata)) => Ok(metadata.clone()),
+                // Variants sharing a blob each name their own file.
+                Some(Err(LockError::InvalidMetadata { problem, .. })) => {
+                    Err(LockError::InvalidMetadata {
+                        repo_id: repo_id.clone(),
+                        commit: commit.clone(),
+                        variant: variant.clone(),
+                        problem: problem.clone(),
+                    })
+                }
+                Some(Err(_)) => Err(at.missing(variant)),
+            };
+            (variant.clone(), answer)
+        })
+        .collect();
+    Ok(Some(VariantMetadata {
+        variants,
+        invalid: files.invalid,
+    }))
 }
 
 /// The lock-file form of a `kernel-depends` entry.
@@ -99,8 +182,8 @@ struct MetadataFiles {
     invalid: BTreeSet<String>,
 }
 
-/// The `kernel-depends` of each fetched blob, by blob id.
-type ByBlob = HashMap<Digest, Result<Vec<metadata::KernelDependency>, LockError>>;
+/// Each fetched blob's parsed `metadata.json`, by blob id.
+type ByBlob = HashMap<Digest, Result<Metadata, LockError>>;
 
 impl MetadataFiles {
     fn from_listing(entries: &[TreeEntry]) -> Self {
@@ -138,11 +221,12 @@ impl MetadataFiles {
         blobs
     }
 
-    /// Reads every distinct blob, concurrently.
+    /// Reads every distinct blob, [`METADATA_CONCURRENCY`] at a time.
     async fn fetch(&self, at: &At<'_>, cache: Option<&MetadataCache>) -> ByBlob {
+        use futures_util::StreamExt as _;
         let blobs = self.blobs();
         let repo_cache = cache.map(|c| c.cache.repo(at.repo_id, at.repo_type));
-        let fetched = join_all(blobs.iter().map(|(oid, variant)| {
+        let fetched: Vec<_> = futures_util::stream::iter(blobs.iter().map(|(oid, variant)| {
             let blob = self
                 .sizes
                 .get(oid)
@@ -153,39 +237,12 @@ impl MetadataFiles {
                 .zip(repo_cache.as_ref());
             cached_metadata(at, blob, cache, variant)
         }))
+        .buffered(METADATA_CONCURRENCY)
+        .collect()
         .await;
         blobs.iter().map(|(oid, _)| *oid).zip(fetched).collect()
     }
-
-    /// Every variant's entries, deduplicated; the first variant without
-    /// `metadata.json` or with an unreadable one is the error.
-    fn merge(
-        &self,
-        mut by_blob: ByBlob,
-        at: &At<'_>,
-    ) -> Result<Vec<metadata::KernelDependency>, LockError> {
-        let mut out: Vec<metadata::KernelDependency> = Vec::new();
-        for (variant, oid) in &self.variants {
-            let Some(oid) = oid else {
-                return Err(at.missing(variant));
-            };
-            let deps = match by_blob.get(oid) {
-                Some(Ok(deps)) => deps,
-                Some(Err(_)) => {
-                    return Err(by_blob.remove(oid).and_then(Result::err).expect("an error"));
-                }
-                None => unreachable!("every blob was fetched"),
-            };
-            for dep in deps {
-                if !out.contains(dep) {
-                    out.push(dep.clone());
-                }
-            }
-        }
-        Ok(out)
-    }
 }
-
 /// The Hub cache as [`kernel_depends`] uses it: `metadata.json` blobs are read
 /// from it and stored in it. Stores run on the blocking pool, off the
 /// resolution's path; [`MetadataCache::flush`] waits for them.
@@ -233,7 +290,7 @@ async fn cached_metadata(
     blob: Option<(kernels_cache::BlobId, &kernels_cache::RepoCache)>,
     store: Option<&MetadataCache>,
     variant: &str,
-) -> Result<Vec<metadata::KernelDependency>, LockError> {
+) -> Result<Metadata, LockError> {
     let file = format!("build/{variant}/metadata.json");
     if let Some((id, repo)) = &blob {
         let path = repo.blob_path(&id.etag());
@@ -278,20 +335,14 @@ async fn fetch_metadata(at: &At<'_>, file: &str, variant: &str) -> Result<Vec<u8
     }
 }
 
-/// The `kernel-depends` of a `metadata.json`.
-fn parse_metadata(
-    body: &[u8],
-    at: &At<'_>,
-    variant: &str,
-) -> Result<Vec<metadata::KernelDependency>, LockError> {
-    Metadata::from_slice(body)
-        .map(|metadata| metadata.kernel_depends)
-        .map_err(|problem| LockError::InvalidMetadata {
-            repo_id: at.repo_id.clone(),
-            commit: at.commit.clone(),
-            variant: variant.to_owned(),
-            problem,
-        })
+/// A `metadata.json`, parsed.
+fn parse_metadata(body: &[u8], at: &At<'_>, variant: &str) -> Result<Metadata, LockError> {
+    Metadata::from_slice(body).map_err(|problem| LockError::InvalidMetadata {
+        repo_id: at.repo_id.clone(),
+        commit: at.commit.clone(),
+        variant: variant.to_owned(),
+        problem,
+    })
 }
 
 #[cfg(test)]

@@ -25,7 +25,9 @@ mod locker;
 mod outcome;
 mod tree;
 
-pub use depends::{MetadataCache, kernel_depends, lock_dependency};
+pub use depends::{
+    MetadataCache, VariantMetadata, kernel_depends, lock_dependency, variant_metadata,
+};
 pub use error::{Failure, LockError};
 pub use outcome::{LockOptions, LockOutcome, Locked, RequiredBy};
 

@@ -1,0 +1,445 @@
+//! `kernels info REPO_OR_PATH`: what reference 0.17.2's `kernels info` prints
+//! (the same lines, or with `--format json` / `--json` the same keys), then
+//! every build variant with its backend, archs and fit for the targets
+//! (`--cuda-capability`, `--rocm-arch`, `--target-runtime`).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use kernels_types::fit::{FitContext, Target};
+use kernels_types::metadata::KernelsVersion;
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::RepoType;
+
+use super::args::{RepoTypeArgs, TargetArgs};
+use super::json::{InfoDoc, InfoMetadataDoc, InfoRefusalDoc, InfoTargetsDoc, InfoVariantDoc};
+use super::printer::Printer;
+use super::settings::Settings;
+use super::{CacheArgs, OutputFormat};
+use crate::info::{
+    InfoError, KernelInfo, Origin, RevisionChoice, VariantFit, VariantInfo, describe_cached,
+    describe_dir, describe_hub, display_path,
+};
+use crate::lock::profile::{Profile, ProfileSource, RuntimeVersion};
+
+/// Arguments of `kernels info`.
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    /// A Hub repository (`owner/name`), or a local kernel repository (a
+    /// directory holding `build/<variant>/`): an existing directory is read
+    /// as one.
+    #[arg(value_name = "REPO_OR_PATH")]
+    pub kernel: String,
+
+    /// Describe this branch, tag or commit (Hub only).
+    #[arg(long, value_name = "REVISION", conflicts_with = "version")]
+    pub revision: Option<String>,
+
+    /// Describe version N, the branch `vN` (Hub only). Default: the highest
+    /// `vN` branch, else `main`.
+    #[arg(long, value_name = "N")]
+    pub version: Option<u64>,
+
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+
+    /// Same as `--format json` (the reference's flag).
+    #[arg(long)]
+    pub json: bool,
+
+    /// `--cuda-capability`, `--rocm-arch`: the GPUs each variant's archs are
+    /// checked against (none: archs not checked).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+
+    /// Check each variant's `kernels-minver` against this `kernels` runtime
+    /// release (`X.Y.Z`, for example `0.17.2`); it also sets the repository
+    /// type (`model` up to 0.13). Without it, `kernels-minver` is not checked.
+    #[arg(long, value_name = "VERSION")]
+    pub target_runtime: Option<String>,
+
+    /// `--repo-type` (default `kernel`, as reference 0.17.2).
+    #[command(flatten)]
+    pub repo: RepoTypeArgs,
+
+    /// Make no network request: read the revision and the variants from the
+    /// Hub cache (only the variants it holds). Same as `HF_HUB_OFFLINE=1`.
+    #[arg(long)]
+    pub offline: bool,
+
+    /// `--cache-dir`.
+    #[command(flatten)]
+    pub cache: CacheArgs,
+}
+
+impl InfoArgs {
+    fn choice(&self) -> RevisionChoice {
+        match (&self.revision, self.version) {
+            (Some(revision), _) => RevisionChoice::Revision(revision.clone()),
+            (None, Some(n)) => RevisionChoice::Version(n),
+            (None, None) => RevisionChoice::Latest,
+        }
+    }
+}
+
+/// `--revision`/`--version` with a local path.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("--revision and --version cannot be used with a local path ({path})")]
+#[diagnostic(
+    code(kernels::info::local_revision),
+    help("a local directory has one state; drop the flag, or give a Hub repository `owner/name`")
+)]
+struct LocalRevision {
+    path: String,
+}
+
+/// `REPO_OR_PATH` that is neither.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("`{given}` is no directory, and not a Hub repository id: {problem}")]
+#[diagnostic(
+    code(kernels::info::not_a_kernel),
+    help(
+        "give `owner/name` (for example `kernels-community/relu`) or the path of a kernel repository holding `build/`"
+    )
+)]
+struct NotAKernel {
+    given: String,
+    problem: String,
+}
+
+/// A `--target-runtime` that is no `X.Y.Z`.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("--target-runtime `{value}` is not a version `X.Y.Z`")]
+#[diagnostic(
+    code(kernels::info::bad_runtime),
+    help("for example `--target-runtime 0.17.2`")
+)]
+struct BadRuntime {
+    value: String,
+}
+
+/// Runs `kernels info`.
+pub fn run(args: InfoArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
+    let runtime = args
+        .target_runtime
+        .as_deref()
+        .map(|v| {
+            let bad = || BadRuntime {
+                value: v.to_owned(),
+            };
+            let release = v.parse::<KernelsVersion>().map_err(|_| bad())?;
+            let profile = RuntimeVersion::parse(v).map_err(|_| bad())?;
+            Ok::<_, BadRuntime>((
+                release,
+                Profile::for_runtime(profile, ProfileSource::Option),
+            ))
+        })
+        .transpose()?;
+    let repo_type = args
+        .repo
+        .repo_type
+        .map(RepoType::from)
+        .or(runtime.as_ref().map(|(_, p)| p.repo_type))
+        .unwrap_or(RepoType::Kernel);
+    let (info, warnings) = describe(&args, repo_type, settings, printer)?;
+    for warning in warnings
+        .iter()
+        .cloned()
+        .chain(info.skipped.iter().map(|name| skipped_warning(&info, name)))
+        .chain(info.variants.iter().filter_map(invalid_warning))
+    {
+        printer.status(format_args!("warning: {warning}"));
+    }
+    let targets = args.targets.targets();
+    let context = FitContext {
+        targets: &targets,
+        runtime: runtime.map(|(release, _)| release),
+        modules: None,
+    };
+    if args.json || args.format == OutputFormat::Json {
+        printer.json(&document(&info, &context));
+    } else {
+        print_text(printer, &info, &context);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the kernel: a local directory, the cache (offline) or the Hub.
+fn describe(
+    args: &InfoArgs,
+    repo_type: RepoType,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<(KernelInfo, Vec<String>)> {
+    let path = Path::new(&args.kernel);
+    if path.is_dir() {
+        let shown = display_path(&args.kernel);
+        if args.revision.is_some() || args.version.is_some() {
+            return Err(LocalRevision { path: shown }.into());
+        }
+        let info = describe_dir(path, Origin::Path(shown), None)?;
+        if info.variants.is_empty() {
+            return Err(InfoError::NoLocalVariants {
+                build_dir: crate::info::build_dir(Path::new(&display_path(&args.kernel))),
+            }
+            .into());
+        }
+        return Ok((info, Vec::new()));
+    }
+    let repo_id: RepoId = args.kernel.parse().map_err(|err| NotAKernel {
+        given: args.kernel.clone(),
+        problem: format!("{err}"),
+    })?;
+    let cache = settings.cache();
+    if settings.offline || args.offline {
+        return Ok(describe_cached(&cache, &repo_id, &args.choice())?);
+    }
+    let client = super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
+    super::runtime()?
+        .block_on(describe_hub(
+            &client,
+            &cache,
+            repo_type,
+            &repo_id,
+            &args.choice(),
+        ))
+        .map_err(|err| match err {
+            InfoError::Hub(err) => super::causes::hub_failure(err, settings),
+            other => other.into(),
+        })
+}
+
+/// The warning for a directory under `build/` that is no variant.
+fn skipped_warning(info: &KernelInfo, name: &str) -> String {
+    match &info.origin {
+        Origin::Hub {
+            repo_id, revision, ..
+        } => format!(
+            "{repo_id} (revision: {revision}) contains invalid build variant {name:?}; skipped"
+        ),
+        Origin::Path(path) => format!("{path}/build/{name} is no build variant; skipped"),
+    }
+}
+
+/// The warning for a variant whose `metadata.json` cannot be read.
+fn invalid_warning(variant: &VariantInfo) -> Option<String> {
+    match &variant.metadata {
+        crate::info::MetadataState::Invalid(problem) => Some(format!(
+            "build/{}/metadata.json is invalid: {problem}",
+            variant.name
+        )),
+        _ => None,
+    }
+}
+
+/// `None` as `-`, as the reference prints a missing value.
+fn or_dash(value: Option<impl std::fmt::Display>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+/// The reference's lines, then the targets and the variant table.
+fn print_text(printer: &Printer, info: &KernelInfo, context: &FitContext<'_>) {
+    match &info.origin {
+        Origin::Hub {
+            repo_id, revision, ..
+        } => {
+            printer.data(format_args!("Repository: {repo_id}"));
+            printer.data(format_args!("Revision: {revision}"));
+        }
+        Origin::Path(path) => printer.data(format_args!("Path: {path}")),
+    }
+    let metadata = info.metadata();
+    printer.data(format_args!(
+        "Name: {}",
+        or_dash(metadata.and_then(|m| m.name.as_deref()))
+    ));
+    printer.data(format_args!(
+        "Version: {}",
+        or_dash(metadata.and_then(|m| m.version))
+    ));
+    printer.data(format_args!(
+        "Minimum kernels version: {}",
+        or_dash(metadata.and_then(|m| m.kernels_minver))
+    ));
+    printer.data(format_args!(
+        "License: {}",
+        or_dash(metadata.and_then(|m| m.license.as_deref()))
+    ));
+    printer.data(format_args!(
+        "Upstream: {}",
+        or_dash(metadata.and_then(|m| m.upstream.as_deref()))
+    ));
+    printer.data(format_args!(
+        "Source: {}",
+        or_dash(metadata.and_then(|m| m.source.as_deref()))
+    ));
+    let depends = metadata
+        .map(|m| m.python_depends.join(", "))
+        .filter(|d| !d.is_empty());
+    printer.data(format_args!("Python dependencies: {}", or_dash(depends)));
+    printer.data(format_args!("Backends: {}", info.backends().join(", ")));
+    printer.data("");
+    printer.data(format_args!("Targets: {}", targets_line(context)));
+    printer.data(format_args!("Variants ({}):", info.variants.len()));
+    let rows: Vec<[String; 4]> = info
+        .variants
+        .iter()
+        .map(|v| {
+            let archs = if v.archs().is_empty() {
+                "-".to_owned()
+            } else {
+                v.archs().join(", ")
+            };
+            [
+                v.name.clone(),
+                v.backend.clone(),
+                archs,
+                verdict(&v.fit(context)),
+            ]
+        })
+        .collect();
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for [name, backend, archs, verdict] in rows {
+        printer.data(format_args!(
+            "  {name:w0$}  {backend:w1$}  {archs:w2$}  {verdict}"
+        ));
+    }
+}
+
+/// What the archs and `kernels-minver` were checked against.
+fn targets_line(context: &FitContext<'_>) -> String {
+    let mut parts = Vec::new();
+    if context.targets.is_empty() {
+        parts.push("archs not checked (no --cuda-capability or --rocm-arch)".to_owned());
+    } else {
+        let targets: Vec<String> = context.targets.iter().map(ToString::to_string).collect();
+        parts.push(targets.join(", "));
+    }
+    match context.runtime {
+        Some(runtime) => parts.push(format!("kernels {runtime}")),
+        None => parts.push("kernels-minver not checked (no --target-runtime)".to_owned()),
+    }
+    parts.join("; ")
+}
+
+/// One variant's verdict for the table.
+fn verdict(fit: &VariantFit) -> String {
+    match fit {
+        VariantFit::Checked(fit) if fit.fits() => {
+            let warnings: Vec<String> = fit
+                .warnings
+                .iter()
+                .map(|w| format!(" (warning: {w})"))
+                .collect();
+            format!("fits{}", warnings.concat())
+        }
+        VariantFit::Checked(fit) => {
+            let reasons: Vec<String> = fit.refusals.iter().map(ToString::to_string).collect();
+            format!("refused: {}", reasons.join("; "))
+        }
+        VariantFit::Unreadable(_) => "refused: metadata.json cannot be read".to_owned(),
+        VariantFit::Unknown => "not checked: no metadata.json".to_owned(),
+    }
+}
+
+/// The `--format json` document.
+fn document<'a>(info: &'a KernelInfo, context: &FitContext<'_>) -> InfoDoc<'a> {
+    let (repo_id, revision, commit, path) = match &info.origin {
+        Origin::Hub {
+            repo_id,
+            revision,
+            commit,
+        } => (
+            Some(repo_id.to_string()),
+            Some(revision.as_str()),
+            Some(commit),
+            None,
+        ),
+        Origin::Path(path) => (None, None, None, Some(path.as_str())),
+    };
+    InfoDoc {
+        schema: InfoDoc::SCHEMA,
+        command: "info",
+        repo_id,
+        revision,
+        path,
+        metadata: info.metadata().map(|m| InfoMetadataDoc {
+            name: m.name.as_deref(),
+            version: m.version,
+            kernels_minver: m.kernels_minver.map(|v| v.to_string()),
+            license: m.license.as_deref(),
+            upstream: m.upstream.as_deref(),
+            source: m.source.as_deref(),
+            python_depends: &m.python_depends,
+        }),
+        backends: info.backends(),
+        commit,
+        targets: InfoTargetsDoc {
+            cuda_capabilities: context
+                .targets
+                .iter()
+                .filter_map(|t| match t {
+                    Target::Cuda(c) => Some(c.to_string()),
+                    Target::Rocm(_) => None,
+                })
+                .collect(),
+            rocm_archs: context
+                .targets
+                .iter()
+                .filter_map(|t| match t {
+                    Target::Rocm(arch) => Some(arch.clone()),
+                    Target::Cuda(_) => None,
+                })
+                .collect(),
+            runtime: context.runtime.map(|v| v.to_string()),
+        },
+        variants: info
+            .variants
+            .iter()
+            .map(|v| variant_doc(v, context))
+            .collect(),
+    }
+}
+
+/// One variant of [`InfoDoc`].
+fn variant_doc<'a>(variant: &'a VariantInfo, context: &FitContext<'_>) -> InfoVariantDoc<'a> {
+    let fit = variant.fit(context);
+    let (refusals, warnings, problem) = match &fit {
+        VariantFit::Checked(fit) => (
+            fit.refusals
+                .iter()
+                .map(|r| InfoRefusalDoc {
+                    rule: r.rule(),
+                    message: r.to_string(),
+                })
+                .collect(),
+            fit.warnings.iter().map(ToString::to_string).collect(),
+            None,
+        ),
+        VariantFit::Unreadable(problem) => (
+            vec![InfoRefusalDoc {
+                rule: "metadata",
+                message: format!("metadata.json is invalid: {problem}"),
+            }],
+            Vec::new(),
+            Some(problem.clone()),
+        ),
+        VariantFit::Unknown => (Vec::new(), Vec::new(), None),
+    };
+    InfoVariantDoc {
+        name: &variant.name,
+        backend: &variant.backend,
+        archs: variant.archs(),
+        metadata: match &variant.metadata {
+            crate::info::MetadataState::Read(_) => "ok",
+            crate::info::MetadataState::Missing => "missing",
+            crate::info::MetadataState::Invalid(_) => "invalid",
+        },
+        problem,
+        fits: fit.fits(),
+        refusals,
+        warnings,
+    }
+}
