@@ -1,6 +1,7 @@
 //! `kernels cache`: where the cache is, what it holds, and removing leftovers.
 
 use kernels_types::CommitId;
+use kernels_types::text::escape;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,6 +76,13 @@ pub fn run(args: CacheCmdArgs, settings: &Settings, printer: &Printer) -> miette
     Ok(ExitCode::SUCCESS)
 }
 
+/// A path of the cache as printed: its folder and file names come from
+/// whatever wrote the cache, so control and bidirectional characters are
+/// shown escaped ([`kernels_types::text::escape`]), as server text is.
+fn shown(path: &std::path::Path) -> String {
+    escape(&path.display().to_string()).into_owned()
+}
+
 /// `kernels cache ls`: every repository with its size and revisions.
 fn ls(cache: &HubCache, format: OutputFormat, printer: &Printer) -> miette::Result<()> {
     let repos = inventory::list(cache)?;
@@ -95,15 +103,15 @@ fn ls(cache: &HubCache, format: OutputFormat, printer: &Printer) -> miette::Resu
         };
         printer.data(format_args!(
             "{} ({}): {}{partial}",
-            repo.repo_id,
-            repo.repo_type,
+            escape(&repo.repo_id),
+            escape(&repo.repo_type),
             human_bytes(repo.size)
         ));
         for rev in &repo.revisions {
             let refs = if rev.refs.is_empty() {
                 String::new()
             } else {
-                format!(" [{}]", rev.refs.join(", "))
+                format!(" [{}]", escape(&rev.refs.join(", ")))
             };
             printer.data(format_args!(
                 "  {}{refs}: {}, {}",
@@ -143,12 +151,12 @@ fn prune(
         .chain(&report.incomplete)
         .chain(&report.blobs)
     {
-        printer.data(path.display());
+        printer.data(shown(path));
     }
     for path in &report.busy {
         printer.error(format_args!(
             "warning: {} is in use by another process; left alone",
-            path.display()
+            shown(path)
         ));
     }
     printer.status(format_args!(

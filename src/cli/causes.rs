@@ -73,7 +73,10 @@ pub(super) fn print_kernel_failures(
 
 /// The Hub cannot be reached for kernels looked at one by one.
 #[derive(Debug, thiserror::Error, Diagnostic)]
-#[error("cannot reach the Hub at {endpoint} ({cause}); {what}: {kernels}")]
+#[error(
+    "cannot reach the Hub at {} ({cause}); {what}: {kernels}",
+    kernels_types::text::redact(endpoint)
+)]
 #[diagnostic(
     code(kernels::hub::unreachable),
     help(
@@ -232,7 +235,10 @@ impl Diagnostic for Causes {
 
 /// The Hub cannot be reached at all while locking.
 #[derive(Debug, thiserror::Error, Diagnostic)]
-#[error("cannot reach the Hub at {endpoint} ({cause}){what}")]
+#[error(
+    "cannot reach the Hub at {} ({cause}){what}",
+    kernels_types::text::redact(endpoint)
+)]
 #[diagnostic(
     code(kernels::lock::unreachable),
     help(
@@ -248,7 +254,10 @@ struct Unreachable {
 
 /// The Hub cannot be reached by a command that makes one request.
 #[derive(Debug, thiserror::Error, Diagnostic)]
-#[error("cannot reach the Hub at {endpoint} ({cause})")]
+#[error(
+    "cannot reach the Hub at {} ({cause})",
+    kernels_types::text::redact(endpoint)
+)]
 #[diagnostic(
     code(kernels::hub::unreachable),
     help(

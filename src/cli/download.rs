@@ -386,7 +386,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         },
     );
     let client = HubClient::new(&settings.client_config(printer))
-        .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
+        .map_err(super::client_error)?
         .with_retry_observer(retry_observer(&progress, &settings.endpoint));
     let cache = settings.cache();
     if args.explain {
@@ -661,7 +661,7 @@ pub(super) fn client_showing_retries(
 ) -> miette::Result<HubClient> {
     let lines = Progress::new(printer, mode);
     Ok(HubClient::new(&settings.client_config(printer))
-        .map_err(|err| super::InternalError(format!("cannot build the HTTP client: {err}")))?
+        .map_err(super::client_error)?
         .with_retry_observer(retry_observer(&lines, &settings.endpoint)))
 }
 
@@ -673,7 +673,7 @@ pub(super) fn retry_observer(
     endpoint: &str,
 ) -> impl Fn(&kernels_hub::RetryNotice) + Send + Sync + 'static {
     let progress = progress.clone();
-    let endpoint = endpoint.to_owned();
+    let endpoint = kernels_types::text::redact(endpoint).into_owned();
     let shown = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
     move |notice| {
         use std::sync::atomic::Ordering;
@@ -686,7 +686,10 @@ pub(super) fn retry_observer(
 
 /// The Hub cannot be reached at all.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
-#[error("cannot reach the Hub at {endpoint} ({cause}); not downloaded: {kernels}")]
+#[error(
+    "cannot reach the Hub at {} ({cause}); not downloaded: {kernels}",
+    kernels_types::text::redact(endpoint)
+)]
 #[diagnostic(code(kernels::download::unreachable))]
 struct Unreachable {
     endpoint: String,
@@ -822,7 +825,7 @@ fn print_dry_run(
                 print_dry_run_kernel(printer, kernel);
             }
             let files: usize = planned.iter().map(|k| k.download_files).sum();
-            let bytes: u64 = planned.iter().map(|k| k.download_bytes).sum();
+            let bytes = kernels_types::size::total(planned.iter().map(|k| k.download_bytes));
             printer.data(format_args!(
                 "Total: would download {}, {}",
                 plural(files, "file"),
@@ -834,7 +837,7 @@ fn print_dry_run(
             command: "download --dry-run",
             kernels: &planned,
             download_files: planned.iter().map(|k| k.download_files).sum(),
-            download_bytes: planned.iter().map(|k| k.download_bytes).sum(),
+            download_bytes: kernels_types::size::total(planned.iter().map(|k| k.download_bytes)),
             failed: failures,
         }),
     }

@@ -193,7 +193,7 @@ impl Report<'_> {
                 description: &self.runtime,
             },
             cache_dir: &settings.cache_dir,
-            endpoint: &settings.endpoint,
+            endpoint: kernels_types::text::redact(&settings.endpoint),
             offline: settings.offline,
             token: settings.token.is_some(),
             lock: explained.as_ref().map(|e| match e {
@@ -249,7 +249,11 @@ impl Report<'_> {
             other => other,
         };
         self.row("Cache", &settings.display_path(&settings.cache_dir), source);
-        self.row("Endpoint", &settings.endpoint, "");
+        self.row(
+            "Endpoint",
+            &kernels_types::text::redact(&settings.endpoint),
+            "",
+        );
         if settings.offline {
             self.row("Offline", "yes", "");
         }

@@ -399,8 +399,8 @@ pub struct EnvDoc<'a> {
     pub target_runtime: TargetRuntimeDoc<'a>,
     /// The cache.
     pub cache_dir: &'a Path,
-    /// The Hub endpoint.
-    pub endpoint: &'a str,
+    /// The Hub endpoint, its secrets removed (`kernels_types::text::redact`).
+    pub endpoint: std::borrow::Cow<'a, str>,
     /// Whether no request may be made.
     pub offline: bool,
     /// Whether a token is set (never the token).
@@ -949,7 +949,7 @@ mod tests {
                 description: "kernels 0.17.2",
             },
             cache_dir: Path::new("/cache"),
-            endpoint: "https://huggingface.co",
+            endpoint: "https://huggingface.co".into(),
             offline: false,
             token: false,
             lock: Some(EnvLockDoc {

@@ -256,6 +256,16 @@ pub fn command() -> clap::Command {
 #[diagnostic(code(kernels::internal))]
 pub struct InternalError(pub String);
 
+/// The error of building the Hub client: a token that cannot be sent is the
+/// user's to fix (exit 1, naming where the token came from); anything else
+/// (the TLS set-up) is internal.
+pub(crate) fn client_error(err: kernels_hub::HubError) -> miette::Report {
+    match err {
+        err @ kernels_hub::HubError::InvalidToken { .. } => err.into(),
+        err => InternalError(format!("cannot build the HTTP client: {err}")).into(),
+    }
+}
+
 /// Parses the command line, runs the command and maps the outcome to an exit code:
 /// 0 success, 1 user error or stale state, 2 internal error.
 pub fn main() -> ExitCode {
@@ -505,8 +515,9 @@ mod tests {
             "NO_PROXY",
             "no_proxy",
             "HF_KERNELS_CACHE",
-            // Test-only switch, documented in docs/testing.md.
+            // Test-only switches, documented in docs/testing.md.
             "KERNELS_TEST_ASSUME_NO_FLOCK",
+            "KERNELS_TEST_SYMLINK_ERRNO",
         ];
         for name in super::settings::ENV_VARS {
             assert!(

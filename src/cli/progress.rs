@@ -469,8 +469,8 @@ pub fn line_width() -> usize {
 /// The last line of a download run:
 /// `Downloaded 6 kernels (730 MiB) in 3.2s into ~/.cache/huggingface/hub`.
 pub fn summary_line(done: &[KernelReport], elapsed: Duration, cache: &str) -> String {
-    let bytes: u64 = done.iter().map(|r| r.bytes).sum();
-    let fetched: u64 = done.iter().map(|r| r.fetched_bytes).sum();
+    let bytes = kernels_types::size::total(done.iter().map(|r| r.bytes));
+    let fetched = kernels_types::size::total(done.iter().map(|r| r.fetched_bytes));
     let what = plural(done.len(), "kernel");
     let time = human_duration(elapsed);
     if fetched == 0 {

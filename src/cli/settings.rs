@@ -202,6 +202,15 @@ fn token_origin(token: Option<&str>, source: &kernels_hub::TokenSource) -> Optio
     }
 }
 
+/// A token as huggingface_hub 2.4 reads it from `HF_TOKEN` or a token file:
+/// every CR and LF removed (a file saved on Windows, a `.env` line), then
+/// surrounding whitespace; `None` when nothing is left. Other characters that
+/// cannot be sent are refused when the client is built
+/// (`kernels_hub::HubError::InvalidToken`, naming the source).
+fn clean_token(token: &str) -> Option<String> {
+    Some(token.replace(['\r', '\n'], "").trim().to_owned()).filter(|t| !t.is_empty())
+}
+
 /// The token and its source, in huggingface_hub 2.4's order: OIDC
 /// (`HF_OIDC_RESOURCE`), `HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the token
 /// file (`HF_TOKEN_PATH`, else `$HF_HOME/token`), which may be refreshed from
@@ -227,7 +236,10 @@ fn token_from_env(hf_home: &Path) -> (Option<String>, kernels_hub::TokenSource) 
         };
         return (None, source);
     }
-    if let Some(token) = var("HF_TOKEN").or_else(|| var("HUGGING_FACE_HUB_TOKEN")) {
+    if let Some(token) = var("HF_TOKEN")
+        .or_else(|| var("HUGGING_FACE_HUB_TOKEN"))
+        .and_then(|t| clean_token(&t))
+    {
         return (Some(token), TokenSource::Given);
     }
     let token_path = var("HF_TOKEN_PATH")
@@ -235,8 +247,7 @@ fn token_from_env(hf_home: &Path) -> (Option<String>, kernels_hub::TokenSource) 
         .unwrap_or_else(|| hf_home.join("token"));
     let token = fs_err::read_to_string(&token_path)
         .ok()
-        .map(|t| t.replace(['\r', '\n'], "").trim().to_owned())
-        .filter(|t| !t.is_empty());
+        .and_then(|t| clean_token(&t));
     let source = TokenSource::StoredFile {
         token_path,
         client_id: var("HF_DEVICE_CODE_OAUTH_CLIENT_ID")
@@ -411,6 +422,7 @@ impl Settings {
             cache_options: kernels_cache::CacheOptions {
                 disable_symlinks: flag("HF_HUB_DISABLE_SYMLINKS"),
                 assume_no_flock: flag("KERNELS_TEST_ASSUME_NO_FLOCK"),
+                fail_symlinks: var("KERNELS_TEST_SYMLINK_ERRNO").and_then(|v| v.parse().ok()),
             },
             offline: flag("KERNELS_OFFLINE")
                 || flag("HF_HUB_OFFLINE")

@@ -253,8 +253,7 @@ fn run_locked(
         .into());
     }
     let lock = Lockfile::read(&lock_path)?;
-    let client = HubClient::new(&settings.client_config(printer))
-        .map_err(|err| super::InternalError(err.to_string()))?;
+    let client = HubClient::new(&settings.client_config(printer)).map_err(super::client_error)?;
     let cache = HubCache::new(&settings.cache_dir);
     let download_options = DownloadOptions {
         repo_type: args.repo_type.into(),
@@ -336,8 +335,7 @@ fn hub_snapshot(
         revision: &revision,
         repo_type: args.repo_type.into(),
     };
-    let client = HubClient::new(&settings.client_config(printer))
-        .map_err(|err| super::InternalError(err.to_string()))?;
+    let client = HubClient::new(&settings.client_config(printer)).map_err(super::client_error)?;
     let runtime = super::runtime()?;
     let commit = match runtime.block_on(Snapshot::resolve(&client, &at)) {
         Ok(commit) => commit,

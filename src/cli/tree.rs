@@ -371,7 +371,8 @@ impl Cause {
     fn warning(&self, endpoint: &str) -> String {
         match &self.connect {
             Some(cause) => format!(
-                "cannot reach the Hub at {endpoint} ({cause}); not checked for newer versions: {}",
+                "cannot reach the Hub at {} ({cause}); not checked for newer versions: {}",
+                kernels_types::text::redact(endpoint),
                 self.who()
             ),
             None => format!(
@@ -410,7 +411,10 @@ fn count_of(n: usize, total: usize) -> String {
 
 /// The Hub cannot be reached at all: nothing could be checked.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
-#[error("cannot reach the Hub at {endpoint} ({cause}); could not check {count}: {kernels}")]
+#[error(
+    "cannot reach the Hub at {} ({cause}); could not check {count}: {kernels}",
+    kernels_types::text::redact(endpoint)
+)]
 #[diagnostic(
     code(kernels::outdated::unreachable),
     help("check HF_ENDPOINT and the network; timeouts are set with HF_HUB_ETAG_TIMEOUT (seconds)")

@@ -158,7 +158,7 @@ fn print_text(
     }
     if failed == 0 {
         let files: usize = checks.iter().map(|c| c.file_count()).sum();
-        let bytes: u64 = checks.iter().map(|c| c.total_bytes()).sum();
+        let bytes = kernels_types::size::total(checks.iter().map(|c| c.total_bytes()));
         printer.status(format_args!(
             "Verified {}: {}, {}",
             plural(checks.len(), "kernel"),

@@ -78,7 +78,7 @@ pub async fn dry_run(
                     .variants
                     .iter()
                     .map(|(name, files)| {
-                        let bytes = files.iter().map(|f| f.size).sum();
+                        let bytes = kernels_types::size::total(files.iter().map(|f| f.size));
                         DryRunVariant {
                             name: name.clone(),
                             files: files.len(),
@@ -143,9 +143,9 @@ async fn plan_one(
             DryRunVariant {
                 name: name.clone(),
                 files: files.len(),
-                bytes: files.iter().map(|f| f.digest.size).sum(),
+                bytes: kernels_types::size::total(files.iter().map(|f| f.digest.size)),
                 cached_files: cached.len(),
-                cached_bytes: cached.iter().map(|f| f.digest.size).sum(),
+                cached_bytes: kernels_types::size::total(cached.iter().map(|f| f.digest.size)),
             }
         })
         .collect();
@@ -159,6 +159,6 @@ async fn plan_one(
         commit: kernel.commit.clone(),
         variants,
         download_files: missing.len(),
-        download_bytes: missing.iter().map(|(d, _)| d.size).sum(),
+        download_bytes: kernels_types::size::total(missing.iter().map(|(d, _)| d.size)),
     })
 }

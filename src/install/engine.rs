@@ -164,7 +164,7 @@ async fn prepare(
 /// Bytes still to fetch for `prepared`: blobs neither in place nor in
 /// `blobs/`, less what their `.incomplete` files already hold.
 fn bytes_to_fetch(repo: &kernels_cache::RepoCache, prepared: &Prepared) -> u64 {
-    prepared
+    let sizes = prepared
         .blobs
         .iter()
         .filter(|(_, paths)| paths.iter().any(|(_, ok)| !ok))
@@ -173,8 +173,8 @@ fn bytes_to_fetch(repo: &kernels_cache::RepoCache, prepared: &Prepared) -> u64 {
             let partial = fs_err::symlink_metadata(repo.incomplete_path(&digest.etag()))
                 .map_or(0, |m| m.len());
             digest.size.saturating_sub(partial)
-        })
-        .sum()
+        });
+    kernels_types::size::total(sizes)
 }
 
 /// The online run: list what is not complete in the cache, check the run as
@@ -265,7 +265,10 @@ fn check_run(
         if let Step::Listed(Ok(prepared)) = step {
             let label = plan::label(&kernel.repo_id, &kernel.commit);
             missing.extend(prepared.missing_paths().map(|p| format!("{label}: {p}")));
-            needed += bytes_to_fetch(&cache.repo(&kernel.repo_id, options.repo_type), prepared);
+            needed = u64::saturating_add(
+                needed,
+                bytes_to_fetch(&cache.repo(&kernel.repo_id, options.repo_type), prepared),
+            );
         }
     }
     if !missing.is_empty() && !cache.is_writable() {
@@ -364,7 +367,7 @@ impl Run<'_> {
         let mut tally = Tally::default();
         for outcome in outcomes {
             if let Fetched::Downloaded { bytes } = outcome? {
-                tally.bytes += bytes;
+                tally.bytes = tally.bytes.saturating_add(bytes);
                 tally.blobs += 1;
             }
         }
@@ -407,7 +410,7 @@ impl Run<'_> {
         let count = paths.len() as u64;
         if paths.iter().all(|(_, ok)| *ok) {
             // Everything in place (links or verified copies): no lock, no write.
-            self.progress.cached(digest.size * count);
+            self.progress.cached(digest.size.saturating_mul(count));
             return Ok(Fetched::Cached);
         }
         let _permit = self
@@ -445,7 +448,7 @@ impl Run<'_> {
             )?;
         }
         let shown = if new_blob { count - 1 } else { count };
-        self.progress.cached(digest.size * shown);
+        self.progress.cached(digest.size.saturating_mul(shown));
         Ok(fetched)
     }
 }

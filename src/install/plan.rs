@@ -166,11 +166,7 @@ impl KernelPlan {
 
     /// Total content size in bytes over all selected variants.
     pub fn total_bytes(&self) -> u64 {
-        self.variants
-            .values()
-            .flatten()
-            .map(|f| f.digest.size)
-            .sum()
+        kernels_types::size::total(self.variants.values().flatten().map(|f| f.digest.size))
     }
 }
 

@@ -485,7 +485,7 @@ struct Totals {
 impl Totals {
     fn add(&mut self, other: Totals) {
         self.files += other.files;
-        self.bytes += other.bytes;
+        self.bytes = self.bytes.saturating_add(other.bytes);
     }
 }
 

@@ -219,3 +219,67 @@ fn a_download_server_refusal_is_not_blamed_on_the_token() {
     // repeating it.
     snapshot!("cdn_refusal_not_the_token", out);
 }
+
+/// An `HF_ENDPOINT` with user info (issue 24): the password is never printed,
+/// in `kernels env` (text and JSON), the retry warnings, the `-v` log or the
+/// final error.
+#[test]
+fn endpoint_password_is_never_printed() {
+    let context = TestContext::new()
+        .with_pyproject(
+            "[project]\nname = \"p\"\nversion = \"0\"\n\n[tool.kernels.dependencies]\n\"acme/gelu\" = 1\n",
+        )
+        .with_env("HF_ENDPOINT", "http://u:secret@127.0.0.1:1")
+        .with_env("KERNELS_MAX_RETRIES", "1");
+    let env = context.run(&["env"]);
+    let endpoint_line = String::from_utf8_lossy(&env.stdout)
+        .lines()
+        .filter(|l| l.starts_with("Endpoint"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let json: Value =
+        serde_json::from_slice(&context.run(&["env", "--format", "json"]).stdout).unwrap();
+    let lock = context.run(&["lock", "-v", "--target-runtime", "0.16.2", "."]);
+    kernels_test_support::snapshot!(
+        "endpoint_password",
+        format!(
+            "{endpoint_line}\njson endpoint: {}\n--- lock -v\n{}",
+            json["endpoint"],
+            kernels_test_support::snapshot::SnapshotText::snapshot_text(&lock)
+        ),
+        &[(r"\d+\.\d+ms", "[TIME]")]
+    );
+}
+
+/// A token with CR/LF is read as huggingface_hub 2.4 reads it (both removed);
+/// any other character that cannot be sent in a header is a user error (exit 1)
+/// naming where the token came from, never an internal error (issue 24).
+#[test]
+fn unsendable_tokens_are_a_user_error_naming_their_source() {
+    let world = TestContext::world();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let home = world.cache.parent().unwrap().join("home");
+    fs_err::create_dir_all(&home).unwrap();
+    assert_ok(&download(&world, &[("HF_TOKEN", "hf_crlf\r\n")], &home));
+    assert_eq!(
+        hub_auth(&world.requests()).last().map(String::as_str),
+        Some("Bearer hf_crlf")
+    );
+    let from_env = download(&world, &[("HF_TOKEN", "hf_\u{1}x")], &home);
+    fs_err::write(home.join("token"), "hf_a\u{7}b\n").unwrap();
+    let _ = fs_err::remove_dir_all(&world.cache);
+    let from_file = download(&world, &[], &home);
+    kernels_test_support::snapshot!(
+        "unsendable_token",
+        format!(
+            "{}\n--- token file\n{}",
+            stderr(&from_env),
+            stderr(&from_file)
+        ),
+        &[(r"token file \S+/home/token", "token file [HOME]/token")]
+    );
+    assert_eq!(
+        (from_env.status.code(), from_file.status.code()),
+        (Some(1), Some(1))
+    );
+}

@@ -574,3 +574,68 @@ fn the_cache_is_tagged_as_huggingface_hub_tags_it_and_cache_commands_ignore_the_
     assert_ok(&out);
     assert!(!tag.exists());
 }
+
+/// Names from the cache are shown as server text is (issue 24): a folder,
+/// ref or snapshot name with an ANSI sequence or a bidirectional override is
+/// printed escaped by `kernels cache ls` and `kernels cache prune`.
+#[test]
+fn cache_names_with_control_characters_are_escaped() {
+    let world = TestContext::new();
+    let repo = world.cache.join("kernels--acme--ev\u{1b}[2Jil");
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    fs_err::create_dir_all(repo.join("snapshots").join(commit)).unwrap();
+    fs_err::create_dir_all(repo.join("snapshots/\u{202e}lmth.exe")).unwrap();
+    fs_err::create_dir_all(repo.join("refs")).unwrap();
+    fs_err::write(repo.join("refs/v\u{202e}1"), commit).unwrap();
+    let ls = world.run(&["cache", "ls"]);
+    let prune = world.run(&["cache", "prune", "--dry-run"]);
+    snapshot!(
+        "cache_names_escaped",
+        format!(
+            "{}\n--- prune\n{}",
+            common::snapshot::SnapshotText::snapshot_text(&ls),
+            common::snapshot::SnapshotText::snapshot_text(&prune)
+        )
+    );
+}
+
+/// `symlink()` refused with `EPERM` (issue 24: Windows without developer
+/// mode, some network file systems), injected through the cache's test seam:
+/// the download falls back to copies with one warning, as on a file system
+/// without links, instead of failing.
+#[test]
+fn symlinks_refused_with_eperm_fall_back_to_copies() {
+    let world = TestContext::world();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
+    let out = world.download_with(&["--all-variants"], &[("KERNELS_TEST_SYMLINK_ERRNO", "1")]);
+    snapshot!(
+        "symlink_eperm_download",
+        out,
+        // Which file fails first depends on the order the downloads end.
+        &[(
+            r"failed to create symlink \S+\.tmp",
+            "failed to create symlink [SNAPSHOT]/.kernels-[PID]-[RANDOM].tmp"
+        )]
+    );
+    let snap = repo_dir(&world, "acme/relu")
+        .join("snapshots")
+        .join(RELU_SHA);
+    let files: Vec<_> = walkdir::WalkDir::new(&snap)
+        .into_iter()
+        .flatten()
+        .filter(|e| !e.file_type().is_dir())
+        .collect();
+    assert!(!files.is_empty());
+    assert!(files.iter().all(|e| !e.path_is_symlink()), "links created");
+    let verify = kernels_cmd(
+        &world,
+        &[
+            "verify",
+            &world.project.display().to_string(),
+            "--all-variants",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_ok(&verify);
+}

@@ -475,3 +475,150 @@ fn download_ansi_in_error_json() {
     // The 403 and the "fake line", escaped.
     check("download_ansi_in_error_json", out);
 }
+
+// --- issue 24 -----------------------------------------------------------
+
+/// The body of a plain `GET base+path` (HTTP/1.0, no keep-alive).
+fn fetch(base: &str, path: &str) -> String {
+    use std::io::Read;
+    let addr = base.trim_start_matches("http://");
+    let mut socket = std::net::TcpStream::connect(addr).unwrap();
+    write!(socket, "GET {path} HTTP/1.0\r\nhost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    socket.read_to_string(&mut text).unwrap();
+    let (_, body) = text.split_once("\r\n\r\n").unwrap();
+    body.to_owned()
+}
+
+/// The real recursive listing of acme/gelu, every entry changed by `edit`.
+fn edited_listing(edit: impl Fn(&mut serde_json::Value)) -> String {
+    let world = TestContext::world();
+    let path = format!("/api/kernels/acme/gelu/tree/{GELU_SHA}?recursive=true&expand=false");
+    let mut entries: serde_json::Value =
+        serde_json::from_str(&fetch(world.endpoint(), &path)).unwrap();
+    for entry in entries.as_array_mut().unwrap() {
+        edit(entry);
+    }
+    entries.to_string()
+}
+
+/// Two files of 2^63 bytes (issue 24): the sum saturates instead of wrapping
+/// to 0, so the free-space check refuses the run before any byte is fetched.
+#[test]
+fn download_sizes_that_overflow_a_sum() {
+    let listing = edited_listing(|entry| {
+        if entry["type"] == "file" {
+            entry["size"] = serde_json::json!(1u64 << 63);
+        }
+        if let Some(lfs) = entry.get_mut("lfs") {
+            lfs["size"] = serde_json::json!(1u64 << 63);
+        }
+    });
+    // A second file of that size in the variant that is downloaded.
+    let mut entries: serde_json::Value = serde_json::from_str(&listing).unwrap();
+    let list = entries.as_array_mut().unwrap();
+    let mut twin = list
+        .iter()
+        .find(|e| {
+            e["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("build/torch-cuda/") && e["type"] == "file")
+        })
+        .unwrap()
+        .clone();
+    twin["path"] = serde_json::json!("build/torch-cuda/gelu/_twin.abi3.so");
+    // Another blob (the same digest would be fetched once).
+    twin["oid"] = serde_json::json!("1".repeat(40));
+    if let Some(lfs) = twin.get_mut("lfs") {
+        lfs["oid"] = serde_json::json!("ab".repeat(32));
+    }
+    list.push(twin);
+    let listing = entries.to_string();
+    let out = hostile(Cmd::Download, move |r, _| {
+        if is_tree(r) {
+            Play::json("200 OK", "", &listing)
+        } else {
+            Play::Forward
+        }
+    });
+    check("sizes of 2^63 bytes", out, &["space"]);
+}
+
+/// An uppercase LFS oid in a listing (issue 24): `lock` and `download` read
+/// it as the same digest, so the kernel the lock pins downloads and verifies.
+#[test]
+fn lock_and_download_read_an_uppercase_lfs_oid_alike() {
+    use kernels_test_support::snapshot::SnapshotText;
+    let listing = edited_listing(|entry| {
+        let upper = entry["oid"].as_str().unwrap().to_ascii_uppercase();
+        entry["oid"] = serde_json::json!(upper);
+        if let Some(lfs) = entry.get_mut("lfs") {
+            let upper = lfs["oid"].as_str().unwrap().to_ascii_uppercase();
+            lfs["oid"] = serde_json::json!(upper);
+        }
+    });
+    let world = TestContext::world();
+    let front = Hostile::start("127.0.0.1", &world.server.endpoint, move |r| {
+        if is_tree(r) {
+            Play::json("200 OK", "", &listing)
+        } else {
+            Play::Forward
+        }
+    });
+    world.write(
+        "pyproject.toml",
+        "[project]\nname = \"p\"\nversion = \"0\"\n\n[tool.kernels.dependencies]\n\"acme/gelu\" = { revision = \"main\" }\n",
+    );
+    let run = |args: &[&str]| {
+        let mut cmd = kernels(&front.base, &world.cache);
+        cmd.current_dir(&world.project).args(args);
+        cmd.output().unwrap()
+    };
+    let locked = run(&["lock", "--target-runtime", "0.16.2", "."]);
+    let downloaded = run(&["download", "--variant", "torch-cuda", "."]);
+    let verified = run(&["verify", "--variant", "torch-cuda", "."]);
+    kernels_test_support::snapshot!(
+        "uppercase_lfs_oid",
+        format!(
+            "{}\n--- download\n{}\n--- verify\n{}",
+            locked.snapshot_text(),
+            downloaded.snapshot_text(),
+            verified.snapshot_text()
+        )
+    );
+}
+
+/// A CDN that answers 403 for every signed URL (issue 24): the first file is
+/// asked once more for a fresh URL, then the run stops fetching and names the
+/// cause once, in seconds (with the default retries, not `FAST`); the
+/// percent-encoded signature of the URL is not printed.
+#[test]
+fn download_cdn_refusing_every_file_fails_fast_once() {
+    let world = TestContext::world();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    let cdn = Hostile::start("localhost", "", |_| {
+        Play::Full("HTTP/1.1 403 Forbidden".into(), b"AccessDenied".to_vec())
+    });
+    let cdn_base = cdn.base.clone();
+    let front = Hostile::start("127.0.0.1", &world.server.endpoint, move |r| {
+        if is_file(r) {
+            Play::redirect(&format!(
+                "{cdn_base}/blob?X%2DAmz%2DSignature=topsecret&X-Amz-Expires=60"
+            ))
+        } else {
+            Play::Forward
+        }
+    });
+    let mut cmd = kernels(&front.base, &world.cache);
+    cmd.current_dir(&world.project)
+        .args(["download", "--all-variants", "--concurrency", "1", "."]);
+    let started = Instant::now();
+    let out = cmd.output().unwrap();
+    let elapsed = started.elapsed();
+    let cdn_gets = String::from_utf8_lossy(&cdn.received())
+        .matches("GET ")
+        .count();
+    kernels_test_support::snapshot!("cdn_refuses_every_file", out);
+    assert_eq!(cdn_gets, 2, "the first file and one fresh URL only");
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+}

@@ -2025,3 +2025,67 @@ fn small_responses_are_not_held_back_by_nagle() {
         "40 small GETs took {best:.1}x as long as 40 HEADs (+5 ms): responses are stalled"
     );
 }
+
+/// One raw HTTP/1.1 exchange on a fresh connection: `request` is written,
+/// the write side is shut when `half_close` (as `nc -N` does), and everything
+/// the server sends until it closes is returned.
+fn raw_exchange(endpoint: &str, request: &str, half_close: bool) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let addr = endpoint.trim_start_matches("http://");
+    let mut socket = std::net::TcpStream::connect(addr).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    socket.write_all(request.as_bytes()).unwrap();
+    if half_close {
+        socket.shutdown(std::net::Shutdown::Write).unwrap();
+    }
+    let mut out = Vec::new();
+    let _ = socket.read_to_end(&mut out);
+    out
+}
+
+/// A client that half-closes after its request (issue 24) always gets its
+/// answer: 200 of 200 here (8–20 were dropped before).
+#[test]
+fn half_closed_clients_get_their_answer() {
+    let world = common::TestContext::world();
+    let addr = world.endpoint().trim_start_matches("http://").to_owned();
+    let request = format!(
+        "GET /api/kernels/acme/gelu/refs HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+    );
+    let answered = (0..200)
+        .filter(|_| raw_exchange(world.endpoint(), &request, true).starts_with(b"HTTP/1.1 200"))
+        .count();
+    assert_eq!(answered, 200);
+}
+
+/// A mirror file replaced after start by a symlink that leads out of the
+/// mirror (issue 24) is never served: the outside bytes do not reach the
+/// client, while the files left alone are still served.
+#[test]
+fn a_file_swapped_for_an_outside_link_after_start_is_not_served() {
+    let mut mirror = None;
+    let world = common::TestContext::world_with(|dir| mirror = Some(dir.to_owned()));
+    let tree = mirror
+        .unwrap()
+        .join("repos/kernels/acme/gelu/commits/c1/tree");
+    let outside = world.tmp.path().join("outside.txt");
+    // Longer than the file it replaces: every byte the server would read
+    // from it is outside content.
+    fs_err::write(&outside, "OUTSIDE-SECRET-BYTES\n".repeat(512)).unwrap();
+    let swapped = tree.join("build/torch-universal/gelu/__init__.py");
+    fs_err::remove_file(&swapped).unwrap();
+    std::os::unix::fs::symlink(&outside, &swapped).unwrap();
+    let addr = world.endpoint().trim_start_matches("http://").to_owned();
+    let get = |path: &str| {
+        let request = format!(
+            "GET /kernels/acme/{path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+        );
+        String::from_utf8_lossy(&raw_exchange(world.endpoint(), &request, false)).into_owned()
+    };
+    let answer = get("gelu/resolve/main/build/torch-universal/gelu/__init__.py");
+    assert!(!answer.contains("OUTSIDE-SECRET"), "{answer}");
+    let kept = get("relu/resolve/main/build/torch-cpu/relu/__init__.py");
+    assert!(kept.starts_with("HTTP/1.1 200"), "{kept}");
+}

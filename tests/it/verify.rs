@@ -336,3 +336,25 @@ fn a_link_to_a_non_hex_blob_name_is_a_clear_error() {
         );
     }
 }
+
+/// Two `--variant` flags offline (issue 24): as online, each kernel takes the
+/// named variants it has, so `verify` and `download --offline` accept a kernel
+/// that has one of them cached (acme/gelu has no torch-cpu build).
+#[test]
+fn two_named_variants_accept_a_kernel_with_either() {
+    let world = TestContext::world();
+    world.lock_b(&[("acme/gelu", GELU_SHA)]);
+    assert_ok(&world.download(&["--variant", "torch-cuda"]));
+    let p = world.project.display().to_string();
+    let both = ["--variant", "torch-cuda", "--variant", "torch-cpu"];
+    let verify = world.run(&[&["verify", p.as_str()][..], &both[..]].concat());
+    let offline = world.run(&[&["download", p.as_str(), "--offline"][..], &both[..]].concat());
+    snapshot!(
+        "two_named_variants_offline",
+        format!(
+            "{}\n--- download --offline\n{}",
+            common::snapshot::SnapshotText::snapshot_text(&verify),
+            common::snapshot::SnapshotText::snapshot_text(&offline)
+        )
+    );
+}

@@ -44,13 +44,62 @@ pub(crate) fn open_rw_no_follow(path: &Path, mode: u32) -> Result<fs_err::File, 
     Ok(options.open(path)?)
 }
 
+/// `err` with `message` in front (the path it is about), its OS error number
+/// kept as its source, where [`os_code`] finds it. `fs_err`'s errors name the
+/// path too but drop the number (their `source()` is `None`), so a call whose
+/// errno decides what to do next (`symlink()` refused with `EPERM`) is made
+/// with `std` and wrapped here.
+pub(crate) fn with_context(message: String, err: std::io::Error) -> std::io::Error {
+    std::io::Error::new(err.kind(), Context(message, err))
+}
+
+/// An OS error with the message of [`with_context`].
+#[derive(Debug)]
+struct Context(String, std::io::Error);
+
+impl std::fmt::Display for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.0, self.1)
+    }
+}
+
+impl std::error::Error for Context {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.1)
+    }
+}
+
+/// The operating system's error number of `err`, also when it is wrapped
+/// ([`with_context`], or `std::io::Error::new` around an error whose chain of
+/// sources holds one): the chain is searched for the first error that has one.
+pub(crate) fn os_code(err: &std::io::Error) -> Option<i32> {
+    if let Some(code) = err.raw_os_error() {
+        return Some(code);
+    }
+    let mut next: Option<&(dyn std::error::Error + 'static)> = err
+        .get_ref()
+        .map(|inner| inner as &(dyn std::error::Error + 'static));
+    while let Some(cause) = next {
+        if let Some(code) = cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
+            return Some(code);
+        }
+        next = cause.source();
+    }
+    None
+}
+
 /// Whether an I/O error means "this file system cannot do that" (flock or
-/// symlink not implemented), as opposed to a real failure.
+/// symlink not implemented, or refused as `EPERM`: Windows without developer
+/// mode, some network file systems), as opposed to a real failure. The error
+/// number is looked for through wrappers ([`os_code`]).
 pub(crate) fn is_unsupported(err: &std::io::Error) -> bool {
     #[cfg(unix)]
     {
         use rustix::io::Errno;
-        let code = err.raw_os_error();
+        let code = os_code(err);
         [Errno::NOSYS, Errno::OPNOTSUPP, Errno::NOLCK, Errno::PERM]
             .iter()
             .any(|e| code == Some(e.raw_os_error()))
@@ -65,7 +114,7 @@ pub(crate) fn is_unsupported(err: &std::io::Error) -> bool {
 /// Whether an I/O error means the file system or directory is not writable.
 pub fn is_read_only(err: &std::io::Error) -> bool {
     #[cfg(unix)]
-    if err.raw_os_error() == Some(rustix::io::Errno::ROFS.raw_os_error()) {
+    if os_code(err) == Some(rustix::io::Errno::ROFS.raw_os_error()) {
         return true;
     }
     err.kind() == ErrorKind::PermissionDenied || err.kind() == ErrorKind::ReadOnlyFilesystem
@@ -77,7 +126,7 @@ pub fn is_disk_full(err: &std::io::Error) -> bool {
         return true;
     }
     #[cfg(unix)]
-    if err.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
+    if os_code(err) == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
         return true;
     }
     false
@@ -202,6 +251,24 @@ pub(crate) fn try_flock(file: &File, path: &Path) -> Result<bool, CacheError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The OS error number inside an error with context (issue 24): `EPERM`
+    /// from a real call (a hard link to a directory is refused with `EPERM` on
+    /// Linux, without privileges) is still recognised once the path is added.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn wrapped_errno_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        #[allow(clippy::disallowed_methods)]
+        let raw = std::fs::hard_link(dir.path(), dir.path().join("link")).unwrap_err();
+        let err = with_context(format!("cannot link {}", dir.path().display()), raw);
+        assert_eq!(err.raw_os_error(), None);
+        assert_eq!(os_code(&err), Some(rustix::io::Errno::PERM.raw_os_error()));
+        assert!(is_unsupported(&err));
+        let plain = std::io::Error::other("no number");
+        assert_eq!(os_code(&plain), None);
+        assert!(!is_unsupported(&plain));
+    }
 
     #[test]
     fn planted_links_are_not_followed() {

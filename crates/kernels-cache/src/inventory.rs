@@ -92,9 +92,9 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
             for entry in entries.filter_map(Result::ok) {
                 let Ok(meta) = entry.metadata() else { continue };
                 if entry.file_name().to_string_lossy().ends_with(".incomplete") {
-                    incomplete += meta.len();
+                    incomplete = u64::saturating_add(incomplete, meta.len());
                 } else if meta.is_file() {
-                    size += meta.len();
+                    size = u64::saturating_add(size, meta.len());
                 }
             }
         }
@@ -110,9 +110,9 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
                 {
                     files += 1;
                     if let Ok(meta) = fs_err::metadata(file.path()) {
-                        rev_size += meta.len();
+                        rev_size = u64::saturating_add(rev_size, meta.len());
                         if file.file_type().is_file() {
-                            size += meta.len();
+                            size = u64::saturating_add(size, meta.len());
                         }
                     }
                 }
@@ -275,7 +275,7 @@ fn prune_blobs(
             fs_err::remove_file(&path)?;
         }
         drop(guard);
-        report.freed += size;
+        report.freed = report.freed.saturating_add(size);
         if incomplete {
             report.incomplete.push(path);
         } else {

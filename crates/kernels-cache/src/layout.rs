@@ -14,6 +14,10 @@ use super::{BlobLock, CacheError, CacheWarning, fsx};
 /// How the cache writer adapts to its file system.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheOptions {
+    /// Test only: every `symlink()` fails with this OS error number (`1`,
+    /// `EPERM`, as on Windows without developer mode), with the path added as
+    /// for a real failure (the number then found only inside).
+    pub fail_symlinks: Option<i32>,
     /// Never create symlinks: snapshot files are copies (a new blob is moved
     /// into the snapshot), as `huggingface_hub` does with
     /// `HF_HUB_DISABLE_SYMLINKS` or where symlinks fail.
@@ -497,7 +501,7 @@ impl RepoCache {
         pointer: &Path,
     ) -> Result<bool, CacheError> {
         let tmp = temp_name(parent);
-        match symlink(target, &tmp) {
+        match self.symlink(target, &tmp) {
             Ok(()) => {}
             Err(err) if fsx::is_unsupported(&err) => {
                 self.state.no_symlinks.store(true, Ordering::Relaxed);
@@ -512,7 +516,7 @@ impl RepoCache {
         let renamed = match fs_err::rename(&tmp, pointer) {
             // Another process took our name for a stale one: link again.
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                symlink(target, &tmp)?;
+                self.symlink(target, &tmp)?;
                 fs_err::rename(&tmp, pointer)
             }
             other => other,
@@ -522,6 +526,15 @@ impl RepoCache {
             return Err(err.into());
         }
         Ok(true)
+    }
+
+    /// Creates the symlink `link` to `target`, or fails as
+    /// [`CacheOptions::fail_symlinks`] asks.
+    fn symlink(&self, target: &Path, link: &Path) -> std::io::Result<()> {
+        match self.state.options.fail_symlinks {
+            Some(code) => Err(symlink_error(link, std::io::Error::from_raw_os_error(code))),
+            None => symlink(target, link),
+        }
     }
 
     /// Reads the snapshot link `snapshots/<commit>/<path>` and returns the blob
@@ -534,19 +547,56 @@ impl RepoCache {
     }
 }
 
-#[cfg(unix)]
+/// Creates the symlink `link` to `target`. Not through `fs_err`, whose error
+/// drops the OS error number that [`fsx::is_unsupported`] needs (`EPERM`):
+/// the path is added with [`fsx::with_context`], which keeps it.
 fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
-    fs_err::os::unix::fs::symlink(target, link)
+    #[cfg(unix)]
+    let made = std::os::unix::fs::symlink(target, link);
+    #[cfg(windows)]
+    let made = std::os::windows::fs::symlink_file(target, link);
+    made.map_err(|err| symlink_error(link, err))
 }
 
-#[cfg(windows)]
-fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
-    fs_err::os::windows::fs::symlink_file(target, link)
+/// The error of creating the symlink `link`: the OS error with the path.
+fn symlink_error(link: &Path, err: std::io::Error) -> std::io::Error {
+    let message = format!("failed to create symlink {}", link.display());
+    fsx::with_context(message, err)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `symlink()` refused with `EPERM` (issue 24: Windows without developer
+    /// mode, some network file systems), with the path added: the file
+    /// is copied, as with `HF_HUB_DISABLE_SYMLINKS`, and the cache says so once.
+    #[test]
+    fn symlinks_refused_with_eperm_fall_back_to_copies() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = CacheOptions {
+            fail_symlinks: Some(1),
+            ..CacheOptions::default()
+        };
+        let cache = HubCache::with_options(dir.path(), options);
+        let repo = cache.repo(&"acme/relu".parse().unwrap(), RepoType::Kernel);
+        let etag = "a".repeat(64);
+        let commit = "0123456789abcdef0123456789abcdef01234567";
+        fs_err::create_dir_all(repo.blob_path(&etag).parent().unwrap()).unwrap();
+        fs_err::write(repo.blob_path(&etag), b"so").unwrap();
+        for path in ["build/x.so", "build/y.so"] {
+            assert!(repo.place(commit, path, &etag, false).unwrap());
+            let file = repo.snapshot_path(commit, path).unwrap();
+            let meta = fs_err::symlink_metadata(&file).unwrap();
+            assert!(meta.is_file(), "{}", file.display());
+            assert_eq!(fs_err::read(&file).unwrap(), b"so");
+        }
+        let warnings = cache.take_warnings();
+        assert!(
+            matches!(warnings.as_slice(), [CacheWarning::NoSymlinks { .. }]),
+            "{warnings:?}"
+        );
+    }
 
     #[cfg(target_os = "linux")]
     #[test]

@@ -167,6 +167,9 @@ pub struct HubClient {
     network: std::sync::Arc<NetworkConfig>,
     pauses: Pauses,
     on_retry: RetryObserver,
+    /// The first definitive refusal of a download server the Hub redirected
+    /// to (shared by clones): every later download fails with it at once.
+    pub(crate) refused: std::sync::Arc<std::sync::Mutex<Option<ErrorResponse>>>,
 }
 
 impl HubClient {
@@ -174,13 +177,12 @@ impl HubClient {
     /// flag, connect timeout `retry.etag_timeout`, read timeout
     /// `retry.download_timeout`. Fails if the token cannot be sent as a header.
     pub fn new(settings: &ClientConfig) -> Result<Self, HubError> {
+        let origin = settings
+            .token_origin
+            .clone()
+            .unwrap_or_else(|| "the client configuration".to_owned());
         let token = match &settings.token {
-            Some(token) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
-                    .map_err(|_| HubError::InvalidToken)?;
-                value.set_sensitive(true);
-                Some(value)
-            }
+            Some(token) => Some(bearer(token, &origin)?),
             None => None,
         };
         let endpoint = settings.endpoint.trim_end_matches('/').to_owned();
@@ -211,10 +213,7 @@ impl HubClient {
                 given: token,
                 given_text: settings.token.clone(),
                 source: settings.token_source.clone(),
-                origin: settings
-                    .token_origin
-                    .clone()
-                    .unwrap_or_else(|| "the client configuration".to_owned()),
+                origin,
                 resolved: tokio::sync::OnceCell::new(),
             }),
             hub_origins,
@@ -224,6 +223,7 @@ impl HubClient {
             network: std::sync::Arc::new(settings.network.clone()),
             pauses: Pauses::default(),
             on_retry: RetryObserver::default(),
+            refused: std::sync::Arc::default(),
         })
     }
 
@@ -490,7 +490,10 @@ impl HubClient {
             let Some(wait) = self.backoff(&mut state, &err) else {
                 return Err(err);
             };
-            tracing::debug!("retrying {url} after {wait:?}: {err}");
+            tracing::debug!(
+                "retrying {} after {wait:?}: {err}",
+                kernels_types::text::safe(url)
+            );
             if let Some(observer) = &self.on_retry.0 {
                 // The deepest cause names what happened without the URL.
                 let mut cause: &dyn std::error::Error = &err;
@@ -984,9 +987,12 @@ struct Auth {
     resolved: tokio::sync::OnceCell<Option<HeaderValue>>,
 }
 
-fn bearer(token: &str) -> Result<HeaderValue, HubError> {
+/// The `Authorization` value of `token`, from `origin` (for the error).
+fn bearer(token: &str, origin: &str) -> Result<HeaderValue, HubError> {
     let mut value =
-        HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| HubError::InvalidToken)?;
+        HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| HubError::InvalidToken {
+            origin: origin.to_owned(),
+        })?;
     value.set_sensitive(true);
     Ok(value)
 }
@@ -1044,7 +1050,7 @@ impl HubClient {
                     Ok(fresh) if fresh == *token => Ok(self.auth.given.clone()),
                     Ok(fresh) => {
                         self.emit(&HubEvent::TokenRefreshed);
-                        bearer(&fresh).map(Some)
+                        bearer(&fresh, &self.auth.origin).map(Some)
                     }
                     Err(reason) => {
                         self.emit(&HubEvent::TokenRefreshFailed { reason });
@@ -1080,7 +1086,7 @@ impl HubClient {
                     .token_exchange(request, &url)
                     .await
                     .map_err(|detail| crate::auth::oidc_error(&url, detail))?;
-                bearer(&response.access_token).map(Some)
+                bearer(&response.access_token, "the OIDC token exchange").map(Some)
             }
         }
     }
@@ -1256,7 +1262,7 @@ mod tests {
         let settings = config("http://127.0.0.1:1", Some("bad\ntoken".into()), false);
         assert!(matches!(
             HubClient::new(&settings),
-            Err(HubError::InvalidToken)
+            Err(HubError::InvalidToken { .. })
         ));
     }
 

@@ -18,10 +18,15 @@
 //!   [`RetryPolicy::stall_timeout`](crate::RetryPolicy::stall_timeout)
 //!   (`KERNELS_STALL_TIMEOUT`) fails the attempt.
 //! * **Retries** ([`crate::RetryState`]): what [`HubError::is_retryable`]
-//!   accepts, and an expired signed CDN URL (a `403` from a host other than
-//!   the endpoint, answered by asking the Hub for a fresh redirect), with
-//!   jittered exponential backoff or the server's wait; the sink hears of
-//!   each ([`BlobSink::retry`]) and is opened again for the next attempt.
+//!   accepts, with jittered exponential backoff or the server's wait; the
+//!   sink hears of each ([`BlobSink::retry`]) and is opened again for the
+//!   next attempt.
+//! * **Refusals**: a `403` from a host other than the endpoint (a signed CDN
+//!   URL, expired or refused) is asked once more at once, through the Hub for
+//!   a fresh redirect ([`CDN_REFUSAL_RETRIES`]); refused again, it is
+//!   definitive: the client remembers it and every later download fails with
+//!   it without a request, so that a CDN that refuses every file ends the run
+//!   after one file instead of retrying each one (issue 24).
 //! * **Encoding**: `identity` is asked for; a gzip body (some CDNs) is
 //!   inflated in bounded steps, any other encoding is refused.
 //!
@@ -127,6 +132,10 @@ pub enum BlobError<E> {
     Sink(E),
 }
 
+/// How many times a download refused by the server the Hub redirected to (a
+/// `403` from another origin) is asked again, at once, for a fresh signed URL.
+pub const CDN_REFUSAL_RETRIES: u32 = 1;
+
 /// What [`HubClient::download_blob`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Downloaded {
@@ -166,6 +175,7 @@ impl HubClient {
             validator: None,
         };
         let mut restarts = 0;
+        let mut refusals = 0;
         loop {
             let Some(writer) = sink.open().await.map_err(BlobError::Sink)? else {
                 return Ok(match carry.received {
@@ -173,6 +183,9 @@ impl HubClient {
                     bytes => Downloaded::Fetched { bytes },
                 });
             };
+            if let Some(refusal) = self.refusal() {
+                return Err(refusal.into());
+            }
             let Err(err) = self.attempt(request, writer, &mut carry).await else {
                 return Ok(Downloaded::Fetched {
                     bytes: carry.received,
@@ -184,7 +197,15 @@ impl HubClient {
                     carry.validator = None;
                     tracing::debug!("{}: fetching again from byte 0: {err}", request.path);
                 }
-                BlobError::Hub(hub) if self.download_retryable(hub) => {
+                BlobError::Hub(hub) if self.is_cdn_refusal(hub) => {
+                    if refusals >= CDN_REFUSAL_RETRIES {
+                        self.remember_refusal(hub);
+                        return Err(err);
+                    }
+                    refusals += 1;
+                    tracing::debug!("{}: asking for a fresh download URL: {err}", request.path);
+                }
+                BlobError::Hub(hub) if hub.is_retryable() => {
                     let Some(wait) = self.backoff(&mut state, hub) else {
                         return Err(err);
                     };
@@ -204,13 +225,13 @@ impl HubClient {
         }
     }
 
-    /// Whether a failed download attempt may be tried again: what
-    /// [`HubError::is_retryable`] accepts, and a `403` from another origin
-    /// than the endpoint (a signed CDN URL that expired while we waited: the
-    /// next attempt asks the Hub again and gets a fresh one).
-    fn download_retryable(&self, err: &HubError) -> bool {
+    /// Whether a failed download attempt is a `403` from another origin than
+    /// the endpoint: a signed CDN URL refused (expired while we waited, or
+    /// never valid for this machine). Asked again through the Hub for a fresh
+    /// one at most [`CDN_REFUSAL_RETRIES`] times, never with the backoff of a
+    /// server failure.
+    fn is_cdn_refusal(&self, err: &HubError) -> bool {
         match err {
-            err if err.is_retryable() => true,
             HubError::Status { response }
             | HubError::Forbidden { response }
             | HubError::Refused { response } => {
@@ -218,6 +239,29 @@ impl HubClient {
             }
             _ => false,
         }
+    }
+
+    /// Remembers the first definitive refusal of the download server (see
+    /// the module docs).
+    fn remember_refusal(&self, err: &HubError) {
+        let (HubError::Status { response }
+        | HubError::Forbidden { response }
+        | HubError::Refused { response }) = err
+        else {
+            return;
+        };
+        if let Ok(mut refused) = self.refused.lock() {
+            refused.get_or_insert_with(|| (**response).clone());
+        }
+    }
+
+    /// The definitive refusal remembered, as the error of a download that is
+    /// not tried.
+    fn refusal(&self) -> Option<HubError> {
+        let refused = self.refused.lock().ok()?;
+        refused.as_ref().map(|response| HubError::Refused {
+            response: Box::new(response.clone()),
+        })
     }
 
     fn blob_url(&self, request: &BlobRequest<'_>) -> String {

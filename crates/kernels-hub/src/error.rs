@@ -185,13 +185,23 @@ pub enum HubError {
         url: String,
     },
 
-    /// The configured token cannot be sent in an HTTP header.
-    #[error("the Hub token contains characters that cannot be sent in an HTTP header")]
+    /// The configured token cannot be sent in an HTTP header: it holds a
+    /// control character (other than the CR/LF that are removed when it is
+    /// read). A user error: the token is never
+    /// shown, only where it came from.
+    #[error(
+        "the Hub token from {origin} contains a control character, which cannot be sent in an HTTP header"
+    )]
     #[diagnostic(
         code(kernels::hub::invalid_token),
-        help("check HF_TOKEN (or the token file at HF_TOKEN_PATH / $HF_HOME/token)")
+        help(
+            "make {origin} hold exactly the token the Hub shows (https://huggingface.co/settings/tokens), without quotes or other characters around it"
+        )
     )]
-    InvalidToken,
+    InvalidToken {
+        /// Where the token came from (`HF_TOKEN`, `the token file <path>`, …).
+        origin: String,
+    },
 
     /// The repository does not exist for this repo type, or is private.
     #[error("{} repository `{}` was not found{}: {response}", target.repo_type.as_str(), target.repo_id, response.suggestion.as_deref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default())]
@@ -572,7 +582,7 @@ impl HubError {
             HubError::Offline { .. }
             | HubError::Timeout { .. }
             | HubError::InvalidResponse { .. }
-            | HubError::InvalidToken => None,
+            | HubError::InvalidToken { .. } => None,
         }
     }
 }

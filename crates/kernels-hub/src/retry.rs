@@ -116,9 +116,9 @@ impl RetryState {
         wait: Duration,
     ) -> RetryNotice {
         RetryNotice {
-            url: url.to_owned(),
+            url: kernels_types::text::redact(url).into_owned(),
             file,
-            reason,
+            reason: kernels_types::text::safe(&reason),
             wait,
             attempt: self.retries,
             max: self.policy.max_retries,
@@ -132,11 +132,11 @@ impl RetryState {
 /// [`crate::BlobSink::retry`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetryNotice {
-    /// The request URL.
+    /// The request URL, its secrets removed ([`kernels_types::text::redact`]).
     pub url: String,
     /// The file being downloaded, as `owner/name: path`; `None` for an API call.
     pub file: Option<String>,
-    /// Why the attempt failed, one line: the deepest cause for an API call
+    /// Why the attempt failed, printable ([`kernels_types::text::safe`]), one line: the deepest cause for an API call
     /// (the URL is named elsewhere), the error's first line for a file.
     pub reason: String,
     /// The pause before the next attempt.

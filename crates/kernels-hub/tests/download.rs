@@ -204,3 +204,44 @@ async fn content_already_held_costs_no_request() {
     assert_eq!(done, Downloaded::Present);
     assert_eq!(hub.received(), "");
 }
+
+/// A CDN that refuses every signed URL (issue 24): the first file is asked
+/// again once for a fresh URL, then the refusal is definitive and a later file
+/// fails with it without a request, instead of each one being retried with
+/// backoff.
+#[tokio::test]
+async fn a_cdn_refusal_is_asked_once_more_then_ends_every_download() {
+    let cdn = Listener::start("localhost", |_| {
+        Reply::Full("HTTP/1.1 403 Forbidden".into(), b"AccessDenied".to_vec())
+    })
+    .await;
+    let cdn_base = cdn.base.clone();
+    let hub = Listener::start("127.0.0.1", move |_| {
+        Reply::Full(
+            format!("HTTP/1.1 302 Found\r\nlocation: {cdn_base}/blob?X-Amz-Signature=s"),
+            Vec::new(),
+        )
+    })
+    .await;
+    let client = client(&hub.base);
+    let repo_id: RepoId = "acme/relu".parse().unwrap();
+    let first = client
+        .download_blob(&request(&repo_id), &mut Memory::default())
+        .await
+        .unwrap_err();
+    let second = client
+        .download_blob(&request(&repo_id), &mut Memory::default())
+        .await
+        .unwrap_err();
+    for err in [&first, &second] {
+        assert!(
+            matches!(
+                err,
+                kernels_hub::BlobError::Hub(kernels_hub::error::HubError::Refused { .. })
+            ),
+            "{err:?}"
+        );
+    }
+    assert_eq!(cdn.received().matches("GET ").count(), 2);
+    assert_eq!(hub.received().matches("GET ").count(), 2);
+}

@@ -1,7 +1,7 @@
 //! File bodies: where the bytes come from (disk or a seeded generator), their
 //! git/LFS digests, and streaming a byte range of them into a response.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use futures_util::Stream;
@@ -278,14 +278,47 @@ pub fn gzip_stream(
     )
 }
 
+/// Opens the mirror file `path` (the canonical path the mirror was loaded
+/// with, inside its root) only while it still is that file: a component
+/// replaced by a symlink after the server started (one leading out of the
+/// mirror) changes the canonical path, and a last component swapped for a
+/// link between the check and the open is refused by `O_NOFOLLOW`. Either
+/// way the file is not served (issue 24).
+async fn open_confined(path: &Path) -> std::io::Result<tokio::fs::File> {
+    let refused = || {
+        std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is no longer the file the mirror was loaded with (a symbolic link now leads elsewhere); reload the mirror",
+                path.display()
+            ),
+        )
+    };
+    if tokio::fs::canonicalize(path).await? != path {
+        return Err(refused());
+    }
+    let mut options = tokio::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    options.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    let opened = options.open(path).await.map_err(|err| {
+        if fs_err::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            refused()
+        } else {
+            err
+        }
+    })?;
+    Ok(opened)
+}
+
 async fn read_disk(
     file: &mut Option<tokio::fs::File>,
-    path: &PathBuf,
+    path: &Path,
     pos: u64,
     buf: &mut [u8],
 ) -> std::io::Result<()> {
     if file.is_none() {
-        let mut opened = tokio::fs::File::open(path).await?;
+        let mut opened = open_confined(path).await?;
         opened.seek(std::io::SeekFrom::Start(pos)).await?;
         *file = Some(opened);
     }

@@ -341,7 +341,7 @@ fn info(
                     s
                 })
                 .collect();
-            let used: u64 = commit.files().map(|(_, f)| f.size).sum();
+            let used = kernels_types::size::total(commit.files().map(|(_, f)| f.size));
             let is_kernel = repo.primary == RepoType::Kernel;
             let mut body = json!({
                 "_id": object_id(repo),

@@ -361,6 +361,10 @@ async fn serve_connection(
         // wait before a request as header time; hyper's would.
         .header_read_timeout(None)
         .keep_alive(true)
+        // A client that shuts its write side after the request (`nc -N`,
+        // `shutdown(SHUT_WR)`) still gets the answer: without this, hyper
+        // closes the connection at the EOF before the answer is written.
+        .half_close(true)
         .serve_connection(io, service);
     tokio::pin!(driver);
     let mut stopping = false;
@@ -401,6 +405,7 @@ async fn reject(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, track
     });
     let driver = hyper::server::conn::http1::Builder::new()
         .keep_alive(false)
+        .half_close(true)
         .serve_connection(TokioIo::new(stream), service);
     let deadline = tracker.limits.header_timeout.min(Duration::from_secs(5));
     let _ = tokio::time::timeout(deadline, driver).await;

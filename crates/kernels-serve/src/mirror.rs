@@ -963,7 +963,12 @@ fn describe_tree(
             Some(files) => files.contains(&rel),
             None => patterns.iter().any(|p| lfs_match(p, &rel)),
         };
-        let disk = real.unwrap_or_else(|| entry.path().to_owned());
+        // The canonical path: what is served is re-checked against it at
+        // every open (`content::open_confined`).
+        let disk = match real {
+            Some(real) => real,
+            None => source.confine.check(entry.path())?,
+        };
         jobs.push((rel, Content::Disk(disk), lfs));
     }
     for (path, spec) in source.synthetic.get(label).into_iter().flatten() {

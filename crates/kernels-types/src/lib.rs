@@ -16,6 +16,7 @@ pub mod metadata;
 pub mod python_depends;
 pub mod repo_id;
 pub mod repo_path;
+pub mod size;
 pub mod source_text;
 pub mod text;
 pub mod variant_name;

@@ -1,5 +1,6 @@
 //! Making text from a server (messages, paths, URLs) safe to print: control
-//! characters are shown, not executed, and the query of a signed URL is removed.
+//! characters are shown, not executed, and the secrets of a URL (the password of
+//! its user info, the query of a signed URL) are removed.
 
 use std::borrow::Cow;
 
@@ -49,18 +50,103 @@ const SIGNED: &[&str] = &[
     "sv",
 ];
 
+/// `name` with its `%XX` escapes decoded (invalid escapes kept as they are),
+/// so that `X%2DAmz%2DSignature` is recognised as `X-Amz-Signature`.
+fn percent_decoded(name: &str) -> String {
+    let bytes = name.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied(),
+            bytes.get(i + 2).copied(),
+        ) {
+            (b'%', Some(h), Some(l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 fn is_signed_query(query: &str) -> bool {
-    query.split('&').any(|pair| {
-        let name = pair.split('=').next().unwrap_or("");
+    query.split(['&', ';']).any(|pair| {
+        let name = percent_decoded(pair.split('=').next().unwrap_or(""));
+        let name = name.trim();
         SIGNED.iter().any(|s| name.eq_ignore_ascii_case(s))
     })
 }
 
-/// `text` with the query string of every signed URL in it (one carrying
-/// `X-Amz-Signature`, `Signature`, `sig`, …) replaced by `?…`. Other URLs and
-/// text are kept.
-pub fn redact_signed_urls(text: &str) -> Cow<'_, str> {
-    if !text.contains('?') {
+/// `url` (one URL, from its scheme on) with the password of its user info
+/// replaced by `***` (`http://user:***@host/`), or the whole user info when it
+/// has no password (a bare user name may be a token: `http://***@host/`).
+fn redact_userinfo(url: &str, out: &mut String) -> bool {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        out.push_str(url);
+        return false;
+    };
+    let authority_len = url[scheme_end..]
+        .find(['/', '?', '#', '\\'])
+        .unwrap_or(url.len() - scheme_end);
+    let authority = &url[scheme_end..scheme_end + authority_len];
+    let Some(at) = authority.rfind('@') else {
+        out.push_str(url);
+        return false;
+    };
+    out.push_str(&url[..scheme_end]);
+    match authority[..at].split_once(':') {
+        Some((user, _password)) => {
+            out.push_str(user);
+            out.push_str(":***");
+        }
+        None => out.push_str("***"),
+    }
+    out.push_str(&url[scheme_end + at..]);
+    true
+}
+
+/// `url` (one URL) with its secrets removed: the user info's password
+/// ([`redact_userinfo`]) and the query of a signed URL (replaced by `?…`).
+/// Returns whether anything changed.
+fn redact_url(url: &str, out: &mut String) -> bool {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut changed = redact_userinfo(base, out);
+    if let Some(query) = query {
+        let (query_only, _fragment) = query.split_once('#').unwrap_or((query, ""));
+        if is_signed_query(query_only) {
+            out.push_str("?…");
+            changed = true;
+        } else {
+            out.push('?');
+            out.push_str(query);
+        }
+    }
+    changed
+}
+
+/// `text` with the secrets of every URL in it removed: the password of a URL's
+/// user info (`http://user:pass@host` becomes `http://user:***@host`; a user
+/// name alone becomes `***`) and the query string of a signed URL (one carrying
+/// `X-Amz-Signature`, `Signature`, `sig`, …, also percent-encoded) replaced by
+/// `?…`. Other URLs and text are kept. The one redaction rule of every message,
+/// log line and setting that shows a URL (an `HF_ENDPOINT`, a request, a
+/// redirect).
+pub fn redact(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
@@ -76,29 +162,7 @@ pub fn redact_signed_urls(text: &str) -> Cow<'_, str> {
         let end = url_and_more[..end]
             .trim_end_matches(['.', ',', ':', ';'])
             .len();
-        let url = &url_and_more[..end];
-        match url.split_once('?') {
-            Some((base, query)) => {
-                let (query, fragment) = query.split_once('#').unwrap_or((query, ""));
-                if is_signed_query(query) {
-                    out.push_str(base);
-                    out.push_str("?…");
-                    changed = true;
-                } else {
-                    out.push_str(base);
-                    out.push('?');
-                    out.push_str(query);
-                    if !fragment.is_empty() {
-                        out.push('#');
-                        out.push_str(fragment);
-                    }
-                    if url.ends_with('#') && fragment.is_empty() {
-                        out.push('#');
-                    }
-                }
-            }
-            None => out.push_str(url),
-        }
+        changed |= redact_url(&url_and_more[..end], &mut out);
         rest = &url_and_more[end..];
     }
     out.push_str(rest);
@@ -117,10 +181,10 @@ fn find_url(text: &str) -> Option<usize> {
     }
 }
 
-/// [`redact_signed_urls`] then [`escape`]: the form of any server-supplied text
-/// in a message or log line.
+/// [`redact`] then [`escape`]: the form of any server-supplied text or URL in a
+/// message or log line.
 pub fn safe(text: &str) -> String {
-    escape(&redact_signed_urls(text)).into_owned()
+    escape(&redact(text)).into_owned()
 }
 
 #[cfg(test)]
@@ -142,17 +206,44 @@ mod tests {
         let url = "https://cdn-lfs.hf.co/repos/ab/cd?X-Amz-Algorithm=AWS4&X-Amz-Signature=deadbeef&X-Amz-Expires=3600";
         let text = format!("HTTP 403 from {url}: denied");
         assert_eq!(
-            redact_signed_urls(&text),
+            redact(&text),
             "HTTP 403 from https://cdn-lfs.hf.co/repos/ab/cd?…: denied"
         );
         let cf = "see <https://x.cloudfront.net/a?Expires=1&Signature=s&Key-Pair-Id=k>";
-        assert_eq!(redact_signed_urls(cf), "see <https://x.cloudfront.net/a?…>");
+        assert_eq!(redact(cf), "see <https://x.cloudfront.net/a?…>");
         let plain = "http://h/api/x?recursive=true&expand=false";
-        assert_eq!(redact_signed_urls(plain), plain);
-        assert_eq!(redact_signed_urls("no url? no"), "no url? no");
+        assert_eq!(redact(plain), plain);
+        assert_eq!(redact("no url? no"), "no url? no");
         assert_eq!(
             safe("\u{1b}]0;title\u{7} https://a/b?sig=1"),
             "\\u{1b}]0;title\\u{7} https://a/b?…"
         );
+    }
+
+    #[test]
+    fn percent_encoded_signed_names_are_removed() {
+        let url = "https://cdn/x?X%2DAmz%2DSignature=abc&X-Amz-Expires=1";
+        assert_eq!(redact(url), "https://cdn/x?…");
+        assert_eq!(redact("https://cdn/x?%73ig=abc"), "https://cdn/x?…");
+        assert_eq!(redact("https://h/x?q=%2"), "https://h/x?q=%2");
+    }
+
+    #[test]
+    fn user_info_loses_its_password() {
+        assert_eq!(
+            redact("cannot reach http://u:secret@127.0.0.1:1/api (refused)"),
+            "cannot reach http://u:***@127.0.0.1:1/api (refused)"
+        );
+        assert_eq!(
+            redact("HTTPS://hf_token@hub.local"),
+            "HTTPS://***@hub.local"
+        );
+        assert_eq!(
+            redact("https://u:p%40ss@h/a?X-Amz-Signature=1"),
+            "https://u:***@h/a?…"
+        );
+        assert_eq!(redact("http://h/a@b and mail@x"), "http://h/a@b and mail@x");
+        assert_eq!(safe("http://u:s\u{1b}@h"), "http://u:***@h");
+        assert!(matches!(redact("http://h/x"), Cow::Borrowed(_)));
     }
 }
