@@ -927,6 +927,7 @@ mod tests {
                 },
             }],
             archs_unchecked: false,
+            shadowing: Vec::new(),
         })
     }
 

@@ -232,7 +232,7 @@ pub(crate) async fn choose_fitting(
         }
         let bytes = fs_err::read(repo.blob_path(&digest.etag()))
             .map_err(|err| DownloadError::Internal(format!("cannot read {path}: {err}")))?;
-        fit::parse_metadata(subject, &variant, &bytes).map(fit::Lookup::Metadata)
+        fit::parse_metadata(subject, &variant, &bytes).map(|m| fit::Lookup::Metadata(Box::new(m)))
     };
     let mode = fit::Mode::of(&options.selection);
     let chosen = fit::walk(subject, alternatives, mode, &options.fit, lookup)

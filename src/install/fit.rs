@@ -143,7 +143,7 @@ impl Mode {
 #[derive(Debug)]
 pub enum Lookup {
     /// Its metadata.json, parsed.
-    Metadata(Metadata),
+    Metadata(Box<Metadata>),
     /// The variant has no metadata.json (it fits: nothing to check).
     NoMetadata,
     /// Not known without a request (the warm path gives up).
@@ -195,7 +195,7 @@ where
         let mut fits = true;
         for variant in checked {
             let metadata = match lookup(variant.clone()).await? {
-                Lookup::Metadata(metadata) => Some(metadata),
+                Lookup::Metadata(metadata) => Some(*metadata),
                 Lookup::NoMetadata => None,
                 Lookup::Unknown => return Ok(None),
             };
@@ -250,10 +250,10 @@ pub fn help(repo_id: &RepoId, refused: &[RefusedVariant], named: bool) -> String
         }
     }
     if named {
-        lines.push(
-            "or drop the `--variant` the runtime refuses (without it the variant is chosen among those that fit)"
-                .to_owned(),
-        );
+        let or = if lines.is_empty() { "" } else { "or " };
+        lines.push(format!(
+            "{or}drop the `--variant` the runtime refuses (without it the variant is chosen among those that fit)"
+        ));
     }
     lines.join("\n")
 }
@@ -374,7 +374,7 @@ pub fn cached_lookup(
             path: metadata_path(variant),
             problem: MetadataError::Syntax(format!("cannot read it: {err}")),
         })?;
-        return parse_metadata(subject, variant, &bytes).map(Lookup::Metadata);
+        return parse_metadata(subject, variant, &bytes).map(|m| Lookup::Metadata(Box::new(m)));
     }
     Ok(if dir.is_dir() {
         Lookup::NoMetadata
@@ -419,8 +419,8 @@ mod tests {
             .collect();
         walk(subject, alternatives, mode, &policy(), |variant: String| {
             std::future::ready(Ok(match variant.as_str() {
-                "old" => Lookup::Metadata(metadata(r#""8.0""#)),
-                "new" => Lookup::Metadata(metadata(r#""9.0""#)),
+                "old" => Lookup::Metadata(Box::new(metadata(r#""8.0""#))),
+                "new" => Lookup::Metadata(Box::new(metadata(r#""9.0""#))),
                 "bare" => Lookup::NoMetadata,
                 _ => Lookup::Unknown,
             }))

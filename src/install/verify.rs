@@ -394,7 +394,7 @@ fn check_fit(
     };
     for variant in checked {
         let metadata = match fit::cached_lookup(&listing.repo, subject, &variant) {
-            Ok(Lookup::Metadata(metadata)) => Some(metadata),
+            Ok(Lookup::Metadata(metadata)) => Some(*metadata),
             Ok(Lookup::NoMetadata | Lookup::Unknown) => None,
             Err(err) => {
                 listing.problems.push(Problem::InvalidMetadata {

@@ -327,6 +327,59 @@ mod tests {
     }
 
     #[test]
+    fn candidates_are_every_compatible_variant_best_first() {
+        let id: RepoId = "acme/relu".parse().unwrap();
+        let commit = crate::variant::testing::commit();
+        let available: BTreeSet<String> = [
+            "torch-cpu",
+            "torch-cuda",
+            "torch-universal",
+            "torch27-cxx11-cu126-x86_64-linux",
+            "torch27-cxx11-cu128-x86_64-linux",
+        ]
+        .map(String::from)
+        .into();
+        let cuda = |preference| VariantSelection::Detected {
+            env: env(Some("12.6"), "Linux", "x86_64"),
+            preference,
+        };
+        // The resolver: each compatible variant alone, in its order; the
+        // first is what `choose` takes.
+        let resolver = cuda(VariantPreference::ResolverMetalMacos26);
+        let ranked = resolver.candidates(&id, &commit, &available).unwrap();
+        assert_eq!(
+            ranked,
+            [
+                vec!["torch27-cxx11-cu126-x86_64-linux".to_owned()],
+                vec!["torch-cuda".to_owned()],
+                vec!["torch-universal".to_owned()],
+            ]
+        );
+        assert_eq!(
+            resolver.choose(&id, &commit, &available).unwrap(),
+            ranked[0]
+        );
+        // Exact names: one alternative of every existing candidate.
+        let exact = cuda(VariantPreference::Exact { noarch: true });
+        assert_eq!(
+            exact.candidates(&id, &commit, &available).unwrap(),
+            [vec![
+                "torch27-cxx11-cu126-x86_64-linux".to_owned(),
+                "torch-cuda".to_owned(),
+                "torch-universal".to_owned()
+            ]]
+        );
+        // The other selections: one alternative.
+        assert_eq!(
+            VariantSelection::All
+                .candidates(&id, &commit, &available)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
     fn runtimes_before_0_11_name_windows_builds_and_refuse_cpu_torch() {
         let id: RepoId = "acme/relu".parse().unwrap();
         let available: BTreeSet<String> = [
