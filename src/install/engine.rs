@@ -229,6 +229,7 @@ pub(crate) async fn choose_fitting(
         {
             tally.bytes += bytes;
             tally.blobs += 1;
+            tally.fresh.push(digest.digest);
         }
         let bytes = fs_err::read(repo.blob_path(&digest.etag()))
             .map_err(|err| DownloadError::Internal(format!("cannot read {path}: {err}")))?;
@@ -238,7 +239,7 @@ pub(crate) async fn choose_fitting(
     let chosen = fit::walk(subject, alternatives, mode, &options.fit, lookup)
         .await?
         .ok_or_else(|| DownloadError::Internal("a listed variant's fit is unknown".into()))?;
-    let tally = tally.lock().map(|t| *t).unwrap_or_default();
+    let tally = tally.lock().map(|t| t.clone()).unwrap_or_default();
     Ok((chosen, tally))
 }
 
@@ -376,10 +377,12 @@ struct Run<'a> {
 }
 
 /// The blobs of one kernel that were fetched.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Tally {
     bytes: u64,
     blobs: usize,
+    /// The digests of the blobs fetched (by the fit check).
+    fresh: Vec<kernels_types::Digest>,
 }
 
 impl Tally {
@@ -450,13 +453,15 @@ impl Run<'_> {
             files: plan.file_count(),
             bytes: plan.total_bytes(),
         });
-        let outcomes = join_all(
-            blobs
-                .iter()
-                .map(|(digest, paths)| self.place_blob(&repo, kernel, digest, paths)),
-        )
+        let outcomes = join_all(blobs.iter().map(|(digest, paths)| {
+            let fresh = fit_tally.fresh.contains(&digest.digest);
+            self.place_blob(&repo, kernel, digest, paths, fresh)
+        }))
         .await;
-        let mut tally = fit_tally;
+        let mut tally = Tally {
+            fresh: Vec::new(),
+            ..fit_tally
+        };
         for outcome in outcomes {
             if let Fetched::Downloaded { bytes } = outcome? {
                 tally.bytes += bytes;
@@ -492,13 +497,14 @@ impl Run<'_> {
     /// Puts one blob in place for every path it backs: fetched (under a
     /// permit) unless every path is in place already, then linked (or
     /// copied; without symlinks a new blob is moved into the last path that
-    /// needs it).
+    /// needs it, `fresh` counting as new: fetched by this run's fit check).
     async fn place_blob(
         &self,
         repo: &kernels_cache::RepoCache,
         kernel: &LockedKernel,
         digest: &kernels_types::BlobId,
         paths: &[(String, bool)],
+        fresh: bool,
     ) -> Result<Fetched, DownloadError> {
         let count = paths.len() as u64;
         if paths.iter().all(|(_, ok)| *ok) {
@@ -537,7 +543,7 @@ impl Run<'_> {
                 kernel.commit.as_str(),
                 path,
                 &digest.etag(),
-                new_blob && last,
+                (new_blob || fresh) && last,
             )?;
         }
         let shown = if new_blob { count - 1 } else { count };
