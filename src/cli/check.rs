@@ -58,6 +58,7 @@ impl CheckArgs {
             runtime: self.runtime.clone(),
             repo: self.repo,
             env: EnvArgs::default(),
+            targets: super::args::TargetArgs::default(),
         }
     }
 }

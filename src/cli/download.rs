@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::args::{EnvArgs, ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetRuntimeArgs};
+use super::args::{EnvArgs, ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetArgs, TargetRuntimeArgs};
 use super::json::{DownloadDoc, DownloadedDoc, DryRunDoc, ErrorDoc, FailureDoc};
 use super::printer::Printer;
 use super::profile::{CACHE_HINT, ProfileInputs, choose_profile_with, describe_preference};
@@ -16,7 +16,9 @@ use crate::install::{
 use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
 use crate::lock::manifest::ToolSettings;
 use crate::lock::profile::ProfileSource;
-use crate::variant::{ProbeScope, ProjectPython, VariantRequest, VariantSelection};
+use crate::variant::{
+    FitPolicy, ProbeScope, ProjectPython, PythonProbe, Targets, VariantRequest, VariantSelection,
+};
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::wire::RepoType;
@@ -49,7 +51,9 @@ pub struct DownloadArgs {
     pub refresh: bool,
 
     /// Print what would be downloaded (files and bytes per kernel and variant,
-    /// and what is already cached) without downloading; only metadata requests.
+    /// and what is already cached) without downloading; only metadata requests,
+    /// and the metadata.json files of the candidate variants (fetched into the
+    /// cache) to check which one the target runtime would load.
     #[arg(long)]
     pub dry_run: bool,
 
@@ -111,6 +115,10 @@ pub struct SelectArgs {
     /// The environment the variant is chosen for, instead of asking torch.
     #[command(flatten)]
     pub env: EnvArgs,
+
+    /// The GPUs the variants must load on (`--cuda-capability`, `--rocm-arch`).
+    #[command(flatten)]
+    pub targets: TargetArgs,
 }
 
 impl SelectArgs {
@@ -145,6 +153,14 @@ impl SelectArgs {
             None => {}
         }
         out.push_str(&self.env.flags());
+        for capability in &self.targets.cuda_capability {
+            out.push_str(&format!(" --cuda-capability {capability}"));
+        }
+        for arch in &self.targets.rocm_arch {
+            if let kernels_types::fit::Target::Rocm(arch) = arch {
+                out.push_str(&format!(" --rocm-arch {arch}"));
+            }
+        }
         out
     }
 }
@@ -160,6 +176,8 @@ pub(super) struct LockRead {
     pub repo_type: RepoType,
     /// The lock file's format.
     pub format: crate::lock::format::LockFormat,
+    /// What the runtime's load-time rules check the variants against.
+    pub fit: FitPolicy,
     /// The ref each entry was locked from, where the lock or `pyproject.toml`
     /// says (see [`lock_refs`]).
     pub refs: Vec<crate::install::KernelRef>,
@@ -232,6 +250,16 @@ pub(super) fn read_lock(
     } else {
         request.resolve_with(python, profile.variant_preference, &overrides)?
     };
+    let fit = fit_policy(
+        select,
+        tool.as_ref(),
+        &manifest_path,
+        &profile,
+        needs_torch.then(|| python.probed()).flatten(),
+    );
+    if fit.targets.is_checked() && printer.is_verbose() {
+        printer.status(format_args!("Target GPUs: {}", fit.targets));
+    }
     if let VariantSelection::Detected { env, preference } = &selection {
         // The ranking is the target runtime's: shown with `-v` (`kernels env`
         // shows it too), like the `Target runtime: …` line.
@@ -251,7 +279,36 @@ pub(super) fn read_lock(
         kernels,
         selection,
         repo_type: profile.repo_type,
+        fit,
     })
+}
+
+/// The fit policy of a command: targets from the flags, else `[tool.kernels]`,
+/// else the GPU `probe` saw (`None`: the project's Python was not asked for
+/// torch, not checked); the profile's runtime release; the probe's
+/// importable modules, when it was asked about every module of the
+/// allow-list ([`kernels_types::python_depends::ALL_MODULES`], see
+/// [`ProjectPython::with_modules`]).
+fn fit_policy(
+    select: &SelectArgs,
+    tool: Option<&ToolSettings>,
+    manifest_path: &Path,
+    profile: &crate::lock::profile::Profile,
+    probe: Option<&PythonProbe>,
+) -> FitPolicy {
+    let flags = select.targets.targets();
+    let manifest = tool.map(|t| (t.targets.as_slice(), manifest_path));
+    FitPolicy {
+        targets: Targets::resolve(&flags, manifest, probe.map(|p| &p.device)),
+        runtime: profile.runtime.map(FitPolicy::runtime_release),
+        modules: probe
+            .filter(|p| {
+                kernels_types::python_depends::ALL_MODULES
+                    .iter()
+                    .all(|m| p.modules.contains_key(*m))
+            })
+            .map(|p| p.modules.clone()),
+    }
 }
 
 fn parse_concurrency(s: &str) -> Result<usize, String> {
@@ -352,7 +409,8 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     let python = ProjectPython::for_project(
         &args.project.project_dir,
         super::settings::virtual_env().as_deref(),
-    );
+    )
+    .with_modules(kernels_types::python_depends::ALL_MODULES);
     let read = read_lock(&args.project.project_dir, &args.select, &python, printer).inspect_err(
         |report| {
             if json {
@@ -366,6 +424,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         repo_type,
         format,
         refs,
+        fit,
     } = read;
     let options = DownloadOptions {
         repo_type,
@@ -373,6 +432,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         concurrency: args.concurrency,
         refs,
         refresh: args.refresh,
+        fit,
     };
     let mut settings = settings.clone();
     settings.offline |= args.offline;
@@ -449,6 +509,12 @@ impl Run<'_> {
         for warning in &summary.warnings {
             printer.status(format_args!("warning: {warning}"));
         }
+        print_fits(
+            printer,
+            &self.options.fit,
+            &self.options.selection,
+            summary.done.iter().map(|r| (r.label(), &r.fit)),
+        );
         if let Some(blocked) = summary.blocked {
             let report = miette::Report::new(blocked);
             if summary_json(self.args) {
@@ -622,6 +688,58 @@ impl Run<'_> {
     }
 }
 
+/// The fit lines of a command, per kernel (`label`, its fit): each skipped
+/// candidate as a note, each variant taken that the runtime would refuse
+/// (`--all-variants`) and each runtime warning as a warning; then, once, the
+/// `Target GPUs: not checked (…)` line when a variant declares archs that
+/// could not be checked.
+pub(super) fn print_fits<'a>(
+    printer: &Printer,
+    policy: &FitPolicy,
+    selection: &VariantSelection,
+    fits: impl Iterator<Item = (String, &'a crate::install::fit::KernelFit)>,
+) {
+    let taken = *selection == VariantSelection::All;
+    let mut unchecked = false;
+    for (label, fit) in fits {
+        unchecked |= fit.archs_unchecked;
+        for refused in &fit.refused {
+            let reasons: Vec<String> = refused
+                .refusals
+                .iter()
+                .map(|r| format!("{}: {r}", r.rule()))
+                .collect();
+            if taken {
+                printer.status(format_args!(
+                    "warning: {label}: variant {} is in the cache, but the target runtime would refuse to load it: {}",
+                    refused.variant,
+                    reasons.join("; ")
+                ));
+            } else {
+                printer.status(format_args!(
+                    "note: {label}: skipped variant {} (the target runtime would refuse to load it: {})",
+                    refused.variant,
+                    reasons.join("; ")
+                ));
+            }
+        }
+        for warning in &fit.warnings {
+            printer.status(format_args!(
+                "warning: {label}: variant {}: {}",
+                warning.variant, warning.warning
+            ));
+        }
+        for variant in &fit.shadowing {
+            printer.status(format_args!(
+                "warning: {label}: build/{variant} is in the cached snapshot: the runtime takes it before the variant chosen and refuses it; remove that directory"
+            ));
+        }
+    }
+    if unchecked {
+        printer.status(format_args!("Target GPUs: {}", policy.targets));
+    }
+}
+
 /// Whether `kernels download` prints the summary document (`--format json`
 /// without `--dry-run` or `--explain`, which print their own).
 pub(super) fn summary_json(args: &DownloadArgs) -> bool {
@@ -721,6 +839,7 @@ fn downloaded_doc(report: &crate::install::KernelReport) -> DownloadedDoc<'_> {
         bytes: report.bytes,
         fetched_bytes: report.fetched_bytes,
         fetched_blobs: report.fetched_blobs,
+        fit: super::json::FitDoc::of(&report.fit),
     }
 }
 
@@ -861,6 +980,18 @@ fn print_dry_run_kernel(printer: &Printer, kernel: &DryRunKernel) {
             human_bytes(v.bytes),
             plural(v.cached_files, "file"),
             human_bytes(v.cached_bytes)
+        ));
+    }
+    for r in &kernel.refused {
+        printer.data(format_args!(
+            "  {}: the target runtime would refuse it ({}: {})",
+            r.variant, r.rule, r.reason
+        ));
+    }
+    if kernel.metadata_fetched > 0 {
+        printer.data(format_args!(
+            "  fetched {} into the cache to check the fit",
+            plural(kernel.metadata_fetched, "metadata.json file")
         ));
     }
 }

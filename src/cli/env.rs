@@ -68,6 +68,7 @@ fn explain_lock(
         runtime: args.runtime.clone(),
         repo: args.repo,
         env: args.env.clone(),
+        targets: super::args::TargetArgs::default(),
     };
     let explained = (|| {
         let read = super::download::read_lock(dir, &select, python, &printer.quiet_if(true))?;
@@ -77,6 +78,7 @@ fn explain_lock(
             concurrency: crate::install::DEFAULT_CONCURRENCY,
             refs: read.refs,
             refresh: false,
+            fit: read.fit,
         };
         // Retries are shown even with `--quiet`, as the failures are.
         let client =

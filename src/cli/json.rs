@@ -210,6 +210,93 @@ pub struct DownloadedDoc<'a> {
     pub fetched_bytes: u64,
     /// Blobs this run transferred.
     pub fetched_blobs: usize,
+    /// The fit of the candidate variants (see [`FitDoc`]).
+    pub fit: FitDoc,
+}
+
+/// The fit of one kernel's variants by the target runtime's load-time rules:
+/// the targets checked, the variants it would refuse (skipped candidates, a
+/// cached variant `verify` found, or with `--all-variants` variants taken
+/// anyway), one entry per rule, and its warnings.
+#[derive(Debug, Serialize)]
+pub struct FitDoc {
+    /// The GPUs checked against; empty when the arch rule was not checked.
+    pub targets: Vec<TargetDoc>,
+    /// One entry per variant and rule.
+    pub refused: Vec<RefusalDoc>,
+    /// One entry per variant and warning.
+    pub warnings: Vec<FitWarningDoc>,
+}
+
+/// One target of a [`FitDoc`].
+#[derive(Debug, Serialize)]
+pub struct TargetDoc {
+    /// `cuda` or `rocm`.
+    pub backend: &'static str,
+    /// The capability (`9.0`) or GCN arch (`gfx942`).
+    pub arch: String,
+}
+
+/// One refusal of a [`FitDoc`].
+#[derive(Debug, Serialize)]
+pub struct RefusalDoc {
+    /// The variant.
+    pub variant: String,
+    /// `archs`, `kernels-minver` or `python-depends`.
+    pub rule: &'static str,
+    /// Why, naming the target.
+    pub reason: String,
+}
+
+/// One warning of a [`FitDoc`].
+#[derive(Debug, Serialize)]
+pub struct FitWarningDoc {
+    /// The variant.
+    pub variant: String,
+    /// The warning.
+    pub warning: String,
+}
+
+impl FitDoc {
+    /// The document of `fit`.
+    pub fn of(fit: &crate::install::fit::KernelFit) -> FitDoc {
+        use kernels_types::fit::Target;
+        FitDoc {
+            targets: fit
+                .targets
+                .iter()
+                .map(|target| match target {
+                    Target::Cuda(capability) => TargetDoc {
+                        backend: "cuda",
+                        arch: capability.to_string(),
+                    },
+                    Target::Rocm(arch) => TargetDoc {
+                        backend: "rocm",
+                        arch: arch.clone(),
+                    },
+                })
+                .collect(),
+            refused: fit
+                .refused
+                .iter()
+                .flat_map(|r| {
+                    r.refusals.iter().map(|refusal| RefusalDoc {
+                        variant: r.variant.clone(),
+                        rule: refusal.rule(),
+                        reason: refusal.to_string(),
+                    })
+                })
+                .collect(),
+            warnings: fit
+                .warnings
+                .iter()
+                .map(|w| FitWarningDoc {
+                    variant: w.variant.clone(),
+                    warning: w.warning.to_string(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// `kernels download --dry-run --format json` (schema
@@ -287,6 +374,8 @@ pub struct VerifiedDoc {
     pub bytes: u64,
     /// What differs from the lock.
     pub problems: Vec<ProblemDoc>,
+    /// The fit of the checked variants by their cached metadata.json.
+    pub fit: FitDoc,
 }
 
 /// One problem of a [`VerifiedDoc`].
@@ -817,6 +906,31 @@ mod tests {
         }
     }
 
+    /// A [`FitDoc`] with one element in each list.
+    fn fit_doc() -> FitDoc {
+        use crate::install::fit::{KernelFit, RefusedVariant, VariantFitWarning};
+        use kernels_types::fit::{Capability, FitWarning, Refusal, Target};
+        let nine = Target::Cuda(Capability::new(9, 0));
+        FitDoc::of(&KernelFit {
+            targets: vec![nine.clone()],
+            refused: vec![RefusedVariant {
+                variant: "torch-cuda".into(),
+                refusals: vec![Refusal::Arch {
+                    target: nine,
+                    archs: vec!["8.0".into()],
+                }],
+            }],
+            warnings: vec![VariantFitWarning {
+                variant: "torch-cuda".into(),
+                warning: FitWarning::Dirty {
+                    sources: vec!["kernel"],
+                },
+            }],
+            archs_unchecked: false,
+            shadowing: Vec::new(),
+        })
+    }
+
     fn failure() -> FailureDoc {
         FailureDoc {
             repo_id: "acme/relu".to_owned(),
@@ -875,11 +989,22 @@ mod tests {
                 bytes: 2,
                 fetched_bytes: 2,
                 fetched_blobs: 1,
+                fit: fit_doc(),
             }],
             failed: vec![failure()],
             error: None,
         };
         matches("`kernels download` (schema 1)", &doc, &["kernels"]);
+        let documented = example("`kernels download` (schema 1)");
+        let fit = &to_value(&doc)["kernels"][0]["fit"];
+        assert_eq!(keys(&documented["kernels"][0]["fit"]), keys(fit), "fit");
+        for field in ["targets", "refused", "warnings"] {
+            assert_eq!(
+                keys(&documented["kernels"][0]["fit"][field][0]),
+                keys(&fit[field][0]),
+                "fit.{field}[]"
+            );
+        }
         let failures = to_value(&doc)["failed"][0].clone();
         let documented: BTreeSet<String> = ["repo_id", "commit", "code", "message"]
             .map(String::from)
@@ -922,6 +1047,7 @@ mod tests {
                     problem: "not_cached".to_owned(),
                     message: "the kernel is not in the cache".to_owned(),
                 }],
+                fit: fit_doc(),
             }],
             warnings: Vec::new(),
             error: None,

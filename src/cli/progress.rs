@@ -692,6 +692,7 @@ mod tests {
             fetched_bytes: fetched,
             fetched_blobs: 1,
             version: None,
+            fit: Default::default(),
         };
         let cache = "~/.cache/huggingface/hub";
         assert_eq!(

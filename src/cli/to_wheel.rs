@@ -261,6 +261,7 @@ fn run_locked(
         concurrency: DEFAULT_CONCURRENCY,
         refs: Vec::new(),
         refresh: false,
+        fit: crate::variant::FitPolicy::unchecked(),
     };
     let builds = super::runtime()?.block_on(plan_locked(
         &client,

@@ -6,7 +6,7 @@ use super::json::{ErrorDoc, ProblemDoc, VerifiedDoc, VerifyDoc};
 use super::printer::Printer;
 use super::progress::{first_fitting, human_bytes, line_width, plural};
 use crate::cli::settings::Settings;
-use crate::install::verify::{KernelVerification, verify_kernels};
+use crate::install::verify::{KernelVerification, Problem, verify_kernels_fit};
 
 use super::download::{SelectArgs, read_lock, shell_path};
 
@@ -84,7 +84,8 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
     let python = crate::variant::ProjectPython::for_project(
         &args.project.project_dir,
         super::settings::virtual_env().as_deref(),
-    );
+    )
+    .with_modules(kernels_types::python_depends::ALL_MODULES);
     let read = read_lock(&args.project.project_dir, &args.select, &python, printer).inspect_err(
         |report| {
             if json {
@@ -93,10 +94,22 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         },
     )?;
     let cache = settings.cache();
-    let checks = verify_kernels(&cache, read.repo_type, &read.kernels, &read.selection);
+    let checks = verify_kernels_fit(
+        &cache,
+        read.repo_type,
+        &read.kernels,
+        &read.selection,
+        Some(&read.fit),
+    );
     if json {
         return Ok(print_json(settings, printer, &checks));
     }
+    super::download::print_fits(
+        printer,
+        &read.fit,
+        &read.selection,
+        checks.iter().map(|c| (c.label(), &c.fit)),
+    );
     print_text(&args, printer, &checks)
 }
 
@@ -133,6 +146,7 @@ fn print_text(
     let mut problems = 0;
     let mut failed = 0;
     let mut needs_lock = false;
+    let mut refused = false;
     for warning in checks.iter().flat_map(|check| &check.warnings) {
         printer.status(format_args!("warning: {warning}"));
     }
@@ -152,7 +166,12 @@ fn print_text(
         failed += 1;
         for problem in &check.problems {
             problems += 1;
-            needs_lock |= !problem.fixed_by_download();
+            let unfit = matches!(
+                problem,
+                Problem::Refused { .. } | Problem::InvalidMetadata { .. }
+            );
+            refused |= unfit;
+            needs_lock |= !problem.fixed_by_download() && !unfit;
             printer.data(format_args!("{}: {problem}", check.label()));
         }
     }
@@ -174,6 +193,9 @@ fn print_text(
     );
     if needs_lock {
         help.push_str("\n\nvariants without a hash need `kernels lock` first");
+    }
+    if refused {
+        help.push_str("\n\na cached variant that the target runtime loads would be refused (or cannot be read): remove its directory from the cached snapshot so that the runtime takes a variant that fits (`kernels download` places one), or lock a version that has one (`kernels versions REPO`)");
     }
     Err(VerifyFailed {
         problems,
@@ -234,6 +256,7 @@ fn verified_doc(check: &KernelVerification) -> VerifiedDoc {
                 message: p.to_string(),
             })
             .collect(),
+        fit: super::json::FitDoc::of(&check.fit),
     }
 }
 

@@ -7,14 +7,15 @@ use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::CommitId;
 
-use super::engine::report_warnings;
+use super::engine::{choose_fitting, report_warnings};
 use super::error::DownloadError;
 use super::options::DownloadOptions;
 use super::plan::plan_kernel;
 use super::report::KernelFailure;
 use super::reporter::Reporter;
-use super::verify::verify_kernels;
+use super::verify::verify_kernels_fit;
 use crate::lock::format::LockedKernel;
+use crate::variant::VariantSelection;
 
 /// JSON schema version of `kernels download --dry-run --format json`
 /// (documented in `docs/offline-and-auth.md`).
@@ -49,11 +50,52 @@ pub struct DryRunKernel {
     pub download_files: usize,
     /// Bytes those blobs would transfer.
     pub download_bytes: u64,
+    /// Candidate variants skipped because the target runtime would refuse
+    /// them (or, with `--all-variants`, variants it would refuse), one entry
+    /// per rule; left out when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<DryRunRefusal>,
+    /// metadata.json files fetched into the cache to check the fit (the
+    /// only content a dry run downloads); left out when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub metadata_fetched: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One rule a candidate variant breaks ([`super::fit`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DryRunRefusal {
+    /// The variant.
+    pub variant: String,
+    /// The rule (`archs`, `kernels-minver`, `python-depends`).
+    pub rule: &'static str,
+    /// Why, naming the target.
+    pub reason: String,
+}
+
+impl DryRunRefusal {
+    /// One entry per rule of every refused variant of `fit`.
+    pub fn of(fit: &super::fit::KernelFit) -> Vec<DryRunRefusal> {
+        fit.refused
+            .iter()
+            .flat_map(|r| {
+                r.refusals.iter().map(|refusal| DryRunRefusal {
+                    variant: r.variant.clone(),
+                    rule: refusal.rule(),
+                    reason: refusal.to_string(),
+                })
+            })
+            .collect()
+    }
 }
 
 /// Plans every kernel without downloading content: online, one recursive tree
-/// listing per kernel (the only requests made); offline, the cached snapshot
-/// as [`verify_kernels`] sees it (everything found counts as cached, anything
+/// listing per kernel and the metadata.json files of the candidates whose fit
+/// decides the choice ([`super::engine::choose_fitting`]); offline, the cached snapshot
+/// as [`verify_kernels_fit`] sees it (everything found counts as cached, anything
 /// missing is a failure). Results are in input order; warnings go to
 /// `reporter` (its only event here).
 pub async fn dry_run(
@@ -64,7 +106,13 @@ pub async fn dry_run(
     reporter: &dyn Reporter,
 ) -> Vec<Result<DryRunKernel, Box<KernelFailure>>> {
     if client.is_offline() {
-        let checks = verify_kernels(cache, options.repo_type, kernels, &options.selection);
+        let checks = verify_kernels_fit(
+            cache,
+            options.repo_type,
+            kernels,
+            &options.selection,
+            Some(&options.fit),
+        );
         for warning in checks.iter().flat_map(|check| &check.warnings) {
             reporter.warning(warning);
         }
@@ -94,6 +142,8 @@ pub async fn dry_run(
                     variants,
                     download_files: 0,
                     download_bytes: 0,
+                    refused: DryRunRefusal::of(&check.fit),
+                    metadata_fetched: 0,
                 })
             })
             .collect();
@@ -129,7 +179,11 @@ async fn plan_one(
         )
         .await?;
     report_warnings(kernel, &entries, &options.selection, reporter);
-    let plan = plan_kernel(kernel, &entries, &options.selection)?;
+    // `--all-variants` takes everything: its fit only reports, from what is cached.
+    let fetch = options.selection != VariantSelection::All;
+    let (chosen, fetched) = choose_fitting(client, cache, kernel, &entries, options, fetch).await?;
+    let refused = DryRunRefusal::of(&chosen.fit);
+    let plan = plan_kernel(kernel, &entries, &VariantSelection::Named(chosen.variants))?;
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
     let present = |digest: &kernels_types::BlobId| {
         fs_err::metadata(repo.blob_path(&digest.etag()))
@@ -160,5 +214,7 @@ async fn plan_one(
         variants,
         download_files: missing.len(),
         download_bytes: kernels_types::size::total(missing.iter().map(|(d, _)| d.size)),
+        refused,
+        metadata_fetched: fetched.blobs(),
     })
 }

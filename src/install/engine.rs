@@ -13,11 +13,12 @@ use kernels_hub::HubClient;
 
 use super::error::DownloadError;
 use super::fetch::{Fetched, Source, ensure_blob};
+use super::fit;
 use super::options::DownloadOptions;
 use super::plan::{self, KernelPlan, PlannedFile, plan_kernel};
 use super::report::{DownloadSummary, KernelFailure, KernelReport};
 use super::reporter::{PlannedKernel, Reporter};
-use super::verify::verify_kernels;
+use super::verify::verify_kernels_fit;
 use super::version::cached_version;
 use super::warm;
 use crate::lock::format::LockedKernel;
@@ -74,8 +75,9 @@ fn record_refs(cache: &HubCache, options: &DownloadOptions, report: &KernelRepor
 /// One kernel of an online run before its files are fetched: complete in the
 /// cache already, or listed and planned.
 enum Step {
-    /// Every selected variant is in the cache and verified; no request needed.
-    Warm(warm::Warm),
+    /// Every selected variant is in the cache and verified, or the cached
+    /// metadata.json files refuse every candidate; no request needed.
+    Warm(Result<warm::Warm, DownloadError>),
     /// The listing and plan, or why they failed.
     Listed(Result<Prepared, DownloadError>),
 }
@@ -89,6 +91,10 @@ struct Prepared {
     /// Per distinct blob: digest, the paths it backs, and whether each path
     /// is already in place (a verified link or a verified copy).
     blobs: Vec<(kernels_types::BlobId, Vec<(String, bool)>)>,
+    /// The fit of the candidates, checked before the plan.
+    fit: fit::KernelFit,
+    /// The metadata.json blobs fetched to check it.
+    fit_tally: Tally,
 }
 
 impl Prepared {
@@ -131,7 +137,12 @@ async fn prepare(
     let (entries, version) = tokio::join!(listing, version);
     let entries = entries?;
     report_warnings(kernel, &entries, &options.selection, progress);
-    let plan = plan_kernel(kernel, &entries, &options.selection)?;
+    let (mut chosen, fit_tally) =
+        choose_fitting(client, cache, kernel, &entries, options, true).await?;
+    if fit::Mode::of(&options.selection) == fit::Mode::FirstFitting {
+        fit::unlink_refused(&repo, &kernel.commit, &mut chosen.fit);
+    }
+    let plan = plan_kernel(kernel, &entries, &VariantSelection::Named(chosen.variants))?;
     let commit = kernel.commit.clone();
     let blob_list: Vec<_> = plan.blobs().into_values().collect();
     let blobs = tokio::task::spawn_blocking(move || {
@@ -158,7 +169,78 @@ async fn prepare(
         plan,
         version,
         blobs,
+        fit: chosen.fit,
+        fit_tally,
     })
+}
+
+/// The variants of `kernel` to place, by [`fit::walk`] over the candidates
+/// (the lock's variants when it has variant hashes, else the listing's):
+/// each candidate's `metadata.json` is fetched into `blobs/` (verified, and
+/// found there by later runs) but not linked, since every directory under
+/// the snapshot's `build/` is one the runtime may pick. Without `fetch`
+/// (a dry run of `--all-variants`, where fit only reports), and in a cache
+/// that cannot be written (the run is refused later), a metadata.json not in
+/// `blobs/` already is not checked.
+pub(crate) async fn choose_fitting(
+    client: &HubClient,
+    cache: &HubCache,
+    kernel: &LockedKernel,
+    entries: &[kernels_types::wire::TreeEntry],
+    options: &DownloadOptions,
+    fetch: bool,
+) -> Result<(fit::Chosen, Tally), DownloadError> {
+    let available = match &kernel.variants {
+        Some(hashes) if !hashes.is_empty() => hashes.keys().cloned().collect(),
+        _ => plan::available_variants(entries),
+    };
+    let alternatives = options
+        .selection
+        .candidates(&kernel.repo_id, &kernel.commit, &available)?;
+    let repo = &cache.repo(&kernel.repo_id, options.repo_type);
+    let subject = fit::Subject {
+        repo_id: &kernel.repo_id,
+        commit: &kernel.commit,
+    };
+    let tally = &std::sync::Mutex::new(Tally::default());
+    let lookup = |variant: String| async move {
+        let path = fit::metadata_path(&variant);
+        let Some(entry) = entries.iter().find(|e| e.is_file() && e.path == path) else {
+            return Ok(fit::Lookup::NoMetadata);
+        };
+        let digest = plan::entry_digest(entry).ok_or_else(|| DownloadError::InvalidListing {
+            repo_id: kernel.repo_id.clone(),
+            commit: kernel.commit.clone(),
+            path: path.clone(),
+        })?;
+        if (!fetch || !cache.is_writable()) && !repo.blob_matches(&digest).unwrap_or(false) {
+            return Ok(fit::Lookup::NoMetadata);
+        }
+        let source = Source {
+            client,
+            repo_type: options.repo_type,
+            repo_id: &kernel.repo_id,
+            commit: kernel.commit.as_str(),
+            path: &path,
+        };
+        if let Fetched::Downloaded { bytes } =
+            ensure_blob(repo, &digest, &source, &super::reporter::NoReporter).await?
+            && let Ok(mut tally) = tally.lock()
+        {
+            tally.bytes += bytes;
+            tally.blobs += 1;
+            tally.fresh.push(digest.digest);
+        }
+        let bytes = fs_err::read(repo.blob_path(&digest.etag()))
+            .map_err(|err| DownloadError::Internal(format!("cannot read {path}: {err}")))?;
+        fit::parse_metadata(subject, &variant, &bytes).map(|m| fit::Lookup::Metadata(Box::new(m)))
+    };
+    let mode = fit::Mode::of(&options.selection);
+    let chosen = fit::walk(subject, alternatives, mode, &options.fit, lookup)
+        .await?
+        .ok_or_else(|| DownloadError::Internal("a listed variant's fit is unknown".into()))?;
+    let tally = tally.lock().map(|t| t.clone()).unwrap_or_default();
+    Ok((chosen, tally))
 }
 
 /// Bytes still to fetch for `prepared`: blobs neither in place nor in
@@ -239,7 +321,7 @@ async fn list_kernels(
     let warm = if options.refresh {
         kernels.iter().map(|_| None).collect()
     } else {
-        warm::check(cache, kernels, options.repo_type, &options.selection).await
+        warm::check(cache, kernels, options).await
     };
     join_all(kernels.iter().zip(warm).map(|(kernel, warm)| async move {
         match warm {
@@ -298,10 +380,19 @@ struct Run<'a> {
 }
 
 /// The blobs of one kernel that were fetched.
-#[derive(Debug, Default)]
-struct Tally {
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Tally {
     bytes: u64,
     blobs: usize,
+    /// The digests of the blobs fetched (by the fit check).
+    fresh: Vec<kernels_types::Digest>,
+}
+
+impl Tally {
+    /// Distinct blobs downloaded.
+    pub(crate) fn blobs(&self) -> usize {
+        self.blobs
+    }
 }
 
 impl Run<'_> {
@@ -313,7 +404,8 @@ impl Run<'_> {
         step: Step,
     ) -> Result<KernelReport, DownloadError> {
         match step {
-            Step::Warm(warm) => {
+            Step::Warm(Err(err)) => Err(err),
+            Step::Warm(Ok(warm)) => {
                 for warning in &warm.warnings {
                     self.progress.warning(warning);
                 }
@@ -343,7 +435,13 @@ impl Run<'_> {
     ) -> Result<KernelReport, DownloadError> {
         let repo = self.cache.repo(&kernel.repo_id, self.options.repo_type);
         let label = plan::label(&kernel.repo_id, &kernel.commit);
-        let Prepared { plan, blobs, .. } = prepared;
+        let Prepared {
+            plan,
+            blobs,
+            fit,
+            fit_tally,
+            ..
+        } = prepared;
         let variants: Vec<String> = plan.variants.keys().cloned().collect();
         tracing::debug!(
             "{label}: {} file(s), {} blob(s) in variant(s) {}",
@@ -358,13 +456,15 @@ impl Run<'_> {
             files: plan.file_count(),
             bytes: plan.total_bytes(),
         });
-        let outcomes = join_all(
-            blobs
-                .iter()
-                .map(|(digest, paths)| self.place_blob(&repo, kernel, digest, paths)),
-        )
+        let outcomes = join_all(blobs.iter().map(|(digest, paths)| {
+            let fresh = fit_tally.fresh.contains(&digest.digest);
+            self.place_blob(&repo, kernel, digest, paths, fresh)
+        }))
         .await;
-        let mut tally = Tally::default();
+        let mut tally = Tally {
+            fresh: Vec::new(),
+            ..fit_tally
+        };
         for outcome in outcomes {
             if let Fetched::Downloaded { bytes } = outcome? {
                 tally.bytes = tally.bytes.saturating_add(bytes);
@@ -393,19 +493,21 @@ impl Run<'_> {
             fetched_bytes: tally.bytes,
             fetched_blobs: tally.blobs,
             version: None,
+            fit,
         })
     }
 
     /// Puts one blob in place for every path it backs: fetched (under a
     /// permit) unless every path is in place already, then linked (or
     /// copied; without symlinks a new blob is moved into the last path that
-    /// needs it).
+    /// needs it, `fresh` counting as new: fetched by this run's fit check).
     async fn place_blob(
         &self,
         repo: &kernels_cache::RepoCache,
         kernel: &LockedKernel,
         digest: &kernels_types::BlobId,
         paths: &[(String, bool)],
+        fresh: bool,
     ) -> Result<Fetched, DownloadError> {
         let count = paths.len() as u64;
         if paths.iter().all(|(_, ok)| *ok) {
@@ -444,7 +546,7 @@ impl Run<'_> {
                 kernel.commit.as_str(),
                 path,
                 &digest.etag(),
-                new_blob && last,
+                (new_blob || fresh) && last,
             )?;
         }
         let shown = if new_blob { count - 1 } else { count };
@@ -468,7 +570,7 @@ pub(crate) fn report_warnings(
 }
 
 /// The offline run: every kernel is checked in the cache by
-/// [`verify_kernels`]; a kernel with any problem fails with
+/// [`verify_kernels_fit`]; a kernel with any problem fails with
 /// [`DownloadError::NotCached`] listing them all.
 async fn verify_offline(
     cache: &HubCache,
@@ -476,14 +578,21 @@ async fn verify_offline(
     options: &DownloadOptions,
     progress: &dyn Reporter,
 ) -> DownloadSummary {
-    let (cache_owned, kernels_owned, repo_type, selection) = (
+    let (cache_owned, kernels_owned, repo_type, selection, policy) = (
         cache.clone(),
         kernels.to_vec(),
         options.repo_type,
         options.selection.clone(),
+        options.fit.clone(),
     );
     let checks = tokio::task::spawn_blocking(move || {
-        verify_kernels(&cache_owned, repo_type, &kernels_owned, &selection)
+        verify_kernels_fit(
+            &cache_owned,
+            repo_type,
+            &kernels_owned,
+            &selection,
+            Some(&policy),
+        )
     })
     .await;
     let mut summary = DownloadSummary::default();
@@ -619,6 +728,7 @@ mod tests {
             concurrency: 1,
             refs,
             refresh: false,
+            fit: crate::variant::FitPolicy::unchecked(),
         }
     }
 
@@ -685,6 +795,8 @@ mod tests {
                 (missing, vec![("build/torch-cpu/b.py".into(), false)]),
                 (partial, vec![("build/torch-cpu/c.py".into(), false)]),
             ],
+            fit: Default::default(),
+            fit_tally: Tally::default(),
         };
         assert_eq!(bytes_to_fetch(&repo, &prepared), 10 + 6);
         let paths: Vec<&str> = prepared.missing_paths().collect();
@@ -710,6 +822,7 @@ mod tests {
             fetched_bytes: 0,
             fetched_blobs: 0,
             version: Some("v1.2.0".into()),
+            fit: Default::default(),
         };
         record_refs(&cache, &options(vec![locked]), &report);
         let repo = cache.repo(&kernel.repo_id, RepoType::Kernel);

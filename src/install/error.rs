@@ -204,6 +204,43 @@ pub enum DownloadError {
         problems: Vec<Problem>,
     },
 
+    /// The target runtime would refuse every candidate variant (the
+    /// environment's choice) or a `--variant` named one; nothing of the
+    /// kernel was downloaded but the metadata.json files that said so.
+    #[error("{}", super::fit::unfit_message(repo_id, commit, refused, *named))]
+    #[diagnostic(code(kernels::download::unfit), help("{help}"))]
+    Unfit {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: CommitId,
+        /// Each refused variant with its rules.
+        refused: Vec<super::fit::RefusedVariant>,
+        /// Whether the variants were named with `--variant`.
+        named: bool,
+        /// What would fit ([`super::fit::help`]).
+        help: String,
+    },
+
+    /// A variant's metadata.json cannot be read or is malformed.
+    #[error("`{path}` of {repo_id}@{} is invalid: {problem}", commit.short())]
+    #[diagnostic(
+        code(kernels::download::invalid_metadata),
+        help(
+            "the kernel's build metadata is malformed, so the runtime cannot load the variant either; report it to the kernel's publisher, or lock another version (`kernels versions {repo_id}`)"
+        )
+    )]
+    InvalidMetadata {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: CommitId,
+        /// Repo path, `build/<variant>/metadata.json`.
+        path: String,
+        /// What is wrong, naming the field.
+        problem: kernels_types::metadata::MetadataError,
+    },
+
     /// A bug or runtime failure (a worker task died).
     #[error("internal error: {0}")]
     #[diagnostic(code(kernels::download::internal))]

@@ -1,12 +1,12 @@
 //! How a download run is asked for: [`DownloadOptions`] (repository type,
-//! variant selection, concurrency, refs to record).
+//! variant selection, concurrency, refs to record, the fit policy).
 
 use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
 use crate::lock::format::LockedKernel;
-use crate::variant::VariantSelection;
+use crate::variant::{FitPolicy, VariantSelection};
 
 /// Default number of files fetched at the same time (`--concurrency`).
 pub const DEFAULT_CONCURRENCY: usize = 8;
@@ -29,6 +29,11 @@ pub struct DownloadOptions {
     /// cache already show it complete (`--refresh`); otherwise such kernels
     /// cost no request.
     pub refresh: bool,
+    /// What the target runtime's load-time rules check each candidate
+    /// variant against ([`super::fit`]): a variant it would refuse is never
+    /// chosen when another fits, and a kernel none of whose candidates fits
+    /// fails before anything else is fetched.
+    pub fit: FitPolicy,
 }
 
 /// One `refs/<name>` to record for a locked kernel.
@@ -78,6 +83,7 @@ mod tests {
                 at("acme/relu", kernel.commit.clone()),
             ],
             refresh: false,
+            fit: FitPolicy::unchecked(),
         };
         assert_eq!(options.locked_ref(&kernel), Some("acme/relu-ref"));
         let none = DownloadOptions {

@@ -5,6 +5,7 @@ use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
 use super::error::DownloadError;
+use super::fit::KernelFit;
 use super::plan;
 use super::verify::KernelVerification;
 use crate::lock::format::LockedKernel;
@@ -31,6 +32,9 @@ pub struct KernelReport {
     /// or `vN` branch at that commit (from the Hub's refs when the kernel was
     /// listed, from the cache's `refs/` when it was complete already).
     pub version: Option<String>,
+    /// The fit of its candidate variants: those skipped because the target
+    /// runtime would refuse them, and warnings about the ones placed.
+    pub fit: KernelFit,
 }
 
 /// A kernel that could not be downloaded.
@@ -83,6 +87,11 @@ pub struct DownloadSummary {
 }
 
 impl KernelReport {
+    /// `owner/name@abcdef1`.
+    pub fn label(&self) -> String {
+        plan::label(&self.repo_id, &self.commit)
+    }
+
     /// The report of a kernel that [`verify_kernels`](super::verify::verify_kernels) found complete (nothing fetched).
     pub fn from_verification(check: &KernelVerification) -> KernelReport {
         KernelReport {
@@ -94,6 +103,7 @@ impl KernelReport {
             fetched_bytes: 0,
             fetched_blobs: 0,
             version: None,
+            fit: check.fit.clone(),
         }
     }
 }

@@ -164,9 +164,44 @@ pub enum Problem {
         /// Number of cached files hashed.
         files: usize,
     },
+
+    /// A cached variant the target runtime loads would refuse it at load
+    /// ([`super::fit`]; the environment's choice among the cached variants,
+    /// or a `--variant` named one).
+    #[error(
+        "variant `{variant}` is cached, but the target runtime would refuse to load it: {}",
+        reasons.join("; ")
+    )]
+    Refused {
+        /// The variant name.
+        variant: String,
+        /// `<rule>: <reason>` per rule it breaks (`archs: CUDA capability 9.0 …`).
+        reasons: Vec<String>,
+    },
+
+    /// A cached variant's metadata.json cannot be read or is malformed.
+    #[error("{message}")]
+    InvalidMetadata {
+        /// The variant name.
+        variant: String,
+        /// The error, naming the file and the field.
+        message: String,
+    },
 }
 
 impl Problem {
+    /// The [`Problem::Refused`] of a variant [`super::fit`] refused.
+    fn refused(refused: super::fit::RefusedVariant) -> Problem {
+        Problem::Refused {
+            variant: refused.variant,
+            reasons: refused
+                .refusals
+                .iter()
+                .map(|r| format!("{}: {r}", r.rule()))
+                .collect(),
+        }
+    }
+
     /// Whether fetching again can fix it (everything except a lock without a
     /// hash for the variant, which needs `kernels lock`).
     pub fn fixed_by_download(&self) -> bool {
@@ -175,6 +210,8 @@ impl Problem {
             Problem::VariantNotLocked { .. }
                 | Problem::UnlockedVariant { .. }
                 | Problem::Escapes { .. }
+                | Problem::Refused { .. }
+                | Problem::InvalidMetadata { .. }
         )
     }
 }
@@ -210,6 +247,9 @@ pub struct KernelVerification {
     pub warnings: Vec<VariantWarning>,
     /// Files that are copies (regular files) instead of links, verified by content.
     pub copies: Vec<String>,
+    /// The fit of the chosen variants by their cached metadata.json (empty
+    /// when fit was not checked).
+    pub fit: super::fit::KernelFit,
 }
 
 impl KernelVerification {
@@ -252,6 +292,10 @@ struct Listing {
     warnings: Vec<VariantWarning>,
     /// Snapshot paths of copies, with their content already hashed.
     copies: Vec<(String, PathBuf)>,
+    /// The fit of the chosen variants.
+    fit: super::fit::KernelFit,
+    /// The variant the runtime loads among those chosen (the first).
+    loaded: Option<String>,
 }
 
 /// Verifies every kernel of `kernels` in `cache` (see the module docs), in
@@ -262,9 +306,32 @@ pub fn verify_kernels(
     kernels: &[LockedKernel],
     selection: &VariantSelection,
 ) -> Vec<KernelVerification> {
+    verify_kernels_fit(cache, repo_type, kernels, selection, None)
+}
+
+/// [`verify_kernels`], and with `policy` the fit of the chosen variants
+/// re-checked from their cached metadata.json ([`super::fit`]): for the
+/// environment's choice, the variant the runtime loads (the best cached);
+/// for `--variant`, every named one. A variant it refuses is a
+/// [`Problem::Refused`]; with `--all-variants` refusals are only recorded in
+/// [`KernelVerification::fit`].
+pub fn verify_kernels_fit(
+    cache: &HubCache,
+    repo_type: RepoType,
+    kernels: &[LockedKernel],
+    selection: &VariantSelection,
+    policy: Option<&crate::variant::FitPolicy>,
+) -> Vec<KernelVerification> {
     let listings: Vec<Listing> = kernels
         .iter()
-        .map(|kernel| list_snapshot(cache.repo(&kernel.repo_id, repo_type), kernel, selection))
+        .map(|kernel| {
+            let mut listing =
+                list_snapshot(cache.repo(&kernel.repo_id, repo_type), kernel, selection);
+            if let Some(policy) = policy {
+                check_fit(&mut listing, kernel, selection, policy);
+            }
+            listing
+        })
         .collect();
 
     let blobs: BTreeSet<(PathBuf, Digest)> = listings
@@ -302,6 +369,49 @@ pub fn verify_kernels(
         .zip(listings)
         .map(|(kernel, listing)| finish_kernel(kernel, listing, &hashed))
         .collect()
+}
+
+/// Re-checks the fit of the variants `listing` chose (see
+/// [`verify_kernels_fit`]) from their cached metadata.json.
+fn check_fit(
+    listing: &mut Listing,
+    kernel: &LockedKernel,
+    selection: &VariantSelection,
+    policy: &crate::variant::FitPolicy,
+) {
+    use super::fit::{self, Lookup, Mode};
+    let mode = Mode::of(selection);
+    let subject = fit::Subject {
+        repo_id: &kernel.repo_id,
+        commit: &kernel.commit,
+    };
+    let mut fit = fit::KernelFit::new(policy);
+    // The environment's choice loads the best cached variant, the first
+    // one `choose_cached` gave.
+    let checked: Vec<String> = match mode {
+        Mode::FirstFitting => listing.loaded.iter().cloned().collect(),
+        Mode::AllMustFit | Mode::Report => listing.variants.keys().cloned().collect(),
+    };
+    for variant in checked {
+        let metadata = match fit::cached_lookup(&listing.repo, subject, &variant) {
+            Ok(Lookup::Metadata(metadata)) => Some(*metadata),
+            Ok(Lookup::NoMetadata | Lookup::Unknown) => None,
+            Err(err) => {
+                listing.problems.push(Problem::InvalidMetadata {
+                    variant: variant.clone(),
+                    message: err.to_string(),
+                });
+                continue;
+            }
+        };
+        fit.record(policy, &variant, metadata.as_ref());
+    }
+    if mode != Mode::Report {
+        for refused in fit.refused.drain(..) {
+            listing.problems.push(Problem::refused(refused));
+        }
+    }
+    listing.fit = fit;
 }
 
 /// The variant directories under a cached `build/` directory; `None` when it
@@ -390,6 +500,8 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         problems: Vec::new(),
         warnings: Vec::new(),
         copies: Vec::new(),
+        fit: super::fit::KernelFit::default(),
+        loaded: None,
     };
     let Ok(build) = listing.repo.snapshot_path(kernel.commit.as_str(), "build") else {
         listing.problems.push(Problem::NotCached {
@@ -418,6 +530,7 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
     let Some(chosen) = choose_cached(&mut listing, kernel, selection, &cached, &build) else {
         return listing;
     };
+    listing.loaded = chosen.first().cloned();
 
     for variant in chosen {
         let root = build.join(&variant);
@@ -550,6 +663,8 @@ fn finish_kernel(
         mut problems,
         warnings,
         copies,
+        fit,
+        ..
     } = listing;
     let mut reported = BTreeSet::new();
     for file in variants.values().flatten() {
@@ -615,6 +730,7 @@ fn finish_kernel(
         problems,
         warnings,
         copies: copies.into_iter().map(|(path, _)| path).collect(),
+        fit,
     }
 }
 

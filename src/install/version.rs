@@ -52,6 +52,7 @@ mod tests {
             concurrency: 1,
             refs,
             refresh: false,
+            fit: crate::variant::FitPolicy::unchecked(),
         }
     }
 

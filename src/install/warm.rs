@@ -14,55 +14,69 @@
 
 use std::collections::BTreeSet;
 
+use futures_util::FutureExt;
+
+use super::error::DownloadError;
+use super::fit::{self, KernelFit};
+use super::options::DownloadOptions;
 use super::verify::{KernelVerification, verify_kernels};
 use crate::lock::format::LockedKernel;
-use crate::variant::{VariantSelection, VariantWarning};
-use kernels_cache::HubCache;
-use kernels_types::wire::RepoType;
+use crate::variant::{FitPolicy, VariantSelection, VariantWarning};
+use kernels_cache::{HubCache, RepoCache};
 
 /// A kernel found complete in the cache, with what choosing its variants
-/// among the locked names warned about.
+/// among the locked names warned about and the fit of its candidates.
 pub(crate) struct Warm {
     pub(crate) check: KernelVerification,
     pub(crate) warnings: Vec<VariantWarning>,
 }
 
-/// For each kernel (in input order), `Some` when it is complete and verified
-/// in the cache without any request; see the module docs.
+/// What the zero-request check decided for one kernel: complete (`Ok`),
+/// refused by the cached metadata.json files (`Err`), or `None` when the
+/// online way decides.
+pub(crate) type WarmStep = Option<Result<Warm, DownloadError>>;
+
+/// For each kernel (in input order), whether it is complete and verified in
+/// the cache without any request; see the module docs.
 pub(crate) async fn check(
     cache: &HubCache,
     kernels: &[LockedKernel],
-    repo_type: RepoType,
-    selection: &VariantSelection,
-) -> Vec<Option<Warm>> {
-    let candidates: Vec<Option<(VariantSelection, Vec<VariantWarning>)>> = kernels
-        .iter()
-        .map(|kernel| locked_selection(kernel, selection))
-        .collect();
-    if candidates.iter().all(Option::is_none) {
-        return kernels.iter().map(|_| None).collect();
-    }
-    // Kernels that check with the same selection share one `verify_kernels`
-    // call, so their blobs are hashed in one parallel pass.
-    let mut groups: Vec<(VariantSelection, Vec<usize>)> = Vec::new();
-    for (index, candidate) in candidates.into_iter().enumerate() {
-        let Some((named, _)) = candidate else {
-            continue;
-        };
-        match groups.iter_mut().find(|(s, _)| *s == named) {
-            Some((_, indices)) => indices.push(index),
-            None => groups.push((named, vec![index])),
-        }
-    }
+    options: &DownloadOptions,
+) -> Vec<WarmStep> {
     let count = kernels.len();
+    if kernels
+        .iter()
+        .all(|k| k.variants.as_ref().is_none_or(|h| h.is_empty()))
+    {
+        return (0..count).map(|_| None).collect();
+    }
     let (cache, kernels) = (cache.clone(), kernels.to_vec());
-    let selection = selection.clone();
+    let (repo_type, selection, policy) = (
+        options.repo_type,
+        options.selection.clone(),
+        options.fit.clone(),
+    );
     tokio::task::spawn_blocking(move || {
-        let mut out: Vec<Option<Warm>> = (0..count).map(|_| None).collect();
-        for (named, indices) in groups {
-            let group: Vec<LockedKernel> = indices.iter().map(|&i| kernels[i].clone()).collect();
+        let mut out: Vec<WarmStep> = (0..count).map(|_| None).collect();
+        // Kernels that check with the same selection share one `verify_kernels`
+        // call, so their blobs are hashed in one parallel pass.
+        let mut groups: Vec<(VariantSelection, Vec<(usize, KernelFit)>)> = Vec::new();
+        for (index, kernel) in kernels.iter().enumerate() {
+            let repo = cache.repo(&kernel.repo_id, repo_type);
+            match locked_selection(kernel, &selection, &repo, &policy) {
+                None => {}
+                Some(Err(err)) => out[index] = Some(Err(err)),
+                Some(Ok((named, fit))) => match groups.iter_mut().find(|(s, _)| *s == named) {
+                    Some((_, members)) => members.push((index, fit)),
+                    None => groups.push((named, vec![(index, fit)])),
+                },
+            }
+        }
+        for (named, members) in groups {
+            let group: Vec<LockedKernel> =
+                members.iter().map(|(i, _)| kernels[*i].clone()).collect();
             let checks = verify_kernels(&cache, repo_type, &group, &named);
-            for (index, check) in indices.into_iter().zip(checks) {
+            for ((index, fit), mut check) in members.into_iter().zip(checks) {
                 if !check.is_ok() {
                     tracing::debug!(
                         "{}: not complete in the cache, listing it on the Hub",
@@ -72,10 +86,9 @@ pub(crate) async fn check(
                 }
                 tracing::debug!("{}: complete and verified in the cache", check.label());
                 let kernel = &kernels[index];
-                let warnings = locked_selection(kernel, &selection)
-                    .map(|(_, warnings)| warnings)
-                    .unwrap_or_default();
-                out[index] = Some(Warm { check, warnings });
+                let warnings = selection.warnings(&kernel.repo_id, &kernel.commit, &locked(kernel));
+                check.fit = fit;
+                out[index] = Some(Ok(Warm { check, warnings }));
             }
         }
         out
@@ -85,31 +98,68 @@ pub(crate) async fn check(
     .unwrap_or_else(|_| (0..count).map(|_| None).collect())
 }
 
+/// The variant names of a variant-hash lock's entry.
+fn locked(kernel: &LockedKernel) -> BTreeSet<String> {
+    kernel
+        .variants
+        .iter()
+        .flat_map(|hashes| hashes.keys().cloned())
+        .collect()
+}
+
 /// The selection to check the kernel with (`selection`, or for the
-/// environment's choice the variant it takes among the lock's variant names,
-/// as a [`VariantSelection::Named`]), with the warnings; `None` when the lock has no
-/// variant hashes or the choice is not exactly what a listing would give
-/// (a named variant the lock lacks, no variant for the environment).
+/// environment's choice the first candidate among the lock's variant names
+/// that fits by its cached metadata.json, as a [`VariantSelection::Named`]),
+/// with the fit; `Some(Err)` when the cached metadata.json files refuse it
+/// ([`fit::walk`]); `None` when the lock has no variant hashes, the choice is
+/// not exactly what a listing would give (a named variant the lock lacks, no
+/// variant for the environment) or a candidate's fit is not in the cache.
 fn locked_selection(
     kernel: &LockedKernel,
     selection: &VariantSelection,
-) -> Option<(VariantSelection, Vec<VariantWarning>)> {
-    let hashes = kernel.variants.as_ref().filter(|h| !h.is_empty())?;
-    let locked: BTreeSet<String> = hashes.keys().cloned().collect();
+    repo: &RepoCache,
+    policy: &FitPolicy,
+) -> Option<Result<(VariantSelection, KernelFit), DownloadError>> {
+    let locked = locked(kernel);
+    if locked.is_empty() {
+        return None;
+    }
     let choice = selection
         .select(&kernel.repo_id, &kernel.commit, &locked)
         .ok()?;
     if !choice.missing.is_empty() || choice.variants.is_empty() {
         return None;
     }
-    let warnings = selection.warnings(&kernel.repo_id, &kernel.commit, &locked);
+    let alternatives = selection
+        .candidates(&kernel.repo_id, &kernel.commit, &locked)
+        .ok()?;
+    let subject = fit::Subject {
+        repo_id: &kernel.repo_id,
+        commit: &kernel.commit,
+    };
+    let lookup = |variant: String| std::future::ready(fit::cached_lookup(repo, subject, &variant));
+    let walked = fit::walk(
+        subject,
+        alternatives,
+        fit::Mode::of(selection),
+        policy,
+        lookup,
+    )
+    .now_or_never()?;
+    let mut chosen = match walked {
+        Ok(chosen) => chosen?,
+        Err(err) => return Some(Err(err)),
+    };
+    if fit::Mode::of(selection) == fit::Mode::FirstFitting {
+        fit::unlink_refused(repo, &kernel.commit, &mut chosen.fit);
+    }
     // `verify_kernels` reads `All` as the locked names and `Named` as the
     // names; only the environment's choice is made here, among the locked names.
     let named = match selection {
-        VariantSelection::Detected { .. } => VariantSelection::Named(choice.variants),
+        VariantSelection::Detected { .. } => VariantSelection::Named(chosen.variants),
         other => other.clone(),
     };
-    Some((named, warnings))
+    Some(Ok((named, chosen.fit)))
 }
 
 #[cfg(test)]
@@ -127,6 +177,28 @@ mod tests {
                     .collect()
             }),
         }
+    }
+
+    /// [`locked_selection`] with a policy that checks nothing, against a
+    /// cache whose snapshot has every locked variant's directory without a
+    /// metadata.json (nothing to check: each fits).
+    fn locked_selection(
+        kernel: &LockedKernel,
+        selection: &VariantSelection,
+    ) -> Option<(VariantSelection, KernelFit)> {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = HubCache::new(dir.path());
+        let repo = cache.repo(&kernel.repo_id, kernels_types::wire::RepoType::Kernel);
+        for variant in locked(kernel) {
+            fs_err::create_dir_all(
+                repo.snapshot_dir(kernel.commit.as_str())
+                    .join("build")
+                    .join(variant),
+            )
+            .unwrap();
+        }
+        super::locked_selection(kernel, selection, &repo, &FitPolicy::unchecked())
+            .map(|r| r.unwrap())
     }
 
     #[test]

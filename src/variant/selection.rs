@@ -125,13 +125,38 @@ impl VariantSelection {
                 return Ok(Choice { variants, missing });
             }
             VariantSelection::Detected { env, preference } => {
-                best_for(env, *preference, repo_id, commit, available)?
+                ranked_for(env, *preference, repo_id, commit, available)?.swap_remove(0)
             }
         };
         Ok(Choice {
             variants,
             missing: Vec::new(),
         })
+    }
+
+    /// The alternatives among `available`, best first, for a caller that
+    /// skips those the target runtime would refuse
+    /// ([`crate::install`]'s fit check): for [`VariantSelection::Detected`]
+    /// every compatible variant alone in the runtime's order (with an
+    /// exact-name order, one alternative of every candidate, the first being
+    /// the one loaded); for the other selections one alternative, the
+    /// variants [`VariantSelection::choose`] gives. The first alternative is
+    /// always what [`VariantSelection::choose`] gives.
+    ///
+    /// # Errors
+    /// As [`VariantSelection::choose`].
+    pub fn candidates(
+        &self,
+        repo_id: &RepoId,
+        commit: &CommitId,
+        available: &BTreeSet<String>,
+    ) -> Result<Vec<Vec<String>>, VariantError> {
+        match self {
+            VariantSelection::Detected { env, preference } => {
+                ranked_for(env, *preference, repo_id, commit, available)
+            }
+            _ => Ok(vec![self.choose(repo_id, commit, available)?]),
+        }
     }
 
     /// The warnings choosing among `available` gives: with a resolver
@@ -163,18 +188,19 @@ impl VariantSelection {
     }
 }
 
-/// The variants of `available` to fetch for `env` under `preference`: with an
-/// exact-name order (reference ≤0.12) every candidate the kernel has, in
-/// candidate order (the reference downloads them all and loads the first);
-/// with a resolver the best one.
-fn best_for(
+/// The alternatives of `available` for `env` under `preference`, best first
+/// (never empty): with an exact-name order (reference ≤0.12) one alternative,
+/// every candidate the kernel has in candidate order (the reference downloads
+/// them all and loads the first); with a resolver each compatible variant
+/// alone, in the resolver's order.
+fn ranked_for(
     env: &TorchEnv,
     preference: VariantPreference,
     repo_id: &RepoId,
     commit: &CommitId,
     available: &BTreeSet<String>,
-) -> Result<Vec<String>, VariantError> {
-    let (chosen, wanted) = if preference.is_exact() {
+) -> Result<Vec<Vec<String>>, VariantError> {
+    let (ranked, wanted): (Vec<Vec<String>>, String) = if preference.is_exact() {
         let Some(candidates) = env.exact_candidates(preference) else {
             return Err(VariantError::NoVariantForCpuTorch {
                 repo_id: repo_id.clone(),
@@ -186,17 +212,23 @@ fn best_for(
             .filter(|v| available.contains(*v))
             .cloned()
             .collect();
-        (chosen, candidates.join(", "))
+        let ranked = if chosen.is_empty() {
+            Vec::new()
+        } else {
+            vec![chosen]
+        };
+        (ranked, candidates.join(", "))
     } else {
         let variants: Vec<BuildVariant> =
             available.iter().map(|n| BuildVariant::parse(n)).collect();
-        let best = env
+        let ranked = env
             .resolve(&variants, preference)
-            .first()
-            .map(|v| v.name().to_owned());
-        (best.into_iter().collect(), env.describe())
+            .into_iter()
+            .map(|v| vec![v.name().to_owned()])
+            .collect();
+        (ranked, env.describe())
     };
-    if chosen.is_empty() {
+    if ranked.is_empty() {
         return Err(VariantError::NoCompatible {
             repo_id: repo_id.clone(),
             commit: commit.clone(),
@@ -204,7 +236,7 @@ fn best_for(
             available: available.iter().cloned().collect(),
         });
     }
-    Ok(chosen)
+    Ok(ranked)
 }
 
 impl VariantRequest {
@@ -292,6 +324,59 @@ mod tests {
         );
         let none = exact("12.6").choose(&id, &crate::variant::testing::commit(), &BTreeSet::new());
         assert!(matches!(none, Err(VariantError::NoCompatible { .. })));
+    }
+
+    #[test]
+    fn candidates_are_every_compatible_variant_best_first() {
+        let id: RepoId = "acme/relu".parse().unwrap();
+        let commit = crate::variant::testing::commit();
+        let available: BTreeSet<String> = [
+            "torch-cpu",
+            "torch-cuda",
+            "torch-universal",
+            "torch27-cxx11-cu126-x86_64-linux",
+            "torch27-cxx11-cu128-x86_64-linux",
+        ]
+        .map(String::from)
+        .into();
+        let cuda = |preference| VariantSelection::Detected {
+            env: env(Some("12.6"), "Linux", "x86_64"),
+            preference,
+        };
+        // The resolver: each compatible variant alone, in its order; the
+        // first is what `choose` takes.
+        let resolver = cuda(VariantPreference::ResolverMetalMacos26);
+        let ranked = resolver.candidates(&id, &commit, &available).unwrap();
+        assert_eq!(
+            ranked,
+            [
+                vec!["torch27-cxx11-cu126-x86_64-linux".to_owned()],
+                vec!["torch-cuda".to_owned()],
+                vec!["torch-universal".to_owned()],
+            ]
+        );
+        assert_eq!(
+            resolver.choose(&id, &commit, &available).unwrap(),
+            ranked[0]
+        );
+        // Exact names: one alternative of every existing candidate.
+        let exact = cuda(VariantPreference::Exact { noarch: true });
+        assert_eq!(
+            exact.candidates(&id, &commit, &available).unwrap(),
+            [vec![
+                "torch27-cxx11-cu126-x86_64-linux".to_owned(),
+                "torch-cuda".to_owned(),
+                "torch-universal".to_owned()
+            ]]
+        );
+        // The other selections: one alternative.
+        assert_eq!(
+            VariantSelection::All
+                .candidates(&id, &commit, &available)
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[test]

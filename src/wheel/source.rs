@@ -165,6 +165,7 @@ impl Snapshot {
             concurrency: DEFAULT_CONCURRENCY,
             refs: Vec::new(),
             refresh: false,
+            fit: crate::variant::FitPolicy::unchecked(),
         };
         let mut summary = download(
             client,
