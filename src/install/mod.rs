@@ -23,7 +23,8 @@
 //! fetched through the Hub client (`fetch`), the plan of a kernel (`plan`),
 //! what a run hands back (`report`), the one error type (`error`), the version
 //! label of a commit (`version`), the reporter trait (`reporter`), offline
-//! verification (`verify`), `--dry-run` (`dry_run`), `--explain` (`explain`).
+//! verification (`verify`), `--dry-run` (`dry_run`), `--explain` (`explain`), the fit of
+//! each variant for the targets that `--explain` and `kernels env` show (`fit`).
 //! Each imports what it needs from its siblings; none imports this module.
 
 pub mod dry_run;
@@ -31,6 +32,7 @@ mod engine;
 pub mod error;
 pub mod explain;
 mod fetch;
+pub mod fit;
 pub mod options;
 pub mod plan;
 pub mod report;

@@ -19,6 +19,7 @@ mod download;
 mod env;
 mod environment;
 mod faults;
+mod fit;
 mod flags;
 #[cfg(unix)]
 mod fleet;
