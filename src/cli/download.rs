@@ -450,7 +450,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         .with_retry_observer(retry_observer(&progress, &settings.endpoint));
     let cache = settings.cache();
     if args.explain {
-        return super::explain::print(
+        return super::explain::print_download(
             &super::explain::ExplainRun {
                 client: &client,
                 cache: &cache,
@@ -459,7 +459,10 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
                 kernels: &kernels,
                 options: &options,
                 printer,
+                fit: None,
             },
+            &args.select,
+            &python,
             args.format,
         );
     }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::OutputFormat;
 use super::args::{EnvArgs, RepoTypeArgs, TargetRuntimeArgs};
-use super::json::{EnvDoc, EnvLockDoc, TargetRuntimeDoc, TorchDoc};
+use super::json::{EnvDoc, EnvLockDoc, TargetRuntimeDoc, TargetsDoc, TorchDoc};
 use super::printer::Printer;
 use super::profile::{ProfileInputs, choose_profile_with, describe, describe_preference};
 use super::progress::ProgressMode;
@@ -15,7 +15,7 @@ use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
 use crate::lock::profile::{Profile, VariantPreference};
 
-use crate::variant::{EnvSources, ProbeScope, ProjectPython, TorchEnv, VariantError};
+use crate::variant::{EnvSources, FitPolicy, ProbeScope, ProjectPython, TorchEnv, VariantError};
 
 /// At most this many rejected variants are named per kernel in text.
 const ENV_REJECTED: usize = 5;
@@ -47,6 +47,10 @@ pub struct EnvCmdArgs {
     /// `--cache-dir`.
     #[command(flatten)]
     pub cache: super::CacheArgs,
+
+    /// `--cuda-capability` / `--rocm-arch`.
+    #[command(flatten)]
+    pub targets: super::args::TargetArgs,
 }
 
 /// The variant explanation of every kernel of the project's lock (as
@@ -57,6 +61,7 @@ fn explain_lock(
     settings: &Settings,
     python: &ProjectPython,
     printer: &Printer,
+    policy: &FitPolicy,
 ) -> Option<Result<super::explain::Explained, String>> {
     let dir = &args.project_dir;
     if !dir.join(LOCK_FILE_NAME).is_file() {
@@ -91,6 +96,11 @@ fn explain_lock(
             kernels: &read.kernels,
             options: &options,
             printer,
+            // Offline and cheap: the metadata the cache has.
+            fit: Some(crate::install::explain::FitRequest {
+                policy,
+                fetch: false,
+            }),
         })
     })();
     Some(explained.map_err(|err: miette::Report| err.to_string()))
@@ -107,7 +117,8 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
     let manifest_path = dir.join(MANIFEST_FILE_NAME);
     // One start of the project's interpreter answers the installed runtime,
     // torch, and the lock's variants below.
-    let python = ProjectPython::for_project(dir, crate::cli::settings::virtual_env().as_deref());
+    let python = ProjectPython::for_project(dir, crate::cli::settings::virtual_env().as_deref())
+        .with_modules(kernels_types::python_depends::ALL_MODULES);
     let overrides = args.env.overrides();
     let profile = choose_profile_with(
         &ProfileInputs {
@@ -131,7 +142,15 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         VariantPreference::Exact { noarch: false }
     );
     let runtime = describe(&profile);
+    // The GPU and modules of the one probe (not asked when the environment
+    // is given by flags).
+    let probe = overrides
+        .needs_python()
+        .then(|| python.probe(ProbeScope::Torch).ok())
+        .flatten();
+    let policy = super::fit::policy(dir, &args.targets.targets(), probe, profile.runtime);
     let report = Report {
+        policy,
         runtime: runtime
             .strip_prefix("Target runtime: ")
             .unwrap_or(&runtime)
@@ -168,13 +187,21 @@ struct Report<'a> {
     noarch: bool,
     /// The target runtime line without its `Target runtime: ` head.
     runtime: String,
+    /// The targets and rules each locked variant's fit is checked against.
+    policy: FitPolicy,
 }
 
 impl Report<'_> {
     /// The `--format json` document.
     fn print_json(&self) {
         let (settings, profile) = (self.settings, &self.profile);
-        let explained = explain_lock(self.args, settings, &self.python, self.printer);
+        let explained = explain_lock(
+            self.args,
+            settings,
+            &self.python,
+            self.printer,
+            &self.policy,
+        );
         let path = self.lock_path.as_path();
         self.printer.json(&EnvDoc {
             schema: EnvDoc::SCHEMA,
@@ -194,6 +221,7 @@ impl Report<'_> {
                 cache_prefix: profile.cache_prefix(),
                 description: &self.runtime,
             },
+            targets: TargetsDoc::new(&self.policy.targets),
             cache_dir: &settings.cache_dir,
             endpoint: kernels_types::text::redact(&settings.endpoint),
             offline: settings.offline,
@@ -246,6 +274,7 @@ impl Report<'_> {
             "",
         );
         self.row("Target runtime", &self.runtime, "");
+        self.row("Target GPUs", &self.policy.targets.to_string(), "");
         let source = match settings.cache_dir_source {
             "default" => "",
             other => other,
@@ -302,7 +331,13 @@ impl Report<'_> {
     fn print_lock_variants(&self) {
         let printer = self.printer;
         let lock_path = self.lock_path.display();
-        match explain_lock(self.args, self.settings, &self.python, printer) {
+        match explain_lock(
+            self.args,
+            self.settings,
+            &self.python,
+            printer,
+            &self.policy,
+        ) {
             None => {}
             Some(Ok(e)) => {
                 printer.data(format_args!("\nVariants for {lock_path}:"));

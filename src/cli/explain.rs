@@ -5,9 +5,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::download::Format;
-use super::json::{ExplainDoc, FailureDoc};
+use super::json::{ExplainDoc, FailureDoc, TargetsDoc};
 use super::printer::Printer;
-use crate::install::explain::{KernelExplanation, NewerVersion, VersionRefs, explain};
+use crate::install::explain::{FitRequest, KernelExplanation, NewerVersion, VersionRefs, explain};
+use crate::install::variant_fit::{MetadataState, VariantFit};
 use crate::install::{DownloadOptions, LockedKernel};
 use crate::lock::format::LockFormat;
 use crate::lock::manifest::Manifest;
@@ -90,6 +91,17 @@ pub struct ExplainRun<'a> {
     pub options: &'a DownloadOptions,
     /// Where the explanation and failures are printed.
     pub printer: &'a Printer,
+    /// The fit of each variant, when shown.
+    pub fit: Option<FitRequest<'a>>,
+}
+
+impl ExplainRun<'_> {
+    /// The targets of the fit (not asked without one).
+    fn targets(&self) -> crate::variant::Targets {
+        self.fit
+            .map(|f| f.policy.targets.clone())
+            .unwrap_or_else(crate::variant::Targets::not_asked)
+    }
 }
 
 /// Explains every kernel of `run`; a kernel that cannot be listed is reported
@@ -97,7 +109,14 @@ pub struct ExplainRun<'a> {
 pub fn collect(run: &ExplainRun<'_>) -> miette::Result<Explained> {
     let kinds = version_refs(run.project_dir, run.lock_format);
     let (client, cache, options) = (run.client, run.cache, run.options);
-    let results = super::runtime()?.block_on(explain(client, cache, run.kernels, options, &kinds));
+    let results = super::runtime()?.block_on(explain(
+        client,
+        cache,
+        run.kernels,
+        options,
+        &kinds,
+        run.fit,
+    ));
     let mut explained = Explained {
         kernels: Vec::new(),
         failed: Vec::new(),
@@ -165,6 +184,83 @@ pub fn print_text(printer: &Printer, kernel: &KernelExplanation, rejected: Optio
             others.len() - shown
         ));
     }
+    if let Some(fit) = &kernel.fit {
+        print_fit(printer, fit, rejected);
+    }
+    print_newer(printer, kernel);
+}
+
+/// The fit lines of one kernel: each chosen variant, then at most `rejected`
+/// others (every one when `None`). Nothing is printed when no target is known
+/// and every variant fits without warnings or has no `metadata.json` (older
+/// builds): the section would say nothing.
+fn print_fit(printer: &Printer, fit: &[VariantFit], rejected: Option<usize>) {
+    let plain = |f: &VariantFit| {
+        f.targets.is_empty()
+            && (f.metadata == MetadataState::None
+                || (f.fits == Some(true) && f.warnings.is_empty()))
+    };
+    if fit.iter().all(plain) {
+        return;
+    }
+    printer.data(format_args!("  fit:"));
+    let chosen = fit.iter().filter(|f| f.chosen).count();
+    let shown = chosen + rejected.unwrap_or(fit.len()).min(fit.len() - chosen);
+    for f in &fit[..shown] {
+        let mark = if f.chosen { " (chosen)" } else { "" };
+        printer.data(format_args!("    {}{mark}: {}", f.variant, fit_verdict(f)));
+    }
+    if shown < fit.len() {
+        printer.data(format_args!(
+            "    … and {} more (`kernels download --explain` gives every one)",
+            fit.len() - shown
+        ));
+    }
+}
+
+/// `fits`, `fits cuda:9.0; refused: … (archs)`, `metadata not in cache`, ….
+fn fit_verdict(fit: &VariantFit) -> String {
+    let mut text = match (fit.metadata, fit.fits) {
+        (MetadataState::NotInCache, _) => "metadata not in cache (not checked)".to_owned(),
+        (MetadataState::None, _) => "no metadata.json (not checked)".to_owned(),
+        (MetadataState::Invalid, _) => format!(
+            "not checked: {}",
+            fit.error
+                .as_deref()
+                .unwrap_or("metadata.json cannot be read")
+        ),
+        (MetadataState::Read, Some(true)) | (MetadataState::Read, None) => "fits".to_owned(),
+        (MetadataState::Read, Some(false)) => {
+            let fitting: Vec<&str> = fit
+                .targets
+                .iter()
+                .filter(|t| t.fits)
+                .map(|t| t.name.as_str())
+                .collect();
+            let refused: Vec<String> = fit
+                .refusals
+                .iter()
+                .map(|r| format!("{} ({})", r.message, r.rule))
+                .collect();
+            let only_arch = fit.refusals.iter().all(|r| r.rule == "archs");
+            match fitting.is_empty() || !only_arch {
+                true => format!("refused: {}", refused.join("; ")),
+                false => format!(
+                    "fits {}; refused: {}",
+                    fitting.join(", "),
+                    refused.join("; ")
+                ),
+            }
+        }
+    };
+    for warning in &fit.warnings {
+        text.push_str(&format!("; warning: {warning}"));
+    }
+    text
+}
+
+/// The newer versions of `kernel` with a build for the environment.
+fn print_newer(printer: &Printer, kernel: &KernelExplanation) {
     match (&kernel.newer, &kernel.newer_error) {
         (Some(newer), _) if !newer.is_empty() => {
             printer.data(format_args!(
@@ -210,6 +306,29 @@ pub fn print_text(printer: &Printer, kernel: &KernelExplanation, rejected: Optio
     }
 }
 
+/// `kernels download --explain` ([`print`]) with the fit of every variant
+/// for the project's targets ([`super::fit::for_lock`]), fetching the
+/// metadata the cache lacks; `run.fit` is replaced.
+pub fn print_download(
+    run: &ExplainRun<'_>,
+    select: &super::download::SelectArgs,
+    python: &crate::variant::ProjectPython,
+    format: Format,
+) -> miette::Result<ExitCode> {
+    let policy = super::fit::for_lock(
+        run.project_dir,
+        select,
+        run.lock_format,
+        python,
+        run.printer,
+    )?;
+    let fit = Some(FitRequest {
+        policy: &policy,
+        fetch: true,
+    });
+    print(&ExplainRun { fit, ..*run }, format)
+}
+
 /// `kernels download --explain`: per kernel the chosen variant, then every
 /// other with its reason and the newer versions that would suit. Exit 1 when
 /// a kernel could not be listed or has no variant for the environment.
@@ -225,14 +344,21 @@ pub fn print(run: &ExplainRun<'_>, format: Format) -> miette::Result<ExitCode> {
                 schema: ExplainDoc::SCHEMA,
                 command: "download --explain",
                 environment,
+                targets: TargetsDoc::new(&run.targets()),
                 kernels: &explained.kernels,
                 failed: &explained.failed,
             });
         }
-        Format::Text => explained
-            .kernels
-            .iter()
-            .for_each(|kernel| print_text(run.printer, kernel, None)),
+        Format::Text => {
+            if run.fit.is_some() {
+                run.printer
+                    .data(format_args!("Target GPUs: {}", run.targets()));
+            }
+            explained
+                .kernels
+                .iter()
+                .for_each(|kernel| print_text(run.printer, kernel, None));
+        }
     }
     Ok(if explained.all_chosen() {
         ExitCode::SUCCESS

@@ -98,6 +98,9 @@ pub struct LockDoc<'a> {
     pub error: Option<ErrorDoc>,
     /// The dependencies that could not be resolved.
     pub failed: Vec<FailureDoc>,
+    /// The declared targets a locked kernel has no variant for (or cannot
+    /// be checked for); empty without declared targets.
+    pub fit: Vec<FitFindingDoc>,
 }
 
 impl LockDoc<'_> {
@@ -128,6 +131,7 @@ impl LockDoc<'_> {
             kept: &[],
             error: Some(error),
             failed,
+            fit: Vec::new(),
         }
     }
 }
@@ -167,6 +171,94 @@ pub struct CheckDoc<'a> {
     /// Online only: what `kernels lock` would change.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changes: Option<&'a [Change]>,
+    /// The fit of the declared targets, from cached metadata; absent
+    /// without declared targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitCheckDoc>,
+}
+
+/// `fit` of [`CheckDoc`].
+#[derive(Debug, Serialize)]
+pub struct FitCheckDoc {
+    /// The declared targets (`cuda:9.0`, `rocm:gfx942`).
+    pub targets: Vec<String>,
+    /// The targets and where they came from, for people.
+    pub description: String,
+    /// Whether every locked kernel has a variant for every target (or could
+    /// not be checked).
+    pub ok: bool,
+    /// One per kernel and target without a variant, or not checkable.
+    pub findings: Vec<FitFindingDoc>,
+}
+
+/// A locked kernel without a variant for a declared target, or one whose
+/// metadata could not be read (`fit[]` of `kernels lock`, `fit.findings[]`
+/// of `kernels lock --check`).
+#[derive(Debug, Serialize)]
+pub struct FitFindingDoc {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// `owner/name@label`.
+    pub kernel: String,
+    /// `cuda:10.0`, `rocm:gfx942`.
+    pub target: String,
+    /// `no-variant` or `unchecked`.
+    pub kind: &'static str,
+    /// The rules that refuse the candidates (`archs`, `kernels-minver`,
+    /// `python-depends`).
+    pub rules: Vec<&'static str>,
+    /// Each candidate variant with the reason it is refused, or, for
+    /// `unchecked`, why its metadata could not be read.
+    pub variants: Vec<FitVariantDoc>,
+    /// The finding as the warning line says it.
+    pub message: String,
+}
+
+/// `variants[]` of [`FitFindingDoc`].
+#[derive(Debug, Serialize)]
+pub struct FitVariantDoc {
+    /// The variant directory.
+    pub variant: String,
+    /// Each refusal (or the reason it could not be read).
+    pub reasons: Vec<String>,
+}
+
+impl FitFindingDoc {
+    /// The document of `finding`.
+    pub fn new(finding: &crate::lock::fit::FitFinding) -> Self {
+        use crate::lock::fit::FindingKind;
+        let (kind, variants) = match &finding.kind {
+            FindingKind::NoVariant(refused) => (
+                "no-variant",
+                refused
+                    .iter()
+                    .map(|(variant, refusals)| FitVariantDoc {
+                        variant: variant.clone(),
+                        reasons: refusals.iter().map(ToString::to_string).collect(),
+                    })
+                    .collect(),
+            ),
+            FindingKind::Unchecked(unread) => (
+                "unchecked",
+                unread
+                    .iter()
+                    .map(|(variant, why)| FitVariantDoc {
+                        variant: variant.clone(),
+                        reasons: vec![why.clone()],
+                    })
+                    .collect(),
+            ),
+        };
+        FitFindingDoc {
+            repo_id: finding.repo_id.clone(),
+            kernel: finding.kernel.clone(),
+            target: crate::lock::fit::target_id(&finding.target),
+            kind,
+            rules: finding.rules(),
+            variants,
+            message: finding.to_string(),
+        }
+    }
 }
 
 impl CheckDoc<'_> {
@@ -327,6 +419,8 @@ pub struct ExplainDoc<'a> {
     /// The environment the variants are chosen for (`None` with
     /// `--variant` or `--all-variants`).
     pub environment: Option<String>,
+    /// The target GPUs each variant's fit is checked for.
+    pub targets: TargetsDoc,
     /// One explanation per kernel that could be listed.
     pub kernels: &'a [KernelExplanation],
     /// The kernels that could not be listed.
@@ -469,6 +563,67 @@ pub struct ImportErrorDoc<'a> {
     pub traceback: &'a [String],
 }
 
+/// The target GPUs of a command and where they came from (`targets` of
+/// `kernels env` and `kernels download --explain`).
+#[derive(Debug, Serialize)]
+pub struct TargetsDoc {
+    /// Whether the arch rule is checked (some target is known).
+    pub checked: bool,
+    /// The targets, `cuda:9.0`, `rocm:gfx942`.
+    pub targets: Vec<String>,
+    /// `flags`, `manifest`, `device` or `not-checked`.
+    pub source: &'static str,
+    /// The `pyproject.toml` of `manifest`.
+    pub path: Option<String>,
+    /// The GPU's name, for `device`.
+    pub device: Option<String>,
+    /// For `not-checked`: `no-gpu`, `query-failed` or `not-asked`.
+    pub reason: Option<&'static str>,
+    /// For `query-failed`: the Python exception.
+    pub error: Option<String>,
+    /// The `Target GPUs` line of the text output.
+    pub description: String,
+}
+
+impl TargetsDoc {
+    /// The document of `targets`.
+    pub fn new(targets: &crate::variant::Targets) -> Self {
+        use crate::variant::{NotChecked, TargetSource};
+        let mut doc = TargetsDoc {
+            checked: targets.is_checked(),
+            targets: targets
+                .list
+                .iter()
+                .map(crate::lock::fit::target_id)
+                .collect(),
+            source: "not-checked",
+            path: None,
+            device: None,
+            reason: None,
+            error: None,
+            description: targets.to_string(),
+        };
+        match &targets.source {
+            TargetSource::Flags => doc.source = "flags",
+            TargetSource::Manifest(path) => {
+                doc.source = "manifest";
+                doc.path = Some(path.display().to_string());
+            }
+            TargetSource::Device { name } => {
+                doc.source = "device";
+                doc.device = Some(name.clone());
+            }
+            TargetSource::NotChecked(NotChecked::NoGpu) => doc.reason = Some("no-gpu"),
+            TargetSource::NotChecked(NotChecked::NotAsked) => doc.reason = Some("not-asked"),
+            TargetSource::NotChecked(NotChecked::QueryFailed(error)) => {
+                doc.reason = Some("query-failed");
+                doc.error = Some(error.clone());
+            }
+        }
+        doc
+    }
+}
+
 /// `kernels env --format json` (schema [`EnvDoc::SCHEMA`]).
 #[derive(Debug, Serialize)]
 pub struct EnvDoc<'a> {
@@ -486,6 +641,8 @@ pub struct EnvDoc<'a> {
     pub torch_error: Option<String>,
     /// The target runtime.
     pub target_runtime: TargetRuntimeDoc<'a>,
+    /// The target GPUs the variants' fit is checked for.
+    pub targets: TargetsDoc,
     /// The cache.
     pub cache_dir: &'a Path,
     /// The Hub endpoint, its secrets removed (`kernels_types::text::redact`).
@@ -948,7 +1105,18 @@ mod tests {
             commit: "1".repeat(40).parse().unwrap(),
             variants: Some(vec!["torch-universal".to_owned()]),
         });
-        matches("`kernels lock` (schema 2)", &doc, &["kernels"]);
+        doc.fit.push(FitFindingDoc::new(&gap()));
+        matches("`kernels lock` (schema 2)", &doc, &["kernels", "fit"]);
+        let documented = example("`kernels lock` (schema 2)");
+        let actual = to_value(&doc);
+        assert_eq!(
+            keys(&documented["fit"][0]["variants"][0]),
+            keys(&actual["fit"][0]["variants"][0])
+        );
+        assert_eq!(
+            documented["fit"][0], actual["fit"][0],
+            "the documented finding"
+        );
         let findings = [];
         let changes = [];
         let check = CheckDoc {
@@ -962,8 +1130,37 @@ mod tests {
             error: None,
             failed: Vec::new(),
             changes: Some(&changes),
+            fit: Some(FitCheckDoc {
+                targets: vec!["cuda:9.0".to_owned()],
+                description: String::new(),
+                ok: false,
+                findings: vec![FitFindingDoc::new(&gap())],
+            }),
         };
         matches("`kernels lock --check`", &check, &[]);
+        let documented = example("`kernels lock --check`");
+        assert_eq!(keys(&documented["fit"]), keys(&to_value(&check)["fit"]));
+    }
+
+    /// The finding of the documented example.
+    fn gap() -> crate::lock::fit::FitFinding {
+        use kernels_types::fit::{Capability, Refusal, Target};
+        let target = Target::Cuda(Capability::new(10, 0));
+        crate::lock::fit::FitFinding {
+            kernel: "kernels-community/relu@v1".to_owned(),
+            repo_id: "kernels-community/relu".to_owned(),
+            target: target.clone(),
+            kind: crate::lock::fit::FindingKind::NoVariant(
+                [(
+                    "torch29-cxx11-cu128-x86_64-linux".to_owned(),
+                    vec![Refusal::Arch {
+                        target,
+                        archs: vec!["8.0".to_owned(), "9.0".to_owned()],
+                    }],
+                )]
+                .into(),
+            ),
+        }
     }
 
     fn error() -> ErrorDoc {
@@ -1019,14 +1216,51 @@ mod tests {
             failed: Vec::new(),
         };
         matches("`kernels download --dry-run`", &dry_run, &[]);
+        let policy = crate::variant::FitPolicy {
+            targets: crate::variant::Targets::resolve(
+                &[],
+                None,
+                Some(&crate::variant::Device::Cuda {
+                    name: "NVIDIA H200".to_owned(),
+                    capability: (9, 0),
+                }),
+            ),
+            runtime: None,
+            modules: None,
+        };
+        let metadata: kernels_types::metadata::Metadata =
+            r#"{"backend": {"type": "cuda", "archs": ["8.0"]}}"#
+                .parse()
+                .unwrap();
+        let variant = "torch27-cxx11-cu126-x86_64-linux";
+        let kernels = [crate::install::explain::KernelExplanation {
+            repo_id: "kernels-community/rotary".to_owned(),
+            commit: "1".repeat(40).parse().unwrap(),
+            chosen: vec![variant.to_owned()],
+            variants: Vec::new(),
+            newer: Some(Vec::new()),
+            newer_error: None,
+            fit: Some(vec![crate::install::variant_fit::VariantFit::of(
+                variant, true, &metadata, &policy,
+            )]),
+        }];
         let explain = ExplainDoc {
             schema: ExplainDoc::SCHEMA,
             command: "download --explain",
             environment: None,
-            kernels: &[],
+            targets: TargetsDoc::new(&policy.targets),
+            kernels: &kernels,
             failed: &[],
         };
-        matches("`kernels download --explain`", &explain, &[]);
+        matches("`kernels download --explain`", &explain, &["kernels"]);
+        let documented = example("`kernels download --explain`");
+        let actual = to_value(&explain);
+        assert_eq!(keys(&documented["targets"]), keys(&actual["targets"]));
+        assert_eq!(documented["targets"], actual["targets"]);
+        assert_eq!(
+            documented["kernels"][0]["fit"][0], actual["kernels"][0]["fit"][0],
+            "the documented fit"
+        );
     }
 
     #[test]
@@ -1074,6 +1308,11 @@ mod tests {
                 cache_prefix: "kernels--",
                 description: "kernels 0.17.2",
             },
+            targets: TargetsDoc::new(&crate::variant::Targets::resolve(
+                &[],
+                None,
+                Some(&crate::variant::Device::None),
+            )),
             cache_dir: Path::new("/cache"),
             endpoint: "https://huggingface.co".into(),
             offline: false,
@@ -1088,7 +1327,7 @@ mod tests {
         let documented = example("`kernels env`");
         let actual = to_value(&doc);
         assert_eq!(keys(&documented), keys(&actual));
-        for field in ["torch", "target_runtime", "lock"] {
+        for field in ["torch", "target_runtime", "targets", "lock"] {
             assert_eq!(keys(&documented[field]), keys(&actual[field]), "{field}");
         }
         assert_eq!(

@@ -96,6 +96,11 @@ pub struct LockArgs {
     /// `--no-progress`.
     #[command(flatten)]
     pub progress: super::ProgressArgs,
+
+    /// `--cuda-capability` / `--rocm-arch`: the declared targets every locked
+    /// kernel must have a variant for (warned about; `--check` fails).
+    #[command(flatten)]
+    pub targets: super::args::TargetArgs,
 }
 
 /// `kernels lock` would replace a file that is not a lock file.
@@ -129,6 +134,7 @@ impl LockArgs {
             lock_mode: super::LockModeArgs::default(),
             cache: super::CacheArgs::default(),
             progress: super::ProgressArgs::default(),
+            targets: super::args::TargetArgs::default(),
         }
     }
 }
@@ -178,6 +184,7 @@ fn print_report(
     printer: &Printer,
     format: OutputFormat,
     changes: Option<&[Change]>,
+    fit: Option<&super::lock_fit::FitCheck>,
 ) -> bool {
     let stale = report.is_stale() || changes.is_some_and(|c| !c.is_empty());
     if format == OutputFormat::Json {
@@ -192,6 +199,7 @@ fn print_report(
             error: None,
             failed: Vec::new(),
             changes,
+            fit: fit.map(super::lock_fit::FitCheck::doc),
         });
         return stale;
     }
@@ -231,6 +239,8 @@ fn print_report(
 /// What `kernels lock` would write: the outcome, the profile and the text.
 struct Plan {
     outcome: crate::lock::project::LockOutcome,
+    /// The declared targets the outcome's fit was checked for.
+    targets: crate::variant::Targets,
     profile: Profile,
     old_format: Option<LockFormat>,
     json: String,
@@ -260,6 +270,8 @@ struct PlanInputs<'a> {
     merged: Option<&'a conflict::Merged>,
     /// `--upgrade` / `--upgrade-package`.
     upgrade: &'a Upgrade,
+    /// `--cuda-capability` / `--rocm-arch`.
+    targets: &'a [kernels_types::fit::Target],
 }
 
 /// Resolves the manifest for its target profile, as `kernels lock` does, without
@@ -295,8 +307,8 @@ fn plan(
     to_resolve
         .dependencies
         .retain(|dep| agreed_entry(merged, &dep.repo_id).is_none());
-    let mut trust = inputs.extra_trust.to_vec();
-    trust.extend(manifest.settings.trust.iter().cloned());
+    let targets = super::lock_fit::declared(inputs.targets, &manifest);
+    let trust = [inputs.extra_trust, &manifest.settings.trust].concat();
     // Sticky resolution starts from a lock in the format being written; a
     // conflicted lock is repaired from its agreed entries instead.
     let previous = old_lock
@@ -309,6 +321,7 @@ fn plan(
         previous,
         upgrade: inputs.upgrade.clone(),
         cache: Some(HubCache::new(&settings.cache_dir)),
+        targets: targets.list.clone(),
     };
     let client = super::download::client_showing_retries(settings, printer, retries)?;
     let started = std::time::Instant::now();
@@ -335,6 +348,7 @@ fn plan(
     );
     Ok(Plan {
         outcome,
+        targets,
         profile,
         old_format,
         json,
@@ -422,16 +436,19 @@ fn keep_agreed(
 
 /// The check half of `kernels lock --check`, `kernels lock --locked` and
 /// `kernels download --locked`: offline structural check or online re-resolution.
-/// Returns the report and, for the online check, the old and new lock texts.
+/// Returns the report and, for the online check, what would change and the
+/// fit of the re-resolved lock for the declared targets (`targets`, else the
+/// manifest's; `None` offline or without targets).
 /// Retries are shown unless `printer` is quiet; nothing else is printed but
 /// the warnings of the target runtime about requirements.
 fn freshness(
     project_dir: &Path,
     target_runtime: Option<&str>,
     repo_type: Option<RepoTypeArg>,
+    targets: &[kernels_types::fit::Target],
     settings: &Settings,
     printer: &Printer,
-) -> miette::Result<(CheckReport, Option<Vec<Change>>)> {
+) -> miette::Result<Freshness> {
     let silent = printer.quiet_if(true);
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if settings.offline {
@@ -455,16 +472,14 @@ fn freshness(
         }
         let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
         let cache = HubCache::new(&settings.cache_dir);
-        return Ok((
-            check_offline(
-                &manifest,
-                &LockOnDisk::read(&lock_path),
-                expected,
-                &cache,
-                profile.repo_type,
-            ),
-            None,
-        ));
+        let report = check_offline(
+            &manifest,
+            &LockOnDisk::read(&lock_path),
+            expected,
+            &cache,
+            profile.repo_type,
+        );
+        return Ok((report, None, None));
     }
     let on_disk = LockOnDisk::read(&lock_path);
     let inputs = PlanInputs {
@@ -475,11 +490,27 @@ fn freshness(
         allow_model_repos: false,
         merged: None,
         upgrade: &Upgrade::None,
+        targets,
     };
     let plan = plan(&inputs, settings, &silent, printer.lines_mode(), &on_disk)?;
     let report = diff_locks(&on_disk, &plan.outcome.lockfile, &plan.json);
-    Ok((report, Some(plan.changes)))
+    let fit = plan
+        .targets
+        .is_checked()
+        .then_some(super::lock_fit::FitCheck {
+            targets: plan.targets,
+            findings: plan.outcome.fit,
+        });
+    Ok((report, Some(plan.changes), fit))
 }
+
+/// What [`freshness`] finds: the report, what `kernels lock` would change and
+/// the fit of the declared targets (both online only).
+type Freshness = (
+    CheckReport,
+    Option<Vec<Change>>,
+    Option<super::lock_fit::FitCheck>,
+);
 
 /// `--locked` for commands that use the lock (`kernels download`): fails when the
 /// lock is missing or stale. A no-op without `--locked`.
@@ -494,8 +525,14 @@ pub fn ensure_locked(
         return Ok(());
     }
     let repo_type = repo_type.map(RepoTypeArg::from);
-    let (report, changes) = freshness(project_dir, None, repo_type, settings, printer)?;
-    if print_report(&report, printer, OutputFormat::Text, changes.as_deref()) {
+    let (report, changes, _) = freshness(project_dir, None, repo_type, &[], settings, printer)?;
+    if print_report(
+        &report,
+        printer,
+        OutputFormat::Text,
+        changes.as_deref(),
+        None,
+    ) {
         return Err(StaleLocked {
             lock: report.lock_file,
             manifest: project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME),
@@ -556,6 +593,7 @@ pub fn run(
                 error: Some(error),
                 failed,
                 changes: None,
+                fit: None,
             });
         } else {
             printer.json_line(&LockDoc::failed(lock_file, dry_run, error, failed));
@@ -614,6 +652,7 @@ fn run_inner(
         allow_model_repos: args.allow_model_repos,
         merged: merged.as_ref(),
         upgrade: &upgrade,
+        targets: &args.targets.targets(),
     };
     let printer = &printer.quiet_if(args.format == OutputFormat::Json);
     let plan = plan(&inputs, settings, printer, printer.lines_mode(), &on_disk)?;
@@ -628,15 +667,34 @@ fn check(
     printer: &Printer,
     lock_path: PathBuf,
 ) -> miette::Result<ExitCode> {
-    let (report, changes) = freshness(
+    let (report, changes, online) = freshness(
         &args.project.project_dir,
         args.runtime.version(),
         args.repo.repo_type,
+        &args.targets.targets(),
         settings,
         &printer.quiet_if(args.format == OutputFormat::Json),
     )?;
-    let stale = print_report(&report, printer, args.format, changes.as_deref());
+    // Online the re-resolved lock's fit; offline the cached metadata's.
+    let fit = match online {
+        Some(fit) => Some(fit),
+        None => super::lock_fit::check_cached(args, settings, printer, &lock_path)?,
+    };
+    let stale = print_report(
+        &report,
+        printer,
+        args.format,
+        changes.as_deref(),
+        fit.as_ref(),
+    );
+    if let Some(fit) = &fit
+        && args.format == OutputFormat::Text
+    {
+        super::lock_fit::print_findings(printer, fit, args.check);
+    }
+    let gap = fit.as_ref().is_some_and(|f| f.has_gap());
     match (stale, args.check) {
+        (false, true) if gap => Ok(ExitCode::from(1)),
         (false, _) => Ok(ExitCode::SUCCESS),
         (true, true) => Ok(ExitCode::from(1)),
         (true, false) => Err(StaleLocked {
@@ -742,6 +800,7 @@ fn print_status(
     for warning in &outcome.warnings {
         printer.status(format_args!("warning: {warning}"));
     }
+    super::lock_fit::print_outcome(printer, &outcome.fit, &plan.targets);
     let count = outcome.lockfile.locked_kernels(lock_path)?.len();
     printer.status(format_args!(
         "Resolved {count} kernel{} in {:.2}s",
@@ -830,6 +889,11 @@ fn print_json(
         kept,
         error: None,
         failed: Vec::new(),
+        fit: outcome
+            .fit
+            .iter()
+            .map(super::json::FitFindingDoc::new)
+            .collect(),
     });
     Ok(())
 }

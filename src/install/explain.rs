@@ -12,15 +12,16 @@ use futures_util::future::join_all;
 use super::error::DownloadError;
 use super::options::DownloadOptions;
 use super::plan;
+use super::variant_fit::{FitSource, VariantFit, kernel_fits};
 use crate::lock::format::LockedKernel;
 use crate::lock::inspect::build_variants;
 use crate::lock::requirement::{branch_version, tag_version};
-use crate::variant::VariantSelection;
 use crate::variant::ranking::VariantVerdict;
+use crate::variant::{FitPolicy, VariantSelection};
 use kernels_cache::HubCache;
 use kernels_hub::{HubClient, HubError};
 use kernels_types::CommitId;
-use kernels_types::wire::GitRefs;
+use kernels_types::wire::{GitRefs, TreeEntry};
 
 /// At most this many newer refs are listed per kernel (newest first), so that
 /// a repository with hundreds of tags costs a bounded number of requests.
@@ -46,6 +47,21 @@ pub struct KernelExplanation {
     /// Why the newer versions could not be looked up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub newer_error: Option<String>,
+    /// The fit of every variant for the targets ([`super::fit`]), chosen
+    /// ones first, then the others in name order; `None` when not asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fit: Option<Vec<VariantFit>>,
+}
+
+/// What [`explain`] says about the fit of each variant: the policy, and
+/// whether metadata missing from the cache is fetched (`kernels download
+/// --explain`, online) or reported as not in the cache (`kernels env`).
+#[derive(Clone, Copy)]
+pub struct FitRequest<'a> {
+    /// The targets and rules.
+    pub policy: &'a FitPolicy,
+    /// Fetch what the cache lacks.
+    pub fetch: bool,
 }
 
 /// A newer version of a kernel with a build the selection takes.
@@ -166,14 +182,15 @@ async fn newer_versions(
         .collect())
 }
 
-/// The variant directories of `kernel`: listed by the Hub, or, offline, read
-/// from the cached snapshot's `build/`.
+/// The variant directories of `kernel` with the listing they come from:
+/// listed by the Hub, or, offline, read from the cached snapshot's `build/`
+/// (no listing).
 async fn available(
     client: &HubClient,
     cache: &HubCache,
     kernel: &LockedKernel,
     options: &DownloadOptions,
-) -> Result<BTreeSet<String>, DownloadError> {
+) -> Result<(BTreeSet<String>, Option<Vec<TreeEntry>>), DownloadError> {
     if client.is_offline() {
         let dir = cache
             .repo(&kernel.repo_id, options.repo_type)
@@ -186,7 +203,7 @@ async fn available(
                     .collect()
             })
             .unwrap_or_default();
-        return Ok(names);
+        return Ok((names, None));
     }
     let entries = client
         .list_tree(
@@ -197,21 +214,41 @@ async fn available(
             true,
         )
         .await?;
-    Ok(plan::available_variants(&entries))
+    Ok((plan::available_variants(&entries), Some(entries)))
+}
+
+/// The fit of every variant of `kernel`, chosen ones first.
+async fn fits(
+    source: FitSource<'_>,
+    kernel: &LockedKernel,
+    variants: &[VariantVerdict],
+    request: FitRequest<'_>,
+) -> Vec<VariantFit> {
+    let mut order: Vec<(String, bool)> = variants
+        .iter()
+        .map(|v| (v.name.clone(), v.chosen))
+        .collect();
+    order.sort_by_key(|(_, chosen)| !chosen);
+    let source = FitSource {
+        fetch: request.fetch,
+        ..source
+    };
+    kernel_fits(&source, kernel, &order, request.policy).await
 }
 
 /// Explains the choice for every kernel, in lock order; the kernels are
 /// looked at concurrently. `kinds` says which refs name each kernel's
-/// versions.
+/// versions; with `fit`, each variant's fit is added.
 pub async fn explain(
     client: &HubClient,
     cache: &HubCache,
     kernels: &[LockedKernel],
     options: &DownloadOptions,
     kinds: &(dyn Fn(&LockedKernel) -> VersionRefs + Sync),
+    fit: Option<FitRequest<'_>>,
 ) -> Vec<Result<KernelExplanation, (LockedKernel, DownloadError)>> {
     join_all(kernels.iter().map(|kernel| async move {
-        let names = available(client, cache, kernel, options)
+        let (names, listing) = available(client, cache, kernel, options)
             .await
             .map_err(|err| (kernel.clone(), err))?;
         let variants = match &options.selection {
@@ -241,6 +278,19 @@ pub async fn explain(
                     Err(err) => (None, Some(err.to_string())),
                 }
             };
+        let fit = match fit {
+            Some(request) => {
+                let source = FitSource {
+                    client,
+                    cache,
+                    repo_type: options.repo_type,
+                    fetch: false,
+                    cache_listing: listing.as_deref(),
+                };
+                Some(fits(source, kernel, &variants, request).await)
+            }
+            None => None,
+        };
         Ok(KernelExplanation {
             repo_id: kernel.repo_id.to_string(),
             commit: kernel.commit.clone(),
@@ -252,6 +302,7 @@ pub async fn explain(
             variants,
             newer,
             newer_error,
+            fit,
         })
     }))
     .await

@@ -24,7 +24,8 @@
 //! what a run hands back (`report`), the one error type (`error`), the version
 //! label of a commit (`version`), the reporter trait (`reporter`), offline
 //! verification (`verify`), `--dry-run` (`dry_run`), `--explain` (`explain`),
-//! the load-time fit of candidate variants (`fit`).
+//! the load-time fit of candidate variants (`fit`), the fit of each variant
+//! for the targets that `--explain` and `kernels env` show (`variant_fit`).
 //! Each imports what it needs from its siblings; none imports this module.
 
 pub mod dry_run;
@@ -37,6 +38,7 @@ pub mod options;
 pub mod plan;
 pub mod report;
 pub mod reporter;
+pub mod variant_fit;
 pub mod verify;
 mod version;
 mod warm;

@@ -8,11 +8,13 @@
 
 pub mod conflict;
 pub mod edit;
+pub mod fit;
 pub mod format;
 pub mod freshness;
 pub mod inspect;
 pub mod label;
 pub mod manifest;
+pub mod metadata;
 pub mod profile;
 pub mod project;
 pub mod requirement;

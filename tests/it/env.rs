@@ -232,7 +232,8 @@ fn explain_names_the_newer_versions_that_would_suit() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         text,
-        "acme/act@1111111: no variant suits this environment\n  \
+        "Target GPUs: not checked (no GPU was asked for; name them with `cuda-capabilities`/`rocm-archs` in [tool.kernels] or --cuda-capability/--rocm-arch)\n\
+         acme/act@1111111: no variant suits this environment\n  \
          - torch27-cxx11-cu126-x86_64-linux: built for torch 2.7, not 2.13\n  \
          newer versions with a build for this environment:\n    \
          v2 (2222222): torch213-cxx11-cu126-x86_64-linux\n  \
@@ -254,7 +255,7 @@ fn explain_names_the_newer_versions_that_would_suit() {
     common::assert_ok(&after);
     assert!(
         String::from_utf8_lossy(&after.stdout)
-            .starts_with("acme/act@2222222: torch213-cxx11-cu126-x86_64-linux\n"),
+            .contains("\nacme/act@2222222: torch213-cxx11-cu126-x86_64-linux\n"),
         "{}",
         String::from_utf8_lossy(&after.stdout)
     );

@@ -541,7 +541,7 @@ fn download_sizes_that_overflow_a_sum() {
             Play::Forward
         }
     });
-    check("sizes of 2^63 bytes", out, &["space"]);
+    check("download_sizes_that_overflow_a_sum", out);
 }
 
 /// An uppercase LFS oid in a listing (issue 24): `lock` and `download` read

@@ -20,6 +20,7 @@ mod env;
 mod environment;
 mod faults;
 mod fit;
+mod fit_display;
 mod flags;
 #[cfg(unix)]
 mod fleet;

@@ -142,6 +142,43 @@ pub async fn variant_metadata(
     }))
 }
 
+/// `kernel-depends` of every variant of `repo_id` at `commit`, as
+/// [`kernel_depends`] gives them, with every variant's metadata (variant →
+/// metadata): `kernels lock` reuses it to check the declared targets.
+///
+/// # Errors
+/// As [`kernel_depends`]: the first variant without a readable
+/// `metadata.json` fails it.
+pub async fn commit_depends(
+    client: &HubClient,
+    cache: Option<&MetadataCache>,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &CommitId,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<metadata::KernelDependency>, BTreeMap<String, Metadata>), LockError> {
+    let Some(read) = variant_metadata(client, cache, repo_type, repo_id, commit).await? else {
+        return Ok((Vec::new(), BTreeMap::new()));
+    };
+    for name in &read.invalid {
+        warnings.push(format!(
+            "Repository {repo_id} (revision: {commit}) contains invalid build variant: {name:?}"
+        ));
+    }
+    let mut out: Vec<metadata::KernelDependency> = Vec::new();
+    let mut variants = BTreeMap::new();
+    for (name, answer) in read.variants {
+        let metadata = answer?;
+        for dep in &metadata.kernel_depends {
+            if !out.contains(dep) {
+                out.push(dep.clone());
+            }
+        }
+        variants.insert(name, metadata);
+    }
+    Ok((out, variants))
+}
+
 /// The lock-file form of a `kernel-depends` entry.
 pub fn lock_dependency(dep: &metadata::KernelDependency) -> KernelDependency {
     KernelDependency {

@@ -10,14 +10,19 @@ use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
+use crate::lock::fit::{LockedVariants, VariantState};
 use crate::lock::format::Lockfile;
 use crate::lock::format::variant_hash::{KernelHashLock, VariantHash};
 use crate::lock::manifest::{Dependency, Manifest};
+use crate::lock::project::depends::variant_metadata;
 use crate::lock::project::error::{Failure, LockError, check_errors};
 use crate::lock::project::locker::Locker;
 use crate::lock::project::outcome::{LockOutcome, Locked};
 use crate::lock::resolver::{DEFAULT_CONCURRENCY, ResolvedKernel, Resolver};
 use crate::lock::sticky::{Verdict, keep_hashed};
+
+/// Each variant's metadata of one commit, or why it could not be read.
+type VariantAnswers = Vec<(String, Result<kernels_types::metadata::Metadata, LockError>)>;
 
 /// One variant-hash entry: kept from the previous lock, or resolved (with the
 /// resolution's remarks and what the previous commit was known as).
@@ -88,7 +93,76 @@ impl Locker<'_> {
             labels,
             previous_labels,
             kept,
+            variants: Vec::new(),
+            fit: Vec::new(),
         })
+    }
+
+    /// The locked variants of every entry of a variant-hash `outcome` with
+    /// their `metadata.json` (one listing of `build/` per entry, then each
+    /// distinct blob from the cache or the Hub), for the fit of declared
+    /// targets. A variant whose metadata cannot be read is
+    /// [`VariantState::Unread`] with the error.
+    pub(super) async fn hashed_variants(&self, outcome: &LockOutcome) -> Vec<LockedVariants> {
+        let Lockfile::VariantHash(locks) = &outcome.lockfile else {
+            return Vec::new();
+        };
+        futures_util::stream::iter(locks)
+            .map(|lock| async move {
+                let label = outcome
+                    .labels
+                    .get(&lock.repo_id)
+                    .cloned()
+                    .unwrap_or_else(|| lock.sha.short().to_owned());
+                let mut kernel = LockedVariants {
+                    repo_id: lock.repo_id.clone(),
+                    label,
+                    variants: Default::default(),
+                };
+                let read = match lock.repo_id.parse::<RepoId>() {
+                    Ok(repo_id) => self.read_variants(&repo_id, &lock.sha).await,
+                    Err(err) => Err(err.to_string()),
+                };
+                for name in lock.variants.keys() {
+                    let state = match &read {
+                        Err(why) => VariantState::Unread(why.clone()),
+                        Ok(found) => match found.iter().find(|(n, _)| n == name) {
+                            Some((_, Ok(m))) => VariantState::Read(Box::new(m.clone())),
+                            Some((_, Err(err))) => VariantState::Unread(err.to_string()),
+                            None => VariantState::Unread("it has no metadata.json".to_owned()),
+                        },
+                    };
+                    kernel.variants.insert(name.clone(), state);
+                }
+                kernel
+            })
+            .buffered(DEFAULT_CONCURRENCY)
+            .collect()
+            .await
+    }
+
+    /// Every variant's `metadata.json` of `repo_id` at `commit` (variant →
+    /// metadata or its error), through the cache.
+    async fn read_variants(
+        &self,
+        repo_id: &RepoId,
+        commit: &CommitId,
+    ) -> Result<VariantAnswers, String> {
+        let read = variant_metadata(
+            self.client,
+            self.metadata.as_ref(),
+            self.profile.repo_type,
+            repo_id,
+            commit,
+        )
+        .await;
+        if let Some(cache) = &self.metadata {
+            cache.flush().await;
+        }
+        match read {
+            Ok(found) => Ok(found.map(|f| f.variants).unwrap_or_default()),
+            Err(err) => Err(err.to_string()),
+        }
     }
 
     /// The previous variant-hash entry of `dep` when an upgrade covers it.

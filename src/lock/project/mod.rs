@@ -26,7 +26,8 @@ mod outcome;
 mod tree;
 
 pub use depends::{
-    MetadataCache, VariantMetadata, kernel_depends, lock_dependency, variant_metadata,
+    MetadataCache, VariantMetadata, commit_depends, kernel_depends, lock_dependency,
+    variant_metadata,
 };
 pub use error::{Failure, LockError};
 pub use outcome::{LockOptions, LockOutcome, Locked, RequiredBy};
@@ -71,5 +72,22 @@ pub async fn lock_project(
     };
     warnings.append(&mut outcome.warnings);
     outcome.warnings = warnings;
+    if !options.targets.is_empty() {
+        if profile.lock_format == crate::lock::format::LockFormat::VariantHash {
+            outcome.variants = locker.hashed_variants(&outcome).await;
+        }
+        let runtime = profile
+            .runtime
+            .map(|v| kernels_types::metadata::KernelsVersion {
+                major: v.major,
+                minor: v.minor,
+                patch: v.patch,
+            });
+        outcome.fit = outcome
+            .variants
+            .iter()
+            .flat_map(|kernel| crate::lock::fit::findings(kernel, &options.targets, runtime))
+            .collect();
+    }
     Ok(outcome)
 }

@@ -27,6 +27,10 @@ pub struct LockOptions {
     /// the tree listing) are read instead of fetched, and fetched ones are
     /// stored there, as the 0.17 reference stores them. `None`: no cache.
     pub cache: Option<kernels_cache::HubCache>,
+    /// The declared target GPUs (`--cuda-capability`, `[tool.kernels]
+    /// cuda-capabilities`, …): each locked kernel is checked for a variant
+    /// that fits each ([`crate::lock::fit`]); empty: not checked.
+    pub targets: Vec<kernels_types::fit::Target>,
 }
 
 /// A written-to-be lock with its status lines.
@@ -47,6 +51,13 @@ pub struct LockOutcome {
     pub previous_labels: HashMap<String, String>,
     /// Entries kept from the previous lock without being resolved again.
     pub kept: usize,
+    /// Each locked kernel with its variants' metadata, when it was read: every
+    /// entry of a 0.17 profile (`kernel-depends` reads it), every entry of a
+    /// variant-hash profile when targets are declared; else empty.
+    pub variants: Vec<crate::lock::fit::LockedVariants>,
+    /// The declared targets a locked kernel has no variant for, or cannot be
+    /// checked for, in lock then target order.
+    pub fit: Vec<crate::lock::fit::FitFinding>,
 }
 
 /// One entry resolved by a lock run: what its `Locked …` status line says,

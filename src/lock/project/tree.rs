@@ -6,7 +6,7 @@
 //! visited at a time. A dependency reached again while it is being locked is a
 //! cycle, reported with its path.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use futures_util::StreamExt;
 use futures_util::future::LocalBoxFuture;
@@ -17,10 +17,11 @@ use kernels_types::metadata;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
+use crate::lock::fit::{LockedVariants, VariantState};
 use crate::lock::format::{KernelDependency, KernelLocks, KernelVersion, Lockfile};
 use crate::lock::manifest::Manifest;
 use crate::lock::profile::RuntimeVersion;
-use crate::lock::project::depends::{kernel_depends, lock_dependency};
+use crate::lock::project::depends::{commit_depends, lock_dependency};
 use crate::lock::project::error::{Failure, LockError, check_errors};
 use crate::lock::project::locker::Locker;
 use crate::lock::project::outcome::{LockOutcome, Locked, RequiredBy};
@@ -65,6 +66,7 @@ impl Locker<'_> {
             locked: Vec::new(),
             warnings: Vec::new(),
             kept: 0,
+            variants: Vec::new(),
         };
         // The first failure is the reference's (depth first, root by root);
         // the roots after it that failed themselves are reported with it, so
@@ -87,6 +89,8 @@ impl Locker<'_> {
             labels: HashMap::new(),
             previous_labels: HashMap::new(),
             kept: tree.kept,
+            variants: tree.variants,
+            fit: Vec::new(),
         })
     }
 
@@ -234,7 +238,7 @@ impl Locker<'_> {
             }
         };
         warnings.extend(resolved.warnings);
-        let children = kernel_depends(
+        let (children, metadata) = commit_depends(
             self.client,
             self.metadata.as_ref(),
             repo_type,
@@ -249,6 +253,7 @@ impl Locker<'_> {
             kept,
             warnings,
             children,
+            metadata,
         })
     }
 }
@@ -266,6 +271,8 @@ struct Node {
     warnings: Vec<String>,
     /// Its `kernel-depends`.
     children: Vec<metadata::KernelDependency>,
+    /// Every variant's metadata.
+    metadata: BTreeMap<String, metadata::Metadata>,
 }
 
 /// Depth-first locking of `kernel-depends` (0.17 profile) over the nodes
@@ -280,6 +287,8 @@ struct Tree {
     warnings: Vec<String>,
     /// Entries kept from the previous lock.
     kept: usize,
+    /// Each visited node with its variants, in visiting order.
+    variants: Vec<LockedVariants>,
 }
 
 impl Tree {
@@ -317,8 +326,17 @@ impl Tree {
             kept,
             warnings,
             children,
+            metadata,
         } = resolved;
         self.warnings.extend(warnings);
+        self.variants.push(LockedVariants {
+            repo_id: repo_id.to_string(),
+            label: chosen.clone(),
+            variants: metadata
+                .into_iter()
+                .map(|(name, m)| (name, VariantState::Read(Box::new(m))))
+                .collect(),
+        });
         path.push(node.clone());
         for child in children {
             self.visit(lock_dependency(&child), child.repo_id, path.clone())?;
@@ -398,6 +416,7 @@ mod tests {
                     version: metadata::DependencyVersion::Version(1),
                 })
                 .collect(),
+            metadata: BTreeMap::new(),
         }
     }
 
@@ -413,6 +432,7 @@ mod tests {
             locked: Vec::new(),
             warnings: Vec::new(),
             kept: 0,
+            variants: Vec::new(),
         }
     }
 

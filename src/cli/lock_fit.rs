@@ -1,0 +1,168 @@
+//! The declared targets of `kernels lock` (`--cuda-capability` /
+//! `--rocm-arch`, else `[tool.kernels] cuda-capabilities` / `rocm-archs`; lock
+//! never asks the GPU) and what it says about the locked kernels that have no
+//! variant for one ([`crate::lock::fit`]): warnings after locking, a failure of
+//! `kernels lock --check` (online from the re-resolved lock's metadata,
+//! offline from the cache).
+
+use std::path::Path;
+
+use kernels_cache::HubCache;
+use kernels_types::fit::Target;
+
+use super::json::{FitCheckDoc, FitFindingDoc};
+use super::lock::LockArgs;
+use super::printer::Printer;
+use super::profile::choose_profile;
+use crate::cli::settings::Settings;
+use crate::lock::fit::{FitFinding, cached_lock_variants, findings};
+use crate::lock::format::Lockfile;
+use crate::lock::manifest::Manifest;
+use crate::variant::{TargetSource, Targets};
+
+/// The targets `kernels lock` checks: `flags`, else the manifest's.
+pub fn declared(flags: &[Target], manifest: &Manifest) -> Targets {
+    Targets::resolve(
+        flags,
+        Some((&manifest.settings.targets, &manifest.path)),
+        None,
+    )
+}
+
+/// The fit of a lock on disk for its declared targets (`kernels lock --check`).
+pub struct FitCheck {
+    /// The targets.
+    pub targets: Targets,
+    /// What was found, in lock then target order.
+    pub findings: Vec<FitFinding>,
+}
+
+impl FitCheck {
+    /// Whether some kernel certainly has no variant for a target.
+    pub fn has_gap(&self) -> bool {
+        self.findings.iter().any(FitFinding::is_gap)
+    }
+
+    /// The `fit` object of `kernels lock --check --format json`.
+    pub fn doc(&self) -> FitCheckDoc {
+        FitCheckDoc {
+            targets: self
+                .targets
+                .list
+                .iter()
+                .map(crate::lock::fit::target_id)
+                .collect(),
+            description: self.targets.to_string(),
+            ok: !self.has_gap(),
+            findings: self.findings.iter().map(FitFindingDoc::new).collect(),
+        }
+    }
+}
+
+/// The fit of the lock at `lock_path` from the cache, without a request
+/// (`kernels lock --check --offline`: only downloaded variants have their
+/// `metadata.json` linked in the snapshot, the others are "not checked");
+/// `None` when no target is declared or there is no readable lock or manifest
+/// (the freshness check reports those).
+pub fn check_cached(
+    args: &LockArgs,
+    settings: &Settings,
+    printer: &Printer,
+    lock_path: &Path,
+) -> miette::Result<Option<FitCheck>> {
+    let dir = &args.project.project_dir;
+    let (Ok(manifest), Ok(lockfile)) = (Manifest::read(dir), Lockfile::read(lock_path)) else {
+        return Ok(None);
+    };
+    let targets = declared(&args.targets.targets(), &manifest);
+    if !targets.is_checked() {
+        return Ok(None);
+    }
+    let silent = printer.quiet_if(true);
+    let profile = choose_profile(
+        dir,
+        args.runtime.version(),
+        manifest.target_runtime(),
+        Some(lockfile.format()),
+        args.repo.repo_type,
+        &silent,
+    )?;
+    let runtime = profile
+        .runtime
+        .map(crate::variant::FitPolicy::runtime_release);
+    let cache = HubCache::new(&settings.cache_dir);
+    let findings = cached_lock_variants(&lockfile, &cache, profile.repo_type)
+        .iter()
+        .flat_map(|kernel| findings(kernel, &targets.list, runtime))
+        .collect();
+    Ok(Some(FitCheck { targets, findings }))
+}
+
+/// How to fix a kernel without a variant for `target` from `source`.
+fn fix(finding: &FitFinding, source: &TargetSource) -> String {
+    let drop = match (source, &finding.target) {
+        (TargetSource::Flags, Target::Cuda(c)) => format!("drop `--cuda-capability {c}`"),
+        (TargetSource::Flags, Target::Rocm(a)) => format!("drop `--rocm-arch {a}`"),
+        (TargetSource::Manifest(path), Target::Cuda(c)) => format!(
+            "drop \"{c}\" from `cuda-capabilities` in [tool.kernels] of {}",
+            path.display()
+        ),
+        (TargetSource::Manifest(path), Target::Rocm(a)) => format!(
+            "drop \"{a}\" from `rocm-archs` in [tool.kernels] of {}",
+            path.display()
+        ),
+        _ => "drop the target".to_owned(),
+    };
+    format!(
+        "lock a version that has builds for it (`kernels versions {}` lists them), or {drop}",
+        finding.repo_id
+    )
+}
+
+/// The warnings of a `kernels lock` that resolved: one per finding, each gap
+/// with its fix.
+pub fn print_outcome(printer: &Printer, found: &[FitFinding], targets: &Targets) {
+    for finding in found {
+        printer.status(format_args!("warning: {finding}"));
+        if finding.is_gap() {
+            printer.status(format_args!("  hint: {}", fix(finding, &targets.source)));
+        }
+    }
+}
+
+/// The findings of `kernels lock --check` on stderr: with `check`, each gap is
+/// an error and a closing line says the check failed; findings that could not
+/// be checked are notes with the command that fills the cache.
+pub fn print_findings(printer: &Printer, fit: &FitCheck, check: bool) {
+    for finding in &fit.findings {
+        if finding.is_gap() {
+            let level = if check { "error" } else { "warning" };
+            printer.error(format_args!("{level}: {finding}"));
+            printer.error(format_args!(
+                "  hint: {}",
+                fix(finding, &fit.targets.source)
+            ));
+        } else {
+            printer.error(format_args!(
+                "note: {finding}; `kernels lock --check` without --offline checks it, and so does this check after `kernels download`"
+            ));
+        }
+    }
+    let mut kernels: Vec<&str> = fit
+        .findings
+        .iter()
+        .filter(|f| f.is_gap())
+        .map(|f| f.kernel.as_str())
+        .collect();
+    kernels.dedup();
+    if check && !kernels.is_empty() {
+        printer.error(format_args!(
+            "the check fails: {} no variant for a declared target ({})",
+            match kernels.len() {
+                1 => "1 locked kernel has".to_owned(),
+                n => format!("{n} locked kernels have"),
+            },
+            fit.targets
+        ));
+    }
+}
