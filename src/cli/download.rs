@@ -16,9 +16,7 @@ use crate::install::{
 use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
 use crate::lock::manifest::ToolSettings;
 use crate::lock::profile::ProfileSource;
-use crate::variant::{
-    FitPolicy, ProbeScope, ProjectPython, PythonProbe, Targets, VariantRequest, VariantSelection,
-};
+use crate::variant::{FitPolicy, ProbeScope, ProjectPython, VariantRequest, VariantSelection};
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::wire::RepoType;
@@ -250,12 +248,12 @@ pub(super) fn read_lock(
     } else {
         request.resolve_with(python, profile.variant_preference, &overrides)?
     };
-    let fit = fit_policy(
-        select,
-        tool.as_ref(),
-        &manifest_path,
-        &profile,
+    let fit = super::fit::policy(
+        &select.targets.targets(),
+        tool.as_ref()
+            .map(|t| (t.targets.as_slice(), manifest_path.as_path())),
         needs_torch.then(|| python.probed()).flatten(),
+        profile.runtime,
     );
     if fit.targets.is_checked() && printer.is_verbose() {
         printer.status(format_args!("Target GPUs: {}", fit.targets));
@@ -281,34 +279,6 @@ pub(super) fn read_lock(
         repo_type: profile.repo_type,
         fit,
     })
-}
-
-/// The fit policy of a command: targets from the flags, else `[tool.kernels]`,
-/// else the GPU `probe` saw (`None`: the project's Python was not asked for
-/// torch, not checked); the profile's runtime release; the probe's
-/// importable modules, when it was asked about every module of the
-/// allow-list ([`kernels_types::python_depends::ALL_MODULES`], see
-/// [`ProjectPython::with_modules`]).
-fn fit_policy(
-    select: &SelectArgs,
-    tool: Option<&ToolSettings>,
-    manifest_path: &Path,
-    profile: &crate::lock::profile::Profile,
-    probe: Option<&PythonProbe>,
-) -> FitPolicy {
-    let flags = select.targets.targets();
-    let manifest = tool.map(|t| (t.targets.as_slice(), manifest_path));
-    FitPolicy {
-        targets: Targets::resolve(&flags, manifest, probe.map(|p| &p.device)),
-        runtime: profile.runtime.map(FitPolicy::runtime_release),
-        modules: probe
-            .filter(|p| {
-                kernels_types::python_depends::ALL_MODULES
-                    .iter()
-                    .all(|m| p.modules.contains_key(*m))
-            })
-            .map(|p| p.modules.clone()),
-    }
 }
 
 fn parse_concurrency(s: &str) -> Result<usize, String> {
@@ -461,8 +431,6 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
                 printer,
                 fit: None,
             },
-            &args.select,
-            &python,
             args.format,
         );
     }

@@ -148,7 +148,7 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         .needs_python()
         .then(|| python.probe(ProbeScope::Torch).ok())
         .flatten();
-    let policy = super::fit::policy(dir, &args.targets.targets(), probe, profile.runtime);
+    let policy = super::fit::for_project(dir, &args.targets.targets(), probe, profile.runtime);
     let report = Report {
         policy,
         runtime: runtime

@@ -307,23 +307,12 @@ fn print_newer(printer: &Printer, kernel: &KernelExplanation) {
 }
 
 /// `kernels download --explain` ([`print`]) with the fit of every variant
-/// for the project's targets ([`super::fit::for_lock`]), fetching the
-/// metadata the cache lacks; `run.fit` is replaced.
-pub fn print_download(
-    run: &ExplainRun<'_>,
-    select: &super::download::SelectArgs,
-    python: &crate::variant::ProjectPython,
-    format: Format,
-) -> miette::Result<ExitCode> {
-    let policy = super::fit::for_lock(
-        run.project_dir,
-        select,
-        run.lock_format,
-        python,
-        run.printer,
-    )?;
+/// for the download's own policy (`run.options.fit`: the same targets,
+/// runtime and modules the download checks), fetching the metadata the
+/// cache lacks; `run.fit` is replaced.
+pub fn print_download(run: &ExplainRun<'_>, format: Format) -> miette::Result<ExitCode> {
     let fit = Some(FitRequest {
-        policy: &policy,
+        policy: &run.options.fit,
         fetch: true,
     });
     print(&ExplainRun { fit, ..*run }, format)

@@ -349,34 +349,28 @@ pub fn parse_metadata(
     })
 }
 
-/// Reads `variant`'s metadata.json from the cached snapshot of `commit`:
-/// [`Lookup::Metadata`] when it is there, [`Lookup::NoMetadata`] when the
-/// variant directory is there without it, else [`Lookup::Unknown`].
+/// Reads `variant`'s metadata.json from the cached snapshot of `commit`
+/// ([`crate::lock::metadata::cached_bytes`]): [`Lookup::Metadata`] when it is
+/// there, [`Lookup::NoMetadata`] when the variant directory is there without
+/// it, else [`Lookup::Unknown`] (also for a file that cannot be read or whose
+/// blob does not match its name: it is fetched again).
 ///
 /// # Errors
-/// [`DownloadError::InvalidMetadata`] for a file that cannot be read or parsed.
+/// [`DownloadError::InvalidMetadata`] for a file that does not parse.
 pub fn cached_lookup(
     repo: &kernels_cache::RepoCache,
     subject: Subject<'_>,
     variant: &str,
 ) -> Result<Lookup, DownloadError> {
-    let commit = subject.commit.as_str();
-    let (Ok(file), Ok(dir)) = (
-        repo.snapshot_path(commit, &metadata_path(variant)),
-        repo.snapshot_path(commit, &format!("build/{variant}")),
-    ) else {
-        return Ok(Lookup::Unknown);
-    };
-    if file.is_file() {
-        let bytes = fs_err::read(&file).map_err(|err| DownloadError::InvalidMetadata {
-            repo_id: subject.repo_id.clone(),
-            commit: subject.commit.clone(),
-            path: metadata_path(variant),
-            problem: MetadataError::Syntax(format!("cannot read it: {err}")),
-        })?;
+    if let Some(bytes) = crate::lock::metadata::cached_bytes(repo, subject.commit, variant) {
         return parse_metadata(subject, variant, &bytes).map(|m| Lookup::Metadata(Box::new(m)));
     }
-    Ok(if dir.is_dir() {
+    let commit = subject.commit.as_str();
+    let present = |path: &str| repo.snapshot_path(commit, path).is_ok_and(|p| p.exists());
+    Ok(if present(&metadata_path(variant)) {
+        // There but unreadable, or a link whose blob does not match its name.
+        Lookup::Unknown
+    } else if present(&format!("build/{variant}")) {
         Lookup::NoMetadata
     } else {
         Lookup::Unknown

@@ -37,20 +37,29 @@ pub enum CachedMetadata {
 /// (the file of a cache in copy mode, which has no links, is read as it is).
 pub fn cached_variant(repo: &RepoCache, commit: &CommitId, variant: &str) -> CachedMetadata {
     let file = format!("build/{variant}/metadata.json");
-    let body = match repo.linked_etag(commit.as_str(), &file) {
+    let Some(body) = cached_bytes(repo, commit, variant) else {
+        return CachedMetadata::NotInCache;
+    };
+    match Metadata::from_slice(&body) {
+        Ok(metadata) => CachedMetadata::Read(Box::new(metadata)),
+        Err(problem) => CachedMetadata::Invalid(format!("`{file}` is invalid: {problem}")),
+    }
+}
+
+/// The bytes of `build/<variant>/metadata.json` in the snapshot of `commit`,
+/// the one cached read of a variant's metadata (download's warm path and
+/// `verify`, `env`, `lock --check`): a link's blob must hash to its name,
+/// a copy (cache without links) is read as it is; `None` when absent or
+/// unreadable.
+pub fn cached_bytes(repo: &RepoCache, commit: &CommitId, variant: &str) -> Option<Vec<u8>> {
+    let file = format!("build/{variant}/metadata.json");
+    match repo.linked_etag(commit.as_str(), &file) {
         Some(etag) => verified_blob(repo, &etag),
         None => repo
             .snapshot_path(commit.as_str(), &file)
             .ok()
             .filter(|path| path.is_file() && !path.is_symlink())
             .and_then(|path| fs_err::read(path).ok()),
-    };
-    let Some(body) = body else {
-        return CachedMetadata::NotInCache;
-    };
-    match Metadata::from_slice(&body) {
-        Ok(metadata) => CachedMetadata::Read(Box::new(metadata)),
-        Err(problem) => CachedMetadata::Invalid(format!("`{file}` is invalid: {problem}")),
     }
 }
 
