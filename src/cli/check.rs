@@ -83,22 +83,20 @@ pub fn run_checked(
     global: &super::GlobalArgs,
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
-    let mut offline = settings.clone();
-    offline.offline = true;
-    super::stale::ensure_current(
+    let json = args.format == super::OutputFormat::Json;
+    super::stale::ensure_current_offline(
         "check",
         &args.project.project_dir,
         args.repo.repo_type.map(Into::into),
-        &offline,
+        settings,
         global,
         printer,
-        false,
-    )
-    .inspect_err(|report| {
-        if args.format == super::OutputFormat::Json {
-            print_failure(settings, printer, report);
-        }
-    })?;
+        |report| {
+            if json {
+                print_failure(settings, printer, report);
+            }
+        },
+    )?;
     run(args, settings, printer)
 }
 

@@ -45,6 +45,32 @@ fn stale_entries(report: &CheckReport) -> Vec<String> {
         .collect()
 }
 
+/// [`ensure_current`] for a command that makes no request (`verify`,
+/// `check`): the gate runs offline, and when it fails `on_failure` is given
+/// the report first (to print the command's JSON failure document).
+pub fn ensure_current_offline(
+    command: &str,
+    project_dir: &Path,
+    repo_type: Option<RepoType>,
+    settings: &Settings,
+    global: &GlobalArgs,
+    printer: &Printer,
+    on_failure: impl FnOnce(&miette::Report),
+) -> miette::Result<()> {
+    let mut offline = settings.clone();
+    offline.offline = true;
+    ensure_current(
+        command,
+        project_dir,
+        repo_type,
+        &offline,
+        global,
+        printer,
+        false,
+    )
+    .inspect_err(on_failure)
+}
+
 /// Checks the lock of `project_dir` before `command` uses it; see the module
 /// documentation. `can_lock` is false for commands that make no request.
 pub fn ensure_current(

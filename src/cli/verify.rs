@@ -55,22 +55,20 @@ pub fn run_checked(
     global: &super::GlobalArgs,
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
-    let mut check_settings = settings.clone();
-    check_settings.offline = true;
-    super::stale::ensure_current(
+    let json = args.format == super::OutputFormat::Json;
+    super::stale::ensure_current_offline(
         "verify",
         &args.project.project_dir,
         args.select.repo.repo_type.map(Into::into),
-        &check_settings,
+        settings,
         global,
         printer,
-        false,
-    )
-    .inspect_err(|report| {
-        if args.format == super::OutputFormat::Json {
-            print_failure(settings, printer, report);
-        }
-    })?;
+        |report| {
+            if json {
+                print_failure(settings, printer, report);
+            }
+        },
+    )?;
     run(args, settings, printer)
 }
 

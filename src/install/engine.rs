@@ -190,6 +190,7 @@ pub(crate) async fn choose_fitting(
     options: &DownloadOptions,
     fetch: bool,
 ) -> Result<(fit::Chosen, Tally), DownloadError> {
+    plan::check_listing(kernel, entries)?;
     let available = match &kernel.variants {
         Some(hashes) if !hashes.is_empty() => hashes.keys().cloned().collect(),
         _ => plan::available_variants(entries),

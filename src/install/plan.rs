@@ -13,6 +13,17 @@ use kernels_types::{BlobId, Digest};
 use super::error::DownloadError;
 use crate::lock::format::LockedKernel;
 
+/// Refuses a listing with an unsafe path ([`repo_path::check_entries`])
+/// before anything is chosen from it or fetched.
+pub fn check_listing(kernel: &LockedKernel, entries: &[TreeEntry]) -> Result<(), DownloadError> {
+    repo_path::check_entries(entries).map_err(|(path, reason)| DownloadError::UnsafePath {
+        repo_id: kernel.repo_id.clone(),
+        commit: kernel.commit.clone(),
+        path,
+        reason,
+    })
+}
+
 /// One file of a selected variant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedFile {
@@ -73,12 +84,7 @@ pub fn plan_kernel(
     entries: &[TreeEntry],
     selection: &VariantSelection,
 ) -> Result<KernelPlan, DownloadError> {
-    repo_path::check_entries(entries).map_err(|(path, reason)| DownloadError::UnsafePath {
-        repo_id: kernel.repo_id.clone(),
-        commit: kernel.commit.clone(),
-        path,
-        reason,
-    })?;
+    check_listing(kernel, entries)?;
     let available = available_variants(entries);
     // With variant hashes the lock is the authority: the variants come from
     // it, and each must be in the listing of the locked commit.
