@@ -236,6 +236,47 @@ async fn fits(
     kernel_fits(&source, kernel, &order, request.policy).await
 }
 
+/// Moves the choice to what `kernels download` takes: the first of
+/// `alternatives` (best first) of which no variant is refused (a variant
+/// whose metadata was not read counts as fitting, as in the download). The
+/// variant it replaces says why.
+fn choose_fitting(
+    variants: &mut [VariantVerdict],
+    fit: &mut [VariantFit],
+    alternatives: &[Vec<String>],
+) {
+    let refused = |name: &String| {
+        fit.iter()
+            .any(|f| &f.variant == name && f.fits == Some(false))
+    };
+    let Some(taken) = alternatives
+        .iter()
+        .find(|alternative| !alternative.iter().any(refused))
+    else {
+        return;
+    };
+    let Some(first) = alternatives.first() else {
+        return;
+    };
+    if first == taken {
+        return;
+    }
+    for verdict in variants.iter_mut() {
+        if taken.contains(&verdict.name) {
+            verdict.chosen = true;
+            verdict.reason = None;
+        } else if verdict.chosen {
+            verdict.chosen = false;
+            verdict.reason =
+                Some("ranks first, but the target runtime would refuse it (fit below)".to_owned());
+        }
+    }
+    for entry in fit.iter_mut() {
+        entry.chosen = taken.contains(&entry.variant);
+    }
+    fit.sort_by_key(|entry| !entry.chosen);
+}
+
 /// Explains the choice for every kernel, in lock order; the kernels are
 /// looked at concurrently. `kinds` says which refs name each kernel's
 /// versions; with `fit`, each variant's fit is added.
@@ -278,6 +319,7 @@ pub async fn explain(
                     Err(err) => (None, Some(err.to_string())),
                 }
             };
+        let mut variants = variants;
         let fit = match fit {
             Some(request) => {
                 let source = FitSource {
@@ -287,7 +329,15 @@ pub async fn explain(
                     fetch: false,
                     cache_listing: listing.as_deref(),
                 };
-                Some(fits(source, kernel, &variants, request).await)
+                let mut fit = fits(source, kernel, &variants, request).await;
+                if let Ok(alternatives) =
+                    options
+                        .selection
+                        .candidates(&kernel.repo_id, &kernel.commit, &names)
+                {
+                    choose_fitting(&mut variants, &mut fit, &alternatives);
+                }
+                Some(fit)
             }
             None => None,
         };

@@ -257,3 +257,28 @@ fn lock_warns_and_lock_check_fails_for_a_target_no_variant_supports() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// When the variant the ranking puts first is refused, `download --explain`
+/// shows the choice the download makes (the next variant that fits), and the
+/// download takes exactly that one.
+#[test]
+fn download_explain_shows_the_fallback_the_download_takes() {
+    let context =
+        project("cuda-capabilities = [\"9.0\"]", false).with_env("STUB_TORCH_CUDA", "12.8");
+    context.run_ok(&["lock"]);
+    snapshot!(
+        "fit_download_explain_fallback",
+        context.run(&["download", "--explain"])
+    );
+    context.run_ok(&["download"]);
+    let build = context
+        .cache
+        .join("kernels--acme--relu/snapshots")
+        .join("1".repeat(40))
+        .join("build");
+    let cached: Vec<String> = fs_err::read_dir(&build)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(cached, ["torch27-cxx11-cu126-x86_64-linux"]);
+}
