@@ -181,6 +181,31 @@ pub(super) struct LockRead {
     pub refs: Vec<crate::install::KernelRef>,
 }
 
+impl LockRead {
+    /// The kernels, the lock's format and the options of a download run with
+    /// at most `concurrency` files in flight (`refresh`: list every kernel
+    /// even when the cache shows it complete).
+    fn into_options(
+        self,
+        concurrency: usize,
+        refresh: bool,
+    ) -> (
+        Vec<LockedKernel>,
+        crate::lock::format::LockFormat,
+        DownloadOptions,
+    ) {
+        let options = DownloadOptions {
+            repo_type: self.repo_type,
+            selection: self.selection,
+            concurrency,
+            refs: self.refs,
+            refresh,
+            fit: self.fit,
+        };
+        (self.kernels, self.format, options)
+    }
+}
+
 /// Reads `<project>/kernels.lock`, chooses the target profile (which prints
 /// its `Target runtime: …` line unless the printer is quiet; an installed
 /// runtime that cannot read the lock fails) and resolves the variant
@@ -227,19 +252,7 @@ pub(super) fn read_lock(
         },
         printer,
     )?;
-    // A runtime named by the user (flag or pyproject.toml) that reads another
-    // lock format would fail on this lock at run time, whatever the cache holds.
-    if let (Some(runtime), ProfileSource::Option | ProfileSource::Manifest) =
-        (profile.runtime, &profile.source)
-        && profile.lock_format != lockfile.format()
-    {
-        printer.status(format_args!(
-            "warning: {} is in the {} format, which kernels {runtime} cannot read (it reads {}); re-lock it for that runtime before shipping it: `kernels lock --target-runtime {runtime}`",
-            shell_path(&lock_path),
-            super::lock::format_name(lockfile.format()),
-            super::lock::format_name(profile.lock_format),
-        ));
-    }
+    warn_unreadable_by_named_runtime(&profile, lockfile.format(), &lock_path, printer);
     if profile.cache_is_ambiguous() && !kernels.is_empty() && printer.is_verbose() {
         printer.status(format_args!("note: {CACHE_HINT}"));
     }
@@ -258,9 +271,44 @@ pub(super) fn read_lock(
     if fit.targets.is_checked() && printer.is_verbose() {
         printer.status(format_args!("Target GPUs: {}", fit.targets));
     }
-    if let VariantSelection::Detected { env, preference } = &selection {
-        // The ranking is the target runtime's: shown with `-v` (`kernels env`
-        // shows it too), like the `Target runtime: …` line.
+    print_environment(&selection, printer);
+    Ok(LockRead {
+        refs: lock_refs(project_dir, &lockfile, &kernels),
+        format: lockfile.format(),
+        kernels,
+        selection,
+        repo_type: profile.repo_type,
+        fit,
+    })
+}
+
+/// Warns when a runtime the user named (flag or `pyproject.toml`) reads
+/// another lock format than the lock's (`format`): it would fail on this lock
+/// at run time, whatever the cache holds.
+fn warn_unreadable_by_named_runtime(
+    profile: &crate::lock::profile::Profile,
+    format: crate::lock::format::LockFormat,
+    lock_path: &Path,
+    printer: &Printer,
+) {
+    if let (Some(runtime), ProfileSource::Option | ProfileSource::Manifest) =
+        (profile.runtime, &profile.source)
+        && profile.lock_format != format
+    {
+        printer.status(format_args!(
+            "warning: {} is in the {} format, which kernels {runtime} cannot read (it reads {}); re-lock it for that runtime before shipping it: `kernels lock --target-runtime {runtime}`",
+            shell_path(lock_path),
+            super::lock::format_name(format),
+            super::lock::format_name(profile.lock_format),
+        ));
+    }
+}
+
+/// The `Environment: …` status line of a detected selection; with `-v` it
+/// names the target runtime's ranking too (`kernels env` shows it), like
+/// the `Target runtime: …` line.
+fn print_environment(selection: &VariantSelection, printer: &Printer) {
+    if let VariantSelection::Detected { env, preference } = selection {
         if printer.is_verbose() {
             printer.status(format_args!(
                 "Environment: {}; variants ranked by {}",
@@ -271,14 +319,6 @@ pub(super) fn read_lock(
             printer.status(format_args!("Environment: {}", env.describe()));
         }
     }
-    Ok(LockRead {
-        refs: lock_refs(project_dir, &lockfile, &kernels),
-        format: lockfile.format(),
-        kernels,
-        selection,
-        repo_type: profile.repo_type,
-        fit,
-    })
 }
 
 fn parse_concurrency(s: &str) -> Result<usize, String> {
@@ -388,22 +428,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
             }
         },
     )?;
-    let LockRead {
-        kernels,
-        selection,
-        repo_type,
-        format,
-        refs,
-        fit,
-    } = read;
-    let options = DownloadOptions {
-        repo_type,
-        selection,
-        concurrency: args.concurrency,
-        refs,
-        refresh: args.refresh,
-        fit,
-    };
+    let (kernels, format, options) = read.into_options(args.concurrency, args.refresh);
     let mut settings = settings.clone();
     settings.offline |= args.offline;
     let settings = &settings;

@@ -652,20 +652,14 @@ impl Listing {
 }
 
 /// Applies the blob hashes and the lock's variant hashes to one listing.
-fn finish_kernel(
-    kernel: &LockedKernel,
-    listing: Listing,
+/// One problem per cached blob of `variants` whose content does not hash to
+/// its name or cannot be read, naming the first path that links to it.
+fn blob_problems(
+    repo: &RepoCache,
+    variants: &BTreeMap<String, Vec<CachedFile>>,
     hashed: &HashMap<BlobKey, HashOutcome>,
-) -> KernelVerification {
-    let Listing {
-        repo,
-        mut variants,
-        mut problems,
-        warnings,
-        copies,
-        fit,
-        ..
-    } = listing;
+) -> Vec<Problem> {
+    let mut problems = Vec::new();
     let mut reported = BTreeSet::new();
     for file in variants.values().flatten() {
         let key = BlobKey {
@@ -695,7 +689,24 @@ fn finish_kernel(
             problems.push(problem);
         }
     }
+    problems
+}
 
+fn finish_kernel(
+    kernel: &LockedKernel,
+    listing: Listing,
+    hashed: &HashMap<BlobKey, HashOutcome>,
+) -> KernelVerification {
+    let Listing {
+        repo,
+        mut variants,
+        mut problems,
+        warnings,
+        copies,
+        fit,
+        ..
+    } = listing;
+    problems.extend(blob_problems(&repo, &variants, hashed));
     if let Some(hashes) = &kernel.variants {
         for (variant, files) in variants.iter_mut() {
             let Some(locked) = hashes.get(variant) else {
