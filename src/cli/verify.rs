@@ -108,7 +108,49 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         &read.selection,
         checks.iter().map(|c| (c.label(), &c.fit)),
     );
-    print_text(&args, printer, &checks)
+    let snapshot = |check: &KernelVerification| {
+        cache
+            .repo(&check.repo_id, read.repo_type)
+            .snapshot_dir(check.commit.as_str())
+    };
+    print_text(&args, printer, &checks, &snapshot)
+}
+
+/// What repairs the cache: `kernels download` for what it fixes, `kernels
+/// lock` for variants without a hash, the removal of a variant whose
+/// metadata.json cannot be read (`invalid`), and for each cached variant the target
+/// runtime would load and refuse (`refused`, its directories) their removal:
+/// `kernels download` leaves a complete variant directory in place, and the
+/// runtime takes the best one it finds.
+fn repair_help(
+    args: &VerifyArgs,
+    fixable: bool,
+    needs_lock: bool,
+    invalid: bool,
+    refused: &[std::path::PathBuf],
+) -> String {
+    let mut help = Vec::new();
+    if fixable {
+        help.push(format!(
+            "repair the cache with:\n\n    kernels download {}{}",
+            shell_path(&args.project.project_dir),
+            args.select.flags()
+        ));
+    }
+    if needs_lock {
+        help.push("variants without a hash need `kernels lock` first".to_owned());
+    }
+    if !refused.is_empty() {
+        let dirs: Vec<String> = refused.iter().map(|d| shell_path(d)).collect();
+        help.push(format!(
+            "the target runtime would load a cached variant and refuse it: remove it so that the runtime takes one that fits (`kernels download` places one), or lock a version that has one (`kernels versions REPO`):\n\n    rm -r {}",
+            dirs.join(" ")
+        ));
+    }
+    if invalid {
+        help.push("a cached variant's metadata.json cannot be read: remove its directory and run `kernels download` again".to_owned());
+    }
+    help.join("\n\n")
 }
 
 /// The `--format json` document of a verification; exit 1 on any difference.
@@ -140,11 +182,14 @@ fn print_text(
     args: &VerifyArgs,
     printer: &Printer,
     checks: &[KernelVerification],
+    snapshot: &dyn Fn(&KernelVerification) -> std::path::PathBuf,
 ) -> miette::Result<ExitCode> {
     let mut problems = 0;
     let mut failed = 0;
     let mut needs_lock = false;
-    let mut refused = false;
+    let mut fixable = false;
+    let mut invalid = false;
+    let mut refused = Vec::new();
     for warning in checks.iter().flat_map(|check| &check.warnings) {
         printer.status(format_args!("warning: {warning}"));
     }
@@ -164,11 +209,18 @@ fn print_text(
         failed += 1;
         for problem in &check.problems {
             problems += 1;
-            let unfit = matches!(
-                problem,
-                Problem::Refused { .. } | Problem::InvalidMetadata { .. }
-            );
-            refused |= unfit;
+            let unfit = match problem {
+                Problem::Refused { variant, .. } => {
+                    refused.push(snapshot(check).join("build").join(variant));
+                    true
+                }
+                Problem::InvalidMetadata { .. } => {
+                    invalid = true;
+                    true
+                }
+                _ => false,
+            };
+            fixable |= problem.fixed_by_download();
             needs_lock |= !problem.fixed_by_download() && !unfit;
             printer.data(format_args!("{}: {problem}", check.label()));
         }
@@ -184,17 +236,7 @@ fn print_text(
         ));
         return Ok(ExitCode::SUCCESS);
     }
-    let mut help = format!(
-        "repair the cache with:\n\n    kernels download {}{}",
-        shell_path(&args.project.project_dir),
-        args.select.flags()
-    );
-    if needs_lock {
-        help.push_str("\n\nvariants without a hash need `kernels lock` first");
-    }
-    if refused {
-        help.push_str("\n\na cached variant that the target runtime loads would be refused (or cannot be read): remove its directory from the cached snapshot so that the runtime takes a variant that fits (`kernels download` places one), or lock a version that has one (`kernels versions REPO`)");
-    }
+    let help = repair_help(args, fixable, needs_lock, invalid, &refused);
     Err(VerifyFailed {
         problems,
         kernels: failed,
