@@ -240,10 +240,7 @@ pub(super) fn read_lock(
         &ProfileInputs {
             project_dir,
             option: select.runtime.version(),
-            manifest: tool
-                .as_ref()
-                .and_then(|t| t.target_runtime.as_deref())
-                .map(|v| (v, manifest_path.as_path())),
+            manifest: ToolSettings::target_runtime_at(tool.as_ref(), &manifest_path),
             lock_format: Some(lockfile.format()),
             repo_type: select.repo.repo_type,
             python,

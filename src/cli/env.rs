@@ -124,10 +124,7 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         &ProfileInputs {
             project_dir: dir,
             option: args.runtime.version(),
-            manifest: tool
-                .as_ref()
-                .and_then(|t| t.target_runtime.as_deref())
-                .map(|v| (v, manifest_path.as_path())),
+            manifest: ToolSettings::target_runtime_at(tool.as_ref(), &manifest_path),
             lock_format,
             repo_type: args.repo.repo_type,
             python: &python,

@@ -1207,6 +1207,10 @@ mod tests {
             .map(String::from)
             .into();
         assert_eq!(keys(&failures), documented, "failure objects");
+    }
+
+    #[test]
+    fn dry_run_and_explain_documents_match_the_schema() {
         let dry_run = DryRunDoc {
             schema: crate::install::DRY_RUN_SCHEMA,
             command: "download --dry-run",

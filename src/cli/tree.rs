@@ -725,10 +725,7 @@ fn versions_profile(
         &ProfileInputs {
             project_dir,
             option: args.runtime.version(),
-            manifest: tool
-                .as_ref()
-                .and_then(|t| t.target_runtime.as_deref())
-                .map(|v| (v, manifest_path.as_path())),
+            manifest: ToolSettings::target_runtime_at(tool.as_ref(), &manifest_path),
             lock_format,
             repo_type: args.repo.repo_type,
             python,

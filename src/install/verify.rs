@@ -889,8 +889,10 @@ mod tests {
         assert_eq!(problems.len(), 2, "{problems:?}");
     }
 
-    #[test]
-    fn reports_every_difference() {
+    /// A cache of `acme/relu` with a `cpu` variant (source, library and
+    /// bytecode) and a `cuda` one, and its variant-hash lock entry; with the
+    /// etags of the cpu library and the cuda library.
+    fn two_variant_cache() -> (tempfile::TempDir, HubCache, String, String, LockedKernel) {
         let dir = tempfile::tempdir().unwrap();
         let cache = HubCache::new(dir.path());
         let id: RepoId = "acme/relu".parse().unwrap();
@@ -927,6 +929,14 @@ mod tests {
         let locked_cuda = hash_of(&repo, "cuda", &["build/cuda/relu/_ops.so"]);
         let k = kernel(Some(&[("cpu", locked_cpu.clone()), ("cuda", locked_cuda)]));
 
+        (dir, cache, so, cuda, k)
+    }
+
+    #[test]
+    fn reports_every_difference() {
+        let (_dir, cache, so, cuda, k) = two_variant_cache();
+        let id: RepoId = "acme/relu".parse().unwrap();
+        let repo = cache.repo(&id, RepoType::Kernel);
         // Clean cache: the 0.16-style hash without bytecode is accepted.
         let all = VariantSelection::All;
         let [ok] = &verify_kernels(&cache, RepoType::Kernel, std::slice::from_ref(&k), &all)[..]

@@ -57,6 +57,19 @@ pub struct ToolSettings {
     pub targets: Vec<Target>,
 }
 
+impl ToolSettings {
+    /// `target-runtime` of `tool` (the `[tool.kernels]` of the
+    /// `pyproject.toml` at `path`, if any) with that path, as the profile
+    /// choice takes it.
+    pub fn target_runtime_at<'a>(
+        tool: Option<&'a ToolSettings>,
+        path: &'a Path,
+    ) -> Option<(&'a str, &'a Path)> {
+        tool.and_then(|t| t.target_runtime.as_deref())
+            .map(|v| (v, path))
+    }
+}
+
 /// One `[tool.kernels.dependencies]` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dependency {
