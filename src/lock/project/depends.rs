@@ -36,23 +36,9 @@ pub async fn kernel_depends(
     commit: &CommitId,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<metadata::KernelDependency>, LockError> {
-    let Some(read) = variant_metadata(client, cache, repo_type, repo_id, commit).await? else {
-        return Ok(Vec::new());
-    };
-    for name in &read.invalid {
-        warnings.push(format!(
-            "Repository {repo_id} (revision: {commit}) contains invalid build variant: {name:?}"
-        ));
-    }
-    let mut out: Vec<metadata::KernelDependency> = Vec::new();
-    for (_, answer) in read.variants {
-        for dep in answer?.kernel_depends {
-            if !out.contains(&dep) {
-                out.push(dep);
-            }
-        }
-    }
-    Ok(out)
+    commit_depends(client, cache, repo_type, repo_id, commit, warnings)
+        .await
+        .map(|(depends, _)| depends)
 }
 
 /// The `metadata.json` of every variant of one commit ([`variant_metadata`]).
