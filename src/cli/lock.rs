@@ -53,7 +53,8 @@ pub struct LockArgs {
     /// is, 1 with one explanation per entry when it is not. With `--offline`, no
     /// request is made: the check is structural, and entries whose versions only
     /// the Hub can confirm are reported as not checkable offline (exit 0).
-    /// Ignores `KERNELS_FROZEN`.
+    /// Ignores `KERNELS_FROZEN`. Refused with `--upgrade` / `--upgrade-package`
+    /// (use `--dry-run` to see what an upgrade would change).
     #[arg(long)]
     pub check: bool,
 
@@ -163,6 +164,24 @@ struct UnknownPackage {
 )]
 struct Frozen {
     path: PathBuf,
+}
+
+/// `--check` / `--locked` (or `KERNELS_LOCKED`) together with `--upgrade` /
+/// `--upgrade-package`: a check compares the lock with a sticky resolution,
+/// so it cannot say whether an upgrade would change it.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error(
+    "{check} cannot be used with {upgrade}: a check does not upgrade, so it cannot tell what the upgrade would change"
+)]
+#[diagnostic(
+    code(kernels::lock::check_with_upgrade),
+    help(
+        "run `kernels lock {upgrade} --dry-run` to see what the upgrade would change, without writing"
+    )
+)]
+struct CheckWithUpgrade {
+    check: &'static str,
+    upgrade: &'static str,
 }
 
 /// `--locked` was given and the lock is stale or missing.
@@ -291,7 +310,8 @@ fn plan(
         .as_ref()
         .map(|lock| lock.format())
         .or(inputs.merged.map(|_| LockFormat::VariantHash));
-    check_upgrade_packages(inputs.upgrade, &manifest, old_lock.as_ref(), on_disk.path())?;
+    let upgrade =
+        check_upgrade_packages(inputs.upgrade, &manifest, old_lock.as_ref(), on_disk.path())?;
     let profile = choose_profile(
         inputs.project_dir,
         inputs.target_runtime,
@@ -319,7 +339,7 @@ fn plan(
         trust,
         allow_model_repos: inputs.allow_model_repos,
         previous,
-        upgrade: inputs.upgrade.clone(),
+        upgrade,
         cache: Some(HubCache::new(&settings.cache_dir)),
         targets: targets.list.clone(),
     };
@@ -360,33 +380,52 @@ fn plan(
 }
 
 /// `--upgrade-package` may name only dependencies of the manifest or entries
-/// of the lock at `lock_path`.
+/// of the lock at `lock_path`, matched exactly, else ignoring ASCII case (as
+/// `kernels add` / `kernels remove` match them). Returns the upgrade with each
+/// name spelled as the manifest (or the lock) spells it.
 fn check_upgrade_packages(
     upgrade: &Upgrade,
     manifest: &Manifest,
     old_lock: Option<&Lockfile>,
     lock_path: &Path,
-) -> miette::Result<()> {
+) -> miette::Result<Upgrade> {
     let Upgrade::Packages(repos) = upgrade else {
-        return Ok(());
+        return Ok(upgrade.clone());
     };
-    let known = |repo: &RepoId| {
-        manifest.dependencies.iter().any(|d| &d.repo_id == repo)
-            || old_lock.is_some_and(|lock| {
-                lock.locked_kernels(lock_path)
-                    .is_ok_and(|ks| ks.iter().any(|k| &k.repo_id == repo))
-            })
+    let mut known: Vec<RepoId> = manifest
+        .dependencies
+        .iter()
+        .map(|d| d.repo_id.clone())
+        .collect();
+    if let Some(Ok(locked)) = old_lock.map(|lock| lock.locked_kernels(lock_path)) {
+        known.extend(locked.into_iter().map(|k| k.repo_id));
+    }
+    let spelled = |repo: &RepoId| {
+        known.iter().find(|k| *k == repo).or_else(|| {
+            known
+                .iter()
+                .find(|k| k.as_str().eq_ignore_ascii_case(repo.as_str()))
+        })
     };
-    let Some(unknown) = repos.iter().find(|r| !known(r)) else {
-        return Ok(());
-    };
+    let mut canonical = Vec::new();
+    for repo in repos {
+        match spelled(repo) {
+            Some(known) => canonical.push(known.clone()),
+            None => return Err(unknown_package(repo, manifest).into()),
+        }
+    }
+    Ok(Upgrade::Packages(canonical))
+}
+
+/// The error for an `--upgrade-package` the project does not depend on.
+fn unknown_package(repo: &RepoId, manifest: &Manifest) -> UnknownPackage {
     let names: Vec<String> = manifest
         .dependencies
         .iter()
         .map(|d| d.repo_id.to_string())
         .collect();
-    Err(UnknownPackage {
-        repo_id: unknown.clone(),
+    UnknownPackage {
+        repo_id: repo.clone(),
         manifest: manifest.path.clone(),
         known: if names.is_empty() {
             "none ([tool.kernels.dependencies] is empty)".to_owned()
@@ -394,7 +433,6 @@ fn check_upgrade_packages(
             names.join(", ")
         },
     }
-    .into())
 }
 
 /// The entry of `repo` both sides of a conflicted lock agree on, if any.
@@ -615,6 +653,23 @@ fn run_inner(
     let settings = &settings;
     let lock_path = args.project.project_dir.join(LOCK_FILE_NAME);
     if args.check || global.locked {
+        if args.upgrade || !args.upgrade_package.is_empty() {
+            return Err(CheckWithUpgrade {
+                check: if args.check {
+                    "--check"
+                } else if args.lock_mode.locked {
+                    "--locked"
+                } else {
+                    "KERNELS_LOCKED"
+                },
+                upgrade: if args.upgrade {
+                    "--upgrade"
+                } else {
+                    "--upgrade-package <REPO_ID>"
+                },
+            }
+            .into());
+        }
         return check(&args, settings, printer, lock_path);
     }
     if global.frozen {

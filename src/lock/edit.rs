@@ -347,8 +347,9 @@ pub fn add_dependency(
 }
 
 /// `text` without the entries of `repos` (matched exactly, else ignoring ASCII
-/// case); every repository must be a dependency. Returns the new text and the
-/// keys removed, in `repos` order.
+/// case); every repository must be a dependency. A repository named twice (in
+/// any spelling) is removed once. Returns the new text and the keys removed,
+/// in `repos` order.
 pub fn remove_dependencies(
     text: &str,
     path: &Path,
@@ -382,6 +383,12 @@ pub fn remove_dependencies(
     };
     let mut removed = Vec::new();
     for repo in repos {
+        if removed
+            .iter()
+            .any(|k: &String| k.eq_ignore_ascii_case(repo.as_str()))
+        {
+            continue;
+        }
         let key = if deps.contains_key(repo.as_str()) {
             Some(repo.as_str().to_owned())
         } else {

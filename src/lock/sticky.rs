@@ -63,6 +63,11 @@ pub enum Verdict {
         /// The ref name.
         label: String,
     },
+    /// No ref proves the locked commit any more (no tag points at it: its tag
+    /// was deleted or moved), but nothing says the requirement changed either.
+    /// `--upgrade-package` of other entries keeps it as locked (as cargo keeps
+    /// a yanked locked version); any other lock resolves it again.
+    Unproven,
     /// The entry must be resolved again; `old_label` names what the locked
     /// commit was, when a ref says so.
     Resolve {
@@ -79,7 +84,8 @@ fn is_hex_commit(s: &str) -> bool {
 /// for `requirement`:
 ///
 /// * a version specifier: a `v<version>` tag that satisfies it points at the
-///   commit (a deleted or moved tag no longer proves anything);
+///   commit (a deleted or moved tag no longer proves anything: with no tag at
+///   the commit the verdict is [`Verdict::Unproven`]);
 /// * an integer `N`: the commit is the head of branch `vN`, or it is in `vN`'s
 ///   history and in the history of no lower version branch `vM` (`M < N`), to
 ///   which a shared commit is attributed (so a `v2` that descends from `v1` does
@@ -89,7 +95,8 @@ fn is_hex_commit(s: &str) -> bool {
 ///   or a commit in the history of the branch of that name.
 ///
 /// The label of a commit that is resolved again is its highest release tag
-/// ([`release_tag`]).
+/// ([`release_tag`]); for an integer requirement whose branch lost the commit
+/// (force-pushed), the branch `vN` itself.
 pub async fn keep_hashed(
     client: &HubClient,
     repo_type: RepoType,
@@ -169,6 +176,9 @@ impl History<'_> {
             .filter(|t| self.at(t))
             .cloned()
             .collect();
+        if at.is_empty() {
+            return Verdict::Unproven;
+        }
         match select_tag(requirement, &at) {
             Ok(selected) => Verdict::Keep {
                 label: selected.git_ref.name,
@@ -202,19 +212,14 @@ impl History<'_> {
             });
         }
         if !self.contains(branch).await? {
-            let rest: Vec<&GitRefInfo> = version_branches
-                .iter()
-                .filter(|b| branch_version(&b.name) != Some(wanted))
-                .copied()
-                .collect();
-            let others = join_all(rest.iter().map(|b| self.contains(b))).await;
-            let old_label = rest
-                .iter()
-                .zip(others)
-                .find(|(_, c)| matches!(c, Ok(true)))
-                .map(|(b, _)| b.name.clone())
-                .or_else(|| self.old_label());
-            return Ok(Verdict::Resolve { old_label });
+            // Force-pushed away from `vN` (or the requirement changed): a
+            // variant-hash lock does not record which, and other version
+            // branches that still have the commit say nothing about what the
+            // project asked for, so the old commit is named by the branch
+            // asked for now.
+            return Ok(Verdict::Resolve {
+                old_label: Some(branch.name.clone()),
+            });
         }
         // A commit shared with a lower version branch belongs to it: `vN+1`
         // branches are made from `vN`'s line, not the other way round.

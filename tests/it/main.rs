@@ -16,6 +16,7 @@ mod crash;
 #[cfg(target_os = "linux")]
 mod docker_recipe;
 mod download;
+mod edges;
 mod env;
 mod environment;
 mod faults;

@@ -10,7 +10,7 @@ use kernels_test_support::{self as common, Server, TestContext, snapshot};
 
 const VERSIONS_V1: &str = "kernels-test/versions";
 
-fn manifest(deps: &str) -> String {
+pub(crate) fn manifest(deps: &str) -> String {
     format!(
         "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.kernels.dependencies]\n{deps}"
     )
@@ -26,7 +26,7 @@ fn set_deps(context: &TestContext, deps: &str) {
 }
 
 /// The commit the server's `refs` give for a ref of a repo.
-fn commit_of(endpoint: &str, repo: &str, name: &str) -> String {
+pub(crate) fn commit_of(endpoint: &str, repo: &str, name: &str) -> String {
     let refs: serde_json::Value = serde_json::from_str(&http(
         "GET",
         endpoint,
@@ -76,7 +76,7 @@ fn move_branch(endpoint: &str, repo: &str, branch: &str, to: &str) {
 /// A mirror with only `kernels-test/versions` (and the organizations), its
 /// `repo.toml` edited by `edit`; extra commit directories are copied from
 /// existing ones with `(new label, from label, commit.toml text)`.
-fn edited_mirror(
+pub(crate) fn edited_mirror(
     edit: impl Fn(String) -> String,
     extra: &[(&str, &str, &str)],
 ) -> tempfile::TempDir {
@@ -103,7 +103,7 @@ fn edited_mirror(
     root
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     for entry in walkdir::WalkDir::new(from) {
         let entry = entry.unwrap();
         let target = to.join(entry.path().strip_prefix(from).unwrap());

@@ -19,7 +19,7 @@ use crate::lock::project::error::{Failure, LockError, check_errors};
 use crate::lock::project::locker::Locker;
 use crate::lock::project::outcome::{LockOutcome, Locked};
 use crate::lock::resolver::{DEFAULT_CONCURRENCY, ResolvedKernel, Resolver};
-use crate::lock::sticky::{Verdict, keep_hashed};
+use crate::lock::sticky::{Upgrade, Verdict, keep_hashed};
 
 /// Each variant's metadata of one commit, or why it could not be read.
 type VariantAnswers = Vec<(String, Result<kernels_types::metadata::Metadata, LockError>)>;
@@ -227,6 +227,14 @@ impl Locker<'_> {
                         label,
                     });
                 }
+                // `-P` of other entries: what is locked stays.
+                Ok(Verdict::Unproven) if matches!(self.options.upgrade, Upgrade::Packages(_)) => {
+                    return Ok(Hashed::Kept {
+                        lock: previous.clone(),
+                        label: previous.sha.short().to_owned(),
+                    });
+                }
+                Ok(Verdict::Unproven) => {}
                 Ok(Verdict::Resolve { old_label: label }) => old_label = label,
                 // Resolution reports the repository's problem (or falls back
                 // to the model API).
