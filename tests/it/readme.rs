@@ -1,92 +1,144 @@
-//! The README's Usage section, run as written: its `pyproject.toml` in a fresh
-//! directory outside the repository, every command of its `sh` block in order
-//! against the bundled mirror (the stub torch stands in for the local torch).
+//! The README's Usage section, run as written: every fenced block of the
+//! section, in order (a `toml` block headed `# pyproject.toml` is written to a
+//! fresh directory outside the repository, every line of an `sh` block is run
+//! there), against the bundled mirror the section says to serve, in an
+//! environment holding only `PATH`, `HOME` and `HF_ENDPOINT`: no torch, no
+//! virtual environment, no variable from the developer's shell. And the
+//! README's Documentation list, checked against `docs/`.
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use kernels_test_support::{self as common, Server};
 
-/// The first fenced block of `lang` after `## Usage`.
-fn usage_block(readme: &str, lang: &str) -> String {
-    let usage = &readme[readme.find("## Usage").expect("a Usage section")..];
-    let start = usage.find(&format!("```{lang}\n")).expect("the block") + lang.len() + 4;
-    let end = usage[start..].find("```").unwrap() + start;
-    usage[start..end].to_owned()
+/// The text of the `## {title}` section, up to the next `## ` heading.
+fn section<'a>(readme: &'a str, title: &str) -> &'a str {
+    let start = readme
+        .find(&format!("\n## {title}\n"))
+        .unwrap_or_else(|| panic!("a {title} section"))
+        + 1;
+    let rest = &readme[start + 3..];
+    let end = rest.find("\n## ").map_or(readme.len(), |i| start + 3 + i);
+    &readme[start..end]
+}
+
+/// Every fenced block of `text`, as (language, body), in order.
+fn fenced_blocks(text: &str) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(lang) = line.strip_prefix("```") else {
+            continue;
+        };
+        let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+        blocks.push((lang.trim().to_owned(), body.join("\n") + "\n"));
+    }
+    blocks
+}
+
+/// `sh -c line` in `dir` with nothing but `PATH` (the built binary, then the
+/// system's directories), `HOME` and `HF_ENDPOINT`.
+fn clean_shell(line: &str, dir: &Path, home: &Path, endpoint: &str) -> Command {
+    let bin_dir = common::kernels_bin().parent().unwrap().to_owned();
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", line])
+        .env_clear()
+        .current_dir(dir)
+        .env(
+            "PATH",
+            format!("{}:/usr/local/bin:/usr/bin:/bin", bin_dir.display()),
+        )
+        .env("HOME", home)
+        .env("HF_ENDPOINT", endpoint);
+    cmd
+}
+
+/// Runs a `kernels serve ./mirror --port 8080` line as written but on a free
+/// port (another process may hold 8080), and checks that it serves.
+fn serve_line(line: &str, project: &Path, home: &Path, endpoint: &str) {
+    assert!(project.join("mirror").is_dir(), "no ./mirror to serve");
+    // `exec` so that killing the child stops the server, not only the shell.
+    let line = format!("exec {}", line.replace("--port 8080", "--port 0"));
+    let mut child = clean_shell(&line, project, home, endpoint)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first.starts_with("http://"), "{line}: {first:?}");
 }
 
 #[test]
-fn every_usage_command_works_as_written() {
+fn every_usage_block_runs_as_written_without_torch() {
     let readme = fs_err::read_to_string(common::repo_root().join("README.md")).unwrap();
     let server = Server::bundled();
-    let tmp = tempfile::tempdir().unwrap();
-    let project = tmp.path().join("project");
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("project");
     fs_err::create_dir(&project).unwrap();
-    fs_err::write(project.join("pyproject.toml"), usage_block(&readme, "toml")).unwrap();
-    let bin_dir = common::kernels_bin().parent().unwrap().to_owned();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    // An environment with torch (the stub) but no `kernels` runtime: the
-    // default target runtime, which reads all three requirement forms.
-    let venv = common::pyref_root().join("hub-2.4.0");
-    let command = |line: &str| {
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", line]);
-        for name in common::scrubbed_vars() {
-            cmd.env_remove(name);
+    let torch = clean_shell("python3 -c 'import torch'", &project, home.path(), "")
+        .output()
+        .unwrap();
+    assert!(!torch.status.success(), "the clean environment has torch");
+    let mut ran = 0;
+    for (lang, body) in fenced_blocks(section(&readme, "Usage")) {
+        match lang.as_str() {
+            "toml" if body.starts_with("# pyproject.toml\n") => {
+                fs_err::write(project.join("pyproject.toml"), body).unwrap();
+            }
+            "sh" => {
+                for line in body.lines().filter(|l| !l.trim().is_empty()) {
+                    ran += 1;
+                    if line.starts_with("kernels serve ") {
+                        serve_line(line, &project, home.path(), &server.endpoint);
+                        continue;
+                    }
+                    let out = clean_shell(line, &project, home.path(), &server.endpoint)
+                        .output()
+                        .unwrap();
+                    assert!(
+                        out.status.success(),
+                        "`{line}` failed ({:?}):\n{}{}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+            }
+            other => panic!("a Usage block this test does not know how to run: {other:?}"),
         }
-        cmd.current_dir(&project)
-            .env("PATH", &path)
-            .env("HOME", tmp.path())
-            .env("HF_ENDPOINT", &server.endpoint)
-            .env("KERNELS_CACHE", tmp.path().join("cache"))
-            .env("NO_COLOR", "1")
-            .env("VIRTUAL_ENV", &venv)
-            .env(
-                "PYTHONPATH",
-                common::repo_root().join("tests/python/stub_torch"),
-            )
-            .env("STUB_TORCH_VERSION", "2.10.0")
-            .env("STUB_TORCH_CUDA", "12.6");
-        cmd
-    };
-    let block = usage_block(&readme, "sh");
-    let lines: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert!(lines.len() >= 10, "{block}");
-    for line in lines {
-        if line.starts_with("kernels serve ") {
-            // As written, serving the ./mirror the line before wrote; a free
-            // port instead of 8080, which another process may hold.
-            assert!(project.join("mirror").is_dir(), "no ./mirror to serve");
-            // `exec` so that killing the child stops the server itself, not
-            // only the shell around it.
-            let line = format!("exec {}", line.replace("--port 8080", "--port 0"));
-            let mut child = command(&line)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let mut first = String::new();
-            BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut first)
-                .unwrap();
-            let _ = child.kill();
-            let _ = child.wait();
-            assert!(first.starts_with("http://"), "{line}: {first:?}");
-            continue;
-        }
-        let out = command(line).output().unwrap();
-        assert!(
-            out.status.success(),
-            "`{line}` failed ({:?}):\n{}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
     }
+    assert!(ran >= 10, "only {ran} commands in the Usage section");
     assert!(project.join("kernels.lock").is_file());
     assert!(fs_err::read_dir(project.join("dist")).unwrap().count() > 0);
+}
+
+#[test]
+fn documentation_list_names_every_docs_page() {
+    let root = common::repo_root();
+    let readme = fs_err::read_to_string(root.join("README.md")).unwrap();
+    let list = section(&readme, "Documentation");
+    let linked: BTreeSet<String> = list
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .map(str::to_owned)
+        .collect();
+    for link in &linked {
+        assert!(root.join(link).exists(), "README links {link}, which does not exist");
+    }
+    let pages: BTreeSet<String> = fs_err::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    let missing: Vec<&String> = pages.difference(&linked).collect();
+    assert!(missing.is_empty(), "README's Documentation list lacks {missing:?}");
 }
