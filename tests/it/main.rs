@@ -38,6 +38,7 @@ mod lock_messages;
 mod matrix;
 mod messages;
 mod mirror;
+mod model_shutdown;
 mod oauth;
 mod precommit;
 mod profiles;
