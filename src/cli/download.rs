@@ -172,6 +172,8 @@ pub(super) struct LockRead {
     pub selection: VariantSelection,
     /// The target runtime's repository type.
     pub repo_type: RepoType,
+    /// The target profile chosen for the lock.
+    pub profile: crate::lock::profile::Profile,
     /// The lock file's format.
     pub format: crate::lock::format::LockFormat,
     /// What the runtime's load-time rules check the variants against.
@@ -275,6 +277,7 @@ pub(super) fn read_lock(
         kernels,
         selection,
         repo_type: profile.repo_type,
+        profile,
         fit,
     })
 }
@@ -425,6 +428,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
             }
         },
     )?;
+    let profile = read.profile.clone();
     let (kernels, format, options) = read.into_options(args.concurrency, args.refresh);
     let mut settings = settings.clone();
     settings.offline |= args.offline;
@@ -437,9 +441,11 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
             printer.progress_mode()
         },
     );
-    let client = HubClient::new(&settings.client_config(printer))
-        .map_err(super::client_error)?
-        .with_retry_observer(retry_observer(&progress, &settings.endpoint));
+    let client = profile.hub_client(
+        &HubClient::new(&settings.client_config(printer))
+            .map_err(super::client_error)?
+            .with_retry_observer(retry_observer(&progress, &settings.endpoint)),
+    );
     let cache = settings.cache();
     if args.explain {
         return super::explain::print_download(
@@ -469,6 +475,9 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     }
     let summary =
         super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
+    if let Some(note) = profile.served_as_kernel_note(&client, "downloaded") {
+        printer.status(format_args!("warning: {note}"));
+    }
     let run = Run {
         args: &args,
         settings,

@@ -26,6 +26,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::lock::format::LockFormat;
+use kernels_hub::HubClient;
 use kernels_types::wire::RepoType;
 
 /// A `kernels` (Python package) release, `major.minor.patch`; pre-release and
@@ -347,6 +348,38 @@ impl Profile {
     pub fn cache_is_ambiguous(&self) -> bool {
         self.source == ProfileSource::LockFile(LockFormat::VariantHash)
             && !self.repo_type_overridden
+    }
+
+    /// The client this profile's commands talk to the Hub with: `client`,
+    /// asking the `kernel` API for a `model` repository the `model` API no
+    /// longer serves when the profile reads `model` repositories (the Hub
+    /// removes model-type kernel repositories from 2026-09-13,
+    /// huggingface/kernels#757); see [`HubClient::with_kernel_fallback`].
+    pub fn hub_client(&self, client: &HubClient) -> HubClient {
+        match self.repo_type {
+            RepoType::Model => client.clone().with_kernel_fallback(),
+            RepoType::Kernel => client.clone(),
+        }
+    }
+
+    /// The one note about the repositories `client` found only through the
+    /// `kernel` API ([`Profile::hub_client`]), saying what was done with them
+    /// (`done`: "resolved", "downloaded"); `None` when there are none.
+    pub fn served_as_kernel_note(&self, client: &HubClient, done: &str) -> Option<String> {
+        let repos = client.served_as_kernel();
+        if repos.is_empty() {
+            return None;
+        }
+        let names: Vec<String> = repos.iter().map(|r| format!("`{r}`")).collect();
+        let reader = match self.runtime {
+            Some(version) => format!("kernels {version}"),
+            None => "runtimes 0.13 and older".to_owned(),
+        };
+        Some(format!(
+            "the Hub's model API no longer serves {} (model-type kernel repositories are removed from 2026-09-13); {done} through the kernel API, for the `{}` cache layout that {reader} reads offline",
+            names.join(", "),
+            self.cache_prefix()
+        ))
     }
 
     /// The cache folder prefix: `kernels--` or `models--`.

@@ -39,6 +39,7 @@ mod lock_messages;
 mod matrix;
 mod messages;
 mod mirror;
+mod model_shutdown;
 mod oauth;
 mod precommit;
 mod profiles;

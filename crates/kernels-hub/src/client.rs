@@ -170,6 +170,9 @@ pub struct HubClient {
     /// The first definitive refusal of a download server the Hub redirected
     /// to (shared by clones): every later download fails with it at once.
     pub(crate) refused: std::sync::Arc<std::sync::Mutex<Option<ErrorResponse>>>,
+    /// `model` repositories read through the `kernel` API, when that is on
+    /// ([`HubClient::with_kernel_fallback`]).
+    pub(crate) kernel_fallback: Option<crate::fallback::KernelFallback>,
 }
 
 impl HubClient {
@@ -224,6 +227,7 @@ impl HubClient {
             pauses: Pauses::default(),
             on_retry: RetryObserver::default(),
             refused: std::sync::Arc::default(),
+            kernel_fallback: None,
         })
     }
 
@@ -617,12 +621,19 @@ impl HubClient {
         repo_type: RepoType,
         repo_id: &RepoId,
     ) -> Result<GitRefs, HubError> {
+        match self
+            .typed(repo_type, repo_id, async |t| self.refs_of(t, repo_id).await)
+            .await
+        {
+            Ok(refs) => Ok(refs),
+            Err(err) => Err(self.with_suggestion(err).await),
+        }
+    }
+
+    async fn refs_of(&self, repo_type: RepoType, repo_id: &RepoId) -> Result<GitRefs, HubError> {
         let url = format!("{}/refs", self.api_url(repo_type, repo_id));
         let target = Target::repo(repo_type, repo_id);
-        let refs: GitRefs = match self.get_json(&url, Some(&target)).await {
-            Ok((refs, _)) => refs,
-            Err(err) => return Err(self.with_suggestion(err).await),
-        };
+        let (refs, _): (GitRefs, _) = self.get_json(&url, Some(&target)).await?;
         // Git forbids control characters in ref names; a listing with one is
         // hostile (an escape sequence waiting to be printed).
         let all = refs.branches.iter().chain(&refs.converts).chain(&refs.tags);
@@ -646,16 +657,30 @@ impl HubClient {
         repo_id: &RepoId,
         revision: &str,
     ) -> Result<RepoInfo, HubError> {
+        match self
+            .typed(repo_type, repo_id, async |t| {
+                self.info_of(t, repo_id, revision).await
+            })
+            .await
+        {
+            Ok(info) => Ok(info),
+            Err(err) => Err(self.with_suggestion(err).await),
+        }
+    }
+
+    async fn info_of(
+        &self,
+        repo_type: RepoType,
+        repo_id: &RepoId,
+        revision: &str,
+    ) -> Result<RepoInfo, HubError> {
         let url = format!(
             "{}/revision/{}",
             self.api_url(repo_type, repo_id),
             quote_revision(revision)
         );
         let target = Target::repo(repo_type, repo_id).at(revision);
-        let info: RepoInfo = match self.get_json(&url, Some(&target)).await {
-            Ok((info, _)) => info,
-            Err(err) => return Err(self.with_suggestion(err).await),
-        };
+        let (info, _): (RepoInfo, _) = self.get_json(&url, Some(&target)).await?;
         if !info.sha.is_sha1() {
             return Err(HubError::InvalidResponse {
                 url,
@@ -669,6 +694,20 @@ impl HubClient {
     /// `Link: <…>; rel="next"` pagination. `path` empty means the repository root.
     /// Entries carry full repo-relative paths, in server order.
     pub async fn list_tree(
+        &self,
+        repo_type: RepoType,
+        repo_id: &RepoId,
+        revision: &str,
+        path: &str,
+        recursive: bool,
+    ) -> Result<Vec<TreeEntry>, HubError> {
+        self.typed(repo_type, repo_id, async |t| {
+            self.tree_of(t, repo_id, revision, path, recursive).await
+        })
+        .await
+    }
+
+    async fn tree_of(
         &self,
         repo_type: RepoType,
         repo_id: &RepoId,
@@ -711,6 +750,19 @@ impl HubClient {
         repo_id: &RepoId,
         revision: &str,
         mut stop: impl FnMut(&CommitInfo) -> bool,
+    ) -> Result<Vec<CommitInfo>, HubError> {
+        self.typed(repo_type, repo_id, async |t| {
+            self.commits_of(t, repo_id, revision, &mut stop).await
+        })
+        .await
+    }
+
+    async fn commits_of(
+        &self,
+        repo_type: RepoType,
+        repo_id: &RepoId,
+        revision: &str,
+        stop: &mut impl FnMut(&CommitInfo) -> bool,
     ) -> Result<Vec<CommitInfo>, HubError> {
         let url = format!(
             "{}/commits/{}",
@@ -809,7 +861,9 @@ impl HubClient {
     /// The download URL of a file:
     /// `{endpoint}/{prefix}{repo_id}/resolve/{quote(revision)}/{quote(path)}`, where the
     /// prefix is `kernels/` for kernel repos and empty for model repos, the revision
-    /// is encoded as one segment and the path keeps its `/`.
+    /// is encoded as one segment and the path keeps its `/`. A `model`
+    /// repository found only through the `kernel` API
+    /// ([`HubClient::with_kernel_fallback`]) gets the `kernel` prefix.
     pub fn resolve_url(
         &self,
         repo_type: RepoType,
@@ -820,7 +874,7 @@ impl HubClient {
         format!(
             "{}/{}{}/resolve/{}/{}",
             self.endpoint,
-            repo_type.url_prefix(),
+            self.api_type(repo_type, repo_id).url_prefix(),
             repo_id,
             quote_revision(revision),
             quote_path(path)

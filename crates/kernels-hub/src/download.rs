@@ -323,7 +323,8 @@ impl HubClient {
         writer: &mut W,
         carry: &Carry,
     ) -> Result<reqwest::Response, BlobError<W::Error>> {
-        let target = Target::repo(request.repo_type, request.repo_id)
+        let repo_type = self.api_type(request.repo_type, request.repo_id);
+        let target = Target::repo(repo_type, request.repo_id)
             .at(request.revision)
             .path(request.path);
         let limit = self.retry_policy().download_timeout;

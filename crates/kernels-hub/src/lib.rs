@@ -10,6 +10,7 @@ pub mod auth;
 pub mod client;
 pub mod download;
 pub mod error;
+mod fallback;
 pub mod ratelimit;
 pub mod retry;
 pub mod transport;

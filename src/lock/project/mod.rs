@@ -17,6 +17,11 @@
 //! repository does not exist, the `model` API is asked. If the repository exists
 //! there, the error says so; with [`LockOptions::allow_model_repos`] the
 //! repository is locked through the `model` API instead, with a warning.
+//! The other way round, for profiles that read `model` repositories
+//! (runtimes ≤0.13): a repository the `model` API no longer serves is asked
+//! of the `kernel` API ([`crate::lock::profile::Profile::hub_client`]; the Hub
+//! removes model-type kernel repositories from 2026-09-13), kept or resolved
+//! there, with one warning naming every such repository.
 
 mod depends;
 mod error;
@@ -51,6 +56,7 @@ pub async fn lock_project(
         .iter()
         .map(ToString::to_string)
         .collect();
+    let client = &profile.hub_client(client);
     let locker = Locker {
         client,
         profile,
@@ -71,6 +77,7 @@ pub async fn lock_project(
         }
     };
     warnings.append(&mut outcome.warnings);
+    warnings.extend(profile.served_as_kernel_note(client, "locked"));
     outcome.warnings = warnings;
     if !options.targets.is_empty() {
         if profile.lock_format == crate::lock::format::LockFormat::VariantHash {
