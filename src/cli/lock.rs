@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use super::args::{ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetRuntimeArgs};
 use super::{GlobalArgs, OutputFormat};
 use crate::lock::conflict;
+use crate::lock::cooldown::{Cooldown, ExcludeNewer, Use};
 use crate::lock::freshness::{CheckMode, CheckReport, LockOnDisk, check_offline, diff_locks};
 use kernels_cache::HubCache;
 
@@ -77,6 +78,14 @@ pub struct LockArgs {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// Release cooldown: lock only commits dated at or before this instant
+    /// (RFC 3339 time, a date at midnight UTC, or a span before now such as
+    /// `7 days`), for entries resolved in this run. Overrides `exclude-newer`
+    /// under `[tool.kernels]`; the instant is recorded there as
+    /// `exclude-newer-cutoff` (docs/lockfile.md).
+    #[arg(long, value_name = "WHEN", value_parser = parse_exclude_newer)]
+    pub exclude_newer: Option<ExcludeNewer>,
+
     /// Replace a `kernels.lock` that is not a lock file of either format (for
     /// example a checksum list); without it, `kernels lock` refuses to.
     #[arg(long)]
@@ -102,6 +111,11 @@ pub struct LockArgs {
     /// kernel must have a variant for (warned about; `--check` fails).
     #[command(flatten)]
     pub targets: super::args::TargetArgs,
+}
+
+/// `--exclude-newer`: an instant, a date or a span.
+fn parse_exclude_newer(text: &str) -> Result<ExcludeNewer, String> {
+    ExcludeNewer::parse(text)
 }
 
 /// `kernels lock` would replace a file that is not a lock file.
@@ -130,6 +144,7 @@ impl LockArgs {
             upgrade: false,
             upgrade_package: Vec::new(),
             dry_run: false,
+            exclude_newer: None,
             force: false,
             format: OutputFormat::Text,
             lock_mode: super::LockModeArgs::default(),
@@ -271,6 +286,8 @@ struct Plan {
     had_previous: bool,
     /// How long resolving took.
     elapsed: std::time::Duration,
+    /// The release cooldown in force, if any.
+    cooldown: Option<Cooldown>,
 }
 
 /// What [`plan`] resolves: the project, its target-runtime and repository
@@ -291,6 +308,8 @@ struct PlanInputs<'a> {
     upgrade: &'a Upgrade,
     /// `--cuda-capability` / `--rocm-arch`.
     targets: &'a [kernels_types::fit::Target],
+    /// `--exclude-newer`, and whether the command locks or checks.
+    exclude_newer: (Option<&'a ExcludeNewer>, Use),
 }
 
 /// Resolves the manifest for its target profile, as `kernels lock` does, without
@@ -335,6 +354,18 @@ fn plan(
         .clone()
         .filter(|lock| lock.format() == profile.lock_format && merged.is_none());
     let had_previous = previous.is_some();
+    let (flag, purpose) = inputs.exclude_newer;
+    let cooldown = manifest
+        .settings
+        .cooldown
+        .in_force(flag, purpose, jiff::Timestamp::now())
+        .map_err(|err| {
+            miette::miette!(
+                code = "kernels::lock::exclude_newer",
+                "{}: exclude-newer: {err}",
+                manifest.path.display()
+            )
+        })?;
     let options = LockOptions {
         trust,
         allow_model_repos: inputs.allow_model_repos,
@@ -342,6 +373,7 @@ fn plan(
         upgrade,
         cache: Some(HubCache::new(&settings.cache_dir)),
         targets: targets.list.clone(),
+        cooldown: cooldown.clone(),
     };
     let client = super::download::client_showing_retries(settings, printer, retries)?;
     let started = std::time::Instant::now();
@@ -376,6 +408,7 @@ fn plan(
         changes,
         had_previous,
         elapsed,
+        cooldown,
     })
 }
 
@@ -484,6 +517,7 @@ fn freshness(
     target_runtime: Option<&str>,
     repo_type: Option<RepoTypeArg>,
     targets: &[kernels_types::fit::Target],
+    exclude_newer: Option<&ExcludeNewer>,
     settings: &Settings,
     printer: &Printer,
 ) -> miette::Result<Freshness> {
@@ -529,6 +563,7 @@ fn freshness(
         merged: None,
         upgrade: &Upgrade::None,
         targets,
+        exclude_newer: (exclude_newer, Use::Check),
     };
     let plan = plan(&inputs, settings, &silent, printer.lines_mode(), &on_disk)?;
     let report = diff_locks(&on_disk, &plan.outcome.lockfile, &plan.json);
@@ -563,7 +598,7 @@ pub fn ensure_locked(
         return Ok(());
     }
     let repo_type = repo_type.map(RepoTypeArg::from);
-    let (report, changes, _) = freshness(project_dir, None, repo_type, &[], settings, printer)?;
+    let (report, changes, _) = freshness(project_dir, None, repo_type, &[], None, settings, printer)?;
     if print_report(
         &report,
         printer,
@@ -708,6 +743,7 @@ fn run_inner(
         merged: merged.as_ref(),
         upgrade: &upgrade,
         targets: &args.targets.targets(),
+        exclude_newer: (args.exclude_newer.as_ref(), Use::Lock),
     };
     let printer = &printer.quiet_if(args.format == OutputFormat::Json);
     let plan = plan(&inputs, settings, printer, printer.lines_mode(), &on_disk)?;
@@ -727,6 +763,7 @@ fn check(
         args.runtime.version(),
         args.repo.repo_type,
         &args.targets.targets(),
+        args.exclude_newer.as_ref(),
         settings,
         &printer.quiet_if(args.format == OutputFormat::Json),
     )?;
@@ -802,6 +839,9 @@ fn write_plan(
         })?;
         printer.status(format_args!("Wrote {}", lock_path.display()));
     }
+    if !args.dry_run {
+        record_cutoff(&args.project.project_dir, printer, plan, !unchanged)?;
+    }
     if args.format == OutputFormat::Json {
         print_json(
             printer,
@@ -812,6 +852,51 @@ fn write_plan(
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Records the cut-off a lock was resolved under in `pyproject.toml`
+/// (`[tool.kernels] exclude-newer-cutoff`), so that `kernels lock --check`
+/// and teammates use the same instant: when the lock was `written`, the
+/// cut-off of this run (removed without one, or for a fixed `exclude-newer`);
+/// when it was not, only a missing record is added.
+fn record_cutoff(
+    project_dir: &Path,
+    printer: &Printer,
+    plan: &Plan,
+    written: bool,
+) -> miette::Result<()> {
+    let wanted = plan.cooldown.as_ref().and_then(Cooldown::to_record);
+    let path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
+    let text = fs_err::read_to_string(&path).map_err(|err| miette::miette!("{err}"))?;
+    let recorded = crate::lock::manifest::ToolSettings::read(project_dir)?
+        .and_then(|t| t.cooldown.recorded);
+    if !written && (recorded.is_some() || wanted.is_none()) {
+        return Ok(());
+    }
+    let Some(edited) = crate::lock::cooldown::record(&text, wanted) else {
+        return Ok(());
+    };
+    write_atomic(&path, edited.as_bytes()).map_err(|err| {
+        miette::miette!(
+            code = "kernels::lock::write",
+            help = "check that the project directory is writable",
+            "cannot write {}: {err}",
+            path.display()
+        )
+    })?;
+    match wanted {
+        Some(cutoff) => printer.status(format_args!(
+            "Recorded the cut-off {cutoff} in {} ({})",
+            path.display(),
+            crate::lock::cooldown::CUTOFF_KEY
+        )),
+        None => printer.status(format_args!(
+            "Removed {} from {}",
+            crate::lock::cooldown::CUTOFF_KEY,
+            path.display()
+        )),
+    }
+    Ok(())
 }
 
 /// What one `kernels lock` run resolved, for its status lines and JSON.
@@ -854,6 +939,9 @@ fn print_status(
     }
     for warning in &outcome.warnings {
         printer.status(format_args!("warning: {warning}"));
+    }
+    for held_back in &outcome.held_back {
+        printer.status(format_args!("note: {held_back}"));
     }
     super::lock_fit::print_outcome(printer, &outcome.fit, &plan.targets);
     let count = outcome.lockfile.locked_kernels(lock_path)?.len();

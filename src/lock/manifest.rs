@@ -21,6 +21,7 @@ use kernels_types::source_text::ClippedText;
 use miette::{NamedSource, SourceSpan};
 use toml_edit::{Item, TableLike, Value};
 
+use crate::lock::cooldown::{CUTOFF_KEY, CooldownSettings, ExcludeNewer};
 use crate::lock::requirement::Requirement;
 use kernels_types::fit::{Capability, Target};
 use kernels_types::repo_id::RepoId;
@@ -55,6 +56,9 @@ pub struct ToolSettings {
     /// the GPUs the project's kernels must run on, in that order
     /// ([`crate::variant::targets`]).
     pub targets: Vec<Target>,
+    /// `exclude-newer`, `exclude-newer-package` and `exclude-newer-cutoff`:
+    /// the release cooldown ([`crate::lock::cooldown`]).
+    pub cooldown: CooldownSettings,
 }
 
 impl ToolSettings {
@@ -432,6 +436,9 @@ pub const KNOWN_KERNELS_KEYS: &[&str] = &[
     "trust",
     "cuda-capabilities",
     "rocm-archs",
+    "exclude-newer",
+    "exclude-newer-package",
+    CUTOFF_KEY,
 ];
 
 /// Problems of the `[tool.kernels]` table itself: not a table, or unknown keys
@@ -610,7 +617,71 @@ fn parse_settings(
     let rocm = string_array(table, "rocm-archs", "arch", Target::rocm)
         .map_err(|(item, what)| problem("rocm-archs", item, what, rocm_help))?;
     settings.targets.extend(rocm);
+    settings.cooldown = parse_cooldown(table, &problem)?;
     Ok(settings)
+}
+
+/// `exclude-newer`, `exclude-newer-package` and `exclude-newer-cutoff` of
+/// `[tool.kernels]`; `problem` builds the error of a key.
+fn parse_cooldown(
+    table: &dyn TableLike,
+    problem: &dyn Fn(&str, &Item, String, &str) -> ManifestError,
+) -> Result<CooldownSettings, ManifestError> {
+    let mut cooldown = CooldownSettings::default();
+    let help = "write a span such as `exclude-newer = \"7 days\"`, or an RFC 3339 time such as `\"2026-11-25T00:00:00Z\"`";
+    if let Some(item) = table.get("exclude-newer") {
+        let value = item
+            .as_str()
+            .ok_or_else(|| format!("expected a string, found {}", type_name(item)))
+            .and_then(ExcludeNewer::parse)
+            .map_err(|what| problem("exclude-newer", item, what, help))?;
+        cooldown.exclude_newer = Some(value);
+    }
+    if let Some(item) = table.get(CUTOFF_KEY) {
+        let recorded = item.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok());
+        cooldown.recorded = Some(recorded.ok_or_else(|| {
+            problem(
+                CUTOFF_KEY,
+                item,
+                format!("expected an RFC 3339 time string, found {}", item_text(item)),
+                "`kernels lock` writes this key; delete it and run `kernels lock` again",
+            )
+        })?);
+    }
+    if let Some(item) = table.get("exclude-newer-package") {
+        let exempt_help = "write `exclude-newer-package = { \"org/name\" = false }` to exempt a repository from the cooldown";
+        let entries = item.as_table_like().ok_or_else(|| {
+            problem(
+                "exclude-newer-package",
+                item,
+                format!("expected a table, found {}", type_name(item)),
+                exempt_help,
+            )
+        })?;
+        for (key, value) in entries.iter() {
+            let repo = key.parse::<RepoId>().map_err(|err| {
+                problem("exclude-newer-package", value, format!("`{key}`: {err}"), exempt_help)
+            })?;
+            if value.as_bool() != Some(false) {
+                return Err(problem(
+                    "exclude-newer-package",
+                    value,
+                    format!("`{key}`: expected `false`, found {}", item_text(value)),
+                    exempt_help,
+                ));
+            }
+            cooldown.exempt.push(repo);
+        }
+    }
+    Ok(cooldown)
+}
+
+/// A short description of a value for messages: its TOML text, or its type.
+fn item_text(item: &Item) -> String {
+    match item.as_value() {
+        Some(value) => format!("`{}`", value.to_string().trim()),
+        None => type_name(item).to_owned(),
+    }
 }
 
 /// The strings of `[tool.kernels] key`, each parsed by `parse`; an absent

@@ -7,6 +7,7 @@
 //! formats ([`format`](mod@format)).
 
 pub mod conflict;
+pub mod cooldown;
 pub mod edit;
 pub mod fit;
 pub mod format;

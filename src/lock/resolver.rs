@@ -9,6 +9,7 @@
 use indexmap::IndexMap;
 use kernels_types::CommitId;
 
+use crate::lock::cooldown::{Cooldown, HeldBack};
 use crate::lock::manifest::Dependency;
 use crate::lock::requirement::{NoMatch, Requirement, select_branch, select_tag};
 use kernels_hub::{HubClient, HubError};
@@ -25,6 +26,7 @@ pub struct Resolver {
     client: HubClient,
     repo_type: RepoType,
     exclude_bytecode: bool,
+    cooldown: Option<Cooldown>,
 }
 
 /// A dependency resolved to a commit.
@@ -42,6 +44,8 @@ pub struct ResolvedKernel {
     pub variants: IndexMap<String, String>,
     /// Non-fatal remarks, for example that a newer version exists.
     pub warnings: Vec<String>,
+    /// What the release cooldown held back, when it changed the commit.
+    pub held_back: Option<HeldBack>,
 }
 
 /// A requirement resolved to a commit, before any file listing.
@@ -53,6 +57,8 @@ pub struct ResolvedCommit {
     pub commit: CommitId,
     /// Non-fatal remarks, for example that a newer version exists.
     pub warnings: Vec<String>,
+    /// What the release cooldown held back, when it changed the commit.
+    pub held_back: Option<HeldBack>,
 }
 
 /// Why a dependency cannot be resolved.
@@ -82,6 +88,27 @@ pub enum ResolveError {
         /// Available versions and what to do.
         #[help]
         help: String,
+    },
+
+    /// Every commit the requirement allows is newer than the cooldown's cut-off.
+    #[error(
+        "every commit of `{repo_id}` that {requirement} allows is newer than the cut-off {cutoff} ({setting})"
+    )]
+    #[diagnostic(
+        code(kernels::resolve::cooldown),
+        help(
+            "wait until a commit is older than the cut-off, exempt the repository with `exclude-newer-package = {{ \"{repo_id}\" = false }}` under [tool.kernels] of pyproject.toml, or shorten `exclude-newer`"
+        )
+    )]
+    HeldBack {
+        /// The repository.
+        repo_id: RepoId,
+        /// The requirement, as text.
+        requirement: String,
+        /// The cut-off.
+        cutoff: jiff::Timestamp,
+        /// The setting it came from (`exclude-newer = "7 days"`).
+        setting: String,
     },
 
     /// The Hub request failed (repository or revision unknown, network, ...).
@@ -148,7 +175,15 @@ impl Resolver {
             client,
             repo_type,
             exclude_bytecode: false,
+            cooldown: None,
         }
+    }
+
+    /// Applies the release cooldown to branch and tag requirements of the
+    /// repositories it covers ([`crate::lock::cooldown`]).
+    pub fn cooldown(mut self, cooldown: Option<Cooldown>) -> Self {
+        self.cooldown = cooldown;
+        self
     }
 
     /// Leaves `.pyc` files and `__pycache__` directories out of variant hashes.
@@ -169,6 +204,7 @@ impl Resolver {
             chosen,
             commit,
             warnings,
+            held_back,
         } = self
             .resolve_commit(repo_id, &dependency.requirement)
             .await?;
@@ -200,60 +236,44 @@ impl Resolver {
             commit,
             variants,
             warnings,
+            held_back,
         })
     }
 
     /// Resolves a requirement to a SHA-1 commit without listing
     /// files: the branch `vN`, the best matching tag, or the revision as the Hub
-    /// resolves it.
+    /// resolves it. Under a cooldown, a branch resolves to the newest commit
+    /// of its history at or before the cut-off, a tag requirement to the
+    /// highest matching tag whose commit is.
     pub async fn resolve_commit(
         &self,
         repo_id: &RepoId,
         requirement: &Requirement,
     ) -> Result<ResolvedCommit, ResolveError> {
         let mut warnings = Vec::new();
-        let (chosen, commit) = match requirement {
+        let cooldown = self.cooldown.as_ref().filter(|c| c.applies_to(repo_id));
+        let (chosen, commit, held_back) = match requirement {
             Requirement::Revision(revision) => {
                 let info = self
                     .client
                     .repo_info(self.repo_type, repo_id, revision)
                     .await?;
-                (revision.clone(), info.sha)
+                (revision.clone(), info.sha, None)
             }
             Requirement::Branch(n) => {
-                let refs = self.client.list_refs(self.repo_type, repo_id).await?;
-                let selected = select_branch(*n, &refs.branches).map_err(|no_match| {
-                    ResolveError::NoBranch {
-                        repo_id: repo_id.clone(),
-                        version: *n,
-                        help: branch_help(&no_match, !refs.tags.is_empty()),
+                let (chosen, head) = self.branch(repo_id, *n, &mut warnings).await?;
+                match cooldown {
+                    None => (chosen, head, None),
+                    Some(cooldown) => {
+                        let (commit, held_back) = self
+                            .admitted_on_branch(cooldown, repo_id, requirement, &chosen, &head)
+                            .await?;
+                        (chosen, commit, held_back)
                     }
-                })?;
-                if let Some(latest) = selected.latest.as_deref()
-                    && latest.parse::<i128>().is_ok_and(|l| l > i128::from(*n))
-                {
-                    warnings.push(format!(
-                        "`{repo_id}` is locked to version {n}, but version {latest} is available"
-                    ));
                 }
-                (selected.git_ref.name, selected.git_ref.target_commit)
             }
             requirement @ (Requirement::Pep440(_) | Requirement::Semver(_)) => {
-                let refs = self.client.list_refs(self.repo_type, repo_id).await?;
-                let selected = select_tag(requirement, &refs.tags).map_err(|no_match| {
-                    let version_branches: Vec<String> = refs
-                        .branches
-                        .iter()
-                        .filter(|b| crate::lock::requirement::branch_version(&b.name).is_some())
-                        .map(|b| b.name.clone())
-                        .collect();
-                    ResolveError::NoMatchingTag {
-                        repo_id: repo_id.clone(),
-                        requirement: requirement.to_string(),
-                        help: tag_help(&no_match, &version_branches),
-                    }
-                })?;
-                (selected.git_ref.name, selected.git_ref.target_commit)
+                self.tag(repo_id, requirement, cooldown).await?
             }
         };
         if !commit.is_sha1() {
@@ -267,7 +287,127 @@ impl Resolver {
             chosen,
             commit,
             warnings,
+            held_back,
         })
+    }
+
+    /// Branch `v<n>` and its head, warning when a higher version exists.
+    async fn branch(
+        &self,
+        repo_id: &RepoId,
+        n: u64,
+        warnings: &mut Vec<String>,
+    ) -> Result<(String, CommitId), ResolveError> {
+        let refs = self.client.list_refs(self.repo_type, repo_id).await?;
+        let selected =
+            select_branch(n, &refs.branches).map_err(|no_match| ResolveError::NoBranch {
+                repo_id: repo_id.clone(),
+                version: n,
+                help: branch_help(&no_match, !refs.tags.is_empty()),
+            })?;
+        if let Some(latest) = selected.latest.as_deref()
+            && latest.parse::<i128>().is_ok_and(|l| l > i128::from(n))
+        {
+            warnings.push(format!(
+                "`{repo_id}` is locked to version {n}, but version {latest} is available"
+            ));
+        }
+        Ok((selected.git_ref.name, selected.git_ref.target_commit))
+    }
+
+    /// The newest commit of branch `chosen` (at `head`) the cooldown admits.
+    async fn admitted_on_branch(
+        &self,
+        cooldown: &Cooldown,
+        repo_id: &RepoId,
+        requirement: &Requirement,
+        chosen: &str,
+        head: &CommitId,
+    ) -> Result<(CommitId, Option<HeldBack>), ResolveError> {
+        let found = cooldown
+            .newest_admitted(&self.client, self.repo_type, repo_id, head.as_str())
+            .await?;
+        let Some((locked, skipped)) = found else {
+            return Err(held_back_error(cooldown, repo_id, requirement));
+        };
+        let held_back = cooldown.held_back(repo_id, chosen, locked.clone(), &skipped);
+        Ok((locked.id, held_back))
+    }
+
+    /// The highest tag matching `requirement`; under `cooldown`, the highest
+    /// whose commit it admits (one commits request per tag tried).
+    async fn tag(
+        &self,
+        repo_id: &RepoId,
+        requirement: &Requirement,
+        cooldown: Option<&Cooldown>,
+    ) -> Result<(String, CommitId, Option<HeldBack>), ResolveError> {
+        let refs = self.client.list_refs(self.repo_type, repo_id).await?;
+        let mut tags = refs.tags.clone();
+        let mut skipped = Vec::new();
+        loop {
+            let selected = match select_tag(requirement, &tags) {
+                Ok(selected) => selected,
+                Err(_) if !skipped.is_empty() => {
+                    let cooldown = cooldown.expect("tags are only skipped under a cooldown");
+                    return Err(held_back_error(cooldown, repo_id, requirement));
+                }
+                Err(no_match) => return Err(no_matching_tag(repo_id, requirement, &refs, &no_match)),
+            };
+            let name = selected.git_ref.name;
+            let Some(cooldown) = cooldown else {
+                return Ok((name, selected.git_ref.target_commit, None));
+            };
+            let sha = selected.git_ref.target_commit;
+            let info = self
+                .client
+                .list_commits_until(self.repo_type, repo_id, sha.as_str(), |_| true)
+                .await?
+                .into_iter()
+                .next()
+                .unwrap_or(kernels_types::wire::CommitInfo {
+                    id: sha.clone(),
+                    title: String::new(),
+                    date: String::new(),
+                });
+            if cooldown.admits(&info.date) {
+                let held_back = cooldown.held_back(repo_id, &name, info, &skipped);
+                return Ok((name, sha, held_back));
+            }
+            tags.retain(|t| t.name != name);
+            skipped.push(info);
+        }
+    }
+}
+
+/// No commit a requirement allows is old enough for `cooldown`.
+fn held_back_error(cooldown: &Cooldown, repo_id: &RepoId, requirement: &Requirement) -> ResolveError {
+    ResolveError::HeldBack {
+        repo_id: repo_id.clone(),
+        requirement: requirement.to_string(),
+        cutoff: cooldown.cutoff,
+        setting: cooldown.describe(),
+    }
+}
+
+/// No tag matches a version requirement: the versions there are, or the
+/// version branches to use instead.
+fn no_matching_tag(
+    repo_id: &RepoId,
+    requirement: &Requirement,
+    refs: &kernels_types::wire::GitRefs,
+    no_match: &NoMatch,
+) -> ResolveError {
+    let version_branches: Vec<String> = refs
+        .branches
+        .iter()
+        .filter(|b| crate::lock::requirement::branch_version(&b.name).is_some())
+        .map(|b| b.name.clone())
+        .collect();
+    ResolveError::NoMatchingTag {
+        repo_id: repo_id.clone(),
+        requirement: requirement.to_string(),
+        help: tag_help(no_match, &version_branches),
     }
 }
 

@@ -11,6 +11,7 @@ mod cache_env;
 mod check;
 mod cli;
 mod concurrency;
+mod cooldown;
 #[cfg(unix)]
 mod crash;
 #[cfg(target_os = "linux")]

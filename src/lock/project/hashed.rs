@@ -50,6 +50,7 @@ impl Locker<'_> {
         let mut errors = Vec::new();
         let mut labels = HashMap::new();
         let mut previous_labels = HashMap::new();
+        let mut held_back = Vec::new();
         let mut kept = 0;
         for (repo_id, result) in results {
             match result {
@@ -65,6 +66,7 @@ impl Locker<'_> {
                     }
                     warnings.append(&mut notes);
                     warnings.extend(kernel.warnings.iter().cloned());
+                    held_back.extend(kernel.held_back.clone());
                     locked.push(Locked {
                         repo_id: kernel.repo_id.to_string(),
                         version: kernel.chosen.clone(),
@@ -95,6 +97,7 @@ impl Locker<'_> {
             kept,
             variants: Vec::new(),
             fit: Vec::new(),
+            held_back,
         })
     }
 
@@ -221,6 +224,19 @@ impl Locker<'_> {
             )
             .await;
             match verdict {
+                Ok(Verdict::Keep { label })
+                    if !self
+                        .cooldown_keeps(
+                            resolver.repo_type(),
+                            &dep.repo_id,
+                            &dep.requirement,
+                            &previous.sha,
+                        )
+                        .await =>
+                {
+                    // Locked before the cooldown held it back.
+                    old_label = Some(label);
+                }
                 Ok(Verdict::Keep { label }) => {
                     return Ok(Hashed::Kept {
                         lock: previous.clone(),

@@ -31,6 +31,7 @@ impl Locker<'_> {
     pub(super) fn resolver(&self, repo_type: RepoType) -> Resolver {
         Resolver::new(self.client.clone(), repo_type)
             .exclude_bytecode(self.profile.exclude_bytecode)
+            .cooldown(self.options.cooldown.clone())
     }
 
     /// After a failed resolution: when it is the `kernel` API's RepoNotFound and
@@ -60,6 +61,33 @@ impl Locker<'_> {
             "`{repo_id}` is not a kernel repository; locked from the model API (--allow-model-repos). Runtimes ≥0.14 cannot load it"
         ));
         Ok(())
+    }
+
+    /// Whether a locked `commit` of `repo_id` may be kept under the release
+    /// cooldown: always without one, for an exempt repository or a revision
+    /// requirement; else when its commit date (the commits API) is at or
+    /// before the cut-off. A failed request says no: resolving again reports it.
+    pub(super) async fn cooldown_keeps(
+        &self,
+        repo_type: RepoType,
+        repo_id: &RepoId,
+        requirement: &crate::lock::requirement::Requirement,
+        commit: &kernels_types::CommitId,
+    ) -> bool {
+        let Some(cooldown) = self.options.cooldown.as_ref().filter(|c| c.applies_to(repo_id)) else {
+            return true;
+        };
+        if matches!(requirement, crate::lock::requirement::Requirement::Revision(_)) {
+            return true;
+        }
+        match self
+            .client
+            .list_commits_until(repo_type, repo_id, commit.as_str(), |_| true)
+            .await
+        {
+            Ok(history) => history.first().is_some_and(|c| cooldown.admits(&c.date)),
+            Err(_) => false,
+        }
     }
 
     /// Whether locking `repo_id` needs its publisher's trust status.

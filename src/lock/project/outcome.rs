@@ -31,6 +31,9 @@ pub struct LockOptions {
     /// cuda-capabilities`, …): each locked kernel is checked for a variant
     /// that fits each ([`crate::lock::fit`]); empty: not checked.
     pub targets: Vec<kernels_types::fit::Target>,
+    /// The release cooldown applied to what is resolved anew
+    /// ([`crate::lock::cooldown`]); kept entries stay as locked.
+    pub cooldown: Option<crate::lock::cooldown::Cooldown>,
 }
 
 /// A written-to-be lock with its status lines.
@@ -58,6 +61,8 @@ pub struct LockOutcome {
     /// The declared targets a locked kernel has no variant for, or cannot be
     /// checked for, in lock then target order.
     pub fit: Vec<crate::lock::fit::FitFinding>,
+    /// The entries resolved in this run whose commit the cooldown changed.
+    pub held_back: Vec<crate::lock::cooldown::HeldBack>,
 }
 
 /// One entry resolved by a lock run: what its `Locked …` status line says,

@@ -67,6 +67,7 @@ impl Locker<'_> {
             warnings: Vec::new(),
             kept: 0,
             variants: Vec::new(),
+            held_back: Vec::new(),
         };
         // The first failure is the reference's (depth first, root by root);
         // the roots after it that failed themselves are reported with it, so
@@ -91,6 +92,7 @@ impl Locker<'_> {
             kept: tree.kept,
             variants: tree.variants,
             fit: Vec::new(),
+            held_back: tree.held_back,
         })
     }
 
@@ -205,6 +207,16 @@ impl Locker<'_> {
             KernelVersion::Revision(r) => Requirement::Revision(r.clone()),
         };
         let mut repo_type = self.profile.repo_type;
+        let previous = match previous {
+            Some(commit)
+                if !self
+                    .cooldown_keeps(repo_type, repo_id, &requirement, &commit)
+                    .await =>
+            {
+                None
+            }
+            previous => previous,
+        };
         let kept = previous.is_some();
         let resolved = if let Some(commit) = previous {
             // The requirement is recorded and unchanged: keep the commit.
@@ -215,6 +227,7 @@ impl Locker<'_> {
                 },
                 commit,
                 warnings: Vec::new(),
+                held_back: None,
             }
         } else {
             if self.needs_trust(repo_id) && self.client.is_offline() {
@@ -250,6 +263,7 @@ impl Locker<'_> {
         Ok(Node {
             chosen: resolved.chosen,
             commit: resolved.commit,
+            held_back: resolved.held_back,
             kept,
             warnings,
             children,
@@ -265,6 +279,8 @@ const DISCOVERY_CONCURRENCY: usize = 32;
 struct Node {
     chosen: String,
     commit: CommitId,
+    /// What the cooldown held back, when it changed the commit.
+    held_back: Option<crate::lock::cooldown::HeldBack>,
     /// Kept from the previous lock.
     kept: bool,
     /// Remarks, in the order the reference makes them.
@@ -289,6 +305,8 @@ struct Tree {
     kept: usize,
     /// Each visited node with its variants, in visiting order.
     variants: Vec<LockedVariants>,
+    /// What the cooldown held back, in visiting order.
+    held_back: Vec<crate::lock::cooldown::HeldBack>,
 }
 
 impl Tree {
@@ -323,12 +341,14 @@ impl Tree {
         let Node {
             chosen,
             commit,
+            held_back,
             kept,
             warnings,
             children,
             metadata,
         } = resolved;
         self.warnings.extend(warnings);
+        self.held_back.extend(held_back);
         self.variants.push(LockedVariants {
             repo_id: repo_id.to_string(),
             label: chosen.clone(),
@@ -407,6 +427,7 @@ mod tests {
         Node {
             chosen: "v1".to_owned(),
             commit: commit.parse().unwrap(),
+            held_back: None,
             kept,
             warnings: vec![format!("remark of {commit}")],
             children: children
@@ -433,6 +454,7 @@ mod tests {
             warnings: Vec::new(),
             kept: 0,
             variants: Vec::new(),
+            held_back: Vec::new(),
         }
     }
 
