@@ -598,7 +598,8 @@ pub fn ensure_locked(
         return Ok(());
     }
     let repo_type = repo_type.map(RepoTypeArg::from);
-    let (report, changes, _) = freshness(project_dir, None, repo_type, &[], None, settings, printer)?;
+    let (report, changes, _) =
+        freshness(project_dir, None, repo_type, &[], None, settings, printer)?;
     if print_report(
         &report,
         printer,
@@ -868,8 +869,8 @@ fn record_cutoff(
     let wanted = plan.cooldown.as_ref().and_then(Cooldown::to_record);
     let path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
     let text = fs_err::read_to_string(&path).map_err(|err| miette::miette!("{err}"))?;
-    let recorded = crate::lock::manifest::ToolSettings::read(project_dir)?
-        .and_then(|t| t.cooldown.recorded);
+    let recorded =
+        crate::lock::manifest::ToolSettings::read(project_dir)?.and_then(|t| t.cooldown.recorded);
     if !written && (recorded.is_some() || wanted.is_none()) {
         return Ok(());
     }

@@ -259,7 +259,12 @@ impl Cooldown {
         let newest = skipped.first()?.clone();
         let until = self.span().and_then(|span| {
             let date = newest.date.parse::<Timestamp>().ok()?;
-            Some(date.to_zoned(TimeZone::UTC).checked_add(span).ok()?.timestamp())
+            Some(
+                date.to_zoned(TimeZone::UTC)
+                    .checked_add(span)
+                    .ok()?
+                    .timestamp(),
+            )
         });
         Some(HeldBack {
             repo_id: repo_id.to_string(),

@@ -638,12 +638,17 @@ fn parse_cooldown(
         cooldown.exclude_newer = Some(value);
     }
     if let Some(item) = table.get(CUTOFF_KEY) {
-        let recorded = item.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok());
+        let recorded = item
+            .as_str()
+            .and_then(|s| s.parse::<jiff::Timestamp>().ok());
         cooldown.recorded = Some(recorded.ok_or_else(|| {
             problem(
                 CUTOFF_KEY,
                 item,
-                format!("expected an RFC 3339 time string, found {}", item_text(item)),
+                format!(
+                    "expected an RFC 3339 time string, found {}",
+                    item_text(item)
+                ),
                 "`kernels lock` writes this key; delete it and run `kernels lock` again",
             )
         })?);
@@ -660,7 +665,12 @@ fn parse_cooldown(
         })?;
         for (key, value) in entries.iter() {
             let repo = key.parse::<RepoId>().map_err(|err| {
-                problem("exclude-newer-package", value, format!("`{key}`: {err}"), exempt_help)
+                problem(
+                    "exclude-newer-package",
+                    value,
+                    format!("`{key}`: {err}"),
+                    exempt_help,
+                )
             })?;
             if value.as_bool() != Some(false) {
                 return Err(problem(

@@ -352,7 +352,9 @@ impl Resolver {
                     let cooldown = cooldown.expect("tags are only skipped under a cooldown");
                     return Err(held_back_error(cooldown, repo_id, requirement));
                 }
-                Err(no_match) => return Err(no_matching_tag(repo_id, requirement, &refs, &no_match)),
+                Err(no_match) => {
+                    return Err(no_matching_tag(repo_id, requirement, &refs, &no_match));
+                }
             };
             let name = selected.git_ref.name;
             let Some(cooldown) = cooldown else {
@@ -381,7 +383,11 @@ impl Resolver {
 }
 
 /// No commit a requirement allows is old enough for `cooldown`.
-fn held_back_error(cooldown: &Cooldown, repo_id: &RepoId, requirement: &Requirement) -> ResolveError {
+fn held_back_error(
+    cooldown: &Cooldown,
+    repo_id: &RepoId,
+    requirement: &Requirement,
+) -> ResolveError {
     ResolveError::HeldBack {
         repo_id: repo_id.clone(),
         requirement: requirement.to_string(),

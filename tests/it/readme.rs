@@ -131,7 +131,10 @@ fn documentation_list_names_every_docs_page() {
         .map(str::to_owned)
         .collect();
     for link in &linked {
-        assert!(root.join(link).exists(), "README links {link}, which does not exist");
+        assert!(
+            root.join(link).exists(),
+            "README links {link}, which does not exist"
+        );
     }
     let pages: BTreeSet<String> = fs_err::read_dir(root.join("docs"))
         .unwrap()
@@ -140,5 +143,8 @@ fn documentation_list_names_every_docs_page() {
         .map(|name| format!("docs/{name}"))
         .collect();
     let missing: Vec<&String> = pages.difference(&linked).collect();
-    assert!(missing.is_empty(), "README's Documentation list lacks {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "README's Documentation list lacks {missing:?}"
+    );
 }

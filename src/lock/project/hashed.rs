@@ -28,7 +28,7 @@ type VariantAnswers = Vec<(String, Result<kernels_types::metadata::Metadata, Loc
 /// resolution's remarks and what the previous commit was known as).
 enum Hashed {
     Kept { lock: KernelHashLock, label: String },
-    Resolved(ResolvedKernel, Vec<String>, Option<String>),
+    Resolved(Box<ResolvedKernel>, Vec<String>, Option<String>),
 }
 
 impl Locker<'_> {
@@ -258,7 +258,7 @@ impl Locker<'_> {
             }
         }
         let (kernel, notes) = self.resolve_hashed(resolver, dep).await?;
-        Ok(Hashed::Resolved(kernel, notes, old_label))
+        Ok(Hashed::Resolved(Box::new(kernel), notes, old_label))
     }
 
     async fn resolve_hashed(

@@ -74,10 +74,18 @@ impl Locker<'_> {
         requirement: &crate::lock::requirement::Requirement,
         commit: &kernels_types::CommitId,
     ) -> bool {
-        let Some(cooldown) = self.options.cooldown.as_ref().filter(|c| c.applies_to(repo_id)) else {
+        let Some(cooldown) = self
+            .options
+            .cooldown
+            .as_ref()
+            .filter(|c| c.applies_to(repo_id))
+        else {
             return true;
         };
-        if matches!(requirement, crate::lock::requirement::Requirement::Revision(_)) {
+        if matches!(
+            requirement,
+            crate::lock::requirement::Requirement::Revision(_)
+        ) {
             return true;
         }
         match self
