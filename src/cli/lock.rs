@@ -354,18 +354,7 @@ fn plan(
         .clone()
         .filter(|lock| lock.format() == profile.lock_format && merged.is_none());
     let had_previous = previous.is_some();
-    let (flag, purpose) = inputs.exclude_newer;
-    let cooldown = manifest
-        .settings
-        .cooldown
-        .in_force(flag, purpose, jiff::Timestamp::now())
-        .map_err(|err| {
-            miette::miette!(
-                code = "kernels::lock::exclude_newer",
-                "{}: exclude-newer: {err}",
-                manifest.path.display()
-            )
-        })?;
+    let cooldown = cooldown_in_force(inputs, &manifest)?;
     let options = LockOptions {
         trust,
         allow_model_repos: inputs.allow_model_repos,
@@ -410,6 +399,26 @@ fn plan(
         elapsed,
         cooldown,
     })
+}
+
+/// The release cooldown in force for this run (`--exclude-newer` or the
+/// manifest's `exclude-newer` settings), measured from now.
+fn cooldown_in_force(
+    inputs: &PlanInputs<'_>,
+    manifest: &Manifest,
+) -> miette::Result<Option<crate::lock::cooldown::Cooldown>> {
+    let (flag, purpose) = inputs.exclude_newer;
+    manifest
+        .settings
+        .cooldown
+        .in_force(flag, purpose, jiff::Timestamp::now())
+        .map_err(|err| {
+            miette::miette!(
+                code = "kernels::lock::exclude_newer",
+                "{}: exclude-newer: {err}",
+                manifest.path.display()
+            )
+        })
 }
 
 /// `--upgrade-package` may name only dependencies of the manifest or entries
