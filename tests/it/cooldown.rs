@@ -5,7 +5,7 @@
 //! span's instant in `pyproject.toml` for `--check`, and the exemption takes
 //! the head.
 
-use std::path::Path;
+use crate::sticky::copy_dir;
 
 use kernels_test_support::{self as common, Server, TestContext, snapshot};
 
@@ -38,18 +38,6 @@ fn fresh_mirror() -> tempfile::TempDir {
         .replace("[tags]\n", "[tags]\n\"v0.3.0\" = \"fresh\"\n");
     fs_err::write(repo.join("repo.toml"), toml).unwrap();
     root
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            fs_err::create_dir_all(&target).unwrap();
-        } else {
-            fs_err::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn project(tool: &str, requirement: &str) -> String {

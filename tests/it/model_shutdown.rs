@@ -6,6 +6,7 @@
 //! `models--` layout, reference 0.10.5 loads it offline, and an existing lock
 //! keeps its commit.
 
+use crate::sticky::copy_dir;
 use std::path::{Path, PathBuf};
 
 use kernels_test_support::{self as common, Server, TestContext, snapshot};
@@ -38,18 +39,6 @@ fn kernel_only_mirror() -> tempfile::TempDir {
     );
     fs_err::write(&toml_path, kept).unwrap();
     root
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            fs_err::create_dir_all(&target).unwrap();
-        } else {
-            fs_err::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// The status line of a plain HTTP GET of `path` over loopback.
