@@ -6,6 +6,7 @@
 
 mod add;
 mod auth;
+mod bench_help;
 #[cfg(unix)]
 mod cache_env;
 mod check;
