@@ -157,7 +157,8 @@ Environment variables:
                            As --no-progress
   NO_COLOR                 No colour
   VIRTUAL_ENV              The Python environment torch is detected in
-  SOURCE_DATE_EPOCH        File times in wheels built by to-wheel";
+  SOURCE_DATE_EPOCH        File times in wheels built by to-wheel; the
+                           creation time of kernels export";
 
 /// `--color` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
