@@ -212,37 +212,7 @@ fn metadata_properties(state: &VariantMetadata) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::MetadataSource;
-    use crate::lock::format::LockFormat;
-
-    /// An inventory of one variant whose `metadata.json` is `text`.
-    fn inventory_with(text: &str) -> Inventory {
-        Inventory {
-            lock_format: LockFormat::KernelLocks,
-            lock_sha256: "0".repeat(64),
-            components: vec![Component {
-                repo_id: "acme/relu".parse().unwrap(),
-                commit: "0123456789abcdef0123456789abcdef01234567".parse().unwrap(),
-                variant: "torch-cuda".into(),
-                requested: vec!["version 1".into()],
-                variant_hash: None,
-                metadata: VariantMetadata::Read {
-                    source: MetadataSource::Cache,
-                    git_blob: None,
-                    sha256: None,
-                    metadata: Box::new(text.parse().unwrap()),
-                },
-            }],
-            created: None,
-        }
-    }
-
-    const DIRTY: &str = r#"{"version": 1, "python-depends": [], "license": "llama2",
-        "upstream": "https://github.com/acme/relu.git",
-        "provenance": {
-            "kernel-builder": {"version": "0.17.0-dev0",
-                "commit": "89abcdef0123456789abcdef0123456789abcdef", "dirty": true},
-            "kernel": {"commit": "fedcba9876543210fedcba9876543210fedcba98", "dirty": false}}}"#;
+    use crate::export::fixtures::{DIRTY, inventory_with};
 
     fn property<'a>(doc: &'a Value, name: &str) -> Option<&'a str> {
         doc["components"][0]["properties"]
@@ -281,27 +251,5 @@ mod tests {
         let doc = document(&inventory_with(r#"{"version": 1}"#));
         assert_eq!(property(&doc, "kernels:dirty"), Some("unknown"));
         assert!(doc["components"][0].get("licenses").is_none());
-    }
-
-    #[test]
-    fn spdx_states_the_same_provenance_and_license() {
-        let doc = crate::export::spdx::document(&inventory_with(DIRTY));
-        let package = &doc["packages"][0];
-        assert_eq!(package["licenseDeclared"], "NOASSERTION");
-        assert!(
-            package["licenseComments"]
-                .as_str()
-                .unwrap()
-                .contains("`llama2`")
-        );
-        assert_eq!(package["homepage"], "https://github.com/acme/relu.git");
-        let info = package["sourceInfo"].as_str().unwrap();
-        assert!(
-            info.contains("built by kernel-builder 0.17.0-dev0 at 89abcdef"),
-            "{info}"
-        );
-        assert!(info.contains("dirty: true"), "{info}");
-        assert!(info.contains("signer: unknown"), "{info}");
-        assert_eq!(doc["creationInfo"]["created"], "1970-01-01T00:00:00Z");
     }
 }

@@ -153,6 +153,41 @@ pub fn content_uuid(format: &str, content: &[u8]) -> uuid::Uuid {
     uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, &name)
 }
 
+/// Inventories the format tests write.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    /// An inventory of one variant whose `metadata.json` is `text`.
+    pub(crate) fn inventory_with(text: &str) -> Inventory {
+        Inventory {
+            lock_format: LockFormat::KernelLocks,
+            lock_sha256: "0".repeat(64),
+            components: vec![Component {
+                repo_id: "acme/relu".parse().unwrap(),
+                commit: "0123456789abcdef0123456789abcdef01234567".parse().unwrap(),
+                variant: "torch-cuda".into(),
+                requested: vec!["version 1".into()],
+                variant_hash: None,
+                metadata: VariantMetadata::Read {
+                    source: MetadataSource::Cache,
+                    git_blob: None,
+                    sha256: None,
+                    metadata: Box::new(text.parse().unwrap()),
+                },
+            }],
+            created: None,
+        }
+    }
+
+    pub(crate) const DIRTY: &str = r#"{"version": 1, "python-depends": [], "license": "llama2",
+        "upstream": "https://github.com/acme/relu.git",
+        "provenance": {
+            "kernel-builder": {"version": "0.17.0-dev0",
+                "commit": "89abcdef0123456789abcdef0123456789abcdef", "dirty": true},
+            "kernel": {"commit": "fedcba9876543210fedcba9876543210fedcba98", "dirty": false}}}"#;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

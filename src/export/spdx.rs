@@ -209,3 +209,31 @@ fn provenance(m: &Metadata) -> Vec<String> {
     }
     parts
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures::{DIRTY, inventory_with};
+
+    #[test]
+    fn spdx_states_the_same_provenance_and_license() {
+        let doc = document(&inventory_with(DIRTY));
+        let package = &doc["packages"][0];
+        assert_eq!(package["licenseDeclared"], "NOASSERTION");
+        assert!(
+            package["licenseComments"]
+                .as_str()
+                .unwrap()
+                .contains("`llama2`")
+        );
+        assert_eq!(package["homepage"], "https://github.com/acme/relu.git");
+        let info = package["sourceInfo"].as_str().unwrap();
+        assert!(
+            info.contains("built by kernel-builder 0.17.0-dev0 at 89abcdef"),
+            "{info}"
+        );
+        assert!(info.contains("dirty: true"), "{info}");
+        assert!(info.contains("signer: unknown"), "{info}");
+        assert_eq!(doc["creationInfo"]["created"], "1970-01-01T00:00:00Z");
+    }
+}
