@@ -6,7 +6,7 @@
 //! ```text
 //! cli/       arguments, settings (the only environment reader), printing, progress
 //! wheel/     to-wheel            mirror/    kernels mirror    check/   kernels check
-//! info/      kernels info
+//! info/      kernels info       export/  kernels export (SBOM)
 //! install/   plan · fetch · engine · warm check · verify · dry-run · explain
 //! variant/   variant selection and environment detection
 //! lock/      manifest · requirement · resolver · project locking · freshness ·
@@ -16,6 +16,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod export;
 pub mod info;
 pub mod install;
 pub mod lock;

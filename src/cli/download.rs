@@ -223,12 +223,7 @@ pub(super) fn read_lock(
 ) -> miette::Result<LockRead> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if !lock_path.is_file() {
-        return Err(DownloadCliError::NoLock {
-            dir: project_dir.to_owned(),
-            path: lock_path,
-            help: no_lock_help(project_dir),
-        }
-        .into());
+        return Err(no_lock_error(project_dir));
     }
     let lockfile = Lockfile::read(&lock_path)?;
     let kernels = lockfile.locked_kernels(&lock_path)?;
@@ -328,6 +323,17 @@ fn parse_concurrency(s: &str) -> Result<usize, String> {
             "`{s}` is not a positive number of parallel downloads"
         )),
     }
+}
+
+/// The error of a project directory `dir` without `kernels.lock`, with
+/// the command that creates it.
+pub(super) fn no_lock_error(dir: &Path) -> miette::Report {
+    DownloadCliError::NoLock {
+        dir: dir.to_owned(),
+        path: dir.join(LOCK_FILE_NAME),
+        help: no_lock_help(dir),
+    }
+    .into()
 }
 
 /// How to get a `kernels.lock` in `dir`: lock the project, or, without a

@@ -15,6 +15,7 @@ mod check;
 mod download;
 mod env;
 mod explain;
+mod export;
 mod fit;
 mod info;
 pub mod json;
@@ -156,7 +157,8 @@ Environment variables:
                            As --no-progress
   NO_COLOR                 No colour
   VIRTUAL_ENV              The Python environment torch is detected in
-  SOURCE_DATE_EPOCH        File times in wheels built by to-wheel";
+  SOURCE_DATE_EPOCH        File times in wheels built by to-wheel; the
+                           creation time of kernels export";
 
 /// `--color` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -194,6 +196,14 @@ enum Command {
     Add(add::AddArgs),
     /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
     Download(download::DownloadArgs),
+    /// Write a software bill of materials (CycloneDX, SPDX or JSON) of what `kernels.lock` pins.
+    ///
+    /// One component per build variant of each locked commit: repository,
+    /// commit, variant, package URL, the variant hash of a variant-hash lock,
+    /// and from each variant's `metadata.json` (read from the cache, else
+    /// from the Hub) license, upstream and source URLs, builder provenance
+    /// and dirty flag. Deterministic: a rerun writes the same bytes.
+    Export(export::ExportArgs),
     /// Show the environment variants are chosen for, and where each value came from.
     ///
     /// In a project with a `kernels.lock`, also the variant each locked kernel
@@ -283,6 +293,7 @@ pub fn main() -> ExitCode {
         Command::Cache(a) => (LockModeArgs::default(), Some(&a.cache), false),
         Command::Env(a) => (LockModeArgs::default(), Some(&a.cache), false),
         Command::Info(a) => (LockModeArgs::default(), Some(&a.cache), false),
+        Command::Export(a) => (LockModeArgs::default(), Some(&a.cache), false),
         _ => (LockModeArgs::default(), None, false),
     };
     if let Some(dir) = cache.and_then(|c| c.cache_dir.clone()) {
@@ -407,6 +418,10 @@ fn dispatch(
         Command::Env(mut args) => {
             args.project_dir = project_dir(None, global)?;
             env::run(args, settings, printer)
+        }
+        Command::Export(mut args) => {
+            args.project.resolve(global)?;
+            export::run(args, settings, printer)
         }
         Command::Cache(args) => cache::run(args, settings, printer),
         Command::Info(args) => info::run(args, settings, printer),

@@ -94,7 +94,7 @@ pub fn cached_blob(
 }
 
 /// The content of `blobs/<etag>` when it hashes to `etag`.
-fn verified_blob(repo: &RepoCache, etag: &str) -> Option<Vec<u8>> {
+pub fn verified_blob(repo: &RepoCache, etag: &str) -> Option<Vec<u8>> {
     let digest = Digest::from_etag(etag).ok()?;
     let body = fs_err::read(repo.blob_path(etag)).ok()?;
     let mut hasher = Hasher::new(digest.kind(), body.len() as u64);

@@ -21,6 +21,7 @@ mod download;
 mod edges;
 mod env;
 mod environment;
+mod export;
 mod faults;
 mod fit;
 mod fit_display;

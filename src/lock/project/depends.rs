@@ -50,6 +50,9 @@ pub struct VariantMetadata {
     pub variants: Vec<(String, Result<Metadata, LockError>)>,
     /// Directories under `build/` that are no variant (`csrc`).
     pub invalid: BTreeSet<String>,
+    /// Variant directory → git blob id of its `metadata.json`, as the
+    /// listing names it (variants without one are absent).
+    pub blobs: BTreeMap<String, Digest>,
 }
 
 /// How many `metadata.json` files one commit reads at the same time.
@@ -122,9 +125,15 @@ pub async fn variant_metadata(
             (variant.clone(), answer)
         })
         .collect();
+    let blobs = files
+        .variants
+        .iter()
+        .filter_map(|(name, oid)| oid.map(|oid| (name.clone(), oid)))
+        .collect();
     Ok(Some(VariantMetadata {
         variants,
         invalid: files.invalid,
+        blobs,
     }))
 }
 
