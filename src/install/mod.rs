@@ -24,10 +24,12 @@
 //! what a run hands back (`report`), the one error type (`error`), the version
 //! label of a commit (`version`), the reporter trait (`reporter`), offline
 //! verification (`verify`), `--dry-run` (`dry_run`), `--explain` (`explain`),
-//! the load-time fit of candidate variants (`fit`), the fit of each variant
+//! the load-time fit of candidate variants (`fit`), the metadata digest of a
+//! variant's files (`digest`), the fit of each variant
 //! for the targets that `--explain` and `kernels env` show (`variant_fit`).
 //! Each imports what it needs from its siblings; none imports this module.
 
+pub mod digest;
 pub mod dry_run;
 mod engine;
 pub mod error;
