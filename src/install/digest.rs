@@ -149,6 +149,29 @@ pub fn check_dir(dir: &Path, expected: &VariantDigest) -> Vec<DigestProblem> {
         .unwrap_or_else(|err| vec![DigestProblem::Unreadable(err.to_string())])
 }
 
+/// The files under the variant directory `dir` (links not followed) that
+/// `expected` does not name, as [`DigestProblem::Unknown`]s: after
+/// `download` placed the planned files, what else is there was added to the
+/// cache. A directory that does not exist has none.
+pub fn unknown_in_dir(dir: &Path, expected: &VariantDigest) -> Vec<DigestProblem> {
+    walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|entry| !entry.file_type().is_dir())
+        .filter_map(|entry| {
+            let relative = entry.path().strip_prefix(dir).ok()?;
+            let parts: Vec<String> = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let relative = parts.join("/");
+            let known = is_excluded(&relative) || expected.files.contains_key(&relative);
+            (!known).then_some(DigestProblem::Unknown(relative))
+        })
+        .collect()
+}
+
 /// One file's content as its variant's digest records it: checked on a
 /// fetched blob before it becomes `blobs/<etag>`, and on a blob already
 /// there before it is linked ([`check_content`]).

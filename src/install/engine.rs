@@ -24,6 +24,7 @@ use super::version::cached_version;
 use super::warm;
 use crate::lock::format::LockedKernel;
 use crate::variant::VariantSelection;
+use kernels_types::metadata::VariantDigest;
 
 /// Downloads every kernel of `kernels` into `cache`; see the module docs.
 ///
@@ -445,7 +446,7 @@ impl Run<'_> {
             fit_tally,
             ..
         } = prepared;
-        let expected = self.expected_contents(&repo, kernel, &plan).await?;
+        let (expected, digests) = self.expected_contents(&repo, kernel, &plan).await?;
         let variants: Vec<String> = plan.variants.keys().cloned().collect();
         tracing::debug!(
             "{label}: {} file(s), {} blob(s) in variant(s) {}",
@@ -463,6 +464,14 @@ impl Run<'_> {
         let tally = self
             .place_blobs(&repo, kernel, &blobs, fit_tally, &expected)
             .await?;
+        // A file added to a cached variant directory is no planned file.
+        for (variant, expected) in &digests {
+            let dir = repo.snapshot_path(kernel.commit.as_str(), &format!("build/{variant}"))?;
+            let unknown = digest::unknown_in_dir(&dir, expected);
+            if !unknown.is_empty() {
+                return Err(digest_refused(kernel, variant, unknown));
+            }
+        }
         if let Some(hashes) = &kernel.variants {
             for (variant, files) in &plan.variants {
                 let locked =
@@ -498,25 +507,21 @@ impl Run<'_> {
         repo: &kernels_cache::RepoCache,
         kernel: &LockedKernel,
         plan: &KernelPlan,
-    ) -> Result<digest::Expectations, DownloadError> {
+    ) -> Result<(digest::Expectations, Vec<(String, VariantDigest)>), DownloadError> {
         let mut expected = digest::Expectations::new();
+        let mut digests = Vec::new();
         for (variant, files) in &plan.variants {
             let Some(metadata) = self.planned_metadata(repo, kernel, variant, files).await? else {
                 continue;
             };
-            let Some(variant_digest) = &metadata.digest else {
+            let Some(variant_digest) = metadata.digest else {
                 continue;
             };
-            digest::expect_planned(variant, files, variant_digest, &mut expected).map_err(
-                |problems| DownloadError::Digest {
-                    repo_id: kernel.repo_id.clone(),
-                    commit: kernel.commit.clone(),
-                    variant: variant.clone(),
-                    problems,
-                },
-            )?;
+            digest::expect_planned(variant, files, &variant_digest, &mut expected)
+                .map_err(|problems| digest_refused(kernel, variant, problems))?;
+            digests.push((variant.clone(), variant_digest));
         }
-        Ok(expected)
+        Ok((expected, digests))
     }
 
     /// The planned `build/<variant>/metadata.json`, parsed: from `blobs/`
@@ -645,6 +650,20 @@ impl Run<'_> {
         };
         self.progress.cached(blob.size.saturating_mul(shown));
         Ok(fetched)
+    }
+}
+
+/// The [`DownloadError::Digest`] of `variant` of `kernel`.
+fn digest_refused(
+    kernel: &LockedKernel,
+    variant: &str,
+    problems: Vec<kernels_trust::DigestProblem>,
+) -> DownloadError {
+    DownloadError::Digest {
+        repo_id: kernel.repo_id.clone(),
+        commit: kernel.commit.clone(),
+        variant: variant.to_owned(),
+        problems,
     }
 }
 

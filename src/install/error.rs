@@ -251,7 +251,7 @@ pub enum DownloadError {
     #[diagnostic(
         code(kernels::download::digest_mismatch),
         help(
-            "the server's files are not the ones the kernel was built with (changed, added or removed after the build), so they were not placed in the cache; report it to the kernel's publisher or the mirror's operator, or lock another version (`kernels versions {repo_id}`)"
+            "the files are not the ones the kernel was built with (changed, added or removed after the build): what the server sent that differs was not placed in the cache (report it to the kernel's publisher or the mirror's operator, or lock another version: `kernels versions {repo_id}`), and an unknown file already in the cached variant directory was added there (remove it)"
         )
     )]
     Digest {
