@@ -5,7 +5,9 @@
 //! placed as a verified blob plus a relative snapshot link ([`kernels_cache`]).
 //! Blobs already in the cache whose content verifies cost no request. A
 //! variant locked with a `git_lfs_concat` hash is reported done only after the
-//! hash recomputed from the linked blobs equals the lock's. All kernels are
+//! hash recomputed from the linked blobs equals the lock's; a variant whose
+//! metadata.json has a `digest` is checked against it before anything of the
+//! kernel is linked (module `digest`). All kernels are
 //! tried; failures are collected in the [`DownloadSummary`].
 //!
 //! With a variant-hash lock, a kernel whose selected variants are already

@@ -7,7 +7,9 @@
 //! its name states (git blob sha1 for 40-hex names, sha256 for 64-hex names,
 //! blobs hashed in parallel with rayon) and, for locks that carry variant
 //! hashes, recomputes each variant's `git_lfs_concat` hash and compares it with
-//! the lock. Every difference becomes a [`Problem`]; nothing stops at the first.
+//! the lock. A variant whose cached metadata.json has a `digest` is compared
+//! with it file by file ([`super::digest`]). Every difference becomes a
+//! [`Problem`]; nothing stops at the first.
 //!
 //! `kernels verify` prints the result; `kernels download --offline` (or with
 //! `HF_HUB_OFFLINE`) uses the same check instead of downloading.
