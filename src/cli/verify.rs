@@ -121,13 +121,15 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
 /// metadata.json cannot be read (`invalid`), and for each cached variant the target
 /// runtime would load and refuse (`refused`, its directories) their removal:
 /// `kernels download` leaves a complete variant directory in place, and the
-/// runtime takes the best one it finds.
+/// runtime takes the best one it finds. So for a variant whose files differ
+/// from its metadata.json digest (`tampered`): removed, then downloaded.
 fn repair_help(
     args: &VerifyArgs,
     fixable: bool,
     needs_lock: bool,
     invalid: bool,
     refused: &[std::path::PathBuf],
+    tampered: &[std::path::PathBuf],
 ) -> String {
     let mut help = Vec::new();
     if fixable {
@@ -144,6 +146,13 @@ fn repair_help(
         let dirs: Vec<String> = refused.iter().map(|d| shell_path(d)).collect();
         help.push(format!(
             "the target runtime would load a cached variant and refuse it: remove it so that the runtime takes one that fits (`kernels download` places one), or lock a version that has one (`kernels versions REPO`):\n\n    rm -r {}",
+            dirs.join(" ")
+        ));
+    }
+    if !tampered.is_empty() {
+        let dirs: Vec<String> = tampered.iter().map(|d| shell_path(d)).collect();
+        help.push(format!(
+            "a cached variant's files are not the ones its metadata.json digest names (changed, added or removed after the build): remove it and run `kernels download` again, which refuses files that do not match:\n\n    rm -r {}",
             dirs.join(" ")
         ));
     }
@@ -190,6 +199,7 @@ fn print_text(
     let mut fixable = false;
     let mut invalid = false;
     let mut refused = Vec::new();
+    let mut tampered = Vec::new();
     for warning in checks.iter().flat_map(|check| &check.warnings) {
         printer.status(format_args!("warning: {warning}"));
     }
@@ -218,6 +228,13 @@ fn print_text(
                     invalid = true;
                     true
                 }
+                Problem::Digest { variant, .. } => {
+                    let dir = snapshot(check).join("build").join(variant);
+                    if !tampered.contains(&dir) {
+                        tampered.push(dir);
+                    }
+                    true
+                }
                 _ => false,
             };
             fixable |= problem.fixed_by_download();
@@ -236,7 +253,7 @@ fn print_text(
         ));
         return Ok(ExitCode::SUCCESS);
     }
-    let help = repair_help(args, fixable, needs_lock, invalid, &refused);
+    let help = repair_help(args, fixable, needs_lock, invalid, &refused, &tampered);
     Err(VerifyFailed {
         problems,
         kernels: failed,

@@ -11,6 +11,7 @@ use tokio::sync::Semaphore;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 
+use super::digest;
 use super::error::DownloadError;
 use super::fetch::{Fetched, Source, ensure_blob};
 use super::fit;
@@ -23,6 +24,7 @@ use super::version::cached_version;
 use super::warm;
 use crate::lock::format::LockedKernel;
 use crate::variant::VariantSelection;
+use kernels_types::metadata::VariantDigest;
 
 /// Downloads every kernel of `kernels` into `cache`; see the module docs.
 ///
@@ -223,6 +225,7 @@ pub(crate) async fn choose_fitting(
             repo_id: &kernel.repo_id,
             commit: kernel.commit.as_str(),
             path: &path,
+            expected: &[],
         };
         if let Fetched::Downloaded { bytes } =
             ensure_blob(repo, &digest, &source, &super::reporter::NoReporter).await?
@@ -443,6 +446,7 @@ impl Run<'_> {
             fit_tally,
             ..
         } = prepared;
+        let (expected, digests) = self.expected_contents(&repo, kernel, &plan).await?;
         let variants: Vec<String> = plan.variants.keys().cloned().collect();
         tracing::debug!(
             "{label}: {} file(s), {} blob(s) in variant(s) {}",
@@ -457,19 +461,15 @@ impl Run<'_> {
             files: plan.file_count(),
             bytes: plan.total_bytes(),
         });
-        let outcomes = join_all(blobs.iter().map(|(digest, paths)| {
-            let fresh = fit_tally.fresh.contains(&digest.digest);
-            self.place_blob(&repo, kernel, digest, paths, fresh)
-        }))
-        .await;
-        let mut tally = Tally {
-            fresh: Vec::new(),
-            ..fit_tally
-        };
-        for outcome in outcomes {
-            if let Fetched::Downloaded { bytes } = outcome? {
-                tally.bytes = tally.bytes.saturating_add(bytes);
-                tally.blobs += 1;
+        let tally = self
+            .place_blobs(&repo, kernel, &blobs, fit_tally, &expected)
+            .await?;
+        // A file added to a cached variant directory is no planned file.
+        for (variant, expected) in &digests {
+            let dir = repo.snapshot_path(kernel.commit.as_str(), &format!("build/{variant}"))?;
+            let unknown = digest::unknown_in_dir(&dir, expected);
+            if !unknown.is_empty() {
+                return Err(digest_refused(kernel, variant, unknown));
             }
         }
         if let Some(hashes) = &kernel.variants {
@@ -498,22 +498,126 @@ impl Run<'_> {
         })
     }
 
-    /// Puts one blob in place for every path it backs: fetched (under a
-    /// permit) unless every path is in place already, then linked (or
-    /// copied; without symlinks a new blob is moved into the last path that
-    /// needs it, `fresh` counting as new: fetched by this run's fit check).
-    async fn place_blob(
+    /// The content each blob must have by the metadata digests of the
+    /// planned variants ([`super::digest`]), after checking what the listing
+    /// alone shows (names, LFS sha256s): a variant that differs fails the
+    /// kernel before anything is fetched.
+    async fn expected_contents(
         &self,
         repo: &kernels_cache::RepoCache,
         kernel: &LockedKernel,
-        digest: &kernels_types::BlobId,
+        plan: &KernelPlan,
+    ) -> Result<(digest::Expectations, Vec<(String, VariantDigest)>), DownloadError> {
+        let mut expected = digest::Expectations::new();
+        let mut digests = Vec::new();
+        for (variant, files) in &plan.variants {
+            let Some(metadata) = self.planned_metadata(repo, kernel, variant, files).await? else {
+                continue;
+            };
+            let Some(variant_digest) = metadata.digest else {
+                continue;
+            };
+            digest::expect_planned(variant, files, &variant_digest, &mut expected)
+                .map_err(|problems| digest_refused(kernel, variant, problems))?;
+            digests.push((variant.clone(), variant_digest));
+        }
+        Ok((expected, digests))
+    }
+
+    /// The planned `build/<variant>/metadata.json`, parsed: from `blobs/`
+    /// (where the fit check put it) or the snapshot, else fetched.
+    async fn planned_metadata(
+        &self,
+        repo: &kernels_cache::RepoCache,
+        kernel: &LockedKernel,
+        variant: &str,
+        files: &[PlannedFile],
+    ) -> Result<Option<kernels_types::metadata::Metadata>, DownloadError> {
+        let path = fit::metadata_path(variant);
+        let Some(file) = files.iter().find(|f| f.path == path) else {
+            return Ok(None);
+        };
+        let commit = kernel.commit.as_str();
+        let in_blobs = repo.blob_matches(&file.digest).unwrap_or(false);
+        let placed = matches!(
+            repo.placement(commit, &path, &file.digest),
+            Ok(kernels_cache::Placement::Linked | kernels_cache::Placement::Copied)
+        );
+        let on_disk = if in_blobs || !placed {
+            let source = Source {
+                client: self.client,
+                repo_type: self.options.repo_type,
+                repo_id: &kernel.repo_id,
+                commit,
+                path: &path,
+                expected: &[],
+            };
+            ensure_blob(repo, &file.digest, &source, &super::reporter::NoReporter).await?;
+            repo.blob_path(&file.digest.etag())
+        } else {
+            repo.snapshot_path(commit, &path)?
+        };
+        let bytes = fs_err::read(&on_disk)
+            .map_err(|err| DownloadError::Internal(format!("cannot read {path}: {err}")))?;
+        let subject = fit::Subject {
+            repo_id: &kernel.repo_id,
+            commit: &kernel.commit,
+        };
+        fit::parse_metadata(subject, variant, &bytes).map(Some)
+    }
+
+    /// Fetches every blob of a kernel (checked against `expected` before it
+    /// is kept), then, when all are there, links them: a kernel that fails
+    /// leaves nothing of itself in the snapshot. Returns the tally of
+    /// `fit_tally` plus what was fetched.
+    async fn place_blobs(
+        &self,
+        repo: &kernels_cache::RepoCache,
+        kernel: &LockedKernel,
+        blobs: &[(kernels_types::BlobId, Vec<(String, bool)>)],
+        fit_tally: Tally,
+        expected: &digest::Expectations,
+    ) -> Result<Tally, DownloadError> {
+        let outcomes = join_all(blobs.iter().map(|(blob, paths)| {
+            let expect = expected.get(&blob.digest).map_or(&[][..], Vec::as_slice);
+            self.fetch_blob(repo, kernel, blob, paths, expect)
+        }))
+        .await;
+        let mut fetched = Vec::with_capacity(outcomes.len());
+        for outcome in outcomes {
+            fetched.push(outcome?);
+        }
+        let mut tally = Tally {
+            fresh: Vec::new(),
+            ..fit_tally.clone()
+        };
+        for ((blob, paths), outcome) in blobs.iter().zip(fetched) {
+            let fresh = fit_tally.fresh.contains(&blob.digest);
+            link_blob(repo, kernel, blob, paths, &outcome, fresh)?;
+            if let Fetched::Downloaded { bytes } = outcome {
+                tally.bytes = tally.bytes.saturating_add(bytes);
+                tally.blobs += 1;
+            }
+        }
+        Ok(tally)
+    }
+
+    /// Makes sure one blob is in `blobs/` (fetched under a permit) unless
+    /// every path it backs is in place already; either way its content is
+    /// checked against `expected` first.
+    async fn fetch_blob(
+        &self,
+        repo: &kernels_cache::RepoCache,
+        kernel: &LockedKernel,
+        blob: &kernels_types::BlobId,
         paths: &[(String, bool)],
-        fresh: bool,
+        expected: &[digest::ExpectedContent],
     ) -> Result<Fetched, DownloadError> {
         let count = paths.len() as u64;
         if paths.iter().all(|(_, ok)| *ok) {
             // Everything in place (links or verified copies): no lock, no write.
-            self.progress.cached(digest.size.saturating_mul(count));
+            check_present(repo, kernel, blob, paths, expected)?;
+            self.progress.cached(blob.size.saturating_mul(count));
             return Ok(Fetched::Cached);
         }
         let _permit = self
@@ -527,33 +631,98 @@ impl Run<'_> {
             repo_id: &kernel.repo_id,
             commit: kernel.commit.as_str(),
             path: &paths[0].0,
+            expected,
         };
-        let fetched = ensure_blob(repo, digest, &source, self.progress).await?;
+        let fetched = ensure_blob(repo, blob, &source, self.progress).await?;
         match &fetched {
-            Fetched::Cached => tracing::debug!("{}: cached and verified", paths[0].0),
+            Fetched::Cached => {
+                check_present(repo, kernel, blob, paths, expected)?;
+                tracing::debug!("{}: cached and verified", paths[0].0);
+            }
             Fetched::Downloaded { bytes } => {
                 tracing::debug!("{}: downloaded {bytes} bytes, verified", paths[0].0);
             }
         }
-        let todo: Vec<&str> = paths
-            .iter()
-            .filter(|(_, ok)| !ok)
-            .map(|(p, _)| p.as_str())
-            .collect();
-        let new_blob = matches!(fetched, Fetched::Downloaded { .. });
-        for (i, path) in todo.iter().enumerate() {
-            let last = i + 1 == todo.len();
-            repo.place(
-                kernel.commit.as_str(),
-                path,
-                &digest.etag(),
-                (new_blob || fresh) && last,
-            )?;
-        }
-        let shown = if new_blob { count - 1 } else { count };
-        self.progress.cached(digest.size.saturating_mul(shown));
+        let shown = if matches!(fetched, Fetched::Downloaded { .. }) {
+            count - 1
+        } else {
+            count
+        };
+        self.progress.cached(blob.size.saturating_mul(shown));
         Ok(fetched)
     }
+}
+
+/// The [`DownloadError::Digest`] of `variant` of `kernel`.
+fn digest_refused(
+    kernel: &LockedKernel,
+    variant: &str,
+    problems: Vec<kernels_trust::DigestProblem>,
+) -> DownloadError {
+    DownloadError::Digest {
+        repo_id: kernel.repo_id.clone(),
+        commit: kernel.commit.clone(),
+        variant: variant.to_owned(),
+        problems,
+    }
+}
+
+/// Checks a blob already in the cache against `expected`: `blobs/<etag>`,
+/// or the copy at its first placed path (a cache without links).
+fn check_present(
+    repo: &kernels_cache::RepoCache,
+    kernel: &LockedKernel,
+    blob: &kernels_types::BlobId,
+    paths: &[(String, bool)],
+    expected: &[digest::ExpectedContent],
+) -> Result<(), DownloadError> {
+    if expected.is_empty() {
+        return Ok(());
+    }
+    let mut on_disk = repo.blob_path(&blob.etag());
+    if !on_disk.is_file()
+        && let Some((path, _)) = paths.iter().find(|(_, ok)| *ok)
+    {
+        on_disk = repo.snapshot_path(kernel.commit.as_str(), path)?;
+    }
+    let problems = digest::check_content(&on_disk, expected);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(super::fetch::digest_error(
+        &kernel.repo_id,
+        kernel.commit.as_str(),
+        problems,
+    )?)
+}
+
+/// Links (or copies) one fetched blob into every path it backs that is not
+/// in place; without symlinks a new blob is moved into the last path that
+/// needs it, `fresh` counting as new (fetched by this run's fit check).
+fn link_blob(
+    repo: &kernels_cache::RepoCache,
+    kernel: &LockedKernel,
+    blob: &kernels_types::BlobId,
+    paths: &[(String, bool)],
+    fetched: &Fetched,
+    fresh: bool,
+) -> Result<(), DownloadError> {
+    let todo: Vec<&str> = paths
+        .iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    let new_blob = matches!(fetched, Fetched::Downloaded { .. });
+    for (i, path) in todo.iter().enumerate() {
+        let last = i + 1 == todo.len();
+        repo.place(
+            kernel.commit.as_str(),
+            path,
+            &blob.etag(),
+            (new_blob || fresh) && last,
+        )?;
+    }
+    Ok(())
 }
 
 /// Passes what choosing among the listed variants of `kernel` warns about to

@@ -241,6 +241,30 @@ pub enum DownloadError {
         problem: kernels_types::metadata::MetadataError,
     },
 
+    /// Files of a variant differ from the `digest` of its metadata.json
+    /// ([`super::digest`]); nothing of the variant was linked, and a fetched
+    /// file that differs never became a blob.
+    #[error(
+        "variant `{variant}` of {repo_id}@{} does not match the digest in `build/{variant}/metadata.json`: {}",
+        commit.short(), super::digest::describe(problems)
+    )]
+    #[diagnostic(
+        code(kernels::download::digest_mismatch),
+        help(
+            "the files are not the ones the kernel was built with (changed, added or removed after the build): what the server sent that differs was not placed in the cache (report it to the kernel's publisher or the mirror's operator, or lock another version: `kernels versions {repo_id}`), and an unknown file already in the cached variant directory was added there (remove it)"
+        )
+    )]
+    Digest {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: CommitId,
+        /// The variant.
+        variant: String,
+        /// Every file that differs, sorted by path.
+        problems: Vec<kernels_trust::DigestProblem>,
+    },
+
     /// A bug or runtime failure (a worker task died).
     #[error("internal error: {0}")]
     #[diagnostic(code(kernels::download::internal))]

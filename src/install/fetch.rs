@@ -10,6 +10,10 @@
 //! * **Resume**: partial data from an interrupted attempt or an earlier run
 //!   (`blobs/<etag>.incomplete`) is what the writer holds, continued by the
 //!   Hub client with a guarded `Range` request.
+//! * **Digest**: with [`ExpectedContent`]s (the files' digests in their
+//!   variant's metadata.json), the complete content is hashed by that rule
+//!   before the rename too; content that differs is discarded and never
+//!   becomes a blob ([`DownloadError::Digest`]).
 //! * **Locking**: the blob's `.locks/` file lock is held while checking and
 //!   writing, and released while waiting between retries (each attempt opens
 //!   the blob again).
@@ -24,6 +28,7 @@ use kernels_types::BlobId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
+use super::digest::{ExpectedContent, check_content};
 use super::error::DownloadError;
 use super::reporter::{FileReporter, Reporter};
 
@@ -35,6 +40,9 @@ pub(crate) struct Source<'a> {
     pub commit: &'a str,
     /// One repo path with this content (the one requested).
     pub path: &'a str,
+    /// What the metadata digests of the paths it backs say of the content
+    /// (empty: nothing beyond the blob's name is checked).
+    pub expected: &'a [ExpectedContent],
 }
 
 /// Outcome of [`ensure_blob`].
@@ -69,7 +77,9 @@ pub(crate) async fn ensure_blob(
         repo,
         digest: *digest,
         repo_id: source.repo_id,
+        commit: source.commit,
         path: source.path,
+        expected: source.expected,
         progress,
     };
     match source.client.download_blob(&request, &mut sink).await {
@@ -85,7 +95,9 @@ struct CacheSink<'a> {
     repo: &'a RepoCache,
     digest: BlobId,
     repo_id: &'a RepoId,
+    commit: &'a str,
     path: &'a str,
+    expected: &'a [ExpectedContent],
     progress: &'a dyn Reporter,
 }
 
@@ -98,7 +110,8 @@ impl<'a> BlobSink for CacheSink<'a> {
     ) -> impl Future<Output = Result<Option<CacheWriter<'a>>, DownloadError>> + Send {
         let repo = self.repo.clone();
         let digest = self.digest;
-        let (repo_id, path, progress) = (self.repo_id, self.path, self.progress);
+        let (repo_id, commit, path) = (self.repo_id, self.commit, self.path);
+        let (expected, progress) = (self.expected, self.progress);
         async move {
             let partial = tokio::task::spawn_blocking(move || repo.open_blob(&digest))
                 .await
@@ -108,7 +121,9 @@ impl<'a> BlobSink for CacheSink<'a> {
                 PartialBlob::Missing(writer) => Some(CacheWriter {
                     writer: *writer,
                     repo_id,
+                    commit,
                     path,
+                    expected,
                     progress,
                     bar: None,
                 }),
@@ -129,7 +144,9 @@ impl<'a> BlobSink for CacheSink<'a> {
 struct CacheWriter<'a> {
     writer: BlobWriter,
     repo_id: &'a RepoId,
+    commit: &'a str,
     path: &'a str,
+    expected: &'a [ExpectedContent],
     progress: &'a dyn Reporter,
     /// Shown once the body starts; dropped unfinished when the attempt fails.
     bar: Option<Box<dyn FileReporter>>,
@@ -179,22 +196,64 @@ impl BlobWrite for CacheWriter<'_> {
         Ok(())
     }
 
-    /// Verifies and renames the written data (blocking work off the runtime).
+    /// Verifies the written data (its name, then the expected digests) and
+    /// renames it, or discards it (blocking work off the runtime).
     fn finish(self) -> impl Future<Output = Result<(), DownloadError>> + Send {
         let CacheWriter {
-            writer, path, bar, ..
+            writer,
+            repo_id,
+            commit,
+            path,
+            expected,
+            bar,
+            ..
         } = self;
-        let path = path.to_owned();
+        let (path, expected) = (path.to_owned(), expected.to_vec());
         async move {
-            tokio::task::spawn_blocking(move || writer.finish(&path))
-                .await
-                .map_err(|err| DownloadError::Internal(format!("blob task failed: {err}")))??;
+            let problems = tokio::task::spawn_blocking(move || {
+                let problems = check_content(writer.partial_path(), &expected);
+                if problems.is_empty() {
+                    writer.finish(&path)?;
+                } else {
+                    writer.discard()?;
+                }
+                Ok::<_, DownloadError>(problems)
+            })
+            .await
+            .map_err(|err| DownloadError::Internal(format!("blob task failed: {err}")))??;
+            if !problems.is_empty() {
+                return Err(digest_error(repo_id, commit, problems)?);
+            }
             if let Some(mut bar) = bar {
                 bar.done();
             }
             Ok(())
         }
     }
+}
+
+/// The [`DownloadError::Digest`] of the first variant among `problems`
+/// (`(variant, problem)` pairs), with every problem of that variant.
+pub(crate) fn digest_error(
+    repo_id: &RepoId,
+    commit: &str,
+    problems: Vec<(String, kernels_trust::DigestProblem)>,
+) -> Result<DownloadError, DownloadError> {
+    let commit = commit
+        .parse()
+        .map_err(|_| DownloadError::Internal(format!("`{commit}` is not a commit id")))?;
+    let variant = problems.first().map(|(v, _)| v.clone()).unwrap_or_default();
+    let problems = problems
+        .into_iter()
+        .filter(|(v, _)| *v == variant)
+        .map(|(_, p)| p)
+        .collect();
+    Ok(DownloadError::Digest {
+        repo_id: repo_id.clone(),
+        commit,
+        variant,
+        problems,
+    })
 }
 
 #[cfg(test)]
@@ -221,7 +280,9 @@ mod tests {
             repo: &repo,
             digest,
             repo_id: &repo_id,
+            commit: "0123456789abcdef0123456789abcdef01234567",
             path: "build/x/f.so",
+            expected: &[],
             progress: &NoReporter,
         };
         let mut writer = sink.open().await.unwrap().expect("nothing cached yet");

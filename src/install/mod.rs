@@ -5,7 +5,9 @@
 //! placed as a verified blob plus a relative snapshot link ([`kernels_cache`]).
 //! Blobs already in the cache whose content verifies cost no request. A
 //! variant locked with a `git_lfs_concat` hash is reported done only after the
-//! hash recomputed from the linked blobs equals the lock's. All kernels are
+//! hash recomputed from the linked blobs equals the lock's; a variant whose
+//! metadata.json has a `digest` is checked against it before anything of the
+//! kernel is linked (module `digest`). All kernels are
 //! tried; failures are collected in the [`DownloadSummary`].
 //!
 //! With a variant-hash lock, a kernel whose selected variants are already
@@ -24,10 +26,12 @@
 //! what a run hands back (`report`), the one error type (`error`), the version
 //! label of a commit (`version`), the reporter trait (`reporter`), offline
 //! verification (`verify`), `--dry-run` (`dry_run`), `--explain` (`explain`),
-//! the load-time fit of candidate variants (`fit`), the fit of each variant
+//! the load-time fit of candidate variants (`fit`), the metadata digest of a
+//! variant's files (`digest`), the fit of each variant
 //! for the targets that `--explain` and `kernels env` show (`variant_fit`).
 //! Each imports what it needs from its siblings; none imports this module.
 
+pub mod digest;
 pub mod dry_run;
 mod engine;
 pub mod error;

@@ -7,7 +7,9 @@
 //! its name states (git blob sha1 for 40-hex names, sha256 for 64-hex names,
 //! blobs hashed in parallel with rayon) and, for locks that carry variant
 //! hashes, recomputes each variant's `git_lfs_concat` hash and compares it with
-//! the lock. Every difference becomes a [`Problem`]; nothing stops at the first.
+//! the lock. A variant whose cached metadata.json has a `digest` is compared
+//! with it file by file ([`super::digest`]). Every difference becomes a
+//! [`Problem`]; nothing stops at the first.
 //!
 //! `kernels verify` prints the result; `kernels download --offline` (or with
 //! `HF_HUB_OFFLINE`) uses the same check instead of downloading.
@@ -179,6 +181,18 @@ pub enum Problem {
         reasons: Vec<String>,
     },
 
+    /// A file of a cached variant differs from the `digest` of the variant's
+    /// metadata.json ([`super::digest`]): not named there, missing, or changed.
+    #[error(
+        "variant `{variant}` does not match the digest in `build/{variant}/metadata.json`: {problem}"
+    )]
+    Digest {
+        /// The variant name.
+        variant: String,
+        /// The file and what is wrong with it.
+        problem: kernels_trust::DigestProblem,
+    },
+
     /// A cached variant's metadata.json cannot be read or is malformed.
     #[error("{message}")]
     InvalidMetadata {
@@ -212,7 +226,21 @@ impl Problem {
                 | Problem::Escapes { .. }
                 | Problem::Refused { .. }
                 | Problem::InvalidMetadata { .. }
+                | Problem::Digest { .. }
         )
+    }
+
+    /// The repo path of the one file the problem is about, if it is one.
+    fn file(&self) -> Option<&str> {
+        match self {
+            Problem::DanglingLink { path, .. }
+            | Problem::ForeignLink { path }
+            | Problem::BadBlobName { path, .. }
+            | Problem::WrongDigest { path, .. }
+            | Problem::Unreadable { path, .. }
+            | Problem::BlobIsLink { path, .. } => Some(path),
+            _ => None,
+        }
     }
 }
 
@@ -707,6 +735,8 @@ fn finish_kernel(
         ..
     } = listing;
     problems.extend(blob_problems(&repo, &variants, hashed));
+    let found = digest_problems(&repo, kernel, &variants, &copies, &problems);
+    problems.extend(found);
     if let Some(hashes) = &kernel.variants {
         for (variant, files) in variants.iter_mut() {
             let Some(locked) = hashes.get(variant) else {
@@ -743,6 +773,74 @@ fn finish_kernel(
         copies: copies.into_iter().map(|(path, _)| path).collect(),
         fit,
     }
+}
+
+/// The [`Problem::Digest`]s of the listed variants whose cached
+/// metadata.json has a `digest` ([`super::digest::check`]): every file found
+/// under the variant (bytecode and metadata.json are left out by the rule).
+/// Blobs named by their sha256 and copies are not read again; git blobs are
+/// hashed. A missing file that an earlier problem names already (a dangling
+/// link) is not reported twice.
+fn digest_problems(
+    repo: &RepoCache,
+    kernel: &LockedKernel,
+    variants: &BTreeMap<String, Vec<CachedFile>>,
+    copies: &[(String, PathBuf)],
+    earlier: &[Problem],
+) -> Vec<Problem> {
+    use super::digest::{Content, VariantFile};
+    let subject = super::fit::Subject {
+        repo_id: &kernel.repo_id,
+        commit: &kernel.commit,
+    };
+    let mut problems = Vec::new();
+    for (variant, files) in variants {
+        let Ok(super::fit::Lookup::Metadata(metadata)) =
+            super::fit::cached_lookup(repo, subject, variant)
+        else {
+            continue;
+        };
+        let Some(expected) = &metadata.digest else {
+            continue;
+        };
+        let listed = files.iter().filter_map(|file| {
+            let copy = copies.iter().find(|(p, _)| *p == file.path).map(|(_, c)| c);
+            let on_disk = copy
+                .cloned()
+                .unwrap_or_else(|| repo.blob_path(&file.digest.to_string()));
+            let sha256 = [Some(file.digest), file.copy_alt]
+                .into_iter()
+                .flatten()
+                .find_map(|d| match d {
+                    Digest::Sha256(bytes) => Some(bytes),
+                    Digest::GitSha1(_) => None,
+                });
+            let content = match sha256 {
+                Some(sha256) => Content::Sha256 {
+                    sha256,
+                    file: Some(on_disk),
+                },
+                None => Content::File(on_disk),
+            };
+            VariantFile::at(variant, &file.path, content)
+        });
+        let named = |relative: &str| {
+            let path = format!("build/{variant}/{relative}");
+            earlier.iter().any(|p| p.file() == Some(path.as_str()))
+        };
+        for problem in super::digest::check(expected, listed) {
+            if let kernels_trust::DigestProblem::Missing(relative) = &problem
+                && named(relative)
+            {
+                continue;
+            }
+            problems.push(Problem::Digest {
+                variant: variant.clone(),
+                problem,
+            });
+        }
+    }
+    problems
 }
 
 /// Hashes a snapshot file that is a copy with both digest kinds. The one that

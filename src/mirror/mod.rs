@@ -11,7 +11,12 @@
 //! content store and verified as `kernels download` verifies it (size, and
 //! sha256 for LFS files or the git blob sha1 otherwise; resumable), then
 //! [`kernels_serve::writer`] links it into the commit's folder and renames
-//! the folder into place; `repo.toml` last. Commits already in the mirror are
+//! the folder into place; `repo.toml` last. Before a commit is written, each
+//! variant whose `metadata.json` has a `digest` is compared with its fetched
+//! files ([`crate::install::digest`]): a mirror never takes in a variant that
+//! `kernels download` would refuse. Every file is copied, the variants'
+//! `metadata.json.sigstore` signature bundles included, so the mirror keeps
+//! the proof a client verifies. Commits already in the mirror are
 //! neither listed nor fetched again.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -533,7 +538,61 @@ impl CommitFetcher<'_> {
                 }
             }
         }
+        self.check_digests(commit)
+            .map_err(|source| MirrorError::Fetch {
+                repo_id: self.plan.repo_id.clone(),
+                commit: commit.sha.clone(),
+                source,
+            })?;
         Ok(totals)
+    }
+
+    /// Compares every variant of `commit` whose `build/<v>/metadata.json`
+    /// has a `digest` with the fetched files ([`crate::install::digest`]),
+    /// before the commit is written. A metadata.json that does not parse is
+    /// mirrored as it is (`kernels download` refuses it).
+    fn check_digests(&self, commit: &CommitPlan) -> Result<(), DownloadError> {
+        use crate::install::digest::{Content, VariantFile, check};
+        let blob =
+            |entry: &TreeEntry| entry_digest(entry).map(|id| (id, self.repo.blob_path(&id.etag())));
+        for entry in &commit.files {
+            let Some(variant) = entry
+                .path
+                .strip_prefix("build/")
+                .and_then(|rest| rest.strip_suffix("/metadata.json"))
+                .filter(|v| !v.contains('/'))
+            else {
+                continue;
+            };
+            let Some(expected) = blob(entry)
+                .and_then(|(_, path)| fs_err::read(path).ok())
+                .and_then(|bytes| kernels_types::metadata::Metadata::from_slice(&bytes).ok())
+                .and_then(|metadata| metadata.digest)
+            else {
+                continue;
+            };
+            let files = commit.files.iter().filter_map(|file| {
+                let (id, path) = blob(file)?;
+                let content = match id.digest {
+                    kernels_types::Digest::Sha256(sha256) => Content::Sha256 {
+                        sha256,
+                        file: Some(path),
+                    },
+                    kernels_types::Digest::GitSha1(_) => Content::File(path),
+                };
+                VariantFile::at(variant, &file.path, content)
+            });
+            let problems = check(&expected, files);
+            if !problems.is_empty() {
+                return Err(DownloadError::Digest {
+                    repo_id: self.plan.repo_id.clone(),
+                    commit: commit.sha.clone(),
+                    variant: variant.to_owned(),
+                    problems,
+                });
+            }
+        }
+        Ok(())
     }
 
     async fn fetch_blob(
@@ -553,6 +612,7 @@ impl CommitFetcher<'_> {
             repo_id: &self.plan.repo_id,
             commit: commit.sha.as_str(),
             path,
+            expected: &[],
         };
         ensure_blob(&self.repo, digest, &source, &NoReporter).await
     }

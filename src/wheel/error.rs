@@ -154,6 +154,25 @@ pub enum WheelError {
         /// What is wrong, naming the field.
         problem: MetadataError,
     },
+    /// A variant's files differ from the `digest` of its `metadata.json`.
+    #[error(
+        "variant `{variant}` ({}) does not match the digest in its metadata.json: {}",
+        dir.display(), crate::install::digest::describe(problems)
+    )]
+    #[diagnostic(
+        code(kernels::wheel::digest_mismatch),
+        help(
+            "the files are not the ones the kernel was built with (changed, added or removed after the build); no wheel was written. Use an unmodified snapshot (`kernels download` refuses files that do not match)"
+        )
+    )]
+    Digest {
+        /// The variant.
+        variant: String,
+        /// Its directory.
+        dir: PathBuf,
+        /// Every file that differs, sorted by path.
+        problems: Vec<kernels_trust::DigestProblem>,
+    },
     /// Writing the wheel failed.
     #[error("cannot write {}", path.display())]
     #[diagnostic(code(kernels::wheel::write))]

@@ -46,7 +46,8 @@ pub fn build_wheels(
 /// `build/`, silently skipping names that are not build variants (such as a
 /// stray `torch-ext`, reported in [`Plan::skipped`]). An explicitly selected
 /// variant that is missing or unsupported is an error. All checks (names,
-/// package layout, file paths, `metadata.json`, duplicate file names) happen
+/// package layout, file paths, `metadata.json` and its digest of the
+/// variant's files, duplicate file names) happen
 /// here, so a failing run writes nothing.
 pub fn plan_wheels(
     kernel: &Kernel,
@@ -146,6 +147,16 @@ fn plan_variant(
     }
     let entries = archive::collect(&root, &package, snapshot.trust_root())?;
     let mut extra = read_kernel_metadata(&dir.join("metadata.json"))?;
+    if let Some(expected) = &extra.digest {
+        let problems = crate::install::digest::check_dir(&dir, expected);
+        if !problems.is_empty() {
+            return Err(WheelError::Digest {
+                variant: variant.name().to_owned(),
+                dir,
+                problems,
+            });
+        }
+    }
     notes.extend(
         extra
             .unknown_fields

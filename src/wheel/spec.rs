@@ -327,6 +327,9 @@ pub struct KernelMetadata {
     pub depends: Depends,
     /// Top-level fields this version does not know, in file order.
     pub unknown_fields: Vec<String>,
+    /// `digest`: what every file of the variant hashes to; the planner
+    /// refuses a variant whose files differ ([`crate::install::digest`]).
+    pub digest: Option<kernels_types::metadata::VariantDigest>,
     /// The `Requires-Dist` values of one variant after its framework
     /// requirement (see [`Depends::requirements`]); filled by the planner.
     pub requires: Vec<String>,
@@ -368,6 +371,7 @@ impl KernelMetadata {
                 kernels: metadata.kernel_depends,
             },
             unknown_fields: metadata.unknown_fields,
+            digest: metadata.digest,
             requires: Vec::new(),
         })
     }

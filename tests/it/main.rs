@@ -15,6 +15,7 @@ mod concurrency;
 mod cooldown;
 #[cfg(unix)]
 mod crash;
+mod digest;
 #[cfg(target_os = "linux")]
 mod docker_recipe;
 mod download;

@@ -172,6 +172,24 @@ impl BlobWriter {
         &self.expected
     }
 
+    /// The file the content is being written to, complete once every byte
+    /// is written: a caller with a rule of its own (a digest the blob's name
+    /// does not carry) reads it there before [`BlobWriter::finish`].
+    pub fn partial_path(&self) -> &Path {
+        &self.partial.path
+    }
+
+    /// Drops the written data and its `.incomplete` file, for content a
+    /// caller refuses (resuming it would not help); the blob stays absent.
+    pub fn discard(self) -> Result<(), CacheError> {
+        let BlobWriter { file, partial, .. } = self;
+        drop(file);
+        match fs_err::remove_file(&partial.path) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.into()),
+            _ => Ok(()),
+        }
+    }
+
     /// Drops any partial data and starts again from byte 0 (for a server that
     /// answered a `Range` request with the whole body, or a failed verification).
     pub fn restart(&mut self) -> Result<(), CacheError> {

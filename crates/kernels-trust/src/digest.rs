@@ -130,7 +130,10 @@ fn relative_key(dir: &Path, path: &Path) -> Option<String> {
     Some(parts.join("/"))
 }
 
-fn hash_file(path: &Path, algorithm: &DigestAlgorithm) -> std::io::Result<Vec<u8>> {
+/// Hash one file's content with `algorithm` (sha512, else sha256; callers
+/// check [`DigestAlgorithm::digest_len`] first). Returns the raw digest;
+/// errors name the path.
+pub fn hash_file(path: &Path, algorithm: &DigestAlgorithm) -> std::io::Result<Vec<u8>> {
     let mut file = fs_err::File::open(path)?;
     let mut buffer = vec![0u8; 64 * 1024];
     let mut sha256 = Sha256::new();

@@ -1,0 +1,323 @@
+//! The `digest` of a variant's `metadata.json` (kernel-builder >= 0.16)
+//! checked wherever a variant is used: `download` (before anything of the
+//! variant is linked, and a fetched file that differs never becomes a blob),
+//! `verify` and `download --offline`, `mirror`, `to-wheel` and `check`;
+//! with both lock formats. The mirror is generated: one `torch-cpu` variant
+//! per kernel, its digest computed from the intended files, then the served
+//! tree changed per kernel.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use base64::Engine as _;
+use kernels_test_support::{
+    self as common, MirrorFile, Server, TestContext, assert_ok, snapshot, snapshot_paths, so_bytes,
+    stderr,
+};
+
+const VARIANT: &str = "torch-cpu";
+
+/// Commit of `acme/<name>`: the kernel's letter repeated.
+fn sha(name: &str) -> String {
+    let letter = match name {
+        "good" => 'a',
+        "py-changed" => 'b',
+        "so-changed" => 'c',
+        "missing" => 'd',
+        _ => 'e',
+    };
+    letter.to_string().repeat(40)
+}
+
+/// The files the kernel was built with, relative to the variant.
+fn built_files() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("__init__.py", b"from ._ops import OPS\n".to_vec()),
+        ("_ops.py", b"OPS = 2\n".to_vec()),
+        ("_lib.so", so_bytes(7, 5_000)),
+    ]
+}
+
+/// `metadata.json` with the sha256 digest of `files` (base64, as the builder
+/// writes it).
+fn metadata(name: &str, files: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    use sha2::Digest as _;
+    let digest: serde_json::Map<String, serde_json::Value> = files
+        .iter()
+        .map(|(path, content)| {
+            let hash =
+                base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(content));
+            ((*path).to_owned(), hash.into())
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "name": name, "version": 1, "python-depends": [],
+        "backend": {"type": "cpu"},
+        "digest": {"algorithm": "sha256", "files": digest},
+    });
+    format!("{doc:#}\n").into_bytes()
+}
+
+/// The served files of `acme/<name>`: the built files changed as the name
+/// says, bytecode (never in a digest), the metadata and a signature bundle.
+fn served_files(name: &str) -> Vec<MirrorFile> {
+    let mut digested = built_files();
+    let mut served = built_files();
+    match name {
+        "py-changed" => served[1].1 = b"OPS = 3\n".to_vec(),
+        "so-changed" => served[2].1[100] ^= 1,
+        "missing" => digested.push(("gone.py", b"x\n".to_vec())),
+        "extra" => served.push(("extra.py", b"import os\n".to_vec())),
+        _ => {}
+    }
+    served.push(("__pycache__/__init__.cpython-312.pyc", b"bytecode".to_vec()));
+    served.push(("metadata.json", metadata(name, &digested)));
+    served.push(("metadata.json.sigstore", bundle(name)));
+    served
+        .into_iter()
+        .map(|(path, content)| MirrorFile {
+            path: format!("build/{VARIANT}/{path}"),
+            content,
+        })
+        .collect()
+}
+
+/// A stand-in signature bundle: its bytes only have to travel unchanged.
+fn bundle(name: &str) -> Vec<u8> {
+    format!("{{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", \"kernel\": \"{name}\"}}\n")
+        .into_bytes()
+}
+
+const KERNELS: &[&str] = &["good", "py-changed", "so-changed", "missing", "extra"];
+
+/// A mirror of every kernel of [`KERNELS`], with a `v1` branch each.
+fn write_mirror(mirror: &Path) {
+    for name in KERNELS {
+        let repo = format!("acme/{name}");
+        common::write_repo(mirror, &repo, &sha(name), &served_files(name));
+        let toml = mirror.join("repos/kernels").join(&repo).join("repo.toml");
+        let text = fs_err::read_to_string(&toml).unwrap();
+        fs_err::write(
+            &toml,
+            text.replace("main = \"c1\"", "main = \"c1\"\nv1 = \"c1\""),
+        )
+        .unwrap();
+    }
+}
+
+fn context() -> TestContext {
+    TestContext::with_generated_mirror(write_mirror, &[])
+}
+
+/// The cached variant directory of `acme/<name>`.
+fn variant_dir(p: &TestContext, name: &str) -> PathBuf {
+    p.repo_dir("kernel", &format!("acme/{name}"))
+        .join("snapshots")
+        .join(sha(name))
+        .join("build")
+        .join(VARIANT)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Exit 1, with `needle` in stdout or stderr.
+fn assert_refused(out: &Output, needle: &str) {
+    let text = format!("{}{}", stdout(out), stderr(out));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(needle), "`{needle}` not in:\n{text}");
+}
+
+/// Replaces the cached link at `relative` in the variant by a regular file.
+fn plant(p: &TestContext, relative: &str, content: &[u8]) {
+    let path = variant_dir(p, "good").join(relative);
+    let _ = fs_err::remove_file(&path);
+    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+    fs_err::write(path, content).unwrap();
+}
+
+#[test]
+fn a_planted_file_is_refused_offline_with_a_0_17_lock() {
+    let p = context();
+    p.lock_b(&[("acme/good", &sha("good"))]);
+    assert_ok(&p.download(&["--all-variants"]));
+    assert_ok(&p.verify(&["--all-variants"]));
+    // Bytecode is never in a digest: a new one changes nothing.
+    plant(&p, "__pycache__/_ops.cpython-312.pyc", b"other bytecode");
+    assert_ok(&p.verify(&["--all-variants"]));
+
+    // The case: the loaded `__init__.py` replaced in the cache.
+    plant(&p, "__init__.py", b"raise SystemExit(\"planted\")\n");
+    let out = p.verify(&["--all-variants"]);
+    assert_refused(&out, "File hash mismatch for __init__.py");
+    snapshot!("digest_verify_planted", out);
+    let offline = p.download(&["--all-variants", "--offline"]);
+    assert_refused(&offline, "File hash mismatch for __init__.py");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&p.verify(&["--all-variants", "--format", "json"]).stdout).unwrap();
+    assert_eq!(
+        doc["kernels"][0]["problems"][0]["problem"], "digest",
+        "{doc}"
+    );
+
+    // An added file and a removed one are named too.
+    plant(&p, "evil.py", b"import os\n");
+    fs_err::remove_file(variant_dir(&p, "good").join("_ops.py")).unwrap();
+    let out = p.verify(&["--all-variants"]);
+    assert_refused(&out, "Unknown file: evil.py");
+    assert_refused(&out, "Missing file: _ops.py");
+
+    // Online, download puts the built files back and names the planted one.
+    assert_refused(&p.download(&["--all-variants"]), "Unknown file: evil.py");
+    assert!(!stderr(&p.verify(&["--all-variants"])).contains("_ops.py"));
+    fs_err::remove_file(variant_dir(&p, "good").join("evil.py")).unwrap();
+    assert_ok(&p.verify(&["--all-variants"]));
+}
+
+#[test]
+fn download_refuses_served_files_that_differ_from_the_digest_and_caches_none() {
+    let p = context();
+    let cases = [
+        ("py-changed", "File hash mismatch for _ops.py"),
+        ("so-changed", "File hash mismatch for _lib.so"),
+        ("missing", "Missing file: gone.py"),
+        ("extra", "Unknown file: extra.py"),
+    ];
+    for (name, needle) in cases {
+        let repo = format!("acme/{name}");
+        p.lock_b(&[(&repo, &sha(name))]);
+        let out = p.download(&["--all-variants"]);
+        assert_refused(&out, needle);
+        assert_refused(&out, &format!("variant `{VARIANT}` of {repo}@"));
+        let dir = p.repo_dir("kernel", &repo);
+        let snapshot = dir.join("snapshots").join(sha(name));
+        assert!(
+            !snapshot.exists() || snapshot_paths(&dir, &sha(name)).is_empty(),
+            "{name}: linked {:?}",
+            snapshot_paths(&dir, &sha(name))
+        );
+        // The changed file never became a blob.
+        let changed = match name {
+            "py-changed" => "_ops.py",
+            "so-changed" => "_lib.so",
+            _ => continue,
+        };
+        let file = served_files(name)
+            .into_iter()
+            .find(|f| f.path.ends_with(changed))
+            .unwrap();
+        assert!(
+            !dir.join("blobs").join(file.etag()).exists(),
+            "{name}: blob kept"
+        );
+    }
+    // JSON names the error and the file.
+    p.lock_b(&[("acme/py-changed", &sha("py-changed"))]);
+    let out = p.download(&["--all-variants", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["failed"][0]["code"], "kernels::download::digest_mismatch",
+        "{doc}"
+    );
+    let message = doc["failed"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("File hash mismatch for _ops.py"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_variant_hash_lock_gets_both_checks() {
+    let p = context();
+    let files = |name: &str| served_files(name);
+    // The lock's hash matches what is served, the digest does not.
+    let changed = files("py-changed");
+    p.lock_a(&[("acme/py-changed", &sha("py-changed"), &changed)]);
+    assert_refused(
+        &p.download(&["--all-variants"]),
+        "File hash mismatch for _ops.py",
+    );
+    let good = files("good");
+    p.lock_a(&[("acme/good", &sha("good"), &good)]);
+    assert_ok(&p.download(&["--all-variants"]));
+    // The warm path (no request) checks the digest too.
+    plant(&p, "__init__.py", b"raise SystemExit(\"planted\")\n");
+    assert_refused(
+        &p.verify(&["--all-variants"]),
+        "File hash mismatch for __init__.py",
+    );
+    assert_ok(&p.download(&["--all-variants"]));
+    assert_ok(&p.verify(&["--all-variants"]));
+}
+
+/// The path of every `metadata.json.sigstore` under `dir`, with its bytes.
+fn bundles_under(dir: &Path) -> Vec<Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name() == "metadata.json.sigstore")
+        .map(|e| fs_err::read(e.path()).unwrap())
+        .collect()
+}
+
+#[test]
+fn mirror_keeps_signature_bundles_and_refuses_a_changed_variant() {
+    let p = context();
+    let out = p.tmp.path().join("copy");
+    let m = out.to_str().unwrap();
+    p.run_ok(&["mirror", "acme/good", "--out", m]);
+    assert_eq!(bundles_under(&out.join("repos")), [bundle("good")]);
+    // Served from the copy, the bundle reaches the cache unchanged.
+    let copy = TestContext::with_server(Server::start(&out));
+    copy.lock_b(&[("acme/good", &sha("good"))]);
+    assert_ok(&copy.download(&["--all-variants"]));
+    let cached = variant_dir(&copy, "good").join("metadata.json.sigstore");
+    assert_eq!(fs_err::read(cached).unwrap(), bundle("good"));
+
+    let refused = p.run(&["mirror", "acme/py-changed", "--out", m]);
+    assert_refused(&refused, "File hash mismatch for _ops.py");
+    assert!(!out.join("repos/kernels/acme/py-changed").exists());
+}
+
+#[test]
+fn to_wheel_and_check_refuse_a_changed_variant() {
+    let p = context()
+        .with_pyproject(
+            "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = 1\n",
+        )
+        .with_stub_torch()
+        .with_env("VIRTUAL_ENV", common::pyref_root().join("hub-2.4.0"));
+    p.run_ok(&["lock"]);
+    p.run_ok(&["download"]);
+    p.run_ok(&["check"]);
+    let snapshot_dir = variant_dir(&p, "good")
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_owned();
+    let wheels = p.tmp.path().join("wheels");
+    let to_wheel = |out: &Path| {
+        p.kernels()
+            .args(["to-wheel", "acme/good", "0.0.1", "--from-dir"])
+            .arg(&snapshot_dir)
+            .arg("--out-dir")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    fs_err::create_dir_all(&wheels).unwrap();
+    assert_ok(&to_wheel(&wheels));
+
+    plant(&p, "_ops.py", b"OPS = 3\n");
+    assert_refused(&p.run(&["check"]), "File hash mismatch for _ops.py");
+    let refused = p.tmp.path().join("refused");
+    fs_err::create_dir_all(&refused).unwrap();
+    assert_refused(&to_wheel(&refused), "File hash mismatch for _ops.py");
+    assert_eq!(
+        fs_err::read_dir(&refused).unwrap().count(),
+        0,
+        "a wheel was written"
+    );
+}
