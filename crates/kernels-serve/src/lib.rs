@@ -517,6 +517,7 @@ pub(crate) async fn dispatch(
         app.next_request.fetch_add(1, Ordering::Relaxed)
     );
     let method = parts.method.as_str().to_owned();
+    let _in_flight = app.test_control.then(|| app.control.enter(listener));
     let faults = if app.test_control {
         app.control.take_faults(listener, &method, &path)
     } else {
@@ -669,12 +670,13 @@ fn canned(status: &StatusFault, retry_after: Option<u64>, request_id: &str) -> R
     resp
 }
 
-/// `/__fixture/requests|reset|faults|refs` (only with `--test-control`).
+/// `/__fixture/requests|concurrency|reset|faults|refs` (only with `--test-control`).
 async fn control_route(app: &App, method: &axum::http::Method, path: &str, body: Body) -> Response {
     use axum::http::Method;
     let json = |value: serde_json::Value| axum::Json(value).into_response();
     match (method, path) {
         (&Method::GET, "/__fixture/requests") => json(app.control.log_json()),
+        (&Method::GET, "/__fixture/concurrency") => json(app.control.concurrency_json()),
         (&Method::POST, "/__fixture/reset") => {
             app.control.reset();
             json(serde_json::json!({ "ok": true }))

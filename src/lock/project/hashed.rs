@@ -18,7 +18,7 @@ use crate::lock::project::depends::variant_metadata;
 use crate::lock::project::error::{Failure, LockError, check_errors};
 use crate::lock::project::locker::Locker;
 use crate::lock::project::outcome::{LockOutcome, Locked};
-use crate::lock::resolver::{DEFAULT_CONCURRENCY, ResolvedKernel, Resolver};
+use crate::lock::resolver::{MAX_IN_FLIGHT, ResolvedKernel, Resolver};
 use crate::lock::sticky::{Upgrade, Verdict, keep_hashed};
 
 /// Each variant's metadata of one commit, or why it could not be read.
@@ -41,7 +41,7 @@ impl Locker<'_> {
                     self.sticky_hashed(&resolver, dep).await,
                 )
             })
-            .buffered(DEFAULT_CONCURRENCY)
+            .buffered(MAX_IN_FLIGHT)
             .collect()
             .await;
         let mut locks = Vec::new();
@@ -139,7 +139,7 @@ impl Locker<'_> {
                 }
                 kernel
             })
-            .buffered(DEFAULT_CONCURRENCY)
+            .buffered(MAX_IN_FLIGHT)
             .collect()
             .await
     }
