@@ -27,6 +27,7 @@ mod hub;
 pub mod listener;
 pub mod mirror;
 mod reload;
+mod small_files;
 pub mod writer;
 
 use std::net::SocketAddr;
@@ -185,6 +186,8 @@ pub(crate) struct App {
     /// Request log and fault rules; they outlive reloads.
     control: Arc<Control>,
     next_request: Arc<AtomicU64>,
+    /// Small files of this mirror held in memory (a reload starts afresh).
+    small_files: Arc<small_files::SmallFiles>,
 }
 
 impl App {
@@ -200,6 +203,7 @@ impl App {
             secret: self.secret,
             control: self.control.clone(),
             next_request: self.next_request.clone(),
+            small_files: Arc::default(),
         }
     }
 
@@ -337,6 +341,7 @@ pub async fn serve(
         secret,
         control: Arc::default(),
         next_request: Arc::new(AtomicU64::new(1)),
+        small_files: Arc::default(),
     };
     let limits = Limits {
         max_connections: listener::fit_to_fd_limit(options.limits.max_connections),
