@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Lock benchmark: `kernels lock` vs the Python reference over a server that
-answers every Hub request 150 ms late. Not a test; see docs/performance.md.
+answers every Hub request 150 ms late, and (variant-hash projects of 30 and 100
+dependencies) through a proxy that puts the 150 ms on the connection instead.
+Not a test; see docs/performance.md.
 
 Standard library only. Run through bench/lock, which builds the binary and the
 reference environments first.
 """
 
 import argparse
+import asyncio
 import collections
 import json
 import os
@@ -16,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -96,7 +100,11 @@ def make_repo(mirror, name, deps, commit_label="c1"):
     )
 
 
-def make_mirror(root, bundled, n):
+def hashed_names(n):
+    return [f"h{i:03d}" for i in range(n)]
+
+
+def make_mirror(root, bundled, n, hashed):
     mirror = os.path.join(root, "mirror")
     shutil.copytree(bundled, mirror, symlinks=True)
     write(
@@ -107,13 +115,83 @@ def make_mirror(root, bundled, n):
     names = [f"k{i:02d}" for i in range(n)] + ["extra"]
     for name in names:
         make_repo(mirror, name, edges.get(name, []))
+    for name in hashed_names(max(hashed, default=0)):
+        make_repo(mirror, name, [])
     return mirror, direct, edges
 
 
+class DelayProxy:
+    """A TCP proxy on loopback that delays every byte by half of `rtt_ms` in
+    each direction, and the first byte of a connection by one more round trip
+    (the TCP handshake), as a far-away server's link would. Runs its own event
+    loop in a thread."""
+
+    def __init__(self, rtt_ms):
+        self.one_way = rtt_ms / 2000
+        self.upstream = None
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        threading.Thread(target=self._run, args=(ready,), daemon=True).start()
+        ready.wait()
+
+    def _run(self, ready):
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0))
+        self.port = self.server.sockets[0].getsockname()[1]
+        ready.set()
+        self.loop.run_forever()
+
+    async def _pipe(self, reader, writer, extra):
+        queue = asyncio.Queue()
+
+        async def send():
+            while True:
+                due, chunk = await queue.get()
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
+                if not chunk:
+                    break
+                writer.write(chunk)
+                await writer.drain()
+            writer.close()
+
+        sender = asyncio.ensure_future(send())
+        first = True
+        while True:
+            try:
+                chunk = await reader.read(65536)
+            except ConnectionError:
+                chunk = b""
+            queue.put_nowait((time.monotonic() + self.one_way + (extra if first else 0), chunk))
+            first = False
+            if not chunk:
+                break
+        await sender
+
+    async def _client(self, reader, writer):
+        host, port = self.upstream
+        try:
+            up_reader, up_writer = await asyncio.open_connection(host, port)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(
+            self._pipe(reader, up_writer, 2 * self.one_way),
+            self._pipe(up_reader, writer, 0),
+            return_exceptions=True,
+        )
+
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
 class Server:
-    def __init__(self, binary, mirror, latency_ms):
+    def __init__(self, binary, mirror, latency_ms, public_url=None):
+        extra = ["--public-url", public_url] if public_url else []
         self.proc = subprocess.Popen(
-            [binary, "serve", mirror, "--port", "0", "--test-control"],
+            [binary, "serve", mirror, "--port", "0", "--test-control", *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -122,18 +200,24 @@ class Server:
         if not self.endpoint.startswith("http://"):
             raise SystemExit(f"bench: kernels serve printed {self.endpoint!r}")
         self.latency_ms = latency_ms
+        self.base = self.endpoint
         self.reset()
 
     def call(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.endpoint + path, data=data, method=method)
+        req = urllib.request.Request(self.base + path, data=data, method=method)
         req.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(req) as r:
             return r.read()
 
     def reset(self):
         self.call("POST", "/__fixture/reset", {})
-        self.call("POST", "/__fixture/faults", {"listener": "hub", "latency_ms": self.latency_ms})
+        if self.latency_ms:
+            self.call("POST", "/__fixture/faults", {"listener": "hub", "latency_ms": self.latency_ms})
+
+    def peak(self):
+        """The most Hub requests in flight at once since the last reset."""
+        return json.loads(self.call("GET", "/__fixture/concurrency"))["hub"]["peak"]
 
     def requests(self):
         return json.loads(self.call("GET", "/__fixture/requests"))
@@ -210,6 +294,103 @@ def per_dep(counts):
     return f"{total} requests: {parts}" + (f" (+{orgs} trust)" if orgs else "")
 
 
+def run_project(args, server, root, project):
+    """Fresh lock, re-lock and re-lock after one addition, ours (median of
+    `--rounds`) and the reference's fresh lock when asked. Returns the figures."""
+    name, deps, runtime, ref_env, floor_rts, extra = project["spec"]
+    rt = args.latency_ms / 1000
+    r = {"runtime": runtime, "floor_s": floor_rts * rt, "floor_round_trips": floor_rts, "delay": project["delay"],
+         "load_before": os.getloadavg()[0]}
+    ours = lambda d: [args.binary, "-q", "lock", "--target-runtime", runtime, d]
+    fresh, relock, added, peaks = [], [], [], []
+    for i in range(args.rounds):
+        d = project_dir(root, name, deps)
+        env = env_for(server, os.path.join(root, f"cache-{name}-{project['delay']}-{i}"))
+        server.reset()
+        fresh.append(measure(server, ours(d), env))
+        peaks.append(server.peak())
+        relock.append(measure(server, ours(d), env))
+        with open(os.path.join(d, "pyproject.toml"), "a") as f:
+            f.write(extra)
+        added.append(measure(server, ours(d), env))
+    r["ours_fresh_s"] = statistics.median(s for s, _ in fresh)
+    r["ours_fresh_runs_s"] = [s for s, _ in fresh]
+    r["ours_fresh_requests"] = per_dep(fresh[0][1])
+    r["peak_in_flight"] = max(peaks)
+    r["relock_s"] = statistics.median(s for s, _ in relock)
+    r["relock_requests"] = per_dep(relock[0][1])
+    r["added_s"] = statistics.median(s for s, _ in added)
+    r["added_requests"] = per_dep(added[0][1])
+    r["added_counts"] = dict(added[0][1])
+    if project["reference"]:
+        py = os.path.join(args.pyref, ref_env, "bin", "python")
+        ref = []
+        for i in range(args.reference_rounds):
+            d = project_dir(root, name + "-ref", deps)
+            cache = os.path.join(root, f"refcache-{name}-{i}")
+            cmd = [py, "-c", "import sys\nfrom kernels.cli import main\nsys.argv[0]='kernels'\nsys.exit(main())", "lock", d]
+            ref.append(measure(server, cmd, env_for(server, cache)))
+            # Same bytes as ours.
+            ours_dir = project_dir(root, name + "-cmp", deps)
+            run_timed(ours(ours_dir), env_for(server, cache))
+            same = open(os.path.join(d, "kernels.lock")).read() == open(os.path.join(ours_dir, "kernels.lock")).read()
+            r["same_lock_as_reference"] = same
+        r["reference_s"] = statistics.median(s for s, _ in ref)
+        r["reference_requests"] = per_dep(ref[0][1])
+    return r
+
+
+def projects_of(args, direct, edges):
+    """Every project to lock: (name, deps, runtime, reference env, floor round
+    trips, extra dep line), how the delay is applied, and whether the
+    reference runs too."""
+    depth = depth_levels(direct, edges)
+    tgi = open(os.path.join(args.repo_root, "fixtures/projects/tgi-server-db931fcf/pyproject.toml")).read()
+    tgi_deps = tgi.split("[tool.kernels.dependencies]\n", 1)[1].split("\n\n", 1)[0] + "\n"
+    reference = not args.no_reference
+    out = [
+        # per level: refs -> build/ listing -> metadata.json; trust in parallel
+        {"spec": (f"bench-{args.kernels}", "".join(f'"bench/{k}" = 1\n' for k in direct), "0.17.2", "kernels-0.17.2",
+                  3 * max(depth.values()), '"bench/extra" = 1\n'), "delay": "request", "reference": reference},
+        # refs -> recursive build/ listing (hashes from the listing)
+        {"spec": ("tgi-server-db931fcf", tgi_deps, "0.13.0", "kernels-0.13.0", 2,
+                  '"kernels-community/activation" = ">=0.0.2"\n'), "delay": "request", "reference": reference},
+    ]
+    for n in args.hashed:
+        deps = "".join(f'"bench/{k}" = 1\n' for k in hashed_names(n))
+        for delay in ("request", "connection"):
+            # On the connection: the TCP handshake is one more round trip.
+            floor = 2 if delay == "request" else 3
+            spec = (f"hashed-{n}", deps, "0.13.0", "kernels-0.13.0", floor, '"bench/extra" = 1\n')
+            ref = reference and delay == "request" and n <= args.reference_max_deps
+            out.append({"spec": spec, "delay": delay, "reference": ref})
+    return out
+
+
+def report(args, results):
+    print(f"kernels lock, {args.latency_ms} ms per Hub request or on the connection "
+          f"(median of {args.rounds}; reference {args.reference_rounds} run)")
+    print(f"load average (1 min) at the start {results['load_before']:.2f}, at the end {results['load_after']:.2f}; "
+          "projects locked above load 2 are marked *\n")
+    for key, r in results["projects"].items():
+        rt = args.latency_ms / 1000
+        mark = f" *load {r['load_before']:.1f}" if r["load_before"] > 2 else ""
+        print(f"{key} (target runtime {r['runtime']}, {args.latency_ms} ms on each {r['delay']}){mark}")
+        print(f"  round-trip floor       {r['floor_s']:7.2f} s   ({r['floor_round_trips']} dependent round trips)")
+        runs = ", ".join(f"{s:.2f}" for s in r["ours_fresh_runs_s"])
+        # Through the proxy the server answers at once: its gauge says nothing.
+        peak = f"peak {r['peak_in_flight']} in flight at the server   " if r["delay"] == "request" else ""
+        print(f"  fresh lock, ours       {r['ours_fresh_s']:7.2f} s   {r['ours_fresh_s'] / r['floor_s']:.2f} x floor   "
+              f"{r['ours_fresh_requests']}   {peak}(runs {runs})")
+        if r["runtime"] == "0.13.0" and r["delay"] == "request":
+            print(f"  vs 2 sequential requests         {r['ours_fresh_s'] / (2 * rt):.2f} x")
+        if "reference_s" in r:
+            print(f"  fresh lock, reference  {r['reference_s']:7.2f} s   ours = {r['ours_fresh_s'] / r['reference_s']:.3f} x reference   {r['reference_requests']}   same lock: {r.get('same_lock_as_reference')}")
+        print(f"  re-lock, no change     {r['relock_s']:7.2f} s   {r['relock_s'] / rt:.1f} round trips   {r['relock_requests']}")
+        print(f"  re-lock, one added     {r['added_s']:7.2f} s   {r['added_s'] / rt:.1f} round trips   {r['added_requests']}")
+        print()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", required=True)
@@ -217,95 +398,40 @@ def main():
     ap.add_argument("--repo-root", required=True)
     ap.add_argument("--latency-ms", type=int, default=150)
     ap.add_argument("--kernels", type=int, default=30)
+    ap.add_argument("--hashed", type=lambda v: [int(x) for x in v.split(",") if x], default=[30, 100],
+                    help="dependency counts of the generated variant-hash projects (default 30,100; empty: none)")
     ap.add_argument("--rounds", type=int, default=3, help="runs of each of our measurements (median)")
     ap.add_argument("--reference-rounds", type=int, default=1)
+    ap.add_argument("--reference-max-deps", type=int, default=30,
+                    help="run the (sequential) reference on generated projects up to this size")
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--json", help="write every figure here")
     args = ap.parse_args()
 
     root = tempfile.mkdtemp(prefix="kernels-bench-lock-")
-    server = None
-    results = {}
+    servers = []
+    results = {"load_before": os.getloadavg()[0], "projects": {}}
     try:
-        mirror, direct, edges = make_mirror(root, os.path.join(args.repo_root, "kernels"), args.kernels)
-        server = Server(args.binary, mirror, args.latency_ms)
-        rt = args.latency_ms / 1000
-        depth = depth_levels(direct, edges)
-        tgi = open(os.path.join(args.repo_root, "fixtures/projects/tgi-server-db931fcf/pyproject.toml")).read()
-        tgi_deps = tgi.split("[tool.kernels.dependencies]\n", 1)[1].split("\n\n", 1)[0] + "\n"
-        projects = [
-            # name, deps, runtime, reference env, floor round trips, extra dep line
-            (
-                f"bench-{args.kernels}",
-                "".join(f'"bench/{k}" = 1\n' for k in direct),
-                "0.17.2",
-                "kernels-0.17.2",
-                # per level: refs -> build/ listing -> metadata.json; trust in parallel
-                3 * max(depth.values()),
-                '"bench/extra" = 1\n',
-            ),
-            (
-                "tgi-server-db931fcf",
-                tgi_deps,
-                "0.13.0",
-                "kernels-0.13.0",
-                # refs -> recursive build/ listing (hashes from the listing)
-                2,
-                '"kernels-community/activation" = ">=0.0.2"\n',
-            ),
-        ]
-        for name, deps, runtime, ref_env, floor_rts, extra in projects:
-            r = results[name] = {"runtime": runtime, "floor_s": floor_rts * rt, "floor_round_trips": floor_rts}
-            ours = lambda d, c: [args.binary, "-q", "lock", "--target-runtime", runtime, d]
-            fresh, relock, added = [], [], []
-            for i in range(args.rounds):
-                d = project_dir(root, name, deps)
-                cache = os.path.join(root, f"cache-{name}-{i}")
-                env = env_for(server, cache)
-                fresh.append(measure(server, ours(d, cache), env))
-                relock.append(measure(server, ours(d, cache), env))
-                with open(os.path.join(d, "pyproject.toml"), "a") as f:
-                    f.write(extra)
-                added.append(measure(server, ours(d, cache), env))
-            r["ours_fresh_s"] = statistics.median(s for s, _ in fresh)
-            r["ours_fresh_requests"] = per_dep(fresh[0][1])
-            r["relock_s"] = statistics.median(s for s, _ in relock)
-            r["relock_requests"] = per_dep(relock[0][1])
-            r["added_s"] = statistics.median(s for s, _ in added)
-            r["added_requests"] = per_dep(added[0][1])
-            r["added_counts"] = dict(added[0][1])
-            if not args.no_reference:
-                py = os.path.join(args.pyref, ref_env, "bin", "python")
-                ref = []
-                for i in range(args.reference_rounds):
-                    d = project_dir(root, name + "-ref", deps)
-                    cache = os.path.join(root, f"refcache-{name}-{i}")
-                    cmd = [py, "-c", "import sys\nfrom kernels.cli import main\nsys.argv[0]='kernels'\nsys.exit(main())", "lock", d]
-                    ref.append(measure(server, cmd, env_for(server, cache)))
-                    # Same bytes as ours.
-                    ours_dir = project_dir(root, name + "-cmp", deps)
-                    run_timed(ours(ours_dir, cache), env_for(server, cache))
-                    same = open(os.path.join(d, "kernels.lock")).read() == open(os.path.join(ours_dir, "kernels.lock")).read()
-                    r["same_lock_as_reference"] = same
-                r["reference_s"] = statistics.median(s for s, _ in ref)
-                r["reference_requests"] = per_dep(ref[0][1])
+        mirror, direct, edges = make_mirror(root, os.path.join(args.repo_root, "kernels"), args.kernels, args.hashed)
+        proxy = DelayProxy(args.latency_ms)
+        by_delay = {
+            "request": Server(args.binary, mirror, args.latency_ms),
+            "connection": Server(args.binary, mirror, 0, public_url=proxy.url()),
+        }
+        servers = list(by_delay.values())
+        direct_url = by_delay["connection"].endpoint
+        host, port = direct_url.removeprefix("http://").rsplit(":", 1)
+        proxy.upstream = (host, int(port))
+        by_delay["connection"].endpoint = proxy.url()
+        for project in projects_of(args, direct, edges):
+            key = f"{project['spec'][0]} ({project['delay']})"
+            results["projects"][key] = run_project(args, by_delay[project["delay"]], root, project)
     finally:
-        if server:
+        for server in servers:
             server.stop()
         shutil.rmtree(root, ignore_errors=True)
-
-    print(f"kernels lock, {args.latency_ms} ms per Hub request (median of {args.rounds}; reference {args.reference_rounds} run)\n")
-    for name, r in results.items():
-        print(f"{name} (target runtime {r['runtime']})")
-        print(f"  round-trip floor       {r['floor_s']:7.2f} s   ({r['floor_round_trips']} dependent requests)")
-        line = f"  fresh lock, ours       {r['ours_fresh_s']:7.2f} s   {r['ours_fresh_s'] / r['floor_s']:.2f} x floor   {r['ours_fresh_requests']}"
-        print(line)
-        if "reference_s" in r:
-            print(f"  fresh lock, reference  {r['reference_s']:7.2f} s   ours = {r['ours_fresh_s'] / r['reference_s']:.3f} x reference   {r['reference_requests']}   same lock: {r.get('same_lock_as_reference')}")
-        print(f"  re-lock, no change     {r['relock_s']:7.2f} s   {r['relock_s'] / rt:.1f} round trips   {r['relock_requests']}")
-        print(f"  re-lock, one added     {r['added_s']:7.2f} s   {r['added_s'] / rt:.1f} round trips   {r['added_requests']}")
-        print(f"    per repository: {', '.join(f'{k} {v}' for k, v in sorted(r['added_counts'].items()))}")
-        print()
+    results["load_after"] = os.getloadavg()[0]
+    report(args, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

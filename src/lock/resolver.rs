@@ -17,8 +17,15 @@ use kernels_types::file_set::{self, FileSet};
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::{RepoType, TreeEntry};
 
-/// How many dependencies are resolved at the same time.
-pub const DEFAULT_CONCURRENCY: usize = 8;
+/// How many dependencies are resolved at the same time (each one a chain of
+/// dependent requests: refs, then the listing). Wide, so that a lock of up to
+/// 128 dependencies costs about the round trips of one chain, not of
+/// `dependencies / 8` chains (issue 26); bounded, so that a very large
+/// manifest does not open a socket per dependency (well under the usual limit
+/// of 1024 open files). Every request goes through
+/// the one connection pool of the [`HubClient`], which keeps the connections
+/// for the next stage.
+pub const MAX_IN_FLIGHT: usize = 128;
 
 /// Resolution settings.
 #[derive(Debug, Clone)]

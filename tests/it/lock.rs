@@ -719,3 +719,40 @@ fn hub_client_against_serve() {
         client.get_document(&url, None).await.unwrap();
     });
 }
+
+/// A variant-hash lock of 30 dependencies resolves them side by side, not 8
+/// at a time (issue 26): with every Hub request held 300 ms, the server sees
+/// at least 16 requests in flight at once (8 before, with a trust check or
+/// two beside them). Counted by the server, not timed.
+#[test]
+fn a_variant_hash_lock_resolves_dependencies_side_by_side() {
+    let repos: Vec<String> = (0..30).map(|i| format!("acme/k{i:02}")).collect();
+    let world = common::TestContext::world_with(|mirror| {
+        for (i, repo) in repos.iter().enumerate() {
+            common::write_repo(
+                mirror,
+                repo,
+                &format!("{:040x}", i + 1),
+                &common::relu_files(),
+            );
+        }
+    });
+    let deps: String = repos
+        .iter()
+        .map(|r| format!("\"{r}\" = {{ revision = \"main\" }}\n"))
+        .collect();
+    let world = world.with_pyproject(&format!(
+        "[project]\nname = \"wide\"\nversion = \"0.1.0\"\n\n[tool.kernels.dependencies]\n{deps}"
+    ));
+    world.fault(serde_json::json!({"listener": "hub", "path": "/api/*", "latency_ms": 300}));
+    let out = world.run(&["lock", "--target-runtime", "0.13.0"]);
+    assert_success(&out);
+    let lock = world.lockfile();
+    assert!(repos.iter().all(|r| lock.contains(r.as_str())), "{lock}");
+    let seen = world.control(reqwest::Method::GET, "concurrency", None);
+    let peak = seen["hub"]["peak"].as_u64().unwrap();
+    assert!(
+        peak > 8,
+        "at most {peak} Hub requests were in flight at once"
+    );
+}

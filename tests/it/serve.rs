@@ -2075,8 +2075,6 @@ fn a_file_swapped_for_an_outside_link_after_start_is_not_served() {
     // from it is outside content.
     fs_err::write(&outside, "OUTSIDE-SECRET-BYTES\n".repeat(512)).unwrap();
     let swapped = tree.join("build/torch-universal/gelu/__init__.py");
-    fs_err::remove_file(&swapped).unwrap();
-    std::os::unix::fs::symlink(&outside, &swapped).unwrap();
     let addr = world.endpoint().trim_start_matches("http://").to_owned();
     let get = |path: &str| {
         let request = format!(
@@ -2084,8 +2082,46 @@ fn a_file_swapped_for_an_outside_link_after_start_is_not_served() {
         );
         String::from_utf8_lossy(&raw_exchange(world.endpoint(), &request, false)).into_owned()
     };
+    // Served once before the swap, so the small-file cache holds it.
+    let before = get("gelu/resolve/main/build/torch-universal/gelu/__init__.py");
+    assert!(before.starts_with("HTTP/1.1 200"), "{before}");
+    fs_err::remove_file(&swapped).unwrap();
+    std::os::unix::fs::symlink(&outside, &swapped).unwrap();
     let answer = get("gelu/resolve/main/build/torch-universal/gelu/__init__.py");
     assert!(!answer.contains("OUTSIDE-SECRET"), "{answer}");
     let kept = get("relu/resolve/main/build/torch-cpu/relu/__init__.py");
     assert!(kept.starts_with("HTTP/1.1 200"), "{kept}");
+}
+
+/// A small file served from memory is read again once it is replaced on disk
+/// (issue 26: the small-file cache checks the file at every hit): the answer
+/// after a same-length replacement by rename is the new content.
+#[test]
+fn a_replaced_small_file_is_served_as_it_is_now() {
+    let mut mirror = None;
+    let world = common::TestContext::world_with(|dir| mirror = Some(dir.to_owned()));
+    let file = mirror
+        .unwrap()
+        .join("repos/kernels/acme/gelu/commits/c1/tree/build/torch-universal/gelu/__init__.py");
+    let addr = world.endpoint().trim_start_matches("http://").to_owned();
+    let request = format!(
+        "GET /kernels/acme/gelu/resolve/main/build/torch-universal/gelu/__init__.py HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+    );
+    let body = || {
+        let answer = raw_exchange(world.endpoint(), &request, false);
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        text.split_once("\r\n\r\n").unwrap().1.to_owned()
+    };
+    let original = fs_err::read_to_string(&file).unwrap();
+    assert_eq!(body(), original);
+    assert_eq!(body(), original);
+    let replacement: String = original
+        .chars()
+        .map(|c| if c == '\n' { c } else { 'z' })
+        .collect();
+    let next = file.with_extension("new");
+    fs_err::write(&next, &replacement).unwrap();
+    fs_err::rename(&next, &file).unwrap();
+    assert_eq!(body(), replacement);
 }

@@ -91,6 +91,7 @@ pub(super) fn route(app: &App, parts: &Parts, faults: &Faults) -> Response {
         headers.insert(header::CONTENT_DISPOSITION, header_value(disposition));
     }
     file_body(
+        app,
         headers,
         content,
         *size,

@@ -15,12 +15,17 @@
 //!   `{"listener": "cdn", "path": "/lfs/*", "truncate_after_bytes": 12582912, "count": 1}` or
 //!   `{"path": "/api/*/refs", "status": 429, "retry_after": 2}`;
 //!   `DELETE /__fixture/faults` removes them all.
+//! * `GET /__fixture/concurrency` → `{"hub": {"in_flight", "peak"}, "cdn": {…}}`:
+//!   requests of each listener being answered now (from arrival until the
+//!   answer's head is ready, injected latency included) and the most seen at
+//!   once since the last reset. A client's parallelism is read from `peak`
+//!   without timing it.
 //!
 //! Every rule matching a request applies (their actions combine), and each
 //! matching rule's `count` goes down by one.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use kernels_types::CommitId;
@@ -278,6 +283,25 @@ pub struct Control {
     rules: Mutex<Vec<FaultRule>>,
     /// Branches moved at runtime: (repo id, branch) → commit sha.
     moved_refs: Mutex<BTreeMap<(String, String), CommitId>>,
+    /// Requests being answered on the Hub and the CDN listener.
+    gauges: [Gauge; 2],
+}
+
+/// Requests of one listener being answered now, and the most at once.
+#[derive(Debug, Default)]
+struct Gauge {
+    now: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+/// Counts one request as being answered until it is dropped ([`Control::enter`]).
+#[derive(Debug)]
+pub struct InFlight<'a>(&'a Gauge);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -285,6 +309,29 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Control {
+    /// Counts a request of `listener` in until the guard is dropped, raising
+    /// the listener's peak when more are in flight than ever since the reset.
+    pub fn enter(&self, listener: Listener) -> InFlight<'_> {
+        let gauge = &self.gauges[listener as usize];
+        let now = gauge.now.fetch_add(1, Ordering::AcqRel) + 1;
+        gauge.peak.fetch_max(now, Ordering::AcqRel);
+        InFlight(gauge)
+    }
+
+    /// `{"hub": {"in_flight", "peak"}, "cdn": {…}}` (see the module docs).
+    pub fn concurrency_json(&self) -> serde_json::Value {
+        let gauge = |g: &Gauge| {
+            serde_json::json!({
+                "in_flight": g.now.load(Ordering::Acquire),
+                "peak": g.peak.load(Ordering::Acquire),
+            })
+        };
+        serde_json::json!({
+            "hub": gauge(&self.gauges[Listener::Hub as usize]),
+            "cdn": gauge(&self.gauges[Listener::Cdn as usize]),
+        })
+    }
+
     /// Appends a log entry.
     pub fn record(&self, entry: LogEntry) {
         lock(&self.log).push(entry);
@@ -309,8 +356,14 @@ impl Control {
         serde_json::to_value(records).unwrap_or_default()
     }
 
-    /// Clears the log and every fault rule.
+    /// Clears the log, every fault rule, every moved branch and the peaks
+    /// (to the requests in flight now).
     pub fn reset(&self) {
+        for gauge in &self.gauges {
+            gauge
+                .peak
+                .store(gauge.now.load(Ordering::Acquire), Ordering::Release);
+        }
         lock(&self.log).clear();
         lock(&self.rules).clear();
         lock(&self.moved_refs).clear();

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
-use super::content::{self, Content, RangeRequest};
+use super::content::{self, BodyFaults, Content, RangeRequest};
 use super::control::Faults;
 use super::mirror::{Commit, FileMeta, Gated, Lfs, Node, NodeKind, Repo};
 use super::{ApiError, App, header_value};
@@ -690,7 +690,7 @@ fn resolve(
         );
         return Ok(resolve_cache_redirect(&location, headers));
     }
-    Ok(direct_file(&path, file, headers, parts, faults))
+    Ok(direct_file(app, &path, file, headers, parts, faults))
 }
 
 /// The Hub's answer for an LFS file: a `302` to its CDN URL, with the
@@ -739,6 +739,7 @@ fn resolve_cache_redirect(location: &str, mut headers: HeaderMap) -> Response {
 /// A non-LFS file answered directly: `304` when `If-None-Match` names its
 /// object id, else its content (ranges honoured, see [`file_body`]).
 fn direct_file(
+    app: &App,
     path: &str,
     file: &FileMeta,
     mut headers: HeaderMap,
@@ -767,6 +768,7 @@ fn direct_file(
         header_value(&content_disposition(path)),
     );
     file_body(
+        app,
         headers,
         &file.content,
         file.size,
@@ -792,8 +794,10 @@ fn if_range_matches(if_range: &str, etag: Option<&str>, also_valid: Option<&str>
 /// A `200`, `206` or `416` answer streaming `content`, honouring `Range`
 /// (guarded by `If-Range`: a validator other than the `ETag` in `headers` or
 /// `also_valid` gets the whole body with `200`) and the body faults. `headers`
-/// are added to every answer.
+/// are added to every answer. A small file on disk without body faults comes
+/// from the mirror's small-file cache ([`crate::small_files`]).
 pub(super) fn file_body(
+    app: &App,
     mut headers: HeaderMap,
     content: &Content,
     size: u64,
@@ -834,8 +838,8 @@ pub(super) fn file_body(
             return (StatusCode::RANGE_NOT_SATISFIABLE, headers).into_response();
         }
     };
-    let stream = content::body_stream(content.clone(), start, len, faults.body);
     if faults.gzip {
+        let stream = content::body_stream(content.clone(), start, len, faults.body);
         headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         headers.remove(header::CONTENT_LENGTH);
         let body = Body::from_stream(content::gzip_stream(stream));
@@ -846,5 +850,18 @@ pub(super) fn file_body(
         None => len,
     };
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(advertised));
-    (status, headers, Body::from_stream(stream)).into_response()
+    let body = match content {
+        Content::Disk(path)
+            if size <= crate::small_files::MAX_FILE && faults.body == BodyFaults::default() =>
+        {
+            app.small_files.body(path, size, start, len)
+        }
+        _ => Body::from_stream(content::body_stream(
+            content.clone(),
+            start,
+            len,
+            faults.body,
+        )),
+    };
+    (status, headers, body).into_response()
 }

@@ -27,6 +27,7 @@ mod hub;
 pub mod listener;
 pub mod mirror;
 mod reload;
+mod small_files;
 pub mod writer;
 
 use std::net::SocketAddr;
@@ -185,6 +186,8 @@ pub(crate) struct App {
     /// Request log and fault rules; they outlive reloads.
     control: Arc<Control>,
     next_request: Arc<AtomicU64>,
+    /// Small files of this mirror held in memory (a reload starts afresh).
+    small_files: Arc<small_files::SmallFiles>,
 }
 
 impl App {
@@ -200,6 +203,7 @@ impl App {
             secret: self.secret,
             control: self.control.clone(),
             next_request: self.next_request.clone(),
+            small_files: Arc::default(),
         }
     }
 
@@ -337,6 +341,7 @@ pub async fn serve(
         secret,
         control: Arc::default(),
         next_request: Arc::new(AtomicU64::new(1)),
+        small_files: Arc::default(),
     };
     let limits = Limits {
         max_connections: listener::fit_to_fd_limit(options.limits.max_connections),
@@ -517,6 +522,7 @@ pub(crate) async fn dispatch(
         app.next_request.fetch_add(1, Ordering::Relaxed)
     );
     let method = parts.method.as_str().to_owned();
+    let _in_flight = app.test_control.then(|| app.control.enter(listener));
     let faults = if app.test_control {
         app.control.take_faults(listener, &method, &path)
     } else {
@@ -669,12 +675,13 @@ fn canned(status: &StatusFault, retry_after: Option<u64>, request_id: &str) -> R
     resp
 }
 
-/// `/__fixture/requests|reset|faults|refs` (only with `--test-control`).
+/// `/__fixture/requests|concurrency|reset|faults|refs` (only with `--test-control`).
 async fn control_route(app: &App, method: &axum::http::Method, path: &str, body: Body) -> Response {
     use axum::http::Method;
     let json = |value: serde_json::Value| axum::Json(value).into_response();
     match (method, path) {
         (&Method::GET, "/__fixture/requests") => json(app.control.log_json()),
+        (&Method::GET, "/__fixture/concurrency") => json(app.control.concurrency_json()),
         (&Method::POST, "/__fixture/reset") => {
             app.control.reset();
             json(serde_json::json!({ "ok": true }))

@@ -18,8 +18,13 @@ use crate::lock::project::depends::variant_metadata;
 use crate::lock::project::error::{Failure, LockError, check_errors};
 use crate::lock::project::locker::Locker;
 use crate::lock::project::outcome::{LockOutcome, Locked};
-use crate::lock::resolver::{DEFAULT_CONCURRENCY, ResolvedKernel, Resolver};
+use crate::lock::resolver::{MAX_IN_FLIGHT, ResolvedKernel, Resolver};
 use crate::lock::sticky::{Upgrade, Verdict, keep_hashed};
+
+/// Kernels whose `metadata.json` files are read at the same time for the fit
+/// of declared targets: each reads up to 8 blobs at once, so 128 requests in
+/// flight at most, as for [`MAX_IN_FLIGHT`] dependencies.
+const METADATA_KERNELS: usize = 16;
 
 /// Each variant's metadata of one commit, or why it could not be read.
 type VariantAnswers = Vec<(String, Result<kernels_types::metadata::Metadata, LockError>)>;
@@ -41,7 +46,7 @@ impl Locker<'_> {
                     self.sticky_hashed(&resolver, dep).await,
                 )
             })
-            .buffered(DEFAULT_CONCURRENCY)
+            .buffered(MAX_IN_FLIGHT)
             .collect()
             .await;
         let mut locks = Vec::new();
@@ -139,7 +144,7 @@ impl Locker<'_> {
                 }
                 kernel
             })
-            .buffered(DEFAULT_CONCURRENCY)
+            .buffered(METADATA_KERNELS)
             .collect()
             .await
     }
