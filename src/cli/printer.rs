@@ -23,6 +23,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use indicatif::MultiProgress;
+use kernels_types::text::escape_lines;
 
 use super::progress::ProgressMode;
 
@@ -119,10 +120,14 @@ impl Printer {
         }
     }
 
-    /// `text` and a newline on stdout, even when quiet.
+    /// `text` and a newline on stdout, even when quiet. Control characters
+    /// other than line feeds and tabs are shown escaped
+    /// ([`kernels_types::text::escape_lines`]): names from the cache or a
+    /// server never act on the terminal.
     pub fn data(&self, text: impl Display) {
+        let text = text.to_string();
         let mut stdout = std::io::stdout().lock();
-        written(writeln!(stdout, "{text}"), "stdout");
+        written(writeln!(stdout, "{}", escape_lines(&text)), "stdout");
     }
 
     /// `text` and a newline on stdout, flushed, even when quiet; a closed
@@ -139,10 +144,11 @@ impl Printer {
         written(write!(stdout, "{text}"), "stdout");
     }
 
-    /// `line` and a newline on stderr unless quiet, above the bars.
+    /// `line` and a newline on stderr unless quiet, above the bars; escaped
+    /// as [`Printer::data`] escapes.
     pub fn status(&self, line: impl Display) {
         if !self.quiet {
-            self.error(line);
+            self.error(escape_lines(&line.to_string()));
         }
     }
 

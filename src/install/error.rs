@@ -189,7 +189,7 @@ pub enum DownloadError {
     /// Offline mode and the cache does not hold every selected file, verified.
     #[error(
         "{}@{} cannot be used offline (--offline or HF_HUB_OFFLINE):{}",
-        repo_id, commit.short(), problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
+        repo_id, commit.short(), problems.iter().map(|p| format!("\n  - {}", kernels_types::text::escape(&p.to_string()))).collect::<String>()
     )]
     #[diagnostic(
         code(kernels::download::not_cached),

@@ -251,6 +251,41 @@ fn endpoint_password_is_never_printed() {
     );
 }
 
+/// A password with an unencoded `/`, `#` or `?` makes `HF_ENDPOINT` an
+/// invalid URL, but it is still the user's secret (issue 24): `kernels env`
+/// (text and JSON) and the failing `lock` print none of it.
+#[test]
+fn endpoint_password_with_a_delimiter_is_never_printed() {
+    let context = TestContext::new()
+        .with_pyproject(
+            "[project]\nname = \"p\"\nversion = \"0\"\n\n[tool.kernels.dependencies]\n\"acme/gelu\" = 1\n",
+        )
+        .with_env("HF_ENDPOINT", "http://u:s3/cr#e?t@127.0.0.1:1")
+        .with_env("KERNELS_MAX_RETRIES", "0");
+    for args in [
+        &["env"][..],
+        &["env", "--format", "json"],
+        &["lock", "-v", "--target-runtime", "0.16.2", "."],
+    ] {
+        let out = context.run(args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !text.contains("s3/"),
+            "{args:?} printed the password: {text}"
+        );
+        assert!(
+            !text.contains("cr#e"),
+            "{args:?} printed the password: {text}"
+        );
+    }
+    let env = context.run(&["env"]);
+    assert!(String::from_utf8_lossy(&env.stdout).contains("http://u:***@127.0.0.1:1"));
+}
+
 /// A token with CR/LF is read as huggingface_hub 2.4 reads it (both removed);
 /// any other character that cannot be sent in a header is a user error (exit 1)
 /// naming where the token came from, never an internal error (issue 24).

@@ -599,6 +599,42 @@ fn cache_names_with_control_characters_are_escaped() {
     );
 }
 
+/// Names planted in a cached snapshot reach no terminal raw (issue 24): a
+/// variant folder and a file name with an ANSI sequence or a bidirectional
+/// override are shown escaped by `verify`, offline `download` (whose error
+/// lists them) and `info` of the snapshot directory.
+#[test]
+fn planted_snapshot_names_are_escaped_everywhere() {
+    let world = TestContext::world();
+    world.lock_a(&[("acme/relu", RELU_SHA, &relu_files())]);
+    assert_ok(&world.download(&["--all-variants"]));
+    let snap = repo_dir(&world, "acme/relu")
+        .join("snapshots")
+        .join(RELU_SHA);
+    let planted = snap.join("build/torch-ev\u{1b}[2Jil");
+    fs_err::create_dir_all(&planted).unwrap();
+    fs_err::write(planted.join("a\u{202e}yp.py"), b"evil\n").unwrap();
+    let p = world.project.display().to_string();
+    let s = snap.display().to_string();
+    for args in [
+        vec!["verify", &p, "--all-variants"],
+        vec!["download", &p, "--all-variants", "--offline"],
+        vec!["info", &s],
+    ] {
+        let out = kernels_cmd(&world, &args).output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !text.contains(['\u{1b}', '\u{202e}']),
+            "{args:?} printed a raw control character: {text:?}"
+        );
+        assert!(text.contains("ev\\u{1b}[2Jil"), "{args:?}: {text}");
+    }
+}
+
 /// `symlink()` refused with `EPERM` (issue 24: Windows without developer
 /// mode, some network file systems), injected through the cache's test seam:
 /// the download falls back to copies with one warning, as on a file system

@@ -15,12 +15,25 @@ fn is_unsafe(c: char) -> bool {
 /// `\t`, `\u{1b}`), so that an ANSI sequence or a carriage return is shown instead
 /// of acting on the terminal. Borrowed when nothing needs escaping.
 pub fn escape(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_unsafe) {
+    escape_unless(text, |_| false)
+}
+
+/// [`escape`] for text of several lines (a message, a table row): line feeds
+/// and tabs are kept, every other unsafe character (ESC, CR, the bidirectional
+/// overrides) is escaped. The rule of every line the CLI prints.
+pub fn escape_lines(text: &str) -> Cow<'_, str> {
+    escape_unless(text, |c| matches!(c, '\n' | '\t'))
+}
+
+/// `text` with the unsafe characters that `keep` does not keep escaped.
+fn escape_unless(text: &str, keep: fn(char) -> bool) -> Cow<'_, str> {
+    let must_escape = |c: char| is_unsafe(c) && !keep(c);
+    if !text.chars().any(must_escape) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if is_unsafe(c) {
+        if must_escape(c) {
             match c {
                 '\n' => out.push_str("\\n"),
                 '\r' => out.push_str("\\r"),
@@ -88,43 +101,56 @@ fn is_signed_query(query: &str) -> bool {
     })
 }
 
-/// `url` (one URL, from its scheme on) with the password of its user info
-/// replaced by `***` (`http://user:***@host/`), or the whole user info when it
-/// has no password (a bare user name may be a token: `http://***@host/`).
-fn redact_userinfo(url: &str, out: &mut String) -> bool {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        out.push_str(url);
-        return false;
-    };
-    let authority_len = url[scheme_end..]
-        .find(['/', '?', '#', '\\'])
-        .unwrap_or(url.len() - scheme_end);
-    let authority = &url[scheme_end..scheme_end + authority_len];
-    let Some(at) = authority.rfind('@') else {
-        out.push_str(url);
-        return false;
-    };
+/// Where the user info of `rest` (a URL after its `://`) ends: the last `@`
+/// of the authority. A password with an unencoded `/`, `?` or `#` ends the
+/// authority early (`u:pa/ss@host` is no valid URL, but still the user's
+/// secret): when the authority then looks like `user:pass` (a colon not
+/// followed by a port number), the user info runs to the last `@` of `rest`.
+fn userinfo_end(rest: &str) -> Option<usize> {
+    let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
+    if let Some(at) = authority.rfind('@') {
+        return Some(at);
+    }
+    let (_, after_colon) = authority.split_once(':')?;
+    let is_port = after_colon.bytes().all(|b| b.is_ascii_digit());
+    if authority.starts_with('[') || is_port {
+        return None;
+    }
+    rest.rfind('@')
+}
+
+/// Writes the scheme and the redacted user info of `url` (one URL, from its
+/// scheme on) to `out`: the password replaced by `***` (`http://user:***`), or
+/// the whole user info when it has no password (a bare user name may be a
+/// token: `http://***`). Returns the rest of `url` (from the `@` on), or
+/// `None` (nothing written) when `url` has no user info.
+fn redact_userinfo<'a>(url: &'a str, out: &mut String) -> Option<&'a str> {
+    let scheme_end = url.find("://")? + 3;
+    let at = scheme_end + userinfo_end(&url[scheme_end..])?;
     out.push_str(&url[..scheme_end]);
-    match authority[..at].split_once(':') {
+    match url[scheme_end..at].split_once(':') {
         Some((user, _password)) => {
             out.push_str(user);
             out.push_str(":***");
         }
         None => out.push_str("***"),
     }
-    out.push_str(&url[scheme_end + at..]);
-    true
+    Some(&url[at..])
 }
 
 /// `url` (one URL) with its secrets removed: the user info's password
 /// ([`redact_userinfo`]) and the query of a signed URL (replaced by `?…`).
 /// Returns whether anything changed.
 fn redact_url(url: &str, out: &mut String) -> bool {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
+    let (rest, mut changed) = match redact_userinfo(url, out) {
+        Some(rest) => (rest, true),
+        None => (url, false),
     };
-    let mut changed = redact_userinfo(base, out);
+    let (base, query) = match rest.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (rest, None),
+    };
+    out.push_str(base);
     if let Some(query) = query {
         let (query_only, _fragment) = query.split_once('#').unwrap_or((query, ""));
         if is_signed_query(query_only) {
@@ -199,6 +225,8 @@ mod tests {
         assert_eq!(escape("t\u{7}\u{9b}"), "t\\u{7}\\u{9b}");
         assert_eq!(escape("\u{202e}evil"), "\\u{202e}evil");
         assert!(matches!(escape("ok"), Cow::Borrowed(_)));
+        assert_eq!(escape_lines("a\tb\nc\r\u{1b}[1m"), "a\tb\nc\\r\\u{1b}[1m");
+        assert!(matches!(escape_lines("two\nlines"), Cow::Borrowed(_)));
     }
 
     #[test]
@@ -243,6 +271,12 @@ mod tests {
             "https://u:***@h/a?…"
         );
         assert_eq!(redact("http://h/a@b and mail@x"), "http://h/a@b and mail@x");
+        assert_eq!(redact("http://h:80/a@b"), "http://h:80/a@b");
+        assert_eq!(redact("http://[::1]/a:b@c"), "http://[::1]/a:b@c");
+        assert_eq!(
+            redact("HF_ENDPOINT=http://u:s/e#c?r@127.0.0.1:1 is invalid"),
+            "HF_ENDPOINT=http://u:***@127.0.0.1:1 is invalid"
+        );
         assert_eq!(safe("http://u:s\u{1b}@h"), "http://u:***@h");
         assert!(matches!(redact("http://h/x"), Cow::Borrowed(_)));
     }
