@@ -8,7 +8,7 @@ use std::process::Command;
 #[test]
 fn every_bench_script_prints_help_before_building() {
     let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench");
-    let mut scripts: Vec<_> = std::fs::read_dir(&bench)
+    let mut scripts: Vec<_> = fs_err::read_dir(&bench)
         .expect("bench/ is readable")
         .map(|entry| entry.expect("a bench/ entry").path())
         .filter(|path| path.is_file() && path.extension().is_none())
