@@ -17,6 +17,7 @@ mod env;
 mod explain;
 mod fit;
 mod info;
+mod interrupt;
 pub mod json;
 mod lock;
 mod lock_fit;
