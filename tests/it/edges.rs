@@ -1,6 +1,8 @@
 //! The lock lifecycle's edges (issue 23, item 5): `--check` / `--locked` with
-//! an upgrade, `-P` spelled in another case, `remove X X`, and `-P` of one
-//! entry while another entry's tag was deleted upstream.
+//! an upgrade, `-P` spelled in another case, `remove X X`, `-P` of one entry
+//! while another entry's tag was deleted upstream, a commit without builds,
+//! short-commit revisions, CRLF and inline tables in `add` / `remove`, Ctrl-C
+//! during `add`; and (item 1) what `outdated` says the cooldown holds back.
 
 use kernels_test_support::{Server, TestContext, snapshot};
 
@@ -257,4 +259,41 @@ fn interrupted_add_restores_the_files() {
         assert_eq!(context.read("pyproject.toml"), pyproject);
         assert_eq!(context.lockfile(), lock);
     }
+}
+
+#[test]
+fn outdated_shows_what_the_cooldown_holds_back_and_until_when() {
+    let mirror = crate::cooldown::fresh_mirror();
+    let context = TestContext::with_server(Server::start(mirror.path())).with_pyproject(
+        &crate::cooldown::project("exclude-newer = \"7 days\"\n", "1"),
+    );
+    context.run_ok(&["lock"]);
+    let head = commit_of(context.endpoint(), VERSIONS, "v1");
+    let out = context.run_ok(&["outdated", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let held = &doc["kernels"][0]["held_back"];
+    assert_eq!(held["newest"]["id"], head.as_str(), "{doc}");
+    assert_eq!(held["setting"], "exclude-newer = \"7 days\"");
+    // The head was committed an hour ago: it leaves the cooldown in 7 days less an hour.
+    let until: jiff::Timestamp = held["until"].as_str().unwrap().parse().unwrap();
+    let expected = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(7 * 24 - 1);
+    assert!((until - expected).get_seconds().abs() < 120, "{until}");
+    let out = context.run_ok(&["outdated"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let note = format!(
+        "note: {VERSIONS} v1 ({}) is held back by exclude-newer = \"7 days\" until {until}",
+        &head[..7]
+    );
+    assert!(stderr.contains(&note), "{stderr}");
+    // Exempted, nothing is held back.
+    context.write(
+        "pyproject.toml",
+        &context.read("pyproject.toml").replace(
+            "\n[tool.kernels.dependencies]",
+            &format!("exclude-newer-package = {{ \"{VERSIONS}\" = false }}\n\n[tool.kernels.dependencies]"),
+        ),
+    );
+    let out = context.run_ok(&["outdated", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["kernels"][0]["held_back"].is_null(), "{doc}");
 }
