@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use super::GlobalArgs;
 use super::args::{RepoTypeArgs, TargetRuntimeArgs};
+use super::interrupt::{RestoreOnSignal, Saved};
 use super::lock::LockArgs;
 use super::printer::Printer;
 use super::profile::choose_profile;
@@ -210,6 +211,26 @@ fn edit_then_lock(
             )
         })
     };
+    let lock_path = lock.project.project_dir.join(LOCK_FILE_NAME);
+    let saved = [
+        Saved {
+            path: path.to_owned(),
+            bytes: Some(old_text.as_bytes().to_vec()),
+        },
+        Saved::read(lock_path.clone()),
+    ];
+    let left_as_they_were = format!(
+        "{} and {} were left as they were",
+        path.display(),
+        lock_path.display()
+    );
+    // Ctrl-C from here to the end of locking puts both back too.
+    let guard = RestoreOnSignal::arm(
+        saved.to_vec(),
+        format!("Interrupted: {left_as_they_were}"),
+        printer,
+    )
+    .map_err(|err| miette::miette!("cannot listen for Ctrl-C: {err}"))?;
     if new_text != old_text {
         write(new_text.as_bytes(), path)?;
     }
@@ -221,26 +242,11 @@ fn edit_then_lock(
         printer.status("--frozen: kernels.lock was not updated; run `kernels lock` to update it");
         return Ok(ExitCode::SUCCESS);
     }
-    let lock_path = lock.project.project_dir.join(LOCK_FILE_NAME);
-    let old_lock = fs_err::read(&lock_path).ok();
     let result = super::lock::run(lock, settings, global, printer);
+    drop(guard);
     let failed = !matches!(result, Ok(code) if code == ExitCode::SUCCESS);
-    if failed {
-        let mut restored = new_text == old_text || write(old_text.as_bytes(), path).is_ok();
-        let now = fs_err::read(&lock_path).ok();
-        if now != old_lock {
-            restored &= match &old_lock {
-                Some(bytes) => write(bytes, &lock_path).is_ok(),
-                None => fs_err::remove_file(&lock_path).is_ok(),
-            };
-        }
-        if restored {
-            printer.status(format_args!(
-                "Locking failed: {} and {} were left as they were",
-                path.display(),
-                lock_path.display()
-            ));
-        }
+    if failed && saved.iter().map(Saved::restore).fold(true, |a, b| a & b) {
+        printer.status(format_args!("Locking failed: {left_as_they_were}"));
     }
     result
 }

@@ -12,6 +12,7 @@ use super::json::FailureDoc;
 use crate::cli::settings::Settings;
 use crate::lock::project::{Failure, LockError};
 use crate::lock::resolver::ResolveError;
+use crate::lock::short_commit::ShortCommitError;
 use kernels_hub::HubError;
 
 /// At most this many kernels are named in one message.
@@ -302,7 +303,9 @@ struct Offline {
 /// The Hub error a lock failure comes from, if any.
 fn hub_error(error: &LockError) -> Option<&HubError> {
     match error {
-        LockError::Resolve(ResolveError::Hub(err))
+        LockError::Resolve(
+            ResolveError::Hub(err) | ResolveError::ShortCommit(ShortCommitError::Hub(err)),
+        )
         | LockError::TrustUnknown { source: err, .. } => Some(err),
         _ => None,
     }

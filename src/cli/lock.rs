@@ -7,7 +7,9 @@ use super::args::{ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetRuntimeArgs};
 use super::{GlobalArgs, OutputFormat};
 use crate::lock::conflict;
 use crate::lock::cooldown::{Cooldown, ExcludeNewer, Use};
-use crate::lock::freshness::{CheckMode, CheckReport, LockOnDisk, check_offline, diff_locks};
+use crate::lock::freshness::{
+    CheckMode, CheckReport, FindingKind, LockOnDisk, check_offline, diff_locks,
+};
 use kernels_cache::HubCache;
 
 use super::json::{CheckDoc, ErrorDoc, LockDoc, LockedEntryDoc};
@@ -243,7 +245,9 @@ fn print_report(
         // and the findings about the whole file (format, missing, conflict).
         Some(changes) => {
             let mut file_level = report.clone();
-            file_level.findings.retain(|f| f.repo_id.is_none());
+            file_level
+                .findings
+                .retain(|f| f.repo_id.is_none() || f.kind == FindingKind::NoVariants);
             printer.status_raw(report_text(&file_level, verbose));
             for change in changes {
                 printer.status(change);
@@ -252,6 +256,7 @@ fn print_report(
         None => printer.status_raw(report_text(report, verbose)),
     }
     let unverified = report.unverified().count();
+    let empty = report.without_variants();
     if stale {
         printer.status(format_args!(
             "{} is not up to date: run `kernels lock` to update it",
@@ -263,6 +268,12 @@ fn print_report(
             report.findings.len(),
             report.lock_file.display(),
             if verbose { "" } else { " (-v lists them)" }
+        ));
+    } else if empty > 0 {
+        printer.status(format_args!(
+            "{} matches pyproject.toml, but {empty} of its entries {} no build variants",
+            report.lock_file.display(),
+            if empty == 1 { "has" } else { "have" }
         ));
     } else {
         printer.status(format_args!("{} is up to date", report.lock_file.display()));
@@ -575,7 +586,8 @@ fn freshness(
         exclude_newer: (exclude_newer, Use::Check),
     };
     let plan = plan(&inputs, settings, &silent, printer.lines_mode(), &on_disk)?;
-    let report = diff_locks(&on_disk, &plan.outcome.lockfile, &plan.json);
+    let mut report = diff_locks(&on_disk, &plan.outcome.lockfile, &plan.json);
+    report.add_without_variants(&plan.outcome.without_variants());
     let fit = plan
         .targets
         .is_checked()
@@ -794,7 +806,7 @@ fn check(
     {
         super::lock_fit::print_findings(printer, fit, args.check);
     }
-    let gap = fit.as_ref().is_some_and(|f| f.has_gap());
+    let gap = fit.as_ref().is_some_and(|f| f.has_gap()) || report.without_variants() > 0;
     match (stale, args.check) {
         (false, true) if gap => Ok(ExitCode::from(1)),
         (false, _) => Ok(ExitCode::SUCCESS),
@@ -1056,7 +1068,7 @@ fn print_json(
 fn report_text(report: &CheckReport, verbose: bool) -> String {
     let mut out = String::new();
     for finding in &report.findings {
-        if !finding.kind.is_stale() && !verbose {
+        if !finding.kind.is_stale() && finding.kind != FindingKind::NoVariants && !verbose {
             continue;
         }
         let subject = finding.repo_id.as_deref().unwrap_or("kernels.lock");

@@ -18,6 +18,7 @@ mod explain;
 mod export;
 mod fit;
 mod info;
+mod interrupt;
 pub mod json;
 mod lock;
 mod lock_fit;

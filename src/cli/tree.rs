@@ -12,6 +12,7 @@ use super::printer::Printer;
 use super::profile::{ProfileInputs, choose_profile, choose_profile_with};
 use super::{GlobalArgs, OutputFormat};
 use crate::cli::settings::Settings;
+use crate::lock::cooldown::Use;
 use crate::lock::format::{KernelDependency, KernelVersion, LOCK_FILE_NAME, Lockfile};
 use crate::lock::inspect::{self, Entry, EntryStatus, Freshness};
 use crate::lock::manifest::{Manifest, ToolSettings};
@@ -500,7 +501,7 @@ pub fn run_outdated(
     global: &GlobalArgs,
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
-    let (_manifest, _lock, entries, profile) = read_project(
+    let (manifest, _lock, entries, profile) = read_project(
         "outdated",
         &args.project.project_dir,
         settings,
@@ -514,7 +515,8 @@ pub fn run_outdated(
         profile.repo_type,
         entries.iter().map(|e| e.repo_id.clone()),
     ));
-    let statuses = inspect::statuses(&entries, &refs);
+    let mut statuses = inspect::statuses(&entries, &refs);
+    note_held_back(&manifest, &client, &profile, &mut statuses)?;
     let causes = not_checked(&statuses, refs, &settings.endpoint);
     let count = |f: Freshness| statuses.iter().filter(|s| s.status == f).count();
     let tally = Tally {
@@ -531,6 +533,7 @@ pub fn run_outdated(
         });
     } else {
         print_outdated_table(printer, &statuses);
+        print_held_back(printer, &statuses);
     }
     if tally.unknown > 0 {
         return Err(tally.error(causes, &settings.endpoint, args.format, printer));
@@ -543,6 +546,53 @@ pub fn run_outdated(
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `kernels lock -U` would hold back now under the manifest's release
+/// cooldown (`exclude-newer`, measured from now), noted in each status.
+fn note_held_back(
+    manifest: &Manifest,
+    client: &HubClient,
+    profile: &Profile,
+    statuses: &mut [EntryStatus],
+) -> miette::Result<()> {
+    let cooldown = manifest
+        .settings
+        .cooldown
+        .in_force(None, Use::Lock, jiff::Timestamp::now())
+        .map_err(|err| {
+            miette::miette!(
+                code = "kernels::outdated::exclude_newer",
+                "{}: exclude-newer: {err}",
+                manifest.path.display()
+            )
+        })?;
+    if let Some(cooldown) = &cooldown {
+        super::runtime()?.block_on(inspect::held_back(
+            client,
+            profile.repo_type,
+            cooldown,
+            statuses,
+        ));
+    }
+    Ok(())
+}
+
+/// One note per entry the cooldown holds back: what, by which setting, and
+/// until when.
+fn print_held_back(printer: &Printer, statuses: &[EntryStatus]) {
+    for held in statuses.iter().filter_map(|s| s.held_back.as_ref()) {
+        let until = held
+            .until
+            .map_or_else(|| "the cut-off moves past it".to_owned(), |u| u.to_string());
+        printer.status(format_args!(
+            "note: {} {} ({}) is held back by {} until {until}",
+            held.repo_id,
+            held.chosen,
+            held.newest.id.short(),
+            held.setting,
+        ));
+    }
 }
 
 /// How many lock entries `kernels outdated` found outdated, up to date and

@@ -198,6 +198,7 @@ fn print_text(
     let mut needs_lock = false;
     let mut fixable = false;
     let mut invalid = false;
+    let mut no_builds = false;
     let mut refused = Vec::new();
     let mut tampered = Vec::new();
     for warning in checks.iter().flat_map(|check| &check.warnings) {
@@ -235,6 +236,10 @@ fn print_text(
                     }
                     true
                 }
+                Problem::NoBuildVariants => {
+                    no_builds = true;
+                    true
+                }
                 _ => false,
             };
             fixable |= problem.fixed_by_download();
@@ -253,7 +258,13 @@ fn print_text(
         ));
         return Ok(ExitCode::SUCCESS);
     }
-    let help = repair_help(args, fixable, needs_lock, invalid, &refused, &tampered);
+    let mut help = repair_help(args, fixable, needs_lock, invalid, &refused, &tampered);
+    if no_builds {
+        if !help.is_empty() {
+            help.push_str("\n\n");
+        }
+        help.push_str("a locked commit without build variants needs another version: lock one that has builds (`kernels versions REPO` lists them), or `kernels remove REPO`");
+    }
     Err(VerifyFailed {
         problems,
         kernels: failed,

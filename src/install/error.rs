@@ -65,6 +65,25 @@ pub enum DownloadError {
         reason: kernels_types::repo_path::RepoPathError,
     },
 
+    /// The locked commit has no build variant at all (no `build/`, or no
+    /// variant directory in it): whatever the selection, nothing can be
+    /// downloaded, and `kernels lock` warned about it.
+    #[error(
+        "{repo_id}@{commit} has no build variants: the locked commit has no variant directory under `build/`, so there is nothing to download"
+    )]
+    #[diagnostic(
+        code(kernels::download::no_build_variants),
+        help(
+            "lock a version of {repo_id} that has builds (`kernels versions {repo_id}` lists them), or remove it with `kernels remove {repo_id}`"
+        )
+    )]
+    NoBuildVariants {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: CommitId,
+    },
+
     /// A variant the lock pins is not in the Hub listing of the locked commit.
     #[error(
         "variant `{variant}` of {repo_id}@{commit} is in kernels.lock but not in the Hub listing of that commit (listed: {})",

@@ -86,6 +86,12 @@ pub fn plan_kernel(
 ) -> Result<KernelPlan, DownloadError> {
     check_listing(kernel, entries)?;
     let available = available_variants(entries);
+    if available.is_empty() {
+        return Err(DownloadError::NoBuildVariants {
+            repo_id: kernel.repo_id.clone(),
+            commit: kernel.commit.clone(),
+        });
+    }
     // With variant hashes the lock is the authority: the variants come from
     // it, and each must be in the listing of the locked commit.
     let chosen = match &kernel.variants {

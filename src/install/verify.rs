@@ -32,6 +32,13 @@ use kernels_types::wire::RepoType;
 /// One difference between the lock and the cache.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Problem {
+    /// The lock hashes no variant of the commit (it has no `build/`): there
+    /// is nothing to download or verify ([`crate::lock::project::NoVariants`]).
+    #[error(
+        "kernels.lock has no build variant of this commit (it has no variant directory under `build/`), so there is nothing to download or load"
+    )]
+    NoBuildVariants,
+
     /// The commit has no `snapshots/<commit>/build/` directory in the cache.
     #[error("the kernel is not in the cache (no directory `{}`)", dir.display())]
     NotCached {
@@ -222,6 +229,7 @@ impl Problem {
         !matches!(
             self,
             Problem::VariantNotLocked { .. }
+                | Problem::NoBuildVariants
                 | Problem::UnlockedVariant { .. }
                 | Problem::Escapes { .. }
                 | Problem::Refused { .. }
@@ -531,6 +539,10 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         fit: super::fit::KernelFit::default(),
         loaded: None,
     };
+    if kernel.variants.as_ref().is_some_and(|v| v.is_empty()) {
+        listing.problems.push(Problem::NoBuildVariants);
+        return listing;
+    }
     let Ok(build) = listing.repo.snapshot_path(kernel.commit.as_str(), "build") else {
         listing.problems.push(Problem::NotCached {
             dir: listing.repo.snapshot_dir(kernel.commit.as_str()),

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use toml_edit::{DocumentMut, Item, Table, TableLike, Value};
+use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value};
 
 use crate::lock::profile::RequirementSupport;
 use crate::lock::requirement::{Requirement, branch_version, tag_version};
@@ -303,6 +303,7 @@ pub fn add_dependency(
     value: &EntryValue,
 ) -> Result<(String, Option<String>), EditError> {
     let mut doc = parse(text, path)?;
+    let trailing = inline_dependencies(&mut doc).map(|t| trailing_space(t));
     let deps = dependencies_mut(&mut doc, path)?;
     if let Some((existing, _)) = deps
         .iter()
@@ -324,10 +325,12 @@ pub fn add_dependency(
             match item.as_value_mut() {
                 // `{ version = … }`: replace the version, keep the table.
                 Some(Value::InlineTable(t)) if t.contains_key("version") => {
+                    let trailing = trailing_space(t);
                     let decor = t["version"].decor().clone();
                     *new.decor_mut() = decor;
                     t.insert("version", new);
                     t.remove("revision");
+                    tidy_inline(t, &trailing);
                 }
                 Some(v) => {
                     let decor = v.decor().clone();
@@ -343,7 +346,10 @@ pub fn add_dependency(
             None
         }
     };
-    Ok((doc.to_string(), old))
+    if let (Some(trailing), Some(deps)) = (trailing, inline_dependencies(&mut doc)) {
+        tidy_inline(deps, &trailing);
+    }
+    Ok((keep_line_endings(text, doc.to_string()), old))
 }
 
 /// `text` without the entries of `repos` (matched exactly, else ignoring ASCII
@@ -356,6 +362,7 @@ pub fn remove_dependencies(
     repos: &[RepoId],
 ) -> Result<(String, Vec<String>), EditError> {
     let mut doc = parse(text, path)?;
+    let trailing = inline_dependencies(&mut doc).map(|t| trailing_space(t));
     let deps = doc
         .get_mut("tool")
         .and_then(|t| t.get_mut("kernels"))
@@ -407,7 +414,59 @@ pub fn remove_dependencies(
         deps.remove(&key);
         removed.push(key);
     }
-    Ok((doc.to_string(), removed))
+    if let (Some(trailing), Some(deps)) = (trailing, inline_dependencies(&mut doc)) {
+        tidy_inline(deps, &trailing);
+    }
+    Ok((keep_line_endings(text, doc.to_string()), removed))
+}
+
+/// The dependency table when it is an inline `dependencies = { … }`.
+fn inline_dependencies(doc: &mut DocumentMut) -> Option<&mut InlineTable> {
+    doc.get_mut("tool")?
+        .get_mut("kernels")?
+        .get_mut("dependencies")?
+        .as_inline_table_mut()
+}
+
+/// What an inline table has between its last value and `}` (one space when
+/// that is not just spaces, or the table is empty).
+fn trailing_space(table: &InlineTable) -> String {
+    table
+        .iter()
+        .last()
+        .and_then(|(_, value)| value.decor().suffix()?.as_str().map(str::to_owned))
+        .filter(|s| s.trim().is_empty())
+        .unwrap_or_else(|| " ".to_owned())
+}
+
+/// Spaces an edited inline table as people write it: `toml_edit` keeps the
+/// space a former last value had before `}` when a value is added after it
+/// (`{ "a/b" = 1 , "c/d" = 2}`) and drops it when the last value is removed
+/// (`{ "a/b" = 1}`). Blank space after a value becomes none, and `trailing`
+/// after the last one.
+fn tidy_inline(table: &mut InlineTable, trailing: &str) {
+    let last = table.len().saturating_sub(1);
+    for (i, (_, value)) in table.iter_mut().enumerate() {
+        let decor = value.decor_mut();
+        let blank = decor
+            .suffix()
+            .and_then(|s| s.as_str())
+            .is_none_or(|s| s.trim().is_empty());
+        if blank {
+            decor.set_suffix(if i == last { trailing } else { "" });
+        }
+    }
+}
+
+/// `edited` with the line endings of `original`: when every line of
+/// `original` ends in CRLF, so does every line of `edited` (`toml_edit` ends
+/// the lines it adds with LF); otherwise `edited` as it is.
+fn keep_line_endings(original: &str, edited: String) -> String {
+    let lines = original.matches('\n').count();
+    if lines == 0 || original.matches("\r\n").count() != lines {
+        return edited;
+    }
+    edited.replace("\r\n", "\n").replace('\n', "\r\n")
 }
 
 #[cfg(test)]
@@ -493,6 +552,57 @@ mod tests {
         let err =
             remove_dependencies(TEXT, Path::new("pyproject.toml"), &[repo("a/b")]).unwrap_err();
         assert!(err.to_string().contains("`a/b` is not a dependency"));
+    }
+
+    #[test]
+    fn inline_tables_get_no_stray_spaces() {
+        let p = Path::new("pyproject.toml");
+        let one = "[tool.kernels]\ndependencies = { \"a/b\" = 1 }\n";
+        let two = "[tool.kernels]\ndependencies = { \"a/b\" = 1, \"c/d\" = 2 }\n";
+        let (added, _) = add_dependency(one, p, &repo("c/d"), &EntryValue::Integer(2)).unwrap();
+        assert_eq!(added, two);
+        let (removed, _) = remove_dependencies(two, p, &[repo("c/d")]).unwrap();
+        assert_eq!(removed, one);
+        let (empty, _) = remove_dependencies(one, p, &[repo("a/b")]).unwrap();
+        let (again, _) = add_dependency(&empty, p, &repo("a/b"), &EntryValue::Integer(1)).unwrap();
+        assert_eq!(again, one);
+        let pinned =
+            "[tool.kernels.dependencies]\n\"a/b\" = { version = 1, revision = \"main\" }\n";
+        let (set, _) = add_dependency(pinned, p, &repo("a/b"), &EntryValue::Integer(2)).unwrap();
+        assert_eq!(
+            set,
+            "[tool.kernels.dependencies]\n\"a/b\" = { version = 2 }\n"
+        );
+    }
+
+    #[test]
+    fn crlf_stays_crlf() {
+        let p = Path::new("pyproject.toml");
+        let text = TEXT.replace('\n', "\r\n");
+        let (added, _) = add_dependency(
+            &text,
+            p,
+            &repo("kernels-test/versions"),
+            &EntryValue::Integer(2),
+        )
+        .unwrap();
+        assert_eq!(added.matches('\n').count(), added.matches("\r\n").count());
+        assert!(added.contains("\"kernels-test/versions\" = 2\r\n"));
+        let (removed, _) =
+            remove_dependencies(&added, p, &[repo("kernels-test/versions")]).unwrap();
+        assert_eq!(removed, text);
+        let created = add_dependency(
+            "[project]\r\nname = \"demo\"\r\n",
+            p,
+            &repo("a/b"),
+            &EntryValue::Integer(1),
+        )
+        .unwrap()
+        .0;
+        assert_eq!(
+            created,
+            "[project]\r\nname = \"demo\"\r\n\r\n[tool.kernels.dependencies]\r\n\"a/b\" = 1\r\n"
+        );
     }
 
     #[test]

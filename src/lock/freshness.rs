@@ -23,6 +23,7 @@ use serde::Serialize;
 use crate::lock::conflict;
 use crate::lock::format::{KernelVersion, LockFormat, LockedKernel, Lockfile, LockfileError};
 use crate::lock::manifest::{Dependency, Manifest};
+use crate::lock::project::NoVariants;
 use crate::lock::requirement::{Requirement, branch_version, select_tag, tag_version};
 use kernels_cache::HubCache;
 use kernels_types::CommitId;
@@ -53,12 +54,18 @@ pub enum FindingKind {
     Conflict,
     /// Nothing known offline proves or disproves the entry (offline check only).
     Unverified,
+    /// The locked commit has no build variant, so nothing can be downloaded
+    /// for it (online check): the lock would not change, but the check fails.
+    NoVariants,
 }
 
 impl FindingKind {
     /// Whether this finding means the lock would change.
     pub fn is_stale(self) -> bool {
-        !matches!(self, FindingKind::UpToDate | FindingKind::Unverified)
+        !matches!(
+            self,
+            FindingKind::UpToDate | FindingKind::Unverified | FindingKind::NoVariants
+        )
     }
 
     /// The short word shown before a finding's detail.
@@ -74,6 +81,7 @@ impl FindingKind {
             FindingKind::Malformed => "malformed",
             FindingKind::Conflict => "conflict",
             FindingKind::Unverified => "not checkable offline",
+            FindingKind::NoVariants => "no build variants",
         }
     }
 }
@@ -137,6 +145,28 @@ impl CheckReport {
     /// Whether any finding proves that the lock would change.
     pub fn is_stale(&self) -> bool {
         self.findings.iter().any(|f| f.kind.is_stale())
+    }
+
+    /// Adds a [`FindingKind::NoVariants`] finding for each entry.
+    pub fn add_without_variants(&mut self, entries: &[NoVariants]) {
+        for entry in entries {
+            self.findings.push(
+                Finding::new(
+                    Some(entry.repo_id.as_str()),
+                    FindingKind::NoVariants,
+                    entry.reason(),
+                )
+                .locked(&entry.commit),
+            );
+        }
+    }
+
+    /// Entries whose locked commit has no build variant.
+    pub fn without_variants(&self) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.kind == FindingKind::NoVariants)
+            .count()
     }
 
     /// Findings that could not be decided offline.

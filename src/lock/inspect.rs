@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use futures_util::future::join_all;
 use serde::Serialize;
 
+use crate::lock::cooldown::{Cooldown, HeldBack};
 use crate::lock::format::{KernelDependency, KernelVersion, Lockfile};
 use crate::lock::label::commit_label;
 use crate::lock::manifest::Manifest;
@@ -110,6 +111,9 @@ pub struct EntryStatus {
     pub status: Freshness,
     /// Why the refs could not be read (`status` is `unknown`).
     pub error: Option<CheckError>,
+    /// What the release cooldown holds back of `compatible`, and until when
+    /// ([`held_back`]); `None` without a cooldown, or when it holds nothing.
+    pub held_back: Option<HeldBack>,
 }
 
 /// A requirement of a lock entry: from the manifest (variant-hash locks) or
@@ -443,9 +447,40 @@ pub fn statuses(
                     Some(false) => Freshness::UpToDate,
                 },
                 error,
+                held_back: None,
             }
         })
         .collect()
+}
+
+/// Fills [`EntryStatus::held_back`] of each status whose compatible version is
+/// newer than what is locked and dated after `cooldown`'s cut-off: the
+/// compatible commit's history (the commits API) down to the newest commit the
+/// cut-off admits, all repositories at once. A history that cannot be read
+/// leaves the entry without a note.
+pub async fn held_back(
+    client: &HubClient,
+    repo_type: RepoType,
+    cooldown: &Cooldown,
+    statuses: &mut [EntryStatus],
+) {
+    let asks = statuses.iter().map(|s| async move {
+        let compatible = s.compatible.as_ref()?;
+        let repo_id: RepoId = s.repo_id.parse().ok()?;
+        if compatible.commit == s.locked.commit || !cooldown.applies_to(&repo_id) {
+            return None;
+        }
+        let found = cooldown
+            .newest_admitted(client, repo_type, &repo_id, compatible.commit.as_str())
+            .await
+            .ok()??;
+        let (admitted, skipped) = found;
+        cooldown.held_back(&repo_id, &compatible.label, admitted, &skipped)
+    });
+    let answers = join_all(asks).await;
+    for (status, answer) in statuses.iter_mut().zip(answers) {
+        status.held_back = answer;
+    }
 }
 
 /// The `kernel-depends` of every 0.17 lock entry at its locked commit, all

@@ -20,5 +20,6 @@ pub mod profile;
 pub mod project;
 pub mod requirement;
 pub mod resolver;
+pub mod short_commit;
 pub mod sticky;
 pub mod support;

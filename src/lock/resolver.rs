@@ -12,6 +12,7 @@ use kernels_types::CommitId;
 use crate::lock::cooldown::{Cooldown, HeldBack};
 use crate::lock::manifest::Dependency;
 use crate::lock::requirement::{NoMatch, Requirement, select_branch, select_tag};
+use crate::lock::short_commit::{self, ShortCommitError};
 use kernels_hub::{HubClient, HubError};
 use kernels_types::file_set::{self, FileSet};
 use kernels_types::repo_id::RepoId;
@@ -122,6 +123,11 @@ pub enum ResolveError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Hub(#[from] HubError),
+
+    /// An abbreviated commit `revision` names no commit, or several.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    ShortCommit(#[from] ShortCommitError),
 
     /// The Hub answered with a commit id that is not 40 hex digits (a
     /// SHA-256 commit, which the lock formats of ≤0.16 cannot hold).
@@ -260,13 +266,11 @@ impl Resolver {
         let mut warnings = Vec::new();
         let cooldown = self.cooldown.as_ref().filter(|c| c.applies_to(repo_id));
         let (chosen, commit, held_back) = match requirement {
-            Requirement::Revision(revision) => {
-                let info = self
-                    .client
-                    .repo_info(self.repo_type, repo_id, revision)
-                    .await?;
-                (revision.clone(), info.sha, None)
-            }
+            Requirement::Revision(revision) => (
+                revision.clone(),
+                self.revision(repo_id, revision).await?,
+                None,
+            ),
             Requirement::Branch(n) => {
                 let (chosen, head) = self.branch(repo_id, *n, &mut warnings).await?;
                 match cooldown {
@@ -296,6 +300,23 @@ impl Resolver {
             warnings,
             held_back,
         })
+    }
+
+    /// The commit `revision` names: what the Hub resolves it to, else, for an
+    /// abbreviated commit the Hub does not know, the one commit it abbreviates
+    /// ([`short_commit::expand`]).
+    async fn revision(&self, repo_id: &RepoId, revision: &str) -> Result<CommitId, ResolveError> {
+        match self
+            .client
+            .repo_info(self.repo_type, repo_id, revision)
+            .await
+        {
+            Ok(info) => Ok(info.sha),
+            Err(HubError::RevisionNotFound { .. }) if short_commit::is_short_commit(revision) => {
+                Ok(short_commit::expand(&self.client, self.repo_type, repo_id, revision).await?)
+            }
+            Err(err) => Err(err.into()),
+        }
     }
 
     /// Branch `v<n>` and its head, warning when a higher version exists.

@@ -14,7 +14,7 @@ const REPO: &str = "kernels-test/versions";
 /// A mirror with `kernels-test/versions` whose `v1` branch and tag `v0.3.0`
 /// point at a new commit `fresh` (the files of `v1`, parent `v1`) dated one
 /// hour ago.
-fn fresh_mirror() -> tempfile::TempDir {
+pub(crate) fn fresh_mirror() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     let src = common::mirror_dir();
     copy_dir(&src.join("orgs"), &root.path().join("orgs"));
@@ -40,7 +40,7 @@ fn fresh_mirror() -> tempfile::TempDir {
     root
 }
 
-fn project(tool: &str, requirement: &str) -> String {
+pub(crate) fn project(tool: &str, requirement: &str) -> String {
     format!(
         "[project]\nname = \"demo\"\n\n[tool.kernels]\n# Hold back releases for a week.\n{tool}\n[tool.kernels.dependencies]\n\"{REPO}\" = {requirement}\n"
     )

@@ -35,7 +35,7 @@ pub use depends::{
     variant_metadata,
 };
 pub use error::{Failure, LockError};
-pub use outcome::{LockOptions, LockOutcome, Locked, RequiredBy};
+pub use outcome::{LockOptions, LockOutcome, Locked, NoVariants, RequiredBy};
 
 use crate::lock::manifest::Manifest;
 use crate::lock::profile::Profile;
@@ -78,6 +78,7 @@ pub async fn lock_project(
     };
     warnings.append(&mut outcome.warnings);
     warnings.extend(profile.served_as_kernel_note(client, "locked"));
+    warnings.extend(outcome.without_variants().iter().map(ToString::to_string));
     outcome.warnings = warnings;
     if !options.targets.is_empty() {
         if profile.lock_format == crate::lock::format::LockFormat::VariantHash {

@@ -121,6 +121,94 @@ impl std::fmt::Display for RequiredBy {
     }
 }
 
+/// A locked entry whose commit has no build variant (no `build/`, or no
+/// variant directory in it): nothing can be downloaded or loaded for it, so
+/// `kernels lock` warns and `kernels lock --check` fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoVariants {
+    /// The repository.
+    pub repo_id: String,
+    /// What the commit is locked from (`v1`, `v0.1.1`, a revision).
+    pub label: String,
+    /// The locked commit.
+    pub commit: CommitId,
+}
+
+impl NoVariants {
+    /// Why the entry is of no use and what to do, without the repository:
+    /// `locked at v1 (<commit>), which has no variant directory under `build/` …`.
+    pub fn reason(&self) -> String {
+        format!(
+            "locked at {} ({}), which has no variant directory under `build/`: {}",
+            self.label,
+            self.commit,
+            self.fix()
+        )
+    }
+
+    fn fix(&self) -> String {
+        format!(
+            "there is nothing to download or load; lock a version that has builds (`kernels versions {}` lists them)",
+            self.repo_id
+        )
+    }
+}
+
+impl std::fmt::Display for NoVariants {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} ({}) has no build variants (no variant directory under `build/`): {}",
+            self.repo_id,
+            self.label,
+            self.commit,
+            self.fix()
+        )
+    }
+}
+
+impl LockOutcome {
+    /// The locked entries without any build variant, in lock order: a
+    /// variant-hash entry with no variant hash, a `KernelLocks` entry whose
+    /// commit's `build/` listing gave no variant.
+    pub fn without_variants(&self) -> Vec<NoVariants> {
+        match &self.lockfile {
+            Lockfile::VariantHash(locks) => locks
+                .iter()
+                .filter(|lock| lock.variants.is_empty())
+                .map(|lock| NoVariants {
+                    repo_id: lock.repo_id.clone(),
+                    label: self
+                        .labels
+                        .get(&lock.repo_id)
+                        .cloned()
+                        .unwrap_or_else(|| lock.sha.short().to_owned()),
+                    commit: lock.sha.clone(),
+                })
+                .collect(),
+            Lockfile::KernelLocks(locks) => locks
+                .iter()
+                .filter_map(|(dep, commit)| {
+                    let label = match &dep.version {
+                        KernelVersion::Version(n) => format!("v{n}"),
+                        KernelVersion::Revision(r) => r.clone(),
+                    };
+                    self.variants
+                        .iter()
+                        .any(|v| {
+                            v.repo_id == dep.repo_id && v.label == label && v.variants.is_empty()
+                        })
+                        .then(|| NoVariants {
+                            repo_id: dep.repo_id.clone(),
+                            label,
+                            commit: commit.clone(),
+                        })
+                })
+                .collect(),
+        }
+    }
+}
+
 impl std::fmt::Display for Locked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
