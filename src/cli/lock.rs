@@ -375,20 +375,8 @@ fn plan(
         targets: targets.list.clone(),
         cooldown: cooldown.clone(),
     };
-    let client = super::download::client_showing_retries(settings, printer, retries)?;
     let started = std::time::Instant::now();
-    let spinner = super::progress::Spinner::start(
-        printer,
-        printer.progress_mode(),
-        &format!(
-            "Resolving {}",
-            super::progress::plural(to_resolve.dependencies.len(), "kernel")
-        ),
-    );
-    let outcome =
-        super::runtime()?.block_on(lock_project(&client, &profile, &to_resolve, &options));
-    drop(spinner);
-    let mut outcome = outcome.map_err(|err| super::causes::lock_failure(err, settings))?;
+    let mut outcome = resolve(&profile, &to_resolve, &options, settings, printer, retries)?;
     let elapsed = started.elapsed();
     let kept = keep_agreed(merged, &manifest, &mut outcome.lockfile);
     let json = outcome.lockfile.to_json();
@@ -410,6 +398,30 @@ fn plan(
         elapsed,
         cooldown,
     })
+}
+
+/// Resolves `to_resolve` for `profile` behind a `Resolving N kernels`
+/// spinner; a failure becomes the CLI's lock error.
+fn resolve(
+    profile: &Profile,
+    to_resolve: &Manifest,
+    options: &LockOptions,
+    settings: &Settings,
+    printer: &Printer,
+    retries: ProgressMode,
+) -> miette::Result<crate::lock::project::LockOutcome> {
+    let client = super::download::client_showing_retries(settings, printer, retries)?;
+    let spinner = super::progress::Spinner::start(
+        printer,
+        printer.progress_mode(),
+        &format!(
+            "Resolving {}",
+            super::progress::plural(to_resolve.dependencies.len(), "kernel")
+        ),
+    );
+    let outcome = super::runtime()?.block_on(lock_project(&client, profile, to_resolve, options));
+    drop(spinner);
+    outcome.map_err(|err| super::causes::lock_failure(err, settings))
 }
 
 /// The release cooldown in force for this run (`--exclude-newer` or the

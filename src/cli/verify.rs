@@ -1,5 +1,6 @@
 //! `kernels verify`.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use super::json::{ErrorDoc, ProblemDoc, VerifiedDoc, VerifyDoc};
@@ -116,50 +117,90 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
     print_text(&args, printer, &checks, &snapshot)
 }
 
-/// What repairs the cache: `kernels download` for what it fixes, `kernels
-/// lock` for variants without a hash, the removal of a variant whose
-/// metadata.json cannot be read (`invalid`), and for each cached variant the target
-/// runtime would load and refuse (`refused`, its directories) their removal:
-/// `kernels download` leaves a complete variant directory in place, and the
-/// runtime takes the best one it finds. So for a variant whose files differ
-/// from its metadata.json digest (`tampered`): removed, then downloaded.
-fn repair_help(
-    args: &VerifyArgs,
+/// What repairs the cache, gathered from the problems of a verification:
+/// `kernels download` for what it fixes (`fixable`), `kernels lock` for
+/// variants without a hash (`needs_lock`), the removal of a variant whose
+/// metadata.json cannot be read (`invalid`), and for each cached variant the
+/// target runtime would load and refuse (`refused`, its directories) their
+/// removal: `kernels download` leaves a complete variant directory in place,
+/// and the runtime takes the best one it finds. So for a variant whose files
+/// differ from its metadata.json digest (`tampered`): removed, then
+/// downloaded. A locked commit without builds (`no_builds`) needs another
+/// version.
+#[derive(Default)]
+struct Repairs {
     fixable: bool,
     needs_lock: bool,
     invalid: bool,
-    refused: &[std::path::PathBuf],
-    tampered: &[std::path::PathBuf],
-) -> String {
-    let mut help = Vec::new();
-    if fixable {
-        help.push(format!(
-            "repair the cache with:\n\n    kernels download {}{}",
-            shell_path(&args.project.project_dir),
-            args.select.flags()
-        ));
+    no_builds: bool,
+    refused: Vec<std::path::PathBuf>,
+    tampered: Vec<std::path::PathBuf>,
+}
+
+impl Repairs {
+    /// Notes what repairs `problem`, found in the snapshot `snapshot`.
+    fn record(&mut self, problem: &Problem, snapshot: &Path) {
+        let unfit = match problem {
+            Problem::Refused { variant, .. } => {
+                self.refused.push(snapshot.join("build").join(variant));
+                true
+            }
+            Problem::InvalidMetadata { .. } => {
+                self.invalid = true;
+                true
+            }
+            Problem::Digest { variant, .. } => {
+                let dir = snapshot.join("build").join(variant);
+                if !self.tampered.contains(&dir) {
+                    self.tampered.push(dir);
+                }
+                true
+            }
+            Problem::NoBuildVariants => {
+                self.no_builds = true;
+                true
+            }
+            _ => false,
+        };
+        self.fixable |= problem.fixed_by_download();
+        self.needs_lock |= !problem.fixed_by_download() && !unfit;
     }
-    if needs_lock {
-        help.push("variants without a hash need `kernels lock` first".to_owned());
+
+    /// The error's help: one paragraph per kind of repair, in a fixed order.
+    fn help(&self, args: &VerifyArgs) -> String {
+        let mut help = Vec::new();
+        if self.fixable {
+            help.push(format!(
+                "repair the cache with:\n\n    kernels download {}{}",
+                shell_path(&args.project.project_dir),
+                args.select.flags()
+            ));
+        }
+        if self.needs_lock {
+            help.push("variants without a hash need `kernels lock` first".to_owned());
+        }
+        if !self.refused.is_empty() {
+            let dirs: Vec<String> = self.refused.iter().map(|d| shell_path(d)).collect();
+            help.push(format!(
+                "the target runtime would load a cached variant and refuse it: remove it so that the runtime takes one that fits (`kernels download` places one), or lock a version that has one (`kernels versions REPO`):\n\n    rm -r {}",
+                dirs.join(" ")
+            ));
+        }
+        if !self.tampered.is_empty() {
+            let dirs: Vec<String> = self.tampered.iter().map(|d| shell_path(d)).collect();
+            help.push(format!(
+                "a cached variant's files are not the ones its metadata.json digest names (changed, added or removed after the build): remove it and run `kernels download` again, which refuses files that do not match:\n\n    rm -r {}",
+                dirs.join(" ")
+            ));
+        }
+        if self.invalid {
+            help.push("a cached variant's metadata.json cannot be read: remove its directory and run `kernels download` again".to_owned());
+        }
+        if self.no_builds {
+            help.push("a locked commit without build variants needs another version: lock one that has builds (`kernels versions REPO` lists them), or `kernels remove REPO`".to_owned());
+        }
+        help.join("\n\n")
     }
-    if !refused.is_empty() {
-        let dirs: Vec<String> = refused.iter().map(|d| shell_path(d)).collect();
-        help.push(format!(
-            "the target runtime would load a cached variant and refuse it: remove it so that the runtime takes one that fits (`kernels download` places one), or lock a version that has one (`kernels versions REPO`):\n\n    rm -r {}",
-            dirs.join(" ")
-        ));
-    }
-    if !tampered.is_empty() {
-        let dirs: Vec<String> = tampered.iter().map(|d| shell_path(d)).collect();
-        help.push(format!(
-            "a cached variant's files are not the ones its metadata.json digest names (changed, added or removed after the build): remove it and run `kernels download` again, which refuses files that do not match:\n\n    rm -r {}",
-            dirs.join(" ")
-        ));
-    }
-    if invalid {
-        help.push("a cached variant's metadata.json cannot be read: remove its directory and run `kernels download` again".to_owned());
-    }
-    help.join("\n\n")
 }
 
 /// The `--format json` document of a verification; exit 1 on any difference.
@@ -195,12 +236,7 @@ fn print_text(
 ) -> miette::Result<ExitCode> {
     let mut problems = 0;
     let mut failed = 0;
-    let mut needs_lock = false;
-    let mut fixable = false;
-    let mut invalid = false;
-    let mut no_builds = false;
-    let mut refused = Vec::new();
-    let mut tampered = Vec::new();
+    let mut repairs = Repairs::default();
     for warning in checks.iter().flat_map(|check| &check.warnings) {
         printer.status(format_args!("warning: {warning}"));
     }
@@ -220,30 +256,7 @@ fn print_text(
         failed += 1;
         for problem in &check.problems {
             problems += 1;
-            let unfit = match problem {
-                Problem::Refused { variant, .. } => {
-                    refused.push(snapshot(check).join("build").join(variant));
-                    true
-                }
-                Problem::InvalidMetadata { .. } => {
-                    invalid = true;
-                    true
-                }
-                Problem::Digest { variant, .. } => {
-                    let dir = snapshot(check).join("build").join(variant);
-                    if !tampered.contains(&dir) {
-                        tampered.push(dir);
-                    }
-                    true
-                }
-                Problem::NoBuildVariants => {
-                    no_builds = true;
-                    true
-                }
-                _ => false,
-            };
-            fixable |= problem.fixed_by_download();
-            needs_lock |= !problem.fixed_by_download() && !unfit;
+            repairs.record(problem, &snapshot(check));
             printer.data(format_args!("{}: {problem}", check.label()));
         }
     }
@@ -258,13 +271,7 @@ fn print_text(
         ));
         return Ok(ExitCode::SUCCESS);
     }
-    let mut help = repair_help(args, fixable, needs_lock, invalid, &refused, &tampered);
-    if no_builds {
-        if !help.is_empty() {
-            help.push_str("\n\n");
-        }
-        help.push_str("a locked commit without build variants needs another version: lock one that has builds (`kernels versions REPO` lists them), or `kernels remove REPO`");
-    }
+    let help = repairs.help(args);
     Err(VerifyFailed {
         problems,
         kernels: failed,
