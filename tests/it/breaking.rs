@@ -146,6 +146,18 @@ fn upgrade_package_limits_breaking_to_the_named_repos() {
             .lockfile()
             .contains(&commit_of(context.endpoint(), VERSIONS, "v1"))
     );
+
+    // With `--format json`, stdout is the lock's one document and stderr is quiet.
+    let out = context.run_ok(&["lock", "--breaking", "--format", "json", "-P", VERSIONS]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["command"], "lock");
+    assert_eq!(doc["changes"].as_array().map(Vec::len), Some(1), "{doc}");
+    assert!(String::from_utf8_lossy(&out.stderr).trim().is_empty());
+    assert!(
+        context
+            .read("pyproject.toml")
+            .contains(&format!("\"{VERSIONS}\" = 2\n"))
+    );
 }
 
 #[test]
