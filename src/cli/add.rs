@@ -130,6 +130,7 @@ pub fn run_add(
         Some(old) => format!("Updated `{}` = {value} (was {old}) in", args.repo_id),
         None => format!("Added `{}` = {value} to", args.repo_id),
     };
+    let status = [table_line(&what, &path)];
     let mut lock = LockArgs::for_project(project_dir);
     lock.runtime = args.runtime;
     lock.repo = args.repo;
@@ -138,7 +139,7 @@ pub fn run_add(
         path: &path,
         old_text: &text,
         new_text: &new_text,
-        what: &what,
+        status: &status,
     };
     edit_then_lock(&edit, lock, settings, global, printer)
 }
@@ -162,33 +163,41 @@ pub fn run_remove(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let status = [table_line(&what, &path)];
     let mut lock = LockArgs::for_project(project_dir);
     lock.runtime = args.runtime;
     let edit = Edit {
         path: &path,
         old_text: &text,
         new_text: &new_text,
-        what: &what,
+        status: &status,
     };
     edit_then_lock(&edit, lock, settings, global, printer)
 }
 
-/// An edit of `pyproject.toml` by `kernels add` or `kernels remove`.
-struct Edit<'a> {
+/// `{what} [tool.kernels.dependencies] of {path}`: the status line of `add`
+/// and `remove`.
+fn table_line(what: &str, path: &Path) -> String {
+    format!("{what} [tool.kernels.dependencies] of {}", path.display())
+}
+
+/// An edit of `pyproject.toml` by `kernels add`, `kernels remove` or
+/// `kernels lock --breaking`.
+pub(super) struct Edit<'a> {
     /// The manifest's path.
-    path: &'a Path,
+    pub path: &'a Path,
     /// Its text before the edit.
-    old_text: &'a str,
+    pub old_text: &'a str,
     /// Its text after the edit.
-    new_text: &'a str,
-    /// What the edit did, for the status line (`Added `acme/relu` = 1 to`).
-    what: &'a str,
+    pub new_text: &'a str,
+    /// What the edit did, one status line each, printed once it is written.
+    pub status: &'a [String],
 }
 
 /// Writes the edited manifest and locks; on failure puts `pyproject.toml` and
 /// `kernels.lock` back as they were. Under `--frozen` only the manifest is
 /// edited (as `uv add --frozen`).
-fn edit_then_lock(
+pub(super) fn edit_then_lock(
     edit: &Edit<'_>,
     lock: LockArgs,
     settings: &Settings,
@@ -199,7 +208,7 @@ fn edit_then_lock(
         path,
         old_text,
         new_text,
-        what,
+        status,
     } = edit;
     let write = |bytes: &[u8], file: &Path| {
         write_atomic(file, bytes).map_err(|err| {
@@ -234,15 +243,14 @@ fn edit_then_lock(
     if new_text != old_text {
         write(new_text.as_bytes(), path)?;
     }
-    printer.status(format_args!(
-        "{what} [tool.kernels.dependencies] of {}",
-        path.display()
-    ));
+    for line in status {
+        printer.status(line);
+    }
     if global.frozen {
         printer.status("--frozen: kernels.lock was not updated; run `kernels lock` to update it");
         return Ok(ExitCode::SUCCESS);
     }
-    let result = super::lock::run(lock, settings, global, printer);
+    let result = super::lock::run_inner(lock, settings, global, printer);
     drop(guard);
     let failed = !matches!(result, Ok(code) if code == ExitCode::SUCCESS);
     if failed && saved.iter().map(Saved::restore).fold(true, |a, b| a & b) {

@@ -76,6 +76,14 @@ pub struct LockArgs {
     #[arg(short = 'P', long, value_name = "REPO_ID")]
     pub upgrade_package: Vec<RepoId>,
 
+    /// Raise each integer requirement (`"org/name" = N`, `{ version = N }`) to
+    /// the newest major `vM` whose branch has a build variant for the declared
+    /// targets (any variant without targets), rewrite `pyproject.toml` and
+    /// lock; with `--upgrade-package`, only those repositories. Version
+    /// specifiers and revision pins are left as they are.
+    #[arg(long, conflicts_with_all = ["check", "locked", "frozen", "dry_run"])]
+    pub breaking: bool,
+
     /// Print what would change without writing `kernels.lock`.
     #[arg(long)]
     pub dry_run: bool,
@@ -145,6 +153,7 @@ impl LockArgs {
             offline: false,
             upgrade: false,
             upgrade_package: Vec::new(),
+            breaking: false,
             dry_run: false,
             exclude_newer: None,
             force: false,
@@ -190,15 +199,33 @@ struct Frozen {
 #[error(
     "{check} cannot be used with {upgrade}: a check does not upgrade, so it cannot tell what the upgrade would change"
 )]
-#[diagnostic(
-    code(kernels::lock::check_with_upgrade),
-    help(
-        "run `kernels lock {upgrade} --dry-run` to see what the upgrade would change, without writing"
-    )
-)]
+#[diagnostic(code(kernels::lock::check_with_upgrade), help("{hint}"))]
 struct CheckWithUpgrade {
     check: &'static str,
     upgrade: &'static str,
+    hint: String,
+}
+
+impl CheckWithUpgrade {
+    /// The refusal of `check` together with `upgrade`, with the command that
+    /// shows what the upgrade would change (`--breaking` edits
+    /// `pyproject.toml`, so it has no dry run).
+    fn new(check: &'static str, upgrade: &'static str) -> Self {
+        let hint = if upgrade == "--breaking" {
+            format!(
+                "run `kernels lock --breaking` without {check}, then review the changes to pyproject.toml and kernels.lock (`git diff`)"
+            )
+        } else {
+            format!(
+                "run `kernels lock {upgrade} --dry-run` to see what the upgrade would change, without writing"
+            )
+        };
+        CheckWithUpgrade {
+            check,
+            upgrade,
+            hint,
+        }
+    }
 }
 
 /// `--locked` was given and the lock is stale or missing.
@@ -448,7 +475,7 @@ fn cooldown_in_force(
 /// of the lock at `lock_path`, matched exactly, else ignoring ASCII case (as
 /// `kernels add` / `kernels remove` match them). Returns the upgrade with each
 /// name spelled as the manifest (or the lock) spells it.
-fn check_upgrade_packages(
+pub(super) fn check_upgrade_packages(
     upgrade: &Upgrade,
     manifest: &Manifest,
     old_lock: Option<&Lockfile>,
@@ -710,8 +737,9 @@ pub fn run(
 }
 
 /// `kernels lock` once its JSON failure document is taken care of: the check
-/// of `--check` / `--locked`, or resolving and writing.
-fn run_inner(
+/// of `--check` / `--locked`, raising majors (`--breaking`), or resolving and
+/// writing.
+pub(super) fn run_inner(
     args: LockArgs,
     settings: &Settings,
     global: &GlobalArgs,
@@ -722,27 +750,30 @@ fn run_inner(
     let settings = &settings;
     let lock_path = args.project.project_dir.join(LOCK_FILE_NAME);
     if args.check || global.locked {
-        if args.upgrade || !args.upgrade_package.is_empty() {
-            return Err(CheckWithUpgrade {
-                check: if args.check {
-                    "--check"
-                } else if args.lock_mode.locked {
-                    "--locked"
-                } else {
-                    "KERNELS_LOCKED"
-                },
-                upgrade: if args.upgrade {
-                    "--upgrade"
-                } else {
-                    "--upgrade-package <REPO_ID>"
-                },
-            }
-            .into());
+        if args.upgrade || !args.upgrade_package.is_empty() || args.breaking {
+            let check = if args.check {
+                "--check"
+            } else if args.lock_mode.locked {
+                "--locked"
+            } else {
+                "KERNELS_LOCKED"
+            };
+            let upgrade = if args.breaking {
+                "--breaking"
+            } else if args.upgrade {
+                "--upgrade"
+            } else {
+                "--upgrade-package <REPO_ID>"
+            };
+            return Err(CheckWithUpgrade::new(check, upgrade).into());
         }
         return check(&args, settings, printer, lock_path);
     }
     if global.frozen {
         return Err(Frozen { path: lock_path }.into());
+    }
+    if args.breaking {
+        return super::breaking::run(args, settings, global, printer);
     }
     let on_disk = LockOnDisk::read(&lock_path);
     if !args.force

@@ -9,6 +9,7 @@
 
 mod add;
 pub mod args;
+mod breaking;
 mod cache;
 mod causes;
 mod check;

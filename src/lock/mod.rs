@@ -4,8 +4,10 @@
 //! manifest ([`freshness`]), repairing merge conflicts ([`conflict`]), choosing
 //! the target runtime ([`profile`]) and which requirement forms it reads
 //! ([`support`]), what a commit is called ([`label`]), and the two on-disk
-//! formats ([`format`](mod@format)).
+//! formats ([`format`](mod@format)); raising integer requirements to a newer
+//! major ([`breaking`]).
 
+pub mod breaking;
 pub mod conflict;
 pub mod cooldown;
 pub mod edit;

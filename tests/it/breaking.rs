@@ -1,0 +1,215 @@
+//! `kernels lock --breaking` (issue 23, item 2): against a copy of the
+//! bundled mirror where `kernels-test/versions` has builds on `v1` and `v2`,
+//! a `v3` with only a ROCm build and a `v4` with no `build/` at all, an
+//! integer requirement moves to the newest major that fits the declared
+//! targets (any build without targets), `pyproject.toml` keeps its comments,
+//! the lock pins the new branch's commit; `-P` limits it; a project at the
+//! newest major is left byte for byte; `--check`, `--locked` and `--frozen`
+//! refuse it; a failed relock puts both files back.
+
+use std::path::Path;
+
+use kernels_test_support::{Server, TestContext, snapshot};
+
+use crate::sticky::{commit_of, copy_dir, edited_mirror};
+
+const VERSIONS: &str = "kernels-test/versions";
+const RELU: &str = "kernels-community/relu";
+
+/// The mirror described in the module docs; `kernels-community/relu` gets a
+/// `v2` branch at its `v1` commit.
+fn mirror() -> tempfile::TempDir {
+    let root = edited_mirror(
+        |toml| {
+            toml.replace("\"f609e51b\"]", "\"f609e51b\", \"rocmonly\", \"nobuild\"]")
+                .replace(
+                    "\"v10\" = \"v10\"\n",
+                    "\"v3\" = \"rocmonly\"\n\"v4\" = \"nobuild\"\n",
+                )
+        },
+        &[
+            (
+                "rocmonly",
+                "f609e51b",
+                "parent = \"f609e51b\"\ntitle = \"Version 3: ROCm only\"\ndate = \"2026-08-01T10:00:00Z\"\n",
+            ),
+            (
+                "nobuild",
+                "f609e51b",
+                "parent = \"rocmonly\"\ntitle = \"Version 4: sources only\"\ndate = \"2026-08-02T10:00:00Z\"\n",
+            ),
+        ],
+    );
+    let commits = root
+        .path()
+        .join("repos/kernels/kernels-test/versions/commits");
+    for variant in ["torch-cuda", "torch-cpu", "torch-xpu"] {
+        fs_err::remove_dir_all(commits.join("rocmonly/tree/build").join(variant)).unwrap();
+    }
+    fs_err::remove_dir_all(commits.join("nobuild/tree/build")).unwrap();
+    let relu_rel = "repos/kernels/kernels-community/relu";
+    let relu = root.path().join(relu_rel);
+    copy_dir(&kernels_test_support::mirror_dir().join(relu_rel), &relu);
+    let toml = fs_err::read_to_string(relu.join("repo.toml")).unwrap();
+    fs_err::write(
+        relu.join("repo.toml"),
+        toml.replace(
+            "\"v1\" = \"d649efb5\"\n",
+            "\"v1\" = \"d649efb5\"\n\"v2\" = \"d649efb5\"\n",
+        ),
+    )
+    .unwrap();
+    root
+}
+
+/// A project for runtime 0.17.2 with `tool` lines under `[tool.kernels]` and
+/// commented dependencies `deps`.
+fn project(tool: &str, deps: &str) -> String {
+    format!(
+        "[project]\nname = \"demo\"\n\n[tool.kernels]\ntarget-runtime = \"0.17.2\"\n{tool}\n[tool.kernels.dependencies]\n# The test kernel; raise with care.\n{deps}"
+    )
+}
+
+fn context(mirror: &Path, tool: &str, deps: &str) -> TestContext {
+    TestContext::with_server(Server::start(mirror)).with_pyproject(&project(tool, deps))
+}
+
+#[test]
+fn breaking_takes_the_newest_major_that_fits_the_targets() {
+    let mirror = mirror();
+    let tool = "cuda-capabilities = [\"9.0\"]\n";
+    let deps = format!("\"{VERSIONS}\" = 1 # v1 for now\n");
+    let context = context(mirror.path(), tool, &deps);
+    context.run_ok(&["lock"]);
+    let v1 = commit_of(context.endpoint(), VERSIONS, "v1");
+    assert!(context.lockfile().contains(&v1));
+    snapshot!(
+        "breaking_to_fitting_major",
+        context.run_ok(&["lock", "--breaking"])
+    );
+    // `v3` has no CUDA build and `v4` no build: `v2`, comments kept.
+    assert_eq!(
+        context.read("pyproject.toml"),
+        project(tool, &deps.replace("= 1 #", "= 2 #"))
+    );
+    let lock = context.lockfile();
+    assert!(lock.contains(&commit_of(context.endpoint(), VERSIONS, "v2")));
+    assert!(!lock.contains(&v1), "{lock}");
+
+    // At the newest major that fits: nothing is raised, no byte changes.
+    let before = (context.read("pyproject.toml"), context.lockfile());
+    let out = context.run_ok(&["lock", "--breaking"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Upgraded"), "{stderr}");
+    assert_eq!((context.read("pyproject.toml"), context.lockfile()), before);
+}
+
+#[test]
+fn breaking_without_targets_takes_any_build_and_leaves_specifiers() {
+    let mirror = mirror();
+    let deps =
+        format!("\"{VERSIONS}\" = {{ version = 1 }}\n\"{RELU}\" = {{ revision = \"v1\" }}\n");
+    let context = context(mirror.path(), "", &deps);
+    snapshot!(
+        "breaking_without_targets",
+        context.run_ok(&["lock", "--breaking", "-v"])
+    );
+    // `v3` has a (ROCm) build; `v4` has none.
+    assert_eq!(
+        context.read("pyproject.toml"),
+        project("", &deps.replace("version = 1", "version = 3"))
+    );
+    assert!(
+        context
+            .lockfile()
+            .contains(&commit_of(context.endpoint(), VERSIONS, "v3"))
+    );
+}
+
+#[test]
+fn upgrade_package_limits_breaking_to_the_named_repos() {
+    let mirror = mirror();
+    let tool = "cuda-capabilities = [\"9.0\"]\n";
+    let deps = format!("\"{VERSIONS}\" = 1\n\"{RELU}\" = 1\n");
+    let context = context(mirror.path(), tool, &deps);
+    context.run_ok(&["lock"]);
+    snapshot!(
+        "breaking_one_package",
+        context.run_ok(&["lock", "--breaking", "-P", "Kernels-Community/Relu"])
+    );
+    assert_eq!(
+        context.read("pyproject.toml"),
+        project(tool, &format!("\"{VERSIONS}\" = 1\n\"{RELU}\" = 2\n"))
+    );
+    assert!(
+        context
+            .lockfile()
+            .contains(&commit_of(context.endpoint(), VERSIONS, "v1"))
+    );
+
+    // With `--format json`, stdout is the lock's one document and stderr is quiet.
+    let out = context.run_ok(&["lock", "--breaking", "--format", "json", "-P", VERSIONS]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["command"], "lock");
+    assert_eq!(doc["changes"].as_array().map(Vec::len), Some(1), "{doc}");
+    assert!(String::from_utf8_lossy(&out.stderr).trim().is_empty());
+    assert!(
+        context
+            .read("pyproject.toml")
+            .contains(&format!("\"{VERSIONS}\" = 2\n"))
+    );
+}
+
+#[test]
+fn breaking_refuses_check_locked_and_frozen() {
+    let mirror = mirror();
+    let deps = format!("\"{VERSIONS}\" = 1\n");
+    let context = context(mirror.path(), "", &deps);
+    context.run_ok(&["lock"]);
+    let before = (context.read("pyproject.toml"), context.lockfile());
+    let out = context.run(&["lock", "--breaking", "--check"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("'--breaking' cannot be used with '--check'"),
+        "{stderr}"
+    );
+    snapshot!(
+        "breaking_locked_env",
+        context
+            .kernels()
+            .env("KERNELS_LOCKED", "1")
+            .args(["lock", "--breaking"])
+            .output()
+            .unwrap()
+    );
+    let frozen = context
+        .kernels()
+        .env("KERNELS_FROZEN", "1")
+        .args(["lock", "--breaking"])
+        .output()
+        .unwrap();
+    assert!(!frozen.status.success());
+    assert!(String::from_utf8_lossy(&frozen.stderr).contains("is frozen"));
+    assert_eq!((context.read("pyproject.toml"), context.lockfile()), before);
+}
+
+#[test]
+fn a_failed_relock_puts_both_files_back() {
+    let mirror = mirror();
+    // Runtime 0.17 reads no version specifiers, so the relock fails after
+    // `pyproject.toml` was raised.
+    let deps = format!("\"{VERSIONS}\" = 1\n\"{RELU}\" = \">=1.0\"\n");
+    let context = context(mirror.path(), "", &deps);
+    let before = context.read("pyproject.toml");
+    let out = context.run(&["lock", "--breaking"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("Upgraded {VERSIONS} 1 -> 3")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Locking failed"), "{stderr}");
+    assert_eq!(context.read("pyproject.toml"), before);
+    assert!(!context.project.join("kernels.lock").exists());
+}
