@@ -20,7 +20,6 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use futures_util::future::join_all;
 use serde::Serialize;
 
 use crate::lock::format::{KernelVersion, Lockfile};
@@ -190,15 +189,15 @@ impl History<'_> {
     }
 
     /// An integer requirement `wanted`: kept when the commit is on branch
-    /// `v<wanted>` and on no lower version branch.
+    /// `v<wanted>` (its head or in its history), as a `KernelLocks` (0.17)
+    /// entry asking for the same version is kept. A commit that is also on a
+    /// lower version branch (a `v2` made at `v1`'s head and moved on since)
+    /// is still one of `v2`'s commits: the file does not record which branch
+    /// it was locked from, so it is not resolved again (`-P` moves it).
     async fn keep_on_branch(&self, wanted: i128) -> Result<Verdict, HubError> {
-        let version_branches: Vec<&GitRefInfo> = self
+        let Some(branch) = self
             .refs
             .branches
-            .iter()
-            .filter(|b| branch_version(&b.name).is_some())
-            .collect();
-        let Some(branch) = version_branches
             .iter()
             .find(|b| branch_version(&b.name) == Some(wanted))
         else {
@@ -206,38 +205,17 @@ impl History<'_> {
                 old_label: self.old_label(),
             });
         };
-        if self.at(branch) {
+        if self.at(branch) || self.contains(branch).await? {
             return Ok(Verdict::Keep {
                 label: branch.name.clone(),
             });
         }
-        if !self.contains(branch).await? {
-            // Force-pushed away from `vN` (or the requirement changed): a
-            // variant-hash lock does not record which, and other version
-            // branches that still have the commit say nothing about what the
-            // project asked for, so the old commit is named by the branch
-            // asked for now.
-            return Ok(Verdict::Resolve {
-                old_label: Some(branch.name.clone()),
-            });
-        }
-        // A commit shared with a lower version branch belongs to it: `vN+1`
-        // branches are made from `vN`'s line, not the other way round.
-        let lower: Vec<&GitRefInfo> = version_branches
-            .iter()
-            .filter(|b| branch_version(&b.name).is_some_and(|m| m < wanted))
-            .copied()
-            .collect();
-        let found = join_all(lower.iter().map(|b| self.contains(b))).await;
-        for (other, found) in lower.iter().zip(found) {
-            if found? {
-                return Ok(Verdict::Resolve {
-                    old_label: Some(other.name.clone()),
-                });
-            }
-        }
-        Ok(Verdict::Keep {
-            label: branch.name.clone(),
+        // Force-pushed away from `vN` (or the requirement changed): a
+        // variant-hash lock does not record which, and other version branches
+        // that still have the commit say nothing about what the project asked
+        // for, so the old commit is named by the branch asked for now.
+        Ok(Verdict::Resolve {
+            old_label: Some(branch.name.clone()),
         })
     }
 

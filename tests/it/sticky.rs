@@ -176,16 +176,28 @@ fn added_and_removed_entries_are_reported() {
     snapshot!("removed", context.run_ok(&["lock"]));
 }
 
+/// A variant-hash lock records only the commit: a commit on `v1` that `v2`
+/// descends from is one of `v2`'s commits too, so asking for `2` keeps it (as
+/// a `v2` locked while it still pointed there and moved on since must pass
+/// `--check`), and the lines name no requirement change. `-P` moves it to
+/// `v2`'s head.
 #[test]
-fn integer_requirement_changed_from_1_to_2_where_v2_descends_from_v1() {
+fn a_commit_on_v1_and_v2_stays_locked_for_2_until_upgraded() {
     let context = context(Server::bundled(), &format!("\"{VERSIONS_V1}\" = 1\n"));
     context.run_ok(&["lock"]);
     let v1 = commit_of(context.endpoint(), VERSIONS_V1, "v1");
     let v2 = commit_of(context.endpoint(), VERSIONS_V1, "v2");
+    assert_ne!(v1, v2);
     assert!(context.lockfile().contains(&v1));
+    let before = context.lockfile();
     set_deps(&context, &format!("\"{VERSIONS_V1}\" = 2\n"));
     snapshot!("integer_1_to_2_check", context.run(&["lock", "--check"]));
     snapshot!("integer_1_to_2", context.run_ok(&["lock"]));
+    assert_eq!(context.lockfile(), before, "the shared commit is kept");
+    snapshot!(
+        "integer_1_to_2_upgrade",
+        context.run_ok(&["lock", "-P", VERSIONS_V1])
+    );
     assert!(context.lockfile().contains(&v2));
 }
 

@@ -211,14 +211,29 @@ impl Locker<'_> {
     ) -> Result<Hashed, LockError> {
         let mut old_label = None;
         if let Some(previous) = self.previous_for_label(dep) {
-            // Upgraded anyway: only name what the old commit was.
-            old_label = label_at(
+            // Upgraded anyway: only name what the old commit was, by the ref
+            // the requirement keeps it under when it still satisfies it (a
+            // commit on `v1` and `v2` is `v2`'s for `= 2`), else by any ref.
+            let kept = keep_hashed(
                 self.client,
                 resolver.repo_type(),
                 &dep.repo_id,
+                &dep.requirement,
                 &previous.sha,
             )
             .await;
+            old_label = match kept {
+                Ok(Verdict::Keep { label }) => Some(label),
+                _ => {
+                    label_at(
+                        self.client,
+                        resolver.repo_type(),
+                        &dep.repo_id,
+                        &previous.sha,
+                    )
+                    .await
+                }
+            };
         } else if let Some(previous) = self.previous_hashed(dep) {
             let verdict = keep_hashed(
                 self.client,
