@@ -78,11 +78,13 @@ struct CheckFailed {
 /// (as `kernels verify`), then [`run`]; with `--format json`, a failed gate
 /// still prints one document.
 pub fn run_checked(
-    args: CheckArgs,
+    mut args: CheckArgs,
     settings: &Settings,
     global: &super::GlobalArgs,
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
+    // `KERNELS_FROZEN` counts as `--frozen` from here on.
+    args.lock_mode.frozen = global.frozen;
     let json = args.format == super::OutputFormat::Json;
     super::stale::ensure_current_offline(
         "check",
@@ -108,11 +110,13 @@ pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::R
     let printer = &printer.quiet_if(json);
     let project_dir = &args.project.project_dir;
     let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
-    let read = read_lock(project_dir, &args.select(), &python, printer).inspect_err(|report| {
-        if json {
-            print_failure(settings, printer, report);
-        }
-    })?;
+    let frozen = args.lock_mode.frozen;
+    let read =
+        read_lock(project_dir, &args.select(), &python, printer, frozen).inspect_err(|report| {
+            if json {
+                print_failure(settings, printer, report);
+            }
+        })?;
     let LockRead {
         kernels,
         selection,

@@ -220,6 +220,7 @@ pub(super) fn read_lock(
     select: &SelectArgs,
     python: &ProjectPython,
     printer: &Printer,
+    frozen: bool,
 ) -> miette::Result<LockRead> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if !lock_path.is_file() {
@@ -267,7 +268,7 @@ pub(super) fn read_lock(
     }
     print_environment(&selection, printer);
     Ok(LockRead {
-        refs: lock_refs(project_dir, &lockfile, &kernels),
+        refs: lock_refs(project_dir, &lockfile, &kernels, frozen),
         format: lockfile.format(),
         kernels,
         selection,
@@ -390,11 +391,13 @@ enum DownloadCliError {
 /// ([`super::stale::ensure_current`]), then [`run`]; with `--format json`, a
 /// failed gate still prints one document.
 pub fn run_checked(
-    args: DownloadArgs,
+    mut args: DownloadArgs,
     settings: &Settings,
     global: &super::GlobalArgs,
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
+    // `KERNELS_FROZEN` counts as `--frozen` from here on.
+    args.lock_mode.frozen = global.frozen;
     let mut check_settings = settings.clone();
     check_settings.offline |= args.offline;
     super::stale::ensure_current(
@@ -427,13 +430,19 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         super::settings::virtual_env().as_deref(),
     )
     .with_modules(kernels_types::python_depends::ALL_MODULES);
-    let read = read_lock(&args.project.project_dir, &args.select, &python, printer).inspect_err(
-        |report| {
-            if json {
-                print_failure(settings, printer, report, &[]);
-            }
-        },
-    )?;
+    let frozen = args.lock_mode.frozen;
+    let read = read_lock(
+        &args.project.project_dir,
+        &args.select,
+        &python,
+        printer,
+        frozen,
+    )
+    .inspect_err(|report| {
+        if json {
+            print_failure(settings, printer, report, &[]);
+        }
+    })?;
     let profile = read.profile.clone();
     let (kernels, format, options) = read.into_options(args.concurrency, args.refresh);
     let mut settings = settings.clone();
@@ -860,6 +869,7 @@ fn lock_refs(
     project_dir: &Path,
     lockfile: &Lockfile,
     kernels: &[LockedKernel],
+    frozen: bool,
 ) -> Vec<crate::install::KernelRef> {
     use crate::install::KernelRef;
     use crate::lock::format::kernel_locks::KernelVersion;
@@ -881,6 +891,12 @@ fn lock_refs(
                 });
             }
         }
+        return out;
+    }
+    // Under `--frozen` nothing checked that `pyproject.toml` still asks for
+    // what was locked: a locked commit goes by the Hub's (or the cache's) refs
+    // at that commit, never by an edited requirement.
+    if frozen {
         return out;
     }
     let Ok(manifest) = crate::lock::manifest::Manifest::read(project_dir) else {

@@ -76,7 +76,8 @@ fn explain_lock(
         targets: super::args::TargetArgs::default(),
     };
     let explained = (|| {
-        let read = super::download::read_lock(dir, &select, python, &printer.quiet_if(true))?;
+        let read =
+            super::download::read_lock(dir, &select, python, &printer.quiet_if(true), false)?;
         let options = crate::install::DownloadOptions {
             repo_type: read.repo_type,
             selection: read.selection,

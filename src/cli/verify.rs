@@ -51,11 +51,13 @@ struct VerifyFailed {
 /// ([`super::stale::ensure_current`]; `verify` makes no request), then
 /// [`run`]; with `--format json`, a failed gate still prints one document.
 pub fn run_checked(
-    args: VerifyArgs,
+    mut args: VerifyArgs,
     settings: &Settings,
     global: &super::GlobalArgs,
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
+    // `KERNELS_FROZEN` counts as `--frozen` from here on.
+    args.lock_mode.frozen = global.frozen;
     let json = args.format == super::OutputFormat::Json;
     super::stale::ensure_current_offline(
         "verify",
@@ -85,13 +87,19 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         super::settings::virtual_env().as_deref(),
     )
     .with_modules(kernels_types::python_depends::ALL_MODULES);
-    let read = read_lock(&args.project.project_dir, &args.select, &python, printer).inspect_err(
-        |report| {
-            if json {
-                print_failure(settings, printer, report);
-            }
-        },
-    )?;
+    let frozen = args.lock_mode.frozen;
+    let read = read_lock(
+        &args.project.project_dir,
+        &args.select,
+        &python,
+        printer,
+        frozen,
+    )
+    .inspect_err(|report| {
+        if json {
+            print_failure(settings, printer, report);
+        }
+    })?;
     let cache = settings.cache();
     let checks = verify_kernels_fit(
         &cache,

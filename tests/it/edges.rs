@@ -2,9 +2,10 @@
 //! an upgrade, `-P` spelled in another case, `remove X X`, `-P` of one entry
 //! while another entry's tag was deleted upstream, a commit without builds,
 //! short-commit revisions, CRLF and inline tables in `add` / `remove`, Ctrl-C
-//! during `add`; and (item 1) what `outdated` says the cooldown holds back.
+//! during `add`, the labels of a `--frozen` download; and (item 1) what
+//! `outdated` says the cooldown holds back.
 
-use kernels_test_support::{Server, TestContext, snapshot};
+use kernels_test_support::{Server, TestContext, snapshot, stderr};
 
 use crate::sticky::{commit_of, copy_dir, edited_mirror, manifest};
 
@@ -296,4 +297,42 @@ fn outdated_shows_what_the_cooldown_holds_back_and_until_when() {
     let out = context.run_ok(&["outdated", "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(doc["kernels"][0]["held_back"].is_null(), "{doc}");
+}
+
+/// `download --frozen` (and `KERNELS_FROZEN=1`) use the lock as it is, so a
+/// locked commit goes by the refs at that commit (the Hub's, or the cache's
+/// offline), never by a requirement edited in `pyproject.toml` since.
+#[test]
+fn a_frozen_download_labels_each_commit_by_its_own_version() {
+    let context = TestContext::new().with_pyproject(&manifest(&format!(
+        "\"{VERSIONS}\" = 1\n\"kernels-community/relu\" = 1\n"
+    )));
+    context.run_ok(&["lock"]);
+    context.write(
+        "pyproject.toml",
+        &manifest(&format!(
+            "\"{VERSIONS}\" = 10\n\"kernels-community/relu\" = {{ revision = \"v9\" }}\n"
+        )),
+    );
+    let frozen_env = |args: &[&str]| {
+        let out = context
+            .kernels()
+            .env("KERNELS_FROZEN", "1")
+            .args(args)
+            .output()
+            .expect("run kernels");
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    let runs = [
+        context.run_ok(&["download", "--frozen", "--all-variants"]),
+        frozen_env(&["download", "--all-variants"]),
+        context.run_ok(&["download", "--frozen", "--offline", "--all-variants"]),
+    ];
+    for out in runs {
+        let text = stderr(&out);
+        assert!(text.contains(&format!("{VERSIONS} v1 (")), "{text}");
+        assert!(text.contains("kernels-community/relu v1 ("), "{text}");
+        assert!(!text.contains("v10") && !text.contains("v9"), "{text}");
+    }
 }
