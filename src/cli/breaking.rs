@@ -82,6 +82,16 @@ pub fn run(
     }
     Manifest::parse(&new_text, &manifest.path)?;
     let status: Vec<String> = raises.iter().map(ToString::to_string).collect();
+    // A raised entry is resolved again, as `-P` would: a variant-hash lock
+    // keeps a commit that the new major's branch also has (`v2` made from
+    // `v1`), which would leave the lock on the old major.
+    if !args.upgrade {
+        for raise in &raises {
+            if !args.upgrade_package.contains(&raise.repo_id) {
+                args.upgrade_package.push(raise.repo_id.clone());
+            }
+        }
+    }
     let edit = Edit {
         path: &manifest.path,
         old_text,

@@ -213,3 +213,30 @@ fn a_failed_relock_puts_both_files_back() {
     assert_eq!(context.read("pyproject.toml"), before);
     assert!(!context.project.join("kernels.lock").exists());
 }
+
+/// A variant-hash lock (the default target runtime here) keeps a commit that
+/// the new major's branch also has (the bundled `v10` descends from `v1`):
+/// `--breaking` resolves each raised entry again, so the lock moves to the
+/// new major's head, not only `pyproject.toml`.
+#[test]
+fn breaking_moves_a_variant_hash_lock_to_the_new_major() {
+    let context = TestContext::new()
+        .with_pyproject(&crate::sticky::manifest(&format!("\"{VERSIONS}\" = 1\n")));
+    context.run_ok(&["lock"]);
+    let v1 = commit_of(context.endpoint(), VERSIONS, "v1");
+    let v10 = commit_of(context.endpoint(), VERSIONS, "v10");
+    assert!(context.lockfile().contains(&v1));
+    let out = context.run_ok(&["lock", "--breaking"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains(&format!("Upgraded {VERSIONS} 1 -> 10")),
+        "{text}"
+    );
+    assert!(
+        context
+            .read("pyproject.toml")
+            .contains(&format!("\"{VERSIONS}\" = 10"))
+    );
+    assert!(context.lockfile().contains(&v10), "{}", context.lockfile());
+    context.run_ok(&["lock", "--check"]);
+}
