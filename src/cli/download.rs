@@ -430,15 +430,8 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         super::settings::virtual_env().as_deref(),
     )
     .with_modules(kernels_types::python_depends::ALL_MODULES);
-    let frozen = args.lock_mode.frozen;
-    let read = read_lock(
-        &args.project.project_dir,
-        &args.select,
-        &python,
-        printer,
-        frozen,
-    )
-    .inspect_err(|report| {
+    let (dir, frozen) = (&args.project.project_dir, args.lock_mode.frozen);
+    let read = read_lock(dir, &args.select, &python, printer, frozen).inspect_err(|report| {
         if json {
             print_failure(settings, printer, report, &[]);
         }
