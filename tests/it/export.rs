@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use kernels_test_support::{self as common, TestContext, pyref_python};
+use kernels_test_support::{self as common, TestContext, pyref_python, stderr};
 
 /// The bundled mirror's project with `kernels-community/relu`,
 /// `kernels-test/versions` and `kernels-test/kernel-deps` (which needs
@@ -19,8 +19,14 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+/// The component of `doc` (the `json` format) for `repo`.
+fn component<'a>(doc: &'a Value, repo: &str) -> &'a Value {
+    doc["components"]
+        .as_array()
+        .expect("components")
+        .iter()
+        .find(|c| c["repo_id"] == repo)
+        .unwrap_or_else(|| panic!("a component for {repo}"))
 }
 
 /// `kernels export --format <format> <extra…>`, which must succeed; its stdout.
@@ -130,12 +136,7 @@ fn a_variant_hash_lock_exports_every_locked_variant_in_three_valid_formats() {
         assert!(c["variant_hash"].as_str().unwrap().starts_with("sha256-"));
         assert_eq!(c["signer"]["status"], "unknown");
     }
-    let relu = json["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["repo_id"] == "kernels-community/relu")
-        .unwrap();
+    let relu = component(&json, "kernels-community/relu");
     assert_eq!(relu["metadata"]["license"], "apache-2.0");
     assert!(
         relu["purl"]
@@ -241,24 +242,14 @@ fn a_kernel_locks_lock_exports_the_variants_of_each_locked_commit() {
     let online: Value = serde_json::from_str(&export(&context, "json", &[])).unwrap();
     assert_eq!(online["lock"]["format"], "kernel-locks");
     assert_eq!(online["components"].as_array().unwrap().len(), expected);
-    let einops = online["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["repo_id"] == "kernels-community/einops")
-        .unwrap();
+    let einops = component(&online, "kernels-community/einops");
     assert_eq!(einops["metadata"]["read_from"], "hub");
     assert_eq!(
         einops["metadata"]["upstream"],
         "https://github.com/arogozhnikov/einops.git"
     );
     assert!(einops["variant_hash"].is_null());
-    let versions = online["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["repo_id"] == "kernels-test/versions")
-        .unwrap();
+    let versions = component(&online, "kernels-test/versions");
     assert_eq!(versions["requested"], serde_json::json!(["version 2"]));
     let bom = export(&context, "cyclonedx", &[]);
     assert_valid("cyclonedx", &bom);
