@@ -8,6 +8,8 @@
 //! - [`world`]: the acme world (a small generated mirror with a test-control
 //!   server, [`TestContext::world`]), and the
 //!   cache-layout assertions shared by the download, verify, fault and crash tests;
+//! - [`sigstore`]: a test Sigstore (Fulcio CA, CT and Rekor keys, trusted root) that
+//!   signs `metadata.json` into real bundles, and the signed-variant fixtures;
 //! - [`snapshot!`]: the one snapshot macro, with the shared filters of [`snapshot`].
 
 use std::io::{BufRead, BufReader};
@@ -16,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 
 pub mod context;
 pub mod hostile;
+pub mod sigstore;
 pub mod snapshot;
 pub mod world;
 
