@@ -1,6 +1,7 @@
 //! One variant directory's verdict, with the reference's outcome names
 //! (reference 0.17.2 `VerificationResult`): the bundle is checked before the
-//! metadata is parsed, then the digest against the files.
+//! metadata is parsed (and must have the fields a signing kernel-builder
+//! writes), then the digest against the files.
 
 use std::fmt;
 use std::path::Path;
@@ -88,10 +89,13 @@ pub fn verify_variant(dir: &Path, root: &TrustRoot, policy: &SignerPolicy) -> Ou
             return Outcome::SignatureVerificationFailure(reason);
         }
     };
-    let parsed = match Metadata::from_slice(&metadata) {
+    let parsed = match Metadata::from_slice(&metadata).map_err(|e| e.to_string()) {
         Ok(parsed) => parsed,
-        Err(e) => return Outcome::MetadataInvalid(e.to_string()),
+        Err(reason) => return Outcome::MetadataInvalid(reason),
     };
+    if let Err(reason) = require_signed_fields(&parsed) {
+        return Outcome::MetadataInvalid(reason);
+    }
     let Some(digest) = parsed.digest else {
         return Outcome::DigestMissing;
     };
@@ -101,6 +105,25 @@ pub fn verify_variant(dir: &Path, root: &TrustRoot, policy: &SignerPolicy) -> Ou
         Err(e) => {
             Outcome::DigestVerificationFailure(vec![DigestProblem::Unreadable(e.to_string())])
         }
+    }
+}
+
+/// The fields every `metadata.json` written by a signing kernel-builder
+/// (0.16 and later) has, and that reference 0.17.2's metadata parser
+/// requires before it looks at the digest: `name`, `id`, `version`,
+/// `license`. Older metadata without them is never signed.
+fn require_signed_fields(metadata: &Metadata) -> Result<(), String> {
+    let missing = [
+        ("name", metadata.name.is_none()),
+        ("id", metadata.id.is_none()),
+        ("version", metadata.version.is_none()),
+        ("license", metadata.license.is_none()),
+    ]
+    .into_iter()
+    .find_map(|(field, missing)| missing.then_some(field));
+    match missing {
+        Some(field) => Err(format!("missing field `{field}`")),
+        None => Ok(()),
     }
 }
 

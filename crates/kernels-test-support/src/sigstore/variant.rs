@@ -52,8 +52,10 @@ pub fn sample_files() -> Files {
     ]
 }
 
-/// `metadata.json` (pretty, newline-terminated) for `name` with the sha256
-/// digest of `files`, or without a digest when `with_digest` is false.
+/// `metadata.json` (pretty, newline-terminated) for kernel `name` with the
+/// fields kernel-builder 0.16+ writes (`name`, `id`, `version`, `license`,
+/// `python-depends`, `backend`) and the sha256 digest of `files`, or without
+/// a digest when `with_digest` is false.
 pub fn metadata_json(name: &str, files: &[(String, Vec<u8>)], with_digest: bool) -> Vec<u8> {
     let digest: serde_json::Map<String, serde_json::Value> = files
         .iter()
@@ -67,6 +69,7 @@ pub fn metadata_json(name: &str, files: &[(String, Vec<u8>)], with_digest: bool)
         .collect();
     let mut doc = serde_json::json!({
         "name": name,
+        "id": format!("_{}_cpu_{}", name.replace('-', "_"), "5e1f7a9"),
         "version": 1,
         "license": "apache-2.0",
         "python-depends": [],
@@ -76,6 +79,17 @@ pub fn metadata_json(name: &str, files: &[(String, Vec<u8>)], with_digest: bool)
         doc["digest"] = serde_json::json!({"algorithm": "sha256", "files": digest});
     }
     format!("{doc:#}\n").into_bytes()
+}
+
+/// [`metadata_json`] of the fixtures without its `id` line: signed metadata
+/// that a signing kernel-builder never writes.
+fn metadata_without_id() -> Vec<u8> {
+    let text = String::from_utf8(metadata_json(KERNEL_NAME, &sample_files(), true)).expect("UTF-8");
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.contains("\"id\""))
+        .collect();
+    format!("{}\n", kept.join("\n")).into_bytes()
 }
 
 /// Write `files` under `dir`.
@@ -298,6 +312,7 @@ impl TestSigstore {
                 "MetadataInvalid",
                 b"{\"version\": 1,\n".to_vec(),
             ),
+            resign("metadata-no-id", "MetadataInvalid", metadata_without_id()),
             resign(
                 "digest-missing",
                 "DigestMissing",
