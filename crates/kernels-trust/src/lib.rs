@@ -15,6 +15,7 @@ pub mod digest;
 pub mod outcome;
 pub mod policy;
 pub mod root;
+mod shape;
 pub mod signature;
 
 pub use digest::{DigestProblem, check_variant, hash_variant};

@@ -9,6 +9,7 @@ use sigstore_verify::{VerificationPolicy, Verifier};
 
 use crate::policy::SignerPolicy;
 use crate::root::TrustRoot;
+use crate::shape;
 
 /// Largest bundle read, in bytes (real bundles are 5–10 KiB).
 pub const MAX_BUNDLE_BYTES: usize = 256 * 1024;
@@ -57,8 +58,12 @@ pub fn verify_bundle(
     }
     let text = std::str::from_utf8(bundle)
         .map_err(|e| SignatureFailure::BundleInvalid(format!("not UTF-8: {e}")))?;
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| SignatureFailure::BundleInvalid(format!("not JSON: {e}")))?;
+    shape::check_keys(&value).map_err(SignatureFailure::BundleInvalid)?;
     let parsed =
         Bundle::from_json(text).map_err(|e| SignatureFailure::BundleInvalid(e.to_string()))?;
+    shape::check_bundle(&parsed).map_err(SignatureFailure::BundleInvalid)?;
     let verifier = Verifier::new(root.sigstore())
         .map_err(|e| SignatureFailure::VerificationFailure(e.to_string()))?;
     let result = verifier

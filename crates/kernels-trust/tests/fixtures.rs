@@ -223,3 +223,40 @@ fn each_failure_names_its_cause() {
         );
     }
 }
+
+/// Any one changed byte of a good bundle is refused (never a panic, never a
+/// pass): every 5th position of the text, replaced by another character.
+#[test]
+fn a_changed_bundle_byte_never_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let sigstore = TestSigstore::new();
+    let root = root_of(&sigstore, dir.path());
+    let metadata = variant::metadata_json("one-byte", &variant::sample_files(), true);
+    let bundle = sigstore.sign(&metadata, &TestIdentity::kernels_community("build"));
+    let policy = SignerPolicy::reference_default();
+    kernels_trust::verify_bundle(&metadata, bundle.as_bytes(), &root, &policy)
+        .expect("the good bundle verifies");
+    // The signer name of the checkpoint's signature line is not signed, and
+    // neither verifier compares it with anything (only the key hint counts).
+    let name_start = bundle.find("\u{2014} ").expect("a signed checkpoint") + "\u{2014} ".len();
+    let name_end = name_start
+        + bundle[name_start..]
+            .find(' ')
+            .expect("a signature after the name");
+    let mut passed = Vec::new();
+    for i in (0..bundle.len()).step_by(5) {
+        let mut bytes = bundle.clone().into_bytes();
+        if bytes[i].is_ascii_whitespace() || (name_start..name_end).contains(&i) {
+            continue;
+        }
+        bytes[i] = if bytes[i] == b'0' { b'1' } else { b'0' };
+        if kernels_trust::verify_bundle(&metadata, &bytes, &root, &policy).is_ok() {
+            passed.push((
+                i,
+                String::from_utf8_lossy(&bytes[i.saturating_sub(20)..(i + 20).min(bytes.len())])
+                    .into_owned(),
+            ));
+        }
+    }
+    assert!(passed.is_empty(), "{passed:#?}");
+}

@@ -201,6 +201,7 @@ impl TestSigstore {
     pub fn fixtures(&self) -> Vec<Fixture> {
         let mut out = self.good_fixtures();
         out.extend(self.bundle_fixtures());
+        out.extend(self.shape_fixtures());
         out.extend(self.metadata_fixtures());
         out.extend(self.signature_fixtures());
         out
@@ -287,6 +288,105 @@ impl TestSigstore {
             self.changed("bundle-empty", invalid, |files| {
                 set(files, BUNDLE_FILE, Vec::new())
             }),
+        ]
+    }
+
+    /// A good fixture of `version` whose bundle text `f` rewrites.
+    fn rebundled(
+        &self,
+        name: &str,
+        expected: &'static str,
+        version: BundleVersion,
+        f: fn(&str) -> String,
+    ) -> Fixture {
+        let identity = TestIdentity::kernels_community("build");
+        let mut fixture = self.fixture(name, expected, &identity, SignOptions::version(version));
+        let text = f(&TestSigstore::bundle_text(&fixture.files));
+        set(&mut fixture.files, BUNDLE_FILE, text.into_bytes());
+        fixture
+    }
+
+    /// Bundles that parse as JSON but break a rule of their version's shape
+    /// or have a key outside the bundle schema (sigstore-python refuses them
+    /// while reading: SignatureBundleInvalid),
+    /// and log proofs that do not verify (SignatureVerificationFailure).
+    fn shape_fixtures(&self) -> Vec<Fixture> {
+        use BundleVersion::{V0_1, V0_2, V0_3};
+        let invalid = "SignatureBundleInvalid";
+        let failure = "SignatureVerificationFailure";
+        vec![
+            self.rebundled(
+                "shape-v0.1-no-promise",
+                invalid,
+                V0_1,
+                corrupt::without_inclusion_promise,
+            ),
+            self.rebundled(
+                "shape-v0.1-no-proof",
+                invalid,
+                V0_1,
+                corrupt::without_inclusion_proof,
+            ),
+            self.rebundled(
+                "shape-v0.2-no-proof",
+                invalid,
+                V0_2,
+                corrupt::without_inclusion_proof,
+            ),
+            self.rebundled(
+                "shape-v0.3-no-proof",
+                invalid,
+                V0_3,
+                corrupt::without_inclusion_proof,
+            ),
+            self.rebundled(
+                "shape-v0.3-no-promise",
+                invalid,
+                V0_3,
+                corrupt::without_inclusion_promise,
+            ),
+            self.rebundled(
+                "shape-no-tlog-entry",
+                invalid,
+                V0_3,
+                corrupt::without_tlog_entries,
+            ),
+            self.rebundled(
+                "shape-two-tlog-entries",
+                invalid,
+                V0_3,
+                corrupt::two_tlog_entries,
+            ),
+            self.rebundled(
+                "shape-v0.3-chain",
+                invalid,
+                V0_3,
+                corrupt::certificate_as_chain,
+            ),
+            self.rebundled(
+                "shape-no-media-type",
+                invalid,
+                V0_1,
+                corrupt::without_media_type,
+            ),
+            self.rebundled(
+                "shape-unknown-key",
+                invalid,
+                V0_3,
+                corrupt::misspelled_message_digest,
+            ),
+            self.rebundled(
+                "log-wrong-set",
+                failure,
+                V0_3,
+                corrupt::wrong_signed_entry_timestamp,
+            ),
+            self.rebundled(
+                "log-wrong-checkpoint",
+                failure,
+                V0_2,
+                corrupt::wrong_checkpoint_signature,
+            ),
         ]
     }
 
