@@ -260,3 +260,31 @@ fn a_changed_bundle_byte_never_passes() {
     }
     assert!(passed.is_empty(), "{passed:#?}");
 }
+
+/// The mirror helper writes a variant that verifies where it lands.
+#[test]
+fn a_signed_variant_written_into_a_mirror_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let sigstore = TestSigstore::new();
+    let root = root_of(&sigstore, dir.path());
+    let mirror = dir.path().join("mirror");
+    let readme = kernels_test_support::MirrorFile {
+        path: "README.md".into(),
+        content: b"# signed_ops\n".to_vec(),
+    };
+    kernels_test_support::write_repo(&mirror, "acme/signed_ops", &"f".repeat(40), &[readme]);
+    let identity = TestIdentity::kernels_community("build");
+    let variant_dir = sigstore.write_signed_variant_into_mirror(
+        &mirror,
+        "acme/signed_ops",
+        "c1",
+        "torch29-cxx11-cu128-x86_64-linux",
+        &variant::sample_files(),
+        &identity,
+    );
+    assert!(variant_dir.ends_with("commits/c1/tree/build/torch29-cxx11-cu128-x86_64-linux"));
+    let outcome = verify_variant(&variant_dir, &root, &SignerPolicy::reference_default());
+    assert_eq!(outcome.name(), "Success", "{outcome:?}");
+    let metadata = fs_err::read_to_string(variant_dir.join(METADATA_FILE)).unwrap();
+    assert!(metadata.contains("\"name\": \"signed-ops\""), "{metadata}");
+}

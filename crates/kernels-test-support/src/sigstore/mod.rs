@@ -13,7 +13,7 @@
 //!   `validFor` starting at [`VALID_FROM`] with no end.
 //! - [`TestSigstore::sign`] (bundle v0.3) and [`TestSigstore::sign_with`]
 //!   ([`BundleVersion`], a wrong signature, a leaf from a CA outside the
-//!   root): a GitHub-Actions-style leaf for a [`TestIdentity`] (Fulcio
+//!   root, a leaf with an unknown critical extension): a GitHub-Actions-style leaf for a [`TestIdentity`] (Fulcio
 //!   extensions `1.3.6.1.4.1.57264.1.1`, `.8`–`.14`, a critical SAN URI of the
 //!   workflow, code-signing EKU, one embedded precertificate SCT signed by
 //!   the CT key), a message signature over the bytes, and a hashedrekord
@@ -156,6 +156,8 @@ pub struct SignOptions {
     /// Issue the leaf from a CA that is not in the trusted root (the SCT and
     /// the Rekor entry are still by the trusted keys).
     pub foreign_ca: bool,
+    /// Give the leaf a critical extension no verifier knows.
+    pub odd_critical_extension: bool,
 }
 
 impl SignOptions {
@@ -165,6 +167,7 @@ impl SignOptions {
             version,
             wrong_signature: false,
             foreign_ca: false,
+            odd_critical_extension: false,
         }
     }
 }
@@ -300,6 +303,7 @@ impl TestSigstore {
                 not_before: datetime(self.signing_time - 30),
                 not_after: datetime(self.signing_time + 570),
                 serial_seed: serial_seed.as_bytes(),
+                odd_critical_extension: options.odd_critical_extension,
             },
         );
         let signature = if options.wrong_signature {

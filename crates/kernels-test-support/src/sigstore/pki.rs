@@ -191,6 +191,8 @@ pub(crate) struct LeafRequest<'a> {
     pub(crate) not_before: OffsetDateTime,
     pub(crate) not_after: OffsetDateTime,
     pub(crate) serial_seed: &'a [u8],
+    /// Add a critical extension no verifier knows (`1.3.6.1.4.1.57264.99.1`).
+    pub(crate) odd_critical_extension: bool,
 }
 
 /// Issue a Fulcio-style leaf for `request` under `issuer`, with one embedded
@@ -205,6 +207,12 @@ pub(crate) fn issue_leaf(issuer: &Ca, ct: &Key, request: &LeafRequest<'_>) -> Ve
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
     params.use_authority_key_identifier_extension = true;
     params.custom_extensions = identity_extensions(request.identity);
+    if request.odd_critical_extension {
+        let mut odd =
+            CustomExtension::from_oid_content(&[1, 3, 6, 1, 4, 1, 57264, 99, 1], der_utf8("odd"));
+        odd.set_criticality(true);
+        params.custom_extensions.push(odd);
+    }
     let sign = |params: CertificateParams| {
         params
             .signed_by(&request.key.rcgen, &issuer.cert, &issuer.key.rcgen)

@@ -479,6 +479,15 @@ impl TestSigstore {
                     ..v03
                 },
             ),
+            self.fixture(
+                "certificate-odd-critical-extension",
+                failure,
+                &build,
+                SignOptions {
+                    odd_critical_extension: true,
+                    ..v03
+                },
+            ),
             self.changed("signature-flipped", failure, |files| {
                 let text = corrupt::flipped_signature(&TestSigstore::bundle_text(files));
                 set(files, BUNDLE_FILE, text.into_bytes());
