@@ -268,11 +268,17 @@ fn a_signed_variant_written_into_a_mirror_verifies() {
     let sigstore = TestSigstore::new();
     let root = root_of(&sigstore, dir.path());
     let mirror = dir.path().join("mirror");
-    let readme = kernels_test_support::MirrorFile {
-        path: "README.md".into(),
-        content: b"# signed_ops\n".to_vec(),
-    };
-    kernels_test_support::write_repo(&mirror, "acme/signed_ops", &"f".repeat(40), &[readme]);
+    let fixtures = sigstore.fixtures();
+    let unsigned = fixtures
+        .iter()
+        .find(|f| f.name == "bundle-missing")
+        .unwrap();
+    let files = unsigned.mirror_files("torch-cpu");
+    assert!(files.iter().all(|f| f.path.starts_with("build/torch-cpu/")));
+    kernels_test_support::write_repo(&mirror, "acme/signed_ops", &"f".repeat(40), &files);
+    let commit = mirror.join("repos/kernels/acme/signed_ops/commits/c1/tree/build/torch-cpu");
+    let outcome = verify_variant(&commit, &root, &SignerPolicy::reference_default());
+    assert_eq!(outcome.name(), "SignatureBundleMissing", "{outcome:?}");
     let identity = TestIdentity::kernels_community("build");
     let variant_dir = sigstore.write_signed_variant_into_mirror(
         &mirror,

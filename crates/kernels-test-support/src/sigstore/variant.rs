@@ -195,6 +195,20 @@ pub struct Fixture {
     pub files: Files,
 }
 
+impl Fixture {
+    /// The fixture's files as mirror files under `build/<variant>/`, for
+    /// [`crate::write_repo`].
+    pub fn mirror_files(&self, variant: &str) -> Vec<MirrorFile> {
+        self.files
+            .iter()
+            .map(|(path, content)| MirrorFile {
+                path: format!("build/{variant}/{path}"),
+                content: content.clone(),
+            })
+            .collect()
+    }
+}
+
 impl TestSigstore {
     /// Every fixture: each outcome, each bundle version, each way to break
     /// a signature. Files come from [`sample_files`].
