@@ -50,17 +50,25 @@ impl Verdict {
 
 /// What an outcome carries besides its name, for one line of text: the
 /// signer of a success, the reason of a failure, the digest violations
-/// joined with `; `. `None` for the outcomes that carry nothing.
+/// joined with `; `; the signer as `signed by WORKFLOW (workflow commit C,
+/// Rekor log index N)`. `None` for the outcomes that carry nothing.
 pub fn outcome_detail(outcome: &Outcome) -> Option<String> {
     match outcome {
-        Outcome::Success(identity) => Some(format!(
-            "signed by {}{}",
-            identity.workflow.as_deref().unwrap_or("(no workflow)"),
-            identity
-                .log_index
-                .map(|i| format!(" (Rekor log index {i})"))
-                .unwrap_or_default()
-        )),
+        Outcome::Success(identity) => {
+            let mut about = Vec::new();
+            if let Some(commit) = &identity.workflow_commit {
+                about.push(format!("workflow commit {commit}"));
+            }
+            if let Some(index) = identity.log_index {
+                about.push(format!("Rekor log index {index}"));
+            }
+            let workflow = identity.workflow.as_deref().unwrap_or("(no workflow)");
+            Some(if about.is_empty() {
+                format!("signed by {workflow}")
+            } else {
+                format!("signed by {workflow} ({})", about.join(", "))
+            })
+        }
         Outcome::SignatureBundleInvalid(reason)
         | Outcome::MetadataInvalid(reason)
         | Outcome::SignatureVerificationFailure(reason) => Some(reason.clone()),
