@@ -87,12 +87,9 @@ pub fn run(
     let skip_unsigned = args.filter_unsigned && !trust.require_signed;
     let mut failed = false;
     for (variant, outcome) in &check.variants {
-        match lines(variant, outcome, skip_unsigned, args.filter_no_digest) {
-            Some((text, ok)) => {
-                printer.data(text);
-                failed |= !ok;
-            }
-            None => continue,
+        if let Some((text, ok)) = lines(variant, outcome, skip_unsigned, args.filter_no_digest) {
+            printer.data(text);
+            failed |= !ok;
         }
     }
     Ok(if failed {
