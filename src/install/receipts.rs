@@ -149,3 +149,81 @@ fn store(repo: &RepoCache, kernel: &LockedKernel, variant: &str, receipt: &Varia
         Err(err) => tracing::debug!("{}: no receipt for {variant}: {err}", kernel.repo_id),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_cache::HubCache;
+    use kernels_types::Digest;
+    use kernels_types::wire::RepoType;
+
+    const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    fn file(path: &str, hex: char, copy: bool) -> CachedFile {
+        let digest = Digest::from_etag(&hex.to_string().repeat(40)).unwrap();
+        CachedFile {
+            path: path.to_owned(),
+            digest,
+            size: 1,
+            copy_alt: copy.then_some(digest),
+        }
+    }
+
+    fn stamp(ino: u64) -> FileStamp {
+        FileStamp {
+            size: 1,
+            mtime_ns: 10,
+            ctime_ns: 10,
+            ino,
+            dev: 1,
+        }
+    }
+
+    #[test]
+    fn only_unchanged_files_are_trusted_and_whole_variants_need_an_exact_receipt() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = HubCache::new(dir.path()).repo(&"acme/relu".parse().unwrap(), RepoType::Kernel);
+        let kernel = LockedKernel {
+            repo_id: "acme/relu".parse().unwrap(),
+            commit: COMMIT.parse().unwrap(),
+            variants: None,
+        };
+        let (a, b) = ("build/torch-cpu/a.py", "build/torch-cpu/b.py");
+        let listed = |files: Vec<CachedFile>| BTreeMap::from([("torch-cpu".to_owned(), files)]);
+        let mut stamps = HashMap::from([(a.to_owned(), stamp(1)), (b.to_owned(), stamp(2))]);
+        let both = listed(vec![file(a, 'a', false), file(b, 'b', false)]);
+
+        // No receipt: nothing trusted; a passing check records one.
+        let first = trust(&repo, &kernel, &both, &stamps);
+        assert!(first.files.is_empty() && first.variants.is_empty());
+        record_checked(&repo, &kernel, &first);
+        let again = trust(&repo, &kernel, &both, &stamps);
+        assert_eq!(again.files.len(), 2);
+        assert!(again.variants.contains("torch-cpu") && again.fresh.is_empty());
+
+        // A changed stamp: that file is hashed, the variant is not whole.
+        stamps.insert(b.to_owned(), stamp(3));
+        let changed = trust(&repo, &kernel, &both, &stamps);
+        assert_eq!(changed.files, BTreeSet::from([a.to_owned()]));
+        assert!(changed.variants.is_empty() && changed.fresh.contains_key("torch-cpu"));
+        stamps.insert(b.to_owned(), stamp(2));
+
+        // A file of the receipt that is gone: not whole.
+        let fewer = trust(&repo, &kernel, &listed(vec![file(a, 'a', false)]), &stamps);
+        assert!(fewer.variants.is_empty());
+        // A bytecode copy is left out; any other copy gets no receipt.
+        let pyc = file("build/torch-cpu/__pycache__/a.pyc", 'c', true);
+        let with_pyc = listed(vec![file(a, 'a', false), file(b, 'b', false), pyc]);
+        assert!(
+            trust(&repo, &kernel, &with_pyc, &stamps)
+                .variants
+                .contains("torch-cpu")
+        );
+        let copy = listed(vec![
+            file(a, 'a', false),
+            file("build/torch-cpu/c.py", 'c', true),
+        ]);
+        let copied = trust(&repo, &kernel, &copy, &stamps);
+        assert!(copied.variants.is_empty() && copied.fresh.is_empty());
+    }
+}
