@@ -13,7 +13,8 @@
 //! with `hf cache rm` leaves a receipt whose files are gone: it then matches
 //! nothing and costs a full check. A receipt is only a hint for skipping a
 //! hash: every reader compares it with the files on disk, and one that is
-//! missing, unreadable, of another version or malformed counts as absent.
+//! missing, unreadable, of another version, malformed or owned by another
+//! user counts as absent.
 //! Receipts are written atomically ([`crate::write_atomic`]); a cache that
 //! cannot be written simply has none.
 
@@ -189,9 +190,11 @@ impl RepoCache {
         (plain && canonical).then(|| self.receipts_dir(commit).join(format!("{variant}.json")))
     }
 
+    /// A receipt is read only when it is a regular file of this user's: in a
+    /// shared cache, one planted by someone else vouches for nothing.
     fn read_receipt<T: for<'de> Deserialize<'de>>(&self, path: &Path) -> Option<T> {
         let meta = fs_err::symlink_metadata(path).ok()?;
-        if !meta.is_file() {
+        if !meta.is_file() || !ours(&meta) {
             return None;
         }
         let bytes = fs_err::read(path).ok()?;
@@ -211,6 +214,18 @@ impl RepoCache {
         crate::write_atomic(path, &bytes)?;
         Ok(())
     }
+}
+
+/// Whether the file was written by this process's user.
+#[cfg(unix)]
+fn ours(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.uid() == rustix::process::geteuid().as_raw()
+}
+
+#[cfg(not(unix))]
+fn ours(_meta: &std::fs::Metadata) -> bool {
+    true
 }
 
 #[cfg(test)]
