@@ -43,8 +43,9 @@ pub struct DownloadArgs {
     pub offline: bool,
 
     /// List every kernel on the Hub even when it is already complete and
-    /// verified in the cache. Without it, a kernel locked with variant hashes
-    /// whose selected variants are all cached and verified costs no request.
+    /// verified in the cache. Without it, a kernel whose selected variants are
+    /// all cached and verified costs no request (with a 0.17 lock, once a
+    /// download recorded the commit's receipts).
     #[arg(long, conflicts_with = "offline")]
     pub refresh: bool,
 

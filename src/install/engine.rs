@@ -17,6 +17,7 @@ use super::fetch::{Fetched, Source, ensure_blob};
 use super::fit;
 use super::options::DownloadOptions;
 use super::plan::{self, KernelPlan, PlannedFile, plan_kernel};
+use super::receipts;
 use super::report::{DownloadSummary, KernelFailure, KernelReport};
 use super::reporter::{PlannedKernel, Reporter};
 use super::verify::verify_kernels_fit;
@@ -97,6 +98,8 @@ struct Prepared {
     fit: fit::KernelFit,
     /// The metadata.json blobs fetched to check it.
     fit_tally: Tally,
+    /// The variant names of the listing, for the listing receipt.
+    listed: std::collections::BTreeSet<String>,
 }
 
 impl Prepared {
@@ -145,6 +148,7 @@ async fn prepare(
         fit::unlink_refused(&repo, &kernel.commit, &mut chosen.fit);
     }
     let plan = plan_kernel(kernel, &entries, &VariantSelection::Named(chosen.variants))?;
+    let listed = plan::available_variants(&entries);
     let commit = kernel.commit.clone();
     let blob_list: Vec<_> = plan.blobs().into_values().collect();
     let blobs = tokio::task::spawn_blocking(move || {
@@ -173,6 +177,7 @@ async fn prepare(
         blobs,
         fit: chosen.fit,
         fit_tally,
+        listed,
     })
 }
 
@@ -444,6 +449,7 @@ impl Run<'_> {
             blobs,
             fit,
             fit_tally,
+            listed,
             ..
         } = prepared;
         let (expected, digests) = self.expected_contents(&repo, kernel, &plan).await?;
@@ -485,6 +491,7 @@ impl Run<'_> {
                 verify_variant(&repo, kernel, variant, files, locked)?;
             }
         }
+        receipts::record_planned(&repo, kernel, &plan, &listed);
         Ok(KernelReport {
             repo_id: kernel.repo_id.clone(),
             commit: kernel.commit.clone(),
@@ -967,6 +974,7 @@ mod tests {
             ],
             fit: Default::default(),
             fit_tally: Tally::default(),
+            listed: Default::default(),
         };
         assert_eq!(bytes_to_fetch(&repo, &prepared), 10 + 6);
         let paths: Vec<&str> = prepared.missing_paths().collect();

@@ -10,9 +10,10 @@
 //! kernel is linked (module `digest`). All kernels are
 //! tried; failures are collected in the [`DownloadSummary`].
 //!
-//! With a variant-hash lock, a kernel whose selected variants are already
-//! complete and verified in the cache costs no request at all, not even the
-//! listing (module `warm`; [`DownloadOptions::refresh`] lists it anyway).
+//! A kernel whose selected variants are already complete and verified in
+//! the cache costs no request at all, not even the listing (module `warm`;
+//! [`DownloadOptions::refresh`] lists it anyway): with a variant-hash lock,
+//! or with a `KernelLocks` lock once a download recorded its receipts.
 //!
 //! In offline mode (`--offline`, `HF_HUB_OFFLINE`) no request is made: the
 //! kernels are checked with [`verify::verify_kernels`] (the code behind
@@ -28,7 +29,8 @@
 //! verification (`verify`), `--dry-run` (`dry_run`), `--explain` (`explain`),
 //! the load-time fit of candidate variants (`fit`), the metadata digest of a
 //! variant's files (`digest`), the fit of each variant
-//! for the targets that `--explain` and `kernels env` show (`variant_fit`).
+//! for the targets that `--explain` and `kernels env` show (`variant_fit`),
+//! the verification receipts that spare the warm path a hash (`receipts`).
 //! Each imports what it needs from its siblings; none imports this module.
 
 pub mod digest;
@@ -40,6 +42,7 @@ pub(crate) mod fetch;
 pub mod fit;
 pub mod options;
 pub mod plan;
+mod receipts;
 pub mod report;
 pub mod reporter;
 pub mod variant_fit;

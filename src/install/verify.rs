@@ -20,9 +20,10 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::plan;
+use super::receipts::{self, Trust};
 use crate::lock::format::LockedKernel;
 use crate::variant::{VariantSelection, VariantWarning};
-use kernels_cache::{DigestKind, HubCache, RepoCache};
+use kernels_cache::{DigestKind, FileStamp, HubCache, RepoCache};
 use kernels_types::CommitId;
 use kernels_types::Digest;
 use kernels_types::file_set;
@@ -332,6 +333,9 @@ struct Listing {
     fit: super::fit::KernelFit,
     /// The variant the runtime loads among those chosen (the first).
     loaded: Option<String>,
+    /// Per linked file (repo path): the stamp of its blob, taken before any
+    /// hashing (for receipts, module `receipts`).
+    stamps: HashMap<String, FileStamp>,
 }
 
 /// Verifies every kernel of `kernels` in `cache` (see the module docs), in
@@ -358,7 +362,36 @@ pub fn verify_kernels_fit(
     selection: &VariantSelection,
     policy: Option<&crate::variant::FitPolicy>,
 ) -> Vec<KernelVerification> {
-    let listings: Vec<Listing> = kernels
+    let checks = verify_with(cache, repo_type, kernels, selection, policy, false);
+    checks.into_iter().map(|(check, _)| check).collect()
+}
+
+/// [`verify_kernels`] for the warm path of `download`: a linked file whose
+/// blob's stamp is the one its variant's receipt records is not hashed
+/// again, and a variant every file of which its receipt covers is not
+/// re-checked against its metadata digest (module `receipts`). With each
+/// check, what the receipts trusted and the receipts a passing check records.
+/// `kernels verify` never comes here: it always re-hashes.
+pub(crate) fn verify_kernels_trusting(
+    cache: &HubCache,
+    repo_type: RepoType,
+    kernels: &[LockedKernel],
+    selection: &VariantSelection,
+) -> Vec<(KernelVerification, Trust)> {
+    verify_with(cache, repo_type, kernels, selection, None, true)
+}
+
+/// The check behind [`verify_kernels_fit`] and [`verify_kernels_trusting`]
+/// (`trusting` the stored receipts or not).
+fn verify_with(
+    cache: &HubCache,
+    repo_type: RepoType,
+    kernels: &[LockedKernel],
+    selection: &VariantSelection,
+    policy: Option<&crate::variant::FitPolicy>,
+    trusting: bool,
+) -> Vec<(KernelVerification, Trust)> {
+    let listings: Vec<(Listing, Trust)> = kernels
         .iter()
         .map(|kernel| {
             let mut listing =
@@ -366,18 +399,23 @@ pub fn verify_kernels_fit(
             if let Some(policy) = policy {
                 check_fit(&mut listing, kernel, selection, policy);
             }
-            listing
+            let trust = if trusting {
+                receipts::trust(&listing.repo, kernel, &listing.variants, &listing.stamps)
+            } else {
+                Trust::default()
+            };
+            (listing, trust)
         })
         .collect();
 
     let blobs: BTreeSet<(PathBuf, Digest)> = listings
         .iter()
-        .flat_map(|listing| {
+        .flat_map(|(listing, trust)| {
             listing
                 .variants
                 .values()
                 .flatten()
-                .filter(|f| f.copy_alt.is_none())
+                .filter(|f| f.copy_alt.is_none() && !trust.files.contains(&f.path))
                 .map(|file| {
                     (
                         listing.repo.blob_path(&file.digest.to_string()),
@@ -386,11 +424,20 @@ pub fn verify_kernels_fit(
                 })
         })
         .collect();
-    tracing::debug!(
-        "verifying {} kernel(s) in the cache: hashing {} blob(s)",
-        kernels.len(),
-        blobs.len()
-    );
+    if trusting {
+        let trusted: usize = listings.iter().map(|(_, t)| t.files.len()).sum();
+        tracing::debug!(
+            "checking {} kernel(s) in the cache: hashing {} blob(s), trusting {trusted} file(s) by their receipt",
+            kernels.len(),
+            blobs.len()
+        );
+    } else {
+        tracing::debug!(
+            "verifying {} kernel(s) in the cache: hashing {} blob(s)",
+            kernels.len(),
+            blobs.len()
+        );
+    }
     let hashed: HashMap<BlobKey, HashOutcome> = blobs
         .into_par_iter()
         .map(|(path, digest)| {
@@ -403,7 +450,10 @@ pub fn verify_kernels_fit(
     kernels
         .iter()
         .zip(listings)
-        .map(|(kernel, listing)| finish_kernel(kernel, listing, &hashed))
+        .map(|(kernel, (listing, trust))| {
+            let check = finish_kernel(kernel, listing, &hashed, &trust.variants);
+            (check, trust)
+        })
         .collect()
 }
 
@@ -538,6 +588,7 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         copies: Vec::new(),
         fit: super::fit::KernelFit::default(),
         loaded: None,
+        stamps: HashMap::new(),
     };
     if kernel.variants.as_ref().is_some_and(|v| v.is_empty()) {
         listing.problems.push(Problem::NoBuildVariants);
@@ -672,12 +723,16 @@ impl Listing {
             return None;
         }
         match fs_err::metadata(&blob) {
-            Ok(meta) if meta.is_file() => Some(CachedFile {
-                path,
-                digest,
-                size: meta.len(),
-                copy_alt: None,
-            }),
+            Ok(meta) if meta.is_file() => {
+                let stamp = FileStamp::from_metadata(&meta);
+                self.stamps.insert(path.clone(), stamp);
+                Some(CachedFile {
+                    path,
+                    digest,
+                    size: meta.len(),
+                    copy_alt: None,
+                })
+            }
             _ => {
                 let partial = self.repo.incomplete_path(&etag).exists();
                 self.problems.push(Problem::DanglingLink {
@@ -691,7 +746,6 @@ impl Listing {
     }
 }
 
-/// Applies the blob hashes and the lock's variant hashes to one listing.
 /// One problem per cached blob of `variants` whose content does not hash to
 /// its name or cannot be read, naming the first path that links to it.
 fn blob_problems(
@@ -732,10 +786,13 @@ fn blob_problems(
     problems
 }
 
+/// Applies the blob hashes, the metadata digests (of the variants not in
+/// `trusted`, whose receipt covers every file) and the lock's variant hashes.
 fn finish_kernel(
     kernel: &LockedKernel,
     listing: Listing,
     hashed: &HashMap<BlobKey, HashOutcome>,
+    trusted: &BTreeSet<String>,
 ) -> KernelVerification {
     let Listing {
         repo,
@@ -747,7 +804,7 @@ fn finish_kernel(
         ..
     } = listing;
     problems.extend(blob_problems(&repo, &variants, hashed));
-    let found = digest_problems(&repo, kernel, &variants, &copies, &problems);
+    let found = digest_problems(&repo, kernel, &variants, &copies, &problems, trusted);
     problems.extend(found);
     if let Some(hashes) = &kernel.variants {
         for (variant, files) in variants.iter_mut() {
@@ -792,13 +849,15 @@ fn finish_kernel(
 /// under the variant (bytecode and metadata.json are left out by the rule).
 /// Blobs named by their sha256 and copies are not read again; git blobs are
 /// hashed. A missing file that an earlier problem names already (a dangling
-/// link) is not reported twice.
+/// link) is not reported twice. Variants in `trusted` are skipped: their
+/// receipt was recorded after this check passed and no file changed since.
 fn digest_problems(
     repo: &RepoCache,
     kernel: &LockedKernel,
     variants: &BTreeMap<String, Vec<CachedFile>>,
     copies: &[(String, PathBuf)],
     earlier: &[Problem],
+    trusted: &BTreeSet<String>,
 ) -> Vec<Problem> {
     use super::digest::{Content, VariantFile};
     let subject = super::fit::Subject {
@@ -806,7 +865,7 @@ fn digest_problems(
         commit: &kernel.commit,
     };
     let mut problems = Vec::new();
-    for (variant, files) in variants {
+    for (variant, files) in variants.iter().filter(|(v, _)| !trusted.contains(*v)) {
         let Ok(super::fit::Lookup::Metadata(metadata)) =
             super::fit::cached_lookup(repo, subject, variant)
         else {

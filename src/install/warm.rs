@@ -5,12 +5,15 @@
 //! hash of each variant's files, so it says exactly what must be on disk.
 //! Before listing a kernel on the Hub, [`check`] chooses the selected
 //! variants among the lock's variant names (the names a listing of the commit
-//! would show) and checks them in the cache with [`verify_kernels`] (every
-//! linked blob re-hashed, every variant hash recomputed). A kernel that passes
-//! is done; any other kernel (a `KernelLocks` lock without variant hashes, a
-//! variant not locked, anything missing or wrong in the cache) goes the online
-//! way, which lists the commit and fetches what is needed.
-//! [`super::options::DownloadOptions::refresh`] skips the check.
+//! would show) and checks them in the cache with [`verify_kernels_trusting`]
+//! (every linked blob re-hashed unless its receipt vouches for it, every
+//! variant hash recomputed; module `receipts`). A `KernelLocks` lock names no
+//! variant: its kernel takes the names of the commit's listing receipt, and
+//! is complete only when the receipt of every chosen variant covers all its
+//! files. A kernel that passes is done; any other kernel (no receipt for a
+//! `KernelLocks` lock, a variant not locked, anything missing or wrong in the
+//! cache) goes the online way, which lists the commit and fetches what is
+//! needed. [`super::options::DownloadOptions::refresh`] skips the check.
 
 use std::collections::BTreeSet;
 
@@ -19,7 +22,8 @@ use futures_util::FutureExt;
 use super::error::DownloadError;
 use super::fit::{self, KernelFit};
 use super::options::DownloadOptions;
-use super::verify::{KernelVerification, verify_kernels};
+use super::receipts::{self, Trust};
+use super::verify::{KernelVerification, verify_kernels_trusting};
 use crate::lock::format::LockedKernel;
 use crate::variant::{FitPolicy, VariantSelection, VariantWarning};
 use kernels_cache::{HubCache, RepoCache};
@@ -44,12 +48,6 @@ pub(crate) async fn check(
     options: &DownloadOptions,
 ) -> Vec<WarmStep> {
     let count = kernels.len();
-    if kernels
-        .iter()
-        .all(|k| k.variants.as_ref().is_none_or(|h| h.is_empty()))
-    {
-        return (0..count).map(|_| None).collect();
-    }
     let (cache, kernels) = (cache.clone(), kernels.to_vec());
     let (repo_type, selection, policy) = (
         options.repo_type,
@@ -58,26 +56,34 @@ pub(crate) async fn check(
     );
     tokio::task::spawn_blocking(move || {
         let mut out: Vec<WarmStep> = (0..count).map(|_| None).collect();
-        // Kernels that check with the same selection share one `verify_kernels`
-        // call, so their blobs are hashed in one parallel pass.
-        let mut groups: Vec<(VariantSelection, Vec<(usize, KernelFit)>)> = Vec::new();
+        // Kernels that check with the same selection share one check, so
+        // their blobs are hashed in one parallel pass.
+        let mut groups: Vec<(VariantSelection, Vec<Member>)> = Vec::new();
         for (index, kernel) in kernels.iter().enumerate() {
             let repo = cache.repo(&kernel.repo_id, repo_type);
-            match locked_selection(kernel, &selection, &repo, &policy) {
+            let Some(known) = receipts::known_variants(&repo, kernel) else {
+                continue;
+            };
+            match locked_selection(kernel, &known, &selection, &repo, &policy) {
                 None => {}
                 Some(Err(err)) => out[index] = Some(Err(err)),
-                Some(Ok((named, fit))) => match groups.iter_mut().find(|(s, _)| *s == named) {
-                    Some((_, members)) => members.push((index, fit)),
-                    None => groups.push((named, vec![(index, fit)])),
-                },
+                Some(Ok((named, fit))) => {
+                    let member = Member { index, fit, known };
+                    match groups.iter_mut().find(|(s, _)| *s == named) {
+                        Some((_, members)) => members.push(member),
+                        None => groups.push((named, vec![member])),
+                    }
+                }
             }
         }
         for (named, members) in groups {
             let group: Vec<LockedKernel> =
-                members.iter().map(|(i, _)| kernels[*i].clone()).collect();
-            let checks = verify_kernels(&cache, repo_type, &group, &named);
-            for ((index, fit), mut check) in members.into_iter().zip(checks) {
-                if !check.is_ok() {
+                members.iter().map(|m| kernels[m.index].clone()).collect();
+            let checks = verify_kernels_trusting(&cache, repo_type, &group, &named);
+            for (member, (mut check, trust)) in members.into_iter().zip(checks) {
+                let Member { index, fit, known } = member;
+                let kernel = &kernels[index];
+                if !complete(kernel, &named, &check, &trust) {
                     tracing::debug!(
                         "{}: not complete in the cache, listing it on the Hub",
                         check.label()
@@ -85,8 +91,8 @@ pub(crate) async fn check(
                     continue;
                 }
                 tracing::debug!("{}: complete and verified in the cache", check.label());
-                let kernel = &kernels[index];
-                let warnings = selection.warnings(&kernel.repo_id, &kernel.commit, &locked(kernel));
+                receipts::record_checked(&cache.repo(&kernel.repo_id, repo_type), kernel, &trust);
+                let warnings = selection.warnings(&kernel.repo_id, &kernel.commit, &known);
                 check.fit = fit;
                 out[index] = Some(Ok(Warm { check, warnings }));
             }
@@ -98,40 +104,69 @@ pub(crate) async fn check(
     .unwrap_or_else(|_| (0..count).map(|_| None).collect())
 }
 
-/// The variant names of a variant-hash lock's entry.
-fn locked(kernel: &LockedKernel) -> BTreeSet<String> {
-    kernel
-        .variants
-        .iter()
-        .flat_map(|hashes| hashes.keys().cloned())
-        .collect()
+/// A kernel to check in a group: its index in the input, the fit of its
+/// candidates and the variant names of its commit.
+struct Member {
+    index: usize,
+    fit: KernelFit,
+    known: BTreeSet<String>,
+}
+
+/// Whether a check found `kernel` complete: no problem, and for a lock
+/// without variant hashes (nothing else says which files a variant has)
+/// every variant `named` checked and covered by its receipt.
+fn complete(
+    kernel: &LockedKernel,
+    named: &VariantSelection,
+    check: &KernelVerification,
+    trust: &Trust,
+) -> bool {
+    if !check.is_ok() {
+        return false;
+    }
+    if hashed(kernel) {
+        return true;
+    }
+    let VariantSelection::Named(names) = named else {
+        return false;
+    };
+    let checked: BTreeSet<&String> = check.variants.keys().collect();
+    !names.is_empty()
+        && checked == names.iter().collect()
+        && names.iter().all(|v| trust.variants.contains(v))
+}
+
+/// Whether the lock carries variant hashes for `kernel`.
+fn hashed(kernel: &LockedKernel) -> bool {
+    kernel.variants.as_ref().is_some_and(|h| !h.is_empty())
 }
 
 /// The selection to check the kernel with (`selection`, or for the
-/// environment's choice the first candidate among the lock's variant names
-/// that fits by its cached metadata.json, as a [`VariantSelection::Named`]),
+/// environment's choice the first candidate among the `known` variant names
+/// ([`receipts::known_variants`]) that fits by its cached metadata.json, as a
+/// [`VariantSelection::Named`]),
 /// with the fit; `Some(Err)` when the cached metadata.json files refuse it
 /// ([`fit::walk`]); `None` when the lock has no variant hashes, the choice is
 /// not exactly what a listing would give (a named variant the lock lacks, no
 /// variant for the environment) or a candidate's fit is not in the cache.
 fn locked_selection(
     kernel: &LockedKernel,
+    locked: &BTreeSet<String>,
     selection: &VariantSelection,
     repo: &RepoCache,
     policy: &FitPolicy,
 ) -> Option<Result<(VariantSelection, KernelFit), DownloadError>> {
-    let locked = locked(kernel);
     if locked.is_empty() {
         return None;
     }
     let choice = selection
-        .select(&kernel.repo_id, &kernel.commit, &locked)
+        .select(&kernel.repo_id, &kernel.commit, locked)
         .ok()?;
     if !choice.missing.is_empty() || choice.variants.is_empty() {
         return None;
     }
     let alternatives = selection
-        .candidates(&kernel.repo_id, &kernel.commit, &locked)
+        .candidates(&kernel.repo_id, &kernel.commit, locked)
         .ok()?;
     let subject = fit::Subject {
         repo_id: &kernel.repo_id,
@@ -155,8 +190,12 @@ fn locked_selection(
     }
     // `verify_kernels` reads `All` as the locked names and `Named` as the
     // names; only the environment's choice is made here, among the locked names.
+    // Without variant hashes, `All` is every variant the listing receipt names.
     let named = match selection {
         VariantSelection::Detected { .. } => VariantSelection::Named(chosen.variants),
+        VariantSelection::All if !hashed(kernel) => {
+            VariantSelection::Named(locked.iter().cloned().collect())
+        }
         other => other.clone(),
     };
     Some(Ok((named, chosen.fit)))
@@ -189,7 +228,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = HubCache::new(dir.path());
         let repo = cache.repo(&kernel.repo_id, kernels_types::wire::RepoType::Kernel);
-        for variant in locked(kernel) {
+        let known = receipts::known_variants(&repo, kernel).unwrap_or_default();
+        for variant in &known {
             fs_err::create_dir_all(
                 repo.snapshot_dir(kernel.commit.as_str())
                     .join("build")
@@ -197,7 +237,7 @@ mod tests {
             )
             .unwrap();
         }
-        super::locked_selection(kernel, selection, &repo, &FitPolicy::unchecked())
+        super::locked_selection(kernel, &known, selection, &repo, &FitPolicy::unchecked())
             .map(|r| r.unwrap())
     }
 

@@ -49,6 +49,7 @@ mod oauth;
 mod precommit;
 mod profiles;
 mod readme;
+mod receipts;
 mod requirement_forms;
 mod runtime_offline;
 mod serve;

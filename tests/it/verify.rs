@@ -90,12 +90,13 @@ fn offline_flag_makes_no_request_and_names_what_is_missing() {
     world.lock_b(&[("acme/relu", RELU_SHA), ("acme/gelu", GELU_SHA)]);
     assert_ok(&world.download(&["--all-variants"]));
 
-    // Everything cached and verified: one request (the tree listing) per kernel.
+    // Everything cached and verified: the receipts of the first run say what
+    // each commit holds, so even this 0.17 lock costs no request (it cost one
+    // tree listing per kernel before receipts).
     world.reset();
     assert_ok(&world.download(&["--all-variants"]));
     let log = world.requests();
-    assert_eq!(log.len(), 2, "{log:#?}");
-    assert!(resolve_requests(&log).is_empty() && cdn_requests(&log).is_empty());
+    assert!(log.is_empty(), "{log:#?}");
 
     world.reset();
     let out = world.download(&["--all-variants", "--offline"]);

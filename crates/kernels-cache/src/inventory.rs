@@ -189,7 +189,7 @@ pub fn prune(cache: &HubCache, options: &PruneOptions) -> Result<PruneReport, Ca
 }
 
 /// Removes the snapshots of `repo` that `keep` (`(folder, commit)` pairs) does
-/// not name, with the refs pointing at them.
+/// not name, with the refs pointing at them and their receipts.
 fn drop_snapshots(
     repo: &RepoCache,
     keep: &BTreeSet<(String, CommitId)>,
@@ -214,6 +214,8 @@ fn drop_snapshots(
             }
             if !dry_run {
                 fs_err::remove_dir_all(entry.path())?;
+                // Its receipts vouch for nothing any more.
+                let _ = fs_err::remove_dir_all(repo.receipts_dir(&commit));
             }
         }
     }
@@ -321,6 +323,9 @@ mod tests {
         fs_err::write(repo.incomplete_path(&busy), b"part").unwrap();
         repo.link(&"1".repeat(40), "build/v/x.py", &linked).unwrap();
         repo.write_ref("v1", &"1".repeat(40)).unwrap();
+        let listing = crate::ListingReceipt::default();
+        repo.write_listing_receipt(&"1".repeat(40), &listing)
+            .unwrap();
         let held = repo.lock_blob(&busy).unwrap();
         let listed = list(&cache).unwrap();
         assert_eq!(listed[0].repo_id, "acme/relu");
@@ -348,6 +353,7 @@ mod tests {
         assert_eq!(report.snapshots.len(), 1);
         assert!(!repo.blob_path(&linked).exists());
         assert!(!repo.dir().join("refs/v1").exists());
+        assert!(!repo.receipts_dir(&"1".repeat(40)).exists());
         assert!(!repo.incomplete_path(&busy).exists());
     }
 }

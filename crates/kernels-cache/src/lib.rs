@@ -10,6 +10,7 @@
 //!     blobs/<etag>.incomplete                partial download (resumable)
 //!     snapshots/<commit>/<path>              relative symlink to ../…/blobs/<etag>
 //!     refs/<revision>                        40-byte commit id, only for non-commit revisions
+//!     .kernels-receipts/<commit>/…           what a full check found (module `receipt`)
 //! ```
 //!
 //! Invariants kept by this module: a file named `blobs/<etag>` is always complete
@@ -24,6 +25,7 @@ pub mod fsx;
 pub mod inventory;
 mod layout;
 mod lock;
+mod receipt;
 mod refs;
 mod tag;
 
@@ -38,6 +40,7 @@ pub use layout::{
     CacheOptions, HubCache, Placement, RepoCache, relative_link_target, snapshot_repo_dir,
 };
 pub use lock::BlobLock;
+pub use receipt::{FileStamp, ListingReceipt, RECEIPTS_DIR, ReceiptFile, VariantReceipt};
 pub use refs::CachedRef;
 pub use tag::{CACHEDIR_TAG, CACHEDIR_TAG_NAME, ensure_tag};
 
