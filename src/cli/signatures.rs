@@ -52,8 +52,9 @@ pub(super) fn run(
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
     let tool = ToolSettings::read(project_dir)?.unwrap_or_default();
-    let trust = trust.apply(tool.signing);
-    let root = trust.trust_root()?;
+    let settings_trust = trust.apply(tool.signing);
+    let root = trust.root(&settings_trust, project_dir)?;
+    let trust = settings_trust;
     let checks = check_kernels(read, &settings.cache(), &trust, &root);
     let variants = checks.iter().flat_map(|c| c.variants.iter().flatten());
     let refused = variants

@@ -60,7 +60,7 @@ pub fn run(
 ) -> miette::Result<ExitCode> {
     let tool = ToolSettings::read(project_dir)?.unwrap_or_default();
     let trust = args.trust.apply(tool.signing);
-    let root = trust.trust_root()?;
+    let root = args.trust.root(&trust, project_dir)?;
     let policy = trust.policy_for(&args.repo_id);
     let selection = if args.all_variants {
         VariantSelection::All
