@@ -7,6 +7,7 @@
 //! cli/       arguments, settings (the only environment reader), printing, progress
 //! wheel/     to-wheel            mirror/    kernels mirror    check/   kernels check
 //! info/      kernels info       export/  kernels export (SBOM)
+//! benchmark/ kernels benchmark (driver, statistics)
 //! install/   plan · fetch · engine · warm check · verify · dry-run · explain
 //! variant/   variant selection and environment detection
 //! lock/      manifest · requirement · resolver · project locking · freshness ·
@@ -14,6 +15,7 @@
 //! kernels-cache, kernels-hub, kernels-serve, kernels-types   (crates/)
 //! ```
 
+pub mod benchmark;
 pub mod check;
 pub mod cli;
 pub mod export;

@@ -28,7 +28,8 @@
 //! verification (`verify`), `--dry-run` (`dry_run`), `--explain` (`explain`),
 //! the load-time fit of candidate variants (`fit`), the metadata digest of a
 //! variant's files (`digest`), the fit of each variant
-//! for the targets that `--explain` and `kernels env` show (`variant_fit`).
+//! for the targets that `--explain` and `kernels env` show (`variant_fit`),
+//! the `benchmarks/` and `tests/` folders of `--with-benchmarks` (`extras`).
 //! Each imports what it needs from its siblings; none imports this module.
 
 pub mod digest;
@@ -36,6 +37,7 @@ pub mod dry_run;
 mod engine;
 pub mod error;
 pub mod explain;
+pub mod extras;
 mod fetch;
 pub mod fit;
 pub mod options;
