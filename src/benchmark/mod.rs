@@ -23,6 +23,7 @@
 //! the interpreter is ended, and a new one resumes after it, skipping what is
 //! done ([`run`]).
 
+pub mod candidate;
 pub mod stats;
 
 use std::collections::BTreeSet;
@@ -44,6 +45,10 @@ const MARK: &str = "@kernels-benchmark@ ";
 
 /// Lines of the interpreter's stderr kept when it dies.
 const STDERR_TAIL: usize = 8;
+
+/// Longest wait for an interpreter to start (import torch), when the time
+/// limit is shorter.
+const STARTUP_LIMIT: Duration = Duration::from_secs(120);
 
 /// Reference 0.17.2's default number of timed calls per workload.
 pub const DEFAULT_ITERATIONS: usize = 100;
@@ -313,6 +318,7 @@ pub fn run(options: &Options<'_>, targets: &[Target]) -> Result<BenchRun, Benchm
             ..BenchRun::default()
         },
         started: false,
+        started_here: false,
         busy: Busy::Idle,
         skip: BTreeSet::new(),
     };
@@ -359,7 +365,10 @@ fn describe(outcome: &Outcome, what: &str) -> String {
 /// What the runs so far have found.
 struct State {
     run: BenchRun,
+    /// Whether any interpreter reported its start.
     started: bool,
+    /// Whether the current one did.
+    started_here: bool,
     busy: Busy,
     /// Workloads (`k<i>/<script>/<Class>.<method>`) and kernels (`k<i>`) the
     /// next interpreter skips: done, hung or failed to import.
@@ -383,6 +392,7 @@ impl State {
         match event {
             Event::Start { machine, timing } => {
                 self.started = true;
+                self.started_here = true;
                 self.run.machine = machine;
                 self.run.timing = timing;
             }
@@ -456,6 +466,7 @@ fn run_once(
         kernels: targets,
     };
     let request = serde_json::to_vec(&request).map_err(|err| failed(err.to_string()))?;
+    state.started_here = false;
     let mut child = spawn(options).map_err(|err| failed(err.to_string()))?;
     if let Some(mut stdin) = child.stdin.take() {
         // A driver that died before reading is reported from its exit.
@@ -464,7 +475,13 @@ fn run_once(
     let lines = read_lines(child.stdout.take());
     let stderr = read_tail(child.stderr.take());
     let ending = loop {
-        match lines.recv_timeout(options.time_limit) {
+        // Starting the interpreter (torch's import) is no workload's time.
+        let wait = if state.started_here {
+            options.time_limit
+        } else {
+            options.time_limit.max(STARTUP_LIMIT)
+        };
+        match lines.recv_timeout(wait) {
             Ok(line) => {
                 let event = line
                     .strip_prefix(MARK)

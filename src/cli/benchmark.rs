@@ -9,9 +9,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::args::{EnvArgs, ProjectArgs, RepoTypeArgs, TargetRuntimeArgs};
-use super::download::{LockRead, SelectArgs, read_lock, shell_path};
+use super::download::{SelectArgs, read_lock, shell_path};
 use super::printer::Printer;
+use super::progress::Progress;
 use super::progress::plural;
+use crate::benchmark::candidate::{Pick, resolve};
 use crate::benchmark::stats::{SpeedUp, Timing, speed_up};
 use crate::benchmark::{
     BenchRun, DEFAULT_ITERATIONS, DEFAULT_WARMUP, KernelRun, Machine, Measured, Options, Outcome,
@@ -19,7 +21,11 @@ use crate::benchmark::{
 };
 use crate::check::{ImportTarget, Located, locate};
 use crate::cli::settings::Settings;
+use crate::install::extras::fetch_extras;
+use crate::install::{DEFAULT_CONCURRENCY, DownloadOptions, LockedKernel, download};
 use crate::variant::ProjectPython;
+use kernels_hub::HubClient;
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
 /// Arguments of `kernels benchmark`.
@@ -44,6 +50,23 @@ pub struct BenchmarkArgs {
     #[arg(long, value_name = "S", default_value_t = 300,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub time_limit: u64,
+
+    /// Benchmark version N (branch `vN`) of the one REPO named instead of the
+    /// locked one (it need not be locked); its variant and benchmarks are
+    /// downloaded first.
+    #[arg(long, value_name = "N", conflicts_with_all = ["revision", "against"], requires = "repos")]
+    pub version: Option<u64>,
+
+    /// Like `--version`, for a branch, tag or full commit id.
+    #[arg(long, value_name = "R", conflicts_with = "against", requires = "repos")]
+    pub revision: Option<String>,
+
+    /// Also time another version of each kernel with the same workloads,
+    /// alternating call by call in one run, and print the ratio with its
+    /// interval: branch `vN`, or without N the newest compatible version (as
+    /// `kernels outdated` shows it), else the newest. It is downloaded first.
+    #[arg(long, value_name = "N", num_args = 0..=1)]
+    pub against: Option<Option<u64>>,
 
     /// `--target-runtime`: which runtime's ranking picks the variant among
     /// the cached ones and which cache folders are looked in.
@@ -113,9 +136,9 @@ pub fn run_checked(
     run(args, &project, settings, printer)
 }
 
-/// Locates the kernels in the cache, runs the benchmarks of those that have
-/// some and reports them. Exit 0 when every workload ran and matched its
-/// reference; 1 otherwise.
+/// Locates the kernels in the cache (fetching the other versions asked for
+/// first), runs the benchmarks of those that have some and reports them.
+/// Exit 0 when every workload ran and matched its reference; 1 otherwise.
 fn run(
     args: BenchmarkArgs,
     project: &ProjectArgs,
@@ -134,56 +157,56 @@ fn run(
         env: EnvArgs::default(),
         targets: super::args::TargetArgs::default(),
     };
-    let LockRead {
-        kernels,
-        selection,
-        repo_type,
-        ..
-    } = read_lock(
+    let read = read_lock(
         project_dir,
         &select,
         &python,
         printer,
         args.lock_mode.frozen,
     )?;
-    if let Some(repo_id) = args
-        .repos
-        .iter()
-        .find(|r| !kernels.iter().any(|k| &k.repo_id == *r))
-    {
-        return Err(NotLocked {
-            repo_id: repo_id.clone(),
-        }
-        .into());
-    }
-    let chosen: Vec<_> = kernels
-        .into_iter()
-        .filter(|k| args.repos.is_empty() || args.repos.contains(&k.repo_id))
-        .collect();
-    let Located { ready, not_ready } = locate(&settings.cache(), repo_type, &chosen, &selection);
+    let (locked, _, options) = read.into_options(DEFAULT_CONCURRENCY, false);
+    let versions = Versions::choose(&args, project_dir, &locked, &options, settings, printer)?;
     let cache = settings.cache();
+    let Located { ready, not_ready } = locate(
+        &cache,
+        options.repo_type,
+        &versions.kernels,
+        &options.selection,
+    );
+    let candidates = locate(
+        &cache,
+        options.repo_type,
+        &versions.candidates,
+        &options.selection,
+    );
     let entries: Vec<Entry> = ready
         .into_iter()
         .map(|target| {
             let snapshot = cache
-                .repo(&target.repo_id, repo_type)
+                .repo(&target.repo_id, options.repo_type)
                 .snapshot_dir(target.commit.as_str());
-            let scripts = scripts_in(&snapshot);
-            Entry { target, scripts }
+            let candidate = versions
+                .candidate_of(&target.repo_id)
+                .and_then(|(label, k)| {
+                    let at = candidates
+                        .ready
+                        .iter()
+                        .find(|c| c.repo_id == k.repo_id && c.commit == k.commit)?;
+                    Some((label.to_owned(), at.clone()))
+                });
+            Entry {
+                scripts: scripts_in(&snapshot),
+                target,
+                candidate,
+            }
         })
         .collect();
-    let targets: Vec<Target> = entries
+    let mut not_ready: Vec<String> = not_ready
         .iter()
-        .filter(|e| !e.scripts.is_empty())
-        .map(|e| Target {
-            kernel: Variant {
-                variant_dir: e.target.variant_dir.clone(),
-                package: e.target.package.clone(),
-            },
-            scripts: e.scripts.clone(),
-            candidate: None,
-        })
+        .chain(&candidates.not_ready)
+        .map(|k| format!("{}@{}", k.repo_id, k.commit.short()))
         .collect();
+    not_ready.dedup();
     let options = Options {
         python: python.path(),
         cache_dir: &settings.cache_dir,
@@ -191,6 +214,7 @@ fn run(
         warmup: args.warmup,
         time_limit: Duration::from_secs(args.time_limit),
     };
+    let targets: Vec<Target> = entries.iter().filter_map(Entry::target).collect();
     let run = if targets.is_empty() {
         None
     } else {
@@ -199,10 +223,7 @@ fn run(
     let report = Report {
         entries: &entries,
         run: run.as_ref(),
-        not_ready: not_ready
-            .iter()
-            .map(|k| format!("{}@{}", k.repo_id, k.commit.short()))
-            .collect(),
+        not_ready,
         options: &options,
     };
     if json {
@@ -213,10 +234,184 @@ fn run(
     report.exit(project_dir)
 }
 
-/// A located kernel and its scripts.
+/// The kernels to benchmark and the candidates to time beside them.
+struct Versions {
+    /// Locked kernels (those named, or all), or the one version asked for.
+    kernels: Vec<LockedKernel>,
+    /// `--against`: the other version of each kernel that has one.
+    candidates: Vec<LockedKernel>,
+    /// The label of each candidate (`v2 (abcdef1)`).
+    labels: Vec<String>,
+}
+
+impl Versions {
+    /// The candidate of `repo_id` and its label, if any.
+    fn candidate_of(&self, repo_id: &RepoId) -> Option<(&str, &LockedKernel)> {
+        self.labels
+            .iter()
+            .zip(&self.candidates)
+            .find(|(_, k)| &k.repo_id == repo_id)
+            .map(|(label, k)| (label.as_str(), k))
+    }
+
+    /// The kernels per the arguments; every version not locked is resolved
+    /// on the Hub and downloaded (variant and benchmarks) first.
+    fn choose(
+        args: &BenchmarkArgs,
+        project_dir: &std::path::Path,
+        locked: &[LockedKernel],
+        options: &DownloadOptions,
+        settings: &Settings,
+        printer: &Printer,
+    ) -> miette::Result<Versions> {
+        let outside = match (&args.version, &args.revision) {
+            (Some(n), _) => Some(Pick::Version(*n)),
+            (None, Some(r)) => Some(Pick::Revision(r.clone())),
+            (None, None) => None,
+        };
+        if outside.is_none()
+            && let Some(repo_id) = args
+                .repos
+                .iter()
+                .find(|r| !locked.iter().any(|k| &k.repo_id == *r))
+        {
+            return Err(NotLocked {
+                repo_id: repo_id.clone(),
+            }
+            .into());
+        }
+        if outside.is_none() && args.against.is_none() {
+            let kernels = locked
+                .iter()
+                .filter(|k| args.repos.is_empty() || args.repos.contains(&k.repo_id))
+                .cloned()
+                .collect();
+            return Ok(Versions {
+                kernels,
+                candidates: Vec::new(),
+                labels: Vec::new(),
+            });
+        }
+        let client =
+            super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
+        let fetch = Fetch {
+            client: &client,
+            options,
+            settings,
+            printer,
+        };
+        if let Some(pick) = outside {
+            let [repo_id] = args.repos.as_slice() else {
+                return Err(miette::miette!(
+                    code = "kernels::benchmark::one_repo",
+                    help = "name one repository: `kernels benchmark REPO --version N`",
+                    "--version and --revision benchmark one kernel, and {} were named",
+                    args.repos.len()
+                ));
+            };
+            let (_, kernel) = fetch.version(repo_id, &pick, None)?;
+            return Ok(Versions {
+                kernels: vec![kernel],
+                candidates: Vec::new(),
+                labels: Vec::new(),
+            });
+        }
+        let manifest = crate::lock::manifest::Manifest::read(project_dir)?;
+        let mut versions = Versions {
+            kernels: Vec::new(),
+            candidates: Vec::new(),
+            labels: Vec::new(),
+        };
+        for kernel in locked
+            .iter()
+            .filter(|k| args.repos.is_empty() || args.repos.contains(&k.repo_id))
+        {
+            let requirement = manifest
+                .dependencies
+                .iter()
+                .find(|d| d.repo_id == kernel.repo_id)
+                .map(|d| d.requirement.clone());
+            let pick = match (args.against, requirement) {
+                (Some(Some(n)), _) => Pick::Version(n),
+                (_, Some(requirement)) => Pick::Upgrade(requirement),
+                (_, None) => Pick::Upgrade(crate::lock::requirement::Requirement::Revision(
+                    "main".to_owned(),
+                )),
+            };
+            let (label, candidate) = fetch.version(&kernel.repo_id, &pick, Some(&kernel.commit))?;
+            versions.kernels.push(kernel.clone());
+            versions.candidates.push(candidate);
+            versions.labels.push(label);
+        }
+        Ok(versions)
+    }
+}
+
+/// Resolving and downloading versions that are not locked.
+struct Fetch<'a> {
+    client: &'a HubClient,
+    options: &'a DownloadOptions,
+    settings: &'a Settings,
+    printer: &'a Printer,
+}
+
+impl Fetch<'_> {
+    /// Resolves `pick` for `repo_id` and downloads that version's variant and
+    /// benchmarks; its label (`v2 (abcdef1)`) and lock entry.
+    fn version(
+        &self,
+        repo_id: &RepoId,
+        pick: &Pick,
+        locked: Option<&CommitId>,
+    ) -> miette::Result<(String, LockedKernel)> {
+        let runtime = super::runtime()?;
+        let repo_type = self.options.repo_type;
+        let at = runtime.block_on(resolve(self.client, repo_type, repo_id, pick, locked))?;
+        let kernel = LockedKernel {
+            repo_id: repo_id.clone(),
+            commit: at.commit.clone(),
+            variants: None,
+        };
+        let cache = self.settings.cache();
+        let progress = Progress::new(self.printer, self.printer.lines_mode());
+        let summary = runtime.block_on(download(
+            self.client,
+            &cache,
+            std::slice::from_ref(&kernel),
+            self.options,
+            &progress,
+        ));
+        if let Some(failure) = summary.failed.into_iter().next() {
+            return Err(miette::Report::new(failure.error));
+        }
+        runtime.block_on(fetch_extras(self.client, &cache, repo_type, &kernel))?;
+        self.printer
+            .status(format_args!("Fetched {repo_id} {at} with its benchmarks"));
+        Ok((at.to_string(), kernel))
+    }
+}
+
+/// A located kernel, its scripts and the candidate timed beside it.
 struct Entry {
     target: ImportTarget,
     scripts: Vec<std::path::PathBuf>,
+    /// `--against`: the candidate's label and where it is.
+    candidate: Option<(String, ImportTarget)>,
+}
+
+impl Entry {
+    /// What the driver runs for this entry; `None` without scripts.
+    fn target(&self) -> Option<Target> {
+        let variant = |t: &ImportTarget| Variant {
+            variant_dir: t.variant_dir.clone(),
+            package: t.package.clone(),
+        };
+        (!self.scripts.is_empty()).then(|| Target {
+            kernel: variant(&self.target),
+            scripts: self.scripts.clone(),
+            candidate: self.candidate.as_ref().map(|(_, c)| variant(c)),
+        })
+    }
 }
 
 /// What one `kernels benchmark` found.
@@ -441,6 +636,12 @@ fn print_kernel(printer: &Printer, entry: &Entry, run: Option<&KernelRun>) {
             .collect();
         printer.data(format_args!("  {}", cells.join("  ").trim_end()));
     }
+    if let Some((label, candidate)) = &entry.candidate {
+        printer.data(format_args!(
+            "  against {label} ({}): its speed over the locked version's, same run, interleaved",
+            candidate.variant
+        ));
+    }
     for workload in &run.workloads {
         if let Some(detail) = detail(workload) {
             printer.data(format_args!(
@@ -510,9 +711,14 @@ fn detail(workload: &Workload) -> Option<String> {
         Outcome::Timed(m) => m.candidate.as_ref().map(|c| {
             let ratio =
                 speed_up(m.ours.mean_ms, c).map_or_else(|| "-".to_owned(), |s| speed_up_text(&s));
+            let matched = match m.matches.as_deref() {
+                Some([_, ok]) if *ok => ", match",
+                Some([_, _]) => ", MISMATCH",
+                _ => "",
+            };
             format!(
-                "candidate {:.4} ms, {ratio} the locked version's speed",
-                c.mean_ms
+                "locked {:.4} ms, candidate {:.4} ms: {ratio}{matched}",
+                m.ours.mean_ms, c.mean_ms
             )
         }),
         Outcome::Failed(error) => Some(format!("raised: {}", error.join(" | "))),
@@ -546,9 +752,18 @@ struct KernelDoc<'a> {
     commit: &'a str,
     variant: &'a str,
     benchmarks: bool,
+    /// `--against`: the other version timed beside this one.
+    candidate: Option<CandidateDoc<'a>>,
     load_error: Option<&'a [String]>,
     script_errors: Vec<ScriptErrorDoc<'a>>,
     workloads: Vec<WorkloadDoc<'a>>,
+}
+
+#[derive(Serialize)]
+struct CandidateDoc<'a> {
+    label: &'a str,
+    commit: &'a str,
+    variant: &'a str,
 }
 
 #[derive(Serialize)]
@@ -603,6 +818,11 @@ fn kernel_doc<'a>(entry: &'a Entry, run: Option<&'a KernelRun>) -> KernelDoc<'a>
         commit: entry.target.commit.as_str(),
         variant: &entry.target.variant,
         benchmarks: run.is_some(),
+        candidate: entry.candidate.as_ref().map(|(label, c)| CandidateDoc {
+            label,
+            commit: c.commit.as_str(),
+            variant: &c.variant,
+        }),
         load_error: run.and_then(|r| r.load_error.as_deref()),
         script_errors: run
             .map(|r| {

@@ -193,7 +193,7 @@ impl LockRead {
     /// The kernels, the lock's format and the options of a download run with
     /// at most `concurrency` files in flight (`refresh`: list every kernel
     /// even when the cache shows it complete).
-    fn into_options(
+    pub(super) fn into_options(
         self,
         concurrency: usize,
         refresh: bool,

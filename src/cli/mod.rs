@@ -195,6 +195,8 @@ enum Command {
     /// locked variant: checked against its `verify_*` result, timed against it
     /// (CUDA events on a CUDA device, else the wall clock). Exit 1 when a
     /// workload does not match, fails, or takes longer than `--time-limit`.
+    // `--version N` is the kernel's version here, as in the reference.
+    #[command(disable_version_flag = true)]
     Benchmark(benchmark::BenchmarkArgs),
     /// Import every locked kernel through the project's Python, offline, from the cache.
     ///

@@ -11,10 +11,28 @@ use serde_json::Value;
 
 /// A `torch-cpu` variant of `acme/<name>` whose `relu(out, x)` writes
 /// `x.relu()` times `factor` into `out` (a factor other than 1 is a wrong
-/// kernel), and `files` beside `build/` (path, text).
+/// kernel), and `files` beside `build/` (path, text), as commit `c1` on
+/// branches `main` and `v1`.
 fn write_kernel(mirror: &Path, name: &str, sha: char, factor: &str, files: &[(&str, &str)]) {
     let repo = mirror.join("repos/kernels/acme").join(name);
-    let tree = repo.join("commits/c1/tree");
+    write_commit(&repo, "c1", sha, name, factor, files);
+    fs_err::write(
+        repo.join("repo.toml"),
+        "commits = [\"c1\"]\n\n[branches]\nmain = \"c1\"\nv1 = \"c1\"\n",
+    )
+    .unwrap();
+}
+
+/// Commit `label` of the repository at `repo` (see [`write_kernel`]).
+fn write_commit(
+    repo: &Path,
+    label: &str,
+    sha: char,
+    name: &str,
+    factor: &str,
+    files: &[(&str, &str)],
+) {
+    let tree = repo.join("commits").join(label).join("tree");
     let variant = tree.join("build/torch-cpu");
     fs_err::create_dir_all(&variant).unwrap();
     fs_err::write(
@@ -33,16 +51,11 @@ fn write_kernel(mirror: &Path, name: &str, sha: char, factor: &str, files: &[(&s
         fs_err::write(path, text).unwrap();
     }
     fs_err::write(
-        repo.join("commits/c1/commit.toml"),
+        repo.join("commits").join(label).join("commit.toml"),
         format!(
             "sha = \"{}\"\ntitle = \"Build\"\n",
             sha.to_string().repeat(40)
         ),
-    )
-    .unwrap();
-    fs_err::write(
-        repo.join("repo.toml"),
-        "commits = [\"c1\"]\n\n[branches]\nmain = \"c1\"\nv1 = \"c1\"\n",
     )
     .unwrap();
 }
@@ -112,8 +125,9 @@ class Bad(Benchmark):
         return torch.relu(self.x)
 "#;
 
-/// `acme/good` (benchmarks and a `tests/` file), `acme/bad`, `acme/plain`
-/// (none), `acme/wrong` (the GOOD script against a kernel off by a factor 3).
+/// `acme/good` (benchmarks and a `tests/` file; a v2 off by a factor 2),
+/// `acme/bad`, `acme/plain` (none), `acme/wrong` (the GOOD script against a
+/// kernel off by a factor 3).
 fn mirror(mirror: &Path) {
     fs_err::create_dir_all(mirror.join("orgs")).unwrap();
     fs_err::write(
@@ -147,6 +161,15 @@ fn mirror(mirror: &Path) {
         "3",
         &[("benchmarks/benchmark_relu.py", GOOD)],
     );
+    // `acme/good` v2: commit 5555… on branches `v2` and `main`, off by a factor 2.
+    let good = mirror.join("repos/kernels/acme/good");
+    let script = [("benchmarks/benchmark_relu.py", GOOD)];
+    write_commit(&good, "c2", '5', "good", "2", &script);
+    fs_err::write(
+        good.join("repo.toml"),
+        "commits = [\"c1\", \"c2\"]\n\n[branches]\nmain = \"c2\"\nv1 = \"c1\"\nv2 = \"c2\"\n",
+    )
+    .unwrap();
 }
 
 /// A locked and downloaded (with benchmarks) project depending on
@@ -399,4 +422,91 @@ fn benchmark_names_only_the_kernels_asked_for_and_works_without_a_runtime() {
     let out = benchmark(&context, &["acme/other"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("kernels::benchmark::not_locked"));
+}
+
+#[test]
+fn benchmark_against_times_the_newer_version_in_the_same_run() {
+    let context = project(&["good"], "kernels-0.17.2");
+    // With a Hub: the candidate (v2, the newest; v1 is what is locked) is
+    // downloaded with its benchmarks, then both run in one interpreter.
+    let out = context
+        .kernels()
+        .args([
+            "benchmark",
+            "--against",
+            "--iterations",
+            "4",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let kernel = &doc["kernels"][0];
+    assert_eq!(kernel["commit"], "1".repeat(40));
+    assert_eq!(kernel["candidate"]["label"], "v2 (5555555)");
+    assert_eq!(kernel["candidate"]["commit"], "5".repeat(40));
+    let (name, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(name, "ReluBenchmark.relu");
+    // The locked version matches its reference, the candidate (x2) does not.
+    assert_eq!(relu["match"], serde_json::json!([true, false]));
+    assert_eq!(relu["ours"]["iterations"], 4);
+    assert_eq!(relu["candidate"]["iterations"], 4);
+    let f = |v: &Value| v.as_f64().unwrap();
+    let ratio = f(&relu["ours"]["mean_ms"]) / f(&relu["candidate"]["mean_ms"]);
+    assert!((f(&relu["candidate_speed_up"]["ratio"]) - ratio).abs() < 1e-9);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("2 workloads not matching its verify_*"),
+        "{stderr}"
+    );
+    // Text: the line naming the candidate and one ratio line per workload.
+    let out = context
+        .kernels()
+        .args(["benchmark", "--against", "2", "--iterations", "2"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("against v2 (5555555) (torch-cpu)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ReluBenchmark.relu: locked "), "{stdout}");
+}
+
+#[test]
+fn benchmark_version_runs_another_version_than_the_locked_one() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let out = context
+        .kernels()
+        .args([
+            "benchmark",
+            "acme/good",
+            "--version",
+            "2",
+            "--iterations",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(stdout.contains("acme/good@5555555 (torch-cpu)"), "{stdout}");
+    assert!(stdout.contains("MISMATCH"), "{stdout}");
+    assert!(
+        stderr.contains("Fetched acme/good v2 (5555555) with its benchmarks"),
+        "{stderr}"
+    );
+    let out = context
+        .kernels()
+        .args(["benchmark", "acme/good", "--version", "7"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("kernels::benchmark::no_such_version"),
+        "{stderr}"
+    );
 }
