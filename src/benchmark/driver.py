@@ -8,6 +8,7 @@
 # raw per-iteration times in milliseconds. Statistics are computed by the
 # caller. Everything the benchmarks print goes to stderr.
 import contextlib
+import gc
 import importlib.util
 import json
 import os
@@ -271,7 +272,9 @@ def run_workload(cls, method, kernels):
     result["ours_ms"] = times[0]
     result["candidate_ms"] = times[1] if len(times) > 1 else None
     if memory is not None:
-        del instance, expected
+        # Everything that holds the instance's tensors goes before counting.
+        del instance, expected, fn, verify, setup
+        gc.collect()
         synchronize()
         result["leaked_bytes"] = max(0, torch.cuda.memory_allocated() - memory)
     return result
