@@ -166,47 +166,7 @@ fn run(
     )?;
     let (locked, _, options) = read.into_options(DEFAULT_CONCURRENCY, false);
     let versions = Versions::choose(&args, project_dir, &locked, &options, settings, printer)?;
-    let cache = settings.cache();
-    let Located { ready, not_ready } = locate(
-        &cache,
-        options.repo_type,
-        &versions.kernels,
-        &options.selection,
-    );
-    let candidates = locate(
-        &cache,
-        options.repo_type,
-        &versions.candidates,
-        &options.selection,
-    );
-    let entries: Vec<Entry> = ready
-        .into_iter()
-        .map(|target| {
-            let snapshot = cache
-                .repo(&target.repo_id, options.repo_type)
-                .snapshot_dir(target.commit.as_str());
-            let candidate = versions
-                .candidate_of(&target.repo_id)
-                .and_then(|(label, k)| {
-                    let at = candidates
-                        .ready
-                        .iter()
-                        .find(|c| c.repo_id == k.repo_id && c.commit == k.commit)?;
-                    Some((label.to_owned(), at.clone()))
-                });
-            Entry {
-                scripts: scripts_in(&snapshot),
-                target,
-                candidate,
-            }
-        })
-        .collect();
-    let mut not_ready: Vec<String> = not_ready
-        .iter()
-        .chain(&candidates.not_ready)
-        .map(|k| format!("{}@{}", k.repo_id, k.commit.short()))
-        .collect();
-    not_ready.dedup();
+    let (entries, not_ready) = versions.locate(settings, &options);
     let options = Options {
         python: python.path(),
         cache_dir: &settings.cache_dir,
@@ -245,6 +205,43 @@ struct Versions {
 }
 
 impl Versions {
+    /// Each kernel located in the cache (as `kernels check` does) with its
+    /// scripts and located candidate; and `owner/name@commit` of every
+    /// kernel or candidate not complete there.
+    fn locate(&self, settings: &Settings, options: &DownloadOptions) -> (Vec<Entry>, Vec<String>) {
+        let cache = settings.cache();
+        let (repo_type, selection) = (options.repo_type, &options.selection);
+        let Located { ready, not_ready } = locate(&cache, repo_type, &self.kernels, selection);
+        let candidates = locate(&cache, repo_type, &self.candidates, selection);
+        let entries = ready
+            .into_iter()
+            .map(|target| {
+                let snapshot = cache
+                    .repo(&target.repo_id, repo_type)
+                    .snapshot_dir(target.commit.as_str());
+                let candidate = self.candidate_of(&target.repo_id).and_then(|(label, k)| {
+                    let at = candidates
+                        .ready
+                        .iter()
+                        .find(|c| c.repo_id == k.repo_id && c.commit == k.commit)?;
+                    Some((label.to_owned(), at.clone()))
+                });
+                Entry {
+                    scripts: scripts_in(&snapshot),
+                    target,
+                    candidate,
+                }
+            })
+            .collect();
+        let mut missing: Vec<String> = not_ready
+            .iter()
+            .chain(&candidates.not_ready)
+            .map(|k| format!("{}@{}", k.repo_id, k.commit.short()))
+            .collect();
+        missing.dedup();
+        (entries, missing)
+    }
+
     /// The candidate of `repo_id` and its label, if any.
     fn candidate_of(&self, repo_id: &RepoId) -> Option<(&str, &LockedKernel)> {
         self.labels
@@ -316,6 +313,17 @@ impl Versions {
                 labels: Vec::new(),
             });
         }
+        Versions::against(args, project_dir, locked, &fetch)
+    }
+
+    /// `--against`: each kernel (those named, or all) with its candidate,
+    /// resolved on the Hub and downloaded.
+    fn against(
+        args: &BenchmarkArgs,
+        project_dir: &std::path::Path,
+        locked: &[LockedKernel],
+        fetch: &Fetch<'_>,
+    ) -> miette::Result<Versions> {
         let manifest = crate::lock::manifest::Manifest::read(project_dir)?;
         let mut versions = Versions {
             kernels: Vec::new(),
