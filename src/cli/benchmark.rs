@@ -106,7 +106,7 @@ struct BenchmarkFailed {
 #[diagnostic(
     code(kernels::benchmark::not_locked),
     help(
-        "`kernels benchmark REPO` runs the benchmarks of a locked kernel: add it first (`kernels add {repo_id}`)"
+        "`kernels benchmark REPO` runs the benchmarks of a locked kernel: add it first (`kernels add {repo_id}`), or name a version of it (`--version N`, `--revision R`)"
     )
 )]
 struct NotLocked {
@@ -605,7 +605,7 @@ fn print_kernel(printer: &Printer, entry: &Entry, run: Option<&KernelRun>) {
     );
     let Some(run) = run else {
         printer.data(format_args!(
-            "{label}: no benchmarks (no benchmarks/benchmark*.py in the cached snapshot)"
+            "{label}: no benchmarks (no benchmarks/benchmark*.py in the cached snapshot; `kernels download --with-benchmarks` fetches them when the repository has some)"
         ));
         return;
     };

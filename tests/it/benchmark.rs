@@ -510,3 +510,28 @@ fn benchmark_version_runs_another_version_than_the_locked_one() {
         "{stderr}"
     );
 }
+
+#[test]
+fn benchmark_names_a_kernel_that_is_not_in_the_cache() {
+    let context = TestContext::with_generated_mirror(mirror, &[])
+        .with_pyproject(
+            "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = 1\n",
+        )
+        .with_stub_torch();
+    context.run_ok(&["lock"]);
+    let out = benchmark(&context, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        stdout.contains("acme/good@1111111: not benchmarked: not complete in the cache"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("not complete in the cache: acme/good@1111111"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("kernels download --with-benchmarks"),
+        "{stderr}"
+    );
+}
