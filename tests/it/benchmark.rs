@@ -161,6 +161,23 @@ fn mirror(mirror: &Path) {
         "3",
         &[("benchmarks/benchmark_relu.py", GOOD)],
     );
+    // `acme/gpu`: the GOOD script, its one variant a CUDA build.
+    write_kernel(
+        mirror,
+        "gpu",
+        '6',
+        "1",
+        &[("benchmarks/benchmark_relu.py", GOOD)],
+    );
+    let build = mirror.join("repos/kernels/acme/gpu/commits/c1/tree/build");
+    let cuda = build.join("torch27-cxx11-cu126-x86_64-linux");
+    fs_err::rename(build.join("torch-cpu"), &cuda).unwrap();
+    let metadata = fs_err::read_to_string(cuda.join("metadata.json")).unwrap();
+    fs_err::write(
+        cuda.join("metadata.json"),
+        metadata.replace("\"type\": \"cpu\"", "\"type\": \"cuda\""),
+    )
+    .unwrap();
     // `acme/good` v2: commit 5555… on branches `v2` and `main`, off by a factor 2.
     let good = mirror.join("repos/kernels/acme/good");
     let script = [("benchmarks/benchmark_relu.py", GOOD)];
@@ -176,6 +193,11 @@ fn mirror(mirror: &Path) {
 /// `acme/<name>` = 1 for each of `kernels`, its Python the reference
 /// environment `venv` with the stub torch.
 fn project(kernels: &[&str], venv: &str) -> TestContext {
+    project_with(kernels, venv, &[])
+}
+
+/// [`project`] with the variables `env` set for every command.
+fn project_with(kernels: &[&str], venv: &str, env: &[(&str, &str)]) -> TestContext {
     let deps: String = kernels
         .iter()
         .map(|k| format!("\"acme/{k}\" = 1\n"))
@@ -189,9 +211,12 @@ fn project(kernels: &[&str], venv: &str) -> TestContext {
     for file in ["sitecustomize.py", "torch/__init__.py"] {
         fs_err::copy(source.join(file), stub.join(file)).unwrap();
     }
-    let context = context
+    let mut context = context
         .with_env("PYTHONPATH", stub)
         .with_env("VIRTUAL_ENV", common::pyref_root().join(venv));
+    for (name, value) in env {
+        context = context.with_env(name, value);
+    }
     context.run_ok(&["lock"]);
     context.run_ok(&["download", "--with-benchmarks"]);
     context
@@ -534,4 +559,26 @@ fn benchmark_names_a_kernel_that_is_not_in_the_cache() {
         stderr.contains("kernels download --with-benchmarks"),
         "{stderr}"
     );
+}
+
+#[test]
+fn benchmark_times_with_cuda_events_when_torch_sees_a_cuda_gpu() {
+    // The stub torch reports a CUDA GPU; its events are wall-clock backed.
+    let gpu = [
+        ("STUB_TORCH_CUDA", "12.6"),
+        ("STUB_TORCH_CAPABILITY", "9.0"),
+        ("STUB_TORCH_DEVICE_NAME", "Stub H100"),
+    ];
+    let context = project_with(&["gpu"], "kernels-0.17.2", &gpu);
+    let out = benchmark(&context, &["--format", "json", "--iterations", "3"]);
+    let doc = json(&out);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(doc["timing"], "cuda_event");
+    assert_eq!(doc["machine"]["device"], "cuda");
+    assert_eq!(doc["machine"]["gpu"], "Stub H100");
+    assert_eq!(doc["machine"]["capability"], "9.0");
+    assert_eq!(doc["machine"]["cuda"], "12.6");
+    let (_, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(relu["match"], serde_json::json!([true]));
+    assert_eq!(relu["leaked_bytes"], 0);
 }
