@@ -8,6 +8,7 @@
 //! wheel/     to-wheel            mirror/    kernels mirror    check/   kernels check
 //! info/      kernels info       export/  kernels export (SBOM)
 //! signatures/  verify-signature · verify --signatures · audit (over kernels-trust)
+//! benchmark/ kernels benchmark (driver, statistics)
 //! install/   plan · fetch · engine · warm check · verify · dry-run · explain
 //! variant/   variant selection and environment detection
 //! lock/      manifest · requirement · resolver · project locking · freshness ·
@@ -15,6 +16,7 @@
 //! kernels-cache, kernels-hub, kernels-serve, kernels-trust, kernels-types   (crates/)
 //! ```
 
+pub mod benchmark;
 pub mod check;
 pub mod cli;
 pub mod export;

@@ -3,8 +3,11 @@
   probe                          shell assignments: the variant names for this torch, its GPU
   publish MIRROR REPO [--dry] [--arch-decoy]
                                  build the scale_add variant (nvcc through torch's cpp_extension;
-                                 with --dry a pure-Python stand-in) and write it, with decoys, as
-                                 commit c1 (branches main, v1) of REPO in the mirror directory MIRROR
+                                 with --dry a pure-Python stand-in) and write it, with decoys and
+                                 benchmarks/benchmark_scale_add.py, as commit c1 (branches main, v1)
+                                 of REPO in the mirror directory MIRROR
+  bench-check REPORT             assert a `kernels benchmark --format json` report: every workload
+                                 timed with cuda_event and matching its verify_*
   load REPO LOCKFILE [--dry]     reference runtime, offline: load_kernel and get_kernel, then assert
   wheel SITE [--dry]             import the kernel from a `pip install --target SITE` of its wheel
 """
@@ -82,12 +85,49 @@ def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float = 1.0) -> torch.Ten
     ops.scale_add(out, x, y, alpha)
     return out
 '''
-INIT_DRY = '''"""Stand-in for the compiled scale_add (gpu-e2e --dry): x * alpha + y on lists."""
+INIT_DRY = '''"""Stand-in for the compiled scale_add (gpu-e2e --dry): x * alpha + y on lists
+(or on the stub torch's tensors, for the benchmark)."""
 from ._ops import add_op_namespace_prefix, ops
 
 
 def scale_add(x, y, alpha=1.0):
-    return [a * alpha + b for a, b in zip(x, y)]
+    if isinstance(x, list):
+        return [a * alpha + b for a, b in zip(x, y)]
+    return x * alpha + y
+'''
+
+# The benchmark shipped beside build/ (kernels.benchmark protocol); LARGE and SMALL are the
+# element counts of its two workloads.
+BENCHMARK = '''"""Benchmarks of scale_add (run with `kernels benchmark`)."""
+import torch
+
+from kernels.benchmark import Benchmark
+
+
+class ScaleAddBenchmark(Benchmark):
+    seed = 0
+
+    def setup(self):
+        self.x = torch.randn(LARGE, device=self.device, dtype=torch.float32)
+        self.y = torch.randn(LARGE, device=self.device, dtype=torch.float32)
+        self.out = torch.empty_like(self.x)
+
+    def setup_small(self):
+        self.x = torch.randn(SMALL, device=self.device, dtype=torch.float32)
+        self.y = torch.randn(SMALL, device=self.device, dtype=torch.float32)
+        self.out = torch.empty_like(self.x)
+
+    def benchmark_large(self):
+        self.out = self.kernel.scale_add(self.x, self.y, ALPHA)
+
+    def verify_large(self):
+        return self.x * ALPHA + self.y
+
+    def benchmark_small(self):
+        self.out = self.kernel.scale_add(self.x, self.y, ALPHA)
+
+    def verify_small(self):
+        return self.x * ALPHA + self.y
 '''
 
 
@@ -135,6 +175,10 @@ def publish(mirror: Path, repo: str, dry: bool, arch_decoy: bool) -> None:
         (d / "__init__.py").write_text(f'raise ImportError("gpu-e2e: decoy variant {variant} was loaded")\n')
         write_metadata(d, name, f"_{name.replace('-', '_')}_cuda_decoy", archs)
     (tree / "README.md").write_text(f"# {repo}\n\nscale_add, built by scripts/gpu-e2e.\n")
+    sizes = (256, 32) if dry else (1 << 24, 1 << 12)
+    script = BENCHMARK.replace("LARGE", str(sizes[0])).replace("SMALL", str(sizes[1]))
+    (tree / "benchmarks").mkdir()
+    (tree / "benchmarks" / "benchmark_scale_add.py").write_text(script.replace("ALPHA", repr(ALPHA)))
     (repo_dir / "commits" / "c1" / "commit.toml").write_text(
         'title = "scale_add built by gpu-e2e"\ndate = "2026-01-01T00:00:00Z"\n')
     (repo_dir / "repo.toml").write_text('commits = ["c1"]\nlfs = ["*.so"]\n\n[branches]\nmain = "c1"\nv1 = "c1"\n')
@@ -185,6 +229,24 @@ def wheel(site: Path, dry: bool) -> None:
     print(f"      ok: {check_result(scale_add, dry)}")
 
 
+def bench_check(report: Path) -> None:
+    doc = json.loads(report.read_text())
+    machine = doc["machine"]
+    print(f"    machine: {machine['gpu']} (capability {machine['capability']}, driver "
+          f"{machine['driver']}), torch {machine['torch']}, CUDA {machine['cuda']}; timing {doc['timing']}")
+    if doc["timing"] != "cuda_event":
+        sys.exit(f"gpu-e2e: FAIL: timing {doc['timing']}, expected cuda_event")
+    workloads = [w for k in doc["kernels"] for w in k["workloads"]]
+    if len(workloads) != 2:
+        sys.exit(f"gpu-e2e: FAIL: expected 2 workloads, found {len(workloads)}: {workloads}")
+    for w in workloads:
+        name = f"{w['class']}.{w['method']}"
+        if w["status"] != "timed" or w["match"] != [True]:
+            sys.exit(f"gpu-e2e: FAIL: {name}: status {w['status']}, match {w['match']}, error {w['error']}")
+        print(f"      ok: {name} {w['shape']} {w['dtype']}: {w['ours']['mean_ms']:.4f} ms, reference "
+              f"{w['reference']['mean_ms']:.4f} ms, speed-up {w['speed_up']['ratio']:.2f}x, match")
+
+
 def main(argv: list) -> None:
     dry = "--dry" in argv
     args = [a for a in argv if not a.startswith("--")]
@@ -195,6 +257,8 @@ def main(argv: list) -> None:
         publish(Path(args[1]), args[2], dry, "--arch-decoy" in argv)
     elif args[0] == "load":
         load(args[1], Path(args[2]), dry)
+    elif args[0] == "bench-check":
+        bench_check(Path(args[1]))
     elif args[0] == "wheel":
         wheel(Path(args[1]), dry)
     else:

@@ -63,6 +63,12 @@ pub struct DownloadArgs {
     #[arg(long, conflicts_with = "dry_run")]
     pub explain: bool,
 
+    /// Also place each locked kernel's `benchmarks/` and `tests/` folders (if
+    /// it has them) at the locked commit in the cache, every file verified by
+    /// the listing's digest: what `kernels benchmark` runs.
+    #[arg(long, conflicts_with_all = ["offline", "dry_run", "explain"])]
+    pub with_benchmarks: bool,
+
     /// Output format (on stdout): with `json`, one document per run (the
     /// download summary, the `--dry-run` plan or the `--explain` verdicts).
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -188,7 +194,7 @@ impl LockRead {
     /// The kernels, the lock's format and the options of a download run with
     /// at most `concurrency` files in flight (`refresh`: list every kernel
     /// even when the cache shows it complete).
-    fn into_options(
+    pub(super) fn into_options(
         self,
         concurrency: usize,
         refresh: bool,
@@ -482,8 +488,11 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
             printer,
         );
     }
-    let summary =
+    let mut summary =
         super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
+    if args.with_benchmarks {
+        place_extras(&client, &cache, &options, &mut summary, printer)?;
+    }
     if let Some(note) = profile.served_as_kernel_note(&client, "downloaded") {
         printer.status(format_args!("warning: {note}"));
     }
@@ -496,6 +505,57 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         printer,
     };
     run.report(summary, &progress)
+}
+
+/// `--with-benchmarks`: the `benchmarks/` and `tests/` folders of every
+/// downloaded kernel ([`crate::install::extras`]), one status line each; a
+/// kernel whose folders cannot be placed moves to the failures. Offline
+/// (`HF_HUB_OFFLINE`) nothing is listed, and a warning says so.
+fn place_extras(
+    client: &HubClient,
+    cache: &HubCache,
+    options: &DownloadOptions,
+    summary: &mut crate::install::DownloadSummary,
+    printer: &Printer,
+) -> miette::Result<()> {
+    use crate::install::extras::fetch_extras;
+    if client.is_offline() {
+        printer.status(format_args!(
+            "warning: offline: `--with-benchmarks` fetched no benchmarks/ or tests/ folder"
+        ));
+        return Ok(());
+    }
+    let runtime = super::runtime()?;
+    let mut kept = Vec::new();
+    for report in std::mem::take(&mut summary.done) {
+        let kernel = LockedKernel {
+            repo_id: report.repo_id.clone(),
+            commit: report.commit.clone(),
+            variants: None,
+        };
+        match runtime.block_on(fetch_extras(client, cache, options.repo_type, &kernel)) {
+            Ok(extras) if extras.files.is_empty() => {
+                printer.status(format_args!(
+                    "{}: no benchmarks/ or tests/ folder",
+                    report.label()
+                ));
+                kept.push(report);
+            }
+            Ok(extras) => {
+                printer.status(format_args!(
+                    "{}: {} from benchmarks/ and tests/",
+                    report.label(),
+                    plural(extras.files.len(), "file")
+                ));
+                kept.push(report);
+            }
+            Err(error) => summary
+                .failed
+                .push(crate::install::KernelFailure::new(&kernel, error)),
+        }
+    }
+    summary.done = kept;
+    Ok(())
 }
 
 /// One `kernels download` run, for reporting its outcome.

@@ -10,6 +10,7 @@
 mod add;
 pub mod args;
 mod audit;
+mod benchmark;
 mod breaking;
 mod cache;
 mod causes;
@@ -189,6 +190,17 @@ pub enum OutputFormat {
 enum Command {
     /// Show where the cache is, list it, and prune leftovers.
     Cache(cache::CacheCmdArgs),
+    /// Run the benchmarks shipped with the locked kernels, offline, from the cache.
+    ///
+    /// After `kernels download --with-benchmarks`: every `benchmark_*` method
+    /// of the `kernels.benchmark.Benchmark` classes in each kernel's
+    /// `benchmarks/benchmark*.py`, through the project's Python, against the
+    /// locked variant: checked against its `verify_*` result, timed against it
+    /// (CUDA events on a CUDA device, else the wall clock). Exit 1 when a
+    /// workload does not match, fails, or takes longer than `--time-limit`.
+    // `--version N` is the kernel's version here, as in the reference.
+    #[command(disable_version_flag = true)]
+    Benchmark(benchmark::BenchmarkArgs),
     /// Import every locked kernel through the project's Python, offline, from the cache.
     ///
     /// After `kernels download`: per kernel, whether it loaded, the variant
@@ -315,6 +327,7 @@ pub fn main() -> ExitCode {
         Command::Lock(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
         Command::Verify(a) => (a.lock_mode, Some(&a.cache), false),
         Command::Check(a) => (a.lock_mode, Some(&a.cache), false),
+        Command::Benchmark(a) => (a.lock_mode, Some(&a.cache), false),
         Command::ToWheel(a) => (a.lock_mode, Some(&a.cache), a.progress.no_progress),
         Command::Cache(a) => (LockModeArgs::default(), Some(&a.cache), false),
         Command::Env(a) => (LockModeArgs::default(), Some(&a.cache), false),
@@ -477,6 +490,7 @@ fn dispatch(
             args.project.resolve(global)?;
             audit::run(args, settings, printer)
         }
+        Command::Benchmark(args) => benchmark::run_checked(args, settings, global, printer),
         Command::Completions(args) => {
             let mut script = Vec::new();
             clap_complete::generate(args.shell, &mut command(), "kernels", &mut script);

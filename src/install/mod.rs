@@ -30,7 +30,8 @@
 //! the load-time fit of candidate variants (`fit`), the metadata digest of a
 //! variant's files (`digest`), the fit of each variant
 //! for the targets that `--explain` and `kernels env` show (`variant_fit`),
-//! the verification receipts that spare the warm path a hash (`receipts`).
+//! the verification receipts that spare the warm path a hash (`receipts`),
+//! the `benchmarks/` and `tests/` folders of `--with-benchmarks` (`extras`).
 //! Each imports what it needs from its siblings; none imports this module.
 
 pub mod digest;
@@ -38,6 +39,7 @@ pub mod dry_run;
 mod engine;
 pub mod error;
 pub mod explain;
+pub mod extras;
 pub(crate) mod fetch;
 pub mod fit;
 pub mod options;

@@ -7,6 +7,7 @@
 mod add;
 mod auth;
 mod bench_help;
+mod benchmark;
 mod breaking;
 #[cfg(unix)]
 mod cache_env;

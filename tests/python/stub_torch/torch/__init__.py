@@ -6,7 +6,10 @@ STUB_TORCH_NEURON ("1" = the AWS Neuron extension is present).
 A GPU is visible when STUB_TORCH_CAPABILITY ("9.0", CUDA) or STUB_TORCH_GCN_ARCH
 ("gfx942:sramecc+:xnack-", ROCm) is set; STUB_TORCH_DEVICE_ERROR makes querying it raise.
 Only what variant detection (kernels 0.10 to 0.17) reads, plus `Tensor`, `ops` and
-`library.define` for importing pure-Python kernels, is provided.
+`library.define` for importing pure-Python kernels, is provided; and, for the benchmark
+tests, list-backed tensors (`randn`, `empty_like`, `relu`, `allclose`, arithmetic) with
+`manual_seed`, `cuda.synchronize`, `cuda.Event` (wall-clock backed) and
+`cuda.memory_allocated` (always 0).
 """
 
 import os
@@ -74,6 +77,32 @@ class _Cuda:
         self._check()
         return types.SimpleNamespace(gcnArchName=os.environ.get("STUB_TORCH_GCN_ARCH", ""))
 
+    def synchronize(self):
+        pass
+
+    def manual_seed_all(self, seed):
+        pass
+
+    def memory_allocated(self, device=None):
+        return 0
+
+    class Event:
+        """A CUDA event timed with the wall clock."""
+
+        def __init__(self, enable_timing=False):
+            self._at = None
+
+        def record(self, stream=None):
+            import time
+
+            self._at = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return (end._at - self._at) * 1000.0
+
 
 cuda = _Cuda()
 
@@ -83,8 +112,88 @@ cuda = _Cuda()
 # test kernel to register ops as real torch would list them:
 # `torch.library.define("ns::name", schema)` adds `ns::name` to
 # `torch._C._dispatch_get_all_op_names()`, and `torch.ops.ns.name` is that op.
+class dtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+float32 = dtype("float32")
+float16 = dtype("float16")
+bfloat16 = dtype("bfloat16")
+
+_rng = __import__("random").Random(0)
+
+
+def manual_seed(seed):
+    _rng.seed(seed)
+
+
 class Tensor:
-    pass
+    """A flat list of floats with a shape, a dtype and a device."""
+
+    def __init__(self, data=(), shape=(), dtype=float32, device="cpu"):
+        self._data = list(data)
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.device = device
+
+    def _like(self, data):
+        return Tensor(data, self.shape, self.dtype, self.device)
+
+    def _other(self, other):
+        return other._data if isinstance(other, Tensor) else [other] * len(self._data)
+
+    def __add__(self, other):
+        return self._like([a + b for a, b in zip(self._data, self._other(other))])
+
+    def __sub__(self, other):
+        return self._like([a - b for a, b in zip(self._data, self._other(other))])
+
+    def __mul__(self, other):
+        return self._like([a * b for a, b in zip(self._data, self._other(other))])
+
+    def relu(self):
+        return self._like([v if v > 0 else 0.0 for v in self._data])
+
+    def abs(self):
+        return self._like([abs(v) for v in self._data])
+
+    def max(self):
+        return Tensor([max(self._data)], (), self.dtype, self.device)
+
+    def item(self):
+        return self._data[0]
+
+    def copy_(self, other):
+        self._data = list(other._data)
+        return self
+
+    def clone(self):
+        return self._like(self._data)
+
+
+def randn(*shape, device="cpu", dtype=float32):
+    count = 1
+    for d in shape:
+        count *= d
+    return Tensor([_rng.gauss(0.0, 1.0) for _ in range(count)], shape, dtype, device)
+
+
+def empty_like(tensor):
+    return tensor._like([0.0] * len(tensor._data))
+
+
+def relu(tensor):
+    return tensor.relu()
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08):
+    return a.shape == b.shape and all(
+        abs(x - y) <= atol + rtol * abs(y) for x, y in zip(a._data, b._data)
+    )
 
 
 _defined = []

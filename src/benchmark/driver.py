@@ -1,0 +1,343 @@
+# `kernels benchmark`: runs the benchmark classes shipped with locked kernels.
+#
+# Reads one JSON request on stdin (`src/benchmark/mod.rs`, `Request`) and
+# writes one line per event on stdout, each `MARK` + JSON, flushed: `start`
+# (the machine and the timing mechanism), `loading` / `kernel` around each
+# kernel's import, `script` when a script cannot be read, `begin` before each
+# workload (so that a hang or a crash names it) and `result` after it, with the
+# raw per-iteration times in milliseconds. Statistics are computed by the
+# caller. Everything the benchmarks print goes to stderr.
+import contextlib
+import gc
+import importlib.util
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+import traceback
+import types
+from pathlib import Path
+
+MARK = "@kernels-benchmark@ "
+LINE_LIMIT = 300
+ATOL = 1e-2  # as reference 0.17.2's `torch.allclose(out, expected, atol=1e-2)`
+
+sys.dont_write_bytecode = True
+if sys.path and sys.path[0] == "":
+    sys.path.pop(0)
+
+request = json.loads(sys.stdin.read())
+skip = set(request["skip"])
+real_stdout = sys.stdout
+
+
+def emit(event):
+    real_stdout.write(MARK + json.dumps(event) + "\n")
+    real_stdout.flush()
+
+
+def error_lines(error):
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    lines = [line.rstrip()[:LINE_LIMIT] for line in text.splitlines()][:4]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
+    if frames:
+        last = frames[-1]
+        lines.append("at %s:%d in %s" % (Path(last.filename).name, last.lineno, last.name))
+    return lines
+
+
+def benchmark_base():
+    """`kernels.benchmark.Benchmark` when the interpreter has it, else a stand-in
+    registered under that name (same attributes), so that scripts import."""
+    try:
+        from kernels.benchmark import Benchmark
+
+        return Benchmark
+    except Exception:
+        pass
+
+    class Benchmark:
+        seed = None
+        device = "cpu"
+
+        def __init__(self):
+            self.kernel = None
+            self.out = None
+
+        def setup(self):
+            pass
+
+    module = types.ModuleType("kernels.benchmark")
+    module.Benchmark = Benchmark
+    Benchmark.__module__ = "kernels.benchmark"
+    package = sys.modules.get("kernels")
+    if package is None:
+        package = types.ModuleType("kernels")
+        package.__path__ = []
+        sys.modules["kernels"] = package
+    package.benchmark = module
+    sys.modules["kernels.benchmark"] = module
+    return Benchmark
+
+
+import torch  # noqa: E402  (after the bytecode and sys.path settings)
+
+BASE = benchmark_base()
+
+
+def device_name():
+    if torch.cuda.is_available():
+        return "cuda"
+    xpu = getattr(torch, "xpu", None)
+    if xpu is not None and xpu.is_available():
+        return "xpu"
+    mps = getattr(getattr(torch, "backends", None), "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+DEVICE = device_name()
+TIMING = "cuda_event" if DEVICE == "cuda" else "wall_clock"
+
+
+def synchronize():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+    elif DEVICE == "xpu":
+        torch.xpu.synchronize()
+    elif DEVICE == "mps":
+        torch.mps.synchronize()
+
+
+def driver_version():
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10,
+        )
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
+    except Exception:
+        return None
+
+
+def machine():
+    info = {
+        "device": DEVICE,
+        "gpu": None,
+        "capability": None,
+        "driver": None,
+        "torch": getattr(torch, "__version__", None),
+        "cuda": getattr(getattr(torch, "version", None), "cuda", None),
+        "python": platform.python_version(),
+        "os": "%s %s" % (platform.system(), platform.release()),
+        "cpu": platform.processor() or platform.machine() or None,
+    }
+    if DEVICE == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(0)
+        major, minor = torch.cuda.get_device_capability(0)
+        info["capability"] = "%d.%d" % (major, minor)
+        info["driver"] = driver_version()
+    return info
+
+
+def load(index, variant_dir, package, role):
+    variant = Path(variant_dir)
+    init = variant / "__init__.py"
+    if not init.exists():
+        init = variant / package / "__init__.py"
+    if not init.exists():
+        raise FileNotFoundError("no kernel module in %s" % variant)
+    name = "_kernels_benchmark_%d_%s_%s" % (index, role, package)
+    spec = importlib.util.spec_from_file_location(
+        name, init, submodule_search_locations=[str(init.parent)]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def classes_of(script, index):
+    """Benchmark classes defined in `script` (not imported ones), by name."""
+    name = "_kernels_benchmark_script_%d_%s" % (index, script.stem)
+    spec = importlib.util.spec_from_file_location(name, script)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    old = os.getcwd()
+    os.chdir(script.parent.parent)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        os.chdir(old)
+    found = []
+    for attr in sorted(dir(module)):
+        obj = getattr(module, attr)
+        if isinstance(obj, type) and obj.__module__ == name and issubclass(obj, BASE) and obj is not BASE:
+            found.append(obj)
+    return found
+
+
+def time_once(fn):
+    if TIMING == "cuda_event":
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end))
+    begin = time.perf_counter()
+    fn()
+    synchronize()
+    return (time.perf_counter() - begin) * 1000.0
+
+
+def describe(tensor):
+    shape = getattr(tensor, "shape", None)
+    dtype = getattr(tensor, "dtype", None)
+    shape = "x".join(str(int(d)) for d in shape) if shape is not None else None
+    dtype = str(dtype).replace("torch.", "") if dtype is not None else None
+    return shape, dtype
+
+
+def compare(out, expected):
+    """(match, max abs difference or None) of the workload's output."""
+    matched = bool(torch.allclose(out, expected, atol=ATOL))
+    try:
+        diff = float((out - expected).abs().max().item())
+    except Exception:
+        diff = None
+    return matched, diff
+
+
+def seeded(cls, kernel):
+    instance = cls()
+    instance.kernel = kernel
+    instance.device = DEVICE
+    if instance.seed is not None:
+        torch.manual_seed(instance.seed)
+        random.seed(instance.seed)
+        if DEVICE == "cuda":
+            torch.cuda.manual_seed_all(instance.seed)
+    return instance
+
+
+def run_workload(cls, method, kernels):
+    """Times `method` of `cls` with each of `kernels` (one: the locked kernel;
+    two: locked and candidate, interleaved) and its `verify_*` reference."""
+    workload = method[len("benchmark_"):]
+    instance = seeded(cls, kernels[0])
+    setup = getattr(instance, "setup_" + workload, None) or instance.setup
+    setup()
+    fn = getattr(instance, method)
+    verify = getattr(instance, "verify_" + workload, None)
+    result = {"verified": verify is not None}
+    result["shape"], result["dtype"] = describe(instance.out)
+    memory = torch.cuda.memory_allocated() if DEVICE == "cuda" else None
+    matches, diffs = [], []
+    expected = None
+    for kernel in kernels:
+        instance.kernel = kernel
+        fn()
+        synchronize()
+        if verify is not None and expected is None:
+            expected = verify()
+            synchronize()
+        if expected is not None:
+            matched, diff = compare(instance.out, expected)
+            matches.append(matched)
+            diffs.append(diff)
+    result["match"] = matches or None
+    result["max_abs_diff"] = diffs or None
+    warmup, iterations = request["warmup"], request["iterations"]
+    if verify is not None:
+        for _ in range(warmup):
+            verify()
+            synchronize()
+        result["reference_ms"] = [time_once(verify) for _ in range(iterations)]
+    for kernel in kernels:
+        instance.kernel = kernel
+        for _ in range(warmup):
+            fn()
+            synchronize()
+    times = [[] for _ in kernels]
+    for _ in range(iterations):
+        for slot, kernel in enumerate(kernels):
+            instance.kernel = kernel
+            times[slot].append(time_once(fn))
+    result["ours_ms"] = times[0]
+    result["candidate_ms"] = times[1] if len(times) > 1 else None
+    if memory is not None:
+        # Everything that holds the instance's tensors goes before counting.
+        del instance, expected, fn, verify, setup
+        gc.collect()
+        synchronize()
+        result["leaked_bytes"] = max(0, torch.cuda.memory_allocated() - memory)
+    return result
+
+
+def run_kernel(index, kernel):
+    key = "k%d" % index
+    if key in skip:
+        return
+    emit({"event": "loading", "kernel": index})
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            modules = [load(index, kernel["variant_dir"], kernel["package"], "locked")]
+            if kernel.get("candidate"):
+                candidate = kernel["candidate"]
+                modules.append(load(index, candidate["variant_dir"], candidate["package"], "candidate"))
+    except BaseException as error:
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        emit({"event": "kernel", "kernel": index, "loaded": False, "error": error_lines(error)})
+        return
+    emit({"event": "kernel", "kernel": index, "loaded": True})
+    for script in kernel["scripts"]:
+        run_script(index, Path(script), modules)
+
+
+def run_script(index, script, modules):
+    if "k%d/%s" % (index, script.name) in skip:
+        return
+    emit({"event": "reading", "kernel": index, "script": script.name})
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            classes = classes_of(script, index)
+    except BaseException as error:
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        emit({"event": "script", "kernel": index, "script": script.name, "error": error_lines(error)})
+        return
+    emit({"event": "script", "kernel": index, "script": script.name, "error": None if classes
+          else ["no Benchmark subclass defined in %s" % script.name]})
+    for cls in classes:
+        methods = [m for m in sorted(dir(cls)) if m.startswith("benchmark_") and callable(getattr(cls, m))]
+        if not methods:
+            emit({"event": "script", "kernel": index, "script": script.name,
+                  "error": ["%s has no benchmark_* method" % cls.__name__]})
+        for method in methods:
+            ident = "k%d/%s/%s.%s" % (index, script.name, cls.__name__, method)
+            if ident in skip:
+                continue
+            emit({"event": "begin", "id": ident, "kernel": index, "script": script.name,
+                  "class": cls.__name__, "method": method[len("benchmark_"):]})
+            event = {"event": "result", "id": ident}
+            try:
+                with contextlib.redirect_stdout(sys.stderr):
+                    event.update(run_workload(cls, method, modules))
+            except BaseException as error:
+                if isinstance(error, KeyboardInterrupt):
+                    raise
+                event["error"] = error_lines(error)
+            emit(event)
+
+
+emit({"event": "start", "machine": machine(), "timing": TIMING})
+for index, kernel in enumerate(request["kernels"]):
+    run_kernel(index, kernel)
+emit({"event": "done"})

@@ -1,0 +1,894 @@
+//! `kernels benchmark`: run the benchmark scripts of the locked kernels
+//! ([`crate::benchmark`]) through the project's Python, offline, from the
+//! cache, and print per kernel a table (ours against the reference
+//! implementation of each `verify_*`), or one JSON document.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::args::{EnvArgs, ProjectArgs, RepoTypeArgs, TargetRuntimeArgs};
+use super::download::{SelectArgs, read_lock, shell_path};
+use super::printer::Printer;
+use super::progress::Progress;
+use super::progress::plural;
+use crate::benchmark::candidate::{Pick, resolve};
+use crate::benchmark::stats::{SpeedUp, Timing, speed_up};
+use crate::benchmark::{
+    BenchRun, DEFAULT_ITERATIONS, DEFAULT_WARMUP, KernelRun, Machine, Measured, Options, Outcome,
+    Target, Variant, Workload, scripts_in,
+};
+use crate::check::{ImportTarget, Located, locate};
+use crate::cli::settings::Settings;
+use crate::install::extras::fetch_extras;
+use crate::install::{DEFAULT_CONCURRENCY, DownloadOptions, LockedKernel, download};
+use crate::variant::ProjectPython;
+use kernels_hub::HubClient;
+use kernels_types::CommitId;
+use kernels_types::repo_id::RepoId;
+
+/// Arguments of `kernels benchmark`.
+#[derive(Debug, clap::Args)]
+pub struct BenchmarkArgs {
+    /// Benchmark only these locked kernels (`owner/name`); default: every one.
+    #[arg(value_name = "REPO")]
+    pub repos: Vec<RepoId>,
+
+    /// Timed calls per workload.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_ITERATIONS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub iterations: usize,
+
+    /// Untimed calls before timing, for the kernel and the reference each.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_WARMUP)]
+    pub warmup: usize,
+
+    /// Longest one workload (setup, check, warm-up and timing) or one
+    /// kernel's import may take, in seconds; the interpreter running it is
+    /// ended and the others go on.
+    #[arg(long, value_name = "S", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub time_limit: u64,
+
+    /// Benchmark version N (branch `vN`) of the one REPO named instead of the
+    /// locked one (it need not be locked); its variant and benchmarks are
+    /// downloaded first.
+    #[arg(long, value_name = "N", conflicts_with_all = ["revision", "against"], requires = "repos")]
+    pub version: Option<u64>,
+
+    /// Like `--version`, for a branch, tag or full commit id.
+    #[arg(long, value_name = "R", conflicts_with = "against", requires = "repos")]
+    pub revision: Option<String>,
+
+    /// Also time another version of each kernel with the same workloads,
+    /// alternating call by call in one run, and print the ratio with its
+    /// interval: branch `vN`, or without N the newest compatible version (as
+    /// `kernels outdated` shows it), else the newest. It is downloaded first.
+    #[arg(long, value_name = "N", num_args = 0..=1)]
+    pub against: Option<Option<u64>>,
+
+    /// `--target-runtime`: which runtime's ranking picks the variant among
+    /// the cached ones and which cache folders are looked in.
+    #[command(flatten)]
+    pub runtime: TargetRuntimeArgs,
+
+    /// `--repo-type`.
+    #[command(flatten)]
+    pub repo: RepoTypeArgs,
+
+    /// Output format (on stdout): tables, or one JSON document.
+    #[arg(long, value_enum, default_value_t = super::OutputFormat::Text)]
+    pub format: super::OutputFormat,
+
+    /// `--locked` / `--frozen`.
+    #[command(flatten)]
+    pub lock_mode: super::LockModeArgs,
+
+    /// `--cache-dir`.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
+}
+
+/// The workloads that did not pass.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{what}")]
+#[diagnostic(code(kernels::benchmark::failed))]
+struct BenchmarkFailed {
+    what: String,
+    #[help]
+    help: String,
+}
+
+/// A named kernel that the lock does not pin.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{repo_id} is not in kernels.lock")]
+#[diagnostic(
+    code(kernels::benchmark::not_locked),
+    help(
+        "`kernels benchmark REPO` runs the benchmarks of a locked kernel: add it first (`kernels add {repo_id}`), or name a version of it (`--version N`, `--revision R`)"
+    )
+)]
+struct NotLocked {
+    repo_id: RepoId,
+}
+
+/// `kernels benchmark` as the command line runs it: the offline stale-lock
+/// gate (as `kernels check`), then [`run`].
+pub fn run_checked(
+    mut args: BenchmarkArgs,
+    settings: &Settings,
+    global: &super::GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
+    args.lock_mode.frozen = global.frozen;
+    let mut project = ProjectArgs::default();
+    project.resolve(global)?;
+    super::stale::ensure_current_offline(
+        "benchmark",
+        &project.project_dir,
+        args.repo.repo_type.map(Into::into),
+        settings,
+        global,
+        printer,
+        |_| {},
+    )?;
+    run(args, &project, settings, printer)
+}
+
+/// Locates the kernels in the cache (fetching the other versions asked for
+/// first), runs the benchmarks of those that have some and reports them.
+/// Exit 0 when every workload ran and matched its reference; 1 otherwise.
+fn run(
+    args: BenchmarkArgs,
+    project: &ProjectArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
+    let json = args.format == super::OutputFormat::Json;
+    let printer = &printer.quiet_if(json);
+    let project_dir = &project.project_dir;
+    let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
+    let select = SelectArgs {
+        variants: Vec::new(),
+        all_variants: false,
+        runtime: args.runtime.clone(),
+        repo: args.repo,
+        env: EnvArgs::default(),
+        targets: super::args::TargetArgs::default(),
+    };
+    let read = read_lock(
+        project_dir,
+        &select,
+        &python,
+        printer,
+        args.lock_mode.frozen,
+    )?;
+    let (locked, _, options) = read.into_options(DEFAULT_CONCURRENCY, false);
+    let versions = Versions::choose(&args, project_dir, &locked, &options, settings, printer)?;
+    let (entries, not_ready) = versions.locate(settings, &options);
+    let options = Options {
+        python: python.path(),
+        cache_dir: &settings.cache_dir,
+        iterations: args.iterations,
+        warmup: args.warmup,
+        time_limit: Duration::from_secs(args.time_limit),
+    };
+    let targets: Vec<Target> = entries.iter().filter_map(Entry::target).collect();
+    let run = if targets.is_empty() {
+        None
+    } else {
+        Some(crate::benchmark::run(&options, &targets)?)
+    };
+    let report = Report {
+        entries: &entries,
+        run: run.as_ref(),
+        not_ready,
+        options: &options,
+    };
+    if json {
+        printer.json(&report.doc());
+    } else {
+        report.print(printer);
+    }
+    report.exit(project_dir)
+}
+
+/// The kernels to benchmark and the candidates to time beside them.
+struct Versions {
+    /// Locked kernels (those named, or all), or the one version asked for.
+    kernels: Vec<LockedKernel>,
+    /// `--against`: the other version of each kernel that has one.
+    candidates: Vec<LockedKernel>,
+    /// The label of each candidate (`v2 (abcdef1)`).
+    labels: Vec<String>,
+}
+
+impl Versions {
+    /// Each kernel located in the cache (as `kernels check` does) with its
+    /// scripts and located candidate; and `owner/name@commit` of every
+    /// kernel or candidate not complete there.
+    fn locate(&self, settings: &Settings, options: &DownloadOptions) -> (Vec<Entry>, Vec<String>) {
+        let cache = settings.cache();
+        let (repo_type, selection) = (options.repo_type, &options.selection);
+        let Located { ready, not_ready } = locate(&cache, repo_type, &self.kernels, selection);
+        let candidates = locate(&cache, repo_type, &self.candidates, selection);
+        let entries = ready
+            .into_iter()
+            .map(|target| {
+                let snapshot = cache
+                    .repo(&target.repo_id, repo_type)
+                    .snapshot_dir(target.commit.as_str());
+                let candidate = self.candidate_of(&target.repo_id).and_then(|(label, k)| {
+                    let at = candidates
+                        .ready
+                        .iter()
+                        .find(|c| c.repo_id == k.repo_id && c.commit == k.commit)?;
+                    Some((label.to_owned(), at.clone()))
+                });
+                Entry {
+                    scripts: scripts_in(&snapshot),
+                    target,
+                    candidate,
+                }
+            })
+            .collect();
+        let mut missing: Vec<String> = not_ready
+            .iter()
+            .chain(&candidates.not_ready)
+            .map(|k| format!("{}@{}", k.repo_id, k.commit.short()))
+            .collect();
+        missing.dedup();
+        (entries, missing)
+    }
+
+    /// The candidate of `repo_id` and its label, if any.
+    fn candidate_of(&self, repo_id: &RepoId) -> Option<(&str, &LockedKernel)> {
+        self.labels
+            .iter()
+            .zip(&self.candidates)
+            .find(|(_, k)| &k.repo_id == repo_id)
+            .map(|(label, k)| (label.as_str(), k))
+    }
+
+    /// The kernels per the arguments; every version not locked is resolved
+    /// on the Hub and downloaded (variant and benchmarks) first.
+    fn choose(
+        args: &BenchmarkArgs,
+        project_dir: &std::path::Path,
+        locked: &[LockedKernel],
+        options: &DownloadOptions,
+        settings: &Settings,
+        printer: &Printer,
+    ) -> miette::Result<Versions> {
+        let outside = match (&args.version, &args.revision) {
+            (Some(n), _) => Some(Pick::Version(*n)),
+            (None, Some(r)) => Some(Pick::Revision(r.clone())),
+            (None, None) => None,
+        };
+        if outside.is_none()
+            && let Some(repo_id) = args
+                .repos
+                .iter()
+                .find(|r| !locked.iter().any(|k| &k.repo_id == *r))
+        {
+            return Err(NotLocked {
+                repo_id: repo_id.clone(),
+            }
+            .into());
+        }
+        if outside.is_none() && args.against.is_none() {
+            let kernels = locked
+                .iter()
+                .filter(|k| args.repos.is_empty() || args.repos.contains(&k.repo_id))
+                .cloned()
+                .collect();
+            return Ok(Versions {
+                kernels,
+                candidates: Vec::new(),
+                labels: Vec::new(),
+            });
+        }
+        let client =
+            super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
+        let fetch = Fetch {
+            client: &client,
+            options,
+            settings,
+            printer,
+        };
+        if let Some(pick) = outside {
+            let [repo_id] = args.repos.as_slice() else {
+                return Err(miette::miette!(
+                    code = "kernels::benchmark::one_repo",
+                    help = "name one repository: `kernels benchmark REPO --version N`",
+                    "--version and --revision benchmark one kernel, and {} were named",
+                    args.repos.len()
+                ));
+            };
+            let (_, kernel) = fetch.version(repo_id, &pick, None)?;
+            return Ok(Versions {
+                kernels: vec![kernel],
+                candidates: Vec::new(),
+                labels: Vec::new(),
+            });
+        }
+        Versions::against(args, project_dir, locked, &fetch)
+    }
+
+    /// `--against`: each kernel (those named, or all) with its candidate,
+    /// resolved on the Hub and downloaded.
+    fn against(
+        args: &BenchmarkArgs,
+        project_dir: &std::path::Path,
+        locked: &[LockedKernel],
+        fetch: &Fetch<'_>,
+    ) -> miette::Result<Versions> {
+        let manifest = crate::lock::manifest::Manifest::read(project_dir)?;
+        let mut versions = Versions {
+            kernels: Vec::new(),
+            candidates: Vec::new(),
+            labels: Vec::new(),
+        };
+        for kernel in locked
+            .iter()
+            .filter(|k| args.repos.is_empty() || args.repos.contains(&k.repo_id))
+        {
+            let requirement = manifest
+                .dependencies
+                .iter()
+                .find(|d| d.repo_id == kernel.repo_id)
+                .map(|d| d.requirement.clone());
+            let pick = match (args.against, requirement) {
+                (Some(Some(n)), _) => Pick::Version(n),
+                (_, Some(requirement)) => Pick::Upgrade(requirement),
+                (_, None) => Pick::Upgrade(crate::lock::requirement::Requirement::Revision(
+                    "main".to_owned(),
+                )),
+            };
+            let (label, candidate) = fetch.version(&kernel.repo_id, &pick, Some(&kernel.commit))?;
+            versions.kernels.push(kernel.clone());
+            versions.candidates.push(candidate);
+            versions.labels.push(label);
+        }
+        Ok(versions)
+    }
+}
+
+/// Resolving and downloading versions that are not locked.
+struct Fetch<'a> {
+    client: &'a HubClient,
+    options: &'a DownloadOptions,
+    settings: &'a Settings,
+    printer: &'a Printer,
+}
+
+impl Fetch<'_> {
+    /// Resolves `pick` for `repo_id` and downloads that version's variant and
+    /// benchmarks; its label (`v2 (abcdef1)`) and lock entry.
+    fn version(
+        &self,
+        repo_id: &RepoId,
+        pick: &Pick,
+        locked: Option<&CommitId>,
+    ) -> miette::Result<(String, LockedKernel)> {
+        let runtime = super::runtime()?;
+        let repo_type = self.options.repo_type;
+        let at = runtime.block_on(resolve(self.client, repo_type, repo_id, pick, locked))?;
+        let kernel = LockedKernel {
+            repo_id: repo_id.clone(),
+            commit: at.commit.clone(),
+            variants: None,
+        };
+        let cache = self.settings.cache();
+        let progress = Progress::new(self.printer, self.printer.lines_mode());
+        let summary = runtime.block_on(download(
+            self.client,
+            &cache,
+            std::slice::from_ref(&kernel),
+            self.options,
+            &progress,
+        ));
+        if let Some(failure) = summary.failed.into_iter().next() {
+            return Err(miette::Report::new(failure.error));
+        }
+        runtime.block_on(fetch_extras(self.client, &cache, repo_type, &kernel))?;
+        self.printer
+            .status(format_args!("Fetched {repo_id} {at} with its benchmarks"));
+        Ok((at.to_string(), kernel))
+    }
+}
+
+/// A located kernel, its scripts and the candidate timed beside it.
+struct Entry {
+    target: ImportTarget,
+    scripts: Vec<std::path::PathBuf>,
+    /// `--against`: the candidate's label and where it is.
+    candidate: Option<(String, ImportTarget)>,
+}
+
+impl Entry {
+    /// What the driver runs for this entry; `None` without scripts.
+    fn target(&self) -> Option<Target> {
+        let variant = |t: &ImportTarget| Variant {
+            variant_dir: t.variant_dir.clone(),
+            package: t.package.clone(),
+        };
+        (!self.scripts.is_empty()).then(|| Target {
+            kernel: variant(&self.target),
+            scripts: self.scripts.clone(),
+            candidate: self.candidate.as_ref().map(|(_, c)| variant(c)),
+        })
+    }
+}
+
+/// What one `kernels benchmark` found.
+struct Report<'a> {
+    entries: &'a [Entry],
+    run: Option<&'a BenchRun>,
+    /// `owner/name@commit` of the kernels not complete in the cache.
+    not_ready: Vec<String>,
+    options: &'a Options<'a>,
+}
+
+impl Report<'_> {
+    /// Each entry with its run (`None` without scripts), in lock order.
+    fn kernels(&self) -> Vec<(&Entry, Option<&KernelRun>)> {
+        let mut runs = self.run.map(|r| r.kernels.iter());
+        self.entries
+            .iter()
+            .map(|entry| {
+                let run = if entry.scripts.is_empty() {
+                    None
+                } else {
+                    runs.as_mut().and_then(Iterator::next)
+                };
+                (entry, run)
+            })
+            .collect()
+    }
+
+    /// The workloads and kernels by outcome.
+    fn tally(&self) -> Tally {
+        let mut tally = Tally::default();
+        for (entry, run) in self.kernels() {
+            let Some(run) = run else { continue };
+            let label = format!("{}@{}", entry.target.repo_id, entry.target.commit.short());
+            if run.load_error.is_some() || !run.script_errors.is_empty() {
+                tally.broken.push(label);
+            }
+            for workload in &run.workloads {
+                let name = format!("{}.{}", workload.class, workload.method);
+                match &workload.outcome {
+                    Outcome::Timed(m) => match matches_of(m) {
+                        Some(true) => tally.matched += 1,
+                        Some(false) => tally.mismatched.push(name),
+                        None => tally.unverified += 1,
+                    },
+                    _ => tally.failed.push(name),
+                }
+            }
+        }
+        tally
+    }
+
+    fn print(&self, printer: &Printer) {
+        if let Some(run) = self.run {
+            printer.status(format_args!(
+                "Benchmarking with {} on {} (timing: {}, {} after {} warm-up)",
+                shell_path(self.options.python),
+                machine_line(&run.machine),
+                run.timing,
+                plural(self.options.iterations, "iteration"),
+                self.options.warmup
+            ));
+        }
+        for (entry, run) in self.kernels() {
+            print_kernel(printer, entry, run);
+        }
+        for label in &self.not_ready {
+            printer.data(format_args!(
+                "{label}: not benchmarked: not complete in the cache"
+            ));
+        }
+        let tally = self.tally();
+        let count = tally.matched + tally.unverified + tally.mismatched.len() + tally.failed.len();
+        printer.status(format_args!(
+            "Benchmarked {} of {}: {} match, {} mismatch, {} failed, {} without verify",
+            plural(count, "workload"),
+            plural(self.entries.len() + self.not_ready.len(), "kernel"),
+            tally.matched,
+            tally.mismatched.len(),
+            tally.failed.len(),
+            tally.unverified,
+        ));
+    }
+
+    fn exit(&self, project_dir: &std::path::Path) -> miette::Result<ExitCode> {
+        let tally = self.tally();
+        let mut parts = Vec::new();
+        let (mismatched, failed) = (&tally.mismatched, &tally.failed);
+        if !mismatched.is_empty() {
+            parts.push(format!(
+                "{} not matching its verify_*: {}",
+                plural(mismatched.len(), "workload"),
+                mismatched.join(", ")
+            ));
+        }
+        if !failed.is_empty() {
+            parts.push(format!(
+                "{} failed: {}",
+                plural(failed.len(), "workload"),
+                failed.join(", ")
+            ));
+        }
+        if !tally.broken.is_empty() {
+            parts.push(format!(
+                "kernel or script errors in {}",
+                tally.broken.join(", ")
+            ));
+        }
+        if !self.not_ready.is_empty() {
+            parts.push(format!(
+                "not complete in the cache: {}",
+                self.not_ready.join(", ")
+            ));
+        }
+        if parts.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(BenchmarkFailed {
+            what: parts.join("; "),
+            help: format!(
+                "a mismatch means the kernel's output differs from its verify_* result by more than atol=1e-2 on this machine; the errors are above; `kernels download --with-benchmarks {}` places missing kernels and scripts",
+                shell_path(project_dir)
+            ),
+        }
+        .into())
+    }
+}
+
+/// Workloads by outcome (`Class.method`) and kernels with import or script errors.
+#[derive(Default)]
+struct Tally {
+    matched: usize,
+    unverified: usize,
+    mismatched: Vec<String>,
+    failed: Vec<String>,
+    broken: Vec<String>,
+}
+
+/// Whether every timed kernel matched (`None` without a `verify_*`).
+fn matches_of(measured: &Measured) -> Option<bool> {
+    measured.matches.as_ref().map(|m| m.iter().all(|ok| *ok))
+}
+
+/// `GPU (capability X, driver D), torch T, CUDA C` or `cpu, torch T`.
+fn machine_line(machine: &Machine) -> String {
+    let mut parts = Vec::new();
+    match &machine.gpu {
+        Some(gpu) => {
+            let mut text = gpu.clone();
+            if let Some(cap) = &machine.capability {
+                text.push_str(&format!(" (capability {cap}"));
+                if let Some(driver) = &machine.driver {
+                    text.push_str(&format!(", driver {driver}"));
+                }
+                text.push(')');
+            }
+            parts.push(text);
+        }
+        None => parts.push(machine.device.clone()),
+    }
+    if let Some(torch) = &machine.torch {
+        parts.push(format!("torch {torch}"));
+    }
+    if let Some(cuda) = &machine.cuda {
+        parts.push(format!("CUDA {cuda}"));
+    }
+    parts.join(", ")
+}
+
+/// `1.23x (1.20-1.26)`.
+fn speed_up_text(s: &SpeedUp) -> String {
+    format!("{:.2}x ({:.2}-{:.2})", s.ratio, s.low, s.high)
+}
+
+/// One kernel's block: its label and variant, then the table, or one line.
+fn print_kernel(printer: &Printer, entry: &Entry, run: Option<&KernelRun>) {
+    let target = &entry.target;
+    let label = format!(
+        "{}@{} ({})",
+        target.repo_id,
+        target.commit.short(),
+        target.variant
+    );
+    let Some(run) = run else {
+        printer.data(format_args!(
+            "{label}: no benchmarks (no benchmarks/benchmark*.py in the cached snapshot; `kernels download --with-benchmarks` fetches them when the repository has some)"
+        ));
+        return;
+    };
+    printer.data(format_args!("{label}"));
+    if let Some(error) = &run.load_error {
+        printer.data(format_args!("  did not import: {}", error.join(" | ")));
+    }
+    for (script, error) in &run.script_errors {
+        printer.data(format_args!("  {script}: {}", error.join(" | ")));
+    }
+    if run.workloads.is_empty() {
+        return;
+    }
+    let rows: Vec<[String; 7]> = run.workloads.iter().map(row).collect();
+    let header = [
+        "method",
+        "shape",
+        "dtype",
+        "ours ms",
+        "reference ms",
+        "speed-up",
+        "match",
+    ]
+    .map(str::to_owned);
+    let mut widths = [0usize; 7];
+    for r in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for r in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        printer.data(format_args!("  {}", cells.join("  ").trim_end()));
+    }
+    if let Some((label, candidate)) = &entry.candidate {
+        printer.data(format_args!(
+            "  against {label} ({}): its speed over the locked version's, same run, interleaved",
+            candidate.variant
+        ));
+    }
+    for workload in &run.workloads {
+        if let Some(detail) = detail(workload) {
+            printer.data(format_args!(
+                "  {}.{}: {detail}",
+                workload.class, workload.method
+            ));
+        }
+    }
+}
+
+/// The table row of one workload.
+fn row(workload: &Workload) -> [String; 7] {
+    let name = format!("{}.{}", workload.class, workload.method);
+    let dash = || "-".to_owned();
+    match &workload.outcome {
+        Outcome::Timed(m) => {
+            let reference = m.reference.as_ref();
+            [
+                name,
+                m.shape.clone().unwrap_or_else(dash),
+                m.dtype.clone().unwrap_or_else(dash),
+                format!("{:.4}", m.ours.mean_ms),
+                reference.map_or_else(dash, |r| format!("{:.4}", r.mean_ms)),
+                reference
+                    .and_then(|r| speed_up(r.mean_ms, &m.ours))
+                    .map_or_else(dash, |s| speed_up_text(&s)),
+                match matches_of(m) {
+                    Some(true) => "match".to_owned(),
+                    Some(false) => "MISMATCH".to_owned(),
+                    None => "no verify".to_owned(),
+                },
+            ]
+        }
+        Outcome::Failed(_) => [
+            name,
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            "error".to_owned(),
+        ],
+        Outcome::TimedOut(_) => [
+            name,
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            "timed out".to_owned(),
+        ],
+        Outcome::Died(..) => [
+            name,
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            "died".to_owned(),
+        ],
+    }
+}
+
+/// What follows the table for one workload: the error, or the candidate.
+fn detail(workload: &Workload) -> Option<String> {
+    match &workload.outcome {
+        Outcome::Timed(m) => m.candidate.as_ref().map(|c| {
+            let ratio =
+                speed_up(m.ours.mean_ms, c).map_or_else(|| "-".to_owned(), |s| speed_up_text(&s));
+            let matched = match m.matches.as_deref() {
+                Some([_, ok]) if *ok => ", match",
+                Some([_, _]) => ", MISMATCH",
+                _ => "",
+            };
+            format!(
+                "locked {:.4} ms, candidate {:.4} ms: {ratio}{matched}",
+                m.ours.mean_ms, c.mean_ms
+            )
+        }),
+        Outcome::Failed(error) => Some(format!("raised: {}", error.join(" | "))),
+        Outcome::TimedOut(limit) => Some(format!(
+            "took longer than {}s (--time-limit); the interpreter was ended",
+            limit.as_secs()
+        )),
+        Outcome::Died(status, tail) => Some(format!(
+            "the interpreter exited ({status}): {}",
+            tail.last().map_or("no output", String::as_str)
+        )),
+    }
+}
+
+/// The JSON document (`--format json`).
+#[derive(Serialize)]
+struct BenchmarkDoc<'a> {
+    schema: u32,
+    command: &'static str,
+    timing: Option<&'a str>,
+    iterations: usize,
+    warmup: usize,
+    machine: Option<&'a Machine>,
+    kernels: Vec<KernelDoc<'a>>,
+    not_ready: &'a [String],
+}
+
+#[derive(Serialize)]
+struct KernelDoc<'a> {
+    repo_id: String,
+    commit: &'a str,
+    variant: &'a str,
+    benchmarks: bool,
+    /// `--against`: the other version timed beside this one.
+    candidate: Option<CandidateDoc<'a>>,
+    load_error: Option<&'a [String]>,
+    script_errors: Vec<ScriptErrorDoc<'a>>,
+    workloads: Vec<WorkloadDoc<'a>>,
+}
+
+#[derive(Serialize)]
+struct CandidateDoc<'a> {
+    label: &'a str,
+    commit: &'a str,
+    variant: &'a str,
+}
+
+#[derive(Serialize)]
+struct ScriptErrorDoc<'a> {
+    script: &'a str,
+    error: &'a [String],
+}
+
+#[derive(Serialize)]
+struct WorkloadDoc<'a> {
+    script: &'a str,
+    class: &'a str,
+    method: &'a str,
+    /// `timed`, `failed`, `timed_out` or `died`.
+    status: &'static str,
+    shape: Option<&'a str>,
+    dtype: Option<&'a str>,
+    /// `true`/`false` per kernel timed; absent without `verify_*`.
+    r#match: Option<&'a [bool]>,
+    max_abs_diff: Option<&'a [Option<f64>]>,
+    ours: Option<&'a Timing>,
+    reference: Option<&'a Timing>,
+    speed_up: Option<SpeedUp>,
+    candidate: Option<&'a Timing>,
+    candidate_speed_up: Option<SpeedUp>,
+    leaked_bytes: Option<u64>,
+    error: Option<Vec<String>>,
+}
+
+impl Report<'_> {
+    fn doc(&self) -> BenchmarkDoc<'_> {
+        BenchmarkDoc {
+            schema: 1,
+            command: "benchmark",
+            timing: self.run.map(|r| r.timing.as_str()),
+            iterations: self.options.iterations,
+            warmup: self.options.warmup,
+            machine: self.run.map(|r| &r.machine),
+            kernels: self
+                .kernels()
+                .into_iter()
+                .map(|(entry, run)| kernel_doc(entry, run))
+                .collect(),
+            not_ready: &self.not_ready,
+        }
+    }
+}
+
+fn kernel_doc<'a>(entry: &'a Entry, run: Option<&'a KernelRun>) -> KernelDoc<'a> {
+    KernelDoc {
+        repo_id: entry.target.repo_id.to_string(),
+        commit: entry.target.commit.as_str(),
+        variant: &entry.target.variant,
+        benchmarks: run.is_some(),
+        candidate: entry.candidate.as_ref().map(|(label, c)| CandidateDoc {
+            label,
+            commit: c.commit.as_str(),
+            variant: &c.variant,
+        }),
+        load_error: run.and_then(|r| r.load_error.as_deref()),
+        script_errors: run
+            .map(|r| {
+                r.script_errors
+                    .iter()
+                    .map(|(script, error)| ScriptErrorDoc { script, error })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        workloads: run
+            .map(|r| r.workloads.iter().map(workload_doc).collect())
+            .unwrap_or_default(),
+    }
+}
+
+fn workload_doc(workload: &Workload) -> WorkloadDoc<'_> {
+    let mut doc = WorkloadDoc {
+        script: &workload.script,
+        class: &workload.class,
+        method: &workload.method,
+        status: "timed",
+        shape: None,
+        dtype: None,
+        r#match: None,
+        max_abs_diff: None,
+        ours: None,
+        reference: None,
+        speed_up: None,
+        candidate: None,
+        candidate_speed_up: None,
+        leaked_bytes: None,
+        error: None,
+    };
+    match &workload.outcome {
+        Outcome::Timed(m) => {
+            doc.shape = m.shape.as_deref();
+            doc.dtype = m.dtype.as_deref();
+            doc.r#match = m.matches.as_deref();
+            doc.max_abs_diff = m.max_abs_diff.as_deref();
+            doc.ours = Some(&m.ours);
+            doc.reference = m.reference.as_ref();
+            doc.speed_up = m.reference.and_then(|r| speed_up(r.mean_ms, &m.ours));
+            doc.candidate = m.candidate.as_ref();
+            doc.candidate_speed_up = m.candidate.and_then(|c| speed_up(m.ours.mean_ms, &c));
+            doc.leaked_bytes = m.leaked_bytes;
+        }
+        Outcome::Failed(error) => {
+            doc.status = "failed";
+            doc.error = Some(error.clone());
+        }
+        Outcome::TimedOut(_) | Outcome::Died(..) => {
+            doc.status = if matches!(workload.outcome, Outcome::TimedOut(_)) {
+                "timed_out"
+            } else {
+                "died"
+            };
+            doc.error = detail(workload).map(|d| vec![d]);
+        }
+    }
+    doc
+}

@@ -1,0 +1,584 @@
+//! `kernels download --with-benchmarks` and `kernels benchmark`: against a
+//! generated mirror whose pure-Python kernels compute with the stub torch's
+//! list-backed tensors, and whose `benchmarks/` scripts follow the protocol
+//! of reference 0.17.2's `kernels.benchmark.Benchmark`.
+
+use std::path::Path;
+use std::process::Output;
+
+use kernels_test_support::{self as common, TestContext};
+use serde_json::Value;
+
+/// A `torch-cpu` variant of `acme/<name>` whose `relu(out, x)` writes
+/// `x.relu()` times `factor` into `out` (a factor other than 1 is a wrong
+/// kernel), and `files` beside `build/` (path, text), as commit `c1` on
+/// branches `main` and `v1`.
+fn write_kernel(mirror: &Path, name: &str, sha: char, factor: &str, files: &[(&str, &str)]) {
+    let repo = mirror.join("repos/kernels/acme").join(name);
+    write_commit(&repo, "c1", sha, name, factor, files);
+    fs_err::write(
+        repo.join("repo.toml"),
+        "commits = [\"c1\"]\n\n[branches]\nmain = \"c1\"\nv1 = \"c1\"\n",
+    )
+    .unwrap();
+}
+
+/// Commit `label` of the repository at `repo` (see [`write_kernel`]).
+fn write_commit(
+    repo: &Path,
+    label: &str,
+    sha: char,
+    name: &str,
+    factor: &str,
+    files: &[(&str, &str)],
+) {
+    let tree = repo.join("commits").join(label).join("tree");
+    let variant = tree.join("build/torch-cpu");
+    fs_err::create_dir_all(&variant).unwrap();
+    fs_err::write(
+        variant.join("__init__.py"),
+        format!("def relu(out, x):\n    out.copy_(x.relu() * {factor})\n    return out\n"),
+    )
+    .unwrap();
+    fs_err::write(
+        variant.join("metadata.json"),
+        format!("{{\"name\": \"{name}\", \"id\": \"_{name}_cpu\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {{\"type\": \"cpu\"}}}}\n"),
+    )
+    .unwrap();
+    for (path, text) in files {
+        let path = tree.join(path);
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(path, text).unwrap();
+    }
+    fs_err::write(
+        repo.join("commits").join(label).join("commit.toml"),
+        format!(
+            "sha = \"{}\"\ntitle = \"Build\"\n",
+            sha.to_string().repeat(40)
+        ),
+    )
+    .unwrap();
+}
+
+/// Two workloads that match (`relu` with the shared setup, `wide` with its
+/// own) and one without `verify_*`.
+const GOOD: &str = r#"
+import torch
+from kernels.benchmark import Benchmark
+
+
+class ReluBenchmark(Benchmark):
+    seed = 7
+
+    def setup(self):
+        self.x = torch.randn(4, 8, device=self.device, dtype=torch.float32)
+        self.out = torch.empty_like(self.x)
+
+    def setup_wide(self):
+        self.x = torch.randn(2, 64, device=self.device, dtype=torch.float16)
+        self.out = torch.empty_like(self.x)
+
+    def benchmark_relu(self):
+        self.kernel.relu(self.out, self.x)
+
+    def verify_relu(self):
+        return torch.relu(self.x)
+
+    def benchmark_wide(self):
+        self.kernel.relu(self.out, self.x)
+
+    def verify_wide(self):
+        return torch.relu(self.x)
+
+    def benchmark_unchecked(self):
+        self.kernel.relu(self.out, self.x)
+"#;
+
+/// A mismatch, a workload that raises, one that hangs, and one after them.
+const BAD: &str = r#"
+import time
+import torch
+from kernels.benchmark import Benchmark
+
+
+class Bad(Benchmark):
+    def setup(self):
+        self.x = torch.randn(4, 4, device=self.device)
+        self.out = torch.empty_like(self.x)
+
+    def benchmark_a_wrong(self):
+        self.kernel.relu(self.out, self.x)
+
+    def verify_a_wrong(self):
+        return torch.relu(self.x) * 2
+
+    def benchmark_b_raises(self):
+        raise ValueError("no such op on this device")
+
+    def benchmark_c_hangs(self):
+        time.sleep(600)
+
+    def benchmark_d_after(self):
+        self.kernel.relu(self.out, self.x)
+
+    def verify_d_after(self):
+        return torch.relu(self.x)
+"#;
+
+/// `acme/good` (benchmarks and a `tests/` file; a v2 off by a factor 2),
+/// `acme/bad`, `acme/plain` (none), `acme/wrong` (the GOOD script against a
+/// kernel off by a factor 3).
+fn mirror(mirror: &Path) {
+    fs_err::create_dir_all(mirror.join("orgs")).unwrap();
+    fs_err::write(
+        mirror.join("orgs/acme.toml"),
+        "fullname = \"Acme\"\ntrusted_kernel_publisher = true\n",
+    )
+    .unwrap();
+    write_kernel(
+        mirror,
+        "good",
+        '1',
+        "1",
+        &[
+            ("benchmarks/benchmark_relu.py", GOOD),
+            ("benchmarks/helpers.py", "SIZE = 4\n"),
+            ("tests/test_relu.py", "def test_relu():\n    pass\n"),
+        ],
+    );
+    write_kernel(
+        mirror,
+        "bad",
+        '2',
+        "1",
+        &[("benchmarks/benchmark_bad.py", BAD)],
+    );
+    write_kernel(mirror, "plain", '3', "1", &[]);
+    write_kernel(
+        mirror,
+        "wrong",
+        '4',
+        "3",
+        &[("benchmarks/benchmark_relu.py", GOOD)],
+    );
+    // `acme/gpu`: the GOOD script, its one variant a CUDA build.
+    write_kernel(
+        mirror,
+        "gpu",
+        '6',
+        "1",
+        &[("benchmarks/benchmark_relu.py", GOOD)],
+    );
+    let build = mirror.join("repos/kernels/acme/gpu/commits/c1/tree/build");
+    let cuda = build.join("torch27-cxx11-cu126-x86_64-linux");
+    fs_err::rename(build.join("torch-cpu"), &cuda).unwrap();
+    let metadata = fs_err::read_to_string(cuda.join("metadata.json")).unwrap();
+    fs_err::write(
+        cuda.join("metadata.json"),
+        metadata.replace("\"type\": \"cpu\"", "\"type\": \"cuda\""),
+    )
+    .unwrap();
+    // `acme/good` v2: commit 5555… on branches `v2` and `main`, off by a factor 2.
+    let good = mirror.join("repos/kernels/acme/good");
+    let script = [("benchmarks/benchmark_relu.py", GOOD)];
+    write_commit(&good, "c2", '5', "good", "2", &script);
+    fs_err::write(
+        good.join("repo.toml"),
+        "commits = [\"c1\", \"c2\"]\n\n[branches]\nmain = \"c2\"\nv1 = \"c1\"\nv2 = \"c2\"\n",
+    )
+    .unwrap();
+}
+
+/// A locked and downloaded (with benchmarks) project depending on
+/// `acme/<name>` = 1 for each of `kernels`, its Python the reference
+/// environment `venv` with the stub torch.
+fn project(kernels: &[&str], venv: &str) -> TestContext {
+    project_with(kernels, venv, &[])
+}
+
+/// [`project`] with the variables `env` set for every command.
+fn project_with(kernels: &[&str], venv: &str, env: &[(&str, &str)]) -> TestContext {
+    let deps: String = kernels
+        .iter()
+        .map(|k| format!("\"acme/{k}\" = 1\n"))
+        .collect();
+    let context = TestContext::with_generated_mirror(mirror, &[]).with_pyproject(&format!(
+        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n{deps}"
+    ));
+    let stub = context.tmp.path().join("stub_torch");
+    let source = common::repo_root().join("tests/python/stub_torch");
+    fs_err::create_dir_all(stub.join("torch")).unwrap();
+    for file in ["sitecustomize.py", "torch/__init__.py"] {
+        fs_err::copy(source.join(file), stub.join(file)).unwrap();
+    }
+    let mut context = context
+        .with_env("PYTHONPATH", stub)
+        .with_env("VIRTUAL_ENV", common::pyref_root().join(venv));
+    for (name, value) in env {
+        context = context.with_env(name, value);
+    }
+    context.run_ok(&["lock"]);
+    context.run_ok(&["download", "--with-benchmarks"]);
+    context
+}
+
+/// `kernels benchmark ARGS` without a Hub (it never makes a request).
+fn benchmark(context: &TestContext, args: &[&str]) -> Output {
+    context
+        .kernels_without_hub()
+        .arg("benchmark")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+        panic!(
+            "{err}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The workloads of kernel `index` of a JSON document, by `Class.method`.
+fn workloads(doc: &Value, index: usize) -> Vec<(String, &Value)> {
+    doc["kernels"][index]["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            let name = format!(
+                "{}.{}",
+                w["class"].as_str().unwrap(),
+                w["method"].as_str().unwrap()
+            );
+            (name, w)
+        })
+        .collect()
+}
+
+#[test]
+fn download_with_benchmarks_places_the_benchmarks_and_tests_folders() {
+    let context = project(&["good", "plain"], "kernels-0.17.2");
+    let snapshot = context
+        .cache
+        .join("kernels--acme--good/snapshots")
+        .join("1".repeat(40));
+    for path in [
+        "benchmarks/benchmark_relu.py",
+        "benchmarks/helpers.py",
+        "tests/test_relu.py",
+    ] {
+        let file = snapshot.join(path);
+        assert!(
+            fs_err::symlink_metadata(&file)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "{path}"
+        );
+        assert!(fs_err::read_to_string(&file).unwrap().len() > 5, "{path}");
+    }
+    // Without the flag, nothing beside build/ is fetched.
+    let plain = TestContext::with_generated_mirror(mirror, &[])
+        .with_pyproject(
+            "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = 1\n",
+        )
+        .with_stub_torch();
+    plain.run_ok(&["lock"]);
+    let out = plain.run_ok(&["download"]);
+    assert!(
+        !text(&out.stderr).contains("benchmarks/"),
+        "{}",
+        text(&out.stderr)
+    );
+    let bare = plain
+        .cache
+        .join("kernels--acme--good/snapshots")
+        .join("1".repeat(40));
+    assert!(bare.join("build/torch-cpu/__init__.py").exists());
+    assert!(!bare.join("benchmarks").exists());
+    assert!(!bare.join("tests").exists());
+    // A second run finds them in place.
+    let again = context.run_ok(&["download", "--with-benchmarks"]);
+    let stderr = text(&again.stderr);
+    assert!(
+        stderr.contains("acme/good@1111111: 3 files from benchmarks/ and tests/"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("acme/plain@3333333: no benchmarks/ or tests/ folder"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn benchmark_runs_every_workload_checks_it_and_names_the_mechanism() {
+    let context = project(&["good", "plain"], "kernels-0.17.2");
+    let out = benchmark(&context, &["--iterations", "7", "--warmup", "2"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("acme/good@1111111 (torch-cpu)"), "{stdout}");
+    let row = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name}: {stdout}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let relu = row("ReluBenchmark.relu");
+    assert_eq!(&relu[1..3], ["4x8", "float32"], "{relu:?}");
+    assert_eq!(relu.last().unwrap(), "match");
+    let wide = row("ReluBenchmark.wide");
+    assert_eq!(&wide[1..3], ["2x64", "float16"], "{wide:?}");
+    assert!(row("ReluBenchmark.unchecked").ends_with(&["no".to_owned(), "verify".to_owned()]));
+    assert!(
+        stdout.contains("acme/plain@3333333 (torch-cpu): no benchmarks"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("timing: wall_clock, 7 iterations after 2 warm-up"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "Benchmarked 3 workloads of 2 kernels: 2 match, 0 mismatch, 0 failed, 1 without verify"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn benchmark_json_has_the_machine_the_statistics_and_the_speed_up() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let out = benchmark(&context, &["--format", "json", "--iterations", "20"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = json(&out);
+    assert_eq!(doc["command"], "benchmark");
+    assert_eq!(doc["timing"], "wall_clock");
+    assert_eq!(doc["iterations"], 20);
+    assert_eq!(doc["warmup"], 10);
+    assert_eq!(doc["machine"]["device"], "cpu");
+    assert_eq!(doc["machine"]["torch"], "2.7.0");
+    assert!(doc["machine"]["gpu"].is_null());
+    let (name, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(name, "ReluBenchmark.relu");
+    assert_eq!(relu["status"], "timed");
+    assert_eq!(relu["match"], serde_json::json!([true]));
+    assert_eq!(relu["max_abs_diff"], serde_json::json!([0.0]));
+    let ours = &relu["ours"];
+    assert_eq!(ours["iterations"], 20);
+    let f = |v: &Value| v.as_f64().unwrap();
+    assert!(f(&ours["min_ms"]) <= f(&ours["q1_ms"]) && f(&ours["q1_ms"]) <= f(&ours["q3_ms"]));
+    assert!(f(&ours["q3_ms"]) <= f(&ours["max_ms"]));
+    assert!((f(&ours["iqr_ms"]) - (f(&ours["q3_ms"]) - f(&ours["q1_ms"]))).abs() < 1e-9);
+    assert!(
+        f(&ours["ci_low_ms"]) <= f(&ours["mean_ms"])
+            && f(&ours["mean_ms"]) <= f(&ours["ci_high_ms"])
+    );
+    let reference = f(&relu["reference"]["mean_ms"]);
+    let speed_up = &relu["speed_up"];
+    assert!((f(&speed_up["ratio"]) - reference / f(&ours["mean_ms"])).abs() < 1e-9);
+    assert!((f(&speed_up["low"]) - reference / f(&ours["ci_high_ms"])).abs() < 1e-9);
+}
+
+#[test]
+fn benchmark_exits_1_naming_the_mismatch_and_goes_on_after_errors_and_hangs() {
+    let context = project(&["bad", "good"], "kernels-0.17.2");
+    let out = benchmark(
+        &context,
+        &["--format", "json", "--iterations", "3", "--time-limit", "3"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let bad = workloads(&doc, 0);
+    let names: Vec<&str> = bad.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Bad.a_wrong", "Bad.b_raises", "Bad.c_hangs", "Bad.d_after"]
+    );
+    assert_eq!(bad[0].1["match"], serde_json::json!([false]));
+    assert_eq!(bad[1].1["status"], "failed");
+    let raised = bad[1].1["error"].to_string();
+    assert!(
+        raised.contains("ValueError: no such op on this device"),
+        "{raised}"
+    );
+    assert_eq!(bad[2].1["status"], "timed_out");
+    assert_eq!(bad[3].1["match"], serde_json::json!([true]));
+    // The kernel after the hang ran in a new interpreter.
+    assert_eq!(workloads(&doc, 1).len(), 3);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("kernels::benchmark::failed"), "{stderr}");
+    assert!(
+        stderr.contains("1 workload not matching its verify_*: Bad.a_wrong"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("2 workloads failed: Bad.b_raises, Bad.c_hangs"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn benchmark_names_only_the_kernels_asked_for_and_works_without_a_runtime() {
+    // The Python of kernels 0.11.3 has no `kernels.benchmark`: the driver's
+    // stand-in class lets the script import.
+    let context = project(&["wrong", "good"], "kernels-0.11.3");
+    let out = benchmark(&context, &["acme/wrong", "--iterations", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(!stdout.contains("acme/good"), "{stdout}");
+    assert!(stdout.contains("MISMATCH"), "{stdout}");
+    assert!(
+        stderr.contains(
+            "2 workloads not matching its verify_*: ReluBenchmark.relu, ReluBenchmark.wide"
+        ),
+        "{stderr}"
+    );
+    let out = benchmark(&context, &["acme/other"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("kernels::benchmark::not_locked"));
+}
+
+#[test]
+fn benchmark_against_times_the_newer_version_in_the_same_run() {
+    let context = project(&["good"], "kernels-0.17.2");
+    // With a Hub: the candidate (v2, the newest; v1 is what is locked) is
+    // downloaded with its benchmarks, then both run in one interpreter.
+    let out = context
+        .kernels()
+        .args([
+            "benchmark",
+            "--against",
+            "--iterations",
+            "4",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let kernel = &doc["kernels"][0];
+    assert_eq!(kernel["commit"], "1".repeat(40));
+    assert_eq!(kernel["candidate"]["label"], "v2 (5555555)");
+    assert_eq!(kernel["candidate"]["commit"], "5".repeat(40));
+    let (name, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(name, "ReluBenchmark.relu");
+    // The locked version matches its reference, the candidate (x2) does not.
+    assert_eq!(relu["match"], serde_json::json!([true, false]));
+    assert_eq!(relu["ours"]["iterations"], 4);
+    assert_eq!(relu["candidate"]["iterations"], 4);
+    let f = |v: &Value| v.as_f64().unwrap();
+    let ratio = f(&relu["ours"]["mean_ms"]) / f(&relu["candidate"]["mean_ms"]);
+    assert!((f(&relu["candidate_speed_up"]["ratio"]) - ratio).abs() < 1e-9);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("2 workloads not matching its verify_*"),
+        "{stderr}"
+    );
+    // Text: the line naming the candidate and one ratio line per workload.
+    let out = context
+        .kernels()
+        .args(["benchmark", "--against", "2", "--iterations", "2"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("against v2 (5555555) (torch-cpu)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ReluBenchmark.relu: locked "), "{stdout}");
+}
+
+#[test]
+fn benchmark_version_runs_another_version_than_the_locked_one() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let out = context
+        .kernels()
+        .args([
+            "benchmark",
+            "acme/good",
+            "--version",
+            "2",
+            "--iterations",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(stdout.contains("acme/good@5555555 (torch-cpu)"), "{stdout}");
+    assert!(stdout.contains("MISMATCH"), "{stdout}");
+    assert!(
+        stderr.contains("Fetched acme/good v2 (5555555) with its benchmarks"),
+        "{stderr}"
+    );
+    let out = context
+        .kernels()
+        .args(["benchmark", "acme/good", "--version", "7"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("kernels::benchmark::no_such_version"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn benchmark_names_a_kernel_that_is_not_in_the_cache() {
+    let context = TestContext::with_generated_mirror(mirror, &[])
+        .with_pyproject(
+            "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = 1\n",
+        )
+        .with_stub_torch();
+    context.run_ok(&["lock"]);
+    let out = benchmark(&context, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        stdout.contains("acme/good@1111111: not benchmarked: not complete in the cache"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("not complete in the cache: acme/good@1111111"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("kernels download --with-benchmarks"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn benchmark_times_with_cuda_events_when_torch_sees_a_cuda_gpu() {
+    // The stub torch reports a CUDA GPU; its events are wall-clock backed.
+    let gpu = [
+        ("STUB_TORCH_CUDA", "12.6"),
+        ("STUB_TORCH_CAPABILITY", "9.0"),
+        ("STUB_TORCH_DEVICE_NAME", "Stub H100"),
+    ];
+    let context = project_with(&["gpu"], "kernels-0.17.2", &gpu);
+    let out = benchmark(&context, &["--format", "json", "--iterations", "3"]);
+    let doc = json(&out);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(doc["timing"], "cuda_event");
+    assert_eq!(doc["machine"]["device"], "cuda");
+    assert_eq!(doc["machine"]["gpu"], "Stub H100");
+    assert_eq!(doc["machine"]["capability"], "9.0");
+    assert_eq!(doc["machine"]["cuda"], "12.6");
+    let (_, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(relu["match"], serde_json::json!([true]));
+    assert_eq!(relu["leaked_bytes"], 0);
+}
