@@ -96,30 +96,7 @@ pub fn run_add(
         args.repo.repo_type,
         &printer.quiet_if(true),
     )?;
-    let runtime = profile.runtime.map(|r| r.to_string());
-    let value = match &args.requirement {
-        Some(text) => {
-            let value = parse_entry_value(&args.repo_id, text)?;
-            check_support(&args.repo_id, &value, profile.requirements, runtime)?;
-            value
-        }
-        None => {
-            if settings.offline {
-                return Err(miette::miette!(
-                    code = "kernels::add::offline",
-                    help = "give the requirement (for example `kernels add REPO 1`) or go online",
-                    "kernels add {} without a requirement asks the Hub for its versions, and this run is offline",
-                    args.repo_id
-                ));
-            }
-            let client =
-                super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
-            let refs = super::runtime()?
-                .block_on(client.list_refs(profile.repo_type, &args.repo_id))
-                .map_err(|err| super::causes::hub_failure(err, settings))?;
-            default_value(&args.repo_id, &refs, profile.requirements, runtime)?
-        }
-    };
+    let value = entry_value(&args, &profile, settings, printer)?;
     let (new_text, old) = add_dependency(&text, &path, &args.repo_id, &value)?;
     // The edited file must still be a valid manifest before anything is written.
     Manifest::parse(&new_text, &path)?;
@@ -141,7 +118,51 @@ pub fn run_add(
         new_text: &new_text,
         status: &status,
     };
-    edit_then_lock(&edit, lock, settings, global, printer)
+    let code = edit_then_lock(&edit, lock, settings, global, printer)?;
+    if code == ExitCode::SUCCESS && !global.frozen {
+        super::add_fit::warn_if_nothing_fits(
+            project_dir,
+            &args.repo_id,
+            &profile,
+            settings,
+            printer,
+        );
+    }
+    Ok(code)
+}
+
+/// The value `kernels add` writes: the requirement given (checked against the
+/// runtime), else the newest version the Hub has for the runtime.
+fn entry_value(
+    args: &AddArgs,
+    profile: &crate::lock::profile::Profile,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<crate::lock::edit::EntryValue> {
+    let runtime = profile.runtime.map(|r| r.to_string());
+    Ok(match &args.requirement {
+        Some(text) => {
+            let value = parse_entry_value(&args.repo_id, text)?;
+            check_support(&args.repo_id, &value, profile.requirements, runtime)?;
+            value
+        }
+        None => {
+            if settings.offline {
+                return Err(miette::miette!(
+                    code = "kernels::add::offline",
+                    help = "give the requirement (for example `kernels add REPO 1`) or go online",
+                    "kernels add {} without a requirement asks the Hub for its versions, and this run is offline",
+                    args.repo_id
+                ));
+            }
+            let client =
+                super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
+            let refs = super::runtime()?
+                .block_on(client.list_refs(profile.repo_type, &args.repo_id))
+                .map_err(|err| super::causes::hub_failure(err, settings))?;
+            default_value(&args.repo_id, &refs, profile.requirements, runtime)?
+        }
+    })
 }
 
 /// `kernels remove`.
