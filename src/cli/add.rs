@@ -13,7 +13,7 @@ use super::printer::Printer;
 use super::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::edit::{
-    add_dependency, check_support, default_value, parse_entry_value, remove_dependencies,
+    EditError, add_dependency, check_support, default_value, parse_entry_value, remove_dependencies,
 };
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, Manifest, ManifestError};
@@ -143,7 +143,10 @@ fn entry_value(
     Ok(match &args.requirement {
         Some(text) => {
             let value = parse_entry_value(&args.repo_id, text)?;
-            check_support(&args.repo_id, &value, profile.requirements, runtime)?;
+            if let Err(error) = check_support(&args.repo_id, &value, profile.requirements, runtime)
+            {
+                return Err(with_refs_help(error, args, profile, settings, printer).into());
+            }
             value
         }
         None => {
@@ -163,6 +166,53 @@ fn entry_value(
             default_value(&args.repo_id, &refs, profile.requirements, runtime)?
         }
     })
+}
+
+/// An unsupported requirement's help from the repository's refs (as `kernels
+/// lock` gives it), when the Hub answers; else the error as it is.
+fn with_refs_help(
+    mut error: EditError,
+    args: &AddArgs,
+    profile: &crate::lock::profile::Profile,
+    settings: &Settings,
+    printer: &Printer,
+) -> EditError {
+    let (EditError::UnsupportedRequirement { help, .. }, Some(runtime), Some(text)) =
+        (&mut error, profile.runtime, &args.requirement)
+    else {
+        return error;
+    };
+    let Ok(requirement) = crate::lock::requirement::Requirement::parse_str(text.trim()) else {
+        return error;
+    };
+    if settings.offline {
+        return error;
+    }
+    let Ok(client) = kernels_hub::HubClient::new(&settings.client_config(printer)) else {
+        return error;
+    };
+    let client = profile.hub_client(&client);
+    let Ok(rt) = super::runtime() else {
+        return error;
+    };
+    let Ok(refs) = rt.block_on(client.list_refs(profile.repo_type, &args.repo_id)) else {
+        return error;
+    };
+    let tag = crate::lock::requirement::select_tag(&requirement, &refs.tags).ok();
+    let pinnable = match &tag {
+        Some(tag) if profile.transitive => {
+            rt.block_on(crate::lock::project::every_variant_has_metadata(
+                &client,
+                profile,
+                &args.repo_id,
+                &tag.git_ref,
+            ))
+        }
+        _ => true,
+    };
+    *help =
+        crate::lock::support::refs_help(&args.repo_id, &requirement, runtime, &refs, |_| pinnable);
+    error
 }
 
 /// `kernels remove`.

@@ -590,18 +590,8 @@ impl Run<'_> {
         });
         // One cause, one message: failures with the same code and help (a
         // `--variant` typo, the Hub unreachable) are printed once, naming the kernels.
-        let mut groups: Vec<(String, Vec<crate::install::KernelFailure>)> = Vec::new();
-        for failure in failed {
-            // A kernel missing offline is explained with its own problems.
-            let key = match &failure.error {
-                DownloadError::NotCached { .. } => failure.error.to_string(),
-                _ => super::causes::cause_key(&failure.error),
-            };
-            match groups.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, group)) => group.push(failure),
-                None => groups.push((key, vec![failure])),
-            }
-        }
+        let failed_fixable = failed.iter().any(|f| f.error.fixed_by_download());
+        let groups = group_by_cause(failed);
         let single_cause = groups.len() == 1 && internal.is_none();
         for (_, group) in groups {
             if let Some(err) = self.unreachable(&group) {
@@ -630,7 +620,10 @@ impl Run<'_> {
                 self.printer.status(format_args!("note: {note}"));
             }
             let offline = self.settings.offline;
-            if single_cause && (failures.len() > 1 || (self.kernels.len() == 1 && !offline)) {
+            let no_fetch_helps = !failed_fixable;
+            if single_cause
+                && (failures.len() > 1 || (self.kernels.len() == 1 && !offline) || no_fetch_helps)
+            {
                 // One cause printed once; the summary would only repeat it (offline,
                 // it names the exact command that fetches what is missing).
                 return Ok(ExitCode::from(1));
@@ -641,7 +634,11 @@ impl Run<'_> {
         }
         Err(DownloadCliError::Failed {
             total: self.kernels.len(),
-            help: self.failed_help(self.kernels.len() - failures.len()),
+            help: if failed_fixable {
+                self.failed_help(self.kernels.len() - failures.len())
+            } else {
+                "no download repairs these kernels: no locked variant of them suits this environment (what would fit is said above)".to_owned()
+            },
             failures,
         }
         .into())
@@ -715,6 +712,26 @@ impl Run<'_> {
             )
         }
     }
+}
+
+/// Failures grouped by cause, in order: one cause, one message (a `--variant`
+/// typo, the Hub unreachable is printed once, naming the kernels); a kernel
+/// missing offline is explained with its own problems.
+fn group_by_cause(
+    failed: Vec<crate::install::KernelFailure>,
+) -> Vec<(String, Vec<crate::install::KernelFailure>)> {
+    let mut groups: Vec<(String, Vec<crate::install::KernelFailure>)> = Vec::new();
+    for failure in failed {
+        let key = match &failure.error {
+            DownloadError::NotCached { .. } => failure.error.to_string(),
+            _ => super::causes::cause_key(&failure.error),
+        };
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, group)) => group.push(failure),
+            None => groups.push((key, vec![failure])),
+        }
+    }
+    groups
 }
 
 /// The fit lines of a command, per kernel (`label`, its fit): each skipped

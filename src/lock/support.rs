@@ -232,18 +232,19 @@ pub(crate) fn unsupported_with_refs(
     tag_pin: impl FnOnce(&GitRefInfo) -> bool,
 ) -> UnsupportedRequirement {
     let mut error = unsupported(manifest, dep, runtime);
-    error.help = refs_help(dep, runtime, refs, tag_pin);
+    error.help = refs_help(&dep.repo_id, &dep.requirement, runtime, refs, tag_pin);
     error
 }
 
-/// The help of [`unsupported_with_refs`].
-fn refs_help(
-    dep: &Dependency,
+/// The help of [`unsupported_with_refs`] (and of `kernels add` with such a
+/// requirement) for `requirement` of `repo`, which has `refs`.
+pub(crate) fn refs_help(
+    repo: &RepoId,
+    requirement: &Requirement,
     runtime: RuntimeVersion,
     refs: &GitRefs,
     tag_pin: impl FnOnce(&GitRefInfo) -> bool,
 ) -> String {
-    let repo = &dep.repo_id;
     let specifiers =
         "lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`";
     let branches: BTreeSet<u64> = refs
@@ -252,7 +253,7 @@ fn refs_help(
         .filter_map(|b| branch_version(&b.name))
         .filter_map(|n| u64::try_from(n).ok())
         .collect();
-    let n = suggested_branch(&dep.requirement);
+    let n = suggested_branch(requirement);
     if branches.contains(&n) {
         return format!(
             "kernels 0.14+ reads only integer versions: write `\"{repo}\" = {n}` for branch `v{n}`, or {specifiers}"
@@ -268,7 +269,6 @@ fn refs_help(
     let cannot = format!(
         "`{repo}` has no `vN` version branches, so kernels {runtime} cannot lock it by version"
     );
-    let requirement = &dep.requirement;
     match select_tag(requirement, &refs.tags) {
         Ok(tag) if tag_pin(&tag.git_ref) => format!(
             "{cannot}; pin the tag {requirement} selects with `\"{repo}\" = {{ revision = \"{}\" }}` (an extension: the lock works with kernels {runtime}, whose own `kernels lock` cannot read it), or {specifiers}",

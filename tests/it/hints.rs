@@ -43,6 +43,16 @@ fn a_specifier_refused_by_0_17_names_only_fixes_that_exist() {
     assert!(err.contains("no branch `v1`"), "{err}");
     assert!(!err.contains("version specifier string such as"), "{err}");
     assert!(err.contains("--target-runtime 0.13.0"), "{err}");
+    // `kernels add` with the specifier gives the same hint.
+    context.write(
+        "pyproject.toml",
+        &format!("{RUNTIME_0_17}[tool.kernels.dependencies]\n"),
+    );
+    let add = context.run(&["add", "kernels-community/activation", ">=0.0.2"]);
+    assert_eq!(add.status.code(), Some(1));
+    let err = stderr(&add);
+    assert!(err.contains("cannot lock it by version"), "{err}");
+    assert!(!err.contains("such as `1`"), "{err}");
     // What the hints say can lock it does.
     context.write(
         "pyproject.toml",
@@ -93,6 +103,12 @@ fn no_variant_for_the_local_torch_is_said_at_once_with_what_would_fit() {
     // The 52 variants are capped as `download` caps them.
     assert!(out.contains(", and 47 more"), "{out}");
     assert!(out.len() < 1000, "{out}");
+    // Offline too: no fetch command, which would fail the same way.
+    let offline = context.run(&["download", "--offline"]);
+    assert_eq!(offline.status.code(), Some(1));
+    let err = stderr(&offline);
+    assert!(err.contains(fits), "{err}");
+    assert!(!err.contains("without --offline"), "{err}");
 }
 
 #[test]

@@ -141,7 +141,7 @@ async fn unsupported_error(
 /// Whether every build variant of `tag` has the `metadata.json` that runtimes
 /// following kernel dependencies (0.17) need to lock it; false when the
 /// listing cannot be read or there are no variants.
-async fn every_variant_has_metadata(
+pub(crate) async fn every_variant_has_metadata(
     client: &HubClient,
     profile: &Profile,
     repo_id: &kernels_types::repo_id::RepoId,
