@@ -637,7 +637,7 @@ impl Run<'_> {
             help: if failed_fixable {
                 self.failed_help(self.kernels.len() - failures.len())
             } else {
-                "no download repairs these kernels: no locked variant of them suits this environment (what would fit is said above)".to_owned()
+                "no download repairs these kernels: do what is said above for each (what would fit, or what to remove)".to_owned()
             },
             failures,
         }
