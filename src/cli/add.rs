@@ -191,7 +191,7 @@ fn with_refs_help(
     let Ok(client) = kernels_hub::HubClient::new(&settings.client_config(printer)) else {
         return error;
     };
-    let client = profile.hub_client(&client);
+    let client = profile.hub_client(&client).single_attempt();
     let Ok(rt) = super::runtime() else {
         return error;
     };

@@ -198,7 +198,6 @@ pub(crate) fn unsupported(
     dep: &Dependency,
     runtime: RuntimeVersion,
 ) -> UnsupportedRequirement {
-    let n = suggested_branch(&dep.requirement);
     let repo = &dep.repo_id;
     UnsupportedRequirement {
         path: manifest.path.display().to_string(),
@@ -211,7 +210,7 @@ pub(crate) fn unsupported(
         ),
         span: dep.span.clone().map(SourceSpan::from),
         help: format!(
-            "kernels 0.14+ reads only integer versions: write `\"{repo}\" = {n}` for branch `v{n}`, or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
+            "kernels 0.14+ reads only integer versions: write `\"{repo}\" = N` for a branch `vN` the repository has (`kernels versions {repo}` lists them), or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
         ),
     }
 }
@@ -416,11 +415,34 @@ mod tests {
             err.contains("kernels 0.14.0, which reads integer versions only"),
             "{err}"
         );
-        assert!(err.contains("write `\"a/b\" = 1` for branch `v1`"), "{err}");
+        // Without the repository's refs no branch is named.
         assert!(
-            check("0.17.2", "\"a/b\" = \"^2.1\"\n")
-                .unwrap_err()
-                .contains("= 2` for branch `v2`")
+            err.contains("`\"a/b\" = N` for a branch `vN` the repository has"),
+            "{err}"
+        );
+        // With them: the branch the requirement's major version names.
+        let branch = |name: &str| GitRefInfo {
+            name: name.to_owned(),
+            git_ref: format!("refs/heads/{name}"),
+            target_commit: "a".repeat(40).parse().unwrap(),
+        };
+        let refs = GitRefs {
+            branches: vec![branch("v1"), branch("v2")],
+            converts: Vec::new(),
+            tags: Vec::new(),
+            pull_requests: None,
+        };
+        let repo: RepoId = "a/b".parse().unwrap();
+        let caret = Requirement::parse_str("^2.1").unwrap();
+        let help = refs_help(&repo, &caret, RuntimeVersion::new(0, 17, 2), &refs, |_| {
+            true
+        });
+        assert!(help.contains("= 2` for branch `v2`"), "{help}");
+        let five = Requirement::parse_str(">=5").unwrap();
+        let help = refs_help(&repo, &five, RuntimeVersion::new(0, 17, 2), &refs, |_| true);
+        assert!(
+            help.contains("has no branch `v5`; its version branches are v1, v2"),
+            "{help}"
         );
         let w = check("0.13.0", s).unwrap();
         assert!(w[0].contains("deprecates them"), "{w:?}");

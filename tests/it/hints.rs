@@ -31,6 +31,15 @@ fn a_specifier_refused_by_0_17_names_only_fixes_that_exist() {
     assert!(!err.contains("= 1` for branch"), "{err}");
     assert!(err.contains("cannot lock it by version"), "{err}");
     assert!(err.contains("lack the metadata.json"), "{err}");
+    // Without the Hub the hint claims no branch, and the refs are asked once.
+    let out = context.kernels_without_hub().arg("lock").output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("for a branch `vN` the repository has"),
+        "{err}"
+    );
+    assert!(!err.contains("retrying"), "{err}");
     // The integer the old hint named fails, and its hint no longer suggests
     // the specifier 0.17 refuses.
     context.write(

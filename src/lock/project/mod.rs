@@ -108,6 +108,7 @@ async fn unsupported_error(
     manifest: &Manifest,
     error: Box<UnsupportedRequirement>,
 ) -> LockError {
+    let client = &client.single_attempt();
     let dep = manifest
         .dependencies
         .iter()
