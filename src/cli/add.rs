@@ -13,7 +13,7 @@ use super::printer::Printer;
 use super::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::edit::{
-    add_dependency, check_support, default_value, parse_entry_value, remove_dependencies,
+    EditError, add_dependency, check_support, default_value, parse_entry_value, remove_dependencies,
 };
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, Manifest, ManifestError};
@@ -96,30 +96,7 @@ pub fn run_add(
         args.repo.repo_type,
         &printer.quiet_if(true),
     )?;
-    let runtime = profile.runtime.map(|r| r.to_string());
-    let value = match &args.requirement {
-        Some(text) => {
-            let value = parse_entry_value(&args.repo_id, text)?;
-            check_support(&args.repo_id, &value, profile.requirements, runtime)?;
-            value
-        }
-        None => {
-            if settings.offline {
-                return Err(miette::miette!(
-                    code = "kernels::add::offline",
-                    help = "give the requirement (for example `kernels add REPO 1`) or go online",
-                    "kernels add {} without a requirement asks the Hub for its versions, and this run is offline",
-                    args.repo_id
-                ));
-            }
-            let client =
-                super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
-            let refs = super::runtime()?
-                .block_on(client.list_refs(profile.repo_type, &args.repo_id))
-                .map_err(|err| super::causes::hub_failure(err, settings))?;
-            default_value(&args.repo_id, &refs, profile.requirements, runtime)?
-        }
-    };
+    let value = entry_value(&args, &profile, settings, printer)?;
     let (new_text, old) = add_dependency(&text, &path, &args.repo_id, &value)?;
     // The edited file must still be a valid manifest before anything is written.
     Manifest::parse(&new_text, &path)?;
@@ -141,7 +118,101 @@ pub fn run_add(
         new_text: &new_text,
         status: &status,
     };
-    edit_then_lock(&edit, lock, settings, global, printer)
+    let code = edit_then_lock(&edit, lock, settings, global, printer)?;
+    if code == ExitCode::SUCCESS && !global.frozen {
+        super::add_fit::warn_if_nothing_fits(
+            project_dir,
+            &args.repo_id,
+            &profile,
+            settings,
+            printer,
+        );
+    }
+    Ok(code)
+}
+
+/// The value `kernels add` writes: the requirement given (checked against the
+/// runtime), else the newest version the Hub has for the runtime.
+fn entry_value(
+    args: &AddArgs,
+    profile: &crate::lock::profile::Profile,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<crate::lock::edit::EntryValue> {
+    let runtime = profile.runtime.map(|r| r.to_string());
+    Ok(match &args.requirement {
+        Some(text) => {
+            let value = parse_entry_value(&args.repo_id, text)?;
+            if let Err(error) = check_support(&args.repo_id, &value, profile.requirements, runtime)
+            {
+                return Err(with_refs_help(error, args, profile, settings, printer).into());
+            }
+            value
+        }
+        None => {
+            if settings.offline {
+                return Err(miette::miette!(
+                    code = "kernels::add::offline",
+                    help = "give the requirement (for example `kernels add REPO 1`) or go online",
+                    "kernels add {} without a requirement asks the Hub for its versions, and this run is offline",
+                    args.repo_id
+                ));
+            }
+            let client =
+                super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
+            let refs = super::runtime()?
+                .block_on(client.list_refs(profile.repo_type, &args.repo_id))
+                .map_err(|err| super::causes::hub_failure(err, settings))?;
+            default_value(&args.repo_id, &refs, profile.requirements, runtime)?
+        }
+    })
+}
+
+/// An unsupported requirement's help from the repository's refs (as `kernels
+/// lock` gives it), when the Hub answers; else the error as it is.
+fn with_refs_help(
+    mut error: EditError,
+    args: &AddArgs,
+    profile: &crate::lock::profile::Profile,
+    settings: &Settings,
+    printer: &Printer,
+) -> EditError {
+    let (EditError::UnsupportedRequirement { help, .. }, Some(runtime), Some(text)) =
+        (&mut error, profile.runtime, &args.requirement)
+    else {
+        return error;
+    };
+    let Ok(requirement) = crate::lock::requirement::Requirement::parse_str(text.trim()) else {
+        return error;
+    };
+    if settings.offline {
+        return error;
+    }
+    let Ok(client) = kernels_hub::HubClient::new(&settings.client_config(printer)) else {
+        return error;
+    };
+    let client = profile.hub_client(&client).single_attempt();
+    let Ok(rt) = super::runtime() else {
+        return error;
+    };
+    let Ok(refs) = rt.block_on(client.list_refs(profile.repo_type, &args.repo_id)) else {
+        return error;
+    };
+    let tag = crate::lock::requirement::select_tag(&requirement, &refs.tags).ok();
+    let pinnable = match &tag {
+        Some(tag) if profile.transitive => {
+            rt.block_on(crate::lock::project::every_variant_has_metadata(
+                &client,
+                profile,
+                &args.repo_id,
+                &tag.git_ref,
+            ))
+        }
+        _ => true,
+    };
+    *help =
+        crate::lock::support::refs_help(&args.repo_id, &requirement, runtime, &refs, |_| pinnable);
+    error
 }
 
 /// `kernels remove`.

@@ -173,7 +173,7 @@ fn prune(
 /// folder prefix (the runtime era decides which one holds the kernel).
 fn locked_snapshots(project: PathBuf) -> miette::Result<BTreeSet<(String, CommitId)>> {
     let path = project.join(LOCK_FILE_NAME);
-    if !path.is_file() {
+    if !crate::lock::format::lock_file_exists(&path)? {
         return Err(NoLock(project).into());
     }
     let lock = Lockfile::read(&path)?;

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use super::args::{EnvArgs, ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetArgs, TargetRuntimeArgs};
 use super::json::{DownloadDoc, DownloadedDoc, DryRunDoc, ErrorDoc, FailureDoc};
 use super::printer::Printer;
-use super::profile::{CACHE_HINT, ProfileInputs, choose_profile_with, describe_preference};
+use super::profile::{
+    CACHE_HINT, ProfileInputs, choose_profile_with, describe_preference, other_folder_note,
+};
 use super::progress::{Progress, ProgressMode, human_bytes, plural, summary_line};
 use crate::cli::settings::Settings;
 use crate::install::dry_run::DryRunKernel;
@@ -230,7 +232,7 @@ pub(super) fn read_lock(
     frozen: bool,
 ) -> miette::Result<LockRead> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
-    if !lock_path.is_file() {
+    if !crate::lock::format::lock_file_exists(&lock_path)? {
         return Err(no_lock_error(project_dir));
     }
     let lockfile = Lockfile::read(&lock_path)?;
@@ -273,7 +275,7 @@ pub(super) fn read_lock(
     if fit.targets.is_checked() && printer.is_verbose() {
         printer.status(format_args!("Target GPUs: {}", fit.targets));
     }
-    print_environment(&selection, printer);
+    print_environment(&selection, profile.runtime, printer);
     Ok(LockRead {
         refs: lock_refs(project_dir, &lockfile, &kernels, frozen),
         format: lockfile.format(),
@@ -310,13 +312,17 @@ fn warn_unreadable_by_named_runtime(
 /// The `Environment: …` status line of a detected selection; with `-v` it
 /// names the target runtime's ranking too (`kernels env` shows it), like
 /// the `Target runtime: …` line.
-fn print_environment(selection: &VariantSelection, printer: &Printer) {
+fn print_environment(
+    selection: &VariantSelection,
+    runtime: Option<crate::lock::profile::RuntimeVersion>,
+    printer: &Printer,
+) {
     if let VariantSelection::Detected { env, preference } = selection {
         if printer.is_verbose() {
             printer.status(format_args!(
                 "Environment: {}; variants ranked by {}",
                 env.describe(),
-                describe_preference(*preference)
+                describe_preference(*preference, runtime)
             ));
         } else {
             printer.status(format_args!("Environment: {}", env.describe()));
@@ -645,14 +651,8 @@ impl Run<'_> {
         });
         // One cause, one message: failures with the same code and help (a
         // `--variant` typo, the Hub unreachable) are printed once, naming the kernels.
-        let mut groups: Vec<(String, Vec<crate::install::KernelFailure>)> = Vec::new();
-        for failure in failed {
-            let key = super::causes::cause_key(&failure.error);
-            match groups.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, group)) => group.push(failure),
-                None => groups.push((key, vec![failure])),
-            }
-        }
+        let failed_fixable = failed.iter().any(|f| f.error.fixed_by_download());
+        let groups = group_by_cause(failed);
         let single_cause = groups.len() == 1 && internal.is_none();
         for (_, group) in groups {
             if let Some(err) = self.unreachable(&group) {
@@ -666,13 +666,25 @@ impl Run<'_> {
             let Some(first) = group.into_iter().next() else {
                 continue;
             };
+            let note = match &first.error {
+                DownloadError::NotCached {
+                    repo_id, commit, ..
+                } => other_folder_note(self.cache, self.options.repo_type, repo_id, commit),
+                _ => None,
+            };
             self.printer.error(format_args!(
                 "{}: {:?}",
                 super::causes::name_kernels(&labels),
                 miette::Report::new(first.error)
             ));
+            if let Some(note) = note {
+                self.printer.status(format_args!("note: {note}"));
+            }
             let offline = self.settings.offline;
-            if single_cause && (failures.len() > 1 || (self.kernels.len() == 1 && !offline)) {
+            let no_fetch_helps = !failed_fixable;
+            if single_cause
+                && (failures.len() > 1 || (self.kernels.len() == 1 && !offline) || no_fetch_helps)
+            {
                 // One cause printed once; the summary would only repeat it (offline,
                 // it names the exact command that fetches what is missing).
                 return Ok(ExitCode::from(1));
@@ -683,7 +695,11 @@ impl Run<'_> {
         }
         Err(DownloadCliError::Failed {
             total: self.kernels.len(),
-            help: self.failed_help(self.kernels.len() - failures.len()),
+            help: if failed_fixable {
+                self.failed_help(self.kernels.len() - failures.len())
+            } else {
+                "no download repairs these kernels: do what is said above for each (what would fit, or what to remove)".to_owned()
+            },
             failures,
         }
         .into())
@@ -757,6 +773,26 @@ impl Run<'_> {
             )
         }
     }
+}
+
+/// Failures grouped by cause, in order: one cause, one message (a `--variant`
+/// typo, the Hub unreachable is printed once, naming the kernels); a kernel
+/// missing offline is explained with its own problems.
+fn group_by_cause(
+    failed: Vec<crate::install::KernelFailure>,
+) -> Vec<(String, Vec<crate::install::KernelFailure>)> {
+    let mut groups: Vec<(String, Vec<crate::install::KernelFailure>)> = Vec::new();
+    for failure in failed {
+        let key = match &failure.error {
+            DownloadError::NotCached { .. } => failure.error.to_string(),
+            _ => super::causes::cause_key(&failure.error),
+        };
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, group)) => group.push(failure),
+            None => groups.push((key, vec![failure])),
+        }
+    }
+    groups
 }
 
 /// The fit lines of a command, per kernel (`label`, its fit): each skipped

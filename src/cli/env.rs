@@ -268,7 +268,7 @@ impl Report<'_> {
         self.print_torch_rows();
         self.row(
             "Variant order",
-            describe_preference(self.profile.variant_preference),
+            describe_preference(self.profile.variant_preference, self.profile.runtime),
             "",
         );
         self.row("Target runtime", &self.runtime, "");

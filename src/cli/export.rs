@@ -108,7 +108,7 @@ pub fn run(args: ExportArgs, settings: &Settings, printer: &Printer) -> miette::
     }
     let dir = &args.project.project_dir;
     let lock_path = dir.join(LOCK_FILE_NAME);
-    if !lock_path.is_file() {
+    if !crate::lock::format::lock_file_exists(&lock_path)? {
         return Err(super::download::no_lock_error(dir));
     }
     let text = fs_err::read_to_string(&lock_path).map_err(|source| {

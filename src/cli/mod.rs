@@ -8,6 +8,7 @@
 //! several commands are the groups of [`args`].
 
 mod add;
+mod add_fit;
 pub mod args;
 mod audit;
 mod benchmark;

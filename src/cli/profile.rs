@@ -6,11 +6,14 @@ use std::path::{Path, PathBuf};
 use super::args::RepoTypeArg;
 use super::printer::Printer;
 use crate::lock::format::{LOCK_FILE_NAME, LockFormat};
-use crate::lock::profile::VariantPreference;
 use crate::lock::profile::{
     DetectInputs, Installed, Profile, ProfileSource, detect, installed_kernels,
 };
+use crate::lock::profile::{RuntimeVersion, VariantPreference};
 use crate::variant::{ProbeScope, ProjectPython};
+use kernels_types::CommitId;
+use kernels_types::repo_id::RepoId;
+use kernels_types::wire::RepoType;
 
 /// What a command knows when it chooses its target runtime
 /// ([`choose_profile_with`]).
@@ -238,8 +241,43 @@ fn cannot_read_lock(installed: &Installed) -> String {
 /// The note for commands that use the cache when [`Profile::cache_is_ambiguous`].
 pub(super) const CACHE_HINT: &str = "a variant-hash kernels.lock does not say which runtime reads it; runtimes up to 0.13 read `models--` cache folders: pass `--target-runtime VERSION` or set `target-runtime` under [tool.kernels] if yours is one of them";
 
-/// How `preference` ranks variants, for the `Environment: …` status line.
-pub(super) fn describe_preference(preference: VariantPreference) -> &'static str {
+/// The note for a kernel whose locked commit is not in the cache folder of
+/// `repo_type` but is in the other one (`models--` is read by runtimes up to
+/// 0.13, `kernels--` from 0.14): the folder found, and how to name the runtime
+/// that reads it. `None` when the other folder lacks the commit too.
+pub(super) fn other_folder_note(
+    cache: &kernels_cache::HubCache,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &CommitId,
+) -> Option<String> {
+    let (other, readers) = match repo_type {
+        RepoType::Kernel => (RepoType::Model, "runtimes up to 0.13"),
+        RepoType::Model => (RepoType::Kernel, "runtimes from 0.14"),
+    };
+    let repo = cache.repo(repo_id, other);
+    if !repo.snapshot_dir(commit.as_str()).is_dir() {
+        return None;
+    }
+    Some(format!(
+        "{repo_id}@{} is in the cache only in {} (the `{}--` folder that {readers} read): if such a runtime loads this project, pass `--target-runtime VERSION` or set `target-runtime` under [tool.kernels]",
+        commit.short(),
+        repo.dir().display(),
+        other.api_segment()
+    ))
+}
+
+/// How `preference` ranks variants, for the `Environment: …` status line and
+/// the `Variant order` row of `kernels env`. Without a named `runtime` (the
+/// default profile) the order is the tool's own default, and no release range
+/// is claimed for it.
+pub(super) fn describe_preference(
+    preference: VariantPreference,
+    runtime: Option<RuntimeVersion>,
+) -> &'static str {
+    if runtime.is_none() && preference == (VariantPreference::Exact { noarch: true }) {
+        return "exact names [arch, noarch, universal] (the default: no target runtime is named)";
+    }
     match preference {
         VariantPreference::Exact { noarch: true } => {
             "exact names [arch, noarch, universal] (kernels ≤0.12)"

@@ -244,7 +244,7 @@ fn run_locked(
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
-    if !lock_path.is_file() {
+    if !crate::lock::format::lock_file_exists(&lock_path)? {
         return Err(ToWheelCliError::NoLock {
             dir: project_dir.to_path_buf(),
             path: lock_path,

@@ -99,7 +99,7 @@ fn read_project(
     super::stale::ensure_current(command, project_dir, None, settings, global, printer, true)?;
     let manifest = Manifest::read(project_dir)?;
     let lock_path = project_dir.join(LOCK_FILE_NAME);
-    if !lock_path.is_file() {
+    if !crate::lock::format::lock_file_exists(&lock_path)? {
         return Err(miette::miette!(
             code = "kernels::tree::no_lock",
             help = "run `kernels lock` first",
@@ -168,11 +168,17 @@ pub fn run_tree(
     } else {
         HashMap::new()
     };
+    let refs = if args.outdated || settings.offline {
+        HashMap::new()
+    } else {
+        runtime.block_on(unnamed_refs(&client, &profile, &entries))
+    };
     let by_key: HashMap<String, &Entry> = entries.iter().map(|e| (key(e), e)).collect();
     let mut tree = TreePrinter {
         by_key,
         children,
         statuses,
+        refs,
         depth: args.depth,
         shown: HashSet::new(),
         text: String::new(),
@@ -205,6 +211,34 @@ pub fn run_tree(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The Hub's refs of the repositories whose entries only the Hub can name (a
+/// specifier whose tag the cache's `refs/` do not know, as before any
+/// download), so that the tree shows the version `kernels lock` printed. A
+/// repository whose refs cannot be read is left out: its line shows the commit
+/// and the requirement.
+async fn unnamed_refs(
+    client: &HubClient,
+    profile: &Profile,
+    entries: &[Entry],
+) -> HashMap<RepoId, GitRefs> {
+    let unnamed = entries.iter().filter(|e| {
+        e.label.is_none()
+            && matches!(
+                e.requirement,
+                Requirement::Pep440(_) | Requirement::Semver(_)
+            )
+    });
+    inspect::refs_of(
+        client,
+        profile.repo_type,
+        unnamed.map(|e| e.repo_id.clone()),
+    )
+    .await
+    .into_iter()
+    .filter_map(|(repo, refs)| Some((repo, refs.ok()?)))
+    .collect()
+}
+
 /// The key of an entry: the repo id for variant-hash entries, repo id and
 /// version for 0.17 entries (a repository can be locked at two versions).
 fn key(e: &Entry) -> String {
@@ -225,6 +259,8 @@ struct TreePrinter<'a> {
     by_key: HashMap<String, &'a Entry>,
     children: HashMap<KernelDependency, Vec<KernelDependency>>,
     statuses: HashMap<String, EntryStatus>,
+    /// The Hub's refs of entries only the Hub can name ([`unnamed_refs`]).
+    refs: HashMap<RepoId, GitRefs>,
     depth: Option<usize>,
     shown: HashSet<String>,
     text: String,
@@ -259,9 +295,10 @@ impl TreePrinter<'_> {
             };
         };
         let status = self.statuses.get(k).cloned();
-        let locked = status
-            .as_ref()
-            .map_or_else(|| entry.locked(None), |s| s.locked.clone());
+        let locked = status.as_ref().map_or_else(
+            || entry.locked(self.refs.get(&entry.repo_id)),
+            |s| s.locked.clone(),
+        );
         let mut line = format!("{prefix}{branch}{repo} {}", entry_text(entry, &locked));
         match &status {
             Some(s) if s.status == Freshness::Outdated => {

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use super::json::{ErrorDoc, ProblemDoc, VerifiedDoc, VerifyDoc};
 use super::printer::Printer;
+use super::profile::other_folder_note;
 use super::progress::{first_fitting, human_bytes, line_width, plural};
 use crate::cli::settings::Settings;
 use crate::install::verify::{KernelVerification, Problem, verify_kernels_fit};
@@ -139,6 +140,18 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         &read.selection,
         checks.iter().map(|c| (c.label(), &c.fit)),
     );
+    for check in &checks {
+        let missing = check
+            .problems
+            .iter()
+            .any(|p| matches!(p, Problem::NotCached { .. }));
+        let note = missing
+            .then(|| other_folder_note(&cache, read.repo_type, &check.repo_id, &check.commit))
+            .flatten();
+        if let Some(note) = note {
+            printer.status(format_args!("note: {note}"));
+        }
+    }
     let snapshot = |check: &KernelVerification| {
         cache
             .repo(&check.repo_id, read.repo_type)
@@ -165,6 +178,9 @@ struct Repairs {
     no_builds: bool,
     refused: Vec<std::path::PathBuf>,
     tampered: Vec<std::path::PathBuf>,
+    /// What would fit, for kernels none of whose locked variants suits the
+    /// environment (no download helps them).
+    nothing_fits: Vec<String>,
 }
 
 impl Repairs {
@@ -188,6 +204,12 @@ impl Repairs {
             }
             Problem::NoBuildVariants => {
                 self.no_builds = true;
+                true
+            }
+            Problem::NothingFits { help, .. } => {
+                if !self.nothing_fits.contains(help) {
+                    self.nothing_fits.push(help.clone());
+                }
                 true
             }
             _ => false,
@@ -226,6 +248,7 @@ impl Repairs {
         if self.invalid {
             help.push("a cached variant's metadata.json cannot be read: remove its directory and run `kernels download` again".to_owned());
         }
+        help.extend(self.nothing_fits.iter().cloned());
         if self.no_builds {
             help.push("a locked commit without build variants needs another version: lock one that has builds (`kernels versions REPO` lists them), or `kernels remove REPO`".to_owned());
         }

@@ -212,7 +212,7 @@ pub enum DownloadError {
     )]
     #[diagnostic(
         code(kernels::download::not_cached),
-        help("run `kernels download` without --offline and with HF_HUB_OFFLINE unset to fetch it")
+        help("{}", not_cached_help(problems))
     )]
     NotCached {
         /// Kernel repo.
@@ -288,6 +288,39 @@ pub enum DownloadError {
     #[error("internal error: {0}")]
     #[diagnostic(code(kernels::download::internal))]
     Internal(String),
+}
+
+/// The help of [`DownloadError::NotCached`]: fetch it online, unless no
+/// download can help: then what would fit (no locked variant suits the
+/// environment), or that the problems say what to do.
+fn not_cached_help(problems: &[Problem]) -> String {
+    let fits: Vec<&str> = problems
+        .iter()
+        .filter_map(|p| match p {
+            Problem::NothingFits { help, .. } => Some(help.as_str()),
+            _ => None,
+        })
+        .collect();
+    if problems.iter().all(|p| !p.fixed_by_download()) {
+        if fits.is_empty() {
+            return "downloading does not repair this: do what each problem above says".to_owned();
+        }
+        return fits.join("\n\n");
+    }
+    "run `kernels download` without --offline and with HF_HUB_OFFLINE unset to fetch it".to_owned()
+}
+
+impl DownloadError {
+    /// Whether running `kernels download` online can repair this failure:
+    /// false for a kernel none of whose locked variants suits the environment.
+    pub fn fixed_by_download(&self) -> bool {
+        match self {
+            DownloadError::NotCached { problems, .. } => {
+                problems.iter().any(Problem::fixed_by_download)
+            }
+            _ => true,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -57,13 +57,23 @@ pub enum Problem {
     /// No variant the environment accepts is cached (default selection only).
     #[error(
         "no build variant for this environment is in the cache (cached: {}): {reason}",
-        if cached.is_empty() { "none".to_owned() } else { cached.join(", ") }
+        if cached.is_empty() { "none".to_owned() } else { crate::variant::capped_list(cached) }
     )]
     NoCachedVariant {
         /// Why the selection failed among the cached variants.
         reason: String,
         /// The variants in the snapshot.
         cached: Vec<String>,
+    },
+
+    /// No variant the lock names suits the environment (default selection,
+    /// a lock with variant hashes): downloading cannot help.
+    #[error("{reason}")]
+    NothingFits {
+        /// Why no locked variant suits the environment.
+        reason: String,
+        /// What would fit ([`crate::variant::VariantError::NoCompatible`]).
+        help: String,
     },
 
     /// A snapshot link points at a blob that does not exist.
@@ -231,6 +241,7 @@ impl Problem {
             self,
             Problem::VariantNotLocked { .. }
                 | Problem::NoBuildVariants
+                | Problem::NothingFits { .. }
                 | Problem::UnlockedVariant { .. }
                 | Problem::Escapes { .. }
                 | Problem::Refused { .. }
@@ -554,13 +565,37 @@ fn choose_cached(
             Some(choice.variants)
         }
         Err(err) => {
-            listing.problems.push(Problem::NoCachedVariant {
-                reason: err.to_string(),
-                cached: cached.iter().cloned().collect(),
-            });
+            listing
+                .problems
+                .push(nothing_fits(kernel, selection).unwrap_or_else(|| {
+                    Problem::NoCachedVariant {
+                        reason: err.to_string(),
+                        cached: cached.iter().cloned().collect(),
+                    }
+                }));
             None
         }
     }
+}
+
+/// [`Problem::NothingFits`] when the lock lists the kernel's variants and
+/// `selection` finds none among them that suits the environment, so that no
+/// download can place one; `None` when one would fit or the lock lists none.
+fn nothing_fits(kernel: &LockedKernel, selection: &VariantSelection) -> Option<Problem> {
+    let locked: BTreeSet<String> = kernel.variants.as_ref()?.keys().cloned().collect();
+    if locked.is_empty() {
+        return None;
+    }
+    let err = selection
+        .select(&kernel.repo_id, &kernel.commit, &locked)
+        .err()?;
+    let help = miette::Diagnostic::help(&err)
+        .map(|h| h.to_string())
+        .unwrap_or_default();
+    Some(Problem::NothingFits {
+        reason: err.to_string(),
+        help,
+    })
 }
 
 /// The named variants of `choice` that are missing from the cache and count

@@ -86,12 +86,7 @@ pub enum EditError {
     #[error(
         "kernels add {repo_id} {requirement}: kernels {runtime} reads integer versions only (branch `vN`)"
     )]
-    #[diagnostic(
-        code(kernels::edit::unsupported_requirement),
-        help(
-            "write an integer such as `1` (branch `v1`), or lock for a runtime that reads specifiers with `--target-runtime 0.13.0`"
-        )
-    )]
+    #[diagnostic(code(kernels::edit::unsupported_requirement), help("{help}"))]
     UnsupportedRequirement {
         /// The entry.
         repo_id: RepoId,
@@ -99,6 +94,9 @@ pub enum EditError {
         requirement: String,
         /// The target runtime.
         runtime: String,
+        /// What to write instead: without the repository's refs, an integer
+        /// in general; with them, [`crate::lock::support::refs_help`].
+        help: String,
     },
 
     /// The repository has no version `kernels add` can name for the runtime.
@@ -187,6 +185,7 @@ pub fn check_support(
                 repo_id: repo_id.clone(),
                 requirement: s.clone(),
                 runtime,
+                help: "write an integer such as `1` (branch `v1`) if the repository has that branch (`kernels versions REPO` lists them), or lock for a runtime that reads specifiers with `--target-runtime 0.13.0`".to_owned(),
             })
         }
         _ => Ok(()),

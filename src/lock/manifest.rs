@@ -118,7 +118,7 @@ pub enum ManifestError {
     #[diagnostic(
         code(kernels::manifest::missing),
         help(
-            "run the command in the project directory that holds pyproject.toml, or name it with `--project DIR` (the path argument of `kernels lock`, `download` and `verify` works too); a new project needs a pyproject.toml with a `[project]` table first"
+            "run the command in the project directory that holds pyproject.toml, or name it with `--project DIR` (the path argument of `kernels lock`, `download` and `verify` works too); a new project needs only a pyproject.toml that lists its kernels under `[tool.kernels.dependencies]`, such as `\"kernels-community/relu\" = 1`"
         )
     )]
     Missing {

@@ -16,7 +16,7 @@ use crate::lock::short_commit::{self, ShortCommitError};
 use kernels_hub::{HubClient, HubError};
 use kernels_types::file_set::{self, FileSet};
 use kernels_types::repo_id::RepoId;
-use kernels_types::wire::{RepoType, TreeEntry};
+use kernels_types::wire::{GitRefInfo, RepoType, TreeEntry};
 
 /// How many dependencies are resolved at the same time (each one a chain of
 /// dependent requests: refs, then the listing). Wide, so that a lock of up to
@@ -35,6 +35,8 @@ pub struct Resolver {
     repo_type: RepoType,
     exclude_bytecode: bool,
     cooldown: Option<Cooldown>,
+    reads_specifiers: bool,
+    tag_pins: bool,
 }
 
 /// A dependency resolved to a commit.
@@ -189,7 +191,20 @@ impl Resolver {
             repo_type,
             exclude_bytecode: false,
             cooldown: None,
+            reads_specifiers: true,
+            tag_pins: true,
         }
+    }
+
+    /// Whether the target runtime reads version specifier strings (false for
+    /// kernels 0.14+): hints suggest a specifier only to runtimes that read it.
+    /// `tag_pins` says whether a `{ revision = "<tag>" }` pin is suggested
+    /// without looking at the tag (not for runtimes that follow kernel
+    /// dependencies, which need a metadata.json in every variant of it).
+    pub fn reads_specifiers(mut self, reads: bool, tag_pins: bool) -> Self {
+        self.reads_specifiers = reads;
+        self.tag_pins = tag_pins;
+        self
     }
 
     /// Applies the release cooldown to branch and tag requirements of the
@@ -331,7 +346,7 @@ impl Resolver {
             select_branch(n, &refs.branches).map_err(|no_match| ResolveError::NoBranch {
                 repo_id: repo_id.clone(),
                 version: n,
-                help: branch_help(&no_match, !refs.tags.is_empty()),
+                help: branch_help(&no_match, &refs.tags, self.reads_specifiers, self.tag_pins),
             })?;
         if let Some(latest) = selected.latest.as_deref()
             && latest.parse::<i128>().is_ok_and(|l| l > i128::from(n))
@@ -464,11 +479,35 @@ fn tag_help(no_match: &NoMatch, version_branches: &[String]) -> String {
     help
 }
 
-fn branch_help(no_match: &NoMatch, has_tags: bool) -> String {
+/// The help of [`ResolveError::NoBranch`]: the versions there are, or, without
+/// version branches, the newest tag to pin (`tag_pins`), with a specifier only
+/// for a runtime that reads one (`reads_specifiers`).
+fn branch_help(
+    no_match: &NoMatch,
+    tags: &[GitRefInfo],
+    reads_specifiers: bool,
+    tag_pins: bool,
+) -> String {
     if no_match.available.is_empty() {
         let mut help = "the repository has no `v<N>` version branches".to_owned();
-        if has_tags {
-            help.push_str("; it has tags: write a version specifier string such as `\">=0.1.0\"`, or `{ revision = \"<tag>\" }`");
+        let newest = tags
+            .iter()
+            .filter_map(|t| crate::lock::requirement::tag_version(&t.name).map(|v| (v, &t.name)))
+            .max();
+        match newest {
+            Some((_, tag)) if reads_specifiers => help.push_str(&format!(
+                "; it has tags: write a version specifier string such as `\">=0.1.0\"`, or `{{ revision = \"{tag}\" }}`"
+            )),
+            Some((_, tag)) if tag_pins => help.push_str(&format!(
+                ", so the target runtime, which reads integer versions only, cannot lock it by version: pin its newest tag with `{{ revision = \"{tag}\" }}`, or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
+            )),
+            Some(_) => help.push_str(
+                ", so the target runtime, which reads integer versions only, cannot lock it by version; it has release tags: lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`",
+            ),
+            None if !tags.is_empty() => help.push_str(
+                "; pin one of its tags with `{ revision = \"<tag>\" }` (`kernels versions` lists them)",
+            ),
+            None => {}
         }
         return help;
     }

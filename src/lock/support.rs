@@ -17,6 +17,7 @@
 //! own `kernels lock` would not take the manifest (or, for 0.12–0.13 specifier
 //! strings, warns that they are deprecated).
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use miette::{NamedSource, SourceSpan};
@@ -24,8 +25,9 @@ use pep440_rs::Operator;
 
 use crate::lock::manifest::{Dependency, Manifest};
 use crate::lock::profile::{Profile, RequirementSupport, RuntimeVersion};
-use crate::lock::requirement::Requirement;
+use crate::lock::requirement::{Requirement, branch_version, select_tag};
 use kernels_types::repo_id::RepoId;
+use kernels_types::wire::{GitRefInfo, GitRefs};
 
 /// A requirement the target runtime does not read.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -196,7 +198,6 @@ pub(crate) fn unsupported(
     dep: &Dependency,
     runtime: RuntimeVersion,
 ) -> UnsupportedRequirement {
-    let n = suggested_branch(&dep.requirement);
     let repo = &dep.repo_id;
     UnsupportedRequirement {
         path: manifest.path.display().to_string(),
@@ -209,7 +210,75 @@ pub(crate) fn unsupported(
         ),
         span: dep.span.clone().map(SourceSpan::from),
         help: format!(
-            "kernels 0.14+ reads only integer versions: write `\"{repo}\" = {n}` for branch `v{n}`, or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
+            "kernels 0.14+ reads only integer versions: write `\"{repo}\" = N` for a branch `vN` the repository has (`kernels versions {repo}` lists them), or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
+        ),
+    }
+}
+
+/// [`unsupported`] with a help that names only what the repository has, from
+/// its `refs`: the integer `N` when branch `vN` exists, else its highest
+/// version branch; without version branches, kernels 0.14+ cannot lock it by
+/// version at all, and the help says what can (a `{ revision = … }` pin of the
+/// tag the specifier selects, or a runtime that reads specifiers).
+/// `tag_pin` says whether the tag the specifier selects can be locked by a
+/// `{ revision = … }` pin for this runtime (for 0.17 every build variant of it
+/// needs a metadata.json); `None` when it cannot be.
+pub(crate) fn unsupported_with_refs(
+    manifest: &Manifest,
+    dep: &Dependency,
+    runtime: RuntimeVersion,
+    refs: &GitRefs,
+    tag_pin: impl FnOnce(&GitRefInfo) -> bool,
+) -> UnsupportedRequirement {
+    let mut error = unsupported(manifest, dep, runtime);
+    error.help = refs_help(&dep.repo_id, &dep.requirement, runtime, refs, tag_pin);
+    error
+}
+
+/// The help of [`unsupported_with_refs`] (and of `kernels add` with such a
+/// requirement) for `requirement` of `repo`, which has `refs`.
+pub(crate) fn refs_help(
+    repo: &RepoId,
+    requirement: &Requirement,
+    runtime: RuntimeVersion,
+    refs: &GitRefs,
+    tag_pin: impl FnOnce(&GitRefInfo) -> bool,
+) -> String {
+    let specifiers =
+        "lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`";
+    let branches: BTreeSet<u64> = refs
+        .branches
+        .iter()
+        .filter_map(|b| branch_version(&b.name))
+        .filter_map(|n| u64::try_from(n).ok())
+        .collect();
+    let n = suggested_branch(requirement);
+    if branches.contains(&n) {
+        return format!(
+            "kernels 0.14+ reads only integer versions: write `\"{repo}\" = {n}` for branch `v{n}`, or {specifiers}"
+        );
+    }
+    if let Some(high) = branches.last() {
+        let list: Vec<String> = branches.iter().map(|b| format!("v{b}")).collect();
+        return format!(
+            "`{repo}` has no branch `v{n}`; its version branches are {}: write `\"{repo}\" = {high}` for branch `v{high}`, or {specifiers}",
+            list.join(", ")
+        );
+    }
+    let cannot = format!(
+        "`{repo}` has no `vN` version branches, so kernels {runtime} cannot lock it by version"
+    );
+    match select_tag(requirement, &refs.tags) {
+        Ok(tag) if tag_pin(&tag.git_ref) => format!(
+            "{cannot}; pin the tag {requirement} selects with `\"{repo}\" = {{ revision = \"{}\" }}` (an extension: the lock works with kernels {runtime}, whose own `kernels lock` cannot read it), or {specifiers}",
+            tag.git_ref.name
+        ),
+        Ok(tag) => format!(
+            "{cannot}, nor by its tag {} ({requirement} selects it), whose build variants lack the metadata.json kernels {runtime} reads; {specifiers}",
+            tag.git_ref.name
+        ),
+        Err(_) => format!(
+            "{cannot}, and no tag satisfies {requirement}; pin a revision with `\"{repo}\" = {{ revision = \"<branch, tag or commit>\" }}` (`kernels versions {repo}` lists them)"
         ),
     }
 }
@@ -346,11 +415,34 @@ mod tests {
             err.contains("kernels 0.14.0, which reads integer versions only"),
             "{err}"
         );
-        assert!(err.contains("write `\"a/b\" = 1` for branch `v1`"), "{err}");
+        // Without the repository's refs no branch is named.
         assert!(
-            check("0.17.2", "\"a/b\" = \"^2.1\"\n")
-                .unwrap_err()
-                .contains("= 2` for branch `v2`")
+            err.contains("`\"a/b\" = N` for a branch `vN` the repository has"),
+            "{err}"
+        );
+        // With them: the branch the requirement's major version names.
+        let branch = |name: &str| GitRefInfo {
+            name: name.to_owned(),
+            git_ref: format!("refs/heads/{name}"),
+            target_commit: "a".repeat(40).parse().unwrap(),
+        };
+        let refs = GitRefs {
+            branches: vec![branch("v1"), branch("v2")],
+            converts: Vec::new(),
+            tags: Vec::new(),
+            pull_requests: None,
+        };
+        let repo: RepoId = "a/b".parse().unwrap();
+        let caret = Requirement::parse_str("^2.1").unwrap();
+        let help = refs_help(&repo, &caret, RuntimeVersion::new(0, 17, 2), &refs, |_| {
+            true
+        });
+        assert!(help.contains("= 2` for branch `v2`"), "{help}");
+        let five = Requirement::parse_str(">=5").unwrap();
+        let help = refs_help(&repo, &five, RuntimeVersion::new(0, 17, 2), &refs, |_| true);
+        assert!(
+            help.contains("has no branch `v5`; its version branches are v1, v2"),
+            "{help}"
         );
         let w = check("0.13.0", s).unwrap();
         assert!(w[0].contains("deprecates them"), "{w:?}");

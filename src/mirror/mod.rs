@@ -264,7 +264,7 @@ async fn plan_for<'a>(
 
 async fn plan_project(client: &HubClient, dir: &Path) -> Result<Vec<RepoPlan>, MirrorError> {
     let lock_path = dir.join(LOCK_FILE_NAME);
-    if !lock_path.is_file() {
+    if !crate::lock::format::lock_file_exists(&lock_path)? {
         return Err(MirrorError::NoLock(dir.to_owned()));
     }
     let lockfile = Lockfile::read(&lock_path)?;

@@ -21,6 +21,7 @@
 //! [`environment`] (finding the project's Python and asking it about torch).
 
 pub mod environment;
+mod fit_hint;
 pub mod ranking;
 pub mod selection;
 pub mod targets;
@@ -135,10 +136,7 @@ pub enum VariantError {
         "{repo_id}@{commit} has no build variant for this environment ({wanted}); available: {}",
         closest_list(wanted, available)
     )]
-    #[diagnostic(
-        code(kernels::variant::no_compatible),
-        help("pick one explicitly with `--variant NAME`, or use `--all-variants`")
-    )]
+    #[diagnostic(code(kernels::variant::no_compatible), help("{help}"))]
     NoCompatible {
         /// Kernel repo.
         repo_id: RepoId,
@@ -149,6 +147,8 @@ pub enum VariantError {
         wanted: String,
         /// Variants the kernel has.
         available: Vec<String>,
+        /// What would fit ([`fit_hint::no_fit_help`]).
+        help: String,
     },
 }
 
@@ -161,9 +161,14 @@ fn closest_list(wanted: &str, available: &[String]) -> String {
     if available.is_empty() {
         return "none (the commit has no build/ directory)".to_owned();
     }
-    let sorted = by_closeness(wanted, available);
-    let shown: Vec<&str> = sorted.iter().take(LIST_CAP).map(|s| s.as_str()).collect();
-    let more = available.len().saturating_sub(LIST_CAP);
+    capped_list(&by_closeness(wanted, available))
+}
+
+/// `names` in their order, at most [`LIST_CAP`] of them and the number of the
+/// others (`a, b, c, d, e, and 47 more`), as lists of variants are shown.
+pub(crate) fn capped_list(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(LIST_CAP).map(|s| s.as_str()).collect();
+    let more = names.len().saturating_sub(LIST_CAP);
     if more == 0 {
         shown.join(", ")
     } else {

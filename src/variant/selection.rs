@@ -229,11 +229,13 @@ fn ranked_for(
         (ranked, env.describe())
     };
     if ranked.is_empty() {
+        let available: Vec<String> = available.iter().cloned().collect();
         return Err(VariantError::NoCompatible {
             repo_id: repo_id.clone(),
             commit: commit.clone(),
+            help: super::fit_hint::no_fit_help(env, repo_id, &available),
             wanted,
-            available: available.iter().cloned().collect(),
+            available,
         });
     }
     Ok(ranked)

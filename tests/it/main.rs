@@ -18,8 +18,10 @@ mod cooldown;
 #[cfg(unix)]
 mod crash;
 mod digest;
+mod doc_shell;
 #[cfg(target_os = "linux")]
 mod docker_recipe;
+mod docs_blocks;
 mod download;
 mod edges;
 mod env;
@@ -32,6 +34,7 @@ mod flags;
 #[cfg(unix)]
 mod fleet;
 mod fuzz;
+mod hints;
 #[cfg(target_os = "linux")]
 mod hostile;
 mod info;

@@ -9,9 +9,11 @@
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use kernels_test_support::{self as common, Server};
+
+use crate::doc_shell::{clean_shell, fenced_blocks};
 
 /// The text of the `## {title}` section, up to the next `## ` heading.
 fn section<'a>(readme: &'a str, title: &str) -> &'a str {
@@ -22,37 +24,6 @@ fn section<'a>(readme: &'a str, title: &str) -> &'a str {
     let rest = &readme[start + 3..];
     let end = rest.find("\n## ").map_or(readme.len(), |i| start + 3 + i);
     &readme[start..end]
-}
-
-/// Every fenced block of `text`, as (language, body), in order.
-fn fenced_blocks(text: &str) -> Vec<(String, String)> {
-    let mut blocks = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let Some(lang) = line.strip_prefix("```") else {
-            continue;
-        };
-        let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
-        blocks.push((lang.trim().to_owned(), body.join("\n") + "\n"));
-    }
-    blocks
-}
-
-/// `sh -c line` in `dir` with nothing but `PATH` (the built binary, then the
-/// system's directories), `HOME` and `HF_ENDPOINT`.
-fn clean_shell(line: &str, dir: &Path, home: &Path, endpoint: &str) -> Command {
-    let bin_dir = common::kernels_bin().parent().unwrap().to_owned();
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", line])
-        .env_clear()
-        .current_dir(dir)
-        .env(
-            "PATH",
-            format!("{}:/usr/local/bin:/usr/bin:/bin", bin_dir.display()),
-        )
-        .env("HOME", home)
-        .env("HF_ENDPOINT", endpoint);
-    cmd
 }
 
 /// Runs a `kernels serve ./mirror --port 8080` line as written but on a free
@@ -87,8 +58,9 @@ fn every_usage_block_runs_as_written_without_torch() {
         .unwrap();
     assert!(!torch.status.success(), "the clean environment has torch");
     let mut ran = 0;
-    for (lang, body) in fenced_blocks(section(&readme, "Usage")) {
-        match lang.as_str() {
+    for block in fenced_blocks(section(&readme, "Usage")) {
+        let body = block.body;
+        match block.lang.as_str() {
             "toml" if body.starts_with("# pyproject.toml\n") => {
                 fs_err::write(project.join("pyproject.toml"), body).unwrap();
             }

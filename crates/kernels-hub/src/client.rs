@@ -241,6 +241,16 @@ impl HubClient {
         self
     }
 
+    /// This client making one attempt per request (no retry, no retry
+    /// notice): for a request that only improves a message, which must not
+    /// delay it when the Hub cannot be reached.
+    pub fn single_attempt(&self) -> Self {
+        let mut client = self.clone();
+        client.retry.max_retries = 0;
+        client.on_retry = RetryObserver(None);
+        client
+    }
+
     /// Retry budget and timeouts of every request made through this client.
     pub fn retry_policy(&self) -> &RetryPolicy {
         &self.retry

@@ -73,7 +73,10 @@ pub struct LockedKernel {
 pub enum LockfileError {
     /// The file cannot be read.
     #[error("cannot read {}", path.display())]
-    #[diagnostic(code(kernels::lockfile::io))]
+    #[diagnostic(
+        code(kernels::lockfile::io),
+        help("check that this user may read the file and enter every directory above it")
+    )]
     Io {
         /// The lock file.
         path: PathBuf,
@@ -167,6 +170,21 @@ impl LockfileError {
             LockfileError::NotALockfile { detail, .. } => Some(detail),
             _ => None,
         }
+    }
+}
+
+/// Whether the lock file at `path` exists: `Ok(false)` only when nothing is
+/// there (`NotFound`); any other failure to look (a directory the user may not
+/// enter: permission denied) is [`LockfileError::Io`] naming the path, so that
+/// it is never reported as a missing lock.
+pub fn lock_file_exists(path: &Path) -> Result<bool, LockfileError> {
+    match fs_err::metadata(path) {
+        Ok(metadata) => Ok(metadata.is_file()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(LockfileError::Io {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 

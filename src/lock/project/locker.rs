@@ -32,6 +32,10 @@ impl Locker<'_> {
         Resolver::new(self.client.clone(), repo_type)
             .exclude_bytecode(self.profile.exclude_bytecode)
             .cooldown(self.options.cooldown.clone())
+            .reads_specifiers(
+                self.profile.requirements != crate::lock::profile::RequirementSupport::IntegersOnly,
+                !self.profile.transitive,
+            )
     }
 
     /// After a failed resolution: when it is the `kernel` API's RepoNotFound and

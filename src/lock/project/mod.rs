@@ -39,7 +39,7 @@ pub use outcome::{LockOptions, LockOutcome, Locked, NoVariants, RequiredBy};
 
 use crate::lock::manifest::Manifest;
 use crate::lock::profile::Profile;
-use crate::lock::support::check_requirements;
+use crate::lock::support::{UnsupportedRequirement, check_requirements, unsupported_with_refs};
 use kernels_hub::HubClient;
 use locker::Locker;
 
@@ -51,12 +51,11 @@ pub async fn lock_project(
     options: &LockOptions,
 ) -> Result<LockOutcome, LockError> {
     let path = manifest.path.display().to_string();
-    let mut warnings: Vec<String> = check_requirements(profile, manifest)
-        .map_err(LockError::UnsupportedRequirement)?
-        .iter()
-        .map(ToString::to_string)
-        .collect();
     let client = &profile.hub_client(client);
+    let mut warnings: Vec<String> = match check_requirements(profile, manifest) {
+        Ok(warnings) => warnings.iter().map(ToString::to_string).collect(),
+        Err(error) => return Err(unsupported_error(client, profile, manifest, error).await),
+    };
     let locker = Locker {
         client,
         profile,
@@ -98,4 +97,73 @@ pub async fn lock_project(
             .collect();
     }
     Ok(outcome)
+}
+
+/// The error for a requirement the runtime does not read, its help checked
+/// against the repository's refs when the Hub answers (a hint must name a
+/// version that exists); without an answer the error is left as it is.
+async fn unsupported_error(
+    client: &HubClient,
+    profile: &Profile,
+    manifest: &Manifest,
+    error: Box<UnsupportedRequirement>,
+) -> LockError {
+    let client = &client.single_attempt();
+    let dep = manifest
+        .dependencies
+        .iter()
+        .find(|d| d.repo_id == error.repo_id);
+    let refs = match dep {
+        Some(_) => client
+            .list_refs(profile.repo_type, &error.repo_id)
+            .await
+            .ok(),
+        None => None,
+    };
+    let (Some(dep), Some(refs)) = (dep, refs) else {
+        return LockError::UnsupportedRequirement(error);
+    };
+    let tag = crate::lock::requirement::select_tag(&dep.requirement, &refs.tags).ok();
+    let pinnable = match &tag {
+        Some(tag) if profile.transitive => {
+            every_variant_has_metadata(client, profile, &dep.repo_id, &tag.git_ref).await
+        }
+        _ => true,
+    };
+    LockError::UnsupportedRequirement(Box::new(unsupported_with_refs(
+        manifest,
+        dep,
+        error.runtime,
+        &refs,
+        |_| pinnable,
+    )))
+}
+
+/// Whether every build variant of `tag` has the `metadata.json` that runtimes
+/// following kernel dependencies (0.17) need to lock it; false when the
+/// listing cannot be read or there are no variants.
+pub(crate) async fn every_variant_has_metadata(
+    client: &HubClient,
+    profile: &Profile,
+    repo_id: &kernels_types::repo_id::RepoId,
+    tag: &kernels_types::wire::GitRefInfo,
+) -> bool {
+    let commit = tag.target_commit.as_str();
+    let Ok(entries) = client
+        .list_tree(profile.repo_type, repo_id, commit, "build", true)
+        .await
+    else {
+        return false;
+    };
+    let variants: Vec<&str> = entries
+        .iter()
+        .filter(|e| !e.is_file())
+        .filter_map(|e| e.path.strip_prefix("build/"))
+        .filter(|rest| !rest.contains('/'))
+        .collect();
+    let has = |v: &str| {
+        let path = format!("build/{v}/metadata.json");
+        entries.iter().any(|e| e.is_file() && e.path == path)
+    };
+    !variants.is_empty() && variants.iter().all(|v| has(v))
 }
