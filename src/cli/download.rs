@@ -191,6 +191,7 @@ impl LockRead {
         self,
         concurrency: usize,
         refresh: bool,
+        trust: Option<std::sync::Arc<crate::install::signature::Trust>>,
     ) -> (
         Vec<LockedKernel>,
         crate::lock::format::LockFormat,
@@ -203,6 +204,7 @@ impl LockRead {
             refs: self.refs,
             refresh,
             fit: self.fit,
+            trust,
         };
         (self.kernels, self.format, options)
     }
@@ -437,7 +439,12 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         }
     })?;
     let profile = read.profile.clone();
-    let (kernels, format, options) = read.into_options(args.concurrency, args.refresh);
+    let trust = crate::install::signature::Trust {
+        pins: crate::lock::provenance::file_pins(dir),
+        ..crate::install::signature::Trust::reference_default()
+    };
+    let (kernels, format, options) =
+        read.into_options(args.concurrency, args.refresh, Some(trust.into()));
     let mut settings = settings.clone();
     settings.offline |= args.offline;
     let settings = &settings;
@@ -549,6 +556,12 @@ impl Run<'_> {
                 error: None,
             });
         }
+        if let Some(note) = unsigned_note(&summary.done) {
+            printer.status(format_args!("note: {note}"));
+        }
+        let project_dir = &self.args.project.project_dir;
+        let write = !settings.offline;
+        crate::lock::provenance::remember(project_dir, self.kernels, &summary.done, write)?;
         if !summary.done.is_empty() {
             printer.status(summary_line(
                 &summary.done,
@@ -828,6 +841,30 @@ struct Unreachable {
     help: String,
 }
 
+/// `unsigned variants accepted (no metadata.json.sigstore): acme/relu@abc1234
+/// (torch-cpu, torch-cuda), …`: the one line naming every unsigned variant
+/// a run placed; `None` when there is none.
+fn unsigned_note(done: &[crate::install::KernelReport]) -> Option<String> {
+    let kernels: Vec<String> = done
+        .iter()
+        .filter_map(|report| {
+            let unsigned: Vec<&str> = report
+                .signatures
+                .iter()
+                .filter(|(_, s)| s.signer().is_none())
+                .map(|(v, _)| v.as_str())
+                .collect();
+            (!unsigned.is_empty()).then(|| format!("{} ({})", report.label(), unsigned.join(", ")))
+        })
+        .collect();
+    (!kernels.is_empty()).then(|| {
+        format!(
+            "unsigned variants (no metadata.json.sigstore): {}",
+            kernels.join(", ")
+        )
+    })
+}
+
 /// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
 /// and the `message`.
 fn failure_doc(failure: &crate::install::KernelFailure) -> FailureDoc {
@@ -850,6 +887,11 @@ fn downloaded_doc(report: &crate::install::KernelReport) -> DownloadedDoc<'_> {
         fetched_bytes: report.fetched_bytes,
         fetched_blobs: report.fetched_blobs,
         fit: super::json::FitDoc::of(&report.fit),
+        signatures: report
+            .signatures
+            .iter()
+            .map(|(variant, signature)| super::json::SignatureDoc::of(variant, signature))
+            .collect(),
     }
 }
 

@@ -304,6 +304,31 @@ pub struct DownloadedDoc<'a> {
     pub fetched_blobs: usize,
     /// The fit of the candidate variants (see [`FitDoc`]).
     pub fit: FitDoc,
+    /// The signature outcome of each variant placed, sorted by variant.
+    pub signatures: Vec<SignatureDoc>,
+}
+
+/// One variant's signature outcome: the reference's outcome name
+/// (`Success`, `SignatureBundleMissing`) and, when signed, the signer.
+#[derive(Debug, Serialize)]
+pub struct SignatureDoc {
+    /// The variant.
+    pub variant: String,
+    /// The outcome name.
+    pub outcome: &'static str,
+    /// The signer, `null` when unsigned.
+    pub signer: Option<crate::lock::provenance::Signer>,
+}
+
+impl SignatureDoc {
+    /// The document of `variant`'s `signature`.
+    pub fn of(variant: &str, signature: &crate::install::signature::Signature) -> SignatureDoc {
+        SignatureDoc {
+            variant: variant.to_owned(),
+            outcome: signature.outcome(),
+            signer: signature.signer().map(Into::into),
+        }
+    }
 }
 
 /// The fit of one kernel's variants by the target runtime's load-time rules:
@@ -1187,6 +1212,7 @@ mod tests {
                 fetched_bytes: 2,
                 fetched_blobs: 1,
                 fit: fit_doc(),
+                signatures: Vec::new(),
             }],
             failed: vec![failure()],
             error: None,

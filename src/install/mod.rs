@@ -27,7 +27,8 @@
 //! label of a commit (`version`), the reporter trait (`reporter`), offline
 //! verification (`verify`), `--dry-run` (`dry_run`), `--explain` (`explain`),
 //! the load-time fit of candidate variants (`fit`), the metadata digest of a
-//! variant's files (`digest`), the fit of each variant
+//! variant's files (`digest`), the signature of a variant (`signature`), what vouches for
+//! the files of a variant the lock pins no hash for (`vouch`), the fit of each variant
 //! for the targets that `--explain` and `kernels env` show (`variant_fit`).
 //! Each imports what it needs from its siblings; none imports this module.
 
@@ -42,9 +43,11 @@ pub mod options;
 pub mod plan;
 pub mod report;
 pub mod reporter;
+pub mod signature;
 pub mod variant_fit;
 pub mod verify;
 mod version;
+pub mod vouch;
 mod warm;
 
 pub use crate::lock::format::LockedKernel;

@@ -57,4 +57,5 @@ mod sticky;
 mod terminal;
 mod tls;
 mod to_wheel;
+mod trust_download;
 mod verify;
