@@ -7,11 +7,12 @@
 //! cli/       arguments, settings (the only environment reader), printing, progress
 //! wheel/     to-wheel            mirror/    kernels mirror    check/   kernels check
 //! info/      kernels info       export/  kernels export (SBOM)
+//! signatures/  verify-signature · verify --signatures · audit (over kernels-trust)
 //! install/   plan · fetch · engine · warm check · verify · dry-run · explain
 //! variant/   variant selection and environment detection
 //! lock/      manifest · requirement · resolver · project locking · freshness ·
 //!            conflict · target-runtime policy · formats
-//! kernels-cache, kernels-hub, kernels-serve, kernels-types   (crates/)
+//! kernels-cache, kernels-hub, kernels-serve, kernels-trust, kernels-types   (crates/)
 //! ```
 
 pub mod check;
@@ -21,5 +22,6 @@ pub mod info;
 pub mod install;
 pub mod lock;
 pub mod mirror;
+pub mod signatures;
 pub mod variant;
 pub mod wheel;

@@ -1,12 +1,14 @@
 //! Argument groups shared by several commands (`#[command(flatten)]`), so
 //! that each flag is declared, documented and read in one place: the project
-//! directory, the target runtime, the repository type and the environment
-//! overrides.
+//! directory, the target runtime, the repository type, the environment
+//! overrides and the signature trust settings.
 
 use std::path::PathBuf;
 
 use kernels_types::fit::{Capability, Target};
 use kernels_types::wire::RepoType;
+
+use crate::lock::trust_settings::TrustSettings;
 
 /// The positional `PROJECT_DIR` of the commands that work on a project.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -40,6 +42,32 @@ impl ProjectArgs {
     pub fn resolve(&mut self, global: &super::GlobalArgs) -> miette::Result<()> {
         self.project_dir = super::project_dir(self.project_arg.take(), global)?;
         Ok(())
+    }
+}
+
+/// `--trust-root` and `--require-signed`: which signatures are accepted, on
+/// top of `[tool.kernels] trust-root` / `require-signed`
+/// ([`crate::lock::trust_settings`]).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TrustArgs {
+    /// Verify Sigstore signatures against this `trusted_root.json` (a private
+    /// Sigstore, or an air-gapped copy). Default: `trust-root` under
+    /// `[tool.kernels]`, else the Sigstore production root built into this
+    /// binary (never refreshed online).
+    #[arg(long, value_name = "FILE")]
+    pub trust_root: Option<PathBuf>,
+
+    /// Refuse variants that have no signature (`SignatureBundleMissing`)
+    /// instead of accepting them with a warning. Default: `require-signed`
+    /// under `[tool.kernels]`.
+    #[arg(long)]
+    pub require_signed: bool,
+}
+
+impl TrustArgs {
+    /// `settings` (the project's, or the defaults) with these flags on top.
+    pub fn apply(&self, settings: TrustSettings) -> TrustSettings {
+        settings.overridden(self.trust_root.as_deref(), self.require_signed)
     }
 }
 

@@ -1030,6 +1030,140 @@ fn to_value(doc: &impl Serialize) -> serde_json::Value {
     serde_json::to_value(doc).expect("a JSON document serializes")
 }
 
+/// The signer of a verified variant ([`kernels_trust::SignerIdentity`]).
+#[derive(Debug, Serialize)]
+pub struct SignerDoc {
+    /// OIDC issuer of the certificate.
+    pub issuer: String,
+    /// Source repository URI.
+    pub source_repository: Option<String>,
+    /// Build-signer (workflow) URI with its ref.
+    pub workflow: Option<String>,
+    /// Commit of the signing workflow.
+    pub workflow_commit: Option<String>,
+    /// Rekor log index.
+    pub log_index: Option<u64>,
+}
+
+impl SignerDoc {
+    /// The signer of `outcome`, when it is a success.
+    pub fn of(outcome: &kernels_trust::Outcome) -> Option<SignerDoc> {
+        match outcome {
+            kernels_trust::Outcome::Success(id) => Some(SignerDoc {
+                issuer: id.issuer.clone(),
+                source_repository: id.source_repository.clone(),
+                workflow: id.workflow.clone(),
+                workflow_commit: id.workflow_commit.clone(),
+                log_index: id.log_index,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// One variant's signature check, in `kernels verify --signatures` and
+/// `kernels audit` documents.
+#[derive(Debug, Serialize)]
+pub struct SignatureDoc {
+    /// The variant directory name.
+    pub variant: String,
+    /// The reference's outcome name (`Success`, `SignatureBundleMissing`, …).
+    pub outcome: &'static str,
+    /// `accepted`, `unsigned` or `refused`.
+    pub verdict: &'static str,
+    /// The reason of a failure, or the signer of a success, for people.
+    pub detail: Option<String>,
+    /// The signer, for a success.
+    pub signer: Option<SignerDoc>,
+}
+
+impl SignatureDoc {
+    /// The document of `check`.
+    pub fn of(check: &crate::signatures::cached::VariantCheck) -> SignatureDoc {
+        SignatureDoc {
+            variant: check.variant.clone(),
+            outcome: check.outcome.name(),
+            verdict: check.verdict.name(),
+            detail: crate::signatures::outcome_detail(&check.outcome),
+            signer: SignerDoc::of(&check.outcome),
+        }
+    }
+}
+
+/// `kernels verify --signatures --format json` (schema 1).
+#[derive(Debug, Serialize)]
+pub struct SignaturesDoc {
+    /// 1.
+    pub schema: u32,
+    /// `verify --signatures`.
+    pub command: &'static str,
+    /// Exactly when the exit code is 0.
+    pub ok: bool,
+    /// `production`, or the `trusted_root.json` used.
+    pub trust_root: String,
+    /// Whether unsigned variants are refused.
+    pub require_signed: bool,
+    /// One per locked kernel.
+    pub kernels: Vec<SignedKernelDoc>,
+}
+
+/// One kernel of [`SignaturesDoc`].
+#[derive(Debug, Serialize)]
+pub struct SignedKernelDoc {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// The locked commit.
+    pub commit: CommitId,
+    /// The cached variants checked (none: not in the cache).
+    pub variants: Vec<SignatureDoc>,
+}
+
+/// `kernels audit --format json` (schema 1).
+#[derive(Debug, Serialize)]
+pub struct AuditDoc {
+    /// 1.
+    pub schema: u32,
+    /// `audit`.
+    pub command: &'static str,
+    /// Exactly when the exit code is 0.
+    pub ok: bool,
+    /// `production`, or the `trusted_root.json` used.
+    pub trust_root: String,
+    /// Whether unsigned variants are refused.
+    pub require_signed: bool,
+    /// One per locked kernel.
+    pub kernels: Vec<AuditKernelDoc>,
+}
+
+/// One kernel of [`AuditDoc`].
+#[derive(Debug, Serialize)]
+pub struct AuditKernelDoc {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// The locked commit.
+    pub commit: CommitId,
+    /// `kernel`, `model` (a model-type repository: a `models--` cache
+    /// folder), or `null` when the cache holds no variant of the commit.
+    pub repo_type: Option<&'static str>,
+    /// `allow-listed` (`[tool.kernels] trust`) or `unknown` (offline).
+    pub publisher: &'static str,
+    /// The cached variants.
+    pub variants: Vec<AuditVariantDoc>,
+}
+
+/// One variant of [`AuditKernelDoc`].
+#[derive(Debug, Serialize)]
+pub struct AuditVariantDoc {
+    /// The signature check.
+    #[serde(flatten)]
+    pub signature: SignatureDoc,
+    /// Whether `metadata.json` has a digest.
+    pub digest: bool,
+    /// Whether its provenance says the build was dirty; `null` without
+    /// provenance.
+    pub dirty: Option<bool>,
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;

@@ -9,6 +9,7 @@
 
 mod add;
 pub mod args;
+mod audit;
 mod breaking;
 mod cache;
 mod causes;
@@ -30,10 +31,12 @@ pub mod progress;
 mod reference;
 mod serve;
 pub mod settings;
+mod signatures;
 mod stale;
 mod to_wheel;
 mod tree;
 mod verify;
+mod verify_signature;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -242,7 +245,28 @@ enum Command {
     /// Build Python wheels from the build variants of a kernel snapshot.
     ToWheel(to_wheel::ToWheelArgs),
     /// Re-hash the kernels pinned in `kernels.lock` in the cache; no network.
+    ///
+    /// With `--signatures`, verify the Sigstore signature and digest of every
+    /// cached variant of each locked kernel instead (offline).
     Verify(verify::VerifyArgs),
+    /// Fetch a kernel version's build variants from the Hub and verify their signatures.
+    ///
+    /// As reference 0.17.2's `kernels verify-signature`: version N is the
+    /// branch `vN`; the variant for this environment, or every variant with
+    /// `--all-variants`. One line per variant; exit 1 when any is not
+    /// correctly signed by an accepted signer. The files are fetched into a
+    /// scratch directory, never into the cache.
+    // `VERSION` is the kernel's version here, as in the reference.
+    #[command(disable_version_flag = true)]
+    VerifySignature(verify_signature::VerifySignatureArgs),
+    /// Audit the signatures and provenance of every locked kernel in the cache; no network.
+    ///
+    /// Per locked kernel and cached variant (as `npm audit signatures`): the
+    /// signature outcome and signer, whether metadata.json has a digest, the
+    /// dirty flags of its provenance, the publisher's trust as far as known
+    /// offline, and kernels cached as model-type repositories. Exit 1 when
+    /// the project's trust settings refuse any variant.
+    Audit(audit::AuditArgs),
     /// Print a shell completion script on stdout.
     Completions(CompletionsArgs),
     /// Print the Markdown command-line reference (docs/cli.md) on stdout.
@@ -296,6 +320,7 @@ pub fn main() -> ExitCode {
         Command::Env(a) => (LockModeArgs::default(), Some(&a.cache), false),
         Command::Info(a) => (LockModeArgs::default(), Some(&a.cache), false),
         Command::Export(a) => (LockModeArgs::default(), Some(&a.cache), false),
+        Command::Audit(a) => (LockModeArgs::default(), Some(&a.cache), false),
         _ => (LockModeArgs::default(), None, false),
     };
     if let Some(dir) = cache.and_then(|c| c.cache_dir.clone()) {
@@ -443,6 +468,14 @@ fn dispatch(
         Command::Check(mut args) => {
             args.project.resolve(global)?;
             check::run_checked(args, settings, global, printer)
+        }
+        Command::VerifySignature(args) => {
+            let dir = project_dir(None, global)?;
+            verify_signature::run(args, &dir, settings, printer)
+        }
+        Command::Audit(mut args) => {
+            args.project.resolve(global)?;
+            audit::run(args, settings, printer)
         }
         Command::Completions(args) => {
             let mut script = Vec::new();

@@ -33,6 +33,18 @@ pub struct VerifyArgs {
     /// `--cache-dir`.
     #[command(flatten)]
     pub cache: super::CacheArgs,
+
+    /// Verify the Sigstore signature and digest of each selected cached
+    /// variant instead of re-hashing against the lock: one line per variant
+    /// with the reference's outcome name; exit 1 on an invalid signature,
+    /// metadata or digest, on an unsigned variant with `--require-signed`,
+    /// and on a kernel not in the cache. Offline.
+    #[arg(long)]
+    pub signatures: bool,
+
+    /// `--trust-root`, `--require-signed` (with `--signatures`).
+    #[command(flatten)]
+    pub trust: super::args::TrustArgs,
 }
 
 /// `kernels verify` found differences between the lock and the cache.
@@ -100,6 +112,16 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
             print_failure(settings, printer, report);
         }
     })?;
+    if args.signatures {
+        return super::signatures::run(
+            &read,
+            &args.project.project_dir,
+            &args.trust,
+            json,
+            settings,
+            printer,
+        );
+    }
     let cache = settings.cache();
     let mut checks = verify_kernels_fit(
         &cache,

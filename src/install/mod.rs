@@ -37,7 +37,7 @@ pub mod dry_run;
 mod engine;
 pub mod error;
 pub mod explain;
-mod fetch;
+pub(crate) mod fetch;
 pub mod fit;
 pub mod options;
 pub mod plan;

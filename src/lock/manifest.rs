@@ -23,6 +23,9 @@ use toml_edit::{Item, TableLike, Value};
 
 use crate::lock::cooldown::{CUTOFF_KEY, CooldownSettings, ExcludeNewer};
 use crate::lock::requirement::Requirement;
+use crate::lock::trust_settings::{
+    REQUIRE_SIGNED_KEY, SIGNERS_KEY, TRUST_ROOT_KEY, TrustSettings, parse_trust_settings,
+};
 use kernels_types::fit::{Capability, Target};
 use kernels_types::repo_id::RepoId;
 
@@ -59,6 +62,9 @@ pub struct ToolSettings {
     /// `exclude-newer`, `exclude-newer-package` and `exclude-newer-cutoff`:
     /// the release cooldown ([`crate::lock::cooldown`]).
     pub cooldown: CooldownSettings,
+    /// `trust-root`, `require-signed` and `[tool.kernels.signers]`: which
+    /// signatures are accepted ([`crate::lock::trust_settings`]).
+    pub signing: TrustSettings,
 }
 
 impl ToolSettings {
@@ -439,6 +445,9 @@ pub const KNOWN_KERNELS_KEYS: &[&str] = &[
     "exclude-newer",
     "exclude-newer-package",
     CUTOFF_KEY,
+    TRUST_ROOT_KEY,
+    REQUIRE_SIGNED_KEY,
+    SIGNERS_KEY,
 ];
 
 /// Problems of the `[tool.kernels]` table itself: not a table, or unknown keys
@@ -568,8 +577,8 @@ impl ToolSettings {
     }
 }
 
-/// Reads `target-runtime`, `trust`, `cuda-capabilities` and `rocm-archs` of
-/// `[tool.kernels]`.
+/// Reads `target-runtime`, `trust`, `cuda-capabilities`, `rocm-archs`, the
+/// cooldown and the signing keys of `[tool.kernels]`.
 fn parse_settings(
     doc: &toml_edit::Document<&str>,
     path: &Path,
@@ -618,6 +627,7 @@ fn parse_settings(
         .map_err(|(item, what)| problem("rocm-archs", item, what, rocm_help))?;
     settings.targets.extend(rocm);
     settings.cooldown = parse_cooldown(table, &problem)?;
+    settings.signing = parse_trust_settings(table, path, &problem)?;
     Ok(settings)
 }
 
@@ -687,7 +697,7 @@ fn parse_cooldown(
 }
 
 /// A short description of a value for messages: its TOML text, or its type.
-fn item_text(item: &Item) -> String {
+pub(super) fn item_text(item: &Item) -> String {
     match item.as_value() {
         Some(value) => format!("`{}`", value.to_string().trim()),
         None => type_name(item).to_owned(),
@@ -726,7 +736,7 @@ fn string_array<'a, T, E: std::fmt::Display>(
         .map_err(|message| (item, message))
 }
 
-fn type_name(item: &Item) -> &'static str {
+pub(super) fn type_name(item: &Item) -> &'static str {
     match item {
         Item::None => "nothing",
         Item::Table(_) => "a table",
@@ -735,7 +745,7 @@ fn type_name(item: &Item) -> &'static str {
     }
 }
 
-fn value_type_name(value: &Value) -> &'static str {
+pub(super) fn value_type_name(value: &Value) -> &'static str {
     match value {
         Value::String(_) => "a string",
         Value::Integer(_) => "an integer",

@@ -5,7 +5,8 @@
 //! the target runtime ([`profile`]) and which requirement forms it reads
 //! ([`support`]), what a commit is called ([`label`]), and the two on-disk
 //! formats ([`format`](mod@format)); raising integer requirements to a newer
-//! major ([`breaking`]).
+//! major ([`breaking`]); which signatures the project accepts
+//! ([`trust_settings`]).
 
 pub mod breaking;
 pub mod conflict;
@@ -26,3 +27,4 @@ pub mod resolver;
 pub mod short_commit;
 pub mod sticky;
 pub mod support;
+pub mod trust_settings;

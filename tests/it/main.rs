@@ -52,6 +52,7 @@ mod readme;
 mod requirement_forms;
 mod runtime_offline;
 mod serve;
+mod signatures;
 mod snapshots_cli;
 mod sticky;
 mod terminal;
