@@ -67,6 +67,11 @@ pub struct DownloadArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 
+    /// `--trust-root`, `--require-signed`: which signatures a variant must
+    /// have to be placed in the cache.
+    #[command(flatten)]
+    pub trust: super::args::TrustArgs,
+
     /// `--locked` / `--frozen`.
     #[command(flatten)]
     pub lock_mode: super::LockModeArgs,
@@ -439,10 +444,9 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         }
     })?;
     let profile = read.profile.clone();
-    let trust = crate::install::signature::Trust {
-        pins: crate::lock::provenance::file_pins(dir),
-        ..crate::install::signature::Trust::reference_default()
-    };
+    let tool = ToolSettings::read(dir)?.unwrap_or_default();
+    let pins = crate::lock::provenance::file_pins(dir);
+    let trust = crate::install::signature::Trust::new(args.trust.apply(tool.signing), pins)?;
     let (kernels, format, options) =
         read.into_options(args.concurrency, args.refresh, Some(trust.into()));
     let mut settings = settings.clone();
@@ -890,7 +894,7 @@ fn downloaded_doc(report: &crate::install::KernelReport) -> DownloadedDoc<'_> {
         signatures: report
             .signatures
             .iter()
-            .map(|(variant, signature)| super::json::SignatureDoc::of(variant, signature))
+            .map(|(variant, signature)| super::json::PlacedSignatureDoc::of(variant, signature))
             .collect(),
     }
 }

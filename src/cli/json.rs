@@ -305,28 +305,32 @@ pub struct DownloadedDoc<'a> {
     /// The fit of the candidate variants (see [`FitDoc`]).
     pub fit: FitDoc,
     /// The signature outcome of each variant placed, sorted by variant.
-    pub signatures: Vec<SignatureDoc>,
+    pub signatures: Vec<PlacedSignatureDoc>,
 }
 
-/// One variant's signature outcome: the reference's outcome name
-/// (`Success`, `SignatureBundleMissing`) and, when signed, the signer.
+/// One variant's signature as `download` accepted it: the reference's
+/// outcome name (`Success`, `SignatureBundleMissing`) and, when signed, the
+/// signer.
 #[derive(Debug, Serialize)]
-pub struct SignatureDoc {
+pub struct PlacedSignatureDoc {
     /// The variant.
     pub variant: String,
     /// The outcome name.
     pub outcome: &'static str,
     /// The signer, `null` when unsigned.
-    pub signer: Option<crate::lock::provenance::Signer>,
+    pub signer: Option<SignerDoc>,
 }
 
-impl SignatureDoc {
+impl PlacedSignatureDoc {
     /// The document of `variant`'s `signature`.
-    pub fn of(variant: &str, signature: &crate::install::signature::Signature) -> SignatureDoc {
-        SignatureDoc {
+    pub fn of(
+        variant: &str,
+        signature: &crate::install::signature::Signature,
+    ) -> PlacedSignatureDoc {
+        PlacedSignatureDoc {
             variant: variant.to_owned(),
             outcome: signature.outcome(),
-            signer: signature.signer().map(Into::into),
+            signer: signature.signer().map(SignerDoc::identity),
         }
     }
 }
@@ -1049,14 +1053,19 @@ impl SignerDoc {
     /// The signer of `outcome`, when it is a success.
     pub fn of(outcome: &kernels_trust::Outcome) -> Option<SignerDoc> {
         match outcome {
-            kernels_trust::Outcome::Success(id) => Some(SignerDoc {
-                issuer: id.issuer.clone(),
-                source_repository: id.source_repository.clone(),
-                workflow: id.workflow.clone(),
-                workflow_commit: id.workflow_commit.clone(),
-                log_index: id.log_index,
-            }),
+            kernels_trust::Outcome::Success(id) => Some(SignerDoc::identity(id)),
             _ => None,
+        }
+    }
+
+    /// The document of a verified signer.
+    pub fn identity(id: &kernels_trust::SignerIdentity) -> SignerDoc {
+        SignerDoc {
+            issuer: id.issuer.clone(),
+            source_repository: id.source_repository.clone(),
+            workflow: id.workflow.clone(),
+            workflow_commit: id.workflow_commit.clone(),
+            log_index: id.log_index,
         }
     }
 }

@@ -15,43 +15,45 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kernels_trust::{Outcome, SignerIdentity, SignerPolicy, TrustRoot};
+use kernels_trust::{Outcome, SignerIdentity, SignerPolicy, TrustRoot, TrustRootError};
+
+use crate::lock::trust_settings::TrustSettings;
 use kernels_types::repo_id::RepoId;
 use kernels_types::{CommitId, Digest};
 
 use super::error::DownloadError;
 
-/// What signatures are checked against: the trust root, the signer policy
-/// per repository and whether unsigned variants are refused.
+/// What signatures are checked against: the project's trust settings
+/// ([`TrustSettings`]: signer policy per repository, `require-signed`), the
+/// trust root they name, and the files hashes of `kernels.lock.provenance`.
 #[derive(Debug, Clone)]
 pub struct Trust {
     /// The Sigstore root certificates chain to.
     pub root: TrustRoot,
-    /// `--require-signed` / `require-signed = true`: an unsigned variant is
-    /// refused instead of noted.
-    pub require_signed: bool,
-    /// The accepted signers of every repository.
-    pub policy: SignerPolicy,
+    /// The accepted signers and whether unsigned variants are refused.
+    pub settings: TrustSettings,
     /// The files hashes of `kernels.lock.provenance`, which vouch for the
     /// variants of a lock without hashes offline ([`super::vouch`]).
     pub pins: super::vouch::FilePins,
 }
 
 impl Trust {
-    /// The reference's default policy over the embedded production root,
-    /// unsigned variants accepted.
-    pub fn reference_default() -> Trust {
-        Trust {
-            root: TrustRoot::production(),
-            require_signed: false,
-            policy: SignerPolicy::reference_default(),
-            pins: Default::default(),
-        }
+    /// `settings` with the trust root they name read. Errors: the root file
+    /// cannot be used.
+    pub fn new(
+        settings: TrustSettings,
+        pins: super::vouch::FilePins,
+    ) -> Result<Trust, TrustRootError> {
+        Ok(Trust {
+            root: settings.trust_root()?,
+            settings,
+            pins,
+        })
     }
 
     /// The accepted signers of `repo_id`.
-    pub fn policy_for(&self, _repo_id: &RepoId) -> SignerPolicy {
-        self.policy.clone()
+    pub fn policy_for(&self, repo_id: &RepoId) -> SignerPolicy {
+        self.settings.policy_for(repo_id)
     }
 }
 
@@ -158,7 +160,7 @@ pub fn check_dir(
 }
 
 fn unsigned(trust: &Trust, subject: Subject<'_>) -> Result<Signature, DownloadError> {
-    if trust.require_signed {
+    if trust.settings.require_signed {
         let reason = "the variant has no metadata.json.sigstore, and signatures are required (`--require-signed` or `require-signed = true`)".to_owned();
         return Err(subject.refused("SignatureBundleMissing", reason));
     }

@@ -45,6 +45,8 @@ pub fn check(
             commit: &kernel.commit,
         };
         let pinned = pins.get(&(kernel.repo_id.clone(), kernel.commit.clone()));
+        // A missing or broken file is named already; the pin would only repeat it.
+        let clean = check.problems.is_empty();
         for (variant, files) in &check.variants {
             let has_digest = matches!(
                 super::fit::cached_lookup(&repo, subject, variant),
@@ -61,7 +63,7 @@ pub fn check(
                 }),
                 Some(pin) => {
                     let actual = hash_of(variant, files, false);
-                    if actual != *pin && hash_of(variant, files, true) != *pin {
+                    if clean && actual != *pin && hash_of(variant, files, true) != *pin {
                         check.problems.push(Problem::PinMismatch {
                             variant: variant.clone(),
                             pinned: pin.clone(),
