@@ -2,7 +2,8 @@
 //! to the lock (trust on first use, as Go's checksum database and PEP 740
 //! intend), without changing a byte of `kernels.lock` itself.
 //!
-//! One JSON object (keys sorted, two-space indentation, final newline; the
+//! One JSON object (`version`, then `kernels` with repositories, commits
+//! and variants sorted; two-space indentation, final newline; the
 //! format is documented in `docs/lockfile.md`):
 //!
 //! ```json
@@ -264,7 +265,7 @@ impl Provenance {
         Ok(())
     }
 
-    /// The file's text: sorted keys, two-space indentation, final newline.
+    /// The file's text: entries sorted, two-space indentation, final newline.
     pub fn to_text(&self) -> String {
         let mut text = serde_json::to_string_pretty(self).expect("provenance serializes");
         text.push('\n');
