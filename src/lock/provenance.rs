@@ -436,4 +436,22 @@ mod tests {
         let back: Provenance = serde_json::from_str(&text).unwrap();
         assert_eq!(back, p);
     }
+
+    #[test]
+    fn an_unreadable_side_file_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(Provenance::read(dir.path()).unwrap(), Provenance::default());
+        let path = Provenance::path(dir.path());
+        fs_err::write(&path, b"{\"version\": 1, \"kernels\": {\"a/b\": 3}}").unwrap();
+        let err = Provenance::read(dir.path()).unwrap_err();
+        assert!(matches!(err, ProvenanceError::Invalid { .. }), "{err}");
+        assert!(err.to_string().contains("kernels.lock.provenance"), "{err}");
+        fs_err::write(&path, b"{\"version\": 2, \"kernels\": {}}").unwrap();
+        let err = Provenance::read(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("version 2"), "{err}");
+        // Nothing recorded writes nothing.
+        fs_err::remove_file(&path).unwrap();
+        Provenance::default().write(dir.path()).unwrap();
+        assert!(!path.exists());
+    }
 }

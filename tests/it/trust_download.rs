@@ -398,3 +398,24 @@ fn a_planted_variant_is_refused_with_either_lock_format() {
     remove(&planted);
     assert_ok(&p.verify(&cpu));
 }
+
+#[test]
+fn lock_check_reads_the_side_file_offline() {
+    let p = TestContext::world().with_pyproject(
+        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/relu\" = { revision = \"main\" }\n",
+    );
+    p.run_ok(&["lock"]);
+    p.run_ok(&["lock", "--check", "--offline"]);
+    p.write(
+        "kernels.lock.provenance",
+        "{\"version\": 1, \"kernels\": []}\n",
+    );
+    let out = p.run(&["lock", "--check", "--offline"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    let text = text(&out);
+    assert!(text.contains("kernels::provenance::invalid"), "{text}");
+    assert!(
+        text.contains("is not a kernels.lock.provenance file"),
+        "{text}"
+    );
+}
