@@ -419,3 +419,29 @@ fn lock_check_reads_the_side_file_offline() {
         "{text}"
     );
 }
+
+#[test]
+fn the_warm_path_checks_the_signature_without_a_request() {
+    let sigstore = TestSigstore::new();
+    // Signed once: the lock hashes exactly the served bundle.
+    let files = served(&sigstore, "signed", "build");
+    let p = TestContext::with_generated_mirror(
+        |mirror| common::write_repo(mirror, "acme/signed", &sha("signed"), &files),
+        &["--test-control"],
+    );
+    sigstore.write_trusted_root(&p.project.join("trusted_root.json"));
+    p.lock_a(&[("acme/signed", &sha("signed"), &files)]);
+    assert_ok(&download(&p, &["--all-variants"]));
+    // Complete in the cache: no listing, but the bundle is verified, here
+    // against the production root, which does not know the test CA.
+    let out = p.download(&["--all-variants"]);
+    assert_refused(
+        &out,
+        &["acme/signed@aaaaaaa", "(SignatureVerificationFailure)"],
+    );
+    // The variant-hash lock pins the files, so the side file has the
+    // signed variant only.
+    let recorded = provenance(&p);
+    assert!(recorded["kernels"]["acme/signed"][sha("signed")][VARIANT]["signer"].is_object());
+    assert_ok(&download(&p, &["--all-variants"]));
+}
