@@ -69,6 +69,48 @@ impl TrustArgs {
     pub fn apply(&self, settings: TrustSettings) -> TrustSettings {
         settings.overridden(self.trust_root.as_deref(), self.require_signed)
     }
+
+    /// The trust root of `settings` (those [`TrustArgs::apply`] gave, of the
+    /// project in `project_dir`); an error names where the file was given.
+    ///
+    /// # Errors
+    /// The file cannot be read or is not a Sigstore trusted root.
+    pub fn root(
+        &self,
+        settings: &TrustSettings,
+        project_dir: &std::path::Path,
+    ) -> Result<kernels_trust::TrustRoot, TrustRootSetting> {
+        settings.trust_root().map_err(|source| {
+            let from = if self.trust_root.is_some() {
+                "--trust-root".to_owned()
+            } else {
+                let manifest = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
+                format!(
+                    "`trust-root` under [tool.kernels] of {}",
+                    manifest.display()
+                )
+            };
+            TrustRootSetting { from, source }
+        })
+    }
+}
+
+/// The trust root a command was given cannot be used.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("the trust root named by {from} cannot be used")]
+#[diagnostic(
+    code(kernels::trust::root_setting),
+    help(
+        "point {from} at the trusted_root.json of your Sigstore instance, or remove it to use the Sigstore production root built into kernels"
+    )
+)]
+pub struct TrustRootSetting {
+    /// `--trust-root`, or the pyproject.toml key.
+    from: String,
+    /// Why the file cannot be used.
+    #[source]
+    #[diagnostic_source]
+    source: kernels_trust::TrustRootError,
 }
 
 /// `--target-runtime`.

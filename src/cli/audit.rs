@@ -62,7 +62,7 @@ pub fn run(args: AuditArgs, settings: &Settings, printer: &Printer) -> miette::R
     let kernels = Lockfile::read(&lock_path)?.locked_kernels(&lock_path)?;
     let tool = ToolSettings::read(dir)?.unwrap_or_default();
     let trust = args.trust.apply(tool.signing);
-    let root = trust.trust_root()?;
+    let root = args.trust.root(&trust, dir)?;
     let audits = audit(&settings.cache(), &kernels, &tool.trust, &trust, &root);
     let refused: usize = audits
         .iter()

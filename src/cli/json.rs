@@ -1437,6 +1437,70 @@ mod tests {
     }
 
     #[test]
+    fn signature_documents_match_the_schema() {
+        use crate::signatures::Verdict;
+        use crate::signatures::cached::VariantCheck;
+        let identity = kernels_trust::SignerIdentity {
+            issuer: "https://token.actions.githubusercontent.com".to_owned(),
+            source_repository: Some("https://github.com/huggingface/kernels-community".to_owned()),
+            workflow: Some("build.yaml@refs/heads/main".to_owned()),
+            workflow_commit: Some("5e1f7a9".to_owned()),
+            log_index: Some(7),
+        };
+        let check = |outcome| VariantCheck {
+            variant: "torch-cpu".to_owned(),
+            dir: "/cache/v".into(),
+            outcome,
+            verdict: Verdict::Accepted,
+        };
+        let doc = SignaturesDoc {
+            schema: 1,
+            command: "verify --signatures",
+            ok: true,
+            trust_root: "production".to_owned(),
+            require_signed: false,
+            kernels: vec![SignedKernelDoc {
+                repo_id: "acme/relu".to_owned(),
+                commit: "1".repeat(40).parse().unwrap(),
+                variants: vec![SignatureDoc::of(&check(kernels_trust::Outcome::Success(
+                    identity,
+                )))],
+            }],
+        };
+        matches("`kernels verify --signatures`", &doc, &["kernels"]);
+        let signer = &to_value(&doc)["kernels"][0]["variants"][0];
+        let documented = &example("`kernels verify --signatures`")["kernels"][0]["variants"][0];
+        assert_eq!(keys(signer), keys(documented));
+        assert_eq!(keys(&signer["signer"]), keys(&documented["signer"]));
+        let doc = AuditDoc {
+            schema: 1,
+            command: "audit",
+            ok: true,
+            trust_root: "production".to_owned(),
+            require_signed: false,
+            kernels: vec![AuditKernelDoc {
+                repo_id: "acme/relu".to_owned(),
+                commit: "1".repeat(40).parse().unwrap(),
+                repo_type: Some("kernel"),
+                publisher: "unknown",
+                variants: vec![AuditVariantDoc {
+                    signature: SignatureDoc::of(&check(
+                        kernels_trust::Outcome::SignatureBundleMissing,
+                    )),
+                    digest: true,
+                    dirty: None,
+                }],
+            }],
+        };
+        matches("`kernels audit`", &doc, &["kernels"]);
+        let variant = &to_value(&doc)["kernels"][0]["variants"][0];
+        assert_eq!(
+            keys(variant),
+            keys(&example("`kernels audit`")["kernels"][0]["variants"][0])
+        );
+    }
+
+    #[test]
     fn verify_and_env_documents_match_the_schema() {
         let doc = VerifyDoc {
             schema: 1,

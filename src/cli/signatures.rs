@@ -52,35 +52,10 @@ pub(super) fn run(
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
     let tool = ToolSettings::read(project_dir)?.unwrap_or_default();
-    let trust = trust.apply(tool.signing);
-    let root = trust.trust_root()?;
-    let cache = settings.cache();
-    let mut checks = Vec::new();
-    for kernel in &read.kernels {
-        let repo = cache.repo(&kernel.repo_id, read.repo_type);
-        let cached = cached_variants(&repo, &kernel.commit);
-        let chosen = read
-            .selection
-            .select(&kernel.repo_id, &kernel.commit, &cached)
-            .map(|choice| choice.variants)
-            .unwrap_or_default();
-        let variants = (!chosen.is_empty()).then(|| {
-            check_variants(
-                &repo,
-                &kernel.repo_id,
-                &kernel.commit,
-                &chosen,
-                &trust,
-                &root,
-            )
-        });
-        checks.push(KernelChecks {
-            label: label(&kernel.repo_id, &kernel.commit),
-            repo_id: kernel.repo_id.to_string(),
-            commit: kernel.commit.clone(),
-            variants,
-        });
-    }
+    let settings_trust = trust.apply(tool.signing);
+    let root = trust.root(&settings_trust, project_dir)?;
+    let trust = settings_trust;
+    let checks = check_kernels(read, &settings.cache(), &trust, &root);
     let variants = checks.iter().flat_map(|c| c.variants.iter().flatten());
     let refused = variants
         .clone()
@@ -125,6 +100,36 @@ pub(super) fn run(
         total - signed
     ));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The checks of every locked kernel of `read` in `cache`.
+fn check_kernels(
+    read: &LockRead,
+    cache: &kernels_cache::HubCache,
+    trust: &crate::lock::trust_settings::TrustSettings,
+    root: &kernels_trust::TrustRoot,
+) -> Vec<KernelChecks> {
+    read.kernels
+        .iter()
+        .map(|kernel| {
+            let repo = cache.repo(&kernel.repo_id, read.repo_type);
+            let cached = cached_variants(&repo, &kernel.commit);
+            let chosen = read
+                .selection
+                .select(&kernel.repo_id, &kernel.commit, &cached)
+                .map(|choice| choice.variants)
+                .unwrap_or_default();
+            let variants = (!chosen.is_empty()).then(|| {
+                check_variants(&repo, &kernel.repo_id, &kernel.commit, &chosen, trust, root)
+            });
+            KernelChecks {
+                label: label(&kernel.repo_id, &kernel.commit),
+                repo_id: kernel.repo_id.to_string(),
+                commit: kernel.commit.clone(),
+                variants,
+            }
+        })
+        .collect()
 }
 
 /// `owner/name@abcdef1 torch-cpu: Success: signed by …`, a line per variant.

@@ -60,7 +60,7 @@ pub fn run(
 ) -> miette::Result<ExitCode> {
     let tool = ToolSettings::read(project_dir)?.unwrap_or_default();
     let trust = args.trust.apply(tool.signing);
-    let root = trust.trust_root()?;
+    let root = args.trust.root(&trust, project_dir)?;
     let policy = trust.policy_for(&args.repo_id);
     let selection = if args.all_variants {
         VariantSelection::All
@@ -87,12 +87,9 @@ pub fn run(
     let skip_unsigned = args.filter_unsigned && !trust.require_signed;
     let mut failed = false;
     for (variant, outcome) in &check.variants {
-        match lines(variant, outcome, skip_unsigned, args.filter_no_digest) {
-            Some((text, ok)) => {
-                printer.data(text);
-                failed |= !ok;
-            }
-            None => continue,
+        if let Some((text, ok)) = lines(variant, outcome, skip_unsigned, args.filter_no_digest) {
+            printer.data(text);
+            failed |= !ok;
         }
     }
     Ok(if failed {

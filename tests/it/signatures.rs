@@ -540,9 +540,18 @@ fn trust_settings_errors_name_the_file_the_key_and_the_fix() {
     );
     let out = p.run(&["audit"]);
     assert_eq!(out.status.code(), Some(1));
+    let text = stderr(&out);
+    assert!(text.contains("kernels::trust::root_unreadable"), "{text}");
     assert!(
-        stderr(&out).contains("kernels::trust::root_unreadable"),
-        "{}",
-        stderr(&out)
+        text.contains("`trust-root` under [tool.kernels] of ./pyproject.toml"),
+        "{text}"
+    );
+    snapshot!("signatures_setting_trust_root", out);
+    let out = p.run(&["audit", "--trust-root", "elsewhere.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stderr(&out);
+    assert!(
+        text.contains("the trust root named by --trust-root cannot be used"),
+        "{text}"
     );
 }
