@@ -90,14 +90,16 @@ fn hash_of(variant: &str, files: &[CachedFile], alternate: bool) -> String {
 /// The files under the variant directory `dir` of the snapshot (links not
 /// followed) that are neither planned (`planned`: repo paths from the Hub's
 /// listing) nor bytecode, as repo paths: online, what the listing does not
-/// vouch for in a variant whose metadata has no digest. A directory that
-/// does not exist has none.
+/// vouch for in a variant whose metadata has no digest. Temporary names of
+/// a concurrent download ([`kernels_cache::is_temp_name`]) are skipped. A
+/// directory that does not exist has none.
 pub fn unlisted_in_dir(dir: &std::path::Path, variant: &str, planned: &[&str]) -> Vec<String> {
     walkdir::WalkDir::new(dir)
         .sort_by_file_name()
         .into_iter()
         .filter_map(Result::ok)
         .filter(|entry| !entry.file_type().is_dir())
+        .filter(|entry| !kernels_cache::is_temp_name(&entry.file_name().to_string_lossy()))
         .filter_map(|entry| {
             let relative = entry.path().strip_prefix(dir).ok()?;
             let parts: Vec<String> = relative
