@@ -164,7 +164,11 @@ fn run(
         printer,
         args.lock_mode.frozen,
     )?;
-    let (locked, _, options) = read.into_options(DEFAULT_CONCURRENCY, false);
+    // A version outside the lock is downloaded under the project's trust settings.
+    let tool = crate::lock::manifest::ToolSettings::read(project_dir)?.unwrap_or_default();
+    let pins = crate::lock::provenance::file_pins(project_dir);
+    let trust = crate::install::signature::Trust::new(tool.signing, pins)?;
+    let (locked, _, options) = read.into_options(DEFAULT_CONCURRENCY, false, Some(trust.into()));
     let versions = Versions::choose(&args, project_dir, &locked, &options, settings, printer)?;
     let (entries, not_ready) = versions.locate(settings, &options);
     let options = Options {

@@ -76,6 +76,11 @@ pub struct DownloadArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 
+    /// `--trust-root`, `--require-signed`: which signatures a variant must
+    /// have to be placed in the cache.
+    #[command(flatten)]
+    pub trust: super::args::TrustArgs,
+
     /// `--locked` / `--frozen`.
     #[command(flatten)]
     pub lock_mode: super::LockModeArgs,
@@ -200,6 +205,7 @@ impl LockRead {
         self,
         concurrency: usize,
         refresh: bool,
+        trust: Option<std::sync::Arc<crate::install::signature::Trust>>,
     ) -> (
         Vec<LockedKernel>,
         crate::lock::format::LockFormat,
@@ -212,6 +218,7 @@ impl LockRead {
             refs: self.refs,
             refresh,
             fit: self.fit,
+            trust,
         };
         (self.kernels, self.format, options)
     }
@@ -450,7 +457,11 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         }
     })?;
     let profile = read.profile.clone();
-    let (kernels, format, options) = read.into_options(args.concurrency, args.refresh);
+    let tool = ToolSettings::read(dir)?.unwrap_or_default();
+    let pins = crate::lock::provenance::file_pins(dir);
+    let trust = crate::install::signature::Trust::new(args.trust.apply(tool.signing), pins)?;
+    let (kernels, format, options) =
+        read.into_options(args.concurrency, args.refresh, Some(trust.into()));
     let mut settings = settings.clone();
     settings.offline |= args.offline;
     let settings = &settings;
@@ -616,6 +627,12 @@ impl Run<'_> {
                 error: None,
             });
         }
+        if let Some(note) = unsigned_note(&summary.done) {
+            printer.status(format_args!("note: {note}"));
+        }
+        let project_dir = &self.args.project.project_dir;
+        let write = !settings.offline;
+        crate::lock::provenance::remember(project_dir, self.kernels, &summary.done, write)?;
         if !summary.done.is_empty() {
             printer.status(summary_line(
                 &summary.done,
@@ -925,6 +942,30 @@ struct Unreachable {
     help: String,
 }
 
+/// `unsigned variants accepted (no metadata.json.sigstore): acme/relu@abc1234
+/// (torch-cpu, torch-cuda), …`: the one line naming every unsigned variant
+/// a run placed; `None` when there is none.
+fn unsigned_note(done: &[crate::install::KernelReport]) -> Option<String> {
+    let kernels: Vec<String> = done
+        .iter()
+        .filter_map(|report| {
+            let unsigned: Vec<&str> = report
+                .signatures
+                .iter()
+                .filter(|(_, s)| s.signer().is_none())
+                .map(|(v, _)| v.as_str())
+                .collect();
+            (!unsigned.is_empty()).then(|| format!("{} ({})", report.label(), unsigned.join(", ")))
+        })
+        .collect();
+    (!kernels.is_empty()).then(|| {
+        format!(
+            "unsigned variants (no metadata.json.sigstore): {}",
+            kernels.join(", ")
+        )
+    })
+}
+
 /// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
 /// and the `message`.
 fn failure_doc(failure: &crate::install::KernelFailure) -> FailureDoc {
@@ -947,6 +988,11 @@ fn downloaded_doc(report: &crate::install::KernelReport) -> DownloadedDoc<'_> {
         fetched_bytes: report.fetched_bytes,
         fetched_blobs: report.fetched_blobs,
         fit: super::json::FitDoc::of(&report.fit),
+        signatures: report
+            .signatures
+            .iter()
+            .map(|(variant, signature)| super::json::PlacedSignatureDoc::of(variant, signature))
+            .collect(),
     }
 }
 

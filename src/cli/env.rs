@@ -85,6 +85,7 @@ fn explain_lock(
             refs: read.refs,
             refresh: false,
             fit: read.fit,
+            trust: None,
         };
         // Retries are shown even with `--quiet`, as the failures are.
         let client =

@@ -304,6 +304,35 @@ pub struct DownloadedDoc<'a> {
     pub fetched_blobs: usize,
     /// The fit of the candidate variants (see [`FitDoc`]).
     pub fit: FitDoc,
+    /// The signature outcome of each variant placed, sorted by variant.
+    pub signatures: Vec<PlacedSignatureDoc>,
+}
+
+/// One variant's signature as `download` accepted it: the reference's
+/// outcome name (`Success`, `SignatureBundleMissing`) and, when signed, the
+/// signer.
+#[derive(Debug, Serialize)]
+pub struct PlacedSignatureDoc {
+    /// The variant.
+    pub variant: String,
+    /// The outcome name.
+    pub outcome: &'static str,
+    /// The signer, `null` when unsigned.
+    pub signer: Option<SignerDoc>,
+}
+
+impl PlacedSignatureDoc {
+    /// The document of `variant`'s `signature`.
+    pub fn of(
+        variant: &str,
+        signature: &crate::install::signature::Signature,
+    ) -> PlacedSignatureDoc {
+        PlacedSignatureDoc {
+            variant: variant.to_owned(),
+            outcome: signature.outcome(),
+            signer: signature.signer().map(SignerDoc::identity),
+        }
+    }
 }
 
 /// The fit of one kernel's variants by the target runtime's load-time rules:
@@ -1024,14 +1053,19 @@ impl SignerDoc {
     /// The signer of `outcome`, when it is a success.
     pub fn of(outcome: &kernels_trust::Outcome) -> Option<SignerDoc> {
         match outcome {
-            kernels_trust::Outcome::Success(id) => Some(SignerDoc {
-                issuer: id.issuer.clone(),
-                source_repository: id.source_repository.clone(),
-                workflow: id.workflow.clone(),
-                workflow_commit: id.workflow_commit.clone(),
-                log_index: id.log_index,
-            }),
+            kernels_trust::Outcome::Success(id) => Some(SignerDoc::identity(id)),
             _ => None,
+        }
+    }
+
+    /// The document of a verified signer.
+    pub fn identity(id: &kernels_trust::SignerIdentity) -> SignerDoc {
+        SignerDoc {
+            issuer: id.issuer.clone(),
+            source_repository: id.source_repository.clone(),
+            workflow: id.workflow.clone(),
+            workflow_commit: id.workflow_commit.clone(),
+            log_index: id.log_index,
         }
     }
 }
@@ -1321,6 +1355,7 @@ mod tests {
                 fetched_bytes: 2,
                 fetched_blobs: 1,
                 fit: fit_doc(),
+                signatures: Vec::new(),
             }],
             failed: vec![failure()],
             error: None,

@@ -582,6 +582,8 @@ fn freshness(
 ) -> miette::Result<Freshness> {
     let silent = printer.quiet_if(true);
     let lock_path = project_dir.join(LOCK_FILE_NAME);
+    // The side file must be readable: a later download compares with it.
+    crate::lock::provenance::Provenance::read(project_dir)?;
     if settings.offline {
         let manifest = Manifest::read(project_dir)?;
         // The format this project should be locked in, when something other than

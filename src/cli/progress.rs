@@ -693,6 +693,8 @@ mod tests {
             fetched_blobs: 1,
             version: None,
             fit: Default::default(),
+            signatures: Default::default(),
+            file_hashes: Default::default(),
         };
         let cache = "~/.cache/huggingface/hub";
         assert_eq!(

@@ -262,6 +262,7 @@ fn run_locked(
         refs: Vec::new(),
         refresh: false,
         fit: crate::variant::FitPolicy::unchecked(),
+        trust: None,
     };
     let builds = super::runtime()?.block_on(plan_locked(
         &client,

@@ -124,13 +124,15 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         );
     }
     let cache = settings.cache();
-    let checks = verify_kernels_fit(
+    let mut checks = verify_kernels_fit(
         &cache,
         read.repo_type,
         &read.kernels,
         &read.selection,
         Some(&read.fit),
     );
+    let pins = crate::lock::provenance::file_pins(&args.project.project_dir);
+    crate::install::vouch::check(&cache, read.repo_type, &read.kernels, &mut checks, &pins);
     if json {
         return Ok(print_json(settings, printer, &checks));
     }

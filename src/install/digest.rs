@@ -152,13 +152,15 @@ pub fn check_dir(dir: &Path, expected: &VariantDigest) -> Vec<DigestProblem> {
 /// The files under the variant directory `dir` (links not followed) that
 /// `expected` does not name, as [`DigestProblem::Unknown`]s: after
 /// `download` placed the planned files, what else is there was added to the
-/// cache. A directory that does not exist has none.
+/// cache (a concurrent download's temporary names are not). A directory
+/// that does not exist has none.
 pub fn unknown_in_dir(dir: &Path, expected: &VariantDigest) -> Vec<DigestProblem> {
     walkdir::WalkDir::new(dir)
         .sort_by_file_name()
         .into_iter()
         .filter_map(Result::ok)
         .filter(|entry| !entry.file_type().is_dir())
+        .filter(|entry| !kernels_cache::is_temp_name(&entry.file_name().to_string_lossy()))
         .filter_map(|entry| {
             let relative = entry.path().strip_prefix(dir).ok()?;
             let parts: Vec<String> = relative

@@ -20,6 +20,7 @@ use super::plan::{self, KernelPlan, PlannedFile, plan_kernel};
 use super::receipts;
 use super::report::{DownloadSummary, KernelFailure, KernelReport};
 use super::reporter::{PlannedKernel, Reporter};
+use super::signature::{self, Signature};
 use super::verify::verify_kernels_fit;
 use super::version::cached_version;
 use super::warm;
@@ -73,6 +74,20 @@ fn record_refs(cache: &HubCache, options: &DownloadOptions, report: &KernelRepor
             tracing::warn!("{}: cannot record refs/{name}: {err}", report.repo_id);
         }
     }
+}
+
+/// The file names of a variant's metadata and its signature bundle.
+const METADATA: &str = kernels_trust::METADATA_FILE;
+const BUNDLE: &str = kernels_trust::BUNDLE_FILE;
+
+/// What a planned kernel's variants must be, found before any other file is
+/// fetched: per blob the content the digests expect, the digests to check
+/// the variant directories against once placed, each variant's signature.
+#[derive(Default)]
+struct Expected {
+    contents: digest::Expectations,
+    digests: Vec<(String, VariantDigest)>,
+    signatures: std::collections::BTreeMap<String, Signature>,
 }
 
 /// One kernel of an online run before its files are fetched: complete in the
@@ -420,6 +435,10 @@ impl Run<'_> {
                 }
                 let mut report = KernelReport::from_verification(&warm.check);
                 report.version = cached_version(self.cache, self.options, kernel);
+                if let Some(trust) = &self.options.trust {
+                    let repo = self.cache.repo(&kernel.repo_id, self.options.repo_type);
+                    report.signatures = signature::check_cached(trust, &repo, &warm.check)?;
+                }
                 Ok(report)
             }
             Step::Listed(Ok(prepared)) => {
@@ -452,7 +471,11 @@ impl Run<'_> {
             listed,
             ..
         } = prepared;
-        let (expected, digests) = self.expected_contents(&repo, kernel, &plan).await?;
+        let Expected {
+            contents: expected,
+            digests,
+            signatures,
+        } = self.expected_contents(&repo, kernel, &plan).await?;
         let variants: Vec<String> = plan.variants.keys().cloned().collect();
         tracing::debug!(
             "{label}: {} file(s), {} blob(s) in variant(s) {}",
@@ -469,28 +492,9 @@ impl Run<'_> {
         });
         let tally = self
             .place_blobs(&repo, kernel, &blobs, fit_tally, &expected)
-            .await?;
-        // A file added to a cached variant directory is no planned file.
-        for (variant, expected) in &digests {
-            let dir = repo.snapshot_path(kernel.commit.as_str(), &format!("build/{variant}"))?;
-            let unknown = digest::unknown_in_dir(&dir, expected);
-            if !unknown.is_empty() {
-                return Err(digest_refused(kernel, variant, unknown));
-            }
-        }
-        if let Some(hashes) = &kernel.variants {
-            for (variant, files) in &plan.variants {
-                let locked =
-                    hashes
-                        .get(variant)
-                        .ok_or_else(|| DownloadError::VariantNotLocked {
-                            repo_id: kernel.repo_id.clone(),
-                            commit: kernel.commit.clone(),
-                            variant: variant.clone(),
-                        })?;
-                verify_variant(&repo, kernel, variant, files, locked)?;
-            }
-        }
+            .await
+            .map_err(|err| signed_digest(err, &signatures))?;
+        check_placed(&repo, kernel, &plan, &digests, &signatures)?;
         receipts::record_planned(&repo, kernel, &plan, &listed);
         Ok(KernelReport {
             repo_id: kernel.repo_id.clone(),
@@ -502,45 +506,96 @@ impl Run<'_> {
             fetched_blobs: tally.blobs,
             version: None,
             fit,
+            file_hashes: plan
+                .variants
+                .iter()
+                .map(|(variant, files)| {
+                    let hashed = files.iter().map(PlannedFile::hashed);
+                    (variant.clone(), signature::files_hash(variant, hashed))
+                })
+                .collect(),
+            signatures,
         })
     }
 
     /// The content each blob must have by the metadata digests of the
-    /// planned variants ([`super::digest`]), after checking what the listing
-    /// alone shows (names, LFS sha256s): a variant that differs fails the
-    /// kernel before anything is fetched.
+    /// planned variants ([`super::digest`]), after checking each variant's
+    /// signature ([`super::signature`]) and what the listing alone shows
+    /// (names, LFS sha256s): a variant that fails either fails the kernel
+    /// before anything else is fetched.
     async fn expected_contents(
         &self,
         repo: &kernels_cache::RepoCache,
         kernel: &LockedKernel,
         plan: &KernelPlan,
-    ) -> Result<(digest::Expectations, Vec<(String, VariantDigest)>), DownloadError> {
-        let mut expected = digest::Expectations::new();
-        let mut digests = Vec::new();
+    ) -> Result<Expected, DownloadError> {
+        let mut out = Expected::default();
         for (variant, files) in &plan.variants {
-            let Some(metadata) = self.planned_metadata(repo, kernel, variant, files).await? else {
+            let metadata = self
+                .planned_bytes(repo, kernel, variant, files, METADATA)
+                .await?;
+            let signed = self.planned_signature(repo, kernel, variant, files, &metadata);
+            if let Some(signature) = signed.await? {
+                out.signatures.insert(variant.clone(), signature);
+            }
+            let Some(bytes) = metadata else {
                 continue;
             };
-            let Some(variant_digest) = metadata.digest else {
+            let subject = fit::Subject {
+                repo_id: &kernel.repo_id,
+                commit: &kernel.commit,
+            };
+            let Some(variant_digest) = fit::parse_metadata(subject, variant, &bytes)?.digest else {
                 continue;
             };
-            digest::expect_planned(variant, files, &variant_digest, &mut expected)
-                .map_err(|problems| digest_refused(kernel, variant, problems))?;
-            digests.push((variant.clone(), variant_digest));
+            digest::expect_planned(variant, files, &variant_digest, &mut out.contents).map_err(
+                |problems| {
+                    signed_digest(digest_refused(kernel, variant, problems), &out.signatures)
+                },
+            )?;
+            out.digests.push((variant.clone(), variant_digest));
         }
-        Ok((expected, digests))
+        Ok(out)
     }
 
-    /// The planned `build/<variant>/metadata.json`, parsed: from `blobs/`
-    /// (where the fit check put it) or the snapshot, else fetched.
-    async fn planned_metadata(
+    /// The signature of one planned variant over its `metadata` bytes, its
+    /// bundle fetched into `blobs/` (linked later with the other files);
+    /// `None` when this run checks no signatures.
+    async fn planned_signature(
         &self,
         repo: &kernels_cache::RepoCache,
         kernel: &LockedKernel,
         variant: &str,
         files: &[PlannedFile],
-    ) -> Result<Option<kernels_types::metadata::Metadata>, DownloadError> {
-        let path = fit::metadata_path(variant);
+        metadata: &Option<Vec<u8>>,
+    ) -> Result<Option<Signature>, DownloadError> {
+        let Some(trust) = &self.options.trust else {
+            return Ok(None);
+        };
+        let bundle = self
+            .planned_bytes(repo, kernel, variant, files, BUNDLE)
+            .await?;
+        let subject = signature::Subject {
+            repo_id: &kernel.repo_id,
+            commit: &kernel.commit,
+            variant,
+        };
+        signature::check_bytes(trust, subject, metadata.as_deref(), bundle.as_deref()).map(Some)
+    }
+
+    /// The bytes of the planned `build/<variant>/<name>`: from `blobs/`
+    /// (where the fit check put metadata.json) or the snapshot, else
+    /// fetched into `blobs/` (verified against the listing); `None` when the
+    /// variant has no such file.
+    async fn planned_bytes(
+        &self,
+        repo: &kernels_cache::RepoCache,
+        kernel: &LockedKernel,
+        variant: &str,
+        files: &[PlannedFile],
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, DownloadError> {
+        let path = format!("build/{variant}/{name}");
         let Some(file) = files.iter().find(|f| f.path == path) else {
             return Ok(None);
         };
@@ -564,13 +619,9 @@ impl Run<'_> {
         } else {
             repo.snapshot_path(commit, &path)?
         };
-        let bytes = fs_err::read(&on_disk)
-            .map_err(|err| DownloadError::Internal(format!("cannot read {path}: {err}")))?;
-        let subject = fit::Subject {
-            repo_id: &kernel.repo_id,
-            commit: &kernel.commit,
-        };
-        fit::parse_metadata(subject, variant, &bytes).map(Some)
+        fs_err::read(&on_disk)
+            .map(Some)
+            .map_err(|err| DownloadError::Internal(format!("cannot read {path}: {err}")))
     }
 
     /// Fetches every blob of a kernel (checked against `expected` before it
@@ -657,6 +708,82 @@ impl Run<'_> {
         };
         self.progress.cached(blob.size.saturating_mul(shown));
         Ok(fetched)
+    }
+}
+
+/// After a kernel's files are placed: nothing but planned files in each
+/// variant directory (by the digest, else by the listing), and each variant
+/// a variant-hash lock pins hashing to its value.
+fn check_placed(
+    repo: &kernels_cache::RepoCache,
+    kernel: &LockedKernel,
+    plan: &KernelPlan,
+    digests: &[(String, VariantDigest)],
+    signatures: &std::collections::BTreeMap<String, Signature>,
+) -> Result<(), DownloadError> {
+    // A file added to a cached variant directory is no planned file.
+    for (variant, expected) in digests {
+        let dir = repo.snapshot_path(kernel.commit.as_str(), &format!("build/{variant}"))?;
+        let unknown = digest::unknown_in_dir(&dir, expected);
+        if !unknown.is_empty() {
+            let err = digest_refused(kernel, variant, unknown);
+            return Err(signed_digest(err, signatures));
+        }
+    }
+    for (variant, files) in &plan.variants {
+        if digests.iter().any(|(v, _)| v == variant) {
+            continue;
+        }
+        let dir = repo.snapshot_path(kernel.commit.as_str(), &format!("build/{variant}"))?;
+        let planned: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let files = super::vouch::unlisted_in_dir(&dir, variant, &planned);
+        if !files.is_empty() {
+            return Err(DownloadError::Unlisted {
+                repo_id: kernel.repo_id.clone(),
+                commit: kernel.commit.clone(),
+                variant: variant.clone(),
+                files,
+            });
+        }
+    }
+    if let Some(hashes) = &kernel.variants {
+        for (variant, files) in &plan.variants {
+            let locked = hashes
+                .get(variant)
+                .ok_or_else(|| DownloadError::VariantNotLocked {
+                    repo_id: kernel.repo_id.clone(),
+                    commit: kernel.commit.clone(),
+                    variant: variant.clone(),
+                })?;
+            verify_variant(repo, kernel, variant, files, locked)?;
+        }
+    }
+    Ok(())
+}
+
+/// A [`DownloadError::Digest`] of a signed variant is the signature's
+/// `DigestVerificationFailure` (the signed metadata's digest is what the
+/// files differ from); any other error is returned as it is.
+fn signed_digest(
+    err: DownloadError,
+    signatures: &std::collections::BTreeMap<String, Signature>,
+) -> DownloadError {
+    match err {
+        DownloadError::Digest {
+            repo_id,
+            commit,
+            variant,
+            problems,
+        } if matches!(signatures.get(&variant), Some(Signature::Signed(_))) => {
+            DownloadError::Signature {
+                repo_id,
+                commit,
+                variant,
+                outcome: "DigestVerificationFailure",
+                reason: digest::describe(&problems),
+            }
+        }
+        other => other,
     }
 }
 
@@ -762,14 +889,25 @@ async fn verify_offline(
         options.selection.clone(),
         options.fit.clone(),
     );
+    let trust = options.trust.clone();
     let checks = tokio::task::spawn_blocking(move || {
-        verify_kernels_fit(
+        let mut checks = verify_kernels_fit(
             &cache_owned,
             repo_type,
             &kernels_owned,
             &selection,
             Some(&policy),
-        )
+        );
+        if let Some(trust) = trust {
+            super::vouch::check(
+                &cache_owned,
+                repo_type,
+                &kernels_owned,
+                &mut checks,
+                &trust.pins,
+            );
+        }
+        checks
     })
     .await;
     let mut summary = DownloadSummary::default();
@@ -790,8 +928,23 @@ async fn verify_offline(
         progress.warning(warning);
     }
     for check in checks {
-        if check.is_ok() {
+        let signed = match (&options.trust, check.is_ok()) {
+            (Some(trust), true) => {
+                let repo = cache.repo(&check.repo_id, options.repo_type);
+                signature::check_cached(trust, &repo, &check).map(Some)
+            }
+            _ => Ok(None),
+        };
+        if let Err(error) = signed {
+            let failure = KernelFailure {
+                repo_id: check.repo_id.clone(),
+                commit: check.commit.clone(),
+                error,
+            };
+            summary.failed.push(failure);
+        } else if check.is_ok() {
             let mut report = KernelReport::from_verification(&check);
+            report.signatures = signed.ok().flatten().unwrap_or_default();
             if let Some(kernel) = kernels
                 .iter()
                 .find(|k| k.repo_id == report.repo_id && k.commit == report.commit)
@@ -906,6 +1059,7 @@ mod tests {
             refs,
             refresh: false,
             fit: crate::variant::FitPolicy::unchecked(),
+            trust: None,
         }
     }
 
@@ -1001,6 +1155,8 @@ mod tests {
             fetched_blobs: 0,
             version: Some("v1.2.0".into()),
             fit: Default::default(),
+            signatures: Default::default(),
+            file_hashes: Default::default(),
         };
         record_refs(&cache, &options(vec![locked]), &report);
         let repo = cache.repo(&kernel.repo_id, RepoType::Kernel);

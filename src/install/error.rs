@@ -284,6 +284,57 @@ pub enum DownloadError {
         problems: Vec<kernels_trust::DigestProblem>,
     },
 
+    /// Files in a cached variant directory that the Hub's listing of the
+    /// locked commit does not have (a variant whose metadata has no digest:
+    /// the listing is what vouches for it).
+    #[error(
+        "variant `{variant}` of {repo_id}@{} has file(s) in the cache that the Hub's listing of the commit does not have: {}",
+        commit.short(), files.join(", ")
+    )]
+    #[diagnostic(
+        code(kernels::download::unlisted_file),
+        help(
+            "something other than `kernels download` added them to the cached variant directory, and the runtime would load them: remove them (or the whole snapshot directory) and run `kernels download` again"
+        )
+    )]
+    Unlisted {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: CommitId,
+        /// The variant.
+        variant: String,
+        /// The files, repo paths.
+        files: Vec<String>,
+    },
+
+    /// A variant's Sigstore signature refuses it ([`super::signature`]):
+    /// invalid, by a signer the policy does not accept, over metadata whose
+    /// digest the files do not match, or missing where signatures are
+    /// required. Nothing of the variant was linked.
+    #[error(
+        "variant `{variant}` of {repo_id}@{} fails its signature check ({outcome}): {reason}",
+        commit.short()
+    )]
+    #[diagnostic(
+        code(kernels::download::signature),
+        help(
+            "the variant is not proven to be the one its publisher built and signed, so it was not placed in the cache: report it to the kernel's publisher or the mirror's operator, or lock another version (`kernels versions {repo_id}`); a private signer is accepted once listed under `[tool.kernels.signers]` in pyproject.toml"
+        )
+    )]
+    Signature {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: CommitId,
+        /// The variant.
+        variant: String,
+        /// The reference's outcome name (`SignatureVerificationFailure`, …).
+        outcome: &'static str,
+        /// What did not verify.
+        reason: String,
+    },
+
     /// A bug or runtime failure (a worker task died).
     #[error("internal error: {0}")]
     #[diagnostic(code(kernels::download::internal))]

@@ -28,7 +28,8 @@
 //! label of a commit (`version`), the reporter trait (`reporter`), offline
 //! verification (`verify`), `--dry-run` (`dry_run`), `--explain` (`explain`),
 //! the load-time fit of candidate variants (`fit`), the metadata digest of a
-//! variant's files (`digest`), the fit of each variant
+//! variant's files (`digest`), the signature of a variant (`signature`), what vouches for
+//! the files of a variant the lock pins no hash for (`vouch`), the fit of each variant
 //! for the targets that `--explain` and `kernels env` show (`variant_fit`),
 //! the verification receipts that spare the warm path a hash (`receipts`),
 //! the `benchmarks/` and `tests/` folders of `--with-benchmarks` (`extras`).
@@ -47,9 +48,11 @@ pub mod plan;
 mod receipts;
 pub mod report;
 pub mod reporter;
+pub mod signature;
 pub mod variant_fit;
 pub mod verify;
 mod version;
+pub mod vouch;
 mod warm;
 
 pub use crate::lock::format::LockedKernel;

@@ -34,6 +34,10 @@ pub struct DownloadOptions {
     /// chosen when another fits, and a kernel none of whose candidates fits
     /// fails before anything else is fetched.
     pub fit: FitPolicy,
+    /// What each placed variant's signature is checked against
+    /// ([`super::signature`]); `None` checks none (the digest and the lock's
+    /// hashes still apply).
+    pub trust: Option<std::sync::Arc<super::signature::Trust>>,
 }
 
 /// One `refs/<name>` to record for a locked kernel.
@@ -84,6 +88,7 @@ mod tests {
             ],
             refresh: false,
             fit: FitPolicy::unchecked(),
+            trust: None,
         };
         assert_eq!(options.locked_ref(&kernel), Some("acme/relu-ref"));
         let none = DownloadOptions {

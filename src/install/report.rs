@@ -1,12 +1,15 @@
 //! What a download run hands back: per kernel a [`KernelReport`] or a
 //! [`KernelFailure`], gathered in a [`DownloadSummary`].
 
+use std::collections::BTreeMap;
+
 use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
 use super::error::DownloadError;
 use super::fit::KernelFit;
 use super::plan;
+use super::signature::{Signature, files_hash};
 use super::verify::KernelVerification;
 use crate::lock::format::LockedKernel;
 
@@ -35,6 +38,12 @@ pub struct KernelReport {
     /// The fit of its candidate variants: those skipped because the target
     /// runtime would refuse them, and warnings about the ones placed.
     pub fit: KernelFit,
+    /// The signature of each placed variant, by variant (empty when the run
+    /// checked no signatures).
+    pub signatures: BTreeMap<String, Signature>,
+    /// The [`super::signature::files_hash`] of each placed variant, by
+    /// variant: what `kernels.lock.provenance` pins.
+    pub file_hashes: BTreeMap<String, String>,
 }
 
 /// A kernel that could not be downloaded.
@@ -104,6 +113,15 @@ impl KernelReport {
             fetched_blobs: 0,
             version: None,
             fit: check.fit.clone(),
+            signatures: BTreeMap::new(),
+            file_hashes: check
+                .variants
+                .iter()
+                .map(|(variant, files)| {
+                    let hashed = files.iter().map(|f| (f.path.as_str(), f.digest));
+                    (variant.clone(), files_hash(variant, hashed))
+                })
+                .collect(),
         }
     }
 }

@@ -211,6 +211,38 @@ pub enum Problem {
         problem: kernels_trust::DigestProblem,
     },
 
+    /// A variant of a kernel the lock pins no hash for (a `KernelLocks`
+    /// lock) with nothing else vouching for its files: no `digest` in its
+    /// metadata.json and no entry in `kernels.lock.provenance`
+    /// ([`super::vouch`]). A directory planted in the cache looks like this.
+    #[error(
+        "variant `{variant}` has nothing that vouches for its files ({}): kernels.lock pins no hash for it, `build/{variant}/metadata.json` has no digest, and kernels.lock.provenance has no entry for it; run `kernels download` online to check it against the Hub's listing and record it",
+        files.join(", ")
+    )]
+    Unvouched {
+        /// The variant name.
+        variant: String,
+        /// Its files, repo paths.
+        files: Vec<String>,
+    },
+
+    /// A variant's files hash to another value than the one
+    /// `kernels.lock.provenance` recorded when it was downloaded.
+    #[error(
+        "variant `{variant}`: kernels.lock.provenance pins its files to {pinned}, but the {} cached file(s) hash to {actual} ({}): a file is missing, extra or different",
+        files.len(), files.join(", ")
+    )]
+    PinMismatch {
+        /// The variant name.
+        variant: String,
+        /// The recorded hash.
+        pinned: String,
+        /// The hash of the cached files.
+        actual: String,
+        /// The cached files, repo paths.
+        files: Vec<String>,
+    },
+
     /// A cached variant's metadata.json cannot be read or is malformed.
     #[error("{message}")]
     InvalidMetadata {

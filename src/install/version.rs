@@ -53,6 +53,7 @@ mod tests {
             refs,
             refresh: false,
             fit: crate::variant::FitPolicy::unchecked(),
+            trust: None,
         }
     }
 

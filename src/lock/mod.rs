@@ -21,6 +21,7 @@ pub mod manifest;
 pub mod metadata;
 pub mod profile;
 pub mod project;
+pub mod provenance;
 pub mod requirement;
 pub mod resolver;
 pub mod short_commit;

@@ -166,6 +166,7 @@ impl Snapshot {
             refs: Vec::new(),
             refresh: false,
             fit: crate::variant::FitPolicy::unchecked(),
+            trust: None,
         };
         let mut summary = download(
             client,

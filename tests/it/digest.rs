@@ -4,12 +4,15 @@
 //! `verify` and `download --offline`, `mirror`, `to-wheel` and `check`;
 //! with both lock formats. The mirror is generated: one `torch-cpu` variant
 //! per kernel, its digest computed from the intended files, then the served
-//! tree changed per kernel.
+//! tree changed per kernel. `acme/good` is signed by the test Sigstore
+//! (its trusted root passed with `--trust-root`); the others are unsigned,
+//! so that a digest mismatch is the digest's error.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use base64::Engine as _;
+use kernels_test_support::sigstore::{TestIdentity, TestSigstore};
 use kernels_test_support::{
     self as common, MirrorFile, Server, TestContext, assert_ok, snapshot, snapshot_paths, so_bytes,
     stderr,
@@ -51,7 +54,8 @@ fn metadata(name: &str, files: &[(&str, Vec<u8>)]) -> Vec<u8> {
         })
         .collect();
     let doc = serde_json::json!({
-        "name": name, "version": 1, "python-depends": [],
+        "name": name, "id": format!("_{}_cpu_5e1f7a9", name.replace('-', "_")),
+        "version": 1, "license": "apache-2.0", "python-depends": [],
         "backend": {"type": "cpu"},
         "digest": {"algorithm": "sha256", "files": digest},
     });
@@ -72,7 +76,9 @@ fn served_files(name: &str) -> Vec<MirrorFile> {
     }
     served.push(("__pycache__/__init__.cpython-312.pyc", b"bytecode".to_vec()));
     served.push(("metadata.json", metadata(name, &digested)));
-    served.push(("metadata.json.sigstore", bundle(name)));
+    if name == "good" {
+        served.push(("metadata.json.sigstore", good_bundle()));
+    }
     served
         .into_iter()
         .map(|(path, content)| MirrorFile {
@@ -82,10 +88,36 @@ fn served_files(name: &str) -> Vec<MirrorFile> {
         .collect()
 }
 
-/// A stand-in signature bundle: its bytes only have to travel unchanged.
-fn bundle(name: &str) -> Vec<u8> {
-    format!("{{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", \"kernel\": \"{name}\"}}\n")
-        .into_bytes()
+thread_local! {
+    /// The test Sigstore of the test, and `acme/good`'s bundle (signed once,
+    /// so that every copy has the same bytes).
+    static SIGNED: (TestSigstore, Vec<u8>) = {
+        let sigstore = TestSigstore::new();
+        let identity = TestIdentity::kernels_community("build");
+        let bundle = sigstore.sign(&metadata("good", &built_files()), &identity);
+        (sigstore, bundle.into_bytes())
+    };
+}
+
+fn good_bundle() -> Vec<u8> {
+    SIGNED.with(|(_, bundle)| bundle.clone())
+}
+
+/// `kernels download <project> --trust-root <the test root> <args>`.
+fn download(p: &TestContext, args: &[&str]) -> Output {
+    let root = trust_root(p);
+    let mut all = vec!["--trust-root", root.as_str()];
+    all.extend_from_slice(args);
+    p.download(&all)
+}
+
+/// The test Sigstore's trusted root, written next to the project.
+fn trust_root(p: &TestContext) -> String {
+    let path = p.tmp.path().join("trusted_root.json");
+    if !path.is_file() {
+        SIGNED.with(|(sigstore, _)| sigstore.write_trusted_root(&path));
+    }
+    path.display().to_string()
 }
 
 const KERNELS: &[&str] = &["good", "py-changed", "so-changed", "missing", "extra"];
@@ -141,7 +173,7 @@ fn plant(p: &TestContext, relative: &str, content: &[u8]) {
 fn a_planted_file_is_refused_offline_with_a_0_17_lock() {
     let p = context();
     p.lock_b(&[("acme/good", &sha("good"))]);
-    assert_ok(&p.download(&["--all-variants"]));
+    assert_ok(&download(&p, &["--all-variants"]));
     assert_ok(&p.verify(&["--all-variants"]));
     // Bytecode is never in a digest: a new one changes nothing.
     plant(&p, "__pycache__/_ops.cpython-312.pyc", b"other bytecode");
@@ -152,7 +184,7 @@ fn a_planted_file_is_refused_offline_with_a_0_17_lock() {
     let out = p.verify(&["--all-variants"]);
     assert_refused(&out, "File hash mismatch for __init__.py");
     snapshot!("digest_verify_planted", out);
-    let offline = p.download(&["--all-variants", "--offline"]);
+    let offline = download(&p, &["--all-variants", "--offline"]);
     assert_refused(&offline, "File hash mismatch for __init__.py");
     let doc: serde_json::Value =
         serde_json::from_slice(&p.verify(&["--all-variants", "--format", "json"]).stdout).unwrap();
@@ -169,7 +201,7 @@ fn a_planted_file_is_refused_offline_with_a_0_17_lock() {
     assert_refused(&out, "Missing file: _ops.py");
 
     // Online, download puts the built files back and names the planted one.
-    assert_refused(&p.download(&["--all-variants"]), "Unknown file: evil.py");
+    assert_refused(&download(&p, &["--all-variants"]), "Unknown file: evil.py");
     assert!(!stderr(&p.verify(&["--all-variants"])).contains("_ops.py"));
     fs_err::remove_file(variant_dir(&p, "good").join("evil.py")).unwrap();
     assert_ok(&p.verify(&["--all-variants"]));
@@ -187,7 +219,7 @@ fn download_refuses_served_files_that_differ_from_the_digest_and_caches_none() {
     for (name, needle) in cases {
         let repo = format!("acme/{name}");
         p.lock_b(&[(&repo, &sha(name))]);
-        let out = p.download(&["--all-variants"]);
+        let out = download(&p, &["--all-variants"]);
         assert_refused(&out, needle);
         assert_refused(&out, &format!("variant `{VARIANT}` of {repo}@"));
         let dir = p.repo_dir("kernel", &repo);
@@ -214,7 +246,7 @@ fn download_refuses_served_files_that_differ_from_the_digest_and_caches_none() {
     }
     // JSON names the error and the file.
     p.lock_b(&[("acme/py-changed", &sha("py-changed"))]);
-    let out = p.download(&["--all-variants", "--format", "json"]);
+    let out = download(&p, &["--all-variants", "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         doc["failed"][0]["code"], "kernels::download::digest_mismatch",
@@ -235,19 +267,19 @@ fn a_variant_hash_lock_gets_both_checks() {
     let changed = files("py-changed");
     p.lock_a(&[("acme/py-changed", &sha("py-changed"), &changed)]);
     assert_refused(
-        &p.download(&["--all-variants"]),
+        &download(&p, &["--all-variants"]),
         "File hash mismatch for _ops.py",
     );
     let good = files("good");
     p.lock_a(&[("acme/good", &sha("good"), &good)]);
-    assert_ok(&p.download(&["--all-variants"]));
+    assert_ok(&download(&p, &["--all-variants"]));
     // The warm path (no request) checks the digest too.
     plant(&p, "__init__.py", b"raise SystemExit(\"planted\")\n");
     assert_refused(
         &p.verify(&["--all-variants"]),
         "File hash mismatch for __init__.py",
     );
-    assert_ok(&p.download(&["--all-variants"]));
+    assert_ok(&download(&p, &["--all-variants"]));
     assert_ok(&p.verify(&["--all-variants"]));
 }
 
@@ -267,13 +299,13 @@ fn mirror_keeps_signature_bundles_and_refuses_a_changed_variant() {
     let out = p.tmp.path().join("copy");
     let m = out.to_str().unwrap();
     p.run_ok(&["mirror", "acme/good", "--out", m]);
-    assert_eq!(bundles_under(&out.join("repos")), [bundle("good")]);
+    assert_eq!(bundles_under(&out.join("repos")), [good_bundle()]);
     // Served from the copy, the bundle reaches the cache unchanged.
     let copy = TestContext::with_server(Server::start(&out));
     copy.lock_b(&[("acme/good", &sha("good"))]);
-    assert_ok(&copy.download(&["--all-variants"]));
+    assert_ok(&download(&copy, &["--all-variants"]));
     let cached = variant_dir(&copy, "good").join("metadata.json.sigstore");
-    assert_eq!(fs_err::read(cached).unwrap(), bundle("good"));
+    assert_eq!(fs_err::read(cached).unwrap(), good_bundle());
 
     let refused = p.run(&["mirror", "acme/py-changed", "--out", m]);
     assert_refused(&refused, "File hash mismatch for _ops.py");
@@ -289,7 +321,7 @@ fn to_wheel_and_check_refuse_a_changed_variant() {
         .with_stub_torch()
         .with_env("VIRTUAL_ENV", common::pyref_root().join("hub-2.4.0"));
     p.run_ok(&["lock"]);
-    p.run_ok(&["download"]);
+    p.run_ok(&["download", "--trust-root", &trust_root(&p)]);
     p.run_ok(&["check"]);
     let snapshot_dir = variant_dir(&p, "good")
         .parent()

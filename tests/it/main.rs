@@ -63,4 +63,5 @@ mod sticky;
 mod terminal;
 mod tls;
 mod to_wheel;
+mod trust_download;
 mod verify;

@@ -441,7 +441,12 @@ fn verify_signatures_follows_the_project_policy_offline() {
 
 #[test]
 fn a_changed_byte_or_another_signer_is_refused_without_require_signed() {
-    let p = downloaded(false);
+    // Downloaded while the company workflow was an accepted signer (download
+    // refuses a signer the policy does not accept), then taken out.
+    let p = downloaded(true);
+    let pyproject = p.read("pyproject.toml");
+    let without = pyproject.split("\n[tool.kernels.signers]").next().unwrap();
+    p.write("pyproject.toml", without);
     // Without the company workflow among the signers, its variant is refused.
     let out = verify_signatures(&p, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));

@@ -228,14 +228,16 @@ fn quiet_prints_nothing_and_lines_name_each_kernel() {
     );
     let out = world.download(&["--all-variants"]);
     let err = stderr(&out);
-    // One line per kernel and the summary (the target runtime only with -v).
+    // One line per kernel, the one note naming the unsigned variants and
+    // the summary (the target runtime only with -v).
     let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 3, "{err}");
+    assert_eq!(lines.len(), 4, "{err}");
     assert!(
         lines[..2].iter().all(|l| l.starts_with("Cached acme/")),
         "{err}"
     );
-    assert!(lines[2].starts_with("Checked 2 kernels ("), "{err}");
+    assert!(lines[2].starts_with("note: unsigned variants "), "{err}");
+    assert!(lines[3].starts_with("Checked 2 kernels ("), "{err}");
     assert!(
         !err.contains('\x1b'),
         "escape codes without a terminal: {err:?}"

@@ -203,6 +203,13 @@ pub(crate) fn temp_name(dir: &Path) -> PathBuf {
     ))
 }
 
+/// Whether `name` is a temporary name of [`temp_name`]: a link or copy
+/// that a process (this one or another) is about to rename into place, which
+/// a walk of a snapshot directory must not count as one of its files.
+pub fn is_temp_name(name: &str) -> bool {
+    temp_name_pid(name).is_some()
+}
+
 /// The process id in a temporary name written by [`temp_name`].
 fn temp_name_pid(name: &str) -> Option<u32> {
     let (pid, suffix) = name

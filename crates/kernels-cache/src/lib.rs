@@ -37,7 +37,8 @@ pub use kernels_fs as atomic;
 pub use kernels_fs::{AtomicError, write_atomic, write_atomic_with};
 pub use kernels_types::{BlobId, DigestKind};
 pub use layout::{
-    CacheOptions, HubCache, Placement, RepoCache, relative_link_target, snapshot_repo_dir,
+    CacheOptions, HubCache, Placement, RepoCache, is_temp_name, relative_link_target,
+    snapshot_repo_dir,
 };
 pub use lock::BlobLock;
 pub use receipt::{FileStamp, ListingReceipt, RECEIPTS_DIR, ReceiptFile, VariantReceipt};
