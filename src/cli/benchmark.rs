@@ -28,6 +28,9 @@ use kernels_hub::HubClient;
 use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
+/// `--time-limit`'s default: seconds one workload or one import may take.
+const DEFAULT_TIME_LIMIT_S: u64 = 300;
+
 /// Arguments of `kernels benchmark`.
 #[derive(Debug, clap::Args)]
 pub struct BenchmarkArgs {
@@ -47,7 +50,7 @@ pub struct BenchmarkArgs {
     /// Longest one workload (setup, check, warm-up and timing) or one
     /// kernel's import may take, in seconds; the interpreter running it is
     /// ended and the others go on.
-    #[arg(long, value_name = "S", default_value_t = 300,
+    #[arg(long, value_name = "S", default_value_t = DEFAULT_TIME_LIMIT_S,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub time_limit: u64,
 
@@ -136,6 +139,37 @@ pub fn run_checked(
     run(args, &project, settings, printer)
 }
 
+/// `kernels outdated --benchmark`: the outdated kernels `repos` of the
+/// project, each timed against the version it could move to (`--against`
+/// without N), with `kernels benchmark`'s defaults. Exit codes as
+/// [`run_checked`].
+pub(super) fn run_against(
+    repos: Vec<RepoId>,
+    project: &ProjectArgs,
+    settings: &Settings,
+    global: &super::GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
+    let args = BenchmarkArgs {
+        repos,
+        iterations: DEFAULT_ITERATIONS,
+        warmup: DEFAULT_WARMUP,
+        time_limit: DEFAULT_TIME_LIMIT_S,
+        version: None,
+        revision: None,
+        against: Some(None),
+        runtime: TargetRuntimeArgs::default(),
+        repo: RepoTypeArgs::default(),
+        format: super::OutputFormat::Text,
+        lock_mode: super::LockModeArgs {
+            frozen: global.frozen,
+            ..Default::default()
+        },
+        cache: super::CacheArgs::default(),
+    };
+    run(args, project, settings, printer)
+}
+
 /// Locates the kernels in the cache (fetching the other versions asked for
 /// first), runs the benchmarks of those that have some and reports them.
 /// Exit 0 when every workload ran and matched its reference; 1 otherwise.
@@ -165,9 +199,7 @@ fn run(
         args.lock_mode.frozen,
     )?;
     // A version outside the lock is downloaded under the project's trust settings.
-    let tool = crate::lock::manifest::ToolSettings::read(project_dir)?.unwrap_or_default();
-    let pins = crate::lock::provenance::file_pins(project_dir);
-    let trust = crate::install::signature::Trust::new(tool.signing, pins)?;
+    let trust = super::download::project_trust(project_dir, &Default::default())?;
     let (locked, _, options) = read.into_options(DEFAULT_CONCURRENCY, false, Some(trust.into()));
     let versions = Versions::choose(&args, project_dir, &locked, &options, settings, printer)?;
     let (entries, not_ready) = versions.locate(settings, &options);

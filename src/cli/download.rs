@@ -457,9 +457,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         }
     })?;
     let profile = read.profile.clone();
-    let tool = ToolSettings::read(dir)?.unwrap_or_default();
-    let pins = crate::lock::provenance::file_pins(dir);
-    let trust = crate::install::signature::Trust::new(args.trust.apply(tool.signing), pins)?;
+    let trust = project_trust(dir, &args.trust)?;
     let (kernels, format, options) =
         read.into_options(args.concurrency, args.refresh, Some(trust.into()));
     let mut settings = settings.clone();
@@ -522,6 +520,22 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         printer,
     };
     run.report(summary, &progress)
+}
+
+/// The trust a download of the project in `dir` runs under: its
+/// `[tool.kernels]` trust settings with `flags` applied, and the file hashes
+/// its `kernels.lock.provenance` records. Errors: an unreadable manifest or
+/// trust root.
+pub(super) fn project_trust(
+    dir: &Path,
+    flags: &super::args::TrustArgs,
+) -> miette::Result<crate::install::signature::Trust> {
+    let tool = ToolSettings::read(dir)?.unwrap_or_default();
+    let pins = crate::lock::provenance::file_pins(dir);
+    Ok(crate::install::signature::Trust::new(
+        flags.apply(tool.signing),
+        pins,
+    )?)
 }
 
 /// `--with-benchmarks`: the `benchmarks/` and `tests/` folders of every
@@ -942,9 +956,12 @@ struct Unreachable {
     help: String,
 }
 
-/// `unsigned variants accepted (no metadata.json.sigstore): acme/relu@abc1234
-/// (torch-cpu, torch-cuda), …`: the one line naming every unsigned variant
-/// a run placed; `None` when there is none.
+/// `unsigned variants (no metadata.json.sigstore): acme/relu@abc1234
+/// (torch-cpu, torch-cuda), …`: the one line naming the unsigned variants a
+/// run placed, short whatever their number (a kernel with more than
+/// [`NAMED_UNSIGNED`] is counted, `(52 variants)`; past that many kernels,
+/// `and N more kernels`; `--format json` names each); `None` when there is
+/// none.
 fn unsigned_note(done: &[crate::install::KernelReport]) -> Option<String> {
     let kernels: Vec<String> = done
         .iter()
@@ -955,16 +972,31 @@ fn unsigned_note(done: &[crate::install::KernelReport]) -> Option<String> {
                 .filter(|(_, s)| s.signer().is_none())
                 .map(|(v, _)| v.as_str())
                 .collect();
-            (!unsigned.is_empty()).then(|| format!("{} ({})", report.label(), unsigned.join(", ")))
+            let variants = match unsigned.len() {
+                0 => return None,
+                n if n > NAMED_UNSIGNED => format!("{n} variants"),
+                _ => unsigned.join(", "),
+            };
+            Some(format!("{} ({variants})", report.label()))
         })
         .collect();
-    (!kernels.is_empty()).then(|| {
-        format!(
-            "unsigned variants (no metadata.json.sigstore): {}",
-            kernels.join(", ")
-        )
-    })
+    let named = match kernels.len() {
+        0 => return None,
+        n if n > NAMED_UNSIGNED => format!(
+            "{} and {} more kernels",
+            kernels[..NAMED_UNSIGNED].join(", "),
+            n - NAMED_UNSIGNED
+        ),
+        _ => kernels.join(", "),
+    };
+    Some(format!(
+        "unsigned variants (no metadata.json.sigstore): {named}"
+    ))
 }
+
+/// How many unsigned variants of a kernel, and how many kernels, the
+/// unsigned note names before it counts instead.
+const NAMED_UNSIGNED: usize = 3;
 
 /// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
 /// and the `message`.

@@ -55,6 +55,13 @@ pub struct OutdatedArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+
+    /// Then benchmark every outdated kernel against the version it could
+    /// move to, on this machine, in one run (`kernels benchmark REPO…
+    /// --against`, the defaults of `kernels benchmark`): the candidate is
+    /// downloaded first; exit 1 when a workload fails or does not match.
+    #[arg(long, conflicts_with = "format")]
+    pub benchmark: bool,
 }
 
 /// Arguments of `kernels versions`.
@@ -574,6 +581,14 @@ pub fn run_outdated(
     }
     if tally.unknown > 0 {
         return Err(tally.error(causes, &settings.endpoint, args.format, printer));
+    }
+    if args.benchmark && tally.outdated > 0 {
+        let repos = statuses
+            .iter()
+            .filter(|s| s.status == Freshness::Outdated)
+            .filter_map(|s| s.repo_id.parse().ok())
+            .collect();
+        return super::benchmark::run_against(repos, &args.project, settings, global, printer);
     }
     if tally.outdated == 0 && args.format == OutputFormat::Text {
         printer.status(format_args!(

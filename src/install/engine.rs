@@ -928,37 +928,51 @@ async fn verify_offline(
         progress.warning(warning);
     }
     for check in checks {
-        let signed = match (&options.trust, check.is_ok()) {
-            (Some(trust), true) => {
-                let repo = cache.repo(&check.repo_id, options.repo_type);
-                signature::check_cached(trust, &repo, &check).map(Some)
-            }
-            _ => Ok(None),
-        };
-        if let Err(error) = signed {
-            let failure = KernelFailure {
-                repo_id: check.repo_id.clone(),
-                commit: check.commit.clone(),
-                error,
-            };
-            summary.failed.push(failure);
-        } else if check.is_ok() {
-            let mut report = KernelReport::from_verification(&check);
-            report.signatures = signed.ok().flatten().unwrap_or_default();
-            if let Some(kernel) = kernels
-                .iter()
-                .find(|k| k.repo_id == report.repo_id && k.commit == report.commit)
-            {
-                report.version = cached_version(cache, options, kernel);
-            }
-            progress.kernel_done(&report);
-            summary.done.push(report);
-        } else {
-            summary.failed.push(KernelFailure::not_cached(check));
-        }
+        record_offline_check(cache, kernels, options, progress, check, &mut summary);
     }
     progress.finish();
     summary
+}
+
+/// One offline check into `summary`: a complete variant whose signature
+/// (under `options.trust`) holds is done, with its version label; anything
+/// else fails naming why.
+fn record_offline_check(
+    cache: &HubCache,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+    progress: &dyn Reporter,
+    check: super::verify::KernelVerification,
+    summary: &mut DownloadSummary,
+) {
+    let signed = match (&options.trust, check.is_ok()) {
+        (Some(trust), true) => {
+            let repo = cache.repo(&check.repo_id, options.repo_type);
+            signature::check_cached(trust, &repo, &check).map(Some)
+        }
+        _ => Ok(None),
+    };
+    if let Err(error) = signed {
+        let failure = KernelFailure {
+            repo_id: check.repo_id.clone(),
+            commit: check.commit.clone(),
+            error,
+        };
+        summary.failed.push(failure);
+    } else if check.is_ok() {
+        let mut report = KernelReport::from_verification(&check);
+        report.signatures = signed.ok().flatten().unwrap_or_default();
+        if let Some(kernel) = kernels
+            .iter()
+            .find(|k| k.repo_id == report.repo_id && k.commit == report.commit)
+        {
+            report.version = cached_version(cache, options, kernel);
+        }
+        progress.kernel_done(&report);
+        summary.done.push(report);
+    } else {
+        summary.failed.push(KernelFailure::not_cached(check));
+    }
 }
 
 /// Recomputes a variant's `git_lfs_concat` hash from what the snapshot links

@@ -501,6 +501,27 @@ fn benchmark_against_times_the_newer_version_in_the_same_run() {
 }
 
 #[test]
+fn outdated_benchmark_times_each_outdated_kernel_against_its_candidate() {
+    let context = project(&["good"], "kernels-0.17.2");
+    // v1 is locked and v2 is newer: the table, then one run of both.
+    let out = context
+        .kernels()
+        .args(["outdated", "--benchmark"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("acme/good"), "{stdout}");
+    assert!(
+        stdout.contains("against v2 (5555555) (torch-cpu)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ReluBenchmark.relu: locked "), "{stdout}");
+    // The candidate (x2) does not match its reference: named, exit 1.
+    assert!(stderr.contains("not matching its verify_*"), "{stderr}");
+}
+
+#[test]
 fn benchmark_version_runs_another_version_than_the_locked_one() {
     let context = project(&["good"], "kernels-0.17.2");
     let out = context

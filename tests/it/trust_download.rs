@@ -271,9 +271,11 @@ fn the_same_commit_signed_by_another_identity_fails_naming_both() {
     first.lock_b(&[("acme/signed", &sha("signed"))]);
     assert_ok(&download(&first, &["--all-variants"]));
     // Another server with the same commit, signed by another workflow the
-    // default policy accepts as well.
+    // default policy accepts as well, downloaded into a fresh cache (another
+    // machine with the project's kernels.lock.provenance; the first cache is
+    // complete and its receipts spare it any request).
     let second = context(&sigstore, "build-mac");
-    let mut cmd = common::kernels(second.endpoint(), &first.cache);
+    let mut cmd = common::kernels(second.endpoint(), &second.cache);
     let project = first.project.display().to_string();
     let root = root(&first);
     cmd.args([
