@@ -155,6 +155,18 @@ pub fn check_dir(dir: &Path, expected: &VariantDigest) -> Vec<DigestProblem> {
 /// cache (a concurrent download's temporary names are not). A directory
 /// that does not exist has none.
 pub fn unknown_in_dir(dir: &Path, expected: &VariantDigest) -> Vec<DigestProblem> {
+    placed_files(dir)
+        .into_iter()
+        .filter(|relative| !is_excluded(relative) && !expected.files.contains_key(relative))
+        .map(DigestProblem::Unknown)
+        .collect()
+}
+
+/// Every file under the variant directory `dir` (links not followed, not
+/// directories), as `/`-separated paths relative to it in name order; the
+/// temporary names of a concurrent download ([`kernels_cache::is_temp_name`])
+/// are left out. A directory that does not exist has none.
+pub fn placed_files(dir: &Path) -> Vec<String> {
     walkdir::WalkDir::new(dir)
         .sort_by_file_name()
         .into_iter()
@@ -167,9 +179,7 @@ pub fn unknown_in_dir(dir: &Path, expected: &VariantDigest) -> Vec<DigestProblem
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
-            let relative = parts.join("/");
-            let known = is_excluded(&relative) || expected.files.contains_key(&relative);
-            (!known).then_some(DigestProblem::Unknown(relative))
+            Some(parts.join("/"))
         })
         .collect()
 }

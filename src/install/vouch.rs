@@ -94,21 +94,9 @@ fn hash_of(variant: &str, files: &[CachedFile], alternate: bool) -> String {
 /// a concurrent download ([`kernels_cache::is_temp_name`]) are skipped. A
 /// directory that does not exist has none.
 pub fn unlisted_in_dir(dir: &std::path::Path, variant: &str, planned: &[&str]) -> Vec<String> {
-    walkdir::WalkDir::new(dir)
-        .sort_by_file_name()
+    super::digest::placed_files(dir)
         .into_iter()
-        .filter_map(Result::ok)
-        .filter(|entry| !entry.file_type().is_dir())
-        .filter(|entry| !kernels_cache::is_temp_name(&entry.file_name().to_string_lossy()))
-        .filter_map(|entry| {
-            let relative = entry.path().strip_prefix(dir).ok()?;
-            let parts: Vec<String> = relative
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            let path = format!("build/{variant}/{}", parts.join("/"));
-            let known = super::signature::is_bytecode(&path) || planned.contains(&path.as_str());
-            (!known).then_some(path)
-        })
+        .map(|relative| format!("build/{variant}/{relative}"))
+        .filter(|path| !super::signature::is_bytecode(path) && !planned.contains(&path.as_str()))
         .collect()
 }
