@@ -719,34 +719,24 @@ fn row(workload: &Workload) -> [String; 7] {
                 },
             ]
         }
-        Outcome::Failed(_) => [
-            name,
-            dash(),
-            dash(),
-            dash(),
-            dash(),
-            dash(),
-            "error".to_owned(),
-        ],
-        Outcome::TimedOut(_) => [
-            name,
-            dash(),
-            dash(),
-            dash(),
-            dash(),
-            dash(),
-            "timed out".to_owned(),
-        ],
-        Outcome::Died(..) => [
-            name,
-            dash(),
-            dash(),
-            dash(),
-            dash(),
-            dash(),
-            "died".to_owned(),
-        ],
+        Outcome::Failed(_) => untimed(name, "error"),
+        Outcome::TimedOut(_) => untimed(name, "timed out"),
+        Outcome::Died(..) => untimed(name, "died"),
     }
+}
+
+/// The row of a workload that gave no timing: its name, dashes and `status`.
+fn untimed(name: String, status: &str) -> [String; 7] {
+    let dash = || "-".to_owned();
+    [
+        name,
+        dash(),
+        dash(),
+        dash(),
+        dash(),
+        dash(),
+        status.to_owned(),
+    ]
 }
 
 /// What follows the table for one workload: the error, or the candidate.
