@@ -103,6 +103,39 @@ struct BenchmarkFailed {
     help: String,
 }
 
+/// The benchmarks run in the project's Python and time the variant its
+/// torch loads, so `kernels benchmark` cannot name the environment as
+/// `download` can: torch not importable is its own error.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error(
+    "kernels benchmark runs the kernels' benchmarks in the project's Python, which cannot import torch: {reason}"
+)]
+#[diagnostic(
+    code(kernels::benchmark::no_torch),
+    help(
+        "install torch in the project's environment (or activate the one that has it); `kernels download --with-benchmarks --torch-version … --cuda-version …` can prefetch for another machine, but the benchmarks run only where torch and the kernel's device are"
+    )
+)]
+struct NeedsTorch {
+    reason: String,
+}
+
+/// [`NeedsTorch`] for the variant detection's "torch is not importable";
+/// any other error as it is.
+fn needs_torch(report: miette::Report) -> miette::Report {
+    let no_torch = report
+        .code()
+        .is_some_and(|code| code.to_string() == "kernels::variant::no_torch");
+    if no_torch {
+        NeedsTorch {
+            reason: report.to_string(),
+        }
+        .into()
+    } else {
+        report
+    }
+}
+
 /// A named kernel that the lock does not pin.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 #[error("{repo_id} is not in kernels.lock")]
@@ -197,7 +230,8 @@ fn run(
         &python,
         printer,
         args.lock_mode.frozen,
-    )?;
+    )
+    .map_err(needs_torch)?;
     // A version outside the lock is downloaded under the project's trust settings.
     let trust = super::download::project_trust(project_dir, &Default::default())?;
     let (locked, _, options) = read.into_options(DEFAULT_CONCURRENCY, false, Some(trust.into()));

@@ -460,9 +460,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     let trust = project_trust(dir, &args.trust)?;
     let (kernels, format, options) =
         read.into_options(args.concurrency, args.refresh, Some(trust.into()));
-    let mut settings = settings.clone();
-    settings.offline |= args.offline;
-    let settings = &settings;
+    let settings = &settings.clone().offline_if(args.offline);
     let progress = Progress::new(
         printer,
         if args.dry_run {

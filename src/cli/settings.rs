@@ -342,6 +342,13 @@ fn cache_dir_from_env(hf_home: &Path, notes: &mut Vec<String>) -> (PathBuf, &'st
 }
 
 impl Settings {
+    /// These settings, offline as well when `offline` (`--offline` on top of
+    /// `HF_HUB_OFFLINE`).
+    pub fn offline_if(mut self, offline: bool) -> Settings {
+        self.offline |= offline;
+        self
+    }
+
     /// The hub cache at [`Settings::cache_dir`] with [`Settings::cache_options`].
     pub fn cache(&self) -> kernels_cache::HubCache {
         kernels_cache::HubCache::with_options(&self.cache_dir, self.cache_options)

@@ -113,16 +113,6 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
             print_failure(settings, printer, report);
         }
     })?;
-    if args.signatures {
-        return super::signatures::run(
-            &read,
-            &args.project.project_dir,
-            &args.trust,
-            json,
-            settings,
-            printer,
-        );
-    }
     let cache = settings.cache();
     let mut checks = verify_kernels_fit(
         &cache,
@@ -133,6 +123,23 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
     );
     let pins = crate::lock::provenance::file_pins(&args.project.project_dir);
     crate::install::vouch::check(&cache, read.repo_type, &read.kernels, &mut checks, &pins);
+    // A bundle proves nothing about an unsigned variant's files: a variant
+    // nothing vouches for (a planted directory) fails `--signatures` as it
+    // fails the plain check, with the plain report.
+    let unvouched = checks
+        .iter()
+        .flat_map(|c| &c.problems)
+        .any(|p| matches!(p, Problem::Unvouched { .. } | Problem::PinMismatch { .. }));
+    if args.signatures && !unvouched {
+        return super::signatures::run(
+            &read,
+            &args.project.project_dir,
+            &args.trust,
+            json,
+            settings,
+            printer,
+        );
+    }
     if json {
         return Ok(print_json(settings, printer, &checks));
     }
@@ -180,6 +187,10 @@ struct Repairs {
     no_builds: bool,
     refused: Vec<std::path::PathBuf>,
     tampered: Vec<std::path::PathBuf>,
+    /// Variants nothing vouches for, or whose files differ from the hash
+    /// kernels.lock.provenance records: removed, then downloaded (an online
+    /// download of a complete cache fetches nothing).
+    unvouched: Vec<std::path::PathBuf>,
     /// What would fit, for kernels none of whose locked variants suits the
     /// environment (no download helps them).
     nothing_fits: Vec<String>,
@@ -201,6 +212,13 @@ impl Repairs {
                 let dir = snapshot.join("build").join(variant);
                 if !self.tampered.contains(&dir) {
                     self.tampered.push(dir);
+                }
+                true
+            }
+            Problem::Unvouched { variant, .. } | Problem::PinMismatch { variant, .. } => {
+                let dir = snapshot.join("build").join(variant);
+                if !self.unvouched.contains(&dir) {
+                    self.unvouched.push(dir);
                 }
                 true
             }
@@ -244,6 +262,13 @@ impl Repairs {
             let dirs: Vec<String> = self.tampered.iter().map(|d| shell_path(d)).collect();
             help.push(format!(
                 "a cached variant's files are not the ones its metadata.json digest names (changed, added or removed after the build): remove it and run `kernels download` again, which refuses files that do not match:\n\n    rm -r {}",
+                dirs.join(" ")
+            ));
+        }
+        if !self.unvouched.is_empty() {
+            let dirs: Vec<String> = self.unvouched.iter().map(|d| shell_path(d)).collect();
+            help.push(format!(
+                "nothing vouches for a cached variant's files, or they are not the ones kernels.lock.provenance recorded: remove it and run `kernels download` online, which fetches it from the Hub's listing if the locked commit has it:\n\n    rm -r {}",
                 dirs.join(" ")
             ));
         }

@@ -216,7 +216,7 @@ pub enum Problem {
     /// metadata.json and no entry in `kernels.lock.provenance`
     /// ([`super::vouch`]). A directory planted in the cache looks like this.
     #[error(
-        "variant `{variant}` has nothing that vouches for its files ({}): kernels.lock pins no hash for it, `build/{variant}/metadata.json` has no digest, and kernels.lock.provenance has no entry for it; run `kernels download` online to check it against the Hub's listing and record it",
+        "variant `{variant}` has nothing that vouches for its files ({}): kernels.lock pins no hash for it, `build/{variant}/metadata.json` has no digest, and kernels.lock.provenance has no entry for it; remove the directory and run `kernels download` online, which fetches the variant from the Hub's listing if the locked commit has it and records its hash",
         files.join(", ")
     )]
     Unvouched {
@@ -279,6 +279,8 @@ impl Problem {
                 | Problem::Refused { .. }
                 | Problem::InvalidMetadata { .. }
                 | Problem::Digest { .. }
+                | Problem::Unvouched { .. }
+                | Problem::PinMismatch { .. }
         )
     }
 

@@ -501,6 +501,28 @@ fn benchmark_against_times_the_newer_version_in_the_same_run() {
 }
 
 #[test]
+fn benchmark_without_torch_says_it_needs_torch_not_flags_it_lacks() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let no_torch = context.tmp.path().join("no_torch");
+    fs_err::create_dir_all(no_torch.join("torch")).unwrap();
+    fs_err::write(
+        no_torch.join("torch/__init__.py"),
+        "raise ImportError('no torch here')\n",
+    )
+    .unwrap();
+    let out = context
+        .kernels_without_hub()
+        .arg("benchmark")
+        .env("PYTHONPATH", &no_torch)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("kernels::benchmark::no_torch"), "{stderr}");
+    assert!(!stderr.contains("--torch-version 2.10"), "{stderr}");
+}
+
+#[test]
 fn outdated_benchmark_times_each_outdated_kernel_against_its_candidate() {
     let context = project(&["good"], "kernels-0.17.2");
     // v1 is locked and v2 is newer: the table, then one run of both.

@@ -343,6 +343,7 @@ fn a_planted_variant_is_refused_with_either_lock_format() {
     let named = "build/torch-universal/__init__.py";
     for out in [
         p.verify(&["--all-variants"]),
+        p.verify(&["--all-variants", "--signatures"]),
         p.download(&["--all-variants", "--offline"]),
     ] {
         assert_refused(
@@ -350,7 +351,17 @@ fn a_planted_variant_is_refused_with_either_lock_format() {
             &["variant `torch-universal` has nothing that vouches", named],
         );
     }
+    // The repair named is one that works: an online download of a complete
+    // cache fetches nothing, so the directory is to be removed first.
+    let out = p.verify(&["--all-variants"]);
+    assert_refused(&out, &["rm -r ", "build/torch-universal"]);
+    assert!(
+        !text(&out).contains("repair the cache with"),
+        "{}",
+        text(&out)
+    );
     remove(&planted);
+    assert_ok(&p.verify(&["--all-variants", "--signatures"]));
     // A file planted into the recorded variant: the recorded hash differs.
     let planted = plant(&p, "torch-cpu");
     for out in [
