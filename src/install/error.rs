@@ -319,7 +319,7 @@ pub enum DownloadError {
     #[diagnostic(
         code(kernels::download::signature),
         help(
-            "the variant is not proven to be the one its publisher built and signed, so it was not placed in the cache: report it to the kernel's publisher or the mirror's operator, or lock another version (`kernels versions {repo_id}`); a private signer is accepted once listed under `[tool.kernels.signers]` in pyproject.toml"
+            "the variant is not proven to be the one its publisher built and signed, so it is not accepted (a download links none of its files into the snapshot; a copy already there is not used): report it to the kernel's publisher or the mirror's operator, or lock another version (`kernels versions {repo_id}`); a private signer is accepted once listed under `[tool.kernels.signers]` in pyproject.toml"
         )
     )]
     Signature {
