@@ -220,12 +220,12 @@ fn temp_name_pid(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
-/// Removes temporary names that a killed process left in snapshot directory
-/// `dir` (a process that no longer exists wrote them): a stray link there
-/// would count as a file of the variant for `kernels verify` and for the
-/// runtime's own hash check. A name whose writer runs in another PID namespace
+/// Removes temporary names that a killed process left in `dir`, a snapshot
+/// or receipts directory (a process that no longer exists wrote them): a
+/// stray link in a snapshot would count as a file of the variant for
+/// `kernels verify` and for the runtime's own hash check. A name whose writer runs in another PID namespace
 /// may be taken for stale; its writer then links again ([`RepoCache::link`]).
-fn sweep_stale_temps(dir: &Path) {
+pub(crate) fn sweep_stale_temps(dir: &Path) {
     let Ok(entries) = fs_err::read_dir(dir) else {
         return;
     };

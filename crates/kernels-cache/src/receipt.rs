@@ -202,16 +202,26 @@ impl RepoCache {
         (stored.version == VERSION).then_some(stored.content)
     }
 
+    /// Writes `content` to `path` through a temporary name of this process
+    /// ([`crate::layout::temp_name`]) renamed into place, after removing the
+    /// temporary names that killed processes left in that directory: a
+    /// receipt is an optimisation, so a torn one only reads as absent, but
+    /// no write leaves a stray file in the cache.
     fn write_receipt<T: Serialize>(&self, path: &Path, content: &T) -> Result<(), CacheError> {
-        if let Some(parent) = path.parent() {
-            self.create_dir(parent)?;
-        }
+        let dir = path.parent().unwrap_or(Path::new("."));
+        self.create_dir(dir)?;
+        crate::layout::sweep_stale_temps(dir);
         let stored = Stored {
             version: VERSION,
             content,
         };
         let bytes = serde_json::to_vec(&stored).map_err(std::io::Error::other)?;
-        crate::write_atomic(path, &bytes)?;
+        let tmp = crate::layout::temp_name(dir);
+        fs_err::write(&tmp, &bytes)?;
+        if let Err(err) = fs_err::rename(&tmp, path) {
+            let _ = fs_err::remove_file(&tmp);
+            return Err(err.into());
+        }
         Ok(())
     }
 }
