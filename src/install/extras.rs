@@ -12,7 +12,7 @@ use kernels_types::wire::{RepoType, TreeEntry};
 
 use super::error::DownloadError;
 use super::fetch::{Fetched, Source, ensure_blob};
-use super::plan::{PlannedFile, entry_digest};
+use super::plan::PlannedFile;
 use super::reporter::NoReporter;
 use crate::lock::format::LockedKernel;
 
@@ -47,20 +47,7 @@ pub fn plan_extras(
     entries: &[TreeEntry],
 ) -> Result<Vec<PlannedFile>, DownloadError> {
     super::plan::check_listing(kernel, entries)?;
-    let mut files = Vec::new();
-    for entry in entries.iter().filter(|e| e.is_file() && is_extra(&e.path)) {
-        let digest = entry_digest(entry).ok_or_else(|| DownloadError::InvalidListing {
-            repo_id: kernel.repo_id.clone(),
-            commit: kernel.commit.clone(),
-            path: entry.path.clone(),
-        })?;
-        files.push(PlannedFile {
-            path: entry.path.clone(),
-            digest,
-        });
-    }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(files)
+    super::plan::planned_files(kernel, entries, is_extra)
 }
 
 /// Lists `kernel` at its locked commit and places every file of

@@ -49,6 +49,30 @@ pub fn available_variants(entries: &[TreeEntry]) -> BTreeSet<String> {
         .collect()
 }
 
+/// The files of the listing `entries` whose repo path `wanted` takes, each
+/// with its digest, in path order. Errors: a wanted file without an LFS
+/// sha256 or a git sha1 is [`DownloadError::InvalidListing`].
+pub fn planned_files(
+    kernel: &LockedKernel,
+    entries: &[TreeEntry],
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Vec<PlannedFile>, DownloadError> {
+    let mut files = Vec::new();
+    for entry in entries.iter().filter(|e| e.is_file() && wanted(&e.path)) {
+        let digest = entry_digest(entry).ok_or_else(|| DownloadError::InvalidListing {
+            repo_id: kernel.repo_id.clone(),
+            commit: kernel.commit.clone(),
+            path: entry.path.clone(),
+        })?;
+        files.push(PlannedFile {
+            path: entry.path.clone(),
+            digest,
+        });
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(files)
+}
+
 /// The blob a tree entry must become: LFS files are named by `lfs.oid`
 /// (sha256, with `lfs.size`), other files by `oid` (git blob sha1, with `size`).
 pub fn entry_digest(entry: &TreeEntry) -> Option<BlobId> {
@@ -112,22 +136,8 @@ pub fn plan_kernel(
     };
     let mut variants = BTreeMap::new();
     for variant in chosen {
-        let mut files = Vec::new();
-        for entry in entries
-            .iter()
-            .filter(|e| e.is_file() && file_set::in_variant(&e.path, &variant))
-        {
-            let digest = entry_digest(entry).ok_or_else(|| DownloadError::InvalidListing {
-                repo_id: kernel.repo_id.clone(),
-                commit: kernel.commit.clone(),
-                path: entry.path.clone(),
-            })?;
-            files.push(PlannedFile {
-                path: entry.path.clone(),
-                digest,
-            });
-        }
-        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut files =
+            planned_files(kernel, entries, |path| file_set::in_variant(path, &variant))?;
         let set = match &kernel.variants {
             None => FileSet::NoBytecode,
             Some(hashes) => {
