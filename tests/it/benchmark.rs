@@ -205,14 +205,8 @@ fn project_with(kernels: &[&str], venv: &str, env: &[(&str, &str)]) -> TestConte
     let context = TestContext::with_generated_mirror(mirror, &[]).with_pyproject(&format!(
         "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n{deps}"
     ));
-    let stub = context.tmp.path().join("stub_torch");
-    let source = common::repo_root().join("tests/python/stub_torch");
-    fs_err::create_dir_all(stub.join("torch")).unwrap();
-    for file in ["sitecustomize.py", "torch/__init__.py"] {
-        fs_err::copy(source.join(file), stub.join(file)).unwrap();
-    }
     let mut context = context
-        .with_env("PYTHONPATH", stub)
+        .with_stub_torch_copy()
         .with_env("VIRTUAL_ENV", common::pyref_root().join(venv));
     for (name, value) in env {
         context = context.with_env(name, value);

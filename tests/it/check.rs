@@ -89,16 +89,9 @@ fn project(kernels: &[&str], venv: &str) -> TestContext {
     let context = TestContext::with_generated_mirror(mirror, &[]).with_pyproject(&format!(
         "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n{deps}"
     ));
-    // A copy of the stub torch: with bytecode writing on (see [`check`]), its
-    // `__pycache__` lands in the test's folder, not in the repository.
-    let stub = context.tmp.path().join("stub_torch");
-    let source = common::repo_root().join("tests/python/stub_torch");
-    fs_err::create_dir_all(stub.join("torch")).unwrap();
-    for file in ["sitecustomize.py", "torch/__init__.py"] {
-        fs_err::copy(source.join(file), stub.join(file)).unwrap();
-    }
+    // A copy of the stub torch: bytecode writing is on (see [`check`]).
     context
-        .with_env("PYTHONPATH", stub)
+        .with_stub_torch_copy()
         .with_env("VIRTUAL_ENV", common::pyref_root().join(venv))
 }
 

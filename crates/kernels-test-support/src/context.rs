@@ -123,6 +123,20 @@ impl TestContext {
         self.with_env("PYTHONPATH", stub)
     }
 
+    /// [`TestContext::with_stub_torch`] from a copy in the test's folder: with
+    /// bytecode writing on, its `__pycache__` lands there, not in the
+    /// repository.
+    #[must_use]
+    pub fn with_stub_torch_copy(self) -> TestContext {
+        let stub = self.tmp.path().join("stub_torch");
+        let source = repo_root().join("tests/python/stub_torch");
+        fs_err::create_dir_all(stub.join("torch")).unwrap();
+        for file in ["sitecustomize.py", "torch/__init__.py"] {
+            fs_err::copy(source.join(file), stub.join(file)).unwrap();
+        }
+        self.with_env("PYTHONPATH", stub)
+    }
+
     /// Sets `name=value` on every command of this context (after the scrub).
     #[must_use]
     pub fn with_env(mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> TestContext {
