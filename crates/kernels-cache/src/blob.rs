@@ -8,7 +8,6 @@ use std::path::Path;
 use kernels_types::{BlobId, Digest, DigestKind, Hasher};
 
 use super::{BlobLock, CacheError, RepoCache};
-use kernels_fs::sync_dir;
 
 /// Hashes the file at `path` as `kind`, returning the digest and the number of
 /// bytes read. Errors name the path.
@@ -34,6 +33,19 @@ pub fn file_matches(path: &Path, blob: &BlobId) -> std::io::Result<bool> {
     Ok(len == blob.size && digest == blob.digest)
 }
 
+/// Blobs of at most this many bytes (16 KiB, one TLS record of plaintext)
+/// are written without the `.locks/` file lock and without the shared
+/// `.incomplete` name: an interrupted transfer of one loses too little to be
+/// worth resuming, and the lock file would be a third inode per file. Their
+/// content goes through a temporary name of this process and an atomic
+/// rename of verified content, which a concurrent `huggingface_hub` download
+/// of the same blob (renaming its own verified copy) cannot corrupt.
+pub const UNLOCKED_MAX: u64 = 16 * 1024;
+
+/// Blobs of at least this many bytes (8 MiB) are written and hashed on a
+/// thread of their own ([`crate::pipe`]), off the task that receives them.
+pub const PIPED_MIN: u64 = 8 * 1024 * 1024;
+
 /// What a caller finds when it opens a blob for writing (see
 /// [`RepoCache::open_blob`]).
 #[derive(Debug)]
@@ -50,17 +62,31 @@ pub enum PartialBlob {
 /// Partial data left by an interrupted run (ours or `huggingface_hub` ≤1.17,
 /// which uses the same name under the same lock) is kept: the writer hashes it
 /// and reports its length as [`BlobWriter::offset`], so the caller can ask for
-/// the rest with a `Range` request. Writes are plain blocking file writes; the
-/// caller runs them from a task that may block briefly.
+/// the rest with a `Range` request. Small blobs ([`UNLOCKED_MAX`]) use a
+/// temporary name of their own instead. Writes are plain blocking file
+/// writes, except for large blobs ([`PIPED_MIN`]), whose bytes a thread of
+/// their own writes and hashes; the caller runs them from a task that may
+/// block briefly.
 #[derive(Debug)]
 pub struct BlobWriter {
-    file: fs_err::File,
+    body: Body,
     partial: TempGuard,
     blob: PathBuf,
     expected: BlobId,
-    hasher: HasherCell,
+    /// Bytes accepted so far (held before plus written).
+    written: u64,
     offset: u64,
-    _lock: BlobLock,
+    /// The cache, told of the rename (its directory is synced before a link).
+    repo: RepoCache,
+    _lock: Option<BlobLock>,
+}
+
+/// Where written bytes go: this thread's file and hasher, or a pipe to the
+/// blob's writing thread.
+#[derive(Debug)]
+enum Body {
+    Inline(fs_err::File, HasherCell),
+    Piped(crate::pipe::Pipe),
 }
 
 /// `Hasher` without `Debug`; wrapped so the writer can derive it.
@@ -73,21 +99,24 @@ impl std::fmt::Debug for HasherCell {
 }
 
 impl RepoCache {
-    /// Takes the blob lock for `expected` and checks `blobs/<etag>`.
+    /// Checks `blobs/<etag>`, first taking the blob lock for `expected`
+    /// unless the blob is small ([`UNLOCKED_MAX`]).
     ///
     /// * Present with the right size and digest → [`PartialBlob::Complete`].
     /// * Present but wrong (corrupted, truncated) → a writer is returned; the bad
     ///   blob stays until [`BlobWriter::finish`] renames verified content over
     ///   it, so snapshot links never dangle even when the fetch fails.
     /// * Absent → a writer that resumes from a `blobs/<etag>.incomplete` left
-    ///   behind by an interrupted download, if one exists and is not longer than
-    ///   the expected size.
+    ///   behind by an interrupted download, if one exists, is not longer than
+    ///   the expected size and the lock is held.
     ///
     /// Blocks while another process holds the lock.
     pub fn open_blob(&self, expected: &BlobId) -> Result<PartialBlob, CacheError> {
         let etag = expected.etag();
-        let lock = self.lock_blob(&etag)?;
-        let blob = self.blob_path(&etag);
+        let lock = match expected.size > UNLOCKED_MAX {
+            true => Some(self.lock_blob(&etag)?),
+            false => None,
+        };
         if self.blob_matches(expected)? {
             return Ok(PartialBlob::Complete);
         }
@@ -95,7 +124,7 @@ impl RepoCache {
         // Without an flock the shared `.incomplete` name could be written by two
         // processes at once: write a name of our own (huggingface_hub 1.18's
         // `<etag>.<8hex>.incomplete`), removed when the writer is dropped unfinished.
-        let (partial, unique) = if lock.is_held() {
+        let (partial, unique) = if lock.as_ref().is_some_and(BlobLock::is_held) {
             (self.incomplete_path(&etag), false)
         } else {
             let name = format!("{etag}.{}.incomplete", super::layout::temp_suffix());
@@ -103,26 +132,69 @@ impl RepoCache {
         };
         let mut file = super::fsx::open_rw_no_follow(&partial, 0o644)?;
         let mut hasher = Hasher::new(expected.kind(), expected.size);
-        let existing = file.metadata()?.len();
+        let existing = if unique { 0 } else { file.metadata()?.len() };
         if existing > expected.size {
             file.set_len(0)?;
         } else if existing > 0 {
             hasher.update_from(&mut file)?;
+            file.seek(SeekFrom::Start(hasher.len()))?;
         }
         let offset = hasher.len();
-        file.seek(SeekFrom::Start(offset))?;
         Ok(PartialBlob::Missing(Box::new(BlobWriter {
-            file,
+            body: Body::start(file, hasher, expected.size - offset)?,
             partial: TempGuard {
                 path: partial,
                 remove_on_drop: unique,
             },
-            blob,
+            blob: self.blob_path(&etag),
             expected: *expected,
-            hasher: HasherCell(hasher),
+            written: offset,
             offset,
+            repo: self.clone(),
             _lock: lock,
         })))
+    }
+}
+
+impl Body {
+    /// Inline for fewer than [`PIPED_MIN`] bytes to come, else piped.
+    fn start(file: fs_err::File, hasher: Hasher, to_come: u64) -> std::io::Result<Body> {
+        if to_come < PIPED_MIN {
+            return Ok(Body::Inline(file, HasherCell(hasher)));
+        }
+        Ok(Body::Piped(crate::pipe::Pipe::start(file, hasher)?))
+    }
+
+    /// The file and hasher, once every byte handed to a pipe is written;
+    /// the pipe's write error, if any.
+    fn settle(&mut self) -> std::io::Result<(&mut fs_err::File, &mut Hasher)> {
+        if let Body::Piped(pipe) = self
+            && let Some(drained) = pipe.close()
+        {
+            *self = Body::Inline(drained.file, HasherCell(drained.hasher));
+            if let Some(err) = drained.error {
+                return Err(err);
+            }
+        }
+        match self {
+            Body::Inline(file, hasher) => Ok((file, &mut hasher.0)),
+            Body::Piped(_) => Err(std::io::Error::other("the blob's writing thread is gone")),
+        }
+    }
+
+    /// Writes and hashes `chunk`.
+    fn write(&mut self, chunk: &[u8]) -> std::io::Result<()> {
+        match self {
+            Body::Inline(file, hasher) => {
+                file.write_all(chunk)?;
+                hasher.0.update(chunk);
+                Ok(())
+            }
+            Body::Piped(pipe) => match pipe.push(chunk) {
+                Ok(()) => Ok(()),
+                Err(()) => self.settle().map(|_| ()),
+            },
+        }
     }
 }
 
@@ -155,7 +227,7 @@ impl BlobWriter {
             let dir = self.blob.parent().unwrap_or(&self.blob).to_owned();
             return CacheError::DiskFull {
                 available: super::fsx::free_space(&dir),
-                needed: self.expected.size - self.hasher.0.len(),
+                needed: self.expected.size - self.written,
                 dir,
             };
         }
@@ -164,7 +236,7 @@ impl BlobWriter {
 
     /// Bytes present now.
     pub fn written(&self) -> u64 {
-        self.hasher.0.len()
+        self.written
     }
 
     /// The expected blob.
@@ -173,17 +245,27 @@ impl BlobWriter {
     }
 
     /// The file the content is being written to, complete once every byte
-    /// is written: a caller with a rule of its own (a digest the blob's name
-    /// does not carry) reads it there before [`BlobWriter::finish`].
+    /// is written and [`BlobWriter::flush`] returned: a caller with a rule of
+    /// its own (a digest the blob's name does not carry) reads it there before
+    /// [`BlobWriter::finish`].
     pub fn partial_path(&self) -> &Path {
         &self.partial.path
+    }
+
+    /// Waits until every byte written so far is in the file (large blobs are
+    /// written by a thread of their own). Errors: that thread's write error.
+    pub fn flush(&mut self) -> Result<(), CacheError> {
+        if let Err(err) = self.body.settle() {
+            return Err(self.io_error(err));
+        }
+        Ok(())
     }
 
     /// Drops the written data and its `.incomplete` file, for content a
     /// caller refuses (resuming it would not help); the blob stays absent.
     pub fn discard(self) -> Result<(), CacheError> {
-        let BlobWriter { file, partial, .. } = self;
-        drop(file);
+        let BlobWriter { body, partial, .. } = self;
+        drop(body);
         match fs_err::remove_file(&partial.path) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.into()),
             _ => Ok(()),
@@ -193,9 +275,17 @@ impl BlobWriter {
     /// Drops any partial data and starts again from byte 0 (for a server that
     /// answered a `Range` request with the whole body, or a failed verification).
     pub fn restart(&mut self) -> Result<(), CacheError> {
-        self.file.set_len(0)?;
-        self.file.seek(SeekFrom::Start(0))?;
-        self.hasher = HasherCell(Hasher::new(self.expected.kind(), self.expected.size));
+        // A write error of the old data does not matter: it is dropped.
+        let _ = self.body.settle();
+        let Body::Inline(file, _) = &mut self.body else {
+            return Err(std::io::Error::other("the blob's writing thread is gone").into());
+        };
+        file.set_len(0)?;
+        file.seek(SeekFrom::Start(0))?;
+        let file = file.try_clone()?;
+        let hasher = Hasher::new(self.expected.kind(), self.expected.size);
+        self.body = Body::start(file, hasher, self.expected.size)?;
+        self.written = 0;
         self.offset = 0;
         Ok(())
     }
@@ -203,7 +293,7 @@ impl BlobWriter {
     /// Appends a chunk. Fails once more bytes arrive than the expected size, so a
     /// misbehaving server cannot fill the disk.
     pub fn write(&mut self, chunk: &[u8], repo_path: &str) -> Result<(), CacheError> {
-        let total = self.hasher.0.len() + chunk.len() as u64;
+        let total = self.written + chunk.len() as u64;
         if total > self.expected.size {
             // The data is wrong; keep nothing a later run would resume from.
             self.restart()?;
@@ -216,30 +306,35 @@ impl BlobWriter {
                 actual_size: total,
             });
         }
-        if let Err(err) = self.file.write_all(chunk) {
+        if let Err(err) = self.body.write(chunk) {
             return Err(self.io_error(err));
         }
-        self.hasher.0.update(chunk);
+        self.written = total;
         Ok(())
     }
 
-    /// Verifies size and digest; on success fsyncs the data, renames
-    /// `.incomplete` to `blobs/<etag>` and fsyncs the directory. On a mismatch the
-    /// `.incomplete` file is deleted (its content is wrong, resuming it would not
-    /// help) and [`CacheError::Mismatch`] names `repo_path`, both digests and sizes.
-    pub fn finish(self, repo_path: &str) -> Result<(), CacheError> {
+    /// Verifies size and digest; on success fsyncs the data and renames
+    /// `.incomplete` to `blobs/<etag>`. The directory is not synced here: the
+    /// next link into a snapshot of this repository syncs it first
+    /// ([`RepoCache::place`]), one `fsync` for a batch of blobs, so no link is
+    /// ever durable before its blob. On a mismatch the `.incomplete` file is
+    /// deleted (its content is wrong, resuming it would not help) and
+    /// [`CacheError::Mismatch`] names `repo_path`, both digests and sizes.
+    pub fn finish(mut self, repo_path: &str) -> Result<(), CacheError> {
+        self.flush()?;
         let BlobWriter {
-            mut file,
+            mut body,
             partial,
             blob,
             expected,
-            hasher,
+            repo,
             ..
         } = self;
-        let actual_size = hasher.0.len();
-        let actual = hasher.0.finish();
+        let (file, hasher) = body.settle()?;
+        let actual_size = hasher.len();
+        let actual = std::mem::replace(hasher, Hasher::new(expected.kind(), 0)).finish();
         if actual_size != expected.size || actual != expected.digest {
-            drop(file);
+            drop(body);
             let _ = fs_err::remove_file(&partial.path);
             return Err(CacheError::Mismatch {
                 path: repo_path.to_owned(),
@@ -250,13 +345,10 @@ impl BlobWriter {
                 actual_size,
             });
         }
-        file.flush()?;
         file.sync_all()?;
-        drop(file);
+        drop(body);
         fs_err::rename(&partial.path, &blob)?;
-        if let Some(dir) = blob.parent() {
-            sync_dir(dir)?;
-        }
+        repo.renamed_blob();
         Ok(())
     }
 }
@@ -298,29 +390,89 @@ mod tests {
             b"hello world"
         );
         assert!(matches!(repo.open_blob(&d).unwrap(), PartialBlob::Complete));
+        // A small blob takes no lock: no `.locks/` file, no temporary name left.
+        assert!(!repo.lock_path(&d.etag()).exists());
+        let names: Vec<_> = fs_err::read_dir(repo.blobs_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from(d.etag())]);
+    }
+
+    #[test]
+    fn a_large_blob_is_locked_written_by_its_thread_and_resumable() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let content: Vec<u8> = (0..PIPED_MIN + 4097).map(|i| (i % 253) as u8).collect();
+        let d = digest(&content);
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
         assert!(repo.lock_path(&d.etag()).exists());
+        assert_eq!(w.partial_path(), repo.incomplete_path(&d.etag()));
+        let (head, tail) = content.split_at(3 * 1024 * 1024);
+        for chunk in head.chunks(16 * 1024) {
+            w.write(chunk, "f").unwrap();
+        }
+        w.flush().unwrap();
+        assert_eq!(
+            fs_err::metadata(w.partial_path()).unwrap().len(),
+            head.len() as u64
+        );
+        drop(w);
+        // The shared `.incomplete` name stays for the next run to resume.
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        assert_eq!(w.offset(), head.len() as u64);
+        for chunk in tail.chunks(10_000) {
+            w.write(chunk, "f").unwrap();
+        }
+        w.finish("f").unwrap();
+        assert_eq!(fs_err::read(repo.blob_path(&d.etag())).unwrap(), content);
+    }
+
+    #[test]
+    fn a_large_blob_that_differs_is_refused_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let content = vec![7u8; PIPED_MIN as usize];
+        let d = digest(&content);
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        let mut wrong = content.clone();
+        wrong[5] = 8;
+        w.write(&wrong, "f").unwrap();
+        assert!(matches!(w.finish("f"), Err(CacheError::Mismatch { .. })));
+        assert!(!repo.blob_path(&d.etag()).exists());
+        assert!(!repo.incomplete_path(&d.etag()).exists());
     }
 
     #[test]
     fn resumes_partial_data_and_rejects_corruption() {
         let dir = tempfile::tempdir().unwrap();
         let repo = repo(dir.path());
-        let d = digest(b"hello world");
+        // Larger than UNLOCKED_MAX: locked, with a resumable `.incomplete`.
+        let good: Vec<u8> = (0..UNLOCKED_MAX + 11).map(|i| (i % 249) as u8).collect();
+        let mut bad = good.clone();
+        bad[7] ^= 1;
+        let d = digest(&good);
         fs_err::create_dir_all(repo.blobs_dir()).unwrap();
-        fs_err::write(repo.incomplete_path(&d.etag()), b"hello").unwrap();
+        fs_err::write(repo.incomplete_path(&d.etag()), &good[..5]).unwrap();
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("blob should be missing")
         };
         assert_eq!(w.offset(), 5);
-        w.write(b" world", "f").unwrap();
+        w.write(&good[5..], "f").unwrap();
         w.finish("f").unwrap();
 
         // A corrupted blob is detected and replaced only by verified content.
-        fs_err::write(repo.blob_path(&d.etag()), b"hello WORLD").unwrap();
+        fs_err::write(repo.blob_path(&d.etag()), &bad).unwrap();
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("corrupted blob should be refetched")
         };
-        w.write(b"hello WORLD", "f").unwrap();
+        w.write(&bad, "f").unwrap();
         let err = w.finish("build/x/f.so").unwrap_err().to_string();
         assert!(
             err.contains("build/x/f.so") && err.contains(&d.etag()),
@@ -331,11 +483,29 @@ mod tests {
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("corrupted blob should be refetched")
         };
+        w.write(&good, "f").unwrap();
+        w.finish("f").unwrap();
+        assert_eq!(fs_err::read(repo.blob_path(&d.etag())).unwrap(), good);
+    }
+
+    #[test]
+    fn a_small_blob_ignores_a_shared_incomplete_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let d = digest(b"hello world");
+        fs_err::create_dir_all(repo.blobs_dir()).unwrap();
+        // Another process may be writing the shared name under its lock.
+        fs_err::write(repo.incomplete_path(&d.etag()), b"hel").unwrap();
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        assert_eq!(w.offset(), 0);
+        assert_ne!(w.partial_path(), repo.incomplete_path(&d.etag()));
         w.write(b"hello world", "f").unwrap();
         w.finish("f").unwrap();
         assert_eq!(
-            fs_err::read(repo.blob_path(&d.etag())).unwrap(),
-            b"hello world"
+            fs_err::read(repo.incomplete_path(&d.etag())).unwrap(),
+            b"hel"
         );
     }
 
