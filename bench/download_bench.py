@@ -414,7 +414,7 @@ def main() -> int:
 
 
 FSYNC = {
-    "ours": "fsync per blob and per directory entry change (docs/cache.md), inside the timing",
+    "ours": "fsync per blob, then one of blobs/ before each kernel's links (docs/cache.md), inside the timing",
     "kernels-0.10.5": "none (huggingface_hub 0.35 writes and renames, no fsync)",
     "snapshot_download": "none (huggingface_hub 2.4 writes and renames, no fsync)",
     "curl": "none",
