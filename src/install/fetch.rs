@@ -219,8 +219,6 @@ impl BlobWrite for CacheWriter<'_> {
         let (path, expected) = (path.to_owned(), expected.to_vec());
         let small = writer.expected().size <= UNLOCKED_MAX;
         let publish = move || {
-            let mut writer = writer;
-            writer.flush()?;
             let problems = check_content(writer.partial_path(), &expected);
             if problems.is_empty() {
                 writer.finish(&path)?;

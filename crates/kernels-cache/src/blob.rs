@@ -42,10 +42,6 @@ pub fn file_matches(path: &Path, blob: &BlobId) -> std::io::Result<bool> {
 /// of the same blob (renaming its own verified copy) cannot corrupt.
 pub const UNLOCKED_MAX: u64 = 16 * 1024;
 
-/// Blobs of at least this many bytes (8 MiB) are written and hashed on a
-/// thread of their own ([`crate::pipe`]), off the task that receives them.
-pub const PIPED_MIN: u64 = 8 * 1024 * 1024;
-
 /// What a caller finds when it opens a blob for writing (see
 /// [`RepoCache::open_blob`]).
 #[derive(Debug)]
@@ -62,31 +58,20 @@ pub enum PartialBlob {
 /// Partial data left by an interrupted run (ours or `huggingface_hub` ≤1.17,
 /// which uses the same name under the same lock) is kept: the writer hashes it
 /// and reports its length as [`BlobWriter::offset`], so the caller can ask for
-/// the rest with a `Range` request. Small blobs ([`UNLOCKED_MAX`]) use a
-/// temporary name of their own instead. Writes are plain blocking file
-/// writes, except for large blobs ([`PIPED_MIN`]), whose bytes a thread of
-/// their own writes and hashes; the caller runs them from a task that may
-/// block briefly.
+/// the rest with a `Range` request; small blobs ([`UNLOCKED_MAX`]) use a name of
+/// their own instead. Writes are plain blocking file writes; the
+/// caller runs them from a task that may block briefly.
 #[derive(Debug)]
 pub struct BlobWriter {
-    body: Body,
+    file: fs_err::File,
     partial: TempGuard,
     blob: PathBuf,
     expected: BlobId,
-    /// Bytes accepted so far (held before plus written).
-    written: u64,
+    hasher: HasherCell,
     offset: u64,
     /// The cache, told of the rename (its directory is synced before a link).
     repo: RepoCache,
     _lock: Option<BlobLock>,
-}
-
-/// Where written bytes go: this thread's file and hasher, or a pipe to the
-/// blob's writing thread.
-#[derive(Debug)]
-enum Body {
-    Inline(fs_err::File, HasherCell),
-    Piped(crate::pipe::Pipe),
 }
 
 /// `Hasher` without `Debug`; wrapped so the writer can derive it.
@@ -117,6 +102,7 @@ impl RepoCache {
             true => Some(self.lock_blob(&etag)?),
             false => None,
         };
+        let blob = self.blob_path(&etag);
         if self.blob_matches(expected)? {
             return Ok(PartialBlob::Complete);
         }
@@ -137,64 +123,22 @@ impl RepoCache {
             file.set_len(0)?;
         } else if existing > 0 {
             hasher.update_from(&mut file)?;
-            file.seek(SeekFrom::Start(hasher.len()))?;
         }
         let offset = hasher.len();
+        file.seek(SeekFrom::Start(offset))?;
         Ok(PartialBlob::Missing(Box::new(BlobWriter {
-            body: Body::start(file, hasher, expected.size - offset)?,
+            file,
             partial: TempGuard {
                 path: partial,
                 remove_on_drop: unique,
             },
-            blob: self.blob_path(&etag),
+            blob,
             expected: *expected,
-            written: offset,
+            hasher: HasherCell(hasher),
             offset,
             repo: self.clone(),
             _lock: lock,
         })))
-    }
-}
-
-impl Body {
-    /// Inline for fewer than [`PIPED_MIN`] bytes to come, else piped.
-    fn start(file: fs_err::File, hasher: Hasher, to_come: u64) -> std::io::Result<Body> {
-        if to_come < PIPED_MIN {
-            return Ok(Body::Inline(file, HasherCell(hasher)));
-        }
-        Ok(Body::Piped(crate::pipe::Pipe::start(file, hasher)?))
-    }
-
-    /// The file and hasher, once every byte handed to a pipe is written;
-    /// the pipe's write error, if any.
-    fn settle(&mut self) -> std::io::Result<(&mut fs_err::File, &mut Hasher)> {
-        if let Body::Piped(pipe) = self
-            && let Some(drained) = pipe.close()
-        {
-            *self = Body::Inline(drained.file, HasherCell(drained.hasher));
-            if let Some(err) = drained.error {
-                return Err(err);
-            }
-        }
-        match self {
-            Body::Inline(file, hasher) => Ok((file, &mut hasher.0)),
-            Body::Piped(_) => Err(std::io::Error::other("the blob's writing thread is gone")),
-        }
-    }
-
-    /// Writes and hashes `chunk`.
-    fn write(&mut self, chunk: &[u8]) -> std::io::Result<()> {
-        match self {
-            Body::Inline(file, hasher) => {
-                file.write_all(chunk)?;
-                hasher.0.update(chunk);
-                Ok(())
-            }
-            Body::Piped(pipe) => match pipe.push(chunk) {
-                Ok(()) => Ok(()),
-                Err(()) => self.settle().map(|_| ()),
-            },
-        }
     }
 }
 
@@ -227,7 +171,7 @@ impl BlobWriter {
             let dir = self.blob.parent().unwrap_or(&self.blob).to_owned();
             return CacheError::DiskFull {
                 available: super::fsx::free_space(&dir),
-                needed: self.expected.size - self.written,
+                needed: self.expected.size - self.hasher.0.len(),
                 dir,
             };
         }
@@ -236,7 +180,7 @@ impl BlobWriter {
 
     /// Bytes present now.
     pub fn written(&self) -> u64 {
-        self.written
+        self.hasher.0.len()
     }
 
     /// The expected blob.
@@ -245,27 +189,17 @@ impl BlobWriter {
     }
 
     /// The file the content is being written to, complete once every byte
-    /// is written and [`BlobWriter::flush`] returned: a caller with a rule of
-    /// its own (a digest the blob's name does not carry) reads it there before
-    /// [`BlobWriter::finish`].
+    /// is written: a caller with a rule of its own (a digest the blob's name
+    /// does not carry) reads it there before [`BlobWriter::finish`].
     pub fn partial_path(&self) -> &Path {
         &self.partial.path
-    }
-
-    /// Waits until every byte written so far is in the file (large blobs are
-    /// written by a thread of their own). Errors: that thread's write error.
-    pub fn flush(&mut self) -> Result<(), CacheError> {
-        if let Err(err) = self.body.settle() {
-            return Err(self.io_error(err));
-        }
-        Ok(())
     }
 
     /// Drops the written data and its `.incomplete` file, for content a
     /// caller refuses (resuming it would not help); the blob stays absent.
     pub fn discard(self) -> Result<(), CacheError> {
-        let BlobWriter { body, partial, .. } = self;
-        drop(body);
+        let BlobWriter { file, partial, .. } = self;
+        drop(file);
         match fs_err::remove_file(&partial.path) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.into()),
             _ => Ok(()),
@@ -275,17 +209,9 @@ impl BlobWriter {
     /// Drops any partial data and starts again from byte 0 (for a server that
     /// answered a `Range` request with the whole body, or a failed verification).
     pub fn restart(&mut self) -> Result<(), CacheError> {
-        // A write error of the old data does not matter: it is dropped.
-        let _ = self.body.settle();
-        let Body::Inline(file, _) = &mut self.body else {
-            return Err(std::io::Error::other("the blob's writing thread is gone").into());
-        };
-        file.set_len(0)?;
-        file.seek(SeekFrom::Start(0))?;
-        let file = file.try_clone()?;
-        let hasher = Hasher::new(self.expected.kind(), self.expected.size);
-        self.body = Body::start(file, hasher, self.expected.size)?;
-        self.written = 0;
+        self.file.set_len(0)?;
+        self.file.seek(SeekFrom::Start(0))?;
+        self.hasher = HasherCell(Hasher::new(self.expected.kind(), self.expected.size));
         self.offset = 0;
         Ok(())
     }
@@ -293,7 +219,7 @@ impl BlobWriter {
     /// Appends a chunk. Fails once more bytes arrive than the expected size, so a
     /// misbehaving server cannot fill the disk.
     pub fn write(&mut self, chunk: &[u8], repo_path: &str) -> Result<(), CacheError> {
-        let total = self.written + chunk.len() as u64;
+        let total = self.hasher.0.len() + chunk.len() as u64;
         if total > self.expected.size {
             // The data is wrong; keep nothing a later run would resume from.
             self.restart()?;
@@ -306,10 +232,10 @@ impl BlobWriter {
                 actual_size: total,
             });
         }
-        if let Err(err) = self.body.write(chunk) {
+        if let Err(err) = self.file.write_all(chunk) {
             return Err(self.io_error(err));
         }
-        self.written = total;
+        self.hasher.0.update(chunk);
         Ok(())
     }
 
@@ -320,21 +246,20 @@ impl BlobWriter {
     /// ever durable before its blob. On a mismatch the `.incomplete` file is
     /// deleted (its content is wrong, resuming it would not help) and
     /// [`CacheError::Mismatch`] names `repo_path`, both digests and sizes.
-    pub fn finish(mut self, repo_path: &str) -> Result<(), CacheError> {
-        self.flush()?;
+    pub fn finish(self, repo_path: &str) -> Result<(), CacheError> {
         let BlobWriter {
-            mut body,
+            file,
             partial,
             blob,
             expected,
+            hasher,
             repo,
             ..
         } = self;
-        let (file, hasher) = body.settle()?;
-        let actual_size = hasher.len();
-        let actual = std::mem::replace(hasher, Hasher::new(expected.kind(), 0)).finish();
+        let actual_size = hasher.0.len();
+        let actual = hasher.0.finish();
         if actual_size != expected.size || actual != expected.digest {
-            drop(body);
+            drop(file);
             let _ = fs_err::remove_file(&partial.path);
             return Err(CacheError::Mismatch {
                 path: repo_path.to_owned(),
@@ -346,7 +271,7 @@ impl BlobWriter {
             });
         }
         file.sync_all()?;
-        drop(body);
+        drop(file);
         fs_err::rename(&partial.path, &blob)?;
         repo.renamed_blob();
         Ok(())
@@ -400,10 +325,12 @@ mod tests {
     }
 
     #[test]
-    fn a_large_blob_is_locked_written_by_its_thread_and_resumable() {
+    fn a_large_blob_is_locked_and_resumable() {
         let dir = tempfile::tempdir().unwrap();
         let repo = repo(dir.path());
-        let content: Vec<u8> = (0..PIPED_MIN + 4097).map(|i| (i % 253) as u8).collect();
+        let content: Vec<u8> = (0..4 * 1024 * 1024 + 4097)
+            .map(|i| (i % 253) as u8)
+            .collect();
         let d = digest(&content);
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("blob should be missing")
@@ -414,7 +341,6 @@ mod tests {
         for chunk in head.chunks(16 * 1024) {
             w.write(chunk, "f").unwrap();
         }
-        w.flush().unwrap();
         assert_eq!(
             fs_err::metadata(w.partial_path()).unwrap().len(),
             head.len() as u64
@@ -433,10 +359,10 @@ mod tests {
     }
 
     #[test]
-    fn a_large_blob_that_differs_is_refused_and_removed() {
+    fn a_blob_that_differs_is_refused_and_removed() {
         let dir = tempfile::tempdir().unwrap();
         let repo = repo(dir.path());
-        let content = vec![7u8; PIPED_MIN as usize];
+        let content = vec![7u8; 4 * 1024 * 1024];
         let d = digest(&content);
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("blob should be missing")
