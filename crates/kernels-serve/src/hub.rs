@@ -165,12 +165,14 @@ fn find_repo<'a>(
     Ok((repo, kind))
 }
 
-/// Resolves a revision, honouring branches moved at runtime (`move_ref`).
+/// Resolves a revision, honouring branches moved at runtime (`move_ref`, a
+/// fault action: only with `--test-control`, so other servers skip its lock).
 fn resolve_rev(app: &App, repo: &Repo, rev: &str) -> Result<usize> {
     let branch = rev.strip_prefix("refs/heads/").unwrap_or(rev);
     let moved = app
-        .control
-        .moved_ref(&repo.id, branch)
+        .test_control
+        .then(|| app.control.moved_ref(&repo.id, branch))
+        .flatten()
         .filter(|_| repo.branches.contains_key(branch))
         .and_then(|sha| repo.commits.iter().position(|c| c.sha == sha));
     moved
