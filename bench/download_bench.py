@@ -253,6 +253,7 @@ class Run:
     ok: bool
     load1: float = 0.0
     note: str = ""
+    partner: str = ""  # the tool of the adjacent run this one is paired with
 
 
 def parse_time_v(path: Path) -> dict[str, str]:
@@ -345,6 +346,9 @@ def main() -> int:
                     help="total size of the shared objects at scale 1 (default 2048)")
     ap.add_argument("--min-mib", type=float, default=3, help="smallest .so at scale 1 (default 3)")
     ap.add_argument("--max-mib", type=float, default=200, help="largest .so at scale 1 (default 200)")
+    ap.add_argument("--one-file-mib", type=float, default=None, metavar="MIB",
+                    help="one kernel with one variant whose shared object is exactly MIB MiB "
+                         "(e.g. 4096); overrides --kernels, --variants and the sizes")
     ap.add_argument("--kernels", type=int, default=6, help=f"number of kernels (max {len(KERNEL_NAMES)})")
     ap.add_argument("--variants", type=int, default=12, help="build variants per kernel")
     ap.add_argument("--rounds", type=int, default=5,
@@ -363,6 +367,9 @@ def main() -> int:
                     help="parent of the temporary directory (default: $TMPDIR)")
     ap.add_argument("--json", type=Path, default=None, help="also write every run as JSON here")
     args = ap.parse_args()
+    if args.one_file_mib is not None:
+        args.kernels, args.variants, args.scale = 1, 1, 1.0
+        args.total_mib = args.min_mib = args.max_mib = args.one_file_mib
     args.tools = [t for t in args.tools.split(",") if t]
     unknown = set(args.tools) - set(COLD_TOOLS + WARM_TOOLS)
     if unknown:
@@ -397,7 +404,10 @@ def main() -> int:
     parent = args.workdir or Path(tempfile.gettempdir())
     parent.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(parent).free
-    need = 2 * so_total + 512 * MIB  # the warm cache + one fresh download at a time
+    # Cold outputs are kept until the cold rounds end (deleting dirties the disk
+    # while the next run is timed) unless the disk runs short (make_room); at
+    # least two must fit, and the warm cache comes after they are deleted.
+    need = 2 * so_total + 512 * MIB
     if free < need:
         sys.exit(f"bench: {parent} has {free / MIB:.0f} MiB free, needs {need / MIB:.0f} MiB; "
                  "lower --scale or pass --workdir")
@@ -414,14 +424,37 @@ def main() -> int:
 
 
 FSYNC = {
-    "ours": "fsync per blob, then one of blobs/ before each kernel's links (docs/cache.md), inside the timing",
-    "kernels-0.10.5": "none (huggingface_hub 0.35 writes and renames, no fsync)",
-    "snapshot_download": "none (huggingface_hub 2.4 writes and renames, no fsync)",
-    "curl": "none",
     "curl+sync": "one `sync` of everything dirty at the end, inside the timing",
+    "ours": "fsync per blob, then one of blobs/ before each kernel's links (docs/cache.md), inside the timing",
+    "curl": "none",
+    "snapshot_download": "none (huggingface_hub 2.4 writes and renames, no fsync)",
+    "kernels-0.10.5": "none (huggingface_hub 0.35 writes and renames, no fsync)",
 }
 COLD_TOOLS = list(FSYNC)
 WARM_TOOLS = ["warm", "offline", "verify", "sha256sum", "sha256sum-par", "openssl-par"]
+# The floor every "ours" ratio is read against: the bytes on disk, nothing else.
+FLOOR = "curl+sync"
+# Runs started above this 1-minute load average are marked; see LOAD_LEGEND.
+LOAD_LIMIT = 2.0
+LOAD_LEGEND = f"* taken above load {LOAD_LIMIT:g}: not comparable with a quiet run"
+
+
+def loaded(load1: float) -> str:
+    """The mark of a run started at 1-minute load average `load1`."""
+    return "*" if load1 > LOAD_LIMIT else ""
+
+
+def cold_order(tools: list[str]) -> list[list[tuple[str, str]]]:
+    """One cold round as groups of (tool, partner) runs: ours next to each other
+    tool, the floor first (ours, curl+sync, ours, curl, ...), so that every
+    ratio is of two runs adjacent in time. Without ours, every tool once,
+    unpaired."""
+    others = [t for t in tools if t != "ours"]
+    if "ours" not in tools:
+        return [[(t, "")] for t in others]
+    if not others:
+        return [[("ours", "")]]
+    return [[("ours", other), (other, "ours")] for other in others]
 
 
 def rotated(order: list[str], rnd: int) -> list[str]:
@@ -442,6 +475,36 @@ def strace_counts(path: Path) -> tuple[int, dict[str, int]]:
         else:
             per[tok[-1]] = int(tok[3])
     return total, per
+
+
+def build_label(binary: Path) -> str:
+    """Which build was measured: the binary, its `--version`, when it was
+    built, and the checkout's commit (`+dirty` with uncommitted changes)."""
+    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
+                             check=False).stdout.strip() or "unknown version"
+    built = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(binary.stat().st_mtime))
+    commit = subprocess.run(["git", "-C", str(Path(__file__).parent), "describe", "--always",
+                             "--dirty=+dirty"], capture_output=True, text=True, check=False)
+    return (f"{binary} ({version}, built {built}, checkout "
+            f"{commit.stdout.strip() or 'unknown'})")
+
+
+def make_room(outputs: Path, need: int, status) -> None:
+    """Deletes the kept cold outputs (then `sync`s) only when the disk under
+    `outputs` has less than `need` bytes free plus 512 MiB; called before a
+    pair of runs, outside any timing and never between the two."""
+    if shutil.disk_usage(outputs).free >= need + 512 * MIB:
+        return
+    kept = len(list(outputs.iterdir()))
+    clear_outputs(outputs)
+    status(f"disk nearly full: deleted {kept} earlier cold output(s) before a pair, then sync")
+
+
+def clear_outputs(outputs: Path) -> None:
+    """Deletes every cold output under `outputs` and flushes the deletion."""
+    for child in outputs.iterdir():
+        shutil.rmtree(child, ignore_errors=True)
+    sync()
 
 
 def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total: int,
@@ -564,21 +627,26 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
         status(f"round {rnd} {tool:<18} {run.wall:7.2f}s  "
                f"peak RSS {run.max_rss_kib / 1024:7.1f} MiB  "
                f"user {run.user:6.2f}s sys {run.system:6.2f}s  "
-               f"server CPU {run.server_cpu:6.2f}s  load {run.load1:.1f}")
+               f"server CPU {run.server_cpu:6.2f}s  load {run.load1:.1f}{loaded(run.load1)}")
         return run
 
+    outputs = work / "cold"
+    outputs.mkdir()
     for rnd in range(1, args.rounds + 1):
-        for tool in rotated(tools, rnd):
-            dest = work / "out"
-            shutil.rmtree(dest, ignore_errors=True)
-            dest.mkdir()
-            sync()  # start every run with no dirty pages from the previous one
-            cmd, env, cwd = cold(dest)[tool]
-            one(tool, rnd, cmd, env, cwd, dest)
-            shutil.rmtree(dest, ignore_errors=True)
+        for slot, pair in enumerate(cold_order(tools)):
+            make_room(outputs, len(pair) * so_total, status)
+            for tool, partner in pair:
+                dest = outputs / f"{rnd:02d}-{slot:02d}-{tool}"  # fresh; deleted at the end
+                dest.mkdir()
+                sync()  # start every run with no dirty pages from the previous one
+                cmd, env, cwd = cold(dest)[tool]
+                one(tool, rnd, cmd, env, cwd, dest).partner = partner
+    clear_outputs(outputs)
 
     # Syscalls per file, counted once outside the timing.
     syscalls = {}
+    if args.strace and not shutil.which("strace"):
+        status("strace not found: no syscall table (apt-get install strace)")
     if args.strace and shutil.which("strace"):
         for tool in ("ours", "curl"):
             dest = work / "out"
@@ -619,79 +687,106 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
             for tool in rotated(warm_tools, rnd):
                 one(tool, rnd, warm[tool], env, None, None)
 
-    report(args, runs, kernels, variants, so_total, n_files, syscalls)
+    report(args, runs, kernels, variants, so_total, n_files, syscalls, build_label(args.binary))
     if args.json:
         args.json.write_text(json.dumps([r.__dict__ for r in runs], indent=2) + "\n")
     return 1 if failed else 0
 
 
-def paired(runs: list[Run], a: str, b: str) -> list[float]:
-    """Per-round ratios a/b over rounds where both runs succeeded."""
-    by = {(r.tool, r.round): r for r in runs if r.ok}
-    return [by[(a, n)].wall / by[(b, n)].wall
-            for n in sorted({r.round for r in runs})
-            if (a, n) in by and (b, n) in by and by[(b, n)].wall > 0]
+def paired(runs: list[Run], a: str, b: str) -> list[tuple[float, bool]]:
+    """Per-round ratios a/b of two adjacent runs where both succeeded, each
+    with whether either run started above load LOAD_LIMIT. A cold run of ours
+    pairs with the run next to it (its `partner`); warm runs pair by round."""
+    by = {(r.tool, r.round, r.partner): r for r in runs if r.ok}
+    out = []
+    for n in sorted({r.round for r in runs}):
+        x = by.get((a, n, b)) or by.get((a, n, ""))
+        y = by.get((b, n, a)) or by.get((b, n, ""))
+        if x and y and y.wall > 0:
+            out.append((x.wall / y.wall, x.load1 > LOAD_LIMIT or y.load1 > LOAD_LIMIT))
+    return out
 
 
-def report(args, runs: list[Run], kernels, variants, so_total, n_files, syscalls) -> None:
+def report(args, runs: list[Run], kernels, variants, so_total, n_files, syscalls,
+           build: str) -> None:
     def med(tool: str, attr: str) -> float | None:
         vals = [getattr(r, attr) for r in runs if r.tool == tool and r.ok]
         return statistics.median(vals) if vals else None
 
-    tools = list(dict.fromkeys(r.tool for r in runs))
+    seen = {r.tool for r in runs}
+    tools = [t for t in COLD_TOOLS + WARM_TOOLS if t in seen]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
           f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, "
           f"{platform.system()} {platform.release()}")
     loads = [r.load1 for r in runs]
-    print(f"1-min load average before the runs: {min(loads):.1f}-{max(loads):.1f} "
-          "(other processes share the cores; compare with the core count)")
+    above = sum(1 for x in loads if x > LOAD_LIMIT)
+    print(f"1-min load average before each run: {min(loads):.1f}-{max(loads):.1f}, "
+          f"{above} of {len(loads)} runs above {LOAD_LIMIT:g} (compare with the core count)")
     print(f"data: {len(kernels)} kernels x {len(variants)} variants, {n_files} files, "
           f"{so_total / MIB:.0f} MiB of .so (scale {args.scale}), {args.rounds} rounds, "
           f"concurrency {args.concurrency}")
+    print(f"build: {build}")
     print()
+    floor = med(FLOOR, "wall")
     print(f"{'tool':<18} {'median s':>9} {'min s':>7} {'max s':>7} {'MiB/s':>7} "
-          f"{'peak RSS MiB':>13} {'user s':>7} {'sys s':>7} {'server CPU s':>13}  ok")
+          f"{'x floor':>7} {'peak RSS MiB':>13} {'user s':>7} {'sys s':>7} {'server CPU s':>13}"
+          f"  ok  load")
     for tool in tools:
-        ok = [r for r in runs if r.tool == tool and r.ok]
+        mine = [r for r in runs if r.tool == tool]
+        ok = [r for r in mine if r.ok]
         walls = [r.wall for r in ok]
         if not walls:
             print(f"{tool:<18} {'-':>9}  all runs failed")
             continue
         m = statistics.median(walls)
+        vs = f"{m / floor:7.2f}" if floor and tool in COLD_TOOLS else f"{'-':>7}"
+        tl = [r.load1 for r in mine]
         print(f"{tool:<18} {m:9.3f} {min(walls):7.3f} {max(walls):7.3f} "
-              f"{so_total / MIB / m:7.0f} "
+              f"{so_total / MIB / m:7.0f} {vs} "
               f"{med(tool, 'max_rss_kib') / 1024:13.1f} {med(tool, 'user'):7.2f} "
               f"{med(tool, 'system'):7.2f} {med(tool, 'server_cpu'):13.2f}  "
-              f"{len(ok)}/{len([r for r in runs if r.tool == tool])}")
+              f"{len(ok)}/{len(mine)}  {min(tl):.1f}-{max(tl):.1f}{loaded(max(tl))}")
     print()
     print("fsync policy (cold runs):")
     for tool in tools:
         if tool in FSYNC:
             print(f"  {tool:<18} {FSYNC[tool]}")
     print()
-    print("paired ratios (per-round a/b of adjacent interleaved runs; median [min-max], n rounds):")
+    print(f"paired ratios (a/b of two adjacent runs per round; median [min-max], n rounds; "
+          f"the floor is {FLOOR}):")
     targets = [
-        ("ours", "curl", None), ("ours", "curl+sync", None),
+        ("ours", FLOOR, None), ("ours", "curl", None),
         ("ours", "snapshot_download", 0.5), ("ours", "kernels-0.10.5", 0.5),
         ("warm", "offline", 1.2),
         ("verify", "sha256sum", None), ("verify", "sha256sum-par", None),
         ("verify", "openssl-par", None),
     ]
     for a, b, limit in targets:
-        rs = paired(runs, a, b)
-        if not rs:
+        pairs = paired(runs, a, b)
+        if not pairs:
             continue
+        rs = [r for r, _ in pairs]
+        marked = sum(1 for _, m in pairs if m)
         m = statistics.median(rs)
         verdict = "" if limit is None else \
             f"  target <= {limit}  {'PASS' if m <= limit else 'FAIL'}"
-        print(f"  {a + '/' + b:<26} {m:6.2f}  [{min(rs):.2f}-{max(rs):.2f}]  n={len(rs)}{verdict}")
+        star = f"  * {marked} of {len(rs)} pairs above load {LOAD_LIMIT:g}" if marked else ""
+        quiet = [r for r, mk in pairs if not mk]
+        if marked and quiet:
+            star += f" (quiet pairs only: {statistics.median(quiet):.2f}, n={len(quiet)})"
+        label = f"{a}/{b}" + (" (floor)" if b == FLOOR else "")
+        print(f"  {label:<34} {m:6.2f}{'*' if marked else ' '} [{min(rs):.2f}-{max(rs):.2f}]  "
+              f"n={len(rs)}{verdict}{star}")
     rss = med("ours", "max_rss_kib")
     if rss is not None:
-        print(f"  ours peak RSS              {rss / 1024:6.1f} MiB  target < 64 MiB  "
+        print(f"  ours peak RSS                      {rss / 1024:6.1f} MiB  target < 64 MiB  "
               f"{'PASS' if rss < 64 * 1024 else 'FAIL'}")
+    if above:
+        print(f"  {LOAD_LEGEND}")
     if syscalls:
         print()
-        print(f"syscalls per file ({n_files} files, strace -c -f, one untimed run):")
+        print(f"syscalls per file ({n_files} files, strace -c -f, one untimed run each; "
+              f"ours = {build}):")
         for tool, (total, per) in syscalls.items():
             top = sorted(per.items(), key=lambda kv: -kv[1])[:8]
             top += [(n, per[n]) for n in ("fsync", "fdatasync", "flock", "rename", "symlink",

@@ -94,12 +94,15 @@ def main() -> int:
                       for n in by["ours"] if n in by["snapshot_download"]]
             row.append(f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
                        if ratios else "-")
-            row.append(f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-")
+            mark = " *" if loads and max(loads) > 2 else ""
+            row.append(f"{min(loads):.1f}-{max(loads):.1f}{mark}" if loads else "-")
             out_rows.append(row)
         tables.append((title, out_rows))
 
     print(f"machine: {os.cpu_count()} cores; {args.rounds} interleaved rounds per case; "
-          "medians; ratio = paired per-round ours/snapshot_download, median [min-max]")
+          "medians; ratio = paired per-round ours/snapshot_download, median [min-max]; "
+          "load = 1-min load average before each run, min-max")
+    print("* a run of the row was taken above load 2: not comparable with a quiet run")
     head = ["case", "files", "ours s", "ours RSS MiB", "snapshot s", "snapshot RSS MiB",
             "ours/snapshot", "load"]
     for title, rows in tables:

@@ -247,6 +247,15 @@ def tool_env(base: dict[str, str], endpoint: str, cache: Path, offline: bool) ->
     return env
 
 
+# Runs started above this 1-minute load average are marked `*`.
+LOAD_LIMIT = 2.0
+
+
+def loaded(load1: float) -> str:
+    """The mark of a run started at 1-minute load average `load1`."""
+    return "*" if load1 > LOAD_LIMIT else ""
+
+
 def run(name: str, cmd: list[str], env: dict[str, str], out: Path, log: Path, expect: int) -> float:
     """Runs one build into the empty directory `out`; returns wall seconds."""
     out.mkdir(parents=True)
@@ -316,15 +325,17 @@ def main() -> int:
         times: dict[str, dict[int, float]] = {name: {} for name in tools}
         sizes: dict[str, int] = {}
         cold: dict[str, float] = {}
-        loads: list[float] = []
+        loads: dict[str, dict[int, float]] = {name: {} for name in tools}
         for name, (cmd, cache) in tools.items():
             if name == "0.11.3 matched":
                 continue  # shares the reference's cache
             slug = slugs[name]
             env = tool_env(dict(os.environ), server.endpoint, cache, offline=False)
+            load1 = os.getloadavg()[0]
             cold[name] = run(name, cmd, env, work / f"cold-{slug}", logs / f"cold-{slug}.log", len(variants))
             shutil.rmtree(work / f"cold-{slug}")
-            print(f"  cold  {name:<16} {cold[name]:7.2f}s", file=sys.stderr)
+            print(f"  cold  {name:<16} {cold[name]:7.2f}s  load {load1:.1f}{loaded(load1)}",
+                  file=sys.stderr)
         names = list(tools)
         for rnd in range(args.rounds):
             shift = rnd % len(names)
@@ -333,20 +344,24 @@ def main() -> int:
                 slug = slugs[name]
                 env = tool_env(dict(os.environ), server.endpoint, cache, offline=True)
                 out = work / f"warm-{slug}-{rnd}"
-                loads.append(os.getloadavg()[0])
+                loads[name][rnd] = os.getloadavg()[0]
                 elapsed = run(name, cmd, env, out, logs / f"warm-{slug}-{rnd}.log", len(variants))
                 sizes[name] = sum(w.stat().st_size for w in out.glob("*.whl"))
                 shutil.rmtree(out)
                 times[name][rnd] = elapsed
-                print(f"  round {rnd + 1} {name:<16} {elapsed:7.2f}s", file=sys.stderr)
+                print(f"  round {rnd + 1} {name:<16} {elapsed:7.2f}s  load {loads[name][rnd]:.1f}"
+                      f"{loaded(loads[name][rnd])}", file=sys.stderr)
 
+        every = [x for per in loads.values() for x in per.values()]
         print(f"\nto-wheel, {len(variants)} variants, {total / MIB:.0f} MiB, {os.cpu_count()} CPUs, "
-              f"1-min load average {min(loads):.1f}-{max(loads):.1f} during the rounds")
-        print(f"{'tool':<16} {'warm median s':>14} {'min s':>7} {'max s':>7} {'cold s':>7} {'wheels MiB':>11}")
+              f"1-min load average before each run {min(every):.1f}-{max(every):.1f}")
+        print(f"{'tool':<16} {'warm median s':>14} {'min s':>7} {'max s':>7} {'cold s':>7} {'wheels MiB':>11}  load")
         for name, values in times.items():
             v = list(values.values())
+            top = max(loads[name].values())
             print(f"{name:<16} {statistics.median(v):14.2f} {min(v):7.2f} "
-                  f"{max(v):7.2f} {cold.get(name, float('nan')):7.2f} {sizes[name] / MIB:11.1f}")
+                  f"{max(v):7.2f} {cold.get(name, float('nan')):7.2f} {sizes[name] / MIB:11.1f}  "
+                  f"{min(loads[name].values()):.1f}-{top:.1f}{loaded(top)}")
         print("settings: ours = deflate level 3, one build per core (our defaults); "
               "kernels 0.11.3 = zlib level 6, one thread (its defaults); "
               f"0.11.3 matched = level 3, {os.cpu_count()} threads (ours)")
@@ -354,11 +369,16 @@ def main() -> int:
         for other, label, target in (("0.11.3 matched", "same level and threads (floor)", None),
                                      ("kernels 0.11.3", "each at its defaults", 0.5)):
             rs = [times["kernels (ours)"][r] / times[other][r] for r in times[other]]
+            hot = sum(1 for r in times[other]
+                      if max(loads["kernels (ours)"][r], loads[other][r]) > LOAD_LIMIT)
             verdict = "" if target is None else \
                 f"  target <= {target} {'PASS' if statistics.median(rs) <= target else 'FAIL'}"
-            print(f"  ours/{other:<16} {statistics.median(rs):5.2f} [{min(rs):.2f}-{max(rs):.2f}]  "
-                  f"{label}{verdict}")
+            star = f"  * {hot} of {len(rs)} pairs above load {LOAD_LIMIT:g}" if hot else ""
+            print(f"  ours/{other:<16} {statistics.median(rs):5.2f}{'*' if hot else ' '}"
+                  f"[{min(rs):.2f}-{max(rs):.2f}]  {label}{verdict}{star}")
         print(f"  cold ours/kernels 0.11.3 (one run) {cold['kernels (ours)'] / cold['kernels 0.11.3']:.2f}")
+        if max(every) > LOAD_LIMIT:
+            print(f"  * taken above load {LOAD_LIMIT:g}: not comparable with a quiet run")
         return 0
     except RuntimeError as err:
         print(f"bench: {err}", file=sys.stderr)
