@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use kernels_test_support::snapshot::sorted_kernel_lines;
 use kernels_test_support::{self as common, TestContext, snapshot};
 
 /// The text-generation-inference project locked against the bundled mirror
@@ -125,29 +126,6 @@ fn replay_checked(bytes: &[u8], cols: u16, bars: bool) -> String {
         }
     }
     screen.contents().trim_end().to_owned() + "\n"
-}
-
-/// `screen` with its per-kernel lines sorted in place (kernels finish in any order).
-fn sorted_kernel_lines(screen: &str) -> String {
-    // `Downloaded owner/name@…: …`, or at narrow widths `owner/name@…: size`.
-    let is_kernel = |l: &str| {
-        l.trim_start_matches("Downloaded ")
-            .starts_with("kernels-community/")
-    };
-    let mut kernels: Vec<&str> = screen.lines().filter(|l| is_kernel(l)).collect();
-    kernels.sort_unstable();
-    let mut kernels = kernels.into_iter();
-    let mut out = String::new();
-    for line in screen.lines() {
-        let line = if is_kernel(line) {
-            kernels.next().unwrap_or_default()
-        } else {
-            line
-        };
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
 }
 
 fn relative(path: &Path, p: &TestContext) -> String {

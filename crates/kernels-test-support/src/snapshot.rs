@@ -157,6 +157,30 @@ macro_rules! snapshot {
     }};
 }
 
+/// `screen` with its per-kernel lines (`Downloaded kernels-community/…`) sorted in place:
+/// kernels finish, and are reported, in any order.
+pub fn sorted_kernel_lines(screen: &str) -> String {
+    // `Downloaded owner/name@…: …`, or at narrow widths `owner/name@…: size`.
+    let is_kernel = |l: &str| {
+        l.trim_start_matches("Downloaded ")
+            .starts_with("kernels-community/")
+    };
+    let mut kernels: Vec<&str> = screen.lines().filter(|l| is_kernel(l)).collect();
+    kernels.sort_unstable();
+    let mut kernels = kernels.into_iter();
+    let mut out = String::new();
+    for line in screen.lines() {
+        let line = if is_kernel(line) {
+            kernels.next().unwrap_or_default()
+        } else {
+            line
+        };
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
