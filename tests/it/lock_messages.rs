@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::process::Output;
 
+use kernels_test_support::snapshot::{SnapshotText, sorted_kernel_lines};
 use kernels_test_support::{self as common, Server, TestContext, snapshot};
 
 use crate::terminal::tgi;
@@ -212,7 +213,10 @@ fn a_token_that_was_sent_is_never_told_to_be_set() {
 
     snapshot!(
         "private_wrong_token_download",
-        kernels(&["download", "--all-variants"], Some("hf_wrong"))
+        // Kernels are reported as they finish.
+        sorted_kernel_lines(
+            &kernels(&["download", "--all-variants"], Some("hf_wrong")).snapshot_text()
+        )
     );
     snapshot!(
         "private_wrong_token_add",

@@ -157,13 +157,13 @@ macro_rules! snapshot {
     }};
 }
 
-/// `screen` with its per-kernel lines (`Downloaded kernels-community/…`) sorted in place:
+/// `screen` with its per-kernel lines (`Downloaded owner/name …`) sorted in place:
 /// kernels finish, and are reported, in any order.
 pub fn sorted_kernel_lines(screen: &str) -> String {
-    // `Downloaded owner/name@…: …`, or at narrow widths `owner/name@…: size`.
-    let is_kernel = |l: &str| {
-        l.trim_start_matches("Downloaded ")
-            .starts_with("kernels-community/")
+    // `Downloaded owner/name …`, or at narrow widths `kernels-community/name@…: size`.
+    let is_kernel = |l: &str| match l.strip_prefix("Downloaded ") {
+        Some(rest) => rest.split(' ').next().is_some_and(|w| w.contains('/')),
+        None => l.starts_with("kernels-community/"),
     };
     let mut kernels: Vec<&str> = screen.lines().filter(|l| is_kernel(l)).collect();
     kernels.sort_unstable();
