@@ -106,15 +106,17 @@ impl RepoCache {
         if self.blob_matches(expected)? {
             return Ok(PartialBlob::Complete);
         }
-        self.create_dir(&self.blobs_dir())?;
+        // The first write of this process into `blobs/` also removes the
+        // private names of killed writers (a SIGKILL skips the drop below).
+        self.prepare_swept_dir(&self.blobs_dir())?;
         // Without an flock the shared `.incomplete` name could be written by two
-        // processes at once: write a name of our own (huggingface_hub 1.18's
-        // `<etag>.<8hex>.incomplete`), removed when the writer is dropped unfinished.
+        // processes at once: write a name of our own (`.kernels-<pid>-<8hex>.tmp`,
+        // which a later run sweeps once its process is gone), removed when the
+        // writer is dropped unfinished.
         let (partial, unique) = if lock.as_ref().is_some_and(BlobLock::is_held) {
             (self.incomplete_path(&etag), false)
         } else {
-            let name = format!("{etag}.{}.incomplete", super::layout::temp_suffix());
-            (self.blobs_dir().join(name), true)
+            (super::layout::temp_name(&self.blobs_dir()), true)
         };
         let mut file = super::fsx::open_rw_no_follow(&partial, 0o644)?;
         let mut hasher = Hasher::new(expected.kind(), expected.size);

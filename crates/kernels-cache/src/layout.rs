@@ -485,7 +485,7 @@ impl RepoCache {
             path: path.to_owned(),
         })?;
         self.sync_blob_names()?;
-        self.prepare_snapshot_dir(parent)?;
+        self.prepare_swept_dir(parent)?;
         if !self.copy_mode() && self.symlink_into_place(&target, parent, &pointer)? {
             return Ok(true);
         }
@@ -527,9 +527,10 @@ impl RepoCache {
         }
     }
 
-    /// Creates the snapshot directory `dir` and, the first time this process
-    /// writes there (Linux), removes the temporary names killed processes left.
-    fn prepare_snapshot_dir(&self, dir: &Path) -> Result<(), CacheError> {
+    /// Creates `dir` (a snapshot or `blobs/` directory) and, the first time
+    /// this process writes there (Linux), removes the temporary names killed
+    /// processes left.
+    pub(crate) fn prepare_swept_dir(&self, dir: &Path) -> Result<(), CacheError> {
         self.create_dir(dir)?;
         if cfg!(target_os = "linux")
             && self
