@@ -425,7 +425,7 @@ def main() -> int:
 
 FSYNC = {
     "curl+sync": "one `sync` of everything dirty at the end, inside the timing",
-    "ours": "fsync per blob and per directory entry change (docs/cache.md), inside the timing",
+    "ours": "fsync per blob, then one of blobs/ before each kernel's links (docs/cache.md), inside the timing",
     "curl": "none",
     "snapshot_download": "none (huggingface_hub 2.4 writes and renames, no fsync)",
     "kernels-0.10.5": "none (huggingface_hub 0.35 writes and renames, no fsync)",

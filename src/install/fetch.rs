@@ -16,11 +16,13 @@
 //!   becomes a blob ([`DownloadError::Digest`]).
 //! * **Locking**: the blob's `.locks/` file lock is held while checking and
 //!   writing, and released while waiting between retries (each attempt opens
-//!   the blob again).
+//!   the blob again); small blobs ([`UNLOCKED_MAX`]) take none and are
+//!   opened, verified and renamed on the task itself, without a hop to the
+//!   blocking pool.
 
 use std::future::Future;
 
-use kernels_cache::{BlobWriter, CacheError, PartialBlob, RepoCache};
+use kernels_cache::{BlobWriter, CacheError, PartialBlob, RepoCache, UNLOCKED_MAX};
 use kernels_hub::{
     BlobError, BlobRequest, BlobSink, BlobWrite, Downloaded, HubClient, RetryNotice,
 };
@@ -113,9 +115,15 @@ impl<'a> BlobSink for CacheSink<'a> {
         let (repo_id, commit, path) = (self.repo_id, self.commit, self.path);
         let (expected, progress) = (self.expected, self.progress);
         async move {
-            let partial = tokio::task::spawn_blocking(move || repo.open_blob(&digest))
-                .await
-                .map_err(|err| DownloadError::Internal(format!("blob task failed: {err}")))??;
+            let partial = if digest.size <= UNLOCKED_MAX {
+                // No lock to wait for: a few calls, cheaper than a hop to the
+                // blocking pool.
+                repo.open_blob(&digest)?
+            } else {
+                tokio::task::spawn_blocking(move || repo.open_blob(&digest))
+                    .await
+                    .map_err(|err| DownloadError::Internal(format!("blob task failed: {err}")))??
+            };
             Ok(match partial {
                 PartialBlob::Complete => None,
                 PartialBlob::Missing(writer) => Some(CacheWriter {
@@ -209,18 +217,24 @@ impl BlobWrite for CacheWriter<'_> {
             ..
         } = self;
         let (path, expected) = (path.to_owned(), expected.to_vec());
+        let small = writer.expected().size <= UNLOCKED_MAX;
+        let publish = move || {
+            let problems = check_content(writer.partial_path(), &expected);
+            if problems.is_empty() {
+                writer.finish(&path)?;
+            } else {
+                writer.discard()?;
+            }
+            Ok::<_, DownloadError>(problems)
+        };
         async move {
-            let problems = tokio::task::spawn_blocking(move || {
-                let problems = check_content(writer.partial_path(), &expected);
-                if problems.is_empty() {
-                    writer.finish(&path)?;
-                } else {
-                    writer.discard()?;
-                }
-                Ok::<_, DownloadError>(problems)
-            })
-            .await
-            .map_err(|err| DownloadError::Internal(format!("blob task failed: {err}")))??;
+            let problems = if small {
+                publish()?
+            } else {
+                tokio::task::spawn_blocking(publish)
+                    .await
+                    .map_err(|err| DownloadError::Internal(format!("blob task failed: {err}")))??
+            };
             if !problems.is_empty() {
                 return Err(digest_error(repo_id, commit, problems)?);
             }

@@ -8,7 +8,6 @@ use std::path::Path;
 use kernels_types::{BlobId, Digest, DigestKind, Hasher};
 
 use super::{BlobLock, CacheError, RepoCache};
-use kernels_fs::sync_dir;
 
 /// Hashes the file at `path` as `kind`, returning the digest and the number of
 /// bytes read. Errors name the path.
@@ -34,6 +33,15 @@ pub fn file_matches(path: &Path, blob: &BlobId) -> std::io::Result<bool> {
     Ok(len == blob.size && digest == blob.digest)
 }
 
+/// Blobs of at most this many bytes (16 KiB, one TLS record of plaintext)
+/// are written without the `.locks/` file lock and without the shared
+/// `.incomplete` name: an interrupted transfer of one loses too little to be
+/// worth resuming, and the lock file would be a third inode per file. Their
+/// content goes through a temporary name of this process and an atomic
+/// rename of verified content, which a concurrent `huggingface_hub` download
+/// of the same blob (renaming its own verified copy) cannot corrupt.
+pub const UNLOCKED_MAX: u64 = 16 * 1024;
+
 /// What a caller finds when it opens a blob for writing (see
 /// [`RepoCache::open_blob`]).
 #[derive(Debug)]
@@ -50,7 +58,8 @@ pub enum PartialBlob {
 /// Partial data left by an interrupted run (ours or `huggingface_hub` ≤1.17,
 /// which uses the same name under the same lock) is kept: the writer hashes it
 /// and reports its length as [`BlobWriter::offset`], so the caller can ask for
-/// the rest with a `Range` request. Writes are plain blocking file writes; the
+/// the rest with a `Range` request; small blobs ([`UNLOCKED_MAX`]) use a name of
+/// their own instead. Writes are plain blocking file writes; the
 /// caller runs them from a task that may block briefly.
 #[derive(Debug)]
 pub struct BlobWriter {
@@ -60,7 +69,9 @@ pub struct BlobWriter {
     expected: BlobId,
     hasher: HasherCell,
     offset: u64,
-    _lock: BlobLock,
+    /// The cache, told of the rename (its directory is synced before a link).
+    repo: RepoCache,
+    _lock: Option<BlobLock>,
 }
 
 /// `Hasher` without `Debug`; wrapped so the writer can derive it.
@@ -73,37 +84,43 @@ impl std::fmt::Debug for HasherCell {
 }
 
 impl RepoCache {
-    /// Takes the blob lock for `expected` and checks `blobs/<etag>`.
+    /// Checks `blobs/<etag>`, first taking the blob lock for `expected`
+    /// unless the blob is small ([`UNLOCKED_MAX`]).
     ///
     /// * Present with the right size and digest → [`PartialBlob::Complete`].
     /// * Present but wrong (corrupted, truncated) → a writer is returned; the bad
     ///   blob stays until [`BlobWriter::finish`] renames verified content over
     ///   it, so snapshot links never dangle even when the fetch fails.
     /// * Absent → a writer that resumes from a `blobs/<etag>.incomplete` left
-    ///   behind by an interrupted download, if one exists and is not longer than
-    ///   the expected size.
+    ///   behind by an interrupted download, if one exists, is not longer than
+    ///   the expected size and the lock is held.
     ///
     /// Blocks while another process holds the lock.
     pub fn open_blob(&self, expected: &BlobId) -> Result<PartialBlob, CacheError> {
         let etag = expected.etag();
-        let lock = self.lock_blob(&etag)?;
+        let lock = match expected.size > UNLOCKED_MAX {
+            true => Some(self.lock_blob(&etag)?),
+            false => None,
+        };
         let blob = self.blob_path(&etag);
         if self.blob_matches(expected)? {
             return Ok(PartialBlob::Complete);
         }
-        self.create_dir(&self.blobs_dir())?;
+        // The first write of this process into `blobs/` also removes the
+        // private names of killed writers (a SIGKILL skips the drop below).
+        self.prepare_swept_dir(&self.blobs_dir())?;
         // Without an flock the shared `.incomplete` name could be written by two
-        // processes at once: write a name of our own (huggingface_hub 1.18's
-        // `<etag>.<8hex>.incomplete`), removed when the writer is dropped unfinished.
-        let (partial, unique) = if lock.is_held() {
+        // processes at once: write a name of our own (`.kernels-<pid>-<8hex>.tmp`,
+        // which a later run sweeps once its process is gone), removed when the
+        // writer is dropped unfinished.
+        let (partial, unique) = if lock.as_ref().is_some_and(BlobLock::is_held) {
             (self.incomplete_path(&etag), false)
         } else {
-            let name = format!("{etag}.{}.incomplete", super::layout::temp_suffix());
-            (self.blobs_dir().join(name), true)
+            (super::layout::temp_name(&self.blobs_dir()), true)
         };
         let mut file = super::fsx::open_rw_no_follow(&partial, 0o644)?;
         let mut hasher = Hasher::new(expected.kind(), expected.size);
-        let existing = file.metadata()?.len();
+        let existing = if unique { 0 } else { file.metadata()?.len() };
         if existing > expected.size {
             file.set_len(0)?;
         } else if existing > 0 {
@@ -121,6 +138,7 @@ impl RepoCache {
             expected: *expected,
             hasher: HasherCell(hasher),
             offset,
+            repo: self.clone(),
             _lock: lock,
         })))
     }
@@ -223,17 +241,21 @@ impl BlobWriter {
         Ok(())
     }
 
-    /// Verifies size and digest; on success fsyncs the data, renames
-    /// `.incomplete` to `blobs/<etag>` and fsyncs the directory. On a mismatch the
-    /// `.incomplete` file is deleted (its content is wrong, resuming it would not
-    /// help) and [`CacheError::Mismatch`] names `repo_path`, both digests and sizes.
+    /// Verifies size and digest; on success fsyncs the data and renames
+    /// `.incomplete` to `blobs/<etag>`. The directory is not synced here: the
+    /// next link into a snapshot of this repository syncs it first
+    /// ([`RepoCache::place`]), one `fsync` for a batch of blobs, so no link is
+    /// ever durable before its blob. On a mismatch the `.incomplete` file is
+    /// deleted (its content is wrong, resuming it would not help) and
+    /// [`CacheError::Mismatch`] names `repo_path`, both digests and sizes.
     pub fn finish(self, repo_path: &str) -> Result<(), CacheError> {
         let BlobWriter {
-            mut file,
+            file,
             partial,
             blob,
             expected,
             hasher,
+            repo,
             ..
         } = self;
         let actual_size = hasher.0.len();
@@ -250,13 +272,10 @@ impl BlobWriter {
                 actual_size,
             });
         }
-        file.flush()?;
         file.sync_all()?;
         drop(file);
         fs_err::rename(&partial.path, &blob)?;
-        if let Some(dir) = blob.parent() {
-            sync_dir(dir)?;
-        }
+        repo.renamed_blob();
         Ok(())
     }
 }
@@ -298,29 +317,90 @@ mod tests {
             b"hello world"
         );
         assert!(matches!(repo.open_blob(&d).unwrap(), PartialBlob::Complete));
+        // A small blob takes no lock: no `.locks/` file, no temporary name left.
+        assert!(!repo.lock_path(&d.etag()).exists());
+        let names: Vec<_> = fs_err::read_dir(repo.blobs_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from(d.etag())]);
+    }
+
+    #[test]
+    fn a_large_blob_is_locked_and_resumable() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let content: Vec<u8> = (0..4 * 1024 * 1024 + 4097)
+            .map(|i| (i % 253) as u8)
+            .collect();
+        let d = digest(&content);
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
         assert!(repo.lock_path(&d.etag()).exists());
+        assert_eq!(w.partial_path(), repo.incomplete_path(&d.etag()));
+        let (head, tail) = content.split_at(3 * 1024 * 1024);
+        for chunk in head.chunks(16 * 1024) {
+            w.write(chunk, "f").unwrap();
+        }
+        assert_eq!(
+            fs_err::metadata(w.partial_path()).unwrap().len(),
+            head.len() as u64
+        );
+        drop(w);
+        // The shared `.incomplete` name stays for the next run to resume.
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        assert_eq!(w.offset(), head.len() as u64);
+        for chunk in tail.chunks(10_000) {
+            w.write(chunk, "f").unwrap();
+        }
+        w.finish("f").unwrap();
+        assert_eq!(fs_err::read(repo.blob_path(&d.etag())).unwrap(), content);
+    }
+
+    #[test]
+    fn a_blob_that_differs_is_refused_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let content = vec![7u8; 4 * 1024 * 1024];
+        let d = digest(&content);
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        let mut wrong = content.clone();
+        wrong[5] = 8;
+        w.write(&wrong, "f").unwrap();
+        assert!(matches!(w.finish("f"), Err(CacheError::Mismatch { .. })));
+        assert!(!repo.blob_path(&d.etag()).exists());
+        assert!(!repo.incomplete_path(&d.etag()).exists());
     }
 
     #[test]
     fn resumes_partial_data_and_rejects_corruption() {
         let dir = tempfile::tempdir().unwrap();
         let repo = repo(dir.path());
-        let d = digest(b"hello world");
+        // Larger than UNLOCKED_MAX: locked, with a resumable `.incomplete`.
+        let good: Vec<u8> = (0..UNLOCKED_MAX + 11).map(|i| (i % 249) as u8).collect();
+        let mut bad = good.clone();
+        bad[7] ^= 1;
+        let d = digest(&good);
         fs_err::create_dir_all(repo.blobs_dir()).unwrap();
-        fs_err::write(repo.incomplete_path(&d.etag()), b"hello").unwrap();
+        fs_err::write(repo.incomplete_path(&d.etag()), &good[..5]).unwrap();
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("blob should be missing")
         };
         assert_eq!(w.offset(), 5);
-        w.write(b" world", "f").unwrap();
+        w.write(&good[5..], "f").unwrap();
         w.finish("f").unwrap();
 
         // A corrupted blob is detected and replaced only by verified content.
-        fs_err::write(repo.blob_path(&d.etag()), b"hello WORLD").unwrap();
+        fs_err::write(repo.blob_path(&d.etag()), &bad).unwrap();
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("corrupted blob should be refetched")
         };
-        w.write(b"hello WORLD", "f").unwrap();
+        w.write(&bad, "f").unwrap();
         let err = w.finish("build/x/f.so").unwrap_err().to_string();
         assert!(
             err.contains("build/x/f.so") && err.contains(&d.etag()),
@@ -331,11 +411,29 @@ mod tests {
         let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
             panic!("corrupted blob should be refetched")
         };
+        w.write(&good, "f").unwrap();
+        w.finish("f").unwrap();
+        assert_eq!(fs_err::read(repo.blob_path(&d.etag())).unwrap(), good);
+    }
+
+    #[test]
+    fn a_small_blob_ignores_a_shared_incomplete_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let d = digest(b"hello world");
+        fs_err::create_dir_all(repo.blobs_dir()).unwrap();
+        // Another process may be writing the shared name under its lock.
+        fs_err::write(repo.incomplete_path(&d.etag()), b"hel").unwrap();
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        assert_eq!(w.offset(), 0);
+        assert_ne!(w.partial_path(), repo.incomplete_path(&d.etag()));
         w.write(b"hello world", "f").unwrap();
         w.finish("f").unwrap();
         assert_eq!(
-            fs_err::read(repo.blob_path(&d.etag())).unwrap(),
-            b"hello world"
+            fs_err::read(repo.incomplete_path(&d.etag())).unwrap(),
+            b"hel"
         );
     }
 

@@ -38,6 +38,11 @@ struct State {
     swept: Mutex<std::collections::HashSet<PathBuf>>,
     /// Whether `CACHEDIR.TAG` was looked for (once per cache and process).
     tag_checked: AtomicBool,
+    /// Directories this process created or checked with
+    /// [`fsx::create_dir_inside`]: later calls cost one `lstat`.
+    dirs: Mutex<std::collections::HashSet<PathBuf>>,
+    /// `blobs/` directories with names renamed in since their last `fsync`.
+    unsynced: Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 impl State {
@@ -320,10 +325,50 @@ impl RepoCache {
     /// Creates `dir` (inside this cache) without following a symlink that
     /// leads out of it. Every write into the cache goes through here, so the
     /// first one of a process also tags the root ([`crate::ensure_tag`]).
+    ///
+    /// A directory this process already checked costs one `lstat` on later
+    /// calls (still a real directory, not a link planted since); anything
+    /// else there is checked component by component again.
     pub(crate) fn create_dir(&self, dir: &Path) -> Result<(), CacheError> {
+        let known = || self.state.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        if known().contains(dir) && fs_err::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            return Ok(());
+        }
         fsx::create_dir_inside(&self.root, dir)?;
+        known().insert(dir.to_owned());
         if !self.state.tag_checked.swap(true, Ordering::Relaxed) {
             crate::ensure_tag(&self.root);
+        }
+        Ok(())
+    }
+
+    /// Records that a verified blob was renamed into `blobs/` (its data
+    /// synced, its name not yet): see [`RepoCache::sync_blob_names`].
+    pub(crate) fn renamed_blob(&self) {
+        let mut unsynced = self
+            .state
+            .unsynced
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        unsynced.insert(self.blobs_dir());
+    }
+
+    /// Syncs `blobs/` when a blob was renamed into it since its last sync,
+    /// before anything links to those blobs: the durability rule of
+    /// docs/cache.md (a blob's data, then its name, then a link to it).
+    fn sync_blob_names(&self) -> Result<(), CacheError> {
+        let dir = self.blobs_dir();
+        let pending = {
+            let mut unsynced = self
+                .state
+                .unsynced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            unsynced.remove(&dir)
+        };
+        if pending && let Err(err) = kernels_fs::sync_dir(&dir) {
+            self.renamed_blob();
+            return Err(err.into());
         }
         Ok(())
     }
@@ -439,7 +484,8 @@ impl RepoCache {
         let parent = pointer.parent().ok_or_else(|| CacheError::BadPath {
             path: path.to_owned(),
         })?;
-        self.prepare_snapshot_dir(parent)?;
+        self.sync_blob_names()?;
+        self.prepare_swept_dir(parent)?;
         if !self.copy_mode() && self.symlink_into_place(&target, parent, &pointer)? {
             return Ok(true);
         }
@@ -481,9 +527,10 @@ impl RepoCache {
         }
     }
 
-    /// Creates the snapshot directory `dir` and, the first time this process
-    /// writes there (Linux), removes the temporary names killed processes left.
-    fn prepare_snapshot_dir(&self, dir: &Path) -> Result<(), CacheError> {
+    /// Creates `dir` (a snapshot or `blobs/` directory) and, the first time
+    /// this process writes there (Linux), removes the temporary names killed
+    /// processes left.
+    pub(crate) fn prepare_swept_dir(&self, dir: &Path) -> Result<(), CacheError> {
         self.create_dir(dir)?;
         if cfg!(target_os = "linux")
             && self

@@ -29,7 +29,7 @@ mod receipt;
 mod refs;
 mod tag;
 
-pub use blob::{BlobWriter, PartialBlob, file_matches, hash_file};
+pub use blob::{BlobWriter, PartialBlob, UNLOCKED_MAX, file_matches, hash_file};
 /// The one atomic write ([`kernels_fs`]: temporary file, `fsync`, rename,
 /// directory `fsync`), which the cache writes its ref files with; `kernels.lock`,
 /// `pyproject.toml` and wheels are written through it too.
