@@ -110,17 +110,44 @@ impl RepoCache {
         // private names of killed writers (a SIGKILL skips the drop below).
         self.prepare_swept_dir(&self.blobs_dir())?;
         // Without an flock the shared `.incomplete` name could be written by two
-        // processes at once: write a name of our own (`.kernels-<pid>-<8hex>.tmp`,
-        // which a later run sweeps once its process is gone), removed when the
-        // writer is dropped unfinished.
-        let (partial, unique) = if lock.as_ref().is_some_and(BlobLock::is_held) {
-            (self.incomplete_path(&etag), false)
+        // processes at once: write a file of our own, unnamed until verified
+        // (Linux `O_TMPFILE`, which a SIGKILL cannot leave behind), or else
+        // named `.kernels-<pid>-<8hex>.tmp` (swept by a later run once its
+        // process is gone) and removed when the writer is dropped unfinished.
+        let (mut file, partial) = if lock.as_ref().is_some_and(BlobLock::is_held) {
+            let path = self.incomplete_path(&etag);
+            let file = super::fsx::open_rw_no_follow(&path, 0o644)?;
+            (
+                file,
+                TempGuard {
+                    path,
+                    kind: TempKind::Shared,
+                },
+            )
+        } else if let Some((file, path)) = super::fsx::open_unnamed(&self.blobs_dir()) {
+            (
+                file,
+                TempGuard {
+                    path,
+                    kind: TempKind::Unnamed,
+                },
+            )
         } else {
-            (super::layout::temp_name(&self.blobs_dir()), true)
+            let path = super::layout::temp_name(&self.blobs_dir());
+            let file = super::fsx::open_rw_no_follow(&path, 0o644)?;
+            (
+                file,
+                TempGuard {
+                    path,
+                    kind: TempKind::Private,
+                },
+            )
         };
-        let mut file = super::fsx::open_rw_no_follow(&partial, 0o644)?;
         let mut hasher = Hasher::new(expected.kind(), expected.size);
-        let existing = if unique { 0 } else { file.metadata()?.len() };
+        let existing = match partial.kind {
+            TempKind::Shared => file.metadata()?.len(),
+            TempKind::Private | TempKind::Unnamed => 0,
+        };
         if existing > expected.size {
             file.set_len(0)?;
         } else if existing > 0 {
@@ -130,10 +157,7 @@ impl RepoCache {
         file.seek(SeekFrom::Start(offset))?;
         Ok(PartialBlob::Missing(Box::new(BlobWriter {
             file,
-            partial: TempGuard {
-                path: partial,
-                remove_on_drop: unique,
-            },
+            partial,
             blob,
             expected: *expected,
             hasher: HasherCell(hasher),
@@ -144,17 +168,29 @@ impl RepoCache {
     }
 }
 
-/// The `.incomplete` file of a writer; a private one (no flock) is removed
-/// when the writer is dropped without finishing.
+/// The file a writer fills, and what becomes of it if the writer is dropped
+/// unfinished.
 #[derive(Debug)]
 struct TempGuard {
+    /// Its name; for [`TempKind::Unnamed`] the `/proc/self/fd/<n>` link to
+    /// the open file, valid while the writer holds it.
     path: PathBuf,
-    remove_on_drop: bool,
+    kind: TempKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TempKind {
+    /// `<etag>.incomplete` under the blob lock: kept for a later run to resume.
+    Shared,
+    /// `.kernels-<pid>-<8hex>.tmp`: removed on drop.
+    Private,
+    /// An `O_TMPFILE` inode with no name: gone when its descriptor closes.
+    Unnamed,
 }
 
 impl Drop for TempGuard {
     fn drop(&mut self) {
-        if self.remove_on_drop {
+        if self.kind == TempKind::Private {
             let _ = fs_err::remove_file(&self.path);
         }
     }
@@ -202,6 +238,9 @@ impl BlobWriter {
     pub fn discard(self) -> Result<(), CacheError> {
         let BlobWriter { file, partial, .. } = self;
         drop(file);
+        if partial.kind == TempKind::Unnamed {
+            return Ok(());
+        }
         match fs_err::remove_file(&partial.path) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.into()),
             _ => Ok(()),
@@ -262,7 +301,9 @@ impl BlobWriter {
         let actual = hasher.0.finish();
         if actual_size != expected.size || actual != expected.digest {
             drop(file);
-            let _ = fs_err::remove_file(&partial.path);
+            if partial.kind != TempKind::Unnamed {
+                let _ = fs_err::remove_file(&partial.path);
+            }
             return Err(CacheError::Mismatch {
                 path: repo_path.to_owned(),
                 kind: expected.kind(),
@@ -273,8 +314,12 @@ impl BlobWriter {
             });
         }
         file.sync_all()?;
-        drop(file);
-        fs_err::rename(&partial.path, &blob)?;
+        if partial.kind == TempKind::Unnamed {
+            super::fsx::name_unnamed(&partial.path, &blob)?;
+        } else {
+            drop(file);
+            fs_err::rename(&partial.path, &blob)?;
+        }
         repo.renamed_blob();
         Ok(())
     }
@@ -414,6 +459,50 @@ mod tests {
         w.write(&good, "f").unwrap();
         w.finish("f").unwrap();
         assert_eq!(fs_err::read(repo.blob_path(&d.etag())).unwrap(), good);
+    }
+
+    fn blob_names(repo: &RepoCache) -> Vec<String> {
+        let mut names: Vec<_> = fs_err::read_dir(repo.blobs_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_small_writer_that_never_finishes_leaves_no_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let d = digest(b"hello world");
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        w.write(b"hello", "f").unwrap();
+        // What a SIGKILL does: no destructor runs.
+        std::mem::forget(w);
+        assert_eq!(blob_names(&repo), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_small_blob_replaces_a_corrupted_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo(dir.path());
+        let d = digest(b"hello world");
+        fs_err::create_dir_all(repo.blobs_dir()).unwrap();
+        fs_err::write(repo.blob_path(&d.etag()), b"hello WORLD").unwrap();
+        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
+            panic!("corrupted blob should be refetched")
+        };
+        // Readable at its path before it has a name (a caller's own check).
+        w.write(b"hello world", "f").unwrap();
+        assert_eq!(fs_err::read(w.partial_path()).unwrap(), b"hello world");
+        w.finish("f").unwrap();
+        assert_eq!(
+            fs_err::read(repo.blob_path(&d.etag())).unwrap(),
+            b"hello world"
+        );
+        assert_eq!(blob_names(&repo), [d.etag()]);
     }
 
     #[test]

@@ -44,6 +44,66 @@ pub(crate) fn open_rw_no_follow(path: &Path, mode: u32) -> Result<fs_err::File, 
     Ok(options.open(path)?)
 }
 
+/// Opens a file with no name in `dir` (Linux `O_TMPFILE`, mode `0o644` less
+/// the umask) and returns it with the `/proc/self/fd/<n>` path that reads it
+/// and that [`name_unnamed`] links into place. A process killed before that
+/// leaves nothing behind. `None` where the kernel, the file system or a
+/// missing `/proc` does not allow it: the caller writes a named file instead.
+#[cfg(target_os = "linux")]
+pub(crate) fn open_unnamed(dir: &Path) -> Option<(fs_err::File, PathBuf)> {
+    use rustix::fs::{Mode, OFlags};
+    static PROC_FD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*PROC_FD.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
+        return None;
+    }
+    let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let fd = rustix::fs::open(dir, flags, Mode::from_raw_mode(0o644)).ok()?;
+    let path = PathBuf::from(format!(
+        "/proc/self/fd/{}",
+        rustix::fd::AsRawFd::as_raw_fd(&fd)
+    ));
+    Some((
+        fs_err::File::from_parts(File::from(fd), dir.join("(unnamed)")),
+        path,
+    ))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn open_unnamed(_: &Path) -> Option<(fs_err::File, PathBuf)> {
+    None
+}
+
+/// Gives the unnamed file open at `fd_path` (from [`open_unnamed`]) the name
+/// `dest`. Where `dest` exists (a blob that failed its check, or one a
+/// concurrent writer finished first) the file is linked under a temporary
+/// name and renamed over it, so `dest` is never missing meanwhile.
+#[cfg(target_os = "linux")]
+pub(crate) fn name_unnamed(fd_path: &Path, dest: &Path) -> Result<(), CacheError> {
+    use rustix::fs::{AtFlags, CWD, linkat};
+    let link = |to: &Path| {
+        linkat(CWD, fd_path, CWD, to, AtFlags::SYMLINK_FOLLOW)
+            .map_err(|err| with_context(format!("naming `{}`", to.display()), err.into()))
+    };
+    match link(dest) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == ErrorKind::AlreadyExists => {
+            let dir = dest.parent().unwrap_or(Path::new("."));
+            let tmp = crate::layout::temp_name(dir);
+            link(&tmp)?;
+            fs_err::rename(&tmp, dest).inspect_err(|_| {
+                let _ = fs_err::remove_file(&tmp);
+            })?;
+            Ok(())
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn name_unnamed(_: &Path, _: &Path) -> Result<(), CacheError> {
+    unreachable!("open_unnamed returns None off Linux")
+}
+
 /// `err` with `message` in front (the path it is about), its OS error number
 /// kept as its source, where [`os_code`] finds it. `fs_err`'s errors name the
 /// path too but drop the number (their `source()` is `None`), so a call whose
