@@ -333,6 +333,26 @@ def sync() -> None:
     subprocess.run(["sync"], check=False, timeout=600)
 
 
+def dirty_kib() -> int:
+    """Dirty plus Writeback from /proc/meminfo, in KiB (0 where it is missing)."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        return sum(int(fields[k].split()[0]) for k in ("Dirty", "Writeback") if k in fields)
+    except (OSError, ValueError):
+        return 0
+
+
+def settle() -> None:
+    """`sync`, then waits (at most 10 s) until under 4 MiB is dirty or being
+    written back and for one more second of quiet, so that the journal and
+    writeback a previous run left do not land in the next run's timing."""
+    sync()
+    deadline = time.monotonic() + 10
+    while dirty_kib() > 4096 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -425,7 +445,8 @@ def main() -> int:
 
 FSYNC = {
     "curl+sync": "one `sync` of everything dirty at the end, inside the timing",
-    "ours": "fsync per blob, then one of blobs/ before each kernel's links (docs/cache.md), inside the timing",
+    "ours": "fsync per blob over 16 KiB, then before each kernel's links one fsync of blobs/ "
+            "(or one syncfs when blobs of at most 16 KiB are pending; docs/cache.md), inside the timing",
     "curl": "none",
     "snapshot_download": "none (huggingface_hub 2.4 writes and renames, no fsync)",
     "kernels-0.10.5": "none (huggingface_hub 0.35 writes and renames, no fsync)",
@@ -638,7 +659,7 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
             for tool, partner in pair:
                 dest = outputs / f"{rnd:02d}-{slot:02d}-{tool}"  # fresh; deleted at the end
                 dest.mkdir()
-                sync()  # start every run with no dirty pages from the previous one
+                settle()  # start every run with no dirty pages from the previous one
                 cmd, env, cwd = cold(dest)[tool]
                 one(tool, rnd, cmd, env, cwd, dest).partner = partner
     clear_outputs(outputs)

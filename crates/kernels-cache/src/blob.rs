@@ -8,6 +8,7 @@ use std::path::Path;
 use kernels_types::{BlobId, Digest, DigestKind, Hasher};
 
 use super::{BlobLock, CacheError, RepoCache};
+use crate::layout::Unsynced;
 
 /// Hashes the file at `path` as `kind`, returning the digest and the number of
 /// bytes read. Errors name the path.
@@ -280,11 +281,13 @@ impl BlobWriter {
         Ok(())
     }
 
-    /// Verifies size and digest; on success fsyncs the data and renames
-    /// `.incomplete` to `blobs/<etag>`. The directory is not synced here: the
-    /// next link into a snapshot of this repository syncs it first
-    /// ([`RepoCache::place`]), one `fsync` for a batch of blobs, so no link is
-    /// ever durable before its blob. On a mismatch the `.incomplete` file is
+    /// Verifies size and digest; on success fsyncs the data (a blob of more
+    /// than [`UNLOCKED_MAX`] bytes, or any off Linux) and gives the file its
+    /// name `blobs/<etag>`. Neither the directory nor a small blob's data is
+    /// synced here: the next link into a snapshot of this repository syncs
+    /// them first ([`RepoCache::place`]: one directory `fsync`, or one
+    /// `syncfs` when small blobs are pending, for the whole batch), so no
+    /// link is ever durable before its blob. On a mismatch the `.incomplete` file is
     /// deleted (its content is wrong, resuming it would not help) and
     /// [`CacheError::Mismatch`] names `repo_path`, both digests and sizes.
     pub fn finish(self, repo_path: &str) -> Result<(), CacheError> {
@@ -313,14 +316,22 @@ impl BlobWriter {
                 actual_size,
             });
         }
-        file.sync_all()?;
+        // A small blob's data is synced with its batch, before any link to it
+        // ([`RepoCache::place`]'s one `syncfs`); a larger one's here.
+        let batched = cfg!(target_os = "linux") && expected.size <= UNLOCKED_MAX;
+        if !batched {
+            file.sync_all()?;
+        }
         if partial.kind == TempKind::Unnamed {
             super::fsx::name_unnamed(&partial.path, &blob)?;
         } else {
             drop(file);
             fs_err::rename(&partial.path, &blob)?;
         }
-        repo.renamed_blob();
+        repo.renamed_blob(match batched {
+            true => Unsynced::Data,
+            false => Unsynced::Names,
+        });
         Ok(())
     }
 }

@@ -67,6 +67,21 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Flushes everything written to the file system that holds `dir`
+/// (`syncfs(2)` on Linux, the data and metadata of every file on it) and waits
+/// for it: one call for a batch of files written without an `fsync` each.
+/// Elsewhere (no `syncfs`) it syncs `dir` only, which then falls short of
+/// covering the files' data; callers there `fsync` each file.
+pub fn sync_file_system(dir: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let dir = fs_err::File::open(dir)?;
+        rustix::fs::syncfs(&dir).map_err(io::Error::from)
+    }
+    #[cfg(not(target_os = "linux"))]
+    sync_dir(dir)
+}
+
 fn replace<E>(
     path: &Path,
     write: impl FnOnce(&mut NamedTempFile) -> Result<(), E>,
