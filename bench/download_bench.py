@@ -276,6 +276,27 @@ def regular_bytes(root: Path) -> int:
     return total
 
 
+def wait_exactly(proc: subprocess.Popen, timeout: float) -> tuple[int, bool]:
+    """Waits for `proc` in one blocking `waitpid`, so its exit is seen at once
+    (`Popen.wait(timeout=...)` polls with sleeps of up to 50 ms, which blurs
+    runs of a few hundred milliseconds); a timer kills its process group after
+    `timeout` seconds. Returns (exit status, whether it timed out)."""
+    fired = threading.Event()
+
+    def expire() -> None:
+        fired.set()
+        _kill_group(proc, grace=5)
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        rc = proc.wait()
+    finally:
+        timer.cancel()
+    return rc, fired.is_set()
+
+
 def timed(
     tool: str,
     rnd: int,
@@ -302,13 +323,12 @@ def timed(
             stdin=subprocess.DEVNULL,
             cwd=cwd,
         )
-        try:
-            rc = proc.wait(timeout=timeout)
-            wall = time.monotonic() - start
-            note = "" if rc == 0 else f"exit {rc}"
-        except subprocess.TimeoutExpired:
-            wall = time.monotonic() - start
+        rc, timed_out = wait_exactly(proc, timeout)
+        wall = time.monotonic() - start
+        if timed_out:
             rc, note = -1, f"timed out after {timeout:.0f}s"
+        else:
+            note = "" if rc == 0 else f"exit {rc}"
         _kill_group(proc, grace=5)
         _children.remove(proc)
     server_cpu = server.cpu_seconds() - cpu0

@@ -51,12 +51,11 @@ def timed(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> tup
     tv = log.with_suffix(".time")
     with open(log, "wb") as out:
         start = time.monotonic()
-        try:
-            proc = subprocess.run(["/usr/bin/time", "-v", "-o", str(tv), *cmd], env=env,
-                                  stdout=out, stderr=out, stdin=subprocess.DEVNULL, timeout=timeout)
-            ok = proc.returncode == 0
-        except subprocess.TimeoutExpired:
-            ok = False
+        proc = subprocess.Popen(["/usr/bin/time", "-v", "-o", str(tv), *cmd], env=env,
+                                stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        rc, timed_out = db.wait_exactly(proc, timeout)
+        ok = rc == 0 and not timed_out
         wall = time.monotonic() - start
     info = db.parse_time_v(tv) if tv.exists() else {}
     return wall, int(info.get("Maximum resident set size (kbytes)", "0")), ok

@@ -492,23 +492,24 @@ impl RepoCache {
         let target = relative_link_target(path, etag)?;
         let blob = self.blob_path(etag);
         let blob_meta = self.present_blob(&blob, &pointer)?;
-        match fs_err::symlink_metadata(&pointer) {
+        let absent = match fs_err::symlink_metadata(&pointer) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 if fs_err::read_link(&pointer).is_ok_and(|t| t == target) {
                     return Ok(false);
                 }
+                false
             }
             Ok(meta) if meta.is_dir() => return Err(CacheError::LinkBlocked(pointer)),
-            Ok(_) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Ok(_) => false,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => true,
             Err(err) => return Err(err.into()),
-        }
+        };
         let parent = pointer.parent().ok_or_else(|| CacheError::BadPath {
             path: path.to_owned(),
         })?;
         self.sync_blob_names()?;
         self.prepare_swept_dir(parent)?;
-        if !self.copy_mode() && self.symlink_into_place(&target, parent, &pointer)? {
+        if !self.copy_mode() && self.symlink_into_place(&target, parent, &pointer, absent)? {
             return Ok(true);
         }
         // Copy mode.
@@ -568,23 +569,35 @@ impl RepoCache {
     }
 
     /// Replaces `pointer` by a symlink to `target` (a temporary name in
-    /// `parent`, then a rename). Returns `false` when the file system has no
-    /// symlinks ([`CacheWarning::NoSymlinks`] is recorded; the caller copies).
+    /// `parent`, then a rename). Where nothing was at `pointer` (`absent`) the
+    /// link is made there directly: `symlink(2)` creates it whole, so no
+    /// reader sees a partial one, and it fails rather than replace an entry
+    /// that appeared meanwhile, which then takes the rename. Returns `false`
+    /// when the file system has no symlinks ([`CacheWarning::NoSymlinks`] is
+    /// recorded; the caller copies).
     fn symlink_into_place(
         &self,
         target: &Path,
         parent: &Path,
         pointer: &Path,
+        absent: bool,
     ) -> Result<bool, CacheError> {
+        if absent {
+            match self.symlink(target, pointer) {
+                Ok(()) => return Ok(true),
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(err) if fsx::is_unsupported(&err) => {
+                    self.no_symlinks(err);
+                    return Ok(false);
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
         let tmp = temp_name(parent);
         match self.symlink(target, &tmp) {
             Ok(()) => {}
             Err(err) if fsx::is_unsupported(&err) => {
-                self.state.no_symlinks.store(true, Ordering::Relaxed);
-                self.state.warn(CacheWarning::NoSymlinks {
-                    dir: self.root.clone(),
-                    reason: err.to_string(),
-                });
+                self.no_symlinks(err);
                 return Ok(false);
             }
             Err(err) => return Err(err.into()),
@@ -602,6 +615,15 @@ impl RepoCache {
             return Err(err.into());
         }
         Ok(true)
+    }
+
+    /// Switches to copy mode after `symlink()` failed with `err` (unsupported).
+    fn no_symlinks(&self, err: std::io::Error) {
+        self.state.no_symlinks.store(true, Ordering::Relaxed);
+        self.state.warn(CacheWarning::NoSymlinks {
+            dir: self.root.clone(),
+            reason: err.to_string(),
+        });
     }
 
     /// Creates the symlink `link` to `target`, or fails as
