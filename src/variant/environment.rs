@@ -54,12 +54,71 @@ pub struct TorchEnv {
 /// The first argument is the [`ProbeScope`]: with `runtime`, torch is not
 /// imported (`torch` is `null`, `error` says so).
 const DETECT_SNIPPET: &str = r#"
-import json, platform, re, sys
+import os, sys
 out = {"torch": None, "kernels": None, "modules": {}, "device": {"kind": "none"}}
+def dump(v):
+    if v is None or isinstance(v, bool):
+        return {None: "null", True: "true", False: "false"}[v]
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        chars = []
+        for c in v:
+            o = ord(c)
+            if 32 <= o < 127 and c not in '"\\':
+                chars.append(c)
+            elif o < 0x10000:
+                chars.append("\\u%04x" % o)
+            else:
+                o -= 0x10000
+                chars.append("\\u%04x\\u%04x" % (0xD800 | o >> 10, 0xDC00 | o & 0x3FF))
+        return '"' + "".join(chars) + '"'
+    if isinstance(v, dict):
+        return "{" + ", ".join(dump(k) + ": " + dump(x) for k, x in v.items()) + "}"
+    return "[" + ", ".join(dump(x) for x in v) + "]"
+def scan():
+    finders = [f for f in sys.meta_path if hasattr(f, "find_distributions")]
+    if sys.version_info < (3, 10) or [getattr(f, "__name__", "") for f in finders] != ["PathFinder"]:
+        return None
+    for entry in sys.path:
+        root = entry or "."
+        if not os.path.isdir(root):
+            if os.path.exists(root):
+                return None
+            continue
+        if entry and (not os.path.isabs(entry) or os.path.normpath(entry) != entry
+                      or os.path.basename(entry).lower().endswith(".egg")):
+            return None
+        try:
+            children = os.listdir(root)
+        except OSError:
+            return None
+        for child in children:
+            low = child.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            if low.rpartition(".")[0].partition("-")[0] != "kernels":
+                continue
+            for name in ("METADATA", "PKG-INFO"):
+                try:
+                    with open(os.path.join(root, child, name), encoding="utf-8") as f:
+                        head = f.read().split("\n\n", 1)[0]
+                except OSError:
+                    continue
+                for line in head.splitlines():
+                    key, _, value = line.partition(":")
+                    if key.lower() == "version" and value.strip():
+                        return {"version": value.strip(), "location": entry or "."}
+                return None
+            return None
+    return {}
 try:
-    import importlib.metadata as md
-    dist = md.distribution("kernels")
-    out["kernels"] = {"version": dist.version, "location": str(dist.locate_file(""))}
+    found = scan()
+    if found is None:
+        import importlib.metadata as md
+        dist = md.distribution("kernels")
+        found = {"version": dist.version, "location": str(dist.locate_file(""))}
+    out["kernels"] = found or None
 except Exception:
     pass
 try:
@@ -73,14 +132,15 @@ except Exception:
     pass
 if sys.argv[1:2] == ["runtime"]:
     out["error"] = "torch was not asked"
-    print(json.dumps(out))
+    print(dump(out))
     sys.exit(0)
 try:
     import torch
 except Exception as e:
     out["error"] = "%s: %s" % (type(e).__name__, e)
-    print(json.dumps(out))
+    print(dump(out))
     sys.exit(0)
+import platform, re
 m = re.match(r"(\d+)\.(\d+)", torch.__version__)
 def call(f, default):
     try:
@@ -115,7 +175,7 @@ try:
             out["device"] = {"kind": "cuda", "name": name, "capability": [int(major), int(minor)]}
 except Exception as e:
     out["device"] = {"kind": "error", "error": "%s: %s" % (type(e).__name__, e)}
-print(json.dumps(out))
+print(dump(out))
 "#;
 
 #[derive(Deserialize)]
@@ -885,5 +945,99 @@ mod tests {
             missing.torch(),
             Err(crate::variant::VariantError::PythonFailed { .. })
         ));
+    }
+
+    /// The probe's own lookup of the installed `kernels` (a scan of `sys.path`)
+    /// gives what `importlib.metadata.distribution("kernels")` gives, for the
+    /// layouts it handles itself and for those it hands to importlib (a zip
+    /// on `sys.path`).
+    #[cfg(unix)]
+    #[test]
+    fn the_runtime_scan_agrees_with_importlib_metadata() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = |name: &str, entries: &[(&str, &str)]| {
+            let root = tmp.path().join(name);
+            for (path, text) in entries {
+                let file = root.join(path);
+                fs_err::create_dir_all(file.parent().unwrap()).unwrap();
+                fs_err::write(file, text).unwrap();
+            }
+            fs_err::create_dir_all(&root).unwrap();
+            root.display().to_string()
+        };
+        let metadata = |version: &str| {
+            format!("Metadata-Version: 2.1\nName: kernels\nVersion: {version}\n\nVersion: 9\n")
+        };
+        let zip = tmp.path().join("deps.zip");
+        let mut writer = zip::ZipWriter::new(fs_err::File::create(&zip).unwrap());
+        writer
+            .start_file(
+                "kernels-0.12.1.dist-info/METADATA",
+                zip::write::SimpleFileOptions::default(),
+            )
+            .unwrap();
+        std::io::Write::write_all(&mut writer, metadata("0.12.1").as_bytes()).unwrap();
+        writer.finish().unwrap();
+        let layouts = [
+            vec![dir(
+                "plain",
+                &[("kernels-0.17.2.dist-info/METADATA", &metadata("0.17.2"))],
+            )],
+            vec![dir(
+                "upper",
+                &[("Kernels-0.10.5.dist-info/METADATA", &metadata("0.10.5"))],
+            )],
+            vec![dir(
+                "egg",
+                &[("kernels-0.4.0-py3.9.egg-info/PKG-INFO", &metadata("0.4.0"))],
+            )],
+            vec![
+                tmp.path().join("missing").display().to_string(),
+                dir(
+                    "other",
+                    &[("kernels_extra-1.0.dist-info/METADATA", &metadata("1.0"))],
+                ),
+                dir(
+                    "second",
+                    &[("kernels-0.11.0.dist-info/METADATA", &metadata("0.11.0"))],
+                ),
+            ],
+            vec![zip.display().to_string()],
+            vec![dir("empty", &[])],
+        ];
+        for (i, entries) in layouts.iter().enumerate() {
+            let python = tmp.path().join(format!("python-{i}"));
+            fs_err::write(
+                &python,
+                format!(
+                    "#!/bin/sh\nPYTHONPATH='{}' exec python3 \"$@\"\n",
+                    entries.join(":")
+                ),
+            )
+            .unwrap();
+            fs_err::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let probed = super::PythonProbe::run_scoped(&python, super::ProbeScope::Runtime, &[])
+                .unwrap()
+                .kernels
+                .map(|k| (k.version, k.location));
+            let oracle = std::process::Command::new(&python)
+                .args(["-c", "import importlib.metadata as m\ntry:\n d = m.distribution('kernels'); print(d.version); print(d.locate_file(''))\nexcept m.PackageNotFoundError:\n pass"])
+                .output()
+                .unwrap();
+            assert!(oracle.status.success(), "{oracle:?}");
+            let oracle = String::from_utf8(oracle.stdout).unwrap();
+            let oracle = oracle
+                .lines()
+                .collect::<Vec<_>>()
+                .split_first()
+                .map(|(version, rest)| {
+                    (
+                        (*version).to_owned(),
+                        std::path::PathBuf::from(rest.join("\n")),
+                    )
+                });
+            assert_eq!(probed, oracle, "layout {i}: {entries:?}");
+        }
     }
 }
