@@ -19,6 +19,10 @@
 //!   the blob again); small blobs ([`UNLOCKED_MAX`]) take none and are
 //!   opened, verified and renamed on the task itself, without a hop to the
 //!   blocking pool.
+//! * **Hashing**: a blob of at least [`BACKGROUND_HASH_MIN`] bytes is hashed
+//!   on a thread of its own when the machine has
+//!   [`BACKGROUND_HASH_CORES`] cores or more, so that receiving, writing and
+//!   hashing overlap; otherwise on the receiving task.
 
 use std::future::Future;
 
@@ -33,6 +37,23 @@ use kernels_types::wire::RepoType;
 use super::digest::{ExpectedContent, check_content};
 use super::error::DownloadError;
 use super::reporter::{FileReporter, Reporter};
+
+/// Blobs of at least this many bytes (8 MiB, some 5 ms of SHA-256) are
+/// hashed on a thread of their own on a machine with enough cores
+/// ([`BACKGROUND_HASH_CORES`]); a thread costs tens of microseconds.
+pub(crate) const BACKGROUND_HASH_MIN: u64 = 8 * 1024 * 1024;
+
+/// Cores from which a large blob is hashed on a thread of its own. On two
+/// cores the thread competes with the receiving one (and, against a local
+/// server, with the server), which measured slower than hashing inline.
+pub(crate) const BACKGROUND_HASH_CORES: usize = 4;
+
+/// Whether a blob of `size` bytes is hashed on a thread of its own here.
+fn hash_in_background(size: u64) -> bool {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+    size >= BACKGROUND_HASH_MIN && cores >= BACKGROUND_HASH_CORES
+}
 
 /// Where a blob comes from.
 pub(crate) struct Source<'a> {
@@ -126,8 +147,13 @@ impl<'a> BlobSink for CacheSink<'a> {
             };
             Ok(match partial {
                 PartialBlob::Complete => None,
-                PartialBlob::Missing(writer) => Some(CacheWriter {
-                    writer: *writer,
+                PartialBlob::Missing(mut writer) => Some(CacheWriter {
+                    writer: {
+                        if hash_in_background(digest.size) {
+                            writer.hash_in_background();
+                        }
+                        *writer
+                    },
                     repo_id,
                     commit,
                     path,

@@ -9,6 +9,7 @@ use kernels_types::{BlobId, Digest, DigestKind, Hasher};
 
 use super::{BlobLock, CacheError, RepoCache};
 use crate::layout::Unsynced;
+use crate::stream_hash::StreamHasher;
 
 /// Hashes the file at `path` as `kind`, returning the digest and the number of
 /// bytes read. Errors name the path.
@@ -68,20 +69,11 @@ pub struct BlobWriter {
     partial: TempGuard,
     blob: PathBuf,
     expected: BlobId,
-    hasher: HasherCell,
+    hasher: StreamHasher,
     offset: u64,
     /// The cache, told of the rename (its directory is synced before a link).
     repo: RepoCache,
     _lock: Option<BlobLock>,
-}
-
-/// `Hasher` without `Debug`; wrapped so the writer can derive it.
-struct HasherCell(Hasher);
-
-impl std::fmt::Debug for HasherCell {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Hasher({} bytes)", self.0.len())
-    }
 }
 
 impl RepoCache {
@@ -161,7 +153,7 @@ impl RepoCache {
             partial,
             blob,
             expected: *expected,
-            hasher: HasherCell(hasher),
+            hasher: StreamHasher::Inline(hasher),
             offset,
             repo: self.clone(),
             _lock: lock,
@@ -210,16 +202,30 @@ impl BlobWriter {
             let dir = self.blob.parent().unwrap_or(&self.blob).to_owned();
             return CacheError::DiskFull {
                 available: super::fsx::free_space(&dir),
-                needed: self.expected.size - self.hasher.0.len(),
+                needed: self.expected.size - self.hasher.len(),
                 dir,
             };
         }
         err.into()
     }
 
+    /// Hashes the rest of the content on a thread of its own, so that
+    /// receiving and writing go on while it hashes (worth it for a large blob
+    /// on a machine with cores to spare; on two cores the thread competes
+    /// with the receiving one). Bytes already present stay hashed; memory is
+    /// bounded (a few 1 MiB batches) whatever the blob's size. Stays inline
+    /// when no thread can be started.
+    pub fn hash_in_background(&mut self) {
+        let hasher = std::mem::replace(
+            &mut self.hasher,
+            StreamHasher::Inline(Hasher::new(self.expected.kind(), 0)),
+        );
+        self.hasher = hasher.into_background();
+    }
+
     /// Bytes present now.
     pub fn written(&self) -> u64 {
-        self.hasher.0.len()
+        self.hasher.len()
     }
 
     /// The expected blob.
@@ -253,7 +259,12 @@ impl BlobWriter {
     pub fn restart(&mut self) -> Result<(), CacheError> {
         self.file.set_len(0)?;
         self.file.seek(SeekFrom::Start(0))?;
-        self.hasher = HasherCell(Hasher::new(self.expected.kind(), self.expected.size));
+        let inline = StreamHasher::Inline(Hasher::new(self.expected.kind(), self.expected.size));
+        let background = matches!(self.hasher, StreamHasher::Background(_));
+        self.hasher = match background {
+            true => inline.into_background(),
+            false => inline,
+        };
         self.offset = 0;
         Ok(())
     }
@@ -261,7 +272,7 @@ impl BlobWriter {
     /// Appends a chunk. Fails once more bytes arrive than the expected size, so a
     /// misbehaving server cannot fill the disk.
     pub fn write(&mut self, chunk: &[u8], repo_path: &str) -> Result<(), CacheError> {
-        let total = self.hasher.0.len() + chunk.len() as u64;
+        let total = self.hasher.len() + chunk.len() as u64;
         if total > self.expected.size {
             // The data is wrong; keep nothing a later run would resume from.
             self.restart()?;
@@ -277,7 +288,7 @@ impl BlobWriter {
         if let Err(err) = self.file.write_all(chunk) {
             return Err(self.io_error(err));
         }
-        self.hasher.0.update(chunk);
+        self.hasher.update(chunk);
         Ok(())
     }
 
@@ -300,9 +311,9 @@ impl BlobWriter {
             repo,
             ..
         } = self;
-        let actual_size = hasher.0.len();
-        let actual = hasher.0.finish();
-        if actual_size != expected.size || actual != expected.digest {
+        let actual_size = hasher.len();
+        let actual = hasher.finish();
+        if actual_size != expected.size || actual != Some(expected.digest) {
             drop(file);
             if partial.kind != TempKind::Unnamed {
                 let _ = fs_err::remove_file(&partial.path);
@@ -311,7 +322,10 @@ impl BlobWriter {
                 path: repo_path.to_owned(),
                 kind: expected.kind(),
                 expected: expected.etag(),
-                actual: actual.to_string(),
+                actual: actual.map_or_else(
+                    || "(not computed: the hashing thread failed)".to_owned(),
+                    |digest| digest.to_string(),
+                ),
                 expected_size: expected.size,
                 actual_size,
             });
@@ -382,55 +396,71 @@ mod tests {
         assert_eq!(names, [std::ffi::OsString::from(d.etag())]);
     }
 
+    /// A writer, hashing on a thread of its own when `background`.
+    fn open_missing(repo: &RepoCache, d: &BlobId, background: bool) -> Box<BlobWriter> {
+        let PartialBlob::Missing(mut w) = repo.open_blob(d).unwrap() else {
+            panic!("blob should be missing")
+        };
+        if background {
+            w.hash_in_background();
+        }
+        w
+    }
+
     #[test]
     fn a_large_blob_is_locked_and_resumable() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = repo(dir.path());
-        let content: Vec<u8> = (0..4 * 1024 * 1024 + 4097)
-            .map(|i| (i % 253) as u8)
-            .collect();
-        let d = digest(&content);
-        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
-            panic!("blob should be missing")
-        };
-        assert!(repo.lock_path(&d.etag()).exists());
-        assert_eq!(w.partial_path(), repo.incomplete_path(&d.etag()));
-        let (head, tail) = content.split_at(3 * 1024 * 1024);
-        for chunk in head.chunks(16 * 1024) {
-            w.write(chunk, "f").unwrap();
+        for background in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let repo = repo(dir.path());
+            let content: Vec<u8> = (0..4 * 1024 * 1024 + 4097)
+                .map(|i| (i % 253) as u8)
+                .collect();
+            let d = digest(&content);
+            let mut w = open_missing(&repo, &d, background);
+            assert!(repo.lock_path(&d.etag()).exists());
+            assert_eq!(w.partial_path(), repo.incomplete_path(&d.etag()));
+            let (head, tail) = content.split_at(3 * 1024 * 1024);
+            for chunk in head.chunks(16 * 1024) {
+                w.write(chunk, "f").unwrap();
+            }
+            assert_eq!(
+                fs_err::metadata(w.partial_path()).unwrap().len(),
+                head.len() as u64
+            );
+            drop(w);
+            // The shared `.incomplete` name stays for the next run to resume.
+            let mut w = open_missing(&repo, &d, background);
+            assert_eq!(w.offset(), head.len() as u64);
+            for chunk in tail.chunks(10_000) {
+                w.write(chunk, "f").unwrap();
+            }
+            w.finish("f").unwrap();
+            assert_eq!(fs_err::read(repo.blob_path(&d.etag())).unwrap(), content);
         }
-        assert_eq!(
-            fs_err::metadata(w.partial_path()).unwrap().len(),
-            head.len() as u64
-        );
-        drop(w);
-        // The shared `.incomplete` name stays for the next run to resume.
-        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
-            panic!("blob should be missing")
-        };
-        assert_eq!(w.offset(), head.len() as u64);
-        for chunk in tail.chunks(10_000) {
-            w.write(chunk, "f").unwrap();
-        }
-        w.finish("f").unwrap();
-        assert_eq!(fs_err::read(repo.blob_path(&d.etag())).unwrap(), content);
     }
 
     #[test]
     fn a_blob_that_differs_is_refused_and_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = repo(dir.path());
-        let content = vec![7u8; 4 * 1024 * 1024];
-        let d = digest(&content);
-        let PartialBlob::Missing(mut w) = repo.open_blob(&d).unwrap() else {
-            panic!("blob should be missing")
-        };
-        let mut wrong = content.clone();
-        wrong[5] = 8;
-        w.write(&wrong, "f").unwrap();
-        assert!(matches!(w.finish("f"), Err(CacheError::Mismatch { .. })));
-        assert!(!repo.blob_path(&d.etag()).exists());
-        assert!(!repo.incomplete_path(&d.etag()).exists());
+        for background in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let repo = repo(dir.path());
+            let content = vec![7u8; 4 * 1024 * 1024];
+            let d = digest(&content);
+            let mut w = open_missing(&repo, &d, background);
+            let mut wrong = content.clone();
+            wrong[5] = 8;
+            w.write(&wrong, "f").unwrap();
+            assert!(matches!(w.finish("f"), Err(CacheError::Mismatch { .. })));
+            assert!(!repo.blob_path(&d.etag()).exists());
+            assert!(!repo.incomplete_path(&d.etag()).exists());
+            // After a restart the writer hashes the new bytes the same way.
+            let mut w = open_missing(&repo, &d, background);
+            w.write(&wrong, "f").unwrap();
+            w.restart().unwrap();
+            w.write(&content, "f").unwrap();
+            w.finish("f").unwrap();
+            assert_eq!(fs_err::read(repo.blob_path(&d.etag())).unwrap(), content);
+        }
     }
 
     #[test]

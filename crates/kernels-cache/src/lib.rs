@@ -27,6 +27,7 @@ mod layout;
 mod lock;
 mod receipt;
 mod refs;
+mod stream_hash;
 mod tag;
 
 pub use blob::{BlobWriter, PartialBlob, UNLOCKED_MAX, file_matches, hash_file};
