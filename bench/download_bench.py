@@ -353,6 +353,44 @@ def sync() -> None:
     subprocess.run(["sync"], check=False, timeout=600)
 
 
+# ext4 without a journal does not reuse an inode freed less than 60 s ago, or
+# less than 360 s ago while its inode-table block is dirty (fs/ext4/ialloc.c,
+# `recently_deleted`), and each allocation steps over every such inode: creating
+# files after thousands were deleted is many times slower for every tool, most
+# for ours (two inodes per file). A download dirties the blocks it allocates
+# in, so the long limit is the one that counts. On the 2-core machine a
+# 6,000-file download took 4-7 s instead of 1.0-1.6 s minutes after a run's
+# directory was deleted. Each run marks its deletions here (in the directory
+# the work directories live in) and the next one starts its timed runs only
+# once they are this old; deletions by anything else are not seen.
+FREED_INODE_AGE = 360.0
+# Runs of fewer files than this do not wait: a few allocations cost little.
+FREED_INODE_FILES = 100
+DELETED_MARK = "kernels-bench-deleted"
+
+
+def note_deletion(parent: Path) -> None:
+    """Records that many files under `parent` were just deleted."""
+    try:
+        (parent / DELETED_MARK).write_text(f"{time.time():.0f}\n")
+    except OSError:
+        pass
+
+
+def age_freed_inodes(parent: Path, status) -> None:
+    """Waits until the last deletion recorded under `parent` is
+    `FREED_INODE_AGE` seconds old (see the comment above)."""
+    try:
+        left = FREED_INODE_AGE - (time.time() - (parent / DELETED_MARK).stat().st_mtime)
+    except OSError:
+        return
+    if left > 0:
+        status(f"waiting {left:.0f} s: an earlier run deleted its files less than "
+               f"{FREED_INODE_AGE:.0f} s ago, and ext4 without a journal steps over recently "
+               "freed inodes when it allocates (docs/performance.md)")
+        time.sleep(left)
+
+
 def dirty_kib() -> int:
     """Dirty plus Writeback from /proc/meminfo, in KiB (0 where it is missing)."""
     try:
@@ -461,6 +499,7 @@ def main() -> int:
     finally:
         cleanup_children()
         shutil.rmtree(work, ignore_errors=True)
+        note_deletion(parent)
 
 
 FSYNC = {
@@ -539,6 +578,8 @@ def make_room(outputs: Path, need: int, status) -> None:
     kept = len(list(outputs.iterdir()))
     clear_outputs(outputs)
     status(f"disk nearly full: deleted {kept} earlier cold output(s) before a pair, then sync")
+    note_deletion(outputs.parent.parent)
+    age_freed_inodes(outputs.parent.parent, status)
 
 
 def clear_outputs(outputs: Path) -> None:
@@ -673,6 +714,8 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
 
     outputs = work / "cold"
     outputs.mkdir()
+    if n_files >= FREED_INODE_FILES:
+        age_freed_inodes(work.parent, status)
     for rnd in range(1, args.rounds + 1):
         for slot, pair in enumerate(cold_order(tools)):
             make_room(outputs, len(pair) * so_total, status)
