@@ -947,17 +947,14 @@ mod tests {
         ));
     }
 
-    /// The probe's own lookup of the installed `kernels` (a scan of `sys.path`)
-    /// gives what `importlib.metadata.distribution("kernels")` gives, for the
-    /// layouts it handles itself and for those it hands to importlib (a zip
-    /// on `sys.path`).
+    /// `sys.path` layouts under `tmp` (each a list of entries) for
+    /// [`the_runtime_scan_agrees_with_importlib_metadata`]: names in both
+    /// cases, an `.egg-info`, a missing entry and a near-miss name before the
+    /// match, a zip (left to importlib) and no `kernels` at all.
     #[cfg(unix)]
-    #[test]
-    fn the_runtime_scan_agrees_with_importlib_metadata() {
-        use std::os::unix::fs::PermissionsExt;
-        let tmp = tempfile::tempdir().unwrap();
+    fn scan_layouts(tmp: &std::path::Path) -> Vec<Vec<String>> {
         let dir = |name: &str, entries: &[(&str, &str)]| {
-            let root = tmp.path().join(name);
+            let root = tmp.join(name);
             for (path, text) in entries {
                 let file = root.join(path);
                 fs_err::create_dir_all(file.parent().unwrap()).unwrap();
@@ -969,7 +966,7 @@ mod tests {
         let metadata = |version: &str| {
             format!("Metadata-Version: 2.1\nName: kernels\nVersion: {version}\n\nVersion: 9\n")
         };
-        let zip = tmp.path().join("deps.zip");
+        let zip = tmp.join("deps.zip");
         let mut writer = zip::ZipWriter::new(fs_err::File::create(&zip).unwrap());
         writer
             .start_file(
@@ -979,7 +976,7 @@ mod tests {
             .unwrap();
         std::io::Write::write_all(&mut writer, metadata("0.12.1").as_bytes()).unwrap();
         writer.finish().unwrap();
-        let layouts = [
+        vec![
             vec![dir(
                 "plain",
                 &[("kernels-0.17.2.dist-info/METADATA", &metadata("0.17.2"))],
@@ -993,7 +990,7 @@ mod tests {
                 &[("kernels-0.4.0-py3.9.egg-info/PKG-INFO", &metadata("0.4.0"))],
             )],
             vec![
-                tmp.path().join("missing").display().to_string(),
+                tmp.join("missing").display().to_string(),
                 dir(
                     "other",
                     &[("kernels_extra-1.0.dist-info/METADATA", &metadata("1.0"))],
@@ -1005,7 +1002,19 @@ mod tests {
             ],
             vec![zip.display().to_string()],
             vec![dir("empty", &[])],
-        ];
+        ]
+    }
+
+    /// The probe's own lookup of the installed `kernels` (a scan of `sys.path`)
+    /// gives what `importlib.metadata.distribution("kernels")` gives, for the
+    /// layouts it handles itself and for those it hands to importlib (a zip
+    /// on `sys.path`).
+    #[cfg(unix)]
+    #[test]
+    fn the_runtime_scan_agrees_with_importlib_metadata() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let layouts = scan_layouts(tmp.path());
         for (i, entries) in layouts.iter().enumerate() {
             let python = tmp.path().join(format!("python-{i}"));
             fs_err::write(
