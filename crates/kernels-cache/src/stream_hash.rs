@@ -81,8 +81,8 @@ impl StreamHasher {
         let Ok(thread) = spawned else {
             return StreamHasher::Inline(hasher);
         };
-        // The thread waits for the hasher: a thread that could not be started
-        // leaves it here, hashing inline.
+        // The thread waits for the hasher, so a thread that is already gone
+        // (it panicked before receiving it) leaves it here, hashing inline.
         if let Err(std::sync::mpsc::SendError(back)) = started.send(hasher) {
             return StreamHasher::Inline(back);
         }
