@@ -147,20 +147,20 @@ impl<'a> BlobSink for CacheSink<'a> {
             };
             Ok(match partial {
                 PartialBlob::Complete => None,
-                PartialBlob::Missing(mut writer) => Some(CacheWriter {
-                    writer: {
-                        if hash_in_background(digest.size) {
-                            writer.hash_in_background();
-                        }
-                        *writer
-                    },
-                    repo_id,
-                    commit,
-                    path,
-                    expected,
-                    progress,
-                    bar: None,
-                }),
+                PartialBlob::Missing(mut writer) => {
+                    if hash_in_background(digest.size) {
+                        writer.hash_in_background();
+                    }
+                    Some(CacheWriter {
+                        writer: *writer,
+                        repo_id,
+                        commit,
+                        path,
+                        expected,
+                        progress,
+                        bar: None,
+                    })
+                }
             })
         }
     }

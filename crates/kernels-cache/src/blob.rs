@@ -216,11 +216,7 @@ impl BlobWriter {
     /// bounded (a few 1 MiB batches) whatever the blob's size. Stays inline
     /// when no thread can be started.
     pub fn hash_in_background(&mut self) {
-        let hasher = std::mem::replace(
-            &mut self.hasher,
-            StreamHasher::Inline(Hasher::new(self.expected.kind(), 0)),
-        );
-        self.hasher = hasher.into_background();
+        self.hasher.hash_in_background();
     }
 
     /// Bytes present now.
@@ -259,12 +255,11 @@ impl BlobWriter {
     pub fn restart(&mut self) -> Result<(), CacheError> {
         self.file.set_len(0)?;
         self.file.seek(SeekFrom::Start(0))?;
-        let inline = StreamHasher::Inline(Hasher::new(self.expected.kind(), self.expected.size));
         let background = matches!(self.hasher, StreamHasher::Background(_));
-        self.hasher = match background {
-            true => inline.into_background(),
-            false => inline,
-        };
+        self.hasher = StreamHasher::Inline(Hasher::new(self.expected.kind(), self.expected.size));
+        if background {
+            self.hasher.hash_in_background();
+        }
         self.offset = 0;
         Ok(())
     }

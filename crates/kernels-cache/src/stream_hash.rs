@@ -20,7 +20,7 @@ const QUEUED: usize = 4;
 pub(crate) enum StreamHasher {
     /// Hashed by the caller of [`StreamHasher::update`].
     Inline(Hasher),
-    /// Hashed on a thread of its own ([`StreamHasher::into_background`]).
+    /// Hashed on a thread of its own ([`StreamHasher::hash_in_background`]).
     Background(Background),
 }
 
@@ -33,9 +33,8 @@ pub(crate) struct Background {
     full: Option<SyncSender<Vec<u8>>>,
     /// Hashed batches back from the thread, to be filled again.
     spent: Receiver<Vec<u8>>,
-    /// The hashing thread: the hasher back once `full` is closed (`None` if
-    /// it never received one).
-    thread: Option<JoinHandle<Option<Hasher>>>,
+    /// The hashing thread: the hasher back once `full` is closed.
+    thread: Option<JoinHandle<Hasher>>,
 }
 
 impl std::fmt::Debug for StreamHasher {
@@ -57,42 +56,33 @@ impl StreamHasher {
     }
 
     /// Moves the hashing to a thread of its own, keeping what was fed. Stays
-    /// inline when no thread can be started.
-    pub(crate) fn into_background(self) -> StreamHasher {
+    /// inline when no thread can be started (or it already runs on one).
+    pub(crate) fn hash_in_background(&mut self) {
         let StreamHasher::Inline(hasher) = self else {
-            return self;
+            return;
         };
         let len = hasher.len();
+        let mut moved = hasher.clone();
         let (full, batches) = sync_channel::<Vec<u8>>(QUEUED);
         let (give_back, spent) = sync_channel::<Vec<u8>>(QUEUED + 2);
-        let (started, ready) = sync_channel::<Hasher>(1);
         let spawned = std::thread::Builder::new()
             .name("kernels-hash".to_owned())
             .spawn(move || {
-                let Ok(mut hasher) = ready.recv() else {
-                    return None;
-                };
                 for batch in batches {
-                    hasher.update(&batch);
+                    moved.update(&batch);
                     let _ = give_back.try_send(batch);
                 }
-                Some(hasher)
+                moved
             });
-        let Ok(thread) = spawned else {
-            return StreamHasher::Inline(hasher);
-        };
-        // The thread waits for the hasher, so a thread that is already gone
-        // (it panicked before receiving it) leaves it here, hashing inline.
-        if let Err(std::sync::mpsc::SendError(back)) = started.send(hasher) {
-            return StreamHasher::Inline(back);
+        if let Ok(thread) = spawned {
+            *self = StreamHasher::Background(Background {
+                len,
+                batch: Vec::with_capacity(BATCH),
+                full: Some(full),
+                spent,
+                thread: Some(thread),
+            });
         }
-        StreamHasher::Background(Background {
-            len,
-            batch: Vec::with_capacity(BATCH),
-            full: Some(full),
-            spent,
-            thread: Some(thread),
-        })
     }
 
     /// Feeds written bytes. In the background, waits only while
@@ -124,7 +114,7 @@ impl StreamHasher {
                     background.send();
                 }
                 background.full = None;
-                let hasher = background.thread.take()?.join().ok().flatten()?;
+                let hasher = background.thread.take()?.join().ok()?;
                 Some(hasher.finish())
             }
         }
@@ -172,7 +162,7 @@ mod tests {
             expected.update(&content);
             let mut hasher = inline(kind, size);
             hasher.update(&content[..1000]);
-            let mut hasher = hasher.into_background();
+            hasher.hash_in_background();
             assert!(matches!(hasher, StreamHasher::Background(_)));
             for piece in content[1000..].chunks(BATCH / 3 + 17) {
                 hasher.update(piece);
@@ -184,7 +174,8 @@ mod tests {
 
     #[test]
     fn an_empty_background_hash_is_the_digest_of_nothing() {
-        let hasher = inline(DigestKind::Sha256, 0).into_background();
+        let mut hasher = inline(DigestKind::Sha256, 0);
+        hasher.hash_in_background();
         assert_eq!(hasher.finish(), inline(DigestKind::Sha256, 0).finish());
     }
 }

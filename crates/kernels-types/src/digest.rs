@@ -204,12 +204,15 @@ impl BlobId {
 
 /// Incremental hasher for one [`DigestKind`]. The git blob header needs the
 /// size up front, so the hasher is created with the announced size; the byte
-/// count is tracked separately so a short or long body is detected.
+/// count is tracked separately so a short or long body is detected. A clone
+/// carries on from the same bytes.
+#[derive(Clone)]
 pub struct Hasher {
     inner: Inner,
     len: u64,
 }
 
+#[derive(Clone)]
 enum Inner {
     GitBlob(GitBlobHasher),
     Sha256(Sha256),
