@@ -53,6 +53,12 @@ pub struct TorchEnv {
 /// scope argument, whether it is importable) and `device` (the visible GPU).
 /// The first argument is the [`ProbeScope`]: with `runtime`, torch is not
 /// imported (`torch` is `null`, `error` says so).
+///
+/// Start-up matters (every `download` runs it): `kernels` is found by a scan
+/// of `sys.path` with `importlib.metadata`'s name matching, which is left to
+/// `importlib.metadata` itself (some 30 ms to import) only for what the scan
+/// does not cover; the JSON is written by a small encoder (ASCII, `\u`
+/// escapes) instead of the `json` module (some 9 ms).
 const DETECT_SNIPPET: &str = r#"
 import os, sys
 out = {"torch": None, "kernels": None, "modules": {}, "device": {"kind": "none"}}
@@ -1002,6 +1008,11 @@ mod tests {
             ],
             vec![zip.display().to_string()],
             vec![dir("empty", &[])],
+            // A location the JSON encoder must escape (non-ASCII, astral).
+            vec![dir(
+                "d\u{e9}p\u{f4}t-\u{1f600}",
+                &[("kernels-0.9.0.dist-info/METADATA", &metadata("0.9.0"))],
+            )],
         ]
     }
 
