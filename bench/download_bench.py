@@ -14,10 +14,12 @@ starts is stopped on exit.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
 import random
+import shlex
 import shutil
 import signal
 import statistics
@@ -507,6 +509,7 @@ FSYNC = {
     "ours": "fsync per blob over 16 KiB, then before each kernel's links one fsync of blobs/ "
             "(or one syncfs when blobs of at most 16 KiB are pending; docs/cache.md), inside the timing",
     "curl": "none",
+    "curl+links+sync": "one `sync` at the end, inside the timing (blobs and links of the cache's layout)",
     "snapshot_download": "none (huggingface_hub 2.4 writes and renames, no fsync)",
     "kernels-0.10.5": "none (huggingface_hub 0.35 writes and renames, no fsync)",
 }
@@ -522,6 +525,58 @@ LOAD_LEGEND = f"* taken above load {LOAD_LIMIT:g}: not comparable with a quiet r
 def loaded(load1: float) -> str:
     """The mark of a run started at 1-minute load average `load1`."""
     return "*" if load1 > LOAD_LIMIT else ""
+
+
+# Links the layout floor's blobs: one relative symlink per file, from
+# `<repo>/snapshots/<commit>/<path>` to `<repo>/blobs/<name>`, as long as
+# huggingface_hub's (os.path.relpath), parent directories made as needed.
+LINK_SCRIPT = """\
+import json, os, sys
+made = set()
+for link, target in json.load(open(sys.argv[1])):
+    parent = os.path.dirname(link)
+    if parent not in made:
+        os.makedirs(parent, exist_ok=True)
+        made.add(parent)
+    os.symlink(target, link)
+"""
+
+
+def layout_floor(work: Path, mirror: Path, curl_cfg: Path, commits: dict[str, str],
+                 curl_opts: list[str]) -> list[str]:
+    """The floor of the cache's layout: the curl floor's files, each distinct
+    content fetched once into `<repo>/blobs/<etag>` (its git blob id, read from
+    `mirror`; a `.so`, an LFS file, under a 64-hex-digit name of its own), then
+    one relative symlink per file from the snapshot, then `sync`. It has the
+    inodes and link blocks every huggingface_hub cache has, and none of ours'
+    hashing, verification, receipts or fsyncs. Returns the command (run in the
+    output directory); writes its curl config and link list under `work`. Its
+    Python start (~20 ms) is inside the timing."""
+    cfg_lines = curl_cfg.read_text().splitlines()
+    layout_cfg, link_list, script = work / "curl-layout.cfg", work / "links.json", work / "links.py"
+    links, fetched = [], set()
+    with open(layout_cfg, "w") as cfg:
+        for url, output in zip(cfg_lines[0::2], cfg_lines[1::2]):
+            out = output.split('"')[1]
+            repo_id = "/".join(out.split("/")[:2])
+            path = out[len(repo_id) + 1:]
+            if path.endswith(".so"):
+                etag = hashlib.sha256(out.encode()).hexdigest()
+            else:
+                data = (mirror / "repos" / "kernels" / repo_id / "commits" / "c1" / "tree"
+                        / path).read_bytes()
+                etag = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+            blob = f"{repo_id}/blobs/{etag}"
+            link = f"{repo_id}/snapshots/{commits[repo_id]}/{path}"
+            links.append((link, os.path.relpath(blob, os.path.dirname(link))))
+            if blob not in fetched:
+                fetched.add(blob)
+                cfg.write(f'{url}\noutput = "{blob}"\n')
+    link_list.write_text(json.dumps(links))
+    script.write_text(LINK_SCRIPT)
+    py = shlex.quote(sys.executable)
+    return ["sh", "-c", f'"$@" && {py} {shlex.quote(str(script))} '
+            f'{shlex.quote(str(link_list))} && sync', "sh", *curl_opts, "--config", str(layout_cfg)]
 
 
 def cold_order(tools: list[str]) -> list[list[tuple[str, str]]]:
@@ -663,9 +718,10 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
                 cfg.write(f'url = "{server.endpoint}/{kernel.repo_id}/resolve/{sha}/{path}"\n'
                           f'output = "{kernel.repo_id}/{path}"\n')
                 n_files += 1
-    curl = ["curl", "--silent", "--show-error", "--fail", "--location", "--create-dirs",
-            "--parallel", "--parallel-immediate", "--parallel-max", str(args.concurrency),
-            "--config", str(curl_cfg)]
+    curl_opts = ["curl", "--silent", "--show-error", "--fail", "--location", "--create-dirs",
+                 "--parallel", "--parallel-immediate", "--parallel-max", str(args.concurrency)]
+    curl = [*curl_opts, "--config", str(curl_cfg)]
+    curl_links = layout_floor(work, mirror, curl_cfg, commits, curl_opts)
 
     hub_script = work / "snapshot.py"
     hub_script.write_text(
@@ -687,6 +743,7 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
                                   dict(py_env, HF_HUB_CACHE=str(dest)), None),
             "curl": (curl, base_env, dest),
             "curl+sync": (["sh", "-c", '"$@" && sync', "sh", *curl], base_env, dest),
+            "curl+links+sync": (curl_links, base_env, dest),
         }
 
     tools = [t for t in COLD_TOOLS if t in args.tools]
@@ -839,7 +896,7 @@ def report(args, runs: list[Run], kernels, variants, so_total, n_files, syscalls
     print(f"paired ratios (a/b of two adjacent runs per round; median [min-max], n rounds; "
           f"the floor is {FLOOR}):")
     targets = [
-        ("ours", FLOOR, None), ("ours", "curl", None),
+        ("ours", FLOOR, None), ("ours", "curl+links+sync", None), ("ours", "curl", None),
         ("ours", "snapshot_download", 0.5), ("ours", "kernels-0.10.5", 0.5),
         ("warm", "offline", 1.2),
         ("verify", "sha256sum", None), ("verify", "sha256sum-par", None),

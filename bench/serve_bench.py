@@ -222,6 +222,10 @@ def parse_args():
     args.sets = args.sets.split(",")
     if not args.binary:
         ap.error("--binary is required (bench/serve passes it)")
+    for tool, path, package in (("nginx", args.nginx, "nginx-light"), ("wrk", args.wrk, "wrk")):
+        if not os.access(path, os.X_OK):
+            ap.error(f"{tool} not found at {path}: install it (apt-get install {package}; "
+                     f"bench/serve does) or pass --{tool}")
     return args
 
 
