@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use futures_util::future::join_all;
+use rayon::prelude::*;
 use tokio::sync::Semaphore;
 
 use kernels_cache::HubCache;
@@ -649,9 +650,20 @@ impl Run<'_> {
             fresh: Vec::new(),
             ..fit_tally.clone()
         };
-        for ((blob, paths), outcome) in blobs.iter().zip(fetched) {
+        // Links go into one directory per variant: made from several threads,
+        // the directories' locks and the inode allocation overlap. The first
+        // blob is linked alone, so a file system without symlinks is found
+        // (and reported) by the same file on every run.
+        let jobs: Vec<_> = blobs.iter().zip(&fetched).collect();
+        let link = |((blob, paths), outcome): &(&(kernels_types::BlobId, Vec<_>), &Fetched)| {
             let fresh = fit_tally.fresh.contains(&blob.digest);
-            link_blob(repo, kernel, blob, paths, &outcome, fresh)?;
+            link_blob(repo, kernel, blob, paths, outcome, fresh)
+        };
+        if let Some((first, rest)) = jobs.split_first() {
+            link(first)?;
+            each_in_parallel(rest, link)?;
+        }
+        for outcome in fetched {
             if let Fetched::Downloaded { bytes } = outcome {
                 tally.bytes = tally.bytes.saturating_add(bytes);
                 tally.blobs += 1;
@@ -722,17 +734,19 @@ fn check_placed(
     signatures: &std::collections::BTreeMap<String, Signature>,
 ) -> Result<(), DownloadError> {
     // A file added to a cached variant directory is no planned file.
-    for (variant, expected) in digests {
+    each_in_parallel(digests, |(variant, expected)| {
         let dir = repo.snapshot_path(kernel.commit.as_str(), &format!("build/{variant}"))?;
         let unknown = digest::unknown_in_dir(&dir, expected);
         if !unknown.is_empty() {
             let err = digest_refused(kernel, variant, unknown);
             return Err(signed_digest(err, signatures));
         }
-    }
-    for (variant, files) in &plan.variants {
-        if digests.iter().any(|(v, _)| v == variant) {
-            continue;
+        Ok(())
+    })?;
+    let variants: Vec<_> = plan.variants.iter().collect();
+    each_in_parallel(&variants, |(variant, files)| {
+        if digests.iter().any(|(v, _)| v == *variant) {
+            return Ok(());
         }
         let dir = repo.snapshot_path(kernel.commit.as_str(), &format!("build/{variant}"))?;
         let planned: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
@@ -741,22 +755,23 @@ fn check_placed(
             return Err(DownloadError::Unlisted {
                 repo_id: kernel.repo_id.clone(),
                 commit: kernel.commit.clone(),
-                variant: variant.clone(),
+                variant: (*variant).clone(),
                 files,
             });
         }
-    }
+        Ok(())
+    })?;
     if let Some(hashes) = &kernel.variants {
-        for (variant, files) in &plan.variants {
+        each_in_parallel(&variants, |(variant, files)| {
             let locked = hashes
-                .get(variant)
+                .get(*variant)
                 .ok_or_else(|| DownloadError::VariantNotLocked {
                     repo_id: kernel.repo_id.clone(),
                     commit: kernel.commit.clone(),
-                    variant: variant.clone(),
+                    variant: (*variant).clone(),
                 })?;
-            verify_variant(repo, kernel, variant, files, locked)?;
-        }
+            verify_variant(repo, kernel, variant, files, locked)
+        })?;
     }
     Ok(())
 }
@@ -828,6 +843,17 @@ fn check_present(
         kernel.commit.as_str(),
         problems,
     )?)
+}
+
+/// Runs `check` on every item on the rayon pool and returns the error of the
+/// first item (in the order of `items`) that failed, as a loop over them would;
+/// the items after it are checked too.
+fn each_in_parallel<T: Sync, E: Send>(
+    items: &[T],
+    check: impl Fn(&T) -> Result<(), E> + Sync + Send,
+) -> Result<(), E> {
+    let outcomes: Vec<Result<(), E>> = items.par_iter().map(check).collect();
+    outcomes.into_iter().collect()
 }
 
 /// Links (or copies) one fetched blob into every path it backs that is not

@@ -25,6 +25,7 @@ use super::verify::CachedFile;
 use crate::lock::format::LockedKernel;
 use kernels_cache::{FileStamp, ListingReceipt, ReceiptFile, RepoCache, VariantReceipt};
 use kernels_types::file_set::is_bytecode;
+use rayon::prelude::*;
 
 /// What the receipts of one kernel's snapshot allowed a check to skip, and
 /// what a passing check records.
@@ -121,22 +122,23 @@ pub(crate) fn record_planned(
         tracing::debug!("{}: no listing receipt: {err}", kernel.repo_id);
         return;
     }
-    'variants: for (variant, files) in &plan.variants {
+    // One variant per task: each reads its own links and writes its own file.
+    plan.variants.par_iter().for_each(|(variant, files)| {
         let mut receipt = VariantReceipt::default();
         for file in files {
             let etag = file.digest.etag();
             if repo.linked_etag(commit, &file.path).as_deref() != Some(etag.as_str()) {
-                continue 'variants;
+                return;
             }
             let Ok(stamp) = FileStamp::of(&repo.blob_path(&etag)) else {
-                continue 'variants;
+                return;
             };
             receipt
                 .files
                 .insert(file.path.clone(), ReceiptFile { etag, stamp });
         }
         store(repo, kernel, variant, &receipt);
-    }
+    });
 }
 
 fn store(repo: &RepoCache, kernel: &LockedKernel, variant: &str, receipt: &VariantReceipt) {

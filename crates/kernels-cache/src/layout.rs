@@ -44,6 +44,10 @@ struct State {
     /// `blobs/` directories with blobs renamed in since their last sync, and
     /// what of them is not yet durable.
     unsynced: Mutex<std::collections::HashMap<PathBuf, Unsynced>>,
+    /// Held for the whole of [`RepoCache::sync_blob_names`]: a thread about
+    /// to link waits for a sync another thread has taken the pending blobs
+    /// of, instead of linking to blobs not yet durable.
+    syncing: Mutex<()>,
 }
 
 /// What a `blobs/` directory holds that is not yet on disk (see
@@ -372,9 +376,11 @@ impl RepoCache {
     /// `fsync` of the directory; small blobs written without an `fsync` of
     /// their own cost one `syncfs` of the file system for the whole batch
     /// (what `sync` does, for one file system), one I/O wait instead of one
-    /// per file.
+    /// per file. Threads linking at once wait for each other's sync, so none
+    /// links to a blob whose sync another thread has started and not finished.
     fn sync_blob_names(&self) -> Result<(), CacheError> {
         let dir = self.blobs_dir();
+        let _syncing = self.state.syncing.lock().unwrap_or_else(|e| e.into_inner());
         let pending = {
             let mut unsynced = self
                 .state
@@ -617,9 +623,12 @@ impl RepoCache {
         Ok(true)
     }
 
-    /// Switches to copy mode after `symlink()` failed with `err` (unsupported).
+    /// Switches to copy mode after `symlink()` failed with `err` (unsupported);
+    /// of threads linking at once, only the first to switch warns.
     fn no_symlinks(&self, err: std::io::Error) {
-        self.state.no_symlinks.store(true, Ordering::Relaxed);
+        if self.state.no_symlinks.swap(true, Ordering::Relaxed) {
+            return;
+        }
         self.state.warn(CacheWarning::NoSymlinks {
             dir: self.root.clone(),
             reason: err.to_string(),
