@@ -858,7 +858,9 @@ fn each_in_parallel<T: Sync, E: Send>(
 
 /// Links (or copies) one fetched blob into every path it backs that is not
 /// in place; without symlinks a new blob is moved into the last path that
-/// needs it, `fresh` counting as new (fetched by this run's fit check).
+/// needs it, `fresh` counting as new (fetched by this run's fit check). A
+/// blob that a concurrent download moved away in copy mode is taken from the
+/// snapshot file it moved it to ([`kernels_cache::RepoCache::place_from_sibling`]).
 fn link_blob(
     repo: &kernels_cache::RepoCache,
     kernel: &LockedKernel,
@@ -873,14 +875,18 @@ fn link_blob(
         .map(|(p, _)| p.as_str())
         .collect();
     let new_blob = matches!(fetched, Fetched::Downloaded { .. });
+    let commit = kernel.commit.as_str();
     for (i, path) in todo.iter().enumerate() {
         let last = i + 1 == todo.len();
-        repo.place(
-            kernel.commit.as_str(),
-            path,
-            &blob.etag(),
-            (new_blob || fresh) && last,
-        )?;
+        let Err(err) = repo.place(commit, path, &blob.etag(), (new_blob || fresh) && last) else {
+            continue;
+        };
+        // Without symlinks another download into this cache may have moved
+        // the blob into its own copy of this commit meanwhile.
+        let siblings: Vec<&str> = paths.iter().map(|(p, _)| p.as_str()).collect();
+        if !(repo.copy_mode() && repo.place_from_sibling(commit, path, blob, &siblings)?) {
+            return Err(err.into());
+        }
     }
     Ok(())
 }

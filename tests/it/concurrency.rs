@@ -163,3 +163,61 @@ fn we_wait_for_pythons_filelock() {
     );
     assert_eq!(fs_err::read(&blob).unwrap(), gelu_so.content);
 }
+
+/// Without symlinks each download moves a new blob into its snapshot file (as
+/// `huggingface_hub` does), so a blob another download is about to place can
+/// vanish from `blobs/`: that download keeps, or copies, what the first one
+/// placed instead of failing.
+#[test]
+fn copy_mode_downloads_share_one_cache() {
+    let world = TestContext::world();
+    let relu = relu_files();
+    let gelu = gelu_files();
+    world.lock_a(&[
+        ("acme/relu", RELU_SHA, &relu),
+        ("acme/gelu", GELU_SHA, &gelu),
+    ]);
+    world.fault(serde_json::json!({"listener": "cdn", "latency_ms": 50}));
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            let mut cmd = common::kernels(&world.server.endpoint, &world.cache);
+            cmd.arg("download")
+                .arg(&world.project)
+                .args(["--all-variants", "--concurrency", "2"])
+                .env("HF_HUB_DISABLE_SYMLINKS", "1");
+            spawn(cmd)
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "kernels download failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = common::kernels(&world.server.endpoint, &world.cache)
+        .arg("verify")
+        .arg(&world.project)
+        .arg("--all-variants")
+        .env("HF_HUB_DISABLE_SYMLINKS", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let snapshot = world
+        .repo_dir("kernel", "acme/relu")
+        .join("snapshots")
+        .join(RELU_SHA);
+    for file in variants(&relu).into_values().flatten() {
+        let copy = snapshot.join(&file.path);
+        let meta = fs_err::symlink_metadata(&copy).unwrap();
+        assert!(meta.is_file(), "{} is not a regular file", file.path);
+        assert_eq!(fs_err::read(&copy).unwrap(), file.content, "{}", file.path);
+    }
+}

@@ -532,6 +532,49 @@ impl RepoCache {
         Ok(true)
     }
 
+    /// Copy mode, after [`RepoCache::place`] failed because `blobs/<etag>` is
+    /// gone: a concurrent writer of this cache moved the blob into one of its
+    /// own snapshot files, as `huggingface_hub` does with a new blob. Keeps
+    /// `snapshots/<commit>/<path>` if it already holds `blob`'s content, or
+    /// else copies it (a temp name, then a rename) from the first of
+    /// `siblings` (other paths of `commit` backed by the same blob) that
+    /// holds it. Returns whether `path` now holds the content, verified by
+    /// size and digest; `false` leaves the caller's error standing.
+    pub fn place_from_sibling(
+        &self,
+        commit: &str,
+        path: &str,
+        blob: &BlobId,
+        siblings: &[&str],
+    ) -> Result<bool, CacheError> {
+        if self.placement(commit, path, blob)? == Placement::Copied {
+            return Ok(true);
+        }
+        let pointer = self.snapshot_path(commit, path)?;
+        let parent = pointer.parent().ok_or_else(|| CacheError::BadPath {
+            path: path.to_owned(),
+        })?;
+        for sibling in siblings.iter().filter(|s| **s != path) {
+            if self.placement(commit, sibling, blob)? != Placement::Copied {
+                continue;
+            }
+            self.prepare_swept_dir(parent)?;
+            let tmp = temp_name(parent);
+            let source = self.snapshot_path(commit, sibling)?;
+            if let Err(err) =
+                fs_err::copy(&source, &tmp).and_then(|_| fs_err::rename(&tmp, &pointer))
+            {
+                let _ = fs_err::remove_file(&tmp);
+                tracing::debug!("copying {sibling} to {path}: {err}");
+                continue;
+            }
+            if self.placement(commit, path, blob)? == Placement::Copied {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// The metadata of `blob` (not followed), which must be a regular file or
     /// a link that stays inside the cache; otherwise the error says that
     /// `pointer` cannot be linked.
