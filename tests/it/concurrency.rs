@@ -15,6 +15,23 @@ fn spawn(mut cmd: Command) -> std::process::Child {
         .unwrap()
 }
 
+/// Asserts that `kernels verify --all-variants` passes on the world's cache.
+fn assert_verifies(world: &TestContext, env: &[(&str, &str)]) {
+    let out = common::kernels(&world.server.endpoint, &world.cache)
+        .arg("verify")
+        .arg(&world.project)
+        .arg("--all-variants")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn four_of_ours_and_python_share_one_cache() {
     let world = TestContext::world();
@@ -57,18 +74,7 @@ fn four_of_ours_and_python_share_one_cache() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(locks.iter().all(|l| l.ends_with(".lock")), "{locks:?}");
-    let out = common::kernels(&world.server.endpoint, &world.cache)
-        .arg("verify")
-        .arg(&world.project)
-        .arg("--all-variants")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_verifies(&world, &[]);
 }
 
 /// While we hold a blob's `.locks/` file, `huggingface_hub` waits for it: the
@@ -189,27 +195,9 @@ fn copy_mode_downloads_share_one_cache() {
         })
         .collect();
     for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "kernels download failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_ok(&child.wait_with_output().unwrap());
     }
-    let out = common::kernels(&world.server.endpoint, &world.cache)
-        .arg("verify")
-        .arg(&world.project)
-        .arg("--all-variants")
-        .env("HF_HUB_DISABLE_SYMLINKS", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_verifies(&world, &[("HF_HUB_DISABLE_SYMLINKS", "1")]);
     let snapshot = world
         .repo_dir("kernel", "acme/relu")
         .join("snapshots")
