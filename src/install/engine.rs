@@ -860,7 +860,7 @@ fn each_in_parallel<T: Sync, E: Send>(
 /// in place; without symlinks a new blob is moved into the last path that
 /// needs it, `fresh` counting as new (fetched by this run's fit check). A
 /// blob that a concurrent download moved away in copy mode is taken from the
-/// snapshot file it moved it to ([`kernels_cache::RepoCache::place_from_sibling`]).
+/// snapshot file it moved it to ([`kernels_cache::RepoCache::place_from_snapshot`]).
 fn link_blob(
     repo: &kernels_cache::RepoCache,
     kernel: &LockedKernel,
@@ -883,8 +883,7 @@ fn link_blob(
         };
         // Without symlinks another download into this cache may have moved
         // the blob into its own copy of this commit meanwhile.
-        let siblings: Vec<&str> = paths.iter().map(|(p, _)| p.as_str()).collect();
-        if !(repo.copy_mode() && repo.place_from_sibling(commit, path, blob, &siblings)?) {
+        if !(repo.copy_mode() && repo.place_from_snapshot(commit, path, blob)?) {
             return Err(err.into());
         }
     }

@@ -533,19 +533,19 @@ impl RepoCache {
     }
 
     /// Copy mode, after [`RepoCache::place`] failed because `blobs/<etag>` is
-    /// gone: a concurrent writer of this cache moved the blob into one of its
-    /// own snapshot files, as `huggingface_hub` does with a new blob. Keeps
-    /// `snapshots/<commit>/<path>` if it already holds `blob`'s content, or
-    /// else copies it (a temp name, then a rename) from the first of
-    /// `siblings` (other paths of `commit` backed by the same blob) that
-    /// holds it. Returns whether `path` now holds the content, verified by
-    /// size and digest; `false` leaves the caller's error standing.
-    pub fn place_from_sibling(
+    /// gone: a concurrent writer of this cache moved the blob into a snapshot
+    /// file of its own (any variant of `commit`), as `huggingface_hub` does
+    /// with a new blob. Keeps `snapshots/<commit>/<path>` if it already holds
+    /// `blob`'s content, or else copies it (a temp name, then a rename) from
+    /// the first regular file of the commit's snapshot that does. Returns
+    /// whether `path` now holds the content, verified by size and digest;
+    /// `false` leaves the caller's error standing. Reads only files of
+    /// `blob`'s size.
+    pub fn place_from_snapshot(
         &self,
         commit: &str,
         path: &str,
         blob: &BlobId,
-        siblings: &[&str],
     ) -> Result<bool, CacheError> {
         if self.placement(commit, path, blob)? == Placement::Copied {
             return Ok(true);
@@ -554,18 +554,23 @@ impl RepoCache {
         let parent = pointer.parent().ok_or_else(|| CacheError::BadPath {
             path: path.to_owned(),
         })?;
-        for sibling in siblings.iter().filter(|s| **s != path) {
-            if self.placement(commit, sibling, blob)? != Placement::Copied {
+        let candidates = walkdir::WalkDir::new(self.snapshot_dir(commit))
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_type().is_file() && e.path() != pointer)
+            .filter(|e| !is_temp_name(&e.file_name().to_string_lossy()))
+            .filter(|e| e.metadata().is_ok_and(|m| m.len() == blob.size));
+        for source in candidates {
+            if !crate::file_matches(source.path(), blob)? {
                 continue;
             }
             self.prepare_swept_dir(parent)?;
             let tmp = temp_name(parent);
-            let source = self.snapshot_path(commit, sibling)?;
             if let Err(err) =
-                fs_err::copy(&source, &tmp).and_then(|_| fs_err::rename(&tmp, &pointer))
+                fs_err::copy(source.path(), &tmp).and_then(|_| fs_err::rename(&tmp, &pointer))
             {
                 let _ = fs_err::remove_file(&tmp);
-                tracing::debug!("copying {sibling} to {path}: {err}");
+                tracing::debug!("copying {} to {path}: {err}", source.path().display());
                 continue;
             }
             if self.placement(commit, path, blob)? == Placement::Copied {
