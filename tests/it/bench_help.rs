@@ -57,6 +57,7 @@ fn every_bench_script_prints_help_before_building() {
                 output.status,
                 String::from_utf8_lossy(&output.stderr)
             );
+            // Stays a substring check: the usage text of Python scripts under bench/.
             assert!(
                 stdout.to_lowercase().contains("usage") || stdout.contains("bench/"),
                 "{} {flag} printed no usage:\n{stdout}",
