@@ -6,8 +6,21 @@
 use std::path::Path;
 use std::process::Output;
 
-use kernels_test_support::{self as common, TestContext};
+use kernels_test_support::{self as common, TestContext, snapshot};
 use serde_json::Value;
+
+/// Filters for the timings of a benchmark table: the means (`0.0123`), the
+/// speed-ups (`1.23x (1.20-1.26)`, a bound `inf` when an interval reaches
+/// zero), and the padding that aligns them (its width
+/// follows the numbers).
+const TIMINGS: &[(&str, &str)] = &[
+    (
+        r"\b\d+\.\d{2}x \((\d+\.\d{2}|inf|NaN)-(\d+\.\d{2}|inf|NaN)\)",
+        "[SPEED-UP]",
+    ),
+    (r"\b\d+\.\d{4}\b", "[MS]"),
+    (r"(\S)  +", "$1  "),
+];
 
 /// A `torch-cpu` variant of `acme/<name>` whose `relu(out, x)` writes
 /// `x.relu()` times `factor` into `out` (a factor other than 1 is a wrong
@@ -286,12 +299,8 @@ fn download_with_benchmarks_places_the_benchmarks_and_tests_folders() {
         )
         .with_stub_torch();
     plain.run_ok(&["lock"]);
-    let out = plain.run_ok(&["download"]);
-    assert!(
-        !text(&out.stderr).contains("benchmarks/"),
-        "{}",
-        text(&out.stderr)
-    );
+    // Nothing is said about benchmarks/.
+    snapshot!("download_without_benchmarks", plain.run_ok(&["download"]));
     let bare = plain
         .cache
         .join("kernels--acme--good/snapshots")
@@ -300,15 +309,10 @@ fn download_with_benchmarks_places_the_benchmarks_and_tests_folders() {
     assert!(!bare.join("benchmarks").exists());
     assert!(!bare.join("tests").exists());
     // A second run finds them in place.
-    let again = context.run_ok(&["download", "--with-benchmarks"]);
-    let stderr = text(&again.stderr);
-    assert!(
-        stderr.contains("acme/good@1111111: 3 files from benchmarks/ and tests/"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("acme/plain@3333333: no benchmarks/ or tests/ folder"),
-        "{stderr}"
+    // `good` has 3 files from benchmarks/ and tests/, `plain` neither folder.
+    snapshot!(
+        "download_with_benchmarks_again",
+        context.run_ok(&["download", "--with-benchmarks"])
     );
 }
 
@@ -318,7 +322,6 @@ fn benchmark_runs_every_workload_checks_it_and_names_the_mechanism() {
     let out = benchmark(&context, &["--iterations", "7", "--warmup", "2"]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("acme/good@1111111 (torch-cpu)"), "{stdout}");
     let row = |name: &str| {
         stdout
             .lines()
@@ -334,20 +337,9 @@ fn benchmark_runs_every_workload_checks_it_and_names_the_mechanism() {
     let wide = row("ReluBenchmark.wide");
     assert_eq!(&wide[1..3], ["2x64", "float16"], "{wide:?}");
     assert!(row("ReluBenchmark.unchecked").ends_with(&["no".to_owned(), "verify".to_owned()]));
-    assert!(
-        stdout.contains("acme/plain@3333333 (torch-cpu): no benchmarks"),
-        "{stdout}"
-    );
-    assert!(
-        stderr.contains("timing: wall_clock, 7 iterations after 2 warm-up"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains(
-            "Benchmarked 3 workloads of 2 kernels: 2 match, 0 mismatch, 0 failed, 1 without verify"
-        ),
-        "{stderr}"
-    );
+    // The table of `good`, `plain` without benchmarks; the mechanism (wall
+    // clock, 7 iterations after 2 warm-up) and the tally.
+    snapshot!("benchmark_good_and_plain", out, TIMINGS);
 }
 
 #[test]
@@ -402,6 +394,7 @@ fn benchmark_exits_1_naming_the_mismatch_and_goes_on_after_errors_and_hangs() {
     assert_eq!(bad[0].1["match"], serde_json::json!([false]));
     assert_eq!(bad[1].1["status"], "failed");
     let raised = bad[1].1["error"].to_string();
+    // Stays a substring check: a Python traceback, its frames naming files and lines.
     assert!(
         raised.contains("ValueError: no such op on this device"),
         "{raised}"
@@ -410,16 +403,9 @@ fn benchmark_exits_1_naming_the_mismatch_and_goes_on_after_errors_and_hangs() {
     assert_eq!(bad[3].1["match"], serde_json::json!([true]));
     // The kernel after the hang ran in a new interpreter.
     assert_eq!(workloads(&doc, 1).len(), 3);
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("kernels::benchmark::failed"), "{stderr}");
-    assert!(
-        stderr.contains("1 workload not matching its verify_*: Bad.a_wrong"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("2 workloads failed: Bad.b_raises, Bad.c_hangs"),
-        "{stderr}"
-    );
+    // kernels::benchmark::failed: 1 mismatch (Bad.a_wrong), 2 failed
+    // (Bad.b_raises, Bad.c_hangs).
+    snapshot!("benchmark_bad_stderr", text(&out.stderr), TIMINGS);
 }
 
 #[test]
@@ -427,20 +413,13 @@ fn benchmark_names_only_the_kernels_asked_for_and_works_without_a_runtime() {
     // The Python of kernels 0.11.3 has no `kernels.benchmark`: the driver's
     // stand-in class lets the script import.
     let context = project(&["wrong", "good"], "kernels-0.11.3");
-    let out = benchmark(&context, &["acme/wrong", "--iterations", "2"]);
-    assert_eq!(out.status.code(), Some(1));
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(!stdout.contains("acme/good"), "{stdout}");
-    assert!(stdout.contains("MISMATCH"), "{stdout}");
-    assert!(
-        stderr.contains(
-            "2 workloads not matching its verify_*: ReluBenchmark.relu, ReluBenchmark.wide"
-        ),
-        "{stderr}"
+    // Only `wrong`, its two checked workloads a MISMATCH, named on stderr.
+    snapshot!(
+        "benchmark_wrong_only",
+        benchmark(&context, &["acme/wrong", "--iterations", "2"]),
+        TIMINGS
     );
-    let out = benchmark(&context, &["acme/other"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("kernels::benchmark::not_locked"));
+    snapshot!("benchmark_not_locked", benchmark(&context, &["acme/other"]));
 }
 
 #[test]
@@ -475,23 +454,15 @@ fn benchmark_against_times_the_newer_version_in_the_same_run() {
     let f = |v: &Value| v.as_f64().unwrap();
     let ratio = f(&relu["ours"]["mean_ms"]) / f(&relu["candidate"]["mean_ms"]);
     assert!((f(&relu["candidate_speed_up"]["ratio"]) - ratio).abs() < 1e-9);
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("2 workloads not matching its verify_*"),
-        "{stderr}"
-    );
+    // 2 workloads not matching their verify_*.
+    snapshot!("benchmark_against_json_stderr", text(&out.stderr), TIMINGS);
     // Text: the line naming the candidate and one ratio line per workload.
     let out = context
         .kernels()
         .args(["benchmark", "--against", "2", "--iterations", "2"])
         .output()
         .unwrap();
-    let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains("against v2 (5555555) (torch-cpu)"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("ReluBenchmark.relu: locked "), "{stdout}");
+    snapshot!("benchmark_against_text", out, TIMINGS);
 }
 
 #[test]
@@ -510,10 +481,8 @@ fn benchmark_without_torch_says_it_needs_torch_not_flags_it_lacks() {
         .env("PYTHONPATH", &no_torch)
         .output()
         .unwrap();
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("kernels::benchmark::no_torch"), "{stderr}");
-    assert!(!stderr.contains("--torch-version 2.10"), "{stderr}");
+    // kernels::benchmark::no_torch, suggesting no `--torch-version`.
+    snapshot!("benchmark_no_torch", out);
 }
 
 #[test]
@@ -525,16 +494,8 @@ fn outdated_benchmark_times_each_outdated_kernel_against_its_candidate() {
         .args(["outdated", "--benchmark"])
         .output()
         .unwrap();
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stdout.contains("acme/good"), "{stdout}");
-    assert!(
-        stdout.contains("against v2 (5555555) (torch-cpu)"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("ReluBenchmark.relu: locked "), "{stdout}");
     // The candidate (x2) does not match its reference: named, exit 1.
-    assert!(stderr.contains("not matching its verify_*"), "{stderr}");
+    snapshot!("outdated_benchmark", out, TIMINGS);
 }
 
 #[test]
@@ -552,25 +513,14 @@ fn benchmark_version_runs_another_version_than_the_locked_one() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(stdout.contains("acme/good@5555555 (torch-cpu)"), "{stdout}");
-    assert!(stdout.contains("MISMATCH"), "{stdout}");
-    assert!(
-        stderr.contains("Fetched acme/good v2 (5555555) with its benchmarks"),
-        "{stderr}"
-    );
+    // acme/good@5555555 fetched with its benchmarks, a MISMATCH.
+    snapshot!("benchmark_version_2", out, TIMINGS);
     let out = context
         .kernels()
         .args(["benchmark", "acme/good", "--version", "7"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("kernels::benchmark::no_such_version"),
-        "{stderr}"
-    );
+    snapshot!("benchmark_no_such_version", out);
 }
 
 #[test]
@@ -581,21 +531,8 @@ fn benchmark_names_a_kernel_that_is_not_in_the_cache() {
         )
         .with_stub_torch();
     context.run_ok(&["lock"]);
-    let out = benchmark(&context, &[]);
-    assert_eq!(out.status.code(), Some(1));
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(
-        stdout.contains("acme/good@1111111: not benchmarked: not complete in the cache"),
-        "{stdout}"
-    );
-    assert!(
-        stderr.contains("not complete in the cache: acme/good@1111111"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("kernels download --with-benchmarks"),
-        "{stderr}"
-    );
+    // Named on stdout and in the error, with `kernels download --with-benchmarks`.
+    snapshot!("benchmark_not_in_cache", benchmark(&context, &[]));
 }
 
 #[test]
