@@ -11,7 +11,7 @@ use std::path::Path;
 
 use kernels_test_support::{Server, TestContext, snapshot};
 
-use crate::sticky::{commit_of, copy_dir, edited_mirror};
+use crate::sticky::{commit_of, copy_dir, edited_mirror, locked_commits};
 
 const VERSIONS: &str = "kernels-test/versions";
 const RELU: &str = "kernels-community/relu";
@@ -82,7 +82,7 @@ fn breaking_takes_the_newest_major_that_fits_the_targets() {
     let context = context(mirror.path(), tool, &deps);
     context.run_ok(&["lock"]);
     let v1 = commit_of(context.endpoint(), VERSIONS, "v1");
-    assert!(context.lockfile().contains(&v1));
+    assert_eq!(locked_commits(&context.lockfile()), [v1]);
     snapshot!(
         "breaking_to_fitting_major",
         context.run_ok(&["lock", "--breaking"])
@@ -92,15 +92,16 @@ fn breaking_takes_the_newest_major_that_fits_the_targets() {
         context.read("pyproject.toml"),
         project(tool, &deps.replace("= 1 #", "= 2 #"))
     );
-    let lock = context.lockfile();
-    assert!(lock.contains(&commit_of(context.endpoint(), VERSIONS, "v2")));
-    assert!(!lock.contains(&v1), "{lock}");
+    let v2 = commit_of(context.endpoint(), VERSIONS, "v2");
+    assert_eq!(locked_commits(&context.lockfile()), [v2]);
 
     // At the newest major that fits: nothing is raised, no byte changes.
     let before = (context.read("pyproject.toml"), context.lockfile());
-    let out = context.run_ok(&["lock", "--breaking"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("Upgraded"), "{stderr}");
+    // Nothing "Upgraded".
+    snapshot!(
+        "breaking_at_newest_major",
+        context.run_ok(&["lock", "--breaking"])
+    );
     assert_eq!((context.read("pyproject.toml"), context.lockfile()), before);
 }
 
@@ -119,11 +120,15 @@ fn breaking_without_targets_takes_any_build_and_leaves_specifiers() {
         context.read("pyproject.toml"),
         project("", &deps.replace("version = 1", "version = 3"))
     );
-    assert!(
-        context
-            .lockfile()
-            .contains(&commit_of(context.endpoint(), VERSIONS, "v3"))
+    let (v3, relu) = (
+        commit_of(context.endpoint(), VERSIONS, "v3"),
+        commit_of(context.endpoint(), RELU, "v1"),
     );
+    let mut locked = locked_commits(&context.lockfile());
+    locked.sort();
+    let mut expected = [v3, relu];
+    expected.sort();
+    assert_eq!(locked, expected);
 }
 
 #[test]
@@ -141,11 +146,16 @@ fn upgrade_package_limits_breaking_to_the_named_repos() {
         context.read("pyproject.toml"),
         project(tool, &format!("\"{VERSIONS}\" = 1\n\"{RELU}\" = 2\n"))
     );
-    assert!(
-        context
-            .lockfile()
-            .contains(&commit_of(context.endpoint(), VERSIONS, "v1"))
+    // `relu` v2 is its v1 commit; `versions` stays at v1.
+    let (v1, relu) = (
+        commit_of(context.endpoint(), VERSIONS, "v1"),
+        commit_of(context.endpoint(), RELU, "v2"),
     );
+    let mut locked = locked_commits(&context.lockfile());
+    locked.sort();
+    let mut expected = [v1, relu];
+    expected.sort();
+    assert_eq!(locked, expected);
 
     // With `--format json`, stdout is the lock's one document and stderr is quiet.
     let out = context.run_ok(&["lock", "--breaking", "--format", "json", "-P", VERSIONS]);
@@ -153,10 +163,9 @@ fn upgrade_package_limits_breaking_to_the_named_repos() {
     assert_eq!(doc["command"], "lock");
     assert_eq!(doc["changes"].as_array().map(Vec::len), Some(1), "{doc}");
     assert!(String::from_utf8_lossy(&out.stderr).trim().is_empty());
-    assert!(
-        context
-            .read("pyproject.toml")
-            .contains(&format!("\"{VERSIONS}\" = 2\n"))
+    assert_eq!(
+        context.read("pyproject.toml"),
+        project(tool, &format!("\"{VERSIONS}\" = 2\n\"{RELU}\" = 2\n"))
     );
 }
 
@@ -167,12 +176,10 @@ fn breaking_refuses_check_locked_and_frozen() {
     let context = context(mirror.path(), "", &deps);
     context.run_ok(&["lock"]);
     let before = (context.read("pyproject.toml"), context.lockfile());
-    let out = context.run(&["lock", "--breaking", "--check"]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("'--breaking' cannot be used with '--check'"),
-        "{stderr}"
+    // A usage error, exit 2.
+    snapshot!(
+        "breaking_with_check",
+        context.run(&["lock", "--breaking", "--check"])
     );
     snapshot!(
         "breaking_locked_env",
@@ -183,14 +190,15 @@ fn breaking_refuses_check_locked_and_frozen() {
             .output()
             .unwrap()
     );
-    let frozen = context
-        .kernels()
-        .env("KERNELS_FROZEN", "1")
-        .args(["lock", "--breaking"])
-        .output()
-        .unwrap();
-    assert!(!frozen.status.success());
-    assert!(String::from_utf8_lossy(&frozen.stderr).contains("is frozen"));
+    snapshot!(
+        "breaking_frozen_env",
+        context
+            .kernels()
+            .env("KERNELS_FROZEN", "1")
+            .args(["lock", "--breaking"])
+            .output()
+            .unwrap()
+    );
     assert_eq!((context.read("pyproject.toml"), context.lockfile()), before);
 }
 
@@ -202,14 +210,11 @@ fn a_failed_relock_puts_both_files_back() {
     let deps = format!("\"{VERSIONS}\" = 1\n\"{RELU}\" = \">=1.0\"\n");
     let context = context(mirror.path(), "", &deps);
     let before = context.read("pyproject.toml");
-    let out = context.run(&["lock", "--breaking"]);
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!("Upgraded {VERSIONS} 1 -> 3")),
-        "{stderr}"
+    // "Upgraded … 1 -> 3", then the lock fails.
+    snapshot!(
+        "breaking_relock_fails",
+        context.run(&["lock", "--breaking"])
     );
-    assert!(stderr.contains("Locking failed"), "{stderr}");
     assert_eq!(context.read("pyproject.toml"), before);
     assert!(!context.project.join("kernels.lock").exists());
 }
@@ -225,18 +230,16 @@ fn breaking_moves_a_variant_hash_lock_to_the_new_major() {
     context.run_ok(&["lock"]);
     let v1 = commit_of(context.endpoint(), VERSIONS, "v1");
     let v10 = commit_of(context.endpoint(), VERSIONS, "v10");
-    assert!(context.lockfile().contains(&v1));
-    let out = context.run_ok(&["lock", "--breaking"]);
-    let text = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        text.contains(&format!("Upgraded {VERSIONS} 1 -> 10")),
-        "{text}"
+    assert_eq!(locked_commits(&context.lockfile()), [v1]);
+    // "Upgraded … 1 -> 10".
+    snapshot!(
+        "breaking_variant_hash_lock",
+        context.run_ok(&["lock", "--breaking"])
     );
-    assert!(
-        context
-            .read("pyproject.toml")
-            .contains(&format!("\"{VERSIONS}\" = 10"))
+    assert_eq!(
+        context.read("pyproject.toml"),
+        crate::sticky::manifest(&format!("\"{VERSIONS}\" = 10\n"))
     );
-    assert!(context.lockfile().contains(&v10), "{}", context.lockfile());
+    assert_eq!(locked_commits(&context.lockfile()), [v10]);
     context.run_ok(&["lock", "--check"]);
 }
