@@ -108,6 +108,7 @@ fn filters() -> Vec<(String, &'static str)> {
 fn regex_escape(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
+            // Is `c` a regex metacharacter (not a check of output).
             let escape = "\\.+*?()|[]{}^$#&-~".contains(c);
             escape.then_some('\\').into_iter().chain([c])
         })
