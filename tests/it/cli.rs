@@ -68,9 +68,18 @@ fn cli_reference_is_fresh() {
         committed == generated,
         "docs/cli.md is stale: run `cargo run -q -- generate-cli-reference > docs/cli.md`"
     );
-    for path in command_paths().iter().filter(|p| !p.is_empty()) {
-        assert!(generated.contains(&format!("## `kernels {}`", path.join(" "))));
-    }
+    let headings: std::collections::BTreeSet<String> = generated
+        .lines()
+        .filter(|l| l.starts_with("## `kernels "))
+        .map(str::to_owned)
+        .collect();
+    let expected: std::collections::BTreeSet<String> = command_paths()
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|path| format!("## `kernels {}`", path.join(" ")))
+        .collect();
+    let missing: Vec<&String> = expected.difference(&headings).collect();
+    assert!(missing.is_empty(), "no section for {missing:?}");
 }
 
 #[test]
@@ -86,7 +95,7 @@ fn version_and_completions() {
     // a whole word of every script.
     let words = completion_words();
     assert!(
-        words.contains("lock") && words.contains("--check"),
+        words.is_superset(&["lock".to_owned(), "--check".to_owned()].into()),
         "{words:?}"
     );
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
@@ -106,6 +115,7 @@ fn version_and_completions() {
                 } else {
                     w.as_str()
                 };
+                // Set membership of a whole word, not a substring check.
                 !tokens.contains(w)
             })
             .collect();
@@ -189,6 +199,7 @@ fn color_follows_the_flag() {
         .args(["lock", "--color", "always"])
         .output()
         .unwrap();
+    // Substring checks for escape sequences: colour is a matter of bytes.
     assert!(String::from_utf8_lossy(&colored.stderr).contains("\u{1b}["));
     for args in [&["lock", "--color", "never"][..], &["lock"][..]] {
         // `common::kernels` sets NO_COLOR, which `auto` obeys.
@@ -388,7 +399,7 @@ fn conflicted_lock_is_reported_and_repaired() {
         &format!("    {relu_line}\n"),
         &format!("<<<<<<< HEAD\n    {ours}\n=======\n    {theirs}\n>>>>>>> feature\n"),
     );
-    assert!(conflicted.contains("<<<<<<<"), "{conflicted}");
+    assert_ne!(conflicted, base, "the conflict was not planted");
     context.write("kernels.lock", &conflicted);
 
     let check = context
