@@ -91,6 +91,7 @@ fn sigkill_at_random_points_keeps_the_cache_valid_and_resumable() {
         let sent: u64 = log
             .iter()
             .filter(|r| r["listener"] == "cdn" || r["status"] == 200 || r["status"] == 206)
+            // A substring check on a logged request's path, not on output.
             .filter(|r| r["listener"] == "cdn" || r["path"].as_str().unwrap().contains("/resolve/"))
             .map(|r| r["bytes"].as_u64().unwrap())
             .sum();
