@@ -109,6 +109,7 @@ fn every_docs_command_block_runs_or_says_why_not() {
         let name = page.file_name().unwrap().to_string_lossy().into_owned();
         let blocks: Vec<Block> = fenced_blocks(&text)
             .into_iter()
+            // Slice membership of a block's language, not a substring check.
             .filter(|b| SHELLS.contains(&b.lang.as_str()))
             .collect();
         let mut context = None;
