@@ -299,6 +299,7 @@ fn fleet_through_nginx_fetches_each_blob_once() {
     for entry in &log {
         let listener = entry["listener"].as_str().unwrap_or_default().to_owned();
         let path = entry["path"].as_str().unwrap_or_default().to_owned();
+        // A substring check on a logged request's path, not on output.
         if listener == "cdn" || path.contains("/resolve/") {
             *per_blob.entry((listener, path)).or_default() += 1;
         }
