@@ -157,12 +157,17 @@ fn assert_parity(context: &TestContext, args: &[&str], all_keys: bool) {
         assert_eq!(&ours[key], value, "{args:?}: `{key}`");
     }
     if all_keys {
-        let extra = ["schema", "command", "commit", "targets", "variants"];
+        // Keys the reference does not have.
         let ours: Vec<&String> = ours
             .as_object()
             .unwrap()
             .keys()
-            .filter(|k| !extra.contains(&k.as_str()))
+            .filter(|k| {
+                !matches!(
+                    k.as_str(),
+                    "schema" | "command" | "commit" | "targets" | "variants"
+                )
+            })
             .collect();
         let theirs: Vec<&String> = theirs.keys().collect();
         assert_eq!(ours, theirs, "{args:?}: keys and their order");
