@@ -129,6 +129,7 @@ fn a_rejected_token_is_one_error_that_names_where_it_came_from() {
         .env("KERNELS_MAX_RETRIES", "2")
         .output()
         .unwrap();
+    // Stays a substring check: a secret must appear nowhere in the output.
     assert!(
         !stderr(&out).contains("hf_wrong"),
         "the token is never printed:\n{}",
@@ -175,6 +176,7 @@ fn a_token_that_was_sent_is_never_told_to_be_set() {
             cmd.env("HF_TOKEN", token);
         }
         let out = cmd.output().unwrap();
+        // Stays a substring check: a secret must appear nowhere in the output.
         assert!(
             !stderr(&out).contains("hf_wrong"),
             "{args:?}: the token is printed:\n{}",
