@@ -240,7 +240,10 @@ fn listing(cache: &Path) -> Listing {
     }
     for entry in walkdir::WalkDir::new(cache).into_iter().filter_entry(|e| {
         e.depth() != 2
-            || ["blobs", "snapshots", "refs"].contains(&&*e.file_name().to_string_lossy())
+            || matches!(
+                &*e.file_name().to_string_lossy(),
+                "blobs" | "snapshots" | "refs"
+            )
     }) {
         let entry = entry.unwrap();
         if entry.file_type().is_dir() || entry.depth() < 3 {
