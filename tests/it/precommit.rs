@@ -49,6 +49,7 @@ fn git(dir: &Path, args: &[&str]) {
 fn hook_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let hooks = fs_err::read_to_string(common::repo_root().join(".pre-commit-hooks.yaml")).unwrap();
+    // A precondition on the hooks file this test rewrites, not on output.
     assert!(hooks.contains("language: python"), "{hooks}");
     fs_err::write(
         dir.path().join(".pre-commit-hooks.yaml"),
@@ -239,6 +240,8 @@ fn published_hooks_build_our_binary_over_the_python_runtime() {
     let log = text(&out);
     eprintln!("pre-commit try-repo took {:?}", started.elapsed());
     assert!(out.status.success(), "{log}");
+    // Substring checks on pre-commit's log, which names its own version,
+    // cache folders and timings.
     assert!(log.contains("Passed"), "{log}");
     assert!(!log.contains("usage: kernel"), "{log}");
 
