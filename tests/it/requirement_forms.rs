@@ -73,6 +73,7 @@ fn lock_warns_about_forms_the_runtime_deprecates_or_cannot_read() {
         let warnings: Vec<_> = String::from_utf8_lossy(&output.stderr)
             .lines()
             .filter(|l| {
+                // Selecting the lines compared below, not asserting output.
                 l.starts_with("warning: `kernels-test/versions`") && !l.contains("is available")
             })
             .map(str::to_owned)
