@@ -268,6 +268,7 @@ fn verify_signature_names_unreadable_metadata_where_the_reference_stops() {
     let (ours, theirs) = (ours(&p, &args), reference(&p, &args));
     assert_eq!(ours.status.code(), Some(1));
     assert_eq!(theirs.status.code(), Some(1));
+    // Stays a substring check: the reference's Python traceback, which names its files.
     assert!(stderr(&theirs).contains("metadata"), "{}", stderr(&theirs));
     let ours_blocks = blocks(&stdout(&ours));
     let bad: Vec<(usize, &Fixture)> = fixtures
@@ -323,14 +324,18 @@ fn verify_signature_checks_the_variant_for_the_environment_and_exits_0_when_sign
         format!("✅ {COMPANY}: kernel metadata is correctly signed\n")
     );
     // Without the test root, the production root refuses the test CA.
-    let out = p.run(&["verify-signature", CACHED, "1", "--all-variants"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains(&format!(
-        "❌ {SIGNED}: metadata signature verification failed"
-    )));
+    // "❌ … metadata signature verification failed" for the signed variant.
+    snapshot!(
+        "signatures_production_root",
+        p.run(&["verify-signature", CACHED, "1", "--all-variants"]),
+        LOG_ID
+    );
     // Nothing entered the cache.
     assert!(!p.repo_dir("kernel", CACHED).exists());
 }
+
+/// The test Sigstore's log key is made fresh each run, and so is its id.
+const LOG_ID: &[(&str, &str)] = &[(r"log ID [A-Za-z0-9+/]+=*", "log ID [LOG-ID]")];
 
 /// A project locking [`CACHED`], downloaded with every variant.
 fn downloaded(signers: bool) -> TestContext {
@@ -367,29 +372,9 @@ fn cached_variant(p: &TestContext, variant: &str) -> PathBuf {
 #[test]
 fn verify_signatures_follows_the_project_policy_offline() {
     let p = downloaded(true);
-    let out = verify_signatures(&p, &[]);
-    assert_ok(&out);
-    let label = format!("{CACHED}@ccccccc");
-    let text = stdout(&out);
-    assert!(text.contains(&format!("{label} {SIGNED}: Success: signed by https://github.com/huggingface/kernels-community/.github/workflows/build.yaml@refs/heads/main (workflow commit ")), "{text}");
-    assert!(
-        text.contains(&format!(
-            "{label} {COMPANY}: Success: signed by {COMPANY_WORKFLOW}"
-        )),
-        "{text}"
-    );
-    assert!(
-        text.contains(&format!(
-            "{label} {UNSIGNED}: SignatureBundleMissing: unsigned, accepted"
-        )),
-        "{text}"
-    );
-    assert!(
-        stderr(&out)
-            .contains("Verified signatures of 3 variants of 1 kernel: 2 signed, 1 unsigned"),
-        "{}",
-        stderr(&out)
-    );
+    // The kernels-community and company workflows as signers, the unsigned
+    // variant accepted: 2 signed, 1 unsigned.
+    snapshot!("signatures_verify_policy", verify_signatures(&p, &[]));
 
     // Air-gapped: no Hub at all.
     let offline = p
@@ -404,8 +389,6 @@ fn verify_signatures_follows_the_project_policy_offline() {
 
     // `--require-signed` refuses the unsigned variant.
     let out = verify_signatures(&p, &["--require-signed"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("SignatureBundleMissing: unsigned, refused by require-signed"));
     snapshot!("signatures_verify_require_signed", out);
 
     // JSON: one document, the reference's outcome names.
@@ -448,9 +431,7 @@ fn a_changed_byte_or_another_signer_is_refused_without_require_signed() {
     let without = pyproject.split("\n[tool.kernels.signers]").next().unwrap();
     p.write("pyproject.toml", without);
     // Without the company workflow among the signers, its variant is refused.
-    let out = verify_signatures(&p, &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert!(stdout(&out).contains(&format!("{COMPANY}: SignatureVerificationFailure: signer `{COMPANY_WORKFLOW}` of source repository `https://github.com/acme/kernel-ci` is not an accepted signer")), "{}", stdout(&out));
+    snapshot!("signatures_signer_not_accepted", verify_signatures(&p, &[]));
 
     // A byte of the signed variant's shared object changed in the cache.
     let so = cached_variant(&p, SIGNED).join("_signed_kernel.abi3.so");
@@ -458,15 +439,8 @@ fn a_changed_byte_or_another_signer_is_refused_without_require_signed() {
     bytes[10] ^= 1;
     fs_err::remove_file(&so).unwrap();
     fs_err::write(&so, bytes).unwrap();
-    let out = verify_signatures(&p, &[]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stdout(&out).contains(&format!(
-            "{SIGNED}: DigestVerificationFailure: File hash mismatch for _signed_kernel.abi3.so"
-        )),
-        "{}",
-        stdout(&out)
-    );
+    // DigestVerificationFailure naming the shared object.
+    snapshot!("signatures_changed_byte", verify_signatures(&p, &[]));
     let audit = p.run(&["audit", "--format", "json"]);
     assert_eq!(audit.status.code(), Some(1));
 }
@@ -529,29 +503,15 @@ fn trust_settings_errors_name_the_file_the_key_and_the_fix() {
         ),
     ] {
         p.write("pyproject.toml", &format!("[tool.kernels]\n{settings}"));
-        let out = p.run(&["audit"]);
-        assert_eq!(out.status.code(), Some(1));
-        assert!(stderr(&out).contains("pyproject.toml"), "{}", stderr(&out));
-        snapshot!(name, out);
+        snapshot!(name, p.run(&["audit"]));
     }
     p.write(
         "pyproject.toml",
         "[tool.kernels]\ntrust-root = \"missing.json\"\n",
     );
-    let out = p.run(&["audit"]);
-    assert_eq!(out.status.code(), Some(1));
-    let text = stderr(&out);
-    assert!(text.contains("kernels::trust::root_unreadable"), "{text}");
-    assert!(
-        text.contains("`trust-root` under [tool.kernels] of ./pyproject.toml"),
-        "{text}"
-    );
-    snapshot!("signatures_setting_trust_root", out);
-    let out = p.run(&["audit", "--trust-root", "elsewhere.json"]);
-    assert_eq!(out.status.code(), Some(1));
-    let text = stderr(&out);
-    assert!(
-        text.contains("the trust root named by --trust-root cannot be used"),
-        "{text}"
+    snapshot!("signatures_setting_trust_root", p.run(&["audit"]));
+    snapshot!(
+        "signatures_trust_root_flag",
+        p.run(&["audit", "--trust-root", "elsewhere.json"])
     );
 }
