@@ -160,20 +160,19 @@ fn a_dead_proxy_is_named_in_the_error() {
     drop(dead);
     let tmp = tempfile::tempdir().unwrap();
     let proxy = format!("http://user:s3cret@127.0.0.1:{port}");
-    for name in ["HTTP_PROXY", "http_proxy", "ALL_PROXY"] {
+    for (name, snap) in [
+        ("HTTP_PROXY", "dead_proxy_http_upper"),
+        ("http_proxy", "dead_proxy_http_lower"),
+        ("ALL_PROXY", "dead_proxy_all"),
+    ] {
         let out = download(
             &world,
             &world.server.endpoint,
             &tmp.path().join(name),
             &[(name, &proxy)],
         );
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
-        assert!(
-            err.contains(&format!("proxy http://127.0.0.1:{port}")),
-            "{name}: {err}"
-        );
-        assert!(!err.contains("s3cret"), "{name}: {err}");
+        // Names the proxy, not its password (s3cret).
+        snapshot!(snap, out);
     }
     // NO_PROXY exempts the Hub: the download goes direct and works.
     let out = download(
