@@ -33,7 +33,7 @@ use kernels::lock::profile::{Profile, ProfileSource, RuntimeVersion};
 use kernels::variant::{TorchEnv, VariantError, VariantSelection};
 use kernels_types::repo_id::RepoId;
 use kernels_types::variant_name::BuildVariant;
-use rand::seq::IndexedRandom;
+use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -526,54 +526,75 @@ fn gen_python(rng: &mut ChaCha8Rng, env: &CaseEnv) -> String {
     format!("cpython-3.{minor}-{abi}")
 }
 
-/// One legacy name.
-fn gen_legacy(rng: &mut ChaCha8Rng, env: &CaseEnv) -> String {
+/// The framework part of an arch build.
+#[derive(Debug, Clone, Copy)]
+enum Form {
+    /// `torch{MAJ}{MIN}` / `torch-X.Y` with a C++ ABI tag (`-cxx11`, `-cxx98`) or none.
+    Torch(&'static str),
+    /// `torch-stable-abi{MAJ}{MIN}` / `torch-stable-abi-X.Y`.
+    StableAbi,
+    /// `tvm-ffi{MAJ}{MIN}` / `tvm-ffi-X.Y`.
+    TvmFfi,
+}
+
+fn gen_form(rng: &mut ChaCha8Rng) -> Form {
+    match rng.random_range(0..6) {
+        0..=2 => Form::Torch(weighted(rng, &[(5, "-cxx11"), (2, "-cxx98"), (4, "")])),
+        3 | 4 => Form::StableAbi,
+        _ => Form::TvmFfi,
+    }
+}
+
+/// The name of one arch build in `grammar` (legacy or new).
+fn arch_name(
+    rng: &mut ChaCha8Rng,
+    env: &CaseEnv,
+    grammar: Grammar,
+    form: Form,
+    (a, b): (u32, u32),
+    backend: NameBackend,
+    system: &str,
+) -> String {
+    let (x, y) = env.tvm_ffi.unwrap_or((0, 1));
+    if grammar == Grammar::Legacy {
+        let framework = match form {
+            Form::Torch(tag) => format!("torch{a}{b}{tag}"),
+            Form::StableAbi => format!("torch-stable-abi{a}{b}"),
+            Form::TvmFfi => format!("tvm-ffi{x}{y}"),
+        };
+        return format!("{framework}-{}-{system}", backend.legacy());
+    }
+    let framework = match form {
+        Form::Torch(tag) => format!("torch-{a}.{b}{tag}"),
+        Form::StableAbi => format!("torch-stable-abi-{a}.{b}"),
+        Form::TvmFfi => format!("tvm-ffi-{x}.{y}"),
+    };
+    let python = gen_python(rng, env);
+    format!("{framework}-{}-{python}-{system}", backend.new_form())
+}
+
+/// A name that is not an arch build: noarch, universal, SDK, MLX.
+fn other_name(rng: &mut ChaCha8Rng, env: &CaseEnv, grammar: Grammar) -> String {
     let backend = gen_backend(rng, env);
-    let (a, b) = gen_version(rng, env);
-    let system = gen_system(rng, env);
-    match rng.random_range(0..10) {
-        0..=3 => {
-            let tag = weighted(rng, &[(6, "-cxx11"), (2, "-cxx98"), (3, "")]);
-            format!("torch{a}{b}{tag}-{}-{system}", backend.legacy())
-        }
-        4 | 5 => format!("torch-stable-abi{a}{b}-{}-{system}", backend.legacy()),
-        6 => {
-            let (x, y) = env.tvm_ffi.unwrap_or((0, 1));
-            format!("tvm-ffi{x}{y}-{}-{system}", backend.legacy())
-        }
-        7 | 8 => {
+    if grammar == Grammar::Legacy {
+        return if rng.random_bool(0.7) {
             let family = match backend {
                 NameBackend::Cann(..) => "npu",
                 other => other.family(),
             };
             format!("torch-{family}")
-        }
-        _ => "torch-universal".to_owned(),
+        } else {
+            "torch-universal".to_owned()
+        };
     }
-}
-
-/// One new-grammar name (valid for 0.19).
-fn gen_new(rng: &mut ChaCha8Rng, env: &CaseEnv) -> String {
-    let backend = gen_backend(rng, env);
-    let (a, b) = gen_version(rng, env);
     let python = gen_python(rng, env);
     let system = gen_system(rng, env);
-    let backend_new = backend.new_form();
-    match rng.random_range(0..13) {
-        0..=3 => {
-            let tag = weighted(rng, &[(2, "-cxx11"), (1, "-cxx98"), (5, "")]);
-            format!("torch-{a}.{b}{tag}-{backend_new}-{python}-{system}")
-        }
-        4 | 5 => format!("torch-stable-abi-{a}.{b}-{backend_new}-{python}-{system}"),
-        6 => {
-            let (x, y) = env.tvm_ffi.unwrap_or((0, 1));
-            format!("tvm-ffi-{x}.{y}-{backend_new}-{python}-{system}")
-        }
-        7 => "sdk".to_owned(),
-        8 => format!("sdk-{}", backend.family()),
-        9 => format!("sdk-{python}-{system}"),
-        10 => format!("sdk-{backend_new}-{python}-{system}"),
-        11 => "mlx-metal".to_owned(),
+    match rng.random_range(0..6) {
+        0 => "sdk".to_owned(),
+        1 => format!("sdk-{}", backend.family()),
+        2 => format!("sdk-{python}-{system}"),
+        3 => format!("sdk-{}-{python}-{system}", backend.new_form()),
+        4 => "mlx-metal".to_owned(),
         // Ascend's noarch name from 0.19 on (`torch-npu` before).
         _ => "torch-cann".to_owned(),
     }
@@ -590,29 +611,61 @@ const INVALID: &[&str] = &[
     "tvm-ffi-x-cpu-cpython-3.12-abi3-x86_64-linux",
 ];
 
-/// A random case.
+/// The most directories of one case.
+const MAX_NAMES: usize = 14;
+
+/// The grammar of one name under `mode` (0: legacy only, 1: new only, 2: both).
+fn pick_grammar(rng: &mut ChaCha8Rng, mode: u8) -> Grammar {
+    match mode {
+        0 => Grammar::Legacy,
+        1 => Grammar::New,
+        _ if rng.random_bool(0.5) => Grammar::Legacy,
+        _ => Grammar::New,
+    }
+}
+
+/// A random case: as a kernel's repository is built, a product of framework
+/// forms, torch versions, backend versions and systems (some builds
+/// missing), plus noarch, universal, SDK or invalid names.
 fn gen_case(rng: &mut ChaCha8Rng, id: usize) -> Case {
     let env = gen_env(rng);
-    let count = rng.random_range(2..=9);
-    // Legacy only, new only, or both.
-    let mode = weighted(rng, &[(3, 0), (2, 1), (5, 2)]);
-    let mut names: BTreeMap<String, Grammar> = BTreeMap::new();
-    for _ in 0..count {
-        let legacy = match mode {
-            0 => true,
-            1 => false,
-            _ => rng.random_bool(0.5),
-        };
-        let (name, grammar) = if legacy {
-            (gen_legacy(rng, &env), Grammar::Legacy)
-        } else {
-            (gen_new(rng, &env), Grammar::New)
-        };
-        names.insert(name, grammar);
+    let mode = weighted(rng, &[(3, 0u8), (2, 1), (5, 2)]);
+    let forms: Vec<Form> = (0..rng.random_range(1..=2))
+        .map(|_| gen_form(rng))
+        .collect();
+    let versions: Vec<(u32, u32)> = (0..rng.random_range(1..=3))
+        .map(|_| gen_version(rng, &env))
+        .collect();
+    let backends: Vec<NameBackend> = (0..rng.random_range(1..=3))
+        .map(|_| gen_backend(rng, &env))
+        .collect();
+    let systems: Vec<String> = (0..weighted(rng, &[(4, 1), (1, 2)]))
+        .map(|_| gen_system(rng, &env))
+        .collect();
+    let mut names: Vec<(String, Grammar)> = Vec::new();
+    for form in &forms {
+        for version in &versions {
+            for backend in &backends {
+                for system in &systems {
+                    if rng.random_bool(0.7) {
+                        let grammar = pick_grammar(rng, mode);
+                        let name = arch_name(rng, &env, grammar, *form, *version, *backend, system);
+                        names.push((name, grammar));
+                    }
+                }
+            }
+        }
     }
+    for _ in 0..rng.random_range(0..=3) {
+        let grammar = pick_grammar(rng, mode);
+        names.push((other_name(rng, &env, grammar), grammar));
+    }
+    names.shuffle(rng);
+    names.truncate(MAX_NAMES);
     if rng.random_bool(0.15) {
-        names.insert((*INVALID.choose(rng).unwrap()).to_owned(), Grammar::Invalid);
+        names.push(((*INVALID.choose(rng).unwrap()).to_owned(), Grammar::Invalid));
     }
+    let names: BTreeMap<String, Grammar> = names.into_iter().collect();
     Case {
         id,
         env,
