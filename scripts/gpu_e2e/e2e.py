@@ -1,14 +1,17 @@
 """Python half of scripts/gpu-e2e: probe torch, build and publish the kernel, load and assert.
 
   probe                          shell assignments: the variant names for this torch, its GPU
-  publish MIRROR REPO [--dry] [--arch-decoy]
+  publish MIRROR REPO [--dry] [--arch-decoy] [--new-grammar]
                                  build the scale_add variant (nvcc through torch's cpp_extension;
                                  with --dry a pure-Python stand-in) and write it, with decoys and
                                  benchmarks/benchmark_scale_add.py, as commit c1 (branches main, v1)
-                                 of REPO in the mirror directory MIRROR
+                                 of REPO in the mirror directory MIRROR; with --new-grammar the
+                                 kernel is named in the 0.19 grammar (new_variant) and the legacy
+                                 name is a decoy beside new-grammar decoys 0.19 must refuse
   bench-check REPORT             assert a `kernels benchmark --format json` report: every workload
                                  timed with cuda_event and matching its verify_*
-  load REPO LOCKFILE [--dry]     reference runtime, offline: load_kernel and get_kernel, then assert
+  load REPO LOCKFILE [--dry] [--new-grammar]
+                                 reference runtime, offline: load_kernel and get_kernel, then assert
   wheel SITE [--dry]             import the kernel from a `pip install --target SITE` of its wheel
 """
 
@@ -36,18 +39,35 @@ def torch_facts():
     cmaj, cmin = torch.cuda.get_device_capability()
     cu = "cu" + cuda.replace(".", "")[:3]
     abi = "cxx11" if torch.compiled_with_cxx11_abi() else "cxx98"
+    # The 0.19 grammar: dotted versions, the minimum CPython and its ABI. Tagless, so that 0.19
+    # ranks it above the cxx-tagged legacy name of the same build.
+    py = sys.version_info.minor
+    new = f"torch-{tmaj}.{tmin}-cuda-{cuda_major_minor(cuda)}-cpython-3.{py}-abi3-x86_64-linux"
+    # Decoys 0.19 refuses: a higher minimum Python (it would rank first), the free-threaded ABI
+    # (refused on a GIL Python before 3.15), another torch.
+    new_decoys = [new.replace(f"cpython-3.{py}-", f"cpython-3.{py + 1}-"),
+                  f"torch-{tmaj}.{tmin + 1}-cuda-{cuda_major_minor(cuda)}-cpython-3.{py}-abi3-x86_64-linux"]
+    if py < 15:
+        new_decoys.append(new.replace(f"cpython-3.{py}-abi3-", "cpython-3.15-abi3t-"))
     return {
         "variant": f"torch{tmaj}{tmin}-{abi}-{cu}-x86_64-linux",
         # Decoys: another torch (never fits), and a tagless name that ranks above the cxx-tagged
         # one in 0.15+ but declares an arch this GPU does not have.
         "other_variant": f"torch{tmaj}{tmin + 1}-{abi}-{cu}-x86_64-linux",
         "arch_decoy_variant": f"torch{tmaj}{tmin}-{cu}-x86_64-linux",
+        "new_variant": new,
+        "new_decoys": " ".join(new_decoys),
         "capability": f"{cmaj}.{cmin}",
         "decoy_arch": "8.0" if cmaj != 8 else "9.0",
         "wheel_label": f"torch{tmaj}{tmin}{cu}{abi}",
         "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name(0),
     }
+
+
+def cuda_major_minor(cuda: str) -> str:
+    """`12.8` from torch.version.cuda (`12.8`, or `12.8.1`)."""
+    return ".".join(cuda.split(".")[:2])
 
 
 def digest(variant_dir: Path) -> dict:
@@ -148,7 +168,7 @@ def compile_extension(ident: str, capability: str, dest: Path) -> None:
         shutil.copy(built[0], dest / f"{ident}.abi3.so")
 
 
-def publish(mirror: Path, repo: str, dry: bool, arch_decoy: bool) -> None:
+def publish(mirror: Path, repo: str, dry: bool, arch_decoy: bool, new_grammar: bool) -> None:
     facts = torch_facts()
     owner, name = repo.split("/")
     source_hash = hashlib.sha256(b"dry" if dry else b"gpu")
@@ -157,7 +177,7 @@ def publish(mirror: Path, repo: str, dry: bool, arch_decoy: bool) -> None:
     ident = f"_{name.replace('-', '_')}_cuda_{source_hash.hexdigest()[:7]}"
     repo_dir = mirror / "repos" / "kernels" / owner / name
     tree = repo_dir / "commits" / "c1" / "tree"
-    good = tree / "build" / facts["variant"]
+    good = tree / "build" / facts["new_variant" if new_grammar else "variant"]
     good.mkdir(parents=True)
     if dry:
         (good / f"{ident}.py").write_text("# stands in for the compiled extension\n")
@@ -167,7 +187,12 @@ def publish(mirror: Path, repo: str, dry: bool, arch_decoy: bool) -> None:
     (good / "__init__.py").write_text(INIT_DRY if dry else INIT_GPU)
     write_metadata(good, name, ident, [facts["capability"]])
     decoys = [(facts["other_variant"], [facts["capability"]])]
-    if arch_decoy:
+    if new_grammar:
+        # The legacy name of the same build: what a runtime before 0.19 (or a tool that reads
+        # only the legacy grammar) picks; 0.19 ranks the tagless new name above it.
+        decoys = [(facts["variant"], [facts["capability"]])]
+        decoys += [(v, [facts["capability"]]) for v in facts["new_decoys"].split()]
+    elif arch_decoy:
         decoys.append((facts["arch_decoy_variant"], [facts["decoy_arch"]]))
     for variant, archs in decoys:
         d = tree / "build" / variant
@@ -206,10 +231,10 @@ def check_result(module, dry: bool) -> str:
     return f"scale_add on {x.numel()} float32 cuda values == x * {ALPHA} + y (torch.testing.assert_close); op {op}"
 
 
-def load(repo: str, lockfile: Path, dry: bool) -> None:
+def load(repo: str, lockfile: Path, dry: bool, new_grammar: bool) -> None:
     import kernels
 
-    expected = torch_facts()["variant"]
+    expected = torch_facts()["new_variant" if new_grammar else "variant"]
     print(f"    reference runtime: kernels {kernels.__version__} from {Path(kernels.__file__).parent}")
     for how, call in [(f"load_kernel({repo!r}, lockfile=...)", lambda: kernels.load_kernel(repo, lockfile=lockfile)),
                       (f"get_kernel({repo!r}, version=1)", lambda: kernels.get_kernel(repo, version=1))]:
@@ -254,9 +279,9 @@ def main(argv: list) -> None:
         for key, value in torch_facts().items():
             print(f"{key}={shlex.quote(value)}")
     elif args[0] == "publish":
-        publish(Path(args[1]), args[2], dry, "--arch-decoy" in argv)
+        publish(Path(args[1]), args[2], dry, "--arch-decoy" in argv, "--new-grammar" in argv)
     elif args[0] == "load":
-        load(args[1], Path(args[2]), dry)
+        load(args[1], Path(args[2]), dry, "--new-grammar" in argv)
     elif args[0] == "bench-check":
         bench_check(Path(args[1]))
     elif args[0] == "wheel":

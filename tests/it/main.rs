@@ -14,6 +14,7 @@ mod cache_env;
 mod check;
 mod cli;
 mod concurrency;
+mod conformance;
 mod cooldown;
 #[cfg(unix)]
 mod crash;

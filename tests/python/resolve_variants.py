@@ -13,8 +13,12 @@ import sys
 
 from packaging.version import Version
 
-from kernels import backends
-from kernels.variants import _resolve_variant_for_system, parse_variant
+try:  # 0.19 moved the modules under kernels._internals
+    from kernels._internals import backends
+    from kernels._internals.variants import _resolve_variant_for_system, parse_variant
+except ImportError:
+    from kernels import backends
+    from kernels.variants import _resolve_variant_for_system, parse_variant
 
 
 def backend(name, version):

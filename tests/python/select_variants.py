@@ -16,11 +16,14 @@ import sys
 import sitecustomize
 import torch
 
-try:
-    from kernels.variants import parse_variant, resolve_variants
+try:  # 0.19 moved the modules under kernels._internals
+    from kernels._internals.variants import parse_variant, resolve_variants
 except ImportError:
-    parse_variant = None
-    from kernels.utils import build_variants
+    try:
+        from kernels.variants import parse_variant, resolve_variants
+    except ImportError:
+        parse_variant = None
+        from kernels.utils import build_variants
 
 for case in json.load(sys.stdin):
     for key in [k for k in os.environ if k.startswith(("STUB_TORCH_", "STUB_PLATFORM_"))]:

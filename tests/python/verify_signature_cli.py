@@ -1,4 +1,4 @@
-"""Run reference 0.17.2's `kernels verify-signature` command against a custom
+"""Run the reference's (0.17+) `kernels verify-signature` command against a custom
 Sigstore trusted root.
 
 Usage: python verify_signature_cli.py TRUSTED_ROOT_JSON ARGS...
@@ -24,7 +24,10 @@ def main() -> None:
 
     Verifier.production = classmethod(production)
 
-    from kernels.cli import main as kernels_main
+    try:  # 0.19 moved the modules under kernels._internals
+        from kernels._internals.cli import main as kernels_main
+    except ImportError:
+        from kernels.cli import main as kernels_main
 
     sys.argv = ["kernels", *sys.argv[2:]]
     kernels_main()

@@ -1,4 +1,4 @@
-"""Run the reference's `kernels.verify.verify_variant` on variant directories
+"""Run the reference's `verify_variant` (kernels 0.17: `kernels.verify`) on variant directories
 against a custom Sigstore trusted root, offline.
 
 Usage: python verify_signatures.py TRUSTED_ROOT_JSON VARIANT_DIR...
@@ -17,10 +17,18 @@ from pathlib import Path
 from sigstore.models import TrustedRoot
 from sigstore.verify import Verifier
 
-import kernels.verify
+try:  # 0.19 moved the modules under kernels._internals
+    from kernels._internals import verify
+except ImportError:
+    from kernels import verify
 
 
 def main() -> None:
+    if not hasattr(verify, "verify_variant"):
+        sys.exit(
+            "verify_signatures.py: this kernels release has no verify_variant (0.17 only; "
+            "0.18 split it into digest.verify_digest and verify.verify_signature)"
+        )
     root = TrustedRoot.from_file(sys.argv[1])
 
     def production(cls, *, offline: bool = False) -> Verifier:
@@ -31,7 +39,7 @@ def main() -> None:
     for arg in sys.argv[2:]:
         path = Path(arg)
         try:
-            result = kernels.verify.verify_variant(path)
+            result = verify.verify_variant(path)
             detail = getattr(result, "reason", None)
             if detail is None and hasattr(result, "violations"):
                 detail = [str(v) for v in result.violations]

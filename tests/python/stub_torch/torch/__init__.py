@@ -1,8 +1,13 @@
 """Stub `torch` for tests: reports the build described by environment variables.
 
-STUB_TORCH_VERSION (default "2.7.0"), STUB_TORCH_CUDA, STUB_TORCH_HIP, STUB_TORCH_XPU,
+STUB_TORCH_VERSION (default "2.7.0"), STUB_TORCH_CUDA, STUB_TORCH_HIP, STUB_TORCH_ROCM
+(`torch.version.rocm`, which kernels 0.18+ read before `hip`), STUB_TORCH_XPU,
 STUB_TORCH_MPS ("1" = available), STUB_TORCH_CXX11 ("0" = pre-cxx11 ABI),
-STUB_TORCH_NEURON ("1" = the AWS Neuron extension is present).
+STUB_TORCH_NEURON ("1" = the AWS Neuron extension is present), STUB_TORCH_TPU ("1" = torch_tpu
+is loaded: `torch.backends.tpu` exists, as kernels 0.17 checks, and
+`torch.accelerator.current_accelerator().type` is "tpu", as 0.18+ check),
+STUB_TORCH_PRIVATEUSE1 (the private-use backend name, "npu" for Ascend; the CANN version then
+comes from the `torch_npu` stub beside this package, STUB_TORCH_CANN such as "8.1.RC1").
 A GPU is visible when STUB_TORCH_CAPABILITY ("9.0", CUDA) or STUB_TORCH_GCN_ARCH
 ("gfx942:sramecc+:xnack-", ROCm) is set; STUB_TORCH_DEVICE_ERROR makes querying it raise.
 Only what variant detection (kernels 0.10 to 0.17) reads, plus `Tensor`, `ops` and
@@ -21,6 +26,7 @@ version = types.SimpleNamespace(
     cuda=os.environ.get("STUB_TORCH_CUDA") or None,
     hip=os.environ.get("STUB_TORCH_HIP") or None,
     xpu=os.environ.get("STUB_TORCH_XPU") or None,
+    rocm=os.environ.get("STUB_TORCH_ROCM") or None,
 )
 
 
@@ -32,13 +38,20 @@ class _Mps:
 
 backends = types.SimpleNamespace(mps=_Mps())
 
+if os.environ.get("STUB_TORCH_TPU") == "1":
+    backends.tpu = types.SimpleNamespace()
+    _tpu = types.SimpleNamespace(type="tpu")
+    accelerator = types.SimpleNamespace(current_accelerator=lambda: _tpu)
+
 
 def compiled_with_cxx11_abi():
     return os.environ.get("STUB_TORCH_CXX11", "1") != "0"
 
 
 # kernels 0.13+ asks for the private-use backend (Ascend NPU reports "npu").
-_C = types.SimpleNamespace(_get_privateuse1_backend_name=lambda: "privateuseone")
+_C = types.SimpleNamespace(
+    _get_privateuse1_backend_name=lambda: os.environ.get("STUB_TORCH_PRIVATEUSE1", "privateuseone")
+)
 
 if os.environ.get("STUB_TORCH_NEURON") == "1":
     neuron = types.SimpleNamespace()
