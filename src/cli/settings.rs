@@ -280,6 +280,146 @@ fn network_from_env() -> kernels_hub::NetworkConfig {
     }
 }
 
+/// A URL setting of the environment that cannot be used: the variable, its
+/// value with any user name, password or query replaced by `***`, what is
+/// wrong and the value to set instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[error("{variable}={value} cannot be used: {problem}")]
+#[diagnostic(code(kernels::settings::bad_url), help("{fix}"))]
+pub struct BadUrlSetting {
+    /// The environment variable.
+    pub variable: &'static str,
+    /// Its value, secrets redacted.
+    pub value: String,
+    /// What is wrong with it.
+    pub problem: String,
+    /// What to set instead.
+    pub fix: String,
+}
+
+/// Which rules a URL setting follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UrlKind {
+    /// `HF_ENDPOINT`: `http` or `https`, no user name or password (the token
+    /// goes in `HF_TOKEN`).
+    Endpoint,
+    /// A proxy: `http` or `https` (this build has no SOCKS support); a value
+    /// without a scheme is `http://` (as curl and Python's `requests` read
+    /// it), and `user:password@` is how a proxy takes credentials.
+    Proxy,
+}
+
+/// `value` with the user-info of its authority and its query replaced by
+/// `***`, for messages.
+fn redact_url(value: &str) -> String {
+    let (scheme, rest) = match value.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), value),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, _)) => format!("{path}?***"),
+        None => tail.to_owned(),
+    };
+    format!("{scheme}{authority}{tail}")
+}
+
+/// The port text of `value`'s authority (after `scheme://`), when it has one.
+fn port_text(value: &str) -> Option<&str> {
+    let rest = value.split_once("://").map_or(value, |(_, r)| r);
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = host.rsplit_once(']').map_or(host, |(_, after)| after);
+    host.rsplit_once(':').map(|(_, port)| port)
+}
+
+/// Checks the URL setting `variable` = `value` of `kind` and returns the URL
+/// to use (a scheme-less proxy gains `http://`).
+///
+/// # Errors
+/// No scheme (`HF_ENDPOINT`), another scheme than `kind` reads, no host, a
+/// port that is not 1 to 65535, user-info in `HF_ENDPOINT`, or text that is
+/// no URL at all: [`BadUrlSetting`], naming the variable and the fix.
+fn check_url(variable: &'static str, value: &str, kind: UrlKind) -> Result<String, BadUrlSetting> {
+    let shown = redact_url(value);
+    let bad = |problem: String, fix: String| BadUrlSetting {
+        variable,
+        value: shown.clone(),
+        problem,
+        fix,
+    };
+    let schemes: &[&str] = match kind {
+        UrlKind::Endpoint => &["http", "https"],
+        UrlKind::Proxy => &["http", "https"],
+    };
+    let url = match value.split_once("://") {
+        None if kind == UrlKind::Proxy => format!("http://{value}"),
+        None => {
+            let local = ["127.", "localhost", "[::1]", "0.0.0.0"]
+                .iter()
+                .any(|p| value.starts_with(p));
+            let scheme = if local { "http" } else { "https" };
+            return Err(bad(
+                "it has no scheme".to_owned(),
+                format!("set {variable}={scheme}://{shown}"),
+            ));
+        }
+        Some((scheme, _)) if !schemes.contains(&scheme.to_ascii_lowercase().as_str()) => {
+            return Err(bad(
+                format!("the scheme `{scheme}` is not {}", schemes.join(", ")),
+                format!("set {variable} to a URL starting with {}://", schemes[0]),
+            ));
+        }
+        Some(_) => value.to_owned(),
+    };
+    let example = match kind {
+        UrlKind::Endpoint => "https://huggingface.co",
+        UrlKind::Proxy => "http://proxy.example:3128",
+    };
+    let port = port_text(&url).filter(|p| !p.is_empty());
+    if let Some(port) = port
+        && !port.parse::<u16>().is_ok_and(|p| p > 0)
+    {
+        return Err(bad(
+            format!("the port `{port}` is not a number from 1 to 65535"),
+            format!(
+                "set {variable}={} with the port of the server",
+                redact_url(&url).replacen(&format!(":{port}"), ":PORT", 1)
+            ),
+        ));
+    }
+    let parsed = url::Url::parse(&url).map_err(|err| {
+        bad(
+            format!("it is not a URL ({err})"),
+            format!("set {variable} to a URL such as {example}"),
+        )
+    })?;
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad(
+            "it names no host".to_owned(),
+            format!("set {variable} to a URL such as {example}"),
+        ));
+    }
+    if kind == UrlKind::Endpoint && (!parsed.username().is_empty() || parsed.password().is_some()) {
+        let mut clean = parsed.clone();
+        let _ = clean.set_username("");
+        let _ = clean.set_password(None);
+        return Err(bad(
+            "it carries a user name or password".to_owned(),
+            format!(
+                "set {variable}={} and give the token in HF_TOKEN",
+                redact_url(clean.as_str().trim_end_matches('/'))
+            ),
+        ));
+    }
+    Ok(url)
+}
+
 /// huggingface_hub's default OAuth client id for `hf auth login`.
 const DEVICE_CODE_OAUTH_CLIENT_ID: &str = "26be6b09-91c5-47da-9861-d2d2bb7a7e36";
 
@@ -393,6 +533,39 @@ impl Settings {
             api_timeout: self.api_timeout,
             max_wait: self.max_rate_limit_wait,
         }
+    }
+
+    /// Checks every URL setting of the environment before a command runs:
+    /// `HF_ENDPOINT` and the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`,
+    /// `ALL_PROXY`, upper case first, then lower case, as
+    /// [`Settings::network`] reads them). A scheme-less proxy is used as
+    /// `http://…`.
+    ///
+    /// # Errors
+    /// The first setting that cannot be used, naming it, its value (secrets
+    /// redacted) and the value to set ([`BadUrlSetting`]).
+    pub fn check_urls(&mut self) -> Result<(), BadUrlSetting> {
+        if let Some(endpoint) = var("HF_ENDPOINT") {
+            check_url(
+                "HF_ENDPOINT",
+                endpoint.trim_end_matches('/'),
+                UrlKind::Endpoint,
+            )?;
+        }
+        let proxies = [
+            ("HTTPS_PROXY", "https_proxy", &mut self.network.https_proxy),
+            ("HTTP_PROXY", "http_proxy", &mut self.network.http_proxy),
+            ("ALL_PROXY", "all_proxy", &mut self.network.all_proxy),
+        ];
+        for (upper, lower, slot) in proxies {
+            let Some(name) = [upper, lower].into_iter().find(|n| var(n).is_some()) else {
+                continue;
+            };
+            if let Some(value) = slot.as_deref() {
+                *slot = Some(check_url(name, value, UrlKind::Proxy)?);
+            }
+        }
+        Ok(())
     }
 
     /// Reads the settings from the process environment.
@@ -542,5 +715,51 @@ mod tests {
         );
         assert_eq!(expand_vars("cost$"), "cost$");
         assert_eq!(expand_vars("${unclosed"), "${unclosed");
+    }
+
+    #[test]
+    fn url_settings_name_the_problem_and_the_fix() {
+        let endpoint = |v: &str| check_url("HF_ENDPOINT", v, UrlKind::Endpoint);
+        let err = endpoint("127.0.0.1:8080").unwrap_err();
+        assert_eq!(err.problem, "it has no scheme");
+        assert_eq!(err.fix, "set HF_ENDPOINT=http://127.0.0.1:8080");
+        assert_eq!(
+            endpoint("hf-mirror.example").unwrap_err().fix,
+            "set HF_ENDPOINT=https://hf-mirror.example"
+        );
+        let err = endpoint("http://127.0.0.1:99999").unwrap_err();
+        assert!(err.problem.contains("`99999`"), "{err:?}");
+        assert_eq!(
+            err.fix,
+            "set HF_ENDPOINT=http://127.0.0.1:PORT with the port of the server"
+        );
+        let err = endpoint("https://hf_secret:pw@hub.example/x?token=abc").unwrap_err();
+        assert_eq!(err.value, "https://***@hub.example/x?***");
+        assert_eq!(
+            err.fix,
+            "set HF_ENDPOINT=https://hub.example/x?*** and give the token in HF_TOKEN"
+        );
+        assert!(
+            endpoint("ftp://hub.example")
+                .unwrap_err()
+                .problem
+                .contains("`ftp`")
+        );
+        assert!(endpoint("http://").is_err());
+        assert_eq!(endpoint("http://[::1]:8080").unwrap(), "http://[::1]:8080");
+        assert_eq!(
+            endpoint("https://huggingface.co").unwrap(),
+            "https://huggingface.co"
+        );
+
+        let proxy = |v: &str| check_url("HTTPS_PROXY", v, UrlKind::Proxy);
+        assert_eq!(proxy("proxy.corp:3128").unwrap(), "http://proxy.corp:3128");
+        assert_eq!(
+            proxy("http://user:s3cret@proxy:3128").unwrap(),
+            "http://user:s3cret@proxy:3128"
+        );
+        let err = proxy("http://user:s3cret@proxy:0").unwrap_err();
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+        assert!(!err.fix.contains("s3cret"), "{err:?}");
     }
 }
