@@ -98,7 +98,8 @@ fn is_hex_commit(s: &str) -> bool {
 ///   or a commit in the history of the branch of that name.
 ///
 /// The label of a commit that is resolved again is what a ref at it calls it
-/// ([`commit_label`]), or none when no ref points at it any more.
+/// ([`commit_label`]), or none when no ref points at it any more; for an
+/// integer requirement only a release tag or a lower version branch names it.
 pub async fn keep_hashed(
     client: &HubClient,
     repo_type: RepoType,
@@ -176,6 +177,28 @@ impl History<'_> {
         }
     }
 
+    /// The verdict for a commit that an integer requirement `wanted` must
+    /// resolve again. It is named by a release tag at it, else by a lower
+    /// version branch at it (the branch it is attributed to: the requirement
+    /// changed), else by nothing, so that the line names the commit by the
+    /// branch asked for (a `vN` force-pushed away from it), never by another
+    /// version the project did not ask for.
+    fn resolve_branch(&self, wanted: i128) -> Verdict {
+        let tags = self.refs.tags.iter().filter(|t| self.at(t));
+        let lower = self
+            .refs
+            .branches
+            .iter()
+            .filter(|b| self.at(b) && branch_version(&b.name).is_some_and(|v| v < wanted));
+        Verdict::Resolve {
+            old_label: commit_label(
+                tags.map(|t| t.name.as_str()),
+                lower.map(|b| b.name.as_str()),
+            )
+            .map(str::to_owned),
+        }
+    }
+
     /// Whether branch `b` has the locked commit (at its head or in its history).
     async fn contains(&self, b: &GitRefInfo) -> Result<bool, HubError> {
         if self.at(b) {
@@ -223,7 +246,7 @@ impl History<'_> {
             .iter()
             .find(|b| branch_version(&b.name) == Some(wanted))
         else {
-            return Ok(self.resolve());
+            return Ok(self.resolve_branch(wanted));
         };
         if self.at(branch) {
             return Ok(Verdict::Keep {
@@ -233,7 +256,7 @@ impl History<'_> {
         }
         if !self.contains(branch).await? {
             // Force-pushed away from `vN`, or never on it.
-            return Ok(self.resolve());
+            return Ok(self.resolve_branch(wanted));
         }
         for lower in self
             .refs
@@ -242,7 +265,7 @@ impl History<'_> {
             .filter(|b| branch_version(&b.name).is_some_and(|v| v < wanted))
         {
             if self.contains(lower).await? {
-                return Ok(self.resolve());
+                return Ok(self.resolve_branch(wanted));
             }
         }
         Ok(Verdict::Keep {

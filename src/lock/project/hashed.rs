@@ -212,8 +212,8 @@ impl Locker<'_> {
         let mut old_label = None;
         if let Some(previous) = self.previous_for_label(dep) {
             // Upgraded anyway: only name what the old commit was, by the ref
-            // the requirement keeps it under when it still satisfies it, else
-            // by a ref that still points at it.
+            // at it that keeps it for the requirement, else by a ref that
+            // still points at it, else by the ref that has it in its history.
             let kept = keep_hashed(
                 self.client,
                 resolver.repo_type(),
@@ -222,17 +222,18 @@ impl Locker<'_> {
                 &previous.sha,
             )
             .await;
+            let at = label_at(
+                self.client,
+                resolver.repo_type(),
+                &dep.repo_id,
+                &previous.sha,
+            );
             old_label = match kept {
-                Ok(Verdict::Keep { label, .. }) => Some(label),
-                _ => {
-                    label_at(
-                        self.client,
-                        resolver.repo_type(),
-                        &dep.repo_id,
-                        &previous.sha,
-                    )
-                    .await
-                }
+                Ok(Verdict::Keep { label, at: true }) => Some(label),
+                // In the history only: a ref that still points at the commit
+                // names it, else the ref that keeps it.
+                Ok(Verdict::Keep { label, at: false }) => at.await.or(Some(label)),
+                _ => at.await,
             };
         } else if let Some(previous) = self.previous_hashed(dep) {
             let verdict = keep_hashed(
@@ -281,12 +282,15 @@ impl Locker<'_> {
             }
         }
         let (kernel, notes) = self.resolve_hashed(resolver, dep).await?;
-        // Resolved again to the locked commit (a cooldown holding `vN` back
-        // at a commit a lower branch has too): no change, so no old name.
-        if self
-            .previous_entry(dep)
-            .is_some_and(|previous| previous.sha == kernel.commit)
-        {
+        // Resolved again to exactly the locked entry (a cooldown holding `vN`
+        // back at a commit a lower branch has too): no change, so no old name.
+        if self.previous_entry(dep).is_some_and(|previous| {
+            previous.sha == kernel.commit
+                && previous.variants.len() == kernel.variants.len()
+                && kernel.variants.iter().all(|(name, hash)| {
+                    previous.variants.get(name).is_some_and(|v| v.hash == *hash)
+                })
+        }) {
             old_label = None;
         }
         Ok(Hashed::Resolved(Box::new(kernel), notes, old_label))
