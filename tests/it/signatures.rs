@@ -563,7 +563,7 @@ fn trust_settings_errors_name_the_file_the_key_and_the_fix() {
 /// naming the `[tool.kernels] trust-root` key (or `--trust-root`).
 #[test]
 fn a_trust_root_of_the_wrong_shape_is_refused_naming_the_setting() {
-    let p = downloaded(false);
+    let p = downloaded(true);
     let good = p.read("trusted_root.json");
     p.write("trusted_root.json", r#"{"mediaType": "x"}"#);
     let key = "`trust-root` under [tool.kernels] of ./pyproject.toml";
