@@ -281,8 +281,8 @@ fn network_from_env() -> kernels_hub::NetworkConfig {
 }
 
 /// A URL setting of the environment that cannot be used: the variable, its
-/// value with any user name, password or query replaced by `***`, what is
-/// wrong and the value to set instead.
+/// value with its secrets redacted ([`redact_url`]), what is wrong and the
+/// value to set instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 #[error("{variable}={value} cannot be used: {problem}")]
 #[diagnostic(code(kernels::settings::bad_url), help("{fix}"))]
@@ -300,8 +300,8 @@ pub struct BadUrlSetting {
 /// Which rules a URL setting follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum UrlKind {
-    /// `HF_ENDPOINT`: `http` or `https`, no user name or password (the token
-    /// goes in `HF_TOKEN`).
+    /// `HF_ENDPOINT`: `http` or `https` (a user info is a mirror's basic
+    /// authentication).
     Endpoint,
     /// A proxy: `http` or `https` (this build has no SOCKS support); a value
     /// without a scheme is `http://` (as curl and Python's `requests` read
@@ -309,30 +309,38 @@ enum UrlKind {
     Proxy,
 }
 
-/// `value` with the user-info of its authority and its query replaced by
-/// `***`, for messages.
+/// `value` as messages show it: the password of its user info as `***` (a
+/// user name alone too) and a signed query as `?…`, by the one redaction rule
+/// of messages ([`kernels_types::text::redact`]); a value without a scheme is
+/// redacted as if it had `http://`.
 fn redact_url(value: &str) -> String {
-    let (scheme, rest) = match value.split_once("://") {
-        Some((scheme, rest)) => (format!("{scheme}://"), rest),
-        None => (String::new(), value),
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let authority = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("***@{host}"),
-        None => authority.to_owned(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, _)) => format!("{path}?***"),
-        None => tail.to_owned(),
-    };
-    format!("{scheme}{authority}{tail}")
+    if value.contains("://") {
+        return kernels_types::text::safe(value);
+    }
+    let shown = kernels_types::text::safe(&format!("http://{value}"));
+    shown
+        .strip_prefix("http://")
+        .map_or_else(|| shown.clone(), str::to_owned)
 }
 
-/// The port text of `value`'s authority (after `scheme://`), when it has one.
-fn port_text(value: &str) -> Option<&str> {
-    let rest = value.split_once("://").map_or(value, |(_, r)| r);
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+/// The authority of `url` (after `scheme://`, up to the path, query or
+/// fragment) and whether a user info with an unencoded `/`, `?` or `#` ends
+/// it early (`u:pa/ss@host`: the authority reads `u:pa`, a `user:password`
+/// whose "port" is no number, and an `@` follows).
+fn authority(url: &str) -> (&str, bool) {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let broken = !authority.contains('@')
+        && rest[end..].contains('@')
+        && authority
+            .split_once(':')
+            .is_some_and(|(_, after)| !after.bytes().all(|b| b.is_ascii_digit()));
+    (authority, broken)
+}
+
+/// The port text of an `authority`, when it has one.
+fn port_text(authority: &str) -> Option<&str> {
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let host = host.rsplit_once(']').map_or(host, |(_, after)| after);
     host.rsplit_once(':').map(|(_, port)| port)
@@ -342,9 +350,11 @@ fn port_text(value: &str) -> Option<&str> {
 /// to use (a scheme-less proxy gains `http://`).
 ///
 /// # Errors
-/// No scheme (`HF_ENDPOINT`), another scheme than `kind` reads, no host, a
-/// port that is not 1 to 65535, user-info in `HF_ENDPOINT`, or text that is
-/// no URL at all: [`BadUrlSetting`], naming the variable and the fix.
+/// No scheme (`HF_ENDPOINT`), another scheme than `kind` reads, a user info
+/// with an unencoded `/`, `?` or `#`, a port that is not 1 to 65535, no
+/// host, or text that is no URL at all: [`BadUrlSetting`], naming the
+/// variable and the fix. A well-formed user info is basic authentication (a
+/// mirror's, a proxy's) and is accepted; messages never show its password.
 fn check_url(variable: &'static str, value: &str, kind: UrlKind) -> Result<String, BadUrlSetting> {
     let shown = redact_url(value);
     let bad = |problem: String, fix: String| BadUrlSetting {
@@ -381,8 +391,20 @@ fn check_url(variable: &'static str, value: &str, kind: UrlKind) -> Result<Strin
         UrlKind::Endpoint => "https://huggingface.co",
         UrlKind::Proxy => "http://proxy.example:3128",
     };
-    let port = port_text(&url).filter(|p| !p.is_empty());
-    if let Some(port) = port
+    let (authority, broken) = authority(&url);
+    if broken {
+        let token = match kind {
+            UrlKind::Endpoint => ", or give the token in HF_TOKEN",
+            UrlKind::Proxy => "",
+        };
+        return Err(bad(
+            "its user name or password holds an unencoded `/`, `?` or `#`".to_owned(),
+            format!(
+                "percent-encode them in {variable} (`/` as %2F, `?` as %3F, `#` as %23){token}"
+            ),
+        ));
+    }
+    if let Some(port) = port_text(authority).filter(|p| !p.is_empty())
         && !port.parse::<u16>().is_ok_and(|p| p > 0)
     {
         return Err(bad(
@@ -403,18 +425,6 @@ fn check_url(variable: &'static str, value: &str, kind: UrlKind) -> Result<Strin
         return Err(bad(
             "it names no host".to_owned(),
             format!("set {variable} to a URL such as {example}"),
-        ));
-    }
-    if kind == UrlKind::Endpoint && (!parsed.username().is_empty() || parsed.password().is_some()) {
-        let mut clean = parsed.clone();
-        let _ = clean.set_username("");
-        let _ = clean.set_password(None);
-        return Err(bad(
-            "it carries a user name or password".to_owned(),
-            format!(
-                "set {variable}={} and give the token in HF_TOKEN",
-                redact_url(clean.as_str().trim_end_matches('/'))
-            ),
         ));
     }
     Ok(url)
@@ -733,11 +743,13 @@ mod tests {
             err.fix,
             "set HF_ENDPOINT=http://127.0.0.1:PORT with the port of the server"
         );
-        let err = endpoint("https://hf_secret:pw@hub.example/x?token=abc").unwrap_err();
-        assert_eq!(err.value, "https://***@hub.example/x?***");
+        let err = endpoint("http://u:s3/cr#e?t@127.0.0.1:1").unwrap_err();
+        assert!(err.problem.contains("unencoded"), "{err:?}");
+        assert!(!format!("{err} {}", err.fix).contains("s3"), "{err:?}");
+        assert_eq!(err.value, "http://u:***@127.0.0.1:1");
         assert_eq!(
-            err.fix,
-            "set HF_ENDPOINT=https://hub.example/x?*** and give the token in HF_TOKEN"
+            endpoint("https://u:pw@hub.example/x").unwrap(),
+            "https://u:pw@hub.example/x"
         );
         assert!(
             endpoint("ftp://hub.example")

@@ -282,8 +282,15 @@ fn endpoint_password_with_a_delimiter_is_never_printed() {
             "{args:?} printed the password: {text}"
         );
     }
+    // Refused before any command runs, named without the password (issue 45).
     let env = context.run(&["env"]);
-    assert!(String::from_utf8_lossy(&env.stdout).contains("http://u:***@127.0.0.1:1"));
+    assert_eq!(env.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&env.stderr);
+    assert!(err.contains("kernels::settings::bad_url"), "{err}");
+    assert!(
+        err.contains("HF_ENDPOINT=http://u:***@127.0.0.1:1"),
+        "{err}"
+    );
 }
 
 /// A token with CR/LF is read as huggingface_hub 2.4 reads it (both removed);

@@ -495,9 +495,9 @@ fn closed_output_pipe_is_not_a_panic() {
 }
 
 /// URL settings are checked before any command runs (issue 45 item 8): a
-/// value without a scheme, a bad port or a user name / password in
-/// `HF_ENDPOINT` is one error naming the variable, the value (credentials
-/// redacted) and the value to set; nothing is requested.
+/// value without a scheme, a bad port or a user name / password holding an
+/// unencoded delimiter is one error naming the variable, the value
+/// (credentials redacted) and the value to set; nothing is requested.
 #[test]
 fn url_settings_are_checked_at_start() {
     let context = TestContext::new().with_pyproject(TWO_DEPS);
@@ -519,7 +519,7 @@ fn url_settings_are_checked_at_start() {
         (
             "url_setting_user_info",
             "HF_ENDPOINT",
-            "https://hf_user:hf_s3cret@huggingface.co",
+            "https://hf_user:s3cret/x@huggingface.co",
         ),
         (
             "url_setting_proxy_port",
