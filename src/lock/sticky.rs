@@ -226,9 +226,7 @@ impl History<'_> {
                 label: selected.git_ref.name,
                 at: true,
             },
-            Err(_) => Verdict::Resolve {
-                old_label: self.old_label(),
-            },
+            Err(_) => self.resolve(),
         }
     }
 
@@ -284,9 +282,7 @@ impl History<'_> {
                     at: true,
                 }
             } else {
-                Verdict::Resolve {
-                    old_label: self.old_label(),
-                }
+                self.resolve()
             });
         }
         let branch = rev.strip_prefix("refs/heads/").unwrap_or(rev);
@@ -304,9 +300,7 @@ impl History<'_> {
                 });
             }
         }
-        Ok(Verdict::Resolve {
-            old_label: self.old_label(),
-        })
+        Ok(self.resolve())
     }
 }
 

@@ -173,6 +173,9 @@ mod tests {
         })
     }
 
+    /// A change to a trusted root's JSON.
+    type Edit = fn(&mut serde_json::Value);
+
     /// The production root with `edit` applied to its JSON.
     fn edited(edit: impl Fn(&mut serde_json::Value)) -> String {
         let mut root: serde_json::Value =
@@ -190,7 +193,7 @@ mod tests {
     fn roots_without_a_ca_or_a_log_are_refused() {
         let err = read(r#"{"mediaType": "x"}"#).unwrap_err();
         assert!(err.contains("mediaType is `x`"), "{err}");
-        let cases: [(&str, fn(&mut serde_json::Value)); 5] = [
+        let cases: [(&str, Edit); 5] = [
             ("no certificate authority", |r| {
                 r["certificateAuthorities"] = serde_json::json!([]);
             }),
