@@ -99,7 +99,9 @@ pub fn run_add(
     let value = entry_value(&args, &profile, settings, printer)?;
     let (new_text, old) = add_dependency(&text, &path, &args.repo_id, &value)?;
     // The edited file must still be a valid manifest before anything is written.
-    Manifest::parse(&new_text, &path)?;
+    let new_manifest = Manifest::parse(&new_text, &path)?;
+    let changed = requirement_of(manifest.as_ref(), &args.repo_id)
+        .is_some_and(|before| Some(before) != requirement_of(Some(&new_manifest), &args.repo_id));
     let what = match &old {
         Some(old) if *old == value.to_string() => {
             format!("`{}` = {value} is already in", args.repo_id)
@@ -112,6 +114,11 @@ pub fn run_add(
     lock.runtime = args.runtime;
     lock.repo = args.repo;
     lock.trust = args.trust;
+    // A changed requirement relocks that entry as `kernels lock --breaking`
+    // does (`-P`): its old commit may satisfy the new requirement too.
+    if changed {
+        lock.upgrade_package.push(args.repo_id.clone());
+    }
     let edit = Edit {
         path: &path,
         old_text: &text,
@@ -129,6 +136,18 @@ pub fn run_add(
         );
     }
     Ok(code)
+}
+
+/// What `manifest` asks for `repo_id`, when it lists it.
+fn requirement_of<'a>(
+    manifest: Option<&'a Manifest>,
+    repo_id: &RepoId,
+) -> Option<&'a crate::lock::requirement::Requirement> {
+    manifest?
+        .dependencies
+        .iter()
+        .find(|d| d.repo_id == *repo_id)
+        .map(|d| &d.requirement)
 }
 
 /// The value `kernels add` writes: the requirement given (checked against the

@@ -522,18 +522,22 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
 
 /// The trust a download of the project in `dir` runs under: its
 /// `[tool.kernels]` trust settings with `flags` applied, and the file hashes
-/// its `kernels.lock.provenance` records. Errors: an unreadable manifest or
-/// trust root.
+/// its `kernels.lock.provenance` records. Errors: an unreadable manifest, or
+/// a trust root that cannot be used (`kernels::trust::root_setting`, naming
+/// where it was given, as `verify --signatures` and `verify-signature` do).
 pub(super) fn project_trust(
     dir: &Path,
     flags: &super::args::TrustArgs,
 ) -> miette::Result<crate::install::signature::Trust> {
     let tool = ToolSettings::read(dir)?.unwrap_or_default();
     let pins = crate::lock::provenance::file_pins(dir);
-    Ok(crate::install::signature::Trust::new(
-        flags.apply(tool.signing),
+    let settings = flags.apply(tool.signing);
+    let root = flags.root(&settings, dir)?;
+    Ok(crate::install::signature::Trust {
+        root,
+        settings,
         pins,
-    )?)
+    })
 }
 
 /// `--with-benchmarks`: the `benchmarks/` and `tests/` folders of every

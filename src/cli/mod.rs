@@ -371,16 +371,20 @@ pub fn main() -> ExitCode {
         cli.global.frozen |= env.frozen;
     }
     let global = cli.global;
+    // HF_ENDPOINT and the proxies, checked before any command uses them.
+    let urls = settings.check_urls().map_err(miette::Report::from);
     for note in &settings.notes {
         printer.status(format_args!("note: {note}"));
     }
-    match dispatch(
-        cli.command,
-        &settings,
-        &global,
-        &printer,
-        explicit_lock_mode,
-    ) {
+    match urls.and_then(|()| {
+        dispatch(
+            cli.command,
+            &settings,
+            &global,
+            &printer,
+            explicit_lock_mode,
+        )
+    }) {
         Ok(code) => code,
         Err(report) => {
             let internal = report.downcast_ref::<InternalError>().is_some();

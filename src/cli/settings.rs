@@ -280,6 +280,156 @@ fn network_from_env() -> kernels_hub::NetworkConfig {
     }
 }
 
+/// A URL setting of the environment that cannot be used: the variable, its
+/// value with its secrets redacted ([`redact_url`]), what is wrong and the
+/// value to set instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[error("{variable}={value} cannot be used: {problem}")]
+#[diagnostic(code(kernels::settings::bad_url), help("{fix}"))]
+pub struct BadUrlSetting {
+    /// The environment variable.
+    pub variable: &'static str,
+    /// Its value, secrets redacted.
+    pub value: String,
+    /// What is wrong with it.
+    pub problem: String,
+    /// What to set instead.
+    pub fix: String,
+}
+
+/// Which rules a URL setting follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UrlKind {
+    /// `HF_ENDPOINT`: `http` or `https` (a user info is a mirror's basic
+    /// authentication).
+    Endpoint,
+    /// A proxy: `http` or `https` (this build has no SOCKS support); a value
+    /// without a scheme is `http://` (as curl and Python's `requests` read
+    /// it), and `user:password@` is how a proxy takes credentials.
+    Proxy,
+}
+
+/// `value` as messages show it: the password of its user info as `***` (a
+/// user name alone too) and a signed query as `?…`, by the one redaction rule
+/// of messages ([`kernels_types::text::redact`]); a value without a scheme is
+/// redacted as if it had `http://`.
+fn redact_url(value: &str) -> String {
+    if value.contains("://") {
+        return kernels_types::text::safe(value);
+    }
+    let shown = kernels_types::text::safe(&format!("http://{value}"));
+    shown
+        .strip_prefix("http://")
+        .map_or_else(|| shown.clone(), str::to_owned)
+}
+
+/// The authority of `url` (after `scheme://`, up to the path, query or
+/// fragment) and whether a user info with an unencoded `/`, `?` or `#` ends
+/// it early (`u:pa/ss@host`: the authority reads `u:pa`, a `user:password`
+/// whose "port" is no number, and an `@` follows).
+fn authority(url: &str) -> (&str, bool) {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let broken = !authority.contains('@')
+        && rest[end..].contains('@')
+        && authority
+            .split_once(':')
+            .is_some_and(|(_, after)| !after.bytes().all(|b| b.is_ascii_digit()));
+    (authority, broken)
+}
+
+/// The port text of an `authority`, when it has one.
+fn port_text(authority: &str) -> Option<&str> {
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = host.rsplit_once(']').map_or(host, |(_, after)| after);
+    host.rsplit_once(':').map(|(_, port)| port)
+}
+
+/// Checks the URL setting `variable` = `value` of `kind` and returns the URL
+/// to use (a scheme-less proxy gains `http://`).
+///
+/// # Errors
+/// No scheme (`HF_ENDPOINT`), another scheme than `kind` reads, a user info
+/// with an unencoded `/`, `?` or `#`, a port that is not 1 to 65535, no
+/// host, or text that is no URL at all: [`BadUrlSetting`], naming the
+/// variable and the fix. A well-formed user info is basic authentication (a
+/// mirror's, a proxy's) and is accepted; messages never show its password.
+fn check_url(variable: &'static str, value: &str, kind: UrlKind) -> Result<String, BadUrlSetting> {
+    let shown = redact_url(value);
+    let bad = |problem: String, fix: String| BadUrlSetting {
+        variable,
+        value: shown.clone(),
+        problem,
+        fix,
+    };
+    let schemes: &[&str] = match kind {
+        UrlKind::Endpoint => &["http", "https"],
+        UrlKind::Proxy => &["http", "https"],
+    };
+    let url = match value.split_once("://") {
+        None if kind == UrlKind::Proxy => format!("http://{value}"),
+        None => {
+            let local = ["127.", "localhost", "[::1]", "0.0.0.0"]
+                .iter()
+                .any(|p| value.starts_with(p));
+            let scheme = if local { "http" } else { "https" };
+            return Err(bad(
+                "it has no scheme".to_owned(),
+                format!("set {variable}={scheme}://{shown}"),
+            ));
+        }
+        Some((scheme, _)) if !schemes.contains(&scheme.to_ascii_lowercase().as_str()) => {
+            return Err(bad(
+                format!("the scheme `{scheme}` is not {}", schemes.join(", ")),
+                format!("set {variable} to a URL starting with {}://", schemes[0]),
+            ));
+        }
+        Some(_) => value.to_owned(),
+    };
+    let example = match kind {
+        UrlKind::Endpoint => "https://huggingface.co",
+        UrlKind::Proxy => "http://proxy.example:3128",
+    };
+    let (authority, broken) = authority(&url);
+    if broken {
+        let token = match kind {
+            UrlKind::Endpoint => ", or give the token in HF_TOKEN",
+            UrlKind::Proxy => "",
+        };
+        return Err(bad(
+            "its user name or password holds an unencoded `/`, `?` or `#`".to_owned(),
+            format!(
+                "percent-encode them in {variable} (`/` as %2F, `?` as %3F, `#` as %23){token}"
+            ),
+        ));
+    }
+    if let Some(port) = port_text(authority).filter(|p| !p.is_empty())
+        && !port.parse::<u16>().is_ok_and(|p| p > 0)
+    {
+        return Err(bad(
+            format!("the port `{port}` is not a number from 1 to 65535"),
+            format!(
+                "set {variable}={} with the port of the server",
+                redact_url(&url).replacen(&format!(":{port}"), ":PORT", 1)
+            ),
+        ));
+    }
+    let parsed = url::Url::parse(&url).map_err(|err| {
+        bad(
+            format!("it is not a URL ({err})"),
+            format!("set {variable} to a URL such as {example}"),
+        )
+    })?;
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad(
+            "it names no host".to_owned(),
+            format!("set {variable} to a URL such as {example}"),
+        ));
+    }
+    Ok(url)
+}
+
 /// huggingface_hub's default OAuth client id for `hf auth login`.
 const DEVICE_CODE_OAUTH_CLIENT_ID: &str = "26be6b09-91c5-47da-9861-d2d2bb7a7e36";
 
@@ -393,6 +543,39 @@ impl Settings {
             api_timeout: self.api_timeout,
             max_wait: self.max_rate_limit_wait,
         }
+    }
+
+    /// Checks every URL setting of the environment before a command runs:
+    /// `HF_ENDPOINT` and the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`,
+    /// `ALL_PROXY`, upper case first, then lower case, as
+    /// [`Settings::network`] reads them). A scheme-less proxy is used as
+    /// `http://…`.
+    ///
+    /// # Errors
+    /// The first setting that cannot be used, naming it, its value (secrets
+    /// redacted) and the value to set ([`BadUrlSetting`]).
+    pub fn check_urls(&mut self) -> Result<(), BadUrlSetting> {
+        if let Some(endpoint) = var("HF_ENDPOINT") {
+            check_url(
+                "HF_ENDPOINT",
+                endpoint.trim_end_matches('/'),
+                UrlKind::Endpoint,
+            )?;
+        }
+        let proxies = [
+            ("HTTPS_PROXY", "https_proxy", &mut self.network.https_proxy),
+            ("HTTP_PROXY", "http_proxy", &mut self.network.http_proxy),
+            ("ALL_PROXY", "all_proxy", &mut self.network.all_proxy),
+        ];
+        for (upper, lower, slot) in proxies {
+            let Some(name) = [upper, lower].into_iter().find(|n| var(n).is_some()) else {
+                continue;
+            };
+            if let Some(value) = slot.as_deref() {
+                *slot = Some(check_url(name, value, UrlKind::Proxy)?);
+            }
+        }
+        Ok(())
     }
 
     /// Reads the settings from the process environment.
@@ -542,5 +725,53 @@ mod tests {
         );
         assert_eq!(expand_vars("cost$"), "cost$");
         assert_eq!(expand_vars("${unclosed"), "${unclosed");
+    }
+
+    #[test]
+    fn url_settings_name_the_problem_and_the_fix() {
+        let endpoint = |v: &str| check_url("HF_ENDPOINT", v, UrlKind::Endpoint);
+        let err = endpoint("127.0.0.1:8080").unwrap_err();
+        assert_eq!(err.problem, "it has no scheme");
+        assert_eq!(err.fix, "set HF_ENDPOINT=http://127.0.0.1:8080");
+        assert_eq!(
+            endpoint("hf-mirror.example").unwrap_err().fix,
+            "set HF_ENDPOINT=https://hf-mirror.example"
+        );
+        let err = endpoint("http://127.0.0.1:99999").unwrap_err();
+        assert!(err.problem.contains("`99999`"), "{err:?}");
+        assert_eq!(
+            err.fix,
+            "set HF_ENDPOINT=http://127.0.0.1:PORT with the port of the server"
+        );
+        let err = endpoint("http://u:s3/cr#e?t@127.0.0.1:1").unwrap_err();
+        assert!(err.problem.contains("unencoded"), "{err:?}");
+        assert!(!format!("{err} {}", err.fix).contains("s3"), "{err:?}");
+        assert_eq!(err.value, "http://u:***@127.0.0.1:1");
+        assert_eq!(
+            endpoint("https://u:pw@hub.example/x").unwrap(),
+            "https://u:pw@hub.example/x"
+        );
+        assert!(
+            endpoint("ftp://hub.example")
+                .unwrap_err()
+                .problem
+                .contains("`ftp`")
+        );
+        assert!(endpoint("http://").is_err());
+        assert_eq!(endpoint("http://[::1]:8080").unwrap(), "http://[::1]:8080");
+        assert_eq!(
+            endpoint("https://huggingface.co").unwrap(),
+            "https://huggingface.co"
+        );
+
+        let proxy = |v: &str| check_url("HTTPS_PROXY", v, UrlKind::Proxy);
+        assert_eq!(proxy("proxy.corp:3128").unwrap(), "http://proxy.corp:3128");
+        assert_eq!(
+            proxy("http://user:s3cret@proxy:3128").unwrap(),
+            "http://user:s3cret@proxy:3128"
+        );
+        let err = proxy("http://user:s3cret@proxy:0").unwrap_err();
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+        assert!(!err.fix.contains("s3cret"), "{err:?}");
     }
 }

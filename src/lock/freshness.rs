@@ -578,30 +578,41 @@ impl<'a> CachedCommit<'a> {
         }
     }
 
+    /// An integer requirement `n`, decided as `kernels lock` decides it
+    /// (`keep_hashed` in `lock/sticky.rs`) from what the cache's refs say:
+    ///
+    /// * `v<n>` was at the commit: up to date;
+    /// * a lower version branch was at it, so the commit is that branch's
+    ///   (a requirement changed from `1` to `2`): `kernels lock` resolves it
+    ///   again to `v<n>`'s head, unless `v<n>` points at it now, and then
+    ///   `kernels lock` records that in the cache: not up to date either way;
+    /// * only higher version branches were at it: whether `v<n>`'s history has
+    ///   it, and no lower branch's, only the Hub knows (unverified).
     fn check_branch(&self, requirement: &Requirement, n: u64) -> Finding {
-        let branches: Vec<&String> = self
+        let wanted = i128::from(n);
+        let branches: Vec<(i128, &String)> = self
             .refs
             .iter()
-            .filter(|r| branch_version(r).is_some())
+            .filter_map(|r| Some((branch_version(r)?, r)))
             .collect();
-        if branches
-            .iter()
-            .any(|r| branch_version(r) == Some(i128::from(n)))
-        {
-            self.ok(format!("branch `v{n}` is at {}", self.commit.short()))
-        } else if !branches.is_empty() {
-            self.unsatisfied(format!(
-                "pyproject.toml asks for {requirement}, but the locked commit {} is {} in the cache",
-                self.commit.short(),
-                branches
-                    .iter()
-                    .map(|b| format!("branch `{b}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        } else {
-            self.unverified(format!("{requirement}: {}", self.known()))
+        let named = |list: &[&(i128, &String)]| {
+            list.iter()
+                .map(|(_, b)| format!("branch `{b}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if branches.iter().any(|(v, _)| *v == wanted) {
+            return self.ok(format!("branch `v{n}` is at {}", self.commit.short()));
         }
+        let lower: Vec<&(i128, &String)> = branches.iter().filter(|(v, _)| *v < wanted).collect();
+        if !lower.is_empty() {
+            return self.unsatisfied(format!(
+                "pyproject.toml asks for {requirement}, but the locked commit {} is {} in the cache: a commit of a lower version branch is resolved again to `v{n}`'s head",
+                self.commit.short(),
+                named(&lower)
+            ));
+        }
+        self.unverified(format!("{requirement}: {}", self.known()))
     }
 
     fn check_tagged(&self, requirement: &Requirement) -> Finding {

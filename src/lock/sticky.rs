@@ -23,7 +23,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::lock::format::{KernelVersion, Lockfile};
-use crate::lock::label::release_tag;
+use crate::lock::label::commit_label;
 use crate::lock::requirement::{Requirement, branch_version, select_tag};
 use kernels_hub::{HubClient, HubError};
 use kernels_types::CommitId;
@@ -61,6 +61,9 @@ pub enum Verdict {
     Keep {
         /// The ref name.
         label: String,
+        /// Whether that ref points at the locked commit itself (a branch's
+        /// head, a tag), not only has it in its history.
+        at: bool,
     },
     /// No ref proves the locked commit any more (no tag points at it: its tag
     /// was deleted or moved), but nothing says the requirement changed either.
@@ -88,14 +91,15 @@ fn is_hex_commit(s: &str) -> bool {
 /// * an integer `N`: the commit is the head of branch `vN`, or it is in `vN`'s
 ///   history and in the history of no lower version branch `vM` (`M < N`), to
 ///   which a shared commit is attributed (so a `v2` that descends from `v1` does
-///   not keep a commit locked from `v1`; a branch force-moved to history without
-///   the commit does not keep it either);
+///   not keep a commit locked from `v1`, and a requirement changed from `1` to
+///   `2` moves to `v2`'s head; a branch force-moved to history without the
+///   commit does not keep it either);
 /// * a revision: the commit itself, the commit a tag of that name points at,
 ///   or a commit in the history of the branch of that name.
 ///
-/// The label of a commit that is resolved again is its highest release tag
-/// ([`release_tag`]); for an integer requirement whose branch lost the commit
-/// (force-pushed), the branch `vN` itself.
+/// The label of a commit that is resolved again is what a ref at it calls it
+/// ([`commit_label`]), or none when no ref points at it any more; for an
+/// integer requirement only a release tag or a lower version branch names it.
 pub async fn keep_hashed(
     client: &HubClient,
     repo_type: RepoType,
@@ -108,7 +112,10 @@ pub async fn keep_hashed(
     {
         let rev = rev.to_ascii_lowercase();
         return Ok(if commit.as_str().starts_with(&rev) {
-            Verdict::Keep { label: rev }
+            Verdict::Keep {
+                label: rev,
+                at: false,
+            }
         } else {
             Verdict::Resolve { old_label: None }
         });
@@ -143,17 +150,53 @@ impl History<'_> {
         r.target_commit == *self.commit
     }
 
-    /// The name of the locked commit when it is resolved again: its highest
-    /// release tag.
+    /// The name of the locked commit when it is resolved again: what a ref
+    /// that still points at it calls it ([`commit_label`]: its highest release
+    /// tag, else its highest version branch), else nothing (docs/lockfile.md:
+    /// the old version is shown only when a ref still names the old commit).
     fn old_label(&self) -> Option<String> {
-        release_tag(
+        commit_label(
             self.refs
                 .tags
                 .iter()
                 .filter(|t| self.at(t))
                 .map(|t| t.name.as_str()),
+            self.refs
+                .branches
+                .iter()
+                .filter(|b| self.at(b))
+                .map(|b| b.name.as_str()),
         )
-        .map(|(_, name)| name.to_owned())
+        .map(str::to_owned)
+    }
+
+    /// The verdict for a commit that must be resolved again.
+    fn resolve(&self) -> Verdict {
+        Verdict::Resolve {
+            old_label: self.old_label(),
+        }
+    }
+
+    /// The verdict for a commit that an integer requirement `wanted` must
+    /// resolve again. It is named by a release tag at it, else by a lower
+    /// version branch at it (the branch it is attributed to: the requirement
+    /// changed), else by nothing, so that the line names the commit by the
+    /// branch asked for (a `vN` force-pushed away from it), never by another
+    /// version the project did not ask for.
+    fn resolve_branch(&self, wanted: i128) -> Verdict {
+        let tags = self.refs.tags.iter().filter(|t| self.at(t));
+        let lower = self
+            .refs
+            .branches
+            .iter()
+            .filter(|b| self.at(b) && branch_version(&b.name).is_some_and(|v| v < wanted));
+        Verdict::Resolve {
+            old_label: commit_label(
+                tags.map(|t| t.name.as_str()),
+                lower.map(|b| b.name.as_str()),
+            )
+            .map(str::to_owned),
+        }
     }
 
     /// Whether branch `b` has the locked commit (at its head or in its history).
@@ -181,19 +224,19 @@ impl History<'_> {
         match select_tag(requirement, &at) {
             Ok(selected) => Verdict::Keep {
                 label: selected.git_ref.name,
+                at: true,
             },
-            Err(_) => Verdict::Resolve {
-                old_label: self.old_label(),
-            },
+            Err(_) => self.resolve(),
         }
     }
 
-    /// An integer requirement `wanted`: kept when the commit is on branch
-    /// `v<wanted>` (its head or in its history), as a `KernelLocks` (0.17)
-    /// entry asking for the same version is kept. A commit that is also on a
-    /// lower version branch (a `v2` made at `v1`'s head and moved on since)
-    /// is still one of `v2`'s commits: the file does not record which branch
-    /// it was locked from, so it is not resolved again (`-P` moves it).
+    /// An integer requirement `wanted`: kept when the commit is the head of
+    /// branch `v<wanted>`, or in its history and in the history of no lower
+    /// version branch. A commit that a lower branch has (a `v2` made from
+    /// `v1` and moved on since) is that branch's: the file does not record
+    /// what the entry was locked for, and a requirement changed from `1` to
+    /// `2` must move to `v2`'s head (issue 42), so such an entry is resolved
+    /// again.
     async fn keep_on_branch(&self, wanted: i128) -> Result<Verdict, HubError> {
         let Some(branch) = self
             .refs
@@ -201,21 +244,31 @@ impl History<'_> {
             .iter()
             .find(|b| branch_version(&b.name) == Some(wanted))
         else {
-            return Ok(Verdict::Resolve {
-                old_label: self.old_label(),
-            });
+            return Ok(self.resolve_branch(wanted));
         };
-        if self.at(branch) || self.contains(branch).await? {
+        if self.at(branch) {
             return Ok(Verdict::Keep {
                 label: branch.name.clone(),
+                at: true,
             });
         }
-        // Force-pushed away from `vN` (or the requirement changed): a
-        // variant-hash lock does not record which, and other version branches
-        // that still have the commit say nothing about what the project asked
-        // for, so the old commit is named by the branch asked for now.
-        Ok(Verdict::Resolve {
-            old_label: Some(branch.name.clone()),
+        if !self.contains(branch).await? {
+            // Force-pushed away from `vN`, or never on it.
+            return Ok(self.resolve_branch(wanted));
+        }
+        for lower in self
+            .refs
+            .branches
+            .iter()
+            .filter(|b| branch_version(&b.name).is_some_and(|v| v < wanted))
+        {
+            if self.contains(lower).await? {
+                return Ok(self.resolve_branch(wanted));
+            }
+        }
+        Ok(Verdict::Keep {
+            label: branch.name.clone(),
+            at: false,
         })
     }
 
@@ -226,28 +279,28 @@ impl History<'_> {
             return Ok(if self.at(tag) {
                 Verdict::Keep {
                     label: rev.to_owned(),
+                    at: true,
                 }
             } else {
-                Verdict::Resolve {
-                    old_label: self.old_label(),
-                }
+                self.resolve()
             });
         }
         let branch = rev.strip_prefix("refs/heads/").unwrap_or(rev);
-        if let Some(b) = self.refs.branches.iter().find(|b| b.name == branch)
-            && (self.at(b)
+        if let Some(b) = self.refs.branches.iter().find(|b| b.name == branch) {
+            let at = self.at(b);
+            if at
                 || self
                     .client
                     .is_ancestor(self.repo_type, self.repo_id, branch, self.commit)
-                    .await?)
-        {
-            return Ok(Verdict::Keep {
-                label: rev.to_owned(),
-            });
+                    .await?
+            {
+                return Ok(Verdict::Keep {
+                    label: rev.to_owned(),
+                    at,
+                });
+            }
         }
-        Ok(Verdict::Resolve {
-            old_label: self.old_label(),
-        })
+        Ok(self.resolve())
     }
 }
 

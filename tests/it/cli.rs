@@ -504,3 +504,55 @@ fn closed_output_pipe_is_not_a_panic() {
     );
     snapshot!("closed_output_pipe", output);
 }
+
+/// URL settings are checked before any command runs (issue 45 item 8): a
+/// value without a scheme, a bad port or a user name / password holding an
+/// unencoded delimiter is one error naming the variable, the value
+/// (credentials redacted) and the value to set; nothing is requested.
+#[test]
+fn url_settings_are_checked_at_start() {
+    let context = TestContext::new().with_pyproject(TWO_DEPS);
+    let run = |name: &str, value: &str| {
+        context
+            .kernels()
+            .env(name, value)
+            .args(["lock"])
+            .output()
+            .unwrap()
+    };
+    for (snap, name, value) in [
+        ("url_setting_no_scheme", "HF_ENDPOINT", "127.0.0.1:8080"),
+        (
+            "url_setting_bad_port",
+            "HF_ENDPOINT",
+            "http://127.0.0.1:80800",
+        ),
+        (
+            "url_setting_user_info",
+            "HF_ENDPOINT",
+            "https://hf_user:s3cret/x@huggingface.co",
+        ),
+        (
+            "url_setting_proxy_port",
+            "HTTPS_PROXY",
+            "http://user:s3cret@proxy.example:x",
+        ),
+    ] {
+        let out = run(name, value);
+        assert_eq!(out.status.code(), Some(1), "{}", rendered(&out));
+        let text = rendered(&out);
+        assert!(text.contains(&format!("{name}=")), "{text}");
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(!context.project.join("kernels.lock").exists());
+        snapshot!(snap, out);
+    }
+    // A proxy without a scheme is `http://…`, as curl reads it; checked
+    // before any command (`kernels cache dir` needs no network, and passes).
+    let out = context
+        .kernels()
+        .env("HTTPS_PROXY", "proxy.example:3128")
+        .args(["cache", "dir"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", rendered(&out));
+}

@@ -65,6 +65,12 @@ fn hook_repo() -> tempfile::TempDir {
 /// Runs `pre-commit try-repo <hooks of this repository> <hook>` in `dir` with the
 /// `kernels` under test first on PATH, an unreachable Hub and an empty cache.
 fn try_repo(dir: &Path, hook: &str) -> Output {
+    let cache = tempfile::tempdir().unwrap();
+    try_repo_with_cache(dir, hook, cache.path())
+}
+
+/// [`try_repo`] with the Hub cache at `cache`.
+fn try_repo_with_cache(dir: &Path, hook: &str, cache: &Path) -> Output {
     let hooks = hook_repo();
     let pre_commit = common::pyref_python("pre-commit-4.7.0").with_file_name("pre-commit");
     let home = dir.join(".home");
@@ -73,9 +79,8 @@ fn try_repo(dir: &Path, hook: &str) -> Output {
         &std::env::var_os("PATH").unwrap_or_default(),
     )))
     .unwrap();
-    let cache = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(pre_commit);
-    for (key, value) in common::kernels("http://127.0.0.1:9", cache.path()).get_envs() {
+    for (key, value) in common::kernels("http://127.0.0.1:9", cache).get_envs() {
         match value {
             Some(value) => cmd.env(key, value),
             None => cmd.env_remove(key),
@@ -123,6 +128,58 @@ fn lock_check_hook_passes_fresh_lock_and_fails_edited_manifest() {
     assert!(!stale.status.success(), "{out}");
     // Failed, with the entry `kernels lock --check` found missing.
     snapshot!("lock_check_hook_stale", out, TRY_REPO);
+}
+
+/// The lock-check hook after a requirement changed from `1` to `2` where `v2`
+/// descends from `v1`'s locked commit (issue 42): it fails asking for
+/// `kernels lock`, which moves the entry, and then it goes green (the cache
+/// knows the commit only after the download; before, it is not checkable
+/// offline: exit 0). It never asks for a `kernels lock` that changes nothing.
+#[test]
+fn lock_check_hook_goes_green_after_kernels_lock() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = |n: u32| {
+        format!(
+            "[project]\nname = \"sample\"\nversion = \"0.1.0\"\n\n[tool.kernels.dependencies]\n\"kernels-test/versions\" = {n}\n"
+        )
+    };
+    let kernels = |args: &[&str]| {
+        let out = common::kernels(&server.endpoint, cache.path())
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+    };
+    fs_err::write(dir.path().join("pyproject.toml"), manifest(1)).unwrap();
+    kernels(&["lock"]);
+    kernels(&["download", "--all-variants"]);
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "pyproject.toml", "kernels.lock"]);
+    let green = try_repo_with_cache(dir.path(), "kernels-lock-check", cache.path());
+    assert!(green.status.success(), "{}", text(&green));
+
+    fs_err::write(dir.path().join("pyproject.toml"), manifest(2)).unwrap();
+    git(dir.path(), &["add", "pyproject.toml", "kernels.lock"]);
+    let stale = try_repo_with_cache(dir.path(), "kernels-lock-check", cache.path());
+    assert!(!stale.status.success(), "{}", text(&stale));
+    snapshot!("lock_check_hook_1_to_2", text(&stale), TRY_REPO);
+
+    kernels(&["lock"]);
+    git(dir.path(), &["add", "pyproject.toml", "kernels.lock"]);
+    let relocked = try_repo_with_cache(dir.path(), "kernels-lock-check", cache.path());
+    assert!(relocked.status.success(), "{}", text(&relocked));
+    assert!(
+        !text(&relocked).contains("run `kernels lock`"),
+        "{}",
+        text(&relocked)
+    );
+    kernels(&["download", "--all-variants"]);
+    let green = try_repo_with_cache(dir.path(), "kernels-lock-check", cache.path());
+    assert!(green.status.success(), "{}", text(&green));
+    snapshot!("lock_check_hook_1_to_2_relocked", text(&green), TRY_REPO);
 }
 
 /// What `pre-commit try-repo` prints that varies: the hook repository (a

@@ -515,3 +515,60 @@ fn trust_settings_errors_name_the_file_the_key_and_the_fix() {
         p.run(&["audit", "--trust-root", "elsewhere.json"])
     );
 }
+
+/// A trust root of the wrong shape (`{"mediaType": "x"}`: no CA, no log, no
+/// CT log) is refused when it is read, as sigstore-python refuses it, never
+/// blamed on a bundle: `download`, `verify --signatures` and
+/// `verify-signature` give the same error, `kernels::trust::root_setting`,
+/// naming the `[tool.kernels] trust-root` key (or `--trust-root`).
+#[test]
+fn a_trust_root_of_the_wrong_shape_is_refused_naming_the_setting() {
+    let p = downloaded(true);
+    let good = p.read("trusted_root.json");
+    p.write("trusted_root.json", r#"{"mediaType": "x"}"#);
+    let key = "`trust-root` under [tool.kernels] of ./pyproject.toml";
+    let runs = [
+        (
+            "download",
+            p.run(&["download", "--frozen", "--all-variants"]),
+        ),
+        (
+            "verify_signatures",
+            p.run(&["verify", "--frozen", "--all-variants", "--signatures"]),
+        ),
+        (
+            "verify_signature",
+            p.run(&["verify-signature", CACHED, "1", "--all-variants"]),
+        ),
+    ];
+    for (name, out) in runs {
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
+        let text = stderr(&out);
+        assert!(
+            text.contains("kernels::trust::root_setting"),
+            "{name}: {text}"
+        );
+        assert!(text.contains(key), "{name}: {text}");
+        assert!(text.contains("mediaType is `x`"), "{name}: {text}");
+        let snap = format!("trust_root_wrong_shape_{name}");
+        snapshot!(snap.as_str(), out);
+    }
+    // A root without a transparency log, given on the command line.
+    let mut root: serde_json::Value = serde_json::from_str(&good).unwrap();
+    root.as_object_mut().unwrap().remove("tlogs");
+    p.write("no_tlog.json", &root.to_string());
+    let out = p.run(&[
+        "download",
+        "--frozen",
+        "--all-variants",
+        "--trust-root",
+        "no_tlog.json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stderr(&out);
+    assert!(
+        text.contains("the trust root named by --trust-root cannot be used"),
+        "{text}"
+    );
+    assert!(text.contains("no transparency log"), "{text}");
+}

@@ -192,32 +192,114 @@ fn added_and_removed_entries_are_reported() {
     snapshot!("removed", context.run_ok(&["lock"]));
 }
 
-/// A variant-hash lock records only the commit: a commit on `v1` that `v2`
-/// descends from is one of `v2`'s commits too, so asking for `2` keeps it (as
-/// a `v2` locked while it still pointed there and moved on since must pass
-/// `--check`), and the lines name no requirement change. `-P` moves it to
-/// `v2`'s head.
+/// A requirement changed from `1` to `2` where `v2` descends from `v1`'s
+/// locked commit (issue 42): the commit is `v1`'s, so every gate says the
+/// lock is stale and names `kernels lock`, which moves the entry to `v2`'s
+/// head and names the old commit by `v1`, the ref still pointing at it; then
+/// every gate passes.
 #[test]
-fn a_commit_on_v1_and_v2_stays_locked_for_2_until_upgraded() {
+fn a_requirement_changed_from_1_to_2_moves_to_v2s_head() {
     let context = context(Server::bundled(), &format!("\"{VERSIONS_V1}\" = 1\n"));
     context.run_ok(&["lock"]);
+    // The cache knows the locked commit as `v1`.
+    context.run_ok(&["download", "--all-variants"]);
     let v1 = commit_of(context.endpoint(), VERSIONS_V1, "v1");
     let v2 = commit_of(context.endpoint(), VERSIONS_V1, "v2");
-    assert_ne!(v1, v2);
-    assert_eq!(
-        locked_commits(&context.lockfile()),
-        std::slice::from_ref(&v1)
-    );
-    let before = context.lockfile();
+    assert_eq!(locked_commits(&context.lockfile()), std::slice::from_ref(&v1));
     set_deps(&context, &format!("\"{VERSIONS_V1}\" = 2\n"));
+    snapshot!(
+        "integer_1_to_2_check_offline",
+        context.run(&["lock", "--check", "--offline"])
+    );
+    snapshot!(
+        "integer_1_to_2_verify",
+        context.run(&["verify", "--all-variants"])
+    );
+    snapshot!(
+        "integer_1_to_2_download_offline",
+        context.run(&["download", "--all-variants", "--offline"])
+    );
     snapshot!("integer_1_to_2_check", context.run(&["lock", "--check"]));
     snapshot!("integer_1_to_2", context.run_ok(&["lock"]));
-    assert_eq!(context.lockfile(), before, "the shared commit is kept");
-    snapshot!(
-        "integer_1_to_2_upgrade",
-        context.run_ok(&["lock", "-P", VERSIONS_V1])
+    assert_eq!(locked_commits(&context.lockfile()), std::slice::from_ref(&v2));
+    let relocked = context.lockfile();
+    context.run_ok(&["lock", "--check"]);
+    // Not downloaded yet: the cache does not know `v2`'s commit, so offline
+    // the entry cannot be decided (exit 0, a note), never "run `kernels lock`".
+    let offline = context.run_ok(&["lock", "--check", "--offline"]);
+    assert!(
+        // A negative check: any wording, as long as it never asks for a relock.
+        !String::from_utf8_lossy(&offline.stderr).contains("run `kernels lock`"),
+        "{offline:?}"
     );
-    assert_eq!(locked_commits(&context.lockfile()), [v2]);
+    snapshot!(
+        "integer_1_to_2_download",
+        context.run_ok(&["download", "--all-variants"])
+    );
+    assert_eq!(context.lockfile(), relocked);
+    snapshot!(
+        "integer_1_to_2_check_offline_after",
+        context.run_ok(&["lock", "--check", "--offline"])
+    );
+    context.run_ok(&["verify", "--all-variants"]);
+    context.run_ok(&["download", "--all-variants", "--offline"]);
+}
+
+/// `1 -> 2` while `v2` points at `v1`'s locked commit itself: `kernels lock`
+/// keeps it (it is `v2`'s head), and records `refs/v2` in the cache, which
+/// knew the commit only as `v1`, so the offline check that asked for
+/// `kernels lock` passes afterwards instead of asking again.
+#[test]
+fn a_requirement_moved_to_a_branch_at_the_locked_commit_converges_offline() {
+    let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
+    let context = context(server, &format!("\"{VERSIONS_V1}\" = 1\n"));
+    context.run_ok(&["lock"]);
+    context.run_ok(&["download", "--all-variants"]);
+    let v1 = commit_of(context.endpoint(), VERSIONS_V1, "v1");
+    move_branch(context.endpoint(), VERSIONS_V1, "v2", &v1);
+    let locked = context.lockfile();
+    set_deps(&context, &format!("\"{VERSIONS_V1}\" = 2\n"));
+    let stale = context.run(&["lock", "--check", "--offline"]);
+    assert_eq!(stale.status.code(), Some(1), "{stale:?}");
+    context.run_ok(&["lock", "--check"]);
+    snapshot!("branch_at_locked_commit", context.run_ok(&["lock"]));
+    assert_eq!(context.lockfile(), locked);
+    snapshot!(
+        "branch_at_locked_commit_check_offline",
+        context.run_ok(&["lock", "--check", "--offline"])
+    );
+    context.run_ok(&["verify", "--all-variants"]);
+}
+
+/// A commit of `v10` that `v2` descends from (and `v1` does not have) is
+/// one of `v2`'s: `10 -> 2` keeps it under a plain `kernels lock`, offline
+/// says it cannot decide, and `kernels add REPO 2` relocks the entry as
+/// `kernels lock --breaking` / `-P` do.
+#[test]
+fn add_of_a_changed_requirement_relocks_that_entry() {
+    let context = context(Server::bundled(), &format!("\"{VERSIONS_V1}\" = 10\n"));
+    context.run_ok(&["lock"]);
+    context.run_ok(&["download", "--all-variants"]);
+    let v10 = commit_of(context.endpoint(), VERSIONS_V1, "v10");
+    let v2 = commit_of(context.endpoint(), VERSIONS_V1, "v2");
+    assert_eq!(locked_commits(&context.lockfile()), std::slice::from_ref(&v10));
+    let before = context.lockfile();
+    set_deps(&context, &format!("\"{VERSIONS_V1}\" = 2\n"));
+    context.run_ok(&["lock", "--check"]);
+    snapshot!(
+        "integer_10_to_2_check_offline",
+        context.run_ok(&["lock", "--check", "--offline", "-v"])
+    );
+    assert_eq!(context.lockfile(), before);
+    set_deps(&context, &format!("\"{VERSIONS_V1}\" = 10\n"));
+    snapshot!(
+        "add_changed_requirement",
+        context.run_ok(&["add", VERSIONS_V1, "2"])
+    );
+    assert_eq!(locked_commits(&context.lockfile()), std::slice::from_ref(&v2));
+    // The same requirement again changes nothing.
+    context.run_ok(&["add", VERSIONS_V1, "2"]);
+    assert_eq!(locked_commits(&context.lockfile()), std::slice::from_ref(&v2));
 }
 
 #[test]

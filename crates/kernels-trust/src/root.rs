@@ -89,10 +89,12 @@ impl TrustRoot {
             });
         }
         let text = fs_err::read_to_string(path).map_err(read_error)?;
-        let root = TrustedRoot::from_json(&text).map_err(|e| TrustRootError::Invalid {
+        let invalid = |reason: String| TrustRootError::Invalid {
             origin: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        let root = TrustedRoot::from_json(&text).map_err(|e| invalid(e.to_string()))?;
+        usable(&root).map_err(invalid)?;
         Ok(TrustRoot {
             root,
             origin: TrustRootOrigin::File(path.to_path_buf()),
@@ -106,5 +108,112 @@ impl TrustRoot {
 
     pub(crate) fn sigstore(&self) -> &TrustedRoot {
         &self.root
+    }
+}
+
+/// The only trusted-root media type sigstore-python 4.5.1 (the verifier of
+/// reference 0.17.2) reads.
+pub const TRUSTED_ROOT_MEDIA_TYPE: &str =
+    "application/vnd.dev.sigstore.trustedroot+json;version=0.1";
+
+/// Whether `root` can verify anything, as sigstore-python 4.5.1 decides
+/// (`sigstore.models.TrustedRoot` and `Verifier`): its media type is
+/// [`TRUSTED_ROOT_MEDIA_TYPE`], it has at least one certificate authority and
+/// every authority has a certificate that parses as DER X.509, and it has at
+/// least one transparency log (Rekor) and one certificate transparency log.
+/// Errors: what is missing, in words.
+fn usable(root: &TrustedRoot) -> Result<(), String> {
+    if root.media_type != TRUSTED_ROOT_MEDIA_TYPE {
+        return Err(format!(
+            "its mediaType is `{}`, not `{TRUSTED_ROOT_MEDIA_TYPE}`",
+            root.media_type
+        ));
+    }
+    if root.certificate_authorities.is_empty() {
+        return Err("it has no certificate authority (`certificateAuthorities`)".to_owned());
+    }
+    for (index, authority) in root.certificate_authorities.iter().enumerate() {
+        let certificates = &authority.cert_chain.certificates;
+        if certificates.is_empty() {
+            return Err(format!(
+                "certificate authority {index} (`{}`) has no certificate",
+                authority.uri
+            ));
+        }
+        for certificate in certificates {
+            sigstore_verify::crypto::x509::parse_certificate_info(&certificate.raw_bytes)
+                .map_err(|err| {
+                    format!(
+                        "a certificate of certificate authority {index} (`{}`) is not DER X.509: {err}",
+                        authority.uri
+                    )
+                })?;
+        }
+    }
+    if root.tlogs.is_empty() {
+        return Err("it has no transparency log (`tlogs`)".to_owned());
+    }
+    if root.ctlogs.is_empty() {
+        return Err("it has no certificate transparency log (`ctlogs`)".to_owned());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<TrustRoot, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trusted_root.json");
+        fs_err::write(&path, text).unwrap();
+        TrustRoot::from_file(&path).map_err(|err| match err {
+            TrustRootError::Invalid { reason, .. } => reason,
+            other => other.to_string(),
+        })
+    }
+
+    /// A change to a trusted root's JSON.
+    type Edit = fn(&mut serde_json::Value);
+
+    /// The production root with `edit` applied to its JSON.
+    fn edited(edit: impl Fn(&mut serde_json::Value)) -> String {
+        let mut root: serde_json::Value =
+            serde_json::from_str(SIGSTORE_PRODUCTION_TRUSTED_ROOT).unwrap();
+        edit(&mut root);
+        root.to_string()
+    }
+
+    #[test]
+    fn the_production_root_is_usable() {
+        assert!(read(SIGSTORE_PRODUCTION_TRUSTED_ROOT).is_ok());
+    }
+
+    #[test]
+    fn roots_without_a_ca_or_a_log_are_refused() {
+        let err = read(r#"{"mediaType": "x"}"#).unwrap_err();
+        assert!(err.contains("mediaType is `x`"), "{err}");
+        let cases: [(&str, Edit); 5] = [
+            ("no certificate authority", |r| {
+                r["certificateAuthorities"] = serde_json::json!([]);
+            }),
+            ("has no certificate", |r| {
+                r["certificateAuthorities"][0]["certChain"]["certificates"] = serde_json::json!([]);
+            }),
+            ("is not DER X.509", |r| {
+                r["certificateAuthorities"][0]["certChain"]["certificates"][0]["rawBytes"] =
+                    serde_json::json!("AAAA");
+            }),
+            ("no transparency log", |r| {
+                r.as_object_mut().unwrap().remove("tlogs");
+            }),
+            ("no certificate transparency log", |r| {
+                r["ctlogs"] = serde_json::json!([]);
+            }),
+        ];
+        for (expected, edit) in cases {
+            let err = read(&edited(edit)).unwrap_err();
+            assert!(err.contains(expected), "{expected}: {err}");
+        }
     }
 }

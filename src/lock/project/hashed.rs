@@ -212,8 +212,8 @@ impl Locker<'_> {
         let mut old_label = None;
         if let Some(previous) = self.previous_for_label(dep) {
             // Upgraded anyway: only name what the old commit was, by the ref
-            // the requirement keeps it under when it still satisfies it (a
-            // commit on `v1` and `v2` is `v2`'s for `= 2`), else by any ref.
+            // at it that keeps it for the requirement, else by a ref that
+            // still points at it, else by the ref that has it in its history.
             let kept = keep_hashed(
                 self.client,
                 resolver.repo_type(),
@@ -222,17 +222,18 @@ impl Locker<'_> {
                 &previous.sha,
             )
             .await;
+            let at = label_at(
+                self.client,
+                resolver.repo_type(),
+                &dep.repo_id,
+                &previous.sha,
+            );
             old_label = match kept {
-                Ok(Verdict::Keep { label }) => Some(label),
-                _ => {
-                    label_at(
-                        self.client,
-                        resolver.repo_type(),
-                        &dep.repo_id,
-                        &previous.sha,
-                    )
-                    .await
-                }
+                Ok(Verdict::Keep { label, at: true }) => Some(label),
+                // In the history only: a ref that still points at the commit
+                // names it, else the ref that keeps it.
+                Ok(Verdict::Keep { label, at: false }) => at.await.or(Some(label)),
+                _ => at.await,
             };
         } else if let Some(previous) = self.previous_hashed(dep) {
             let verdict = keep_hashed(
@@ -244,7 +245,7 @@ impl Locker<'_> {
             )
             .await;
             match verdict {
-                Ok(Verdict::Keep { label })
+                Ok(Verdict::Keep { label, .. })
                     if !self
                         .cooldown_keeps(
                             resolver.repo_type(),
@@ -257,7 +258,10 @@ impl Locker<'_> {
                     // Locked before the cooldown held it back.
                     old_label = Some(label);
                 }
-                Ok(Verdict::Keep { label }) => {
+                Ok(Verdict::Keep { label, at }) => {
+                    if at {
+                        self.record_ref(resolver.repo_type(), &dep.repo_id, &label, &previous.sha);
+                    }
                     return Ok(Hashed::Kept {
                         lock: previous.clone(),
                         label,
@@ -278,7 +282,38 @@ impl Locker<'_> {
             }
         }
         let (kernel, notes) = self.resolve_hashed(resolver, dep).await?;
+        // Resolved again to exactly the locked entry (a cooldown holding `vN`
+        // back at a commit a lower branch has too): no change, so no old name.
+        if self.previous_entry(dep).is_some_and(|previous| {
+            previous.sha == kernel.commit
+                && previous.variants.len() == kernel.variants.len()
+                && kernel.variants.iter().all(|(name, hash)| {
+                    previous.variants.get(name).is_some_and(|v| v.hash == *hash)
+                })
+        }) {
+            old_label = None;
+        }
         Ok(Hashed::Resolved(Box::new(kernel), notes, old_label))
+    }
+
+    /// After keeping `commit` because the ref `name` points at it: when the
+    /// Hub cache already knows the commit under other names only, records
+    /// `refs/<name>` there too, so that the offline check (which reads those
+    /// names, `lock/freshness.rs`) agrees with this lock instead of asking for
+    /// a `kernels lock` that changes nothing. A cold cache stays untouched, and
+    /// a cache that cannot be written keeps what it has.
+    fn record_ref(&self, repo_type: RepoType, repo_id: &RepoId, name: &str, commit: &CommitId) {
+        let Some(cache) = &self.options.cache else {
+            return;
+        };
+        let repo = cache.repo(repo_id, repo_type);
+        let known = repo.refs_at(commit);
+        if known.is_empty() || known.iter().any(|r| r == name) {
+            return;
+        }
+        if let Err(err) = repo.write_ref(name, commit.as_str()) {
+            tracing::warn!("{repo_id}: cannot record refs/{name}: {err}");
+        }
     }
 
     async fn resolve_hashed(
