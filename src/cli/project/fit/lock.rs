@@ -10,10 +10,10 @@ use std::path::Path;
 use kernels_cache::HubCache;
 use kernels_types::fit::Target;
 
-use super::json::{FitCheckDoc, FitFindingDoc};
-use super::lock::LockArgs;
-use super::printer::Printer;
-use super::profile::choose_profile;
+use crate::cli::json::{FitCheckDoc, FitFindingDoc};
+use crate::cli::printer::Printer;
+use crate::cli::project::locking::LockRequest;
+use crate::cli::project::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::fit::{FitFinding, cached_lock_variants, findings};
 use crate::lock::format::Lockfile;
@@ -65,26 +65,26 @@ impl FitCheck {
 /// `None` when no target is declared or there is no readable lock or manifest
 /// (the freshness check reports those).
 pub fn check_cached(
-    args: &LockArgs,
+    request: &LockRequest,
     settings: &Settings,
     printer: &Printer,
     lock_path: &Path,
 ) -> miette::Result<Option<FitCheck>> {
-    let dir = &args.project.project_dir;
+    let dir = &request.project_dir;
     let (Ok(manifest), Ok(lockfile)) = (Manifest::read(dir), Lockfile::read(lock_path)) else {
         return Ok(None);
     };
-    let targets = declared(&args.targets.targets(), &manifest);
+    let targets = declared(&request.targets, &manifest);
     if !targets.is_checked() {
         return Ok(None);
     }
     let silent = printer.quiet_if(true);
     let profile = choose_profile(
         dir,
-        args.runtime.version(),
+        request.target_runtime.as_deref(),
         manifest.target_runtime(),
         Some(lockfile.format()),
-        args.repo.repo_type,
+        request.repo_type,
         &silent,
     )?;
     let runtime = profile
