@@ -1,11 +1,13 @@
-//! Command-line interface: clap definitions and dispatch only.
+//! Command-line interface: the clap tree and dispatch only.
 //!
-//! Each subcommand lives in its own module with an `Args` struct and a `run`
-//! function that translates arguments into library calls and prints results.
-//! Output rules: data on stdout, status and progress on stderr, all through
-//! the one [`printer::Printer`] that [`main`] builds from the arguments;
-//! `--format json` documents are the types of [`json`]; flags shared by
-//! several commands are the groups of [`args`].
+//! Each subcommand lives in its own module (a private `mod` here) with an
+//! `Args` struct and a `run` function that translates arguments into library
+//! calls and prints results; commands never import each other: what several
+//! share is the use-case layer [`project`] (locking, the lock read, the target
+//! runtime, the Hub client). Output rules: data on stdout, status and
+//! progress on stderr, all through the one [`printer::Printer`] that [`main`]
+//! builds from the arguments; `--format json` documents are the types of
+//! [`json`]; flags shared by several commands are the groups of [`args`].
 
 mod add;
 pub mod args;
@@ -343,16 +345,7 @@ fn dispatch(
             args.project.resolve(global)?;
             tree::run_tree(args, settings, global, printer)
         }
-        Command::Outdated(mut args) => {
-            args.project.resolve(global)?;
-            let project = args.project.clone();
-            match tree::run_outdated(args, settings, global, printer)? {
-                tree::Outdated::Done(code) => Ok(code),
-                tree::Outdated::Benchmark(repos) => {
-                    benchmark::run_against(repos, &project, settings, global, printer)
-                }
-            }
-        }
+        Command::Outdated(args) => outdated(args, settings, global, printer),
         Command::Versions(args) => {
             let dir = project_dir(None, global)?;
             tree::run_versions(args, &dir, settings, printer)
@@ -406,6 +399,24 @@ fn dispatch(
         Command::GenerateCliReference => {
             printer.data_raw(reference::markdown(&command()));
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `kernels outdated`, then, with `--benchmark` and outdated kernels, `kernels
+/// benchmark` of those against the versions they could move to.
+fn outdated(
+    mut args: tree::OutdatedArgs,
+    settings: &Settings,
+    global: &GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
+    args.project.resolve(global)?;
+    let project = args.project.clone();
+    match tree::run_outdated(args, settings, global, printer)? {
+        tree::Outdated::Done(code) => Ok(code),
+        tree::Outdated::Benchmark(repos) => {
+            benchmark::run_against(repos, &project, settings, global, printer)
         }
     }
 }
