@@ -9,7 +9,7 @@ use super::GlobalArgs;
 use super::args::{RepoTypeArgs, TargetRuntimeArgs};
 use super::printer::Printer;
 use super::project::edit::{Edit, edit_then_lock};
-use super::project::locking::LockRequest;
+use super::project::locking::{self, LockRequest};
 use super::project::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::edit::{
@@ -117,7 +117,9 @@ pub fn run_add(
         new_text: &new_text,
         status: &status,
     };
-    let code = edit_then_lock(&edit, lock, settings, global, printer)?;
+    let code = edit_then_lock(&edit, &lock_path, global, printer, || {
+        locking::run_inner(lock, settings, global, printer)
+    })?;
     if code == ExitCode::SUCCESS && !global.frozen {
         super::project::fit::add::warn_if_nothing_fits(
             project_dir,
@@ -245,7 +247,10 @@ pub fn run_remove(
         new_text: &new_text,
         status: &status,
     };
-    edit_then_lock(&edit, lock, settings, global, printer)
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    edit_then_lock(&edit, &lock_path, global, printer, || {
+        locking::run_inner(lock, settings, global, printer)
+    })
 }
 
 /// `{what} [tool.kernels.dependencies] of {path}`: the status line of `add`

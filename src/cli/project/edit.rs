@@ -10,9 +10,6 @@ use kernels_cache::atomic::write_atomic;
 use crate::cli::GlobalArgs;
 use crate::cli::printer::Printer;
 use crate::cli::project::interrupt::{RestoreOnSignal, Saved};
-use crate::cli::project::locking::LockRequest;
-use crate::cli::settings::Settings;
-use crate::lock::format::LOCK_FILE_NAME;
 
 /// An edit of `pyproject.toml` by `kernels add`, `kernels remove` or
 /// `kernels lock --breaking`.
@@ -27,15 +24,16 @@ pub struct Edit<'a> {
     pub status: &'a [String],
 }
 
-/// Writes the edited manifest and locks; on failure puts `pyproject.toml` and
-/// `kernels.lock` back as they were. Under `--frozen` only the manifest is
-/// edited (as `uv add --frozen`).
+/// Writes the edited manifest and runs `lock` (which locks the project,
+/// writing `lock_path`); when it fails, or on Ctrl-C, puts `pyproject.toml`
+/// and `kernels.lock` back as they were. Under `--frozen` only the manifest
+/// is edited (as `uv add --frozen`).
 pub fn edit_then_lock(
     edit: &Edit<'_>,
-    lock: LockRequest,
-    settings: &Settings,
+    lock_path: &Path,
     global: &GlobalArgs,
     printer: &Printer,
+    lock: impl FnOnce() -> miette::Result<ExitCode>,
 ) -> miette::Result<ExitCode> {
     let &Edit {
         path,
@@ -53,13 +51,12 @@ pub fn edit_then_lock(
             )
         })
     };
-    let lock_path = lock.project_dir.join(LOCK_FILE_NAME);
     let saved = [
         Saved {
             path: path.to_owned(),
             bytes: Some(old_text.as_bytes().to_vec()),
         },
-        Saved::read(lock_path.clone()),
+        Saved::read(lock_path.to_owned()),
     ];
     let left_as_they_were = format!(
         "{} and {} were left as they were",
@@ -83,7 +80,7 @@ pub fn edit_then_lock(
         printer.status("--frozen: kernels.lock was not updated; run `kernels lock` to update it");
         return Ok(ExitCode::SUCCESS);
     }
-    let result = super::locking::run_inner(lock, settings, global, printer);
+    let result = lock();
     drop(guard);
     let failed = !matches!(result, Ok(code) if code == ExitCode::SUCCESS);
     if failed && saved.iter().map(Saved::restore).fold(true, |a, b| a & b) {

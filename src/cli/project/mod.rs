@@ -4,9 +4,9 @@
 //! and never another command file. Nothing here imports a command file.
 //!
 //! * [`locking`]: a lock request with defaults, and the lock operation that
-//!   `lock`, `add`, `remove`, `lock --breaking` ([`breaking`]) and the
-//!   stale-lock gate ([`stale`]) run; [`edit`] puts `pyproject.toml` and
-//!   `kernels.lock` back when locking after an edit fails.
+//!   `lock` (with `--breaking`), `add`, `remove` and the stale-lock gate
+//!   ([`stale`]) run; [`edit`] puts `pyproject.toml` and `kernels.lock` back
+//!   when locking after an edit fails.
 //! * [`read`]: a project's `kernels.lock` read with its refs, its variant
 //!   selection and its trust settings; the missing-lock error.
 //! * [`profile`]: the target-runtime inputs (the policy is
@@ -18,7 +18,6 @@
 //!   and `env`; [`causes`]: one message per cause when several kernels fail
 //!   alike.
 
-pub mod breaking;
 pub mod causes;
 pub mod client;
 pub mod edit;

@@ -3,22 +3,24 @@
 //! fresh plan, with the fit of the declared targets; its report as text or
 //! JSON.
 
-use super::LockRequest;
-use super::plan::{PlanInputs, plan};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use kernels_cache::HubCache;
 use kernels_types::wire::RepoType;
 
+use super::LockRequest;
+use super::plan::{PlanInputs, plan};
 use crate::cli::GlobalArgs;
 use crate::cli::args::{OutputFormat, RepoTypeArg};
 use crate::cli::json::CheckDoc;
 use crate::cli::printer::Printer;
+use crate::cli::project::fit::lock::{FitCheck, declared};
 use crate::cli::project::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::cooldown::{ExcludeNewer, Use};
-use crate::lock::format::LOCK_FILE_NAME;
+use crate::lock::fit::{cached_lock_variants, findings};
+use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::freshness::{CheckReport, FindingKind, LockOnDisk, check_offline, diff_locks};
 use crate::lock::manifest::Manifest;
 use crate::lock::profile::ProfileSource;
@@ -238,9 +240,7 @@ pub(super) fn run(
     // Online the re-resolved lock's fit; offline the cached metadata's.
     let fit = match online {
         Some(fit) => Some(fit),
-        None => {
-            crate::cli::project::fit::lock::check_cached(request, settings, printer, &lock_path)?
-        }
+        None => fit_of_cached(request, settings, printer, &lock_path)?,
     };
     let stale = print_report(
         &report,
@@ -285,4 +285,43 @@ fn report_text(report: &CheckReport, verbose: bool) -> String {
         ));
     }
     out
+}
+
+/// The fit of the lock at `lock_path` from the cache, without a request
+/// (`kernels lock --check --offline`: only downloaded variants have their
+/// `metadata.json` linked in the snapshot, the others are "not checked");
+/// `None` when no target is declared or there is no readable lock or manifest
+/// (the freshness check reports those).
+fn fit_of_cached(
+    request: &LockRequest,
+    settings: &Settings,
+    printer: &Printer,
+    lock_path: &Path,
+) -> miette::Result<Option<FitCheck>> {
+    let dir = &request.project_dir;
+    let (Ok(manifest), Ok(lockfile)) = (Manifest::read(dir), Lockfile::read(lock_path)) else {
+        return Ok(None);
+    };
+    let targets = declared(&request.targets, &manifest);
+    if !targets.is_checked() {
+        return Ok(None);
+    }
+    let silent = printer.quiet_if(true);
+    let profile = choose_profile(
+        dir,
+        request.target_runtime.as_deref(),
+        manifest.target_runtime(),
+        Some(lockfile.format()),
+        request.repo_type,
+        &silent,
+    )?;
+    let runtime = profile
+        .runtime
+        .map(crate::variant::FitPolicy::runtime_release);
+    let cache = HubCache::new(&settings.cache_dir);
+    let findings = cached_lock_variants(&lockfile, &cache, profile.repo_type)
+        .iter()
+        .flat_map(|kernel| findings(kernel, &targets.list, runtime))
+        .collect();
+    Ok(Some(FitCheck { targets, findings }))
 }

@@ -5,6 +5,7 @@
 //! (manifest, target profile, sticky resolution, fit of the declared targets)
 //! and writing `kernels.lock`.
 
+mod breaking;
 mod check;
 mod plan;
 mod write;
@@ -57,7 +58,7 @@ pub struct LockRequest {
     /// `--upgrade-package`: resolve these entries again.
     pub upgrade_package: Vec<RepoId>,
     /// `--breaking`: raise integer requirements to the newest fitting major
-    /// first ([`super::breaking`]).
+    /// first (`locking/breaking.rs`).
     pub breaking: bool,
     /// `--dry-run`: print what would change, write nothing.
     pub dry_run: bool,
@@ -242,7 +243,7 @@ pub fn run_inner(
         return Err(Frozen { path: lock_path }.into());
     }
     if request.breaking {
-        return crate::cli::project::breaking::run(request, settings, global, printer);
+        return breaking::run(request, settings, global, printer);
     }
     let on_disk = LockOnDisk::read(&lock_path);
     if !request.force

@@ -6,10 +6,10 @@
 
 use std::process::ExitCode;
 
+use super::LockRequest;
 use crate::cli::GlobalArgs;
 use crate::cli::printer::Printer;
 use crate::cli::project::edit::{Edit, edit_then_lock};
-use crate::cli::project::locking::{self, LockRequest};
 use crate::cli::project::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::breaking::{FitFor, Raise, newest_major};
@@ -37,7 +37,7 @@ pub fn run(
     let manifest = Manifest::read(&dir)?;
     let lock_path = dir.join(LOCK_FILE_NAME);
     let old_lock = Lockfile::read(&lock_path).ok();
-    let only = match locking::check_upgrade_packages(
+    let only = match super::check_upgrade_packages(
         &Upgrade::Packages(request.upgrade_package.clone()),
         &manifest,
         old_lock.as_ref(),
@@ -72,7 +72,7 @@ pub fn run(
         &quiet,
     )?;
     if raises.is_empty() {
-        return locking::run_inner(request, settings, global, printer);
+        return super::run_inner(request, settings, global, printer);
     }
     let old_text: &str = &manifest.text;
     let mut new_text = old_text.to_owned();
@@ -98,7 +98,9 @@ pub fn run(
         new_text: &new_text,
         status: &status,
     };
-    edit_then_lock(&edit, request, settings, global, &quiet)
+    edit_then_lock(&edit, &lock_path, global, &quiet, || {
+        super::run_inner(request, settings, global, &quiet)
+    })
 }
 
 /// The raises of `chosen` (integer requirements only), in manifest order.
