@@ -289,12 +289,12 @@ fn crate_offences(root: &Path, ranks: &BTreeMap<String, u32>) -> Vec<String> {
             .map(|s| s.split("\n[").next().unwrap_or_default())
             .unwrap_or_default();
         for dep in deps.lines().filter_map(|l| l.split(['.', ' ', '=']).next()) {
-            if let Some(&other) = ranks.get(dep).filter(|_| dep.starts_with("kernels-")) {
-                if other >= rank {
-                    out.push(format!(
-                        "crates/{name} (rank {rank}) depends on {dep} (rank {other})"
-                    ));
-                }
+            if let Some(&other) = ranks.get(dep).filter(|_| dep.starts_with("kernels-"))
+                && other >= rank
+            {
+                out.push(format!(
+                    "crates/{name} (rank {rank}) depends on {dep} (rank {other})"
+                ));
             }
         }
     }
