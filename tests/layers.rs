@@ -61,6 +61,10 @@ fn code_of(text: &str) -> String {
         Some(at) => &text[..at],
         None => text,
     };
+    // A quote as a character literal starts no string; a raw string ends
+    // only at its own `"#`.
+    let text = text.replace("'\"'", "' '").replace("'\\\"'", "' '");
+    let text = without_raw_strings(&text);
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -89,6 +93,22 @@ fn code_of(text: &str) -> String {
             _ => out.push(c),
         }
     }
+    out
+}
+
+/// `text` with each raw string `r#"…"#` emptied (its line breaks kept).
+fn without_raw_strings(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("r#\"") {
+        out.push_str(&rest[..at]);
+        let body = &rest[at + 3..];
+        let end = body.find("\"#").unwrap_or(body.len());
+        out.push_str("\"\"");
+        out.extend(body[..end].chars().filter(|c| *c == '\n'));
+        rest = body.get(end + 2..).unwrap_or_default();
+    }
+    out.push_str(rest);
     out
 }
 
@@ -366,6 +386,9 @@ fn the_check_catches_a_command_importing_another_and_an_upward_import() {
         check("lock/provenance.rs", "fn f(_: &crate::install::X) {}").len(),
         1
     );
+    // Quotes in a character literal or a raw string hide nothing after them.
+    let after_quotes = "let q = '\"'; let r = r#\"{\"a\": 1}\"#;\nuse super::lock::run;\n";
+    assert_eq!(check("cli/add.rs", after_quotes).len(), 1);
     // Allowed: the shared layer, the flag groups, a lower layer, its own
     // submodules, comments and strings.
     let fine = "use super::project::read;\nuse super::args::X;\nuse crate::lock::Y;\n\
