@@ -1,19 +1,22 @@
 //! `kernels`: lock and download compute kernels hosted on the Hugging Face Hub.
 //!
-//! Layers, top to bottom; each uses only the ones below it (see
-//! `docs/architecture.md`):
+//! Layers, top to bottom; each uses only the ones of a lower rank (the table
+//! of `docs/architecture.md`, which `tests/layers.rs` checks):
 //!
 //! ```text
-//! cli/       arguments, settings (the only environment reader), printing, progress
-//! wheel/     to-wheel            mirror/    kernels mirror    check/   kernels check
-//! info/      kernels info       export/  kernels export (SBOM)
-//! signatures/  verify-signature · verify --signatures · audit (over kernels-trust)
-//! benchmark/ kernels benchmark (driver, statistics)
-//! install/   plan · fetch · engine · warm check · verify · dry-run · explain
-//! variant/   variant selection and environment detection
-//! lock/      manifest · requirement · resolver · project locking · freshness ·
-//!            conflict · target-runtime policy · formats
-//! kernels-cache, kernels-hub, kernels-serve, kernels-trust, kernels-types   (crates/)
+//! 6  cli/       the clap tree and dispatch; commands over a shared use-case layer
+//!               (cli/project/); arguments, settings (the only environment reader),
+//!               printing, progress, JSON documents
+//! 5  check/     kernels check         benchmark/  kernels benchmark
+//!    signatures/ verify --signatures · verify-signature · audit (over kernels-trust)
+//!    wheel/     to-wheel              mirror/     kernels mirror
+//!    export/    kernels export (SBOM) info/       kernels info
+//! 4  install/   plan · fetch · engine · warm check · verify · dry-run · explain
+//! 3  variant/   variant selection and environment detection
+//! 2  lock/      manifest · requirement · resolver · project locking · freshness ·
+//!               conflict · target-runtime policy · formats · provenance
+//! 1  kernels-cache, kernels-hub, kernels-trust, kernels-serve   (crates/)
+//! 0  kernels-types, kernels-fs                                  (crates/)
 //! ```
 
 pub mod benchmark;

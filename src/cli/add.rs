@@ -7,17 +7,16 @@ use std::process::ExitCode;
 
 use super::GlobalArgs;
 use super::args::{RepoTypeArgs, TargetRuntimeArgs};
-use super::interrupt::{RestoreOnSignal, Saved};
-use super::lock::LockArgs;
 use super::printer::Printer;
-use super::profile::choose_profile;
+use super::project::edit::{Edit, edit_then_lock};
+use super::project::locking::{self, LockRequest};
+use super::project::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::edit::{
     EditError, add_dependency, check_support, default_value, parse_entry_value, remove_dependencies,
 };
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, Manifest, ManifestError};
-use kernels_cache::atomic::write_atomic;
 use kernels_types::repo_id::RepoId;
 
 /// Arguments of `kernels add`.
@@ -110,9 +109,9 @@ pub fn run_add(
         None => format!("Added `{}` = {value} to", args.repo_id),
     };
     let status = [table_line(&what, &path)];
-    let mut lock = LockArgs::for_project(project_dir);
-    lock.runtime = args.runtime;
-    lock.repo = args.repo;
+    let mut lock = LockRequest::for_project(project_dir);
+    lock.target_runtime = args.runtime.target_runtime;
+    lock.repo_type = args.repo.repo_type;
     lock.trust = args.trust;
     // A changed requirement relocks that entry as `kernels lock --breaking`
     // does (`-P`): its old commit may satisfy the new requirement too.
@@ -125,9 +124,11 @@ pub fn run_add(
         new_text: &new_text,
         status: &status,
     };
-    let code = edit_then_lock(&edit, lock, settings, global, printer)?;
+    let code = edit_then_lock(&edit, &lock_path, global, printer, || {
+        locking::run_inner(lock, settings, global, printer)
+    })?;
     if code == ExitCode::SUCCESS && !global.frozen {
-        super::add_fit::warn_if_nothing_fits(
+        super::project::fit::add::warn_if_nothing_fits(
             project_dir,
             &args.repo_id,
             &profile,
@@ -177,11 +178,14 @@ fn entry_value(
                     args.repo_id
                 ));
             }
-            let client =
-                super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
-            let refs = super::runtime()?
+            let client = super::project::client::client_showing_retries(
+                settings,
+                printer,
+                printer.lines_mode(),
+            )?;
+            let refs = super::project::client::runtime()?
                 .block_on(client.list_refs(profile.repo_type, &args.repo_id))
-                .map_err(|err| super::causes::hub_failure(err, settings))?;
+                .map_err(|err| super::project::causes::hub_failure(err, settings))?;
             default_value(&args.repo_id, &refs, profile.requirements, runtime)?
         }
     })
@@ -211,7 +215,7 @@ fn with_refs_help(
         return error;
     };
     let client = profile.hub_client(&client).single_attempt();
-    let Ok(rt) = super::runtime() else {
+    let Ok(rt) = super::project::client::runtime() else {
         return error;
     };
     let Ok(refs) = rt.block_on(client.list_refs(profile.repo_type, &args.repo_id)) else {
@@ -254,97 +258,22 @@ pub fn run_remove(
             .join(", ")
     );
     let status = [table_line(&what, &path)];
-    let mut lock = LockArgs::for_project(project_dir);
-    lock.runtime = args.runtime;
+    let mut lock = LockRequest::for_project(project_dir);
+    lock.target_runtime = args.runtime.target_runtime;
     let edit = Edit {
         path: &path,
         old_text: &text,
         new_text: &new_text,
         status: &status,
     };
-    edit_then_lock(&edit, lock, settings, global, printer)
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    edit_then_lock(&edit, &lock_path, global, printer, || {
+        locking::run_inner(lock, settings, global, printer)
+    })
 }
 
 /// `{what} [tool.kernels.dependencies] of {path}`: the status line of `add`
 /// and `remove`.
 fn table_line(what: &str, path: &Path) -> String {
     format!("{what} [tool.kernels.dependencies] of {}", path.display())
-}
-
-/// An edit of `pyproject.toml` by `kernels add`, `kernels remove` or
-/// `kernels lock --breaking`.
-pub(super) struct Edit<'a> {
-    /// The manifest's path.
-    pub path: &'a Path,
-    /// Its text before the edit.
-    pub old_text: &'a str,
-    /// Its text after the edit.
-    pub new_text: &'a str,
-    /// What the edit did, one status line each, printed once it is written.
-    pub status: &'a [String],
-}
-
-/// Writes the edited manifest and locks; on failure puts `pyproject.toml` and
-/// `kernels.lock` back as they were. Under `--frozen` only the manifest is
-/// edited (as `uv add --frozen`).
-pub(super) fn edit_then_lock(
-    edit: &Edit<'_>,
-    lock: LockArgs,
-    settings: &Settings,
-    global: &GlobalArgs,
-    printer: &Printer,
-) -> miette::Result<ExitCode> {
-    let &Edit {
-        path,
-        old_text,
-        new_text,
-        status,
-    } = edit;
-    let write = |bytes: &[u8], file: &Path| {
-        write_atomic(file, bytes).map_err(|err| {
-            miette::miette!(
-                code = "kernels::add::write",
-                help = "check that the project directory is writable",
-                "cannot write {}: {err}",
-                file.display()
-            )
-        })
-    };
-    let lock_path = lock.project.project_dir.join(LOCK_FILE_NAME);
-    let saved = [
-        Saved {
-            path: path.to_owned(),
-            bytes: Some(old_text.as_bytes().to_vec()),
-        },
-        Saved::read(lock_path.clone()),
-    ];
-    let left_as_they_were = format!(
-        "{} and {} were left as they were",
-        path.display(),
-        lock_path.display()
-    );
-    // Ctrl-C from here to the end of locking puts both back too.
-    let guard = RestoreOnSignal::arm(
-        saved.to_vec(),
-        format!("Interrupted: {left_as_they_were}"),
-        printer,
-    )
-    .map_err(|err| miette::miette!("cannot listen for Ctrl-C: {err}"))?;
-    if new_text != old_text {
-        write(new_text.as_bytes(), path)?;
-    }
-    for line in status {
-        printer.status(line);
-    }
-    if global.frozen {
-        printer.status("--frozen: kernels.lock was not updated; run `kernels lock` to update it");
-        return Ok(ExitCode::SUCCESS);
-    }
-    let result = super::lock::run_inner(lock, settings, global, printer);
-    drop(guard);
-    let failed = !matches!(result, Ok(code) if code == ExitCode::SUCCESS);
-    if failed && saved.iter().map(Saved::restore).fold(true, |a, b| a & b) {
-        printer.status(format_args!("Locking failed: {left_as_they_were}"));
-    }
-    result
 }

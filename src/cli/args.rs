@@ -9,6 +9,7 @@ use kernels_types::fit::{Capability, Target};
 use kernels_types::wire::RepoType;
 
 use crate::lock::trust_settings::TrustSettings;
+use crate::variant::VariantRequest;
 
 /// The positional `PROJECT_DIR` of the commands that work on a project.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -40,7 +41,7 @@ impl ProjectArgs {
     /// # Errors
     /// Both are given and differ.
     pub fn resolve(&mut self, global: &super::GlobalArgs) -> miette::Result<()> {
-        self.project_dir = super::project_dir(self.project_arg.take(), global)?;
+        self.project_dir = project_dir(self.project_arg.take(), global)?;
         Ok(())
     }
 }
@@ -297,5 +298,157 @@ fn parse_torch(s: &str) -> Result<(u32, u32), String> {
     match (major.parse(), minor.parse()) {
         (Ok(major), Ok(minor)) => Ok((major, minor)),
         _ => Err(format!("`{s}` is not MAJOR.MINOR (for example `2.8`)")),
+    }
+}
+
+/// `--locked` and `--frozen`, on the commands that read `kernels.lock`.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct LockModeArgs {
+    /// Require an up-to-date lock: fail, without changing anything, when
+    /// `kernels.lock` is missing or when resolving `pyproject.toml` again would change
+    /// it. Also set by a true `KERNELS_LOCKED`.
+    #[arg(long, conflicts_with = "frozen")]
+    pub locked: bool,
+
+    /// Use `kernels.lock` as it is: no check that it still matches `pyproject.toml`,
+    /// and no update of it; fail when it is missing. Also set by a true
+    /// `KERNELS_FROZEN` (which `kernels lock --check` ignores).
+    #[arg(long)]
+    pub frozen: bool,
+}
+
+/// `--no-progress`, on the commands that draw progress.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct ProgressArgs {
+    /// Show no progress bars or spinners, only plain status lines (also set
+    /// by a true `HF_HUB_DISABLE_PROGRESS_BARS`).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// `--cache-dir`, on the commands that use the Hub cache.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CacheArgs {
+    /// The Hugging Face hub cache to read and write. Default: `HF_HUB_CACHE`,
+    /// else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
+    #[arg(long, value_name = "DIR", env = "KERNELS_CACHE", global = true)]
+    pub cache_dir: Option<std::path::PathBuf>,
+}
+
+/// `--format` values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Human-readable text.
+    #[default]
+    Text,
+    /// One JSON document on stdout.
+    Json,
+}
+
+/// Variant selection and repository type, shared by `download` and `verify`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SelectArgs {
+    /// Use this build variant (a directory under `build/`); repeatable. Each
+    /// kernel takes the named variants it has, and a kernel with none of them
+    /// is an error. Without it, the variant is chosen for the project's torch.
+    #[arg(long = "variant", value_name = "NAME", conflicts_with = "all_variants")]
+    pub variants: Vec<String>,
+
+    /// Use every build variant of every kernel.
+    #[arg(long)]
+    pub all_variants: bool,
+
+    /// `--target-runtime`.
+    #[command(flatten)]
+    pub runtime: TargetRuntimeArgs,
+
+    /// `--repo-type`.
+    #[command(flatten)]
+    pub repo: RepoTypeArgs,
+
+    /// The environment the variant is chosen for, instead of asking torch.
+    #[command(flatten)]
+    pub env: EnvArgs,
+
+    /// The GPUs the variants must load on (`--cuda-capability`, `--rocm-arch`).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+}
+
+impl SelectArgs {
+    /// The variants asked for: `--all-variants`, the `--variant` names, or
+    /// detection from torch.
+    pub fn request(&self) -> VariantRequest {
+        if self.all_variants {
+            VariantRequest::All
+        } else if !self.variants.is_empty() {
+            VariantRequest::Named(self.variants.clone())
+        } else {
+            VariantRequest::Detect
+        }
+    }
+
+    /// The same selection as command-line flags, for hints (`--all-variants`,
+    /// `--variant A --variant B`, `--repo-type model`, or nothing).
+    pub fn flags(&self) -> String {
+        let mut out = String::new();
+        if self.all_variants {
+            out.push_str(" --all-variants");
+        }
+        for v in &self.variants {
+            out.push_str(&format!(" --variant {v}"));
+        }
+        if let Some(version) = self.runtime.version() {
+            out.push_str(&format!(" --target-runtime {version}"));
+        }
+        match self.repo.repo_type {
+            Some(RepoTypeArg::Model) => out.push_str(" --repo-type model"),
+            Some(RepoTypeArg::Kernel) => out.push_str(" --repo-type kernel"),
+            None => {}
+        }
+        out.push_str(&self.env.flags());
+        for capability in &self.targets.cuda_capability {
+            out.push_str(&format!(" --cuda-capability {capability}"));
+        }
+        for arch in &self.targets.rocm_arch {
+            if let kernels_types::fit::Target::Rocm(arch) = arch {
+                out.push_str(&format!(" --rocm-arch {arch}"));
+            }
+        }
+        out
+    }
+}
+
+/// The project directory of a command: the positional `PROJECT_DIR`, else
+/// `--project`, else the nearest directory upwards from the current one whose
+/// `pyproject.toml` has `[tool.kernels]`, else `.` (whose missing
+/// `pyproject.toml` the command then reports).
+pub fn project_dir(
+    positional: Option<PathBuf>,
+    global: &super::GlobalArgs,
+) -> miette::Result<PathBuf> {
+    match (positional, &global.project) {
+        (Some(dir), Some(project)) if dir != *project => Err(miette::miette!(
+            code = "kernels::project::twice",
+            help = "give the project directory once, either as PROJECT_DIR or with --project",
+            "two project directories given: {} (PROJECT_DIR) and {} (--project)",
+            dir.display(),
+            project.display()
+        )),
+        (Some(dir), _) => Ok(dir),
+        (None, Some(dir)) => Ok(dir.clone()),
+        // Named relative to the current directory (`.`, `..`, `../..`), as
+        // messages named it before discovery.
+        (None, None) => Ok(std::env::current_dir()
+            .ok()
+            .and_then(|cwd| {
+                let found = crate::lock::manifest::discover_project(&cwd)?;
+                let up = cwd.components().count() - found.components().count();
+                Some(match up {
+                    0 => PathBuf::from("."),
+                    n => std::iter::repeat_n("..", n).collect(),
+                })
+            })
+            .unwrap_or_else(|| PathBuf::from("."))),
     }
 }

@@ -3,15 +3,14 @@
 
 use std::process::ExitCode;
 
-use kernels_trust::root::TrustRootOrigin;
 use kernels_types::wire::RepoType;
 
+use super::args::{CacheArgs, OutputFormat};
 use super::args::{ProjectArgs, TrustArgs};
 use super::json::{AuditDoc, AuditKernelDoc, AuditVariantDoc, SignatureDoc};
 use super::printer::Printer;
 use super::progress::plural;
 use super::settings::Settings;
-use super::{CacheArgs, OutputFormat};
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::ToolSettings;
 use crate::signatures::audit::{KernelAudit, VariantAudit, audit};
@@ -57,7 +56,7 @@ pub fn run(args: AuditArgs, settings: &Settings, printer: &Printer) -> miette::R
     let dir = &args.project.project_dir;
     let lock_path = dir.join(LOCK_FILE_NAME);
     if !lock_path.is_file() {
-        return Err(super::download::no_lock_error(dir));
+        return Err(super::project::read::no_lock_error(dir));
     }
     let kernels = Lockfile::read(&lock_path)?.locked_kernels(&lock_path)?;
     let tool = ToolSettings::read(dir)?.unwrap_or_default();
@@ -74,7 +73,7 @@ pub fn run(args: AuditArgs, settings: &Settings, printer: &Printer) -> miette::R
             schema: 1,
             command: "audit",
             ok: refused == 0,
-            trust_root: root_name(root.origin()),
+            trust_root: super::json::root_name(root.origin()),
             require_signed: trust.require_signed,
             kernels: audits.iter().map(kernel_doc).collect(),
         });
@@ -98,14 +97,6 @@ pub fn run(args: AuditArgs, settings: &Settings, printer: &Printer) -> miette::R
         plural(audits.len(), "locked kernel")
     ));
     Ok(ExitCode::SUCCESS)
-}
-
-/// `production`, or the trust root file's path.
-pub(super) fn root_name(origin: &TrustRootOrigin) -> String {
-    match origin {
-        TrustRootOrigin::Production => "production".to_owned(),
-        TrustRootOrigin::File(path) => path.display().to_string(),
-    }
 }
 
 fn repo_type_name(repo_type: RepoType) -> &'static str {

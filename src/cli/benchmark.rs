@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::args::{EnvArgs, ProjectArgs, RepoTypeArgs, TargetRuntimeArgs};
-use super::download::{SelectArgs, read_lock, shell_path};
+use super::args::{EnvArgs, ProjectArgs, RepoTypeArgs, SelectArgs, TargetRuntimeArgs};
 use super::printer::Printer;
 use super::progress::Progress;
 use super::progress::plural;
+use super::project::read::{read_lock, shell_path};
 use crate::benchmark::candidate::{Pick, resolve};
 use crate::benchmark::stats::{SpeedUp, Timing, speed_up};
 use crate::benchmark::{
@@ -22,7 +22,7 @@ use crate::benchmark::{
 use crate::check::{ImportTarget, Located, locate};
 use crate::cli::settings::Settings;
 use crate::install::extras::fetch_extras;
-use crate::install::{DEFAULT_CONCURRENCY, DownloadOptions, LockedKernel, download};
+use crate::install::{DownloadOptions, LockedKernel, download};
 use crate::variant::ProjectPython;
 use kernels_hub::HubClient;
 use kernels_types::CommitId;
@@ -81,16 +81,16 @@ pub struct BenchmarkArgs {
     pub repo: RepoTypeArgs,
 
     /// Output format (on stdout): tables, or one JSON document.
-    #[arg(long, value_enum, default_value_t = super::OutputFormat::Text)]
-    pub format: super::OutputFormat,
+    #[arg(long, value_enum, default_value_t = super::args::OutputFormat::Text)]
+    pub format: super::args::OutputFormat,
 
     /// `--locked` / `--frozen`.
     #[command(flatten)]
-    pub lock_mode: super::LockModeArgs,
+    pub lock_mode: super::args::LockModeArgs,
 
     /// `--cache-dir`.
     #[command(flatten)]
-    pub cache: super::CacheArgs,
+    pub cache: super::args::CacheArgs,
 }
 
 /// The workloads that did not pass.
@@ -160,7 +160,7 @@ pub fn run_checked(
     args.lock_mode.frozen = global.frozen;
     let mut project = ProjectArgs::default();
     project.resolve(global)?;
-    super::stale::ensure_current_offline(
+    super::project::stale::ensure_current_offline(
         "benchmark",
         &project.project_dir,
         args.repo.repo_type.map(Into::into),
@@ -193,12 +193,12 @@ pub(super) fn run_against(
         against: Some(None),
         runtime: TargetRuntimeArgs::default(),
         repo: RepoTypeArgs::default(),
-        format: super::OutputFormat::Text,
-        lock_mode: super::LockModeArgs {
+        format: super::args::OutputFormat::Text,
+        lock_mode: super::args::LockModeArgs {
             frozen: global.frozen,
             ..Default::default()
         },
-        cache: super::CacheArgs::default(),
+        cache: super::args::CacheArgs::default(),
     };
     run(args, project, settings, printer)
 }
@@ -212,7 +212,7 @@ fn run(
     settings: &Settings,
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
-    let json = args.format == super::OutputFormat::Json;
+    let json = args.format == super::args::OutputFormat::Json;
     let printer = &printer.quiet_if(json);
     let project_dir = &project.project_dir;
     let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
@@ -233,8 +233,8 @@ fn run(
     )
     .map_err(needs_torch)?;
     // A version outside the lock is downloaded under the project's trust settings.
-    let trust = super::download::project_trust(project_dir, &Default::default())?;
-    let (locked, _, options) = read.into_options(DEFAULT_CONCURRENCY, false, Some(trust.into()));
+    let trust = super::project::read::project_trust(project_dir, &Default::default())?;
+    let (locked, _, options) = read.into_options(Some(trust.into()));
     let versions = Versions::choose(&args, project_dir, &locked, &options, settings, printer)?;
     let (entries, not_ready) = versions.locate(settings, &options);
     let options = Options {
@@ -359,8 +359,11 @@ impl Versions {
                 labels: Vec::new(),
             });
         }
-        let client =
-            super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
+        let client = super::project::client::client_showing_retries(
+            settings,
+            printer,
+            printer.lines_mode(),
+        )?;
         let fetch = Fetch {
             client: &client,
             options,
@@ -442,7 +445,7 @@ impl Fetch<'_> {
         pick: &Pick,
         locked: Option<&CommitId>,
     ) -> miette::Result<(String, LockedKernel)> {
-        let runtime = super::runtime()?;
+        let runtime = super::project::client::runtime()?;
         let repo_type = self.options.repo_type;
         let at = runtime.block_on(resolve(self.client, repo_type, repo_id, pick, locked))?;
         let kernel = LockedKernel {

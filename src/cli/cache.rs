@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::OutputFormat;
+use super::args::OutputFormat;
 use super::json::CacheLsDoc;
 use super::printer::Printer;
 use super::progress::human_bytes;
@@ -23,7 +23,7 @@ pub struct CacheCmdArgs {
 
     /// `--cache-dir` (before or after the subcommand).
     #[command(flatten)]
-    pub cache: super::CacheArgs,
+    pub cache: super::args::CacheArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]

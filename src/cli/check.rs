@@ -5,12 +5,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::args::{EnvArgs, ProjectArgs, RepoTypeArgs, TargetRuntimeArgs};
-use super::download::{LockRead, SelectArgs, read_lock, shell_path};
+use super::args::{EnvArgs, ProjectArgs, RepoTypeArgs, SelectArgs, TargetRuntimeArgs};
+use super::json::problem_kind;
 use super::json::{CheckImportDoc, CheckedKernelDoc, ErrorDoc, ImportErrorDoc, OpsDoc, ProblemDoc};
 use super::printer::Printer;
 use super::progress::plural;
-use super::verify::problem_kind;
+use super::project::read::{LockRead, read_lock, shell_path};
 use crate::check::{
     ImportInputs, ImportOutcome, ImportRun, KernelImport, Located, Mechanism, NotReady,
     import_kernels, locate,
@@ -36,16 +36,16 @@ pub struct CheckArgs {
     pub repo: RepoTypeArgs,
 
     /// Output format (on stdout): a report per kernel, or one JSON document.
-    #[arg(long, value_enum, default_value_t = super::OutputFormat::Text)]
-    pub format: super::OutputFormat,
+    #[arg(long, value_enum, default_value_t = super::args::OutputFormat::Text)]
+    pub format: super::args::OutputFormat,
 
     /// `--locked` / `--frozen`.
     #[command(flatten)]
-    pub lock_mode: super::LockModeArgs,
+    pub lock_mode: super::args::LockModeArgs,
 
     /// `--cache-dir`.
     #[command(flatten)]
-    pub cache: super::CacheArgs,
+    pub cache: super::args::CacheArgs,
 }
 
 impl CheckArgs {
@@ -85,8 +85,8 @@ pub fn run_checked(
 ) -> miette::Result<ExitCode> {
     // `KERNELS_FROZEN` counts as `--frozen` from here on.
     args.lock_mode.frozen = global.frozen;
-    let json = args.format == super::OutputFormat::Json;
-    super::stale::ensure_current_offline(
+    let json = args.format == super::args::OutputFormat::Json;
+    super::project::stale::ensure_current_offline(
         "check",
         &args.project.project_dir,
         args.repo.repo_type.map(Into::into),
@@ -106,7 +106,7 @@ pub fn run_checked(
 /// does), imports the ready ones in one run of the project's interpreter and
 /// reports each. Exit 0 when every kernel imported, 1 otherwise.
 pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
-    let json = args.format == super::OutputFormat::Json;
+    let json = args.format == super::args::OutputFormat::Json;
     let printer = &printer.quiet_if(json);
     let project_dir = &args.project.project_dir;
     let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());

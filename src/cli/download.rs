@@ -1,27 +1,26 @@
 //! `kernels download`.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::args::{EnvArgs, ProjectArgs, RepoTypeArg, RepoTypeArgs, TargetArgs, TargetRuntimeArgs};
+use super::args::{
+    CacheArgs, LockModeArgs, OutputFormat, ProgressArgs, ProjectArgs, SelectArgs, TrustArgs,
+};
 use super::json::{DownloadDoc, DownloadedDoc, DryRunDoc, ErrorDoc, FailureDoc};
 use super::printer::Printer;
-use super::profile::{
-    CACHE_HINT, ProfileInputs, choose_profile_with, describe_preference, other_folder_note,
-};
-use super::progress::{Progress, ProgressMode, human_bytes, plural, summary_line};
+use super::progress::{Progress, human_bytes, plural, summary_line};
+use super::project::client::retry_observer;
+use super::project::profile::other_folder_note;
+use super::project::read::{project_trust, read_lock, shell_path};
 use crate::cli::settings::Settings;
 use crate::install::dry_run::DryRunKernel;
 use crate::install::{
     DEFAULT_CONCURRENCY, DRY_RUN_SCHEMA, DownloadError, DownloadOptions, download, dry_run,
 };
-use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
-use crate::lock::manifest::ToolSettings;
-use crate::lock::profile::ProfileSource;
-use crate::variant::{FitPolicy, ProbeScope, ProjectPython, VariantRequest, VariantSelection};
+use crate::lock::format::LockedKernel;
+use crate::lock::provenance::{PlacedVariant, Signer};
+use crate::variant::ProjectPython;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
-use kernels_types::wire::RepoType;
 
 /// Arguments of `kernels download`.
 #[derive(Debug, clap::Args)]
@@ -73,268 +72,25 @@ pub struct DownloadArgs {
 
     /// Output format (on stdout): with `json`, one document per run (the
     /// download summary, the `--dry-run` plan or the `--explain` verdicts).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
 
     /// `--trust-root`, `--require-signed`: which signatures a variant must
     /// have to be placed in the cache.
     #[command(flatten)]
-    pub trust: super::args::TrustArgs,
+    pub trust: TrustArgs,
 
     /// `--locked` / `--frozen`.
     #[command(flatten)]
-    pub lock_mode: super::LockModeArgs,
+    pub lock_mode: LockModeArgs,
 
     /// `--cache-dir`.
     #[command(flatten)]
-    pub cache: super::CacheArgs,
+    pub cache: CacheArgs,
 
     /// `--no-progress`.
     #[command(flatten)]
-    pub progress: super::ProgressArgs,
-}
-
-/// `--format` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Lines for people.
-    Text,
-    /// One JSON document (schemas in `docs/json-output.md`).
-    Json,
-}
-
-/// Variant selection and repository type, shared by `download` and `verify`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SelectArgs {
-    /// Use this build variant (a directory under `build/`); repeatable. Each
-    /// kernel takes the named variants it has, and a kernel with none of them
-    /// is an error. Without it, the variant is chosen for the project's torch.
-    #[arg(long = "variant", value_name = "NAME", conflicts_with = "all_variants")]
-    pub variants: Vec<String>,
-
-    /// Use every build variant of every kernel.
-    #[arg(long)]
-    pub all_variants: bool,
-
-    /// `--target-runtime`.
-    #[command(flatten)]
-    pub runtime: TargetRuntimeArgs,
-
-    /// `--repo-type`.
-    #[command(flatten)]
-    pub repo: RepoTypeArgs,
-
-    /// The environment the variant is chosen for, instead of asking torch.
-    #[command(flatten)]
-    pub env: EnvArgs,
-
-    /// The GPUs the variants must load on (`--cuda-capability`, `--rocm-arch`).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-}
-
-impl SelectArgs {
-    /// The variants asked for: `--all-variants`, the `--variant` names, or
-    /// detection from torch.
-    fn request(&self) -> VariantRequest {
-        if self.all_variants {
-            VariantRequest::All
-        } else if !self.variants.is_empty() {
-            VariantRequest::Named(self.variants.clone())
-        } else {
-            VariantRequest::Detect
-        }
-    }
-
-    /// The same selection as command-line flags, for hints (`--all-variants`,
-    /// `--variant A --variant B`, `--repo-type model`, or nothing).
-    pub fn flags(&self) -> String {
-        let mut out = String::new();
-        if self.all_variants {
-            out.push_str(" --all-variants");
-        }
-        for v in &self.variants {
-            out.push_str(&format!(" --variant {v}"));
-        }
-        if let Some(version) = self.runtime.version() {
-            out.push_str(&format!(" --target-runtime {version}"));
-        }
-        match self.repo.repo_type {
-            Some(RepoTypeArg::Model) => out.push_str(" --repo-type model"),
-            Some(RepoTypeArg::Kernel) => out.push_str(" --repo-type kernel"),
-            None => {}
-        }
-        out.push_str(&self.env.flags());
-        for capability in &self.targets.cuda_capability {
-            out.push_str(&format!(" --cuda-capability {capability}"));
-        }
-        for arch in &self.targets.rocm_arch {
-            if let kernels_types::fit::Target::Rocm(arch) = arch {
-                out.push_str(&format!(" --rocm-arch {arch}"));
-            }
-        }
-        out
-    }
-}
-
-/// What `download`, `verify` and `env` take from a project's `kernels.lock`,
-/// read once.
-pub(super) struct LockRead {
-    /// The locked kernels, in lock order.
-    pub kernels: Vec<LockedKernel>,
-    /// The variant selection for them.
-    pub selection: VariantSelection,
-    /// The target runtime's repository type.
-    pub repo_type: RepoType,
-    /// The target profile chosen for the lock.
-    pub profile: crate::lock::profile::Profile,
-    /// The lock file's format.
-    pub format: crate::lock::format::LockFormat,
-    /// What the runtime's load-time rules check the variants against.
-    pub fit: FitPolicy,
-    /// The ref each entry was locked from, where the lock or `pyproject.toml`
-    /// says (see [`lock_refs`]).
-    pub refs: Vec<crate::install::KernelRef>,
-}
-
-impl LockRead {
-    /// The kernels, the lock's format and the options of a download run with
-    /// at most `concurrency` files in flight (`refresh`: list every kernel
-    /// even when the cache shows it complete).
-    pub(super) fn into_options(
-        self,
-        concurrency: usize,
-        refresh: bool,
-        trust: Option<std::sync::Arc<crate::install::signature::Trust>>,
-    ) -> (
-        Vec<LockedKernel>,
-        crate::lock::format::LockFormat,
-        DownloadOptions,
-    ) {
-        let options = DownloadOptions {
-            repo_type: self.repo_type,
-            selection: self.selection,
-            concurrency,
-            refs: self.refs,
-            refresh,
-            fit: self.fit,
-            trust,
-        };
-        (self.kernels, self.format, options)
-    }
-}
-
-/// Reads `<project>/kernels.lock`, chooses the target profile (which prints
-/// its `Target runtime: …` line unless the printer is quiet; an installed
-/// runtime that cannot read the lock fails) and resolves the variant
-/// selection (detecting torch only when the lock has kernels and no variant
-/// flag is given). `python` is the project's interpreter: it is started at
-/// most once, for the installed runtime and torch together, and its probe
-/// stays with the caller ([`ProjectPython::probed`]).
-pub(super) fn read_lock(
-    project_dir: &Path,
-    select: &SelectArgs,
-    python: &ProjectPython,
-    printer: &Printer,
-    frozen: bool,
-) -> miette::Result<LockRead> {
-    let lock_path = project_dir.join(LOCK_FILE_NAME);
-    if !crate::lock::format::lock_file_exists(&lock_path)? {
-        return Err(no_lock_error(project_dir));
-    }
-    let lockfile = Lockfile::read(&lock_path)?;
-    let kernels = lockfile.locked_kernels(&lock_path)?;
-    let tool = ToolSettings::read(project_dir)?;
-    let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
-    let request = select.request();
-    let overrides = select.env.overrides();
-    // Nothing to select from: do not require torch for an empty lock.
-    let needs_torch = !kernels.is_empty() && request.needs_torch(&overrides);
-    let profile = choose_profile_with(
-        &ProfileInputs {
-            project_dir,
-            option: select.runtime.version(),
-            manifest: ToolSettings::target_runtime_at(tool.as_ref(), &manifest_path),
-            lock_format: Some(lockfile.format()),
-            repo_type: select.repo.repo_type,
-            python,
-            scope: ProbeScope::torch_if(needs_torch),
-            unreadable_fails: true,
-        },
-        printer,
-    )?;
-    warn_unreadable_by_named_runtime(&profile, lockfile.format(), &lock_path, printer);
-    if profile.cache_is_ambiguous() && !kernels.is_empty() && printer.is_verbose() {
-        printer.status(format_args!("note: {CACHE_HINT}"));
-    }
-    let selection = if kernels.is_empty() {
-        VariantSelection::All
-    } else {
-        request.resolve_with(python, profile.variant_preference, &overrides)?
-    };
-    let fit = super::fit::policy(
-        &select.targets.targets(),
-        tool.as_ref()
-            .map(|t| (t.targets.as_slice(), manifest_path.as_path())),
-        needs_torch.then(|| python.probed()).flatten(),
-        profile.runtime,
-    );
-    if fit.targets.is_checked() && printer.is_verbose() {
-        printer.status(format_args!("Target GPUs: {}", fit.targets));
-    }
-    print_environment(&selection, profile.runtime, printer);
-    Ok(LockRead {
-        refs: lock_refs(project_dir, &lockfile, &kernels, frozen),
-        format: lockfile.format(),
-        kernels,
-        selection,
-        repo_type: profile.repo_type,
-        profile,
-        fit,
-    })
-}
-
-/// Warns when a runtime the user named (flag or `pyproject.toml`) reads
-/// another lock format than the lock's (`format`): it would fail on this lock
-/// at run time, whatever the cache holds.
-fn warn_unreadable_by_named_runtime(
-    profile: &crate::lock::profile::Profile,
-    format: crate::lock::format::LockFormat,
-    lock_path: &Path,
-    printer: &Printer,
-) {
-    if let (Some(runtime), ProfileSource::Option | ProfileSource::Manifest) =
-        (profile.runtime, &profile.source)
-        && profile.lock_format != format
-    {
-        printer.status(format_args!(
-            "warning: {} is in the {} format, which kernels {runtime} cannot read (it reads {}); re-lock it for that runtime before shipping it: `kernels lock --target-runtime {runtime}`",
-            shell_path(lock_path),
-            super::lock::format_name(format),
-            super::lock::format_name(profile.lock_format),
-        ));
-    }
-}
-
-/// The `Environment: …` status line of a detected selection; with `-v` it
-/// names the target runtime's ranking too (`kernels env` shows it), like
-/// the `Target runtime: …` line.
-fn print_environment(
-    selection: &VariantSelection,
-    runtime: Option<crate::lock::profile::RuntimeVersion>,
-    printer: &Printer,
-) {
-    if let VariantSelection::Detected { env, preference } = selection {
-        if printer.is_verbose() {
-            printer.status(format_args!(
-                "Environment: {}; variants ranked by {}",
-                env.describe(),
-                describe_preference(*preference, runtime)
-            ));
-        } else {
-            printer.status(format_args!("Environment: {}", env.describe()));
-        }
-    }
+    pub progress: ProgressArgs,
 }
 
 fn parse_concurrency(s: &str) -> Result<usize, String> {
@@ -346,45 +102,9 @@ fn parse_concurrency(s: &str) -> Result<usize, String> {
     }
 }
 
-/// The error of a project directory `dir` without `kernels.lock`, with
-/// the command that creates it.
-pub(super) fn no_lock_error(dir: &Path) -> miette::Report {
-    DownloadCliError::NoLock {
-        dir: dir.to_owned(),
-        path: dir.join(LOCK_FILE_NAME),
-        help: no_lock_help(dir),
-    }
-    .into()
-}
-
-/// How to get a `kernels.lock` in `dir`: lock the project, or, without a
-/// `pyproject.toml` there, go to the project (or name it) first.
-pub(super) fn no_lock_help(dir: &Path) -> String {
-    if dir
-        .join(crate::lock::manifest::MANIFEST_FILE_NAME)
-        .is_file()
-    {
-        format!("create it with `kernels lock {}`", shell_path(dir))
-    } else {
-        format!(
-            "{} has no pyproject.toml either: run the command in the project directory or name it (`--project DIR`); a project declares its kernels under `[tool.kernels.dependencies]` and `kernels lock` writes the lock",
-            shell_path(dir)
-        )
-    }
-}
-
 /// `kernels download` failures that are not about one kernel.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 enum DownloadCliError {
-    #[error("no kernels.lock in {}: expected {}", dir.display(), path.display())]
-    #[diagnostic(code(kernels::download::no_lock))]
-    NoLock {
-        dir: PathBuf,
-        path: PathBuf,
-        #[help]
-        help: String,
-    },
-
     #[error("{detail} (while downloading {})", kernels.join(", "))]
     #[diagnostic(
         code(kernels::download::disk_full),
@@ -408,7 +128,7 @@ enum DownloadCliError {
 }
 
 /// `kernels download` as the command line runs it: the stale-lock gate
-/// ([`super::stale::ensure_current`]), then [`run`]; with `--format json`, a
+/// ([`super::project::stale::ensure_current`]), then [`run`]; with `--format json`, a
 /// failed gate still prints one document.
 pub fn run_checked(
     mut args: DownloadArgs,
@@ -420,7 +140,7 @@ pub fn run_checked(
     args.lock_mode.frozen = global.frozen;
     let mut check_settings = settings.clone();
     check_settings.offline |= args.offline;
-    super::stale::ensure_current(
+    super::project::stale::ensure_current(
         "download",
         &args.project.project_dir,
         args.select.repo.repo_type.map(Into::into),
@@ -444,7 +164,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     let json = summary_json(&args);
     // With JSON on stdout (the summary, the `--dry-run` plan or the
     // `--explain` verdicts), stderr keeps only warnings and errors.
-    let printer = &printer.quiet_if(args.format == Format::Json);
+    let printer = &printer.quiet_if(args.format == OutputFormat::Json);
     let python = ProjectPython::for_project(
         &args.project.project_dir,
         super::settings::virtual_env().as_deref(),
@@ -458,8 +178,9 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     })?;
     let profile = read.profile.clone();
     let trust = project_trust(dir, &args.trust)?;
-    let (kernels, format, options) =
-        read.into_options(args.concurrency, args.refresh, Some(trust.into()));
+    let (kernels, format, mut options) = read.into_options(Some(trust.into()));
+    options.concurrency = args.concurrency;
+    options.refresh = args.refresh;
     let settings = &settings.clone().offline_if(args.offline);
     let progress = Progress::new(
         printer,
@@ -471,13 +192,13 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     );
     let client = profile.hub_client(
         &HubClient::new(&settings.client_config(printer))
-            .map_err(super::client_error)?
+            .map_err(super::project::client::client_error)?
             .with_retry_observer(retry_observer(&progress, &settings.endpoint)),
     );
     let cache = settings.cache();
     if args.explain {
-        return super::explain::print_download(
-            &super::explain::ExplainRun {
+        return super::project::explain::print_download(
+            &super::project::explain::ExplainRun {
                 client: &client,
                 cache: &cache,
                 project_dir: &args.project.project_dir,
@@ -501,8 +222,8 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
             printer,
         );
     }
-    let mut summary =
-        super::runtime()?.block_on(download(&client, &cache, &kernels, &options, &progress));
+    let mut summary = super::project::client::runtime()?
+        .block_on(download(&client, &cache, &kernels, &options, &progress));
     if args.with_benchmarks {
         place_extras(&client, &cache, &options, &mut summary, printer)?;
     }
@@ -518,26 +239,6 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         printer,
     };
     run.report(summary, &progress)
-}
-
-/// The trust a download of the project in `dir` runs under: its
-/// `[tool.kernels]` trust settings with `flags` applied, and the file hashes
-/// its `kernels.lock.provenance` records. Errors: an unreadable manifest, or
-/// a trust root that cannot be used (`kernels::trust::root_setting`, naming
-/// where it was given, as `verify --signatures` and `verify-signature` do).
-pub(super) fn project_trust(
-    dir: &Path,
-    flags: &super::args::TrustArgs,
-) -> miette::Result<crate::install::signature::Trust> {
-    let tool = ToolSettings::read(dir)?.unwrap_or_default();
-    let pins = crate::lock::provenance::file_pins(dir);
-    let settings = flags.apply(tool.signing);
-    let root = flags.root(&settings, dir)?;
-    Ok(crate::install::signature::Trust {
-        root,
-        settings,
-        pins,
-    })
 }
 
 /// `--with-benchmarks`: the `benchmarks/` and `tests/` folders of every
@@ -558,7 +259,7 @@ fn place_extras(
         ));
         return Ok(());
     }
-    let runtime = super::runtime()?;
+    let runtime = super::project::client::runtime()?;
     let mut kept = Vec::new();
     for report in std::mem::take(&mut summary.done) {
         let kernel = LockedKernel {
@@ -613,7 +314,7 @@ impl Run<'_> {
         for warning in &summary.warnings {
             printer.status(format_args!("warning: {warning}"));
         }
-        print_fits(
+        super::project::fit::print_fits(
             printer,
             &self.options.fit,
             &self.options.selection,
@@ -633,7 +334,7 @@ impl Run<'_> {
             }
             return Err(report);
         }
-        if self.args.format == Format::Json {
+        if self.args.format == OutputFormat::Json {
             printer.json(&DownloadDoc {
                 schema: 1,
                 command: "download",
@@ -648,7 +349,8 @@ impl Run<'_> {
         }
         let project_dir = &self.args.project.project_dir;
         let write = !settings.offline;
-        crate::lock::provenance::remember(project_dir, self.kernels, &summary.done, write)?;
+        let placed = placed_variants(&summary.done);
+        crate::lock::provenance::remember(project_dir, self.kernels, &placed, write)?;
         if !summary.done.is_empty() {
             printer.status(summary_line(
                 &summary.done,
@@ -707,7 +409,7 @@ impl Run<'_> {
             };
             self.printer.error(format_args!(
                 "{}: {:?}",
-                super::causes::name_kernels(&labels),
+                super::project::causes::name_kernels(&labels),
                 miette::Report::new(first.error)
             ));
             if let Some(note) = note {
@@ -724,7 +426,7 @@ impl Run<'_> {
             }
         }
         if let Some(msg) = internal {
-            return Err(super::InternalError(msg).into());
+            return Err(super::project::client::InternalError(msg).into());
         }
         Err(DownloadCliError::Failed {
             total: self.kernels.len(),
@@ -747,7 +449,7 @@ impl Run<'_> {
         };
         // Only "cannot connect to the endpoint": a transfer that broke off, or a
         // CDN, is another cause.
-        let source = super::causes::connect_failure(error, &self.settings.endpoint)?;
+        let source = super::project::causes::connect_failure(error, &self.settings.endpoint)?;
         let failed: Vec<LockedKernel> = self
             .kernels
             .iter()
@@ -777,8 +479,8 @@ impl Run<'_> {
         };
         Some(miette::Report::new(Unreachable {
             endpoint: self.settings.endpoint.clone(),
-            cause: super::causes::root_cause(source),
-            kernels: super::causes::name_kernels(
+            cause: super::project::causes::root_cause(source),
+            kernels: super::project::causes::name_kernels(
                 &group.iter().map(|f| f.label()).collect::<Vec<_>>(),
             ),
             help,
@@ -818,7 +520,7 @@ fn group_by_cause(
     for failure in failed {
         let key = match &failure.error {
             DownloadError::NotCached { .. } => failure.error.to_string(),
-            _ => super::causes::cause_key(&failure.error),
+            _ => super::project::causes::cause_key(&failure.error),
         };
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, group)) => group.push(failure),
@@ -828,62 +530,10 @@ fn group_by_cause(
     groups
 }
 
-/// The fit lines of a command, per kernel (`label`, its fit): each skipped
-/// candidate as a note, each variant taken that the runtime would refuse
-/// (`--all-variants`) and each runtime warning as a warning; then, once, the
-/// `Target GPUs: not checked (…)` line when a variant declares archs that
-/// could not be checked.
-pub(super) fn print_fits<'a>(
-    printer: &Printer,
-    policy: &FitPolicy,
-    selection: &VariantSelection,
-    fits: impl Iterator<Item = (String, &'a crate::install::fit::KernelFit)>,
-) {
-    let taken = *selection == VariantSelection::All;
-    let mut unchecked = false;
-    for (label, fit) in fits {
-        unchecked |= fit.archs_unchecked;
-        for refused in &fit.refused {
-            let reasons: Vec<String> = refused
-                .refusals
-                .iter()
-                .map(|r| format!("{}: {r}", r.rule()))
-                .collect();
-            if taken {
-                printer.status(format_args!(
-                    "warning: {label}: variant {} is in the cache, but the target runtime would refuse to load it: {}",
-                    refused.variant,
-                    reasons.join("; ")
-                ));
-            } else {
-                printer.status(format_args!(
-                    "note: {label}: skipped variant {} (the target runtime would refuse to load it: {})",
-                    refused.variant,
-                    reasons.join("; ")
-                ));
-            }
-        }
-        for warning in &fit.warnings {
-            printer.status(format_args!(
-                "warning: {label}: variant {}: {}",
-                warning.variant, warning.warning
-            ));
-        }
-        for variant in &fit.shadowing {
-            printer.status(format_args!(
-                "warning: {label}: build/{variant} is in the cached snapshot: the runtime takes it before the variant chosen and refuses it; remove that directory"
-            ));
-        }
-    }
-    if unchecked {
-        printer.status(format_args!("Target GPUs: {}", policy.targets));
-    }
-}
-
 /// Whether `kernels download` prints the summary document (`--format json`
 /// without `--dry-run` or `--explain`, which print their own).
 pub(super) fn summary_json(args: &DownloadArgs) -> bool {
-    args.format == Format::Json && !args.dry_run && !args.explain
+    args.format == OutputFormat::Json && !args.dry_run && !args.explain
 }
 
 /// The `--format json` document of a download that stopped before any kernel
@@ -903,43 +553,6 @@ pub(super) fn print_failure(
         failed: failed.iter().map(failure_doc).collect(),
         error: Some(ErrorDoc::of(report)),
     });
-}
-
-/// The Hub client of a command that shows its retries as plain status lines
-/// on stderr in `mode` ([`ProgressMode::Lines`], or [`ProgressMode::Quiet`]
-/// for none); `kernels download` draws them with its own progress through
-/// [`retry_observer`].
-///
-/// # Errors
-/// The HTTP client cannot be built (a bad CA bundle or proxy setting).
-pub(super) fn client_showing_retries(
-    settings: &Settings,
-    printer: &Printer,
-    mode: ProgressMode,
-) -> miette::Result<HubClient> {
-    let lines = Progress::new(printer, mode);
-    Ok(HubClient::new(&settings.client_config(printer))
-        .map_err(super::client_error)?
-        .with_retry_observer(retry_observer(&lines, &settings.endpoint)))
-}
-
-/// Shows the Hub client's retries of metadata requests as status lines: one
-/// per retry round (kernels are listed in parallel and fail together), naming
-/// the endpoint.
-pub(super) fn retry_observer(
-    progress: &Progress,
-    endpoint: &str,
-) -> impl Fn(&kernels_hub::RetryNotice) + Send + Sync + 'static {
-    let progress = progress.clone();
-    let endpoint = kernels_types::text::redact(endpoint).into_owned();
-    let shown = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
-    move |notice| {
-        use std::sync::atomic::Ordering;
-        if shown.fetch_max(notice.attempt, Ordering::Relaxed) >= notice.attempt {
-            return;
-        }
-        progress.line(&super::progress::retry_line(&endpoint, notice));
-    }
 }
 
 /// The Hub cannot be reached at all.
@@ -1000,6 +613,29 @@ fn unsigned_note(done: &[crate::install::KernelReport]) -> Option<String> {
 /// unsigned note names before it counts instead.
 const NAMED_UNSIGNED: usize = 3;
 
+/// Every variant the run placed, with its files hash and signer, for
+/// `kernels.lock.provenance`.
+fn placed_variants(done: &[crate::install::KernelReport]) -> Vec<PlacedVariant<'_>> {
+    done.iter()
+        .flat_map(|report| {
+            report
+                .file_hashes
+                .iter()
+                .map(|(variant, files)| PlacedVariant {
+                    repo_id: &report.repo_id,
+                    commit: &report.commit,
+                    variant,
+                    files,
+                    signer: report
+                        .signatures
+                        .get(variant)
+                        .and_then(|s| s.signer())
+                        .map(Signer::from),
+                })
+        })
+        .collect()
+}
+
 /// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
 /// and the `message`.
 fn failure_doc(failure: &crate::install::KernelFailure) -> FailureDoc {
@@ -1030,78 +666,6 @@ fn downloaded_doc(report: &crate::install::KernelReport) -> DownloadedDoc<'_> {
     }
 }
 
-/// The `refs/<name>` each locked entry was resolved from, when the lock or
-/// `pyproject.toml` says: a `KernelLocks` entry's `version = N` is branch `vN`
-/// and its `revision` a branch or tag; for a variant-hash lock, the
-/// `pyproject.toml` requirement (`N` → `vN`, a `revision` name as is). Commit
-/// ids and version specifiers (whose tag the lock does not record) give none.
-fn lock_refs(
-    project_dir: &Path,
-    lockfile: &Lockfile,
-    kernels: &[LockedKernel],
-    frozen: bool,
-) -> Vec<crate::install::KernelRef> {
-    use crate::install::KernelRef;
-    use crate::lock::format::kernel_locks::KernelVersion;
-    use crate::lock::requirement::Requirement;
-    let is_commit = kernels_types::CommitId::is_commit_like;
-    let mut out = Vec::new();
-    if let Lockfile::KernelLocks(locks) = lockfile {
-        for (dep, commit) in locks.iter() {
-            let name = match &dep.version {
-                KernelVersion::Version(n) => format!("v{n}"),
-                KernelVersion::Revision(r) if !is_commit(r) => r.clone(),
-                KernelVersion::Revision(_) => continue,
-            };
-            if let Ok(repo_id) = dep.repo_id.parse() {
-                out.push(KernelRef {
-                    repo_id,
-                    commit: commit.clone(),
-                    name,
-                });
-            }
-        }
-        return out;
-    }
-    // Under `--frozen` nothing checked that `pyproject.toml` still asks for
-    // what was locked: a locked commit goes by the Hub's (or the cache's) refs
-    // at that commit, never by an edited requirement.
-    if frozen {
-        return out;
-    }
-    let Ok(manifest) = crate::lock::manifest::Manifest::read(project_dir) else {
-        return out;
-    };
-    for dep in &manifest.dependencies {
-        let name = match &dep.requirement {
-            Requirement::Branch(n) => format!("v{n}"),
-            Requirement::Revision(r) if !is_commit(r) => r.clone(),
-            _ => continue,
-        };
-        for kernel in kernels.iter().filter(|k| k.repo_id == dep.repo_id) {
-            out.push(KernelRef {
-                repo_id: kernel.repo_id.clone(),
-                commit: kernel.commit.clone(),
-                name: name.clone(),
-            });
-        }
-    }
-    out
-}
-
-/// A path as it can be pasted into a shell (quoted when it has special characters).
-pub(super) fn shell_path(path: &Path) -> String {
-    let text = path.display().to_string();
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:@,".contains(c))
-    {
-        text
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
-
 /// `--dry-run`: prints the plan on stdout (text or JSON); exit 1 when any
 /// kernel cannot be planned.
 fn print_dry_run(
@@ -1109,11 +673,12 @@ fn print_dry_run(
     cache: &HubCache,
     kernels: &[LockedKernel],
     options: &DownloadOptions,
-    format: Format,
+    format: OutputFormat,
     reporter: &Progress,
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
-    let results = super::runtime()?.block_on(dry_run(client, cache, kernels, options, reporter));
+    let results = super::project::client::runtime()?
+        .block_on(dry_run(client, cache, kernels, options, reporter));
     let mut planned = Vec::new();
     let mut failures = Vec::new();
     let mut failed = Vec::new();
@@ -1126,14 +691,19 @@ fn print_dry_run(
             }
         }
     }
-    super::causes::print_kernel_failures(printer, failed, client.endpoint(), "not planned");
+    super::project::causes::print_kernel_failures(
+        printer,
+        failed,
+        client.endpoint(),
+        "not planned",
+    );
     let code = if failures.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     };
     match format {
-        Format::Text => {
+        OutputFormat::Text => {
             for kernel in &planned {
                 print_dry_run_kernel(printer, kernel);
             }
@@ -1145,7 +715,7 @@ fn print_dry_run(
                 human_bytes(bytes)
             ));
         }
-        Format::Json => printer.json(&DryRunDoc {
+        OutputFormat::Json => printer.json(&DryRunDoc {
             schema: DRY_RUN_SCHEMA,
             command: "download --dry-run",
             kernels: &planned,

@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::OutputFormat;
+use super::args::OutputFormat;
 use super::args::{EnvArgs, RepoTypeArgs, TargetRuntimeArgs};
 use super::json::{EnvDoc, EnvLockDoc, TargetRuntimeDoc, TargetsDoc, TorchDoc};
 use super::printer::Printer;
-use super::profile::{ProfileInputs, choose_profile_with, describe, describe_preference};
 use super::progress::ProgressMode;
+use super::project::profile::{ProfileInputs, choose_profile_with, describe, describe_preference};
 use crate::cli::settings::Settings;
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
@@ -46,7 +46,7 @@ pub struct EnvCmdArgs {
 
     /// `--cache-dir`.
     #[command(flatten)]
-    pub cache: super::CacheArgs,
+    pub cache: super::args::CacheArgs,
 
     /// `--cuda-capability` / `--rocm-arch`.
     #[command(flatten)]
@@ -62,12 +62,12 @@ fn explain_lock(
     python: &ProjectPython,
     printer: &Printer,
     policy: &FitPolicy,
-) -> Option<Result<super::explain::Explained, String>> {
+) -> Option<Result<super::project::explain::Explained, String>> {
     let dir = &args.project_dir;
     if !dir.join(LOCK_FILE_NAME).is_file() {
         return None;
     }
-    let select = super::download::SelectArgs {
+    let select = super::args::SelectArgs {
         variants: Vec::new(),
         all_variants: false,
         runtime: args.runtime.clone(),
@@ -77,25 +77,17 @@ fn explain_lock(
     };
     let explained = (|| {
         let read =
-            super::download::read_lock(dir, &select, python, &printer.quiet_if(true), false)?;
-        let options = crate::install::DownloadOptions {
-            repo_type: read.repo_type,
-            selection: read.selection,
-            concurrency: crate::install::DEFAULT_CONCURRENCY,
-            refs: read.refs,
-            refresh: false,
-            fit: read.fit,
-            trust: None,
-        };
+            super::project::read::read_lock(dir, &select, python, &printer.quiet_if(true), false)?;
+        let (kernels, lock_format, options) = read.into_options(None);
         // Retries are shown even with `--quiet`, as the failures are.
         let client =
-            super::download::client_showing_retries(settings, printer, ProgressMode::Lines)?;
-        super::explain::collect(&super::explain::ExplainRun {
+            super::project::client::client_showing_retries(settings, printer, ProgressMode::Lines)?;
+        super::project::explain::collect(&super::project::explain::ExplainRun {
             client: &client,
             cache: &settings.cache(),
             project_dir: dir,
-            lock_format: read.format,
-            kernels: &read.kernels,
+            lock_format,
+            kernels: &kernels,
             options: &options,
             printer,
             // Offline and cheap: the metadata the cache has.
@@ -147,7 +139,8 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         .needs_python()
         .then(|| python.probe(ProbeScope::Torch).ok())
         .flatten();
-    let policy = super::fit::for_project(dir, &args.targets.targets(), probe, profile.runtime);
+    let policy =
+        super::project::fit::for_project(dir, &args.targets.targets(), probe, profile.runtime);
     let report = Report {
         policy,
         runtime: runtime
@@ -341,7 +334,7 @@ impl Report<'_> {
             Some(Ok(e)) => {
                 printer.data(format_args!("\nVariants for {lock_path}:"));
                 for kernel in &e.kernels {
-                    super::explain::print_text(printer, kernel, Some(ENV_REJECTED));
+                    super::project::explain::print_text(printer, kernel, Some(ENV_REJECTED));
                 }
                 if !e.failed.is_empty() {
                     printer.data(format_args!(

@@ -55,7 +55,7 @@ pub struct ExportArgs {
 
     /// `--cache-dir`.
     #[command(flatten)]
-    pub cache: super::CacheArgs,
+    pub cache: super::args::CacheArgs,
 }
 
 /// `--format` values of `kernels export`.
@@ -109,7 +109,7 @@ pub fn run(args: ExportArgs, settings: &Settings, printer: &Printer) -> miette::
     let dir = &args.project.project_dir;
     let lock_path = dir.join(LOCK_FILE_NAME);
     if !crate::lock::format::lock_file_exists(&lock_path)? {
-        return Err(super::download::no_lock_error(dir));
+        return Err(super::project::read::no_lock_error(dir));
     }
     let text = fs_err::read_to_string(&lock_path).map_err(|source| {
         crate::lock::format::LockfileError::Io {
@@ -131,13 +131,13 @@ pub fn run(args: ExportArgs, settings: &Settings, printer: &Printer) -> miette::
     let client = if offline {
         None
     } else {
-        Some(super::download::client_showing_retries(
+        Some(super::project::client::client_showing_retries(
             settings,
             printer,
             printer.lines_mode(),
         )?)
     };
-    let (inventory, warnings) = super::runtime()?
+    let (inventory, warnings) = super::project::client::runtime()?
         .block_on(export::inventory(
             &lock,
             &lock_path,
@@ -155,8 +155,9 @@ pub fn run(args: ExportArgs, settings: &Settings, printer: &Printer) -> miette::
         ExportFormat::Spdx => export::spdx::document(&inventory),
         ExportFormat::Json => export::json::document(&inventory),
     };
-    let mut body = serde_json::to_string_pretty(&document)
-        .map_err(|err| super::InternalError(format!("cannot serialize the document: {err}")))?;
+    let mut body = serde_json::to_string_pretty(&document).map_err(|err| {
+        super::project::client::InternalError(format!("cannot serialize the document: {err}"))
+    })?;
     body.push('\n');
     match &args.output {
         None => printer.data_raw(&body),
@@ -188,11 +189,12 @@ fn hub_failure(err: ExportError, settings: &Settings) -> miette::Report {
             commit,
             source,
         } => match *source {
-            LockError::Resolve(ResolveError::Hub(hub)) => super::causes::hub_failure(hub, settings)
-                .wrap_err(format!(
+            LockError::Resolve(ResolveError::Hub(hub)) => {
+                super::project::causes::hub_failure(hub, settings).wrap_err(format!(
                     "cannot read {repo_id}@{} from the Hub",
                     commit.short()
-                )),
+                ))
+            }
             source => ExportError::Hub {
                 repo_id,
                 commit,

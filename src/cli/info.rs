@@ -11,11 +11,11 @@ use kernels_types::metadata::KernelsVersion;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
+use super::args::{CacheArgs, OutputFormat};
 use super::args::{RepoTypeArgs, TargetArgs};
 use super::json::{InfoDoc, InfoMetadataDoc, InfoRefusalDoc, InfoTargetsDoc, InfoVariantDoc};
 use super::printer::Printer;
 use super::settings::Settings;
-use super::{CacheArgs, OutputFormat};
 use crate::info::{
     InfoError, KernelInfo, Origin, RevisionChoice, VariantFit, VariantInfo, describe_cached,
     describe_dir, describe_hub, display_path,
@@ -195,8 +195,9 @@ fn describe(
     if settings.offline || args.offline {
         return Ok(describe_cached(&cache, &repo_id, &args.choice())?);
     }
-    let client = super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
-    super::runtime()?
+    let client =
+        super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
+    super::project::client::runtime()?
         .block_on(describe_hub(
             &client,
             &cache,
@@ -205,7 +206,7 @@ fn describe(
             &args.choice(),
         ))
         .map_err(|err| match err {
-            InfoError::Hub(err) => super::causes::hub_failure(err, settings),
+            InfoError::Hub(err) => super::project::causes::hub_failure(err, settings),
             other => other.into(),
         })
 }

@@ -1173,6 +1173,36 @@ pub struct AuditVariantDoc {
     pub dirty: Option<bool>,
 }
 
+/// The problem's kind as a stable snake_case name (`dangling_link`, …): its
+/// variant name.
+pub fn problem_kind(problem: &crate::install::verify::Problem) -> String {
+    let debug = format!("{problem:?}");
+    let name = debug
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .next()
+        .unwrap_or_default();
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `production`, or the trust root file's path.
+pub fn root_name(origin: &kernels_trust::root::TrustRootOrigin) -> String {
+    match origin {
+        kernels_trust::root::TrustRootOrigin::Production => "production".to_owned(),
+        kernels_trust::root::TrustRootOrigin::File(path) => path.display().to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;

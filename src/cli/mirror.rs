@@ -88,7 +88,7 @@ fn source(args: &MirrorArgs) -> miette::Result<MirrorSource> {
 pub fn run(args: MirrorArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
     let source = source(&args)?;
     let client = HubClient::new(&settings.client_config(printer))?;
-    let runtime = super::runtime()?;
+    let runtime = super::project::client::runtime()?;
     let reports = runtime.block_on(mirror(&client, &source, &args.out, args.concurrency.max(1)))?;
     for report in &reports {
         printer.status(format_args!(

@@ -1,40 +1,33 @@
-//! Command-line interface: clap definitions and dispatch only.
+//! Command-line interface: the clap tree and dispatch only.
 //!
-//! Each subcommand lives in its own module with an `Args` struct and a `run`
-//! function that translates arguments into library calls and prints results.
-//! Output rules: data on stdout, status and progress on stderr, all through
-//! the one [`printer::Printer`] that [`main`] builds from the arguments;
-//! `--format json` documents are the types of [`json`]; flags shared by
-//! several commands are the groups of [`args`].
+//! Each subcommand lives in its own module (a private `mod` here) with an
+//! `Args` struct and a `run` function that translates arguments into library
+//! calls and prints results; commands never import each other: what several
+//! share is the use-case layer [`project`] (locking, the lock read, the target
+//! runtime, the Hub client). Output rules: data on stdout, status and
+//! progress on stderr, all through the one [`printer::Printer`] that [`main`]
+//! builds from the arguments; `--format json` documents are the types of
+//! [`json`]; flags shared by several commands are the groups of [`args`].
 
 mod add;
-mod add_fit;
 pub mod args;
 mod audit;
 mod benchmark;
-mod breaking;
 mod cache;
-mod causes;
 mod check;
 mod download;
 mod env;
-mod explain;
 mod export;
-mod fit;
 mod info;
-mod interrupt;
 pub mod json;
 mod lock;
-mod lock_fit;
 mod mirror;
 pub mod printer;
-mod profile;
 pub mod progress;
+pub mod project;
 mod reference;
 mod serve;
 pub mod settings;
-mod signatures;
-mod stale;
 mod to_wheel;
 mod tree;
 mod verify;
@@ -45,7 +38,9 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+use crate::cli::args::{LockModeArgs, project_dir};
 use crate::cli::printer::{Printer, PrinterOptions};
+use crate::cli::project::client::InternalError;
 use crate::cli::settings::{LockFlags, Settings};
 
 /// Lock and download compute kernels from the Hugging Face Hub.
@@ -97,40 +92,6 @@ pub struct GlobalArgs {
     pub project: Option<PathBuf>,
 }
 
-/// `--locked` and `--frozen`, on the commands that read `kernels.lock`.
-#[derive(Debug, Clone, Copy, Default, clap::Args)]
-pub struct LockModeArgs {
-    /// Require an up-to-date lock: fail, without changing anything, when
-    /// `kernels.lock` is missing or when resolving `pyproject.toml` again would change
-    /// it. Also set by a true `KERNELS_LOCKED`.
-    #[arg(long, conflicts_with = "frozen")]
-    pub locked: bool,
-
-    /// Use `kernels.lock` as it is: no check that it still matches `pyproject.toml`,
-    /// and no update of it; fail when it is missing. Also set by a true
-    /// `KERNELS_FROZEN` (which `kernels lock --check` ignores).
-    #[arg(long)]
-    pub frozen: bool,
-}
-
-/// `--no-progress`, on the commands that draw progress.
-#[derive(Debug, Clone, Copy, Default, clap::Args)]
-pub struct ProgressArgs {
-    /// Show no progress bars or spinners, only plain status lines (also set
-    /// by a true `HF_HUB_DISABLE_PROGRESS_BARS`).
-    #[arg(long)]
-    pub no_progress: bool,
-}
-
-/// `--cache-dir`, on the commands that use the Hub cache.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct CacheArgs {
-    /// The Hugging Face hub cache to read and write. Default: `HF_HUB_CACHE`,
-    /// else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
-    #[arg(long, value_name = "DIR", env = "KERNELS_CACHE", global = true)]
-    pub cache_dir: Option<std::path::PathBuf>,
-}
-
 /// The environment section of `kernels --help`.
 const ENVIRONMENT_HELP: &str = "\
 Environment variables:
@@ -176,15 +137,6 @@ pub enum ColorChoice {
     Always,
     /// Never colour.
     Never,
-}
-
-/// `--format` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// Human-readable text.
-    Text,
-    /// One JSON document on stdout.
-    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -300,23 +252,6 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
-/// Marks an error as a bug or environment failure: the process exits with 2
-/// instead of 1.
-#[derive(Debug, thiserror::Error, miette::Diagnostic)]
-#[error("internal error: {0}")]
-#[diagnostic(code(kernels::internal))]
-pub struct InternalError(pub String);
-
-/// The error of building the Hub client: a token that cannot be sent is the
-/// user's to fix (exit 1, naming where the token came from); anything else
-/// (the TLS set-up) is internal.
-pub(crate) fn client_error(err: kernels_hub::HubError) -> miette::Report {
-    match err {
-        err @ kernels_hub::HubError::InvalidToken { .. } => err.into(),
-        err => InternalError(format!("cannot build the HTTP client: {err}")).into(),
-    }
-}
-
 /// Parses the command line, runs the command and maps the outcome to an exit code:
 /// 0 success, 1 user error or stale state, 2 internal error.
 pub fn main() -> ExitCode {
@@ -394,40 +329,6 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The project directory of a command: the positional `PROJECT_DIR`, else
-/// `--project`, else the nearest directory upwards from the current one whose
-/// `pyproject.toml` has `[tool.kernels]`, else `.` (whose missing
-/// `pyproject.toml` the command then reports).
-pub(crate) fn project_dir(
-    positional: Option<PathBuf>,
-    global: &GlobalArgs,
-) -> miette::Result<PathBuf> {
-    match (positional, &global.project) {
-        (Some(dir), Some(project)) if dir != *project => Err(miette::miette!(
-            code = "kernels::project::twice",
-            help = "give the project directory once, either as PROJECT_DIR or with --project",
-            "two project directories given: {} (PROJECT_DIR) and {} (--project)",
-            dir.display(),
-            project.display()
-        )),
-        (Some(dir), _) => Ok(dir),
-        (None, Some(dir)) => Ok(dir.clone()),
-        // Named relative to the current directory (`.`, `..`, `../..`), as
-        // messages named it before discovery.
-        (None, None) => Ok(std::env::current_dir()
-            .ok()
-            .and_then(|cwd| {
-                let found = crate::lock::manifest::discover_project(&cwd)?;
-                let up = cwd.components().count() - found.components().count();
-                Some(match up {
-                    0 => PathBuf::from("."),
-                    n => std::iter::repeat_n("..", n).collect(),
-                })
-            })
-            .unwrap_or_else(|| PathBuf::from("."))),
-    }
-}
-
 /// Runs `cmd` with the settings, the global arguments and the printer of
 /// this run.
 fn dispatch(
@@ -448,10 +349,7 @@ fn dispatch(
             args.project.resolve(global)?;
             tree::run_tree(args, settings, global, printer)
         }
-        Command::Outdated(mut args) => {
-            args.project.resolve(global)?;
-            tree::run_outdated(args, settings, global, printer)
-        }
+        Command::Outdated(args) => outdated(args, settings, global, printer),
         Command::Versions(args) => {
             let dir = project_dir(None, global)?;
             tree::run_versions(args, &dir, settings, printer)
@@ -509,6 +407,24 @@ fn dispatch(
     }
 }
 
+/// `kernels outdated`, then, with `--benchmark` and outdated kernels, `kernels
+/// benchmark` of those against the versions they could move to.
+fn outdated(
+    mut args: tree::OutdatedArgs,
+    settings: &Settings,
+    global: &GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
+    args.project.resolve(global)?;
+    let project = args.project.clone();
+    match tree::run_outdated(args, settings, global, printer)? {
+        tree::Outdated::Done(code) => Ok(code),
+        tree::Outdated::Benchmark(repos) => {
+            benchmark::run_against(repos, &project, settings, global, printer)
+        }
+    }
+}
+
 /// Configures how diagnostics are drawn: graphical, coloured per `--color`
 /// (`auto` leaves the decision to the terminal and `NO_COLOR`).
 fn install_report_handler(color: ColorChoice) {
@@ -546,14 +462,6 @@ fn init_logging(printer: &Printer) {
         .with(layer)
         .with(filter)
         .try_init();
-}
-
-/// Builds the tokio runtime used by the network commands.
-pub(crate) fn runtime() -> miette::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| InternalError(format!("cannot start the async runtime: {err}")).into())
 }
 
 #[cfg(test)]

@@ -163,7 +163,7 @@ pub fn run(args: ServeArgs, printer: &Printer) -> miette::Result<ExitCode> {
             ));
         }
     };
-    let runtime = super::runtime()?;
+    let runtime = super::project::client::runtime()?;
     let result = runtime.block_on(kernels_serve::serve(
         options(args),
         |endpoints, mirror| {
@@ -189,7 +189,7 @@ pub fn run(args: ServeArgs, printer: &Printer) -> miette::Result<ExitCode> {
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(kernels_serve::ServeError::Io(err)) => {
-            Err(super::InternalError(format!("the server failed: {err}")).into())
+            Err(super::project::client::InternalError(format!("the server failed: {err}")).into())
         }
         Err(err) => Err(err.into()),
     }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use super::printer::Printer;
 use super::progress::Progress;
 use crate::cli::settings::Settings;
-use crate::install::{DEFAULT_CONCURRENCY, DownloadOptions};
+use crate::install::DownloadOptions;
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::variant::VariantSelection;
 use crate::wheel::locked::plan_locked;
@@ -77,15 +77,15 @@ pub struct ToWheelArgs {
 
     /// `--locked` / `--frozen`.
     #[command(flatten)]
-    pub lock_mode: super::LockModeArgs,
+    pub lock_mode: super::args::LockModeArgs,
 
     /// `--cache-dir`.
     #[command(flatten)]
-    pub cache: super::CacheArgs,
+    pub cache: super::args::CacheArgs,
 
     /// `--no-progress`.
     #[command(flatten)]
-    pub progress: super::ProgressArgs,
+    pub progress: super::args::ProgressArgs,
 }
 
 /// Gets the snapshot (local directory, or downloaded into the Hub cache),
@@ -128,9 +128,10 @@ pub fn run(
                 )
                 .exit();
         }
-        let project_dir = super::project_dir(args.repo_id.as_deref().map(PathBuf::from), global)?;
+        let project_dir =
+            super::args::project_dir(args.repo_id.as_deref().map(PathBuf::from), global)?;
         if mode == FromLock::Locked {
-            super::lock::ensure_locked(
+            super::project::locking::ensure_locked(
                 &project_dir,
                 Some(args.repo_type.into()),
                 settings,
@@ -248,23 +249,16 @@ fn run_locked(
         return Err(ToWheelCliError::NoLock {
             dir: project_dir.to_path_buf(),
             path: lock_path,
-            help: super::download::no_lock_help(project_dir),
+            help: super::project::read::no_lock_help(project_dir),
         }
         .into());
     }
     let lock = Lockfile::read(&lock_path)?;
-    let client = HubClient::new(&settings.client_config(printer)).map_err(super::client_error)?;
+    let client = HubClient::new(&settings.client_config(printer))
+        .map_err(super::project::client::client_error)?;
     let cache = HubCache::new(&settings.cache_dir);
-    let download_options = DownloadOptions {
-        repo_type: args.repo_type.into(),
-        selection: VariantSelection::All,
-        concurrency: DEFAULT_CONCURRENCY,
-        refs: Vec::new(),
-        refresh: false,
-        fit: crate::variant::FitPolicy::unchecked(),
-        trust: None,
-    };
-    let builds = super::runtime()?.block_on(plan_locked(
+    let download_options = DownloadOptions::new(args.repo_type.into(), VariantSelection::All);
+    let builds = super::project::client::runtime()?.block_on(plan_locked(
         &client,
         &cache,
         &lock,
@@ -337,8 +331,9 @@ fn hub_snapshot(
         revision: &revision,
         repo_type: args.repo_type.into(),
     };
-    let client = HubClient::new(&settings.client_config(printer)).map_err(super::client_error)?;
-    let runtime = super::runtime()?;
+    let client = HubClient::new(&settings.client_config(printer))
+        .map_err(super::project::client::client_error)?;
+    let runtime = super::project::client::runtime()?;
     let commit = match runtime.block_on(Snapshot::resolve(&client, &at)) {
         Ok(commit) => commit,
         Err(err) => {

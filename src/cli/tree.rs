@@ -4,13 +4,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
 
+use super::GlobalArgs;
+use super::args::OutputFormat;
 use super::args::{ProjectArgs, RepoTypeArgs, TargetRuntimeArgs};
 use super::json::{
     ErrorDoc, LockedNode, Matching, OutdatedDoc, TreeDoc, TreeNode, VersionDoc, VersionsDoc,
 };
 use super::printer::Printer;
-use super::profile::{ProfileInputs, choose_profile, choose_profile_with};
-use super::{GlobalArgs, OutputFormat};
+use super::project::profile::{ProfileInputs, choose_profile, choose_profile_with};
 use crate::cli::settings::Settings;
 use crate::lock::cooldown::Use;
 use crate::lock::format::{KernelDependency, KernelVersion, LOCK_FILE_NAME, Lockfile};
@@ -103,7 +104,15 @@ fn read_project(
     global: &GlobalArgs,
     printer: &Printer,
 ) -> miette::Result<(Manifest, Lockfile, Vec<Entry>, Profile)> {
-    super::stale::ensure_current(command, project_dir, None, settings, global, printer, true)?;
+    super::project::stale::ensure_current(
+        command,
+        project_dir,
+        None,
+        settings,
+        global,
+        printer,
+        true,
+    )?;
     let manifest = Manifest::read(project_dir)?;
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if !crate::lock::format::lock_file_exists(&lock_path)? {
@@ -147,7 +156,7 @@ pub fn run_tree(
     let (manifest, _lock, entries, profile) =
         read_project("tree", &args.project.project_dir, settings, global, printer)?;
     let client = HubClient::new(&settings.client_config(printer))?;
-    let runtime = super::runtime()?;
+    let runtime = super::project::client::runtime()?;
     let children = runtime.block_on(inspect::depends_of(
         &client,
         Some(kernels_cache::HubCache::new(&settings.cache_dir)),
@@ -511,11 +520,11 @@ fn not_checked(
         let Some(error) = failed.remove(&status.repo_id) else {
             continue;
         };
-        let connect =
-            super::causes::connect_failure(&error, endpoint).map(|s| super::causes::root_cause(s));
+        let connect = super::project::causes::connect_failure(&error, endpoint)
+            .map(|s| super::project::causes::root_cause(s));
         let key = match &connect {
             Some(_) => "connect".to_owned(),
-            None => super::causes::cause_key(&error),
+            None => super::project::causes::cause_key(&error),
         };
         match causes.iter_mut().find(|(k, _)| *k == key) {
             Some((_, cause)) => {
@@ -536,6 +545,16 @@ fn not_checked(
     causes.into_iter().map(|(_, c)| c).collect()
 }
 
+/// What `kernels outdated` leaves to do: nothing more (its exit code), or,
+/// with `--benchmark`, benchmarking the outdated kernels against the versions
+/// they could move to (which the dispatch hands to `kernels benchmark`).
+pub enum Outdated {
+    /// Done, with this exit code.
+    Done(ExitCode),
+    /// `--benchmark`: these outdated kernels are to be benchmarked.
+    Benchmark(Vec<kernels_types::repo_id::RepoId>),
+}
+
 /// `kernels outdated`: one row per outdated lock entry. Exit 0 when every
 /// entry was checked (outdated or not), 1 when the refs of any could not be
 /// read: those are unknown, never up to date, and each cause is named once.
@@ -544,7 +563,7 @@ pub fn run_outdated(
     settings: &Settings,
     global: &GlobalArgs,
     printer: &Printer,
-) -> miette::Result<ExitCode> {
+) -> miette::Result<Outdated> {
     let (manifest, _lock, entries, profile) = read_project(
         "outdated",
         &args.project.project_dir,
@@ -553,8 +572,9 @@ pub fn run_outdated(
         printer,
     )?;
     // Retry lines are warnings: shown with JSON on stdout too.
-    let client = super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
-    let refs = super::runtime()?.block_on(inspect::refs_of(
+    let client =
+        super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
+    let refs = super::project::client::runtime()?.block_on(inspect::refs_of(
         &client,
         profile.repo_type,
         entries.iter().map(|e| e.repo_id.clone()),
@@ -588,7 +608,7 @@ pub fn run_outdated(
             .filter(|s| s.status == Freshness::Outdated)
             .filter_map(|s| s.repo_id.parse().ok())
             .collect();
-        return super::benchmark::run_against(repos, &args.project, settings, global, printer);
+        return Ok(Outdated::Benchmark(repos));
     }
     if tally.outdated == 0 && args.format == OutputFormat::Text {
         printer.status(format_args!(
@@ -597,7 +617,7 @@ pub fn run_outdated(
             if tally.total == 1 { "" } else { "s" }
         ));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Outdated::Done(ExitCode::SUCCESS))
 }
 
 /// What `kernels lock -U` would hold back now under the manifest's release
@@ -620,7 +640,7 @@ fn note_held_back(
             )
         })?;
     if let Some(cooldown) = &cooldown {
-        super::runtime()?.block_on(inspect::held_back(
+        super::project::client::runtime()?.block_on(inspect::held_back(
             client,
             profile.repo_type,
             cooldown,
@@ -772,11 +792,15 @@ pub fn run_versions(
     // The environment first: a bad override fails before any request.
     let env = versions_env(&args, &python, printer)?;
     // Retry lines are warnings: shown with JSON on stdout too.
-    let client = super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
-    let listed =
-        super::runtime()?.block_on(inspect::versions(&client, profile.repo_type, &args.repo_id));
+    let client =
+        super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
+    let listed = super::project::client::runtime()?.block_on(inspect::versions(
+        &client,
+        profile.repo_type,
+        &args.repo_id,
+    ));
     let versions = listed.map_err(|err| {
-        let report = super::causes::hub_failure(err, settings);
+        let report = super::project::causes::hub_failure(err, settings);
         if args.format == OutputFormat::Json {
             // Still one document, the failure typed.
             printer.json(&VersionsDoc {

@@ -1,16 +1,19 @@
 //! `kernels verify`.
 
+mod signatures;
+
 use std::path::Path;
 use std::process::ExitCode;
 
 use super::json::{ErrorDoc, ProblemDoc, VerifiedDoc, VerifyDoc};
 use super::printer::Printer;
-use super::profile::other_folder_note;
 use super::progress::{first_fitting, human_bytes, line_width, plural};
+use super::project::profile::other_folder_note;
 use crate::cli::settings::Settings;
 use crate::install::verify::{KernelVerification, Problem, verify_kernels_fit};
 
-use super::download::{SelectArgs, read_lock, shell_path};
+use super::args::SelectArgs;
+use super::project::read::{read_lock, shell_path};
 
 /// Arguments of `kernels verify`.
 #[derive(Debug, clap::Args)]
@@ -24,16 +27,16 @@ pub struct VerifyArgs {
     pub select: SelectArgs,
 
     /// Output format (on stdout): every problem as a line, or one JSON document.
-    #[arg(long, value_enum, default_value_t = super::OutputFormat::Text)]
-    pub format: super::OutputFormat,
+    #[arg(long, value_enum, default_value_t = super::args::OutputFormat::Text)]
+    pub format: super::args::OutputFormat,
 
     /// `--locked` / `--frozen`.
     #[command(flatten)]
-    pub lock_mode: super::LockModeArgs,
+    pub lock_mode: super::args::LockModeArgs,
 
     /// `--cache-dir`.
     #[command(flatten)]
-    pub cache: super::CacheArgs,
+    pub cache: super::args::CacheArgs,
 
     /// Verify the Sigstore signature and digest of each selected cached
     /// variant instead of re-hashing against the lock: one line per variant
@@ -61,7 +64,7 @@ struct VerifyFailed {
 }
 
 /// `kernels verify` as the command line runs it: the offline stale-lock gate
-/// ([`super::stale::ensure_current`]; `verify` makes no request), then
+/// ([`super::project::stale::ensure_current`]; `verify` makes no request), then
 /// [`run`]; with `--format json`, a failed gate still prints one document.
 pub fn run_checked(
     mut args: VerifyArgs,
@@ -71,8 +74,8 @@ pub fn run_checked(
 ) -> miette::Result<ExitCode> {
     // `KERNELS_FROZEN` counts as `--frozen` from here on.
     args.lock_mode.frozen = global.frozen;
-    let json = args.format == super::OutputFormat::Json;
-    super::stale::ensure_current_offline(
+    let json = args.format == super::args::OutputFormat::Json;
+    super::project::stale::ensure_current_offline(
         "verify",
         &args.project.project_dir,
         args.select.repo.repo_type.map(Into::into),
@@ -93,7 +96,7 @@ pub fn run_checked(
 /// line per verified kernel goes to stderr. Exit 0 when everything verifies,
 /// 1 on any difference.
 pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
-    let json = args.format == super::OutputFormat::Json;
+    let json = args.format == super::args::OutputFormat::Json;
     let printer = &printer.quiet_if(json);
     let python = crate::variant::ProjectPython::for_project(
         &args.project.project_dir,
@@ -131,7 +134,7 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         .flat_map(|c| &c.problems)
         .any(|p| matches!(p, Problem::Unvouched { .. } | Problem::PinMismatch { .. }));
     if args.signatures && !unvouched {
-        return super::signatures::run(
+        return signatures::run(
             &read,
             &args.project.project_dir,
             &args.trust,
@@ -143,7 +146,7 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
     if json {
         return Ok(print_json(settings, printer, &checks));
     }
-    super::download::print_fits(
+    super::project::fit::print_fits(
         printer,
         &read.fit,
         &read.selection,
@@ -407,32 +410,10 @@ fn verified_doc(check: &KernelVerification) -> VerifiedDoc {
             .problems
             .iter()
             .map(|p| ProblemDoc {
-                problem: problem_kind(p),
+                problem: super::json::problem_kind(p),
                 message: p.to_string(),
             })
             .collect(),
         fit: super::json::FitDoc::of(&check.fit),
     }
-}
-
-/// The problem's kind as a stable snake_case name (`dangling_link`, …): its
-/// variant name.
-pub(super) fn problem_kind(problem: &crate::install::verify::Problem) -> String {
-    let debug = format!("{problem:?}");
-    let name = debug
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .next()
-        .unwrap_or_default();
-    let mut out = String::new();
-    for (i, c) in name.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

@@ -73,10 +73,12 @@ pub fn run(
             &args.env.overrides(),
         )?
     };
-    let client = super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
-    let scratch = tempfile::tempdir()
-        .map_err(|err| super::InternalError(format!("cannot create a scratch directory: {err}")))?;
-    let check = super::runtime()?.block_on(verify_version(
+    let client =
+        super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
+    let scratch = tempfile::tempdir().map_err(|err| {
+        super::project::client::InternalError(format!("cannot create a scratch directory: {err}"))
+    })?;
+    let check = super::project::client::runtime()?.block_on(verify_version(
         &client,
         &args.repo_id,
         args.version,

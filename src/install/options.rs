@@ -52,6 +52,23 @@ pub struct KernelRef {
 }
 
 impl DownloadOptions {
+    /// Options for `repo_type` and `selection` with every other one at its
+    /// default: [`DEFAULT_CONCURRENCY`] files at a time, no ref to record, a
+    /// kernel complete in the cache not listed again (no `--refresh`), no fit
+    /// check ([`FitPolicy::unchecked`]) and no signature check. `kernels
+    /// download` sets the rest from its flags and the lock.
+    pub fn new(repo_type: RepoType, selection: VariantSelection) -> Self {
+        DownloadOptions {
+            repo_type,
+            selection,
+            concurrency: DEFAULT_CONCURRENCY,
+            refs: Vec::new(),
+            refresh: false,
+            fit: FitPolicy::unchecked(),
+            trust: None,
+        }
+    }
+
     /// The ref `kernel` was locked from, per [`DownloadOptions::refs`].
     pub(crate) fn locked_ref(&self, kernel: &LockedKernel) -> Option<&str> {
         self.refs
@@ -78,17 +95,12 @@ mod tests {
             name: format!("{repo}-ref"),
         };
         let options = DownloadOptions {
-            repo_type: RepoType::Kernel,
-            selection: VariantSelection::All,
-            concurrency: DEFAULT_CONCURRENCY,
             refs: vec![
                 at("acme/other", kernel.commit.clone()),
                 at("acme/relu", "f".repeat(40).parse().unwrap()),
                 at("acme/relu", kernel.commit.clone()),
             ],
-            refresh: false,
-            fit: FitPolicy::unchecked(),
-            trust: None,
+            ..DownloadOptions::new(RepoType::Kernel, VariantSelection::All)
         };
         assert_eq!(options.locked_ref(&kernel), Some("acme/relu-ref"));
         let none = DownloadOptions {

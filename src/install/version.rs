@@ -47,13 +47,9 @@ mod tests {
 
     fn options(refs: Vec<KernelRef>) -> DownloadOptions {
         DownloadOptions {
-            repo_type: RepoType::Kernel,
-            selection: VariantSelection::All,
             concurrency: 1,
             refs,
-            refresh: false,
-            fit: crate::variant::FitPolicy::unchecked(),
-            trust: None,
+            ..DownloadOptions::new(RepoType::Kernel, VariantSelection::All)
         }
     }
 

@@ -285,14 +285,6 @@ fn file_level(lock_path: &Path, mode: CheckMode, state: &LockState) -> Option<Ch
     })
 }
 
-/// Describes a lock format for messages.
-fn format_name(format: LockFormat) -> &'static str {
-    match format {
-        LockFormat::VariantHash => "variant-hash format (kernels 0.1.7–0.16)",
-        LockFormat::KernelLocks => "KernelLocks format (kernels 0.17)",
-    }
-}
-
 /// Checks `lock_path` against `manifest` without any request.
 ///
 /// `expected_format` is the format `kernels lock` would write for this project
@@ -320,8 +312,8 @@ pub fn check_offline(
             FindingKind::Format,
             format!(
                 "the file is in the {}, but this project locks in the {}; run `kernels lock` to rewrite it",
-                format_name(lock.format()),
-                format_name(expected)
+                lock.format().finding_name(),
+                expected.finding_name()
             ),
         ));
     }
@@ -709,8 +701,8 @@ fn old_entries(
                     FindingKind::Format,
                     format!(
                         "the file is in the {}; `kernels lock` would rewrite it in the {}",
-                        format_name(lock.format()),
-                        format_name(new_format)
+                        lock.format().finding_name(),
+                        new_format.finding_name()
                     ),
                 ));
             }

@@ -24,10 +24,10 @@
 //! ```
 //!
 //! `files` is the `git_lfs_concat` hash of the variant's files but bytecode
-//! ([`crate::install::signature::files_hash`]). An entry is recorded for
+//! (`install::signature::files_hash`). An entry is recorded for
 //! every signed variant, and for every variant of a kernel the lock pins no
 //! hash for (a `KernelLocks` lock), where it is the only pin of the files
-//! ([`crate::install::vouch`]). A project whose kernels are all unsigned and
+//! (`install::vouch`). A project whose kernels are all unsigned and
 //! pinned by variant hashes gets no file. A later run that finds the same
 //! locked commit and variant signed by another identity (issuer, source
 //! repository, workflow), no longer signed, or with other files fails with
@@ -37,6 +37,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use kernels_trust::SignerIdentity;
+use kernels_types::CommitId;
+use kernels_types::repo_id::RepoId;
 use serde::{Deserialize, Serialize};
 
 /// File name of the side file, next to `kernels.lock`.
@@ -293,7 +295,22 @@ impl Provenance {
     }
 }
 
-/// Compares what a download run placed (`done`, for `kernels` of the lock)
+/// One variant a download run placed, as the side file may record it.
+#[derive(Debug, Clone)]
+pub struct PlacedVariant<'a> {
+    /// The kernel's repository.
+    pub repo_id: &'a RepoId,
+    /// The commit it was placed at.
+    pub commit: &'a CommitId,
+    /// The variant (`build/<variant>`).
+    pub variant: &'a str,
+    /// The files hash of the placed variant (`install::signature::files_hash`).
+    pub files: &'a str,
+    /// Who signed it; `None` when unsigned.
+    pub signer: Option<Signer>,
+}
+
+/// Compares what a download run placed (`placed`, of the lock's `kernels`)
 /// with the side file of `project_dir` and, with `write`, records what is
 /// new (an online run; `--offline` only checks). Records a signed variant,
 /// and every variant of a kernel the lock pins no hash for. Errors: the
@@ -301,40 +318,27 @@ impl Provenance {
 pub fn remember(
     project_dir: &Path,
     kernels: &[crate::lock::format::LockedKernel],
-    done: &[crate::install::KernelReport],
+    placed: &[PlacedVariant<'_>],
     write: bool,
 ) -> Result<(), ProvenanceError> {
     let mut provenance = Provenance::read(project_dir)?;
     let path = Provenance::path(project_dir);
-    for report in done {
+    for found in placed {
         let pinned_by_lock = kernels.iter().any(|k| {
-            k.repo_id == report.repo_id
-                && k.commit == report.commit
+            k.repo_id == *found.repo_id
+                && k.commit == *found.commit
                 && k.variants.as_ref().is_some_and(|h| !h.is_empty())
         });
-        for (variant, files) in &report.file_hashes {
-            let signer = report
-                .signatures
-                .get(variant)
-                .and_then(|s| s.signer())
-                .map(Signer::from);
-            let known = provenance
-                .get(report.repo_id.as_str(), report.commit.as_str(), variant)
-                .is_some();
-            if signer.is_none() && pinned_by_lock && !known {
-                continue;
-            }
-            let key = (
-                report.repo_id.as_str(),
-                report.commit.as_str(),
-                variant.as_str(),
-            );
-            let found = VariantProvenance {
-                files: files.clone(),
-                signer,
-            };
-            provenance.record(&path, key, found)?;
+        let key = (found.repo_id.as_str(), found.commit.as_str(), found.variant);
+        let known = provenance.get(key.0, key.1, key.2).is_some();
+        if found.signer.is_none() && pinned_by_lock && !known {
+            continue;
         }
+        let entry = VariantProvenance {
+            files: found.files.to_owned(),
+            signer: found.signer.clone(),
+        };
+        provenance.record(&path, key, entry)?;
     }
     if write {
         provenance.write(project_dir)?;
@@ -342,16 +346,20 @@ pub fn remember(
     Ok(())
 }
 
-/// The files hashes `download` recorded, for [`crate::install::vouch`]; an
-/// unreadable side file pins nothing (the commands that read it for
-/// provenance report it).
-pub fn file_pins(project_dir: &Path) -> crate::install::vouch::FilePins {
+/// The files hash of each variant of a commit, by `(repository, commit)`:
+/// what the side file pins for the download's vouching check.
+pub type FilePins = BTreeMap<(RepoId, CommitId), BTreeMap<String, String>>;
+
+/// The files hashes `download` recorded, for the vouching check of
+/// `install::vouch`; an unreadable side file pins nothing (the commands that
+/// read it for provenance report it).
+pub fn file_pins(project_dir: &Path) -> FilePins {
     let Ok(provenance) = Provenance::read(project_dir) else {
         return Default::default();
     };
-    let mut pins = crate::install::vouch::FilePins::new();
+    let mut pins = FilePins::new();
     for (repo, commits) in &provenance.kernels {
-        let Ok(repo_id) = repo.parse::<kernels_types::repo_id::RepoId>() else {
+        let Ok(repo_id) = repo.parse::<RepoId>() else {
             continue;
         };
         for (commit, variants) in commits {

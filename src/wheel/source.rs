@@ -3,9 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::install::{
-    DEFAULT_CONCURRENCY, DownloadError, DownloadOptions, LockedKernel, Reporter, download,
-};
+use crate::install::{DownloadError, DownloadOptions, LockedKernel, Reporter, download};
 use crate::variant::VariantSelection;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
@@ -155,19 +153,12 @@ impl Snapshot {
             commit: commit.clone(),
             variants: None,
         };
-        let options = DownloadOptions {
-            repo_type: at.repo_type,
-            selection: if variants.is_empty() {
-                VariantSelection::All
-            } else {
-                VariantSelection::Named(variants.to_vec())
-            },
-            concurrency: DEFAULT_CONCURRENCY,
-            refs: Vec::new(),
-            refresh: false,
-            fit: crate::variant::FitPolicy::unchecked(),
-            trust: None,
+        let selection = if variants.is_empty() {
+            VariantSelection::All
+        } else {
+            VariantSelection::Named(variants.to_vec())
         };
+        let options = DownloadOptions::new(at.repo_type, selection);
         let mut summary = download(
             client,
             cache,

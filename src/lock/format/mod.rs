@@ -45,6 +45,26 @@ impl LockFormat {
             LockFormat::KernelLocks => "kernel-locks",
         }
     }
+
+    /// The format as status lines and warnings name it, with the runtimes
+    /// that read it: `variant-hash (kernels ≤0.16)` or `KernelLocks (kernels
+    /// 0.17)`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockFormat::VariantHash => "variant-hash (kernels ≤0.16)",
+            LockFormat::KernelLocks => "KernelLocks (kernels 0.17)",
+        }
+    }
+
+    /// The format as the findings of the offline and online lock checks name
+    /// it ([`crate::lock::freshness`]): `variant-hash format (kernels
+    /// 0.1.7–0.16)` or `KernelLocks format (kernels 0.17)`.
+    pub fn finding_name(self) -> &'static str {
+        match self {
+            LockFormat::VariantHash => "variant-hash format (kernels 0.1.7–0.16)",
+            LockFormat::KernelLocks => "KernelLocks format (kernels 0.17)",
+        }
+    }
 }
 
 /// A parsed `kernels.lock` in either format.

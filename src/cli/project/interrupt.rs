@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use super::printer::Printer;
+use crate::cli::printer::Printer;
 
 /// A file as it was before the command: its bytes, or `None` when it did not
 /// exist (it is removed again).

@@ -8,7 +8,7 @@ use std::fmt;
 
 use miette::Diagnostic;
 
-use super::json::FailureDoc;
+use crate::cli::json::FailureDoc;
 use crate::cli::settings::Settings;
 use crate::lock::project::{Failure, LockError};
 use crate::lock::resolver::ResolveError;
@@ -20,7 +20,7 @@ const NAMED: usize = 3;
 
 /// What makes two failures the same cause: their diagnostic code and help
 /// (the help names the fix, not the kernel).
-pub(super) fn cause_key(error: &dyn Diagnostic) -> String {
+pub fn cause_key(error: &dyn Diagnostic) -> String {
     let code = error.code().map(|c| c.to_string()).unwrap_or_default();
     let help = error.help().map(|h| h.to_string()).unwrap_or_default();
     if code.is_empty() && help.is_empty() {
@@ -34,8 +34,8 @@ pub(super) fn cause_key(error: &dyn Diagnostic) -> String {
 /// `--explain`, `kernels env`), `(label, error)` each: one message per cause
 /// naming the kernels; the Hub unreachable is one line naming `endpoint`,
 /// with `what` saying what was not done ("not listed").
-pub(super) fn print_kernel_failures(
-    printer: &super::printer::Printer,
+pub fn print_kernel_failures(
+    printer: &crate::cli::printer::Printer,
     failures: Vec<(String, crate::install::DownloadError)>,
     endpoint: &str,
     what: &str,
@@ -92,7 +92,7 @@ struct KernelsUnreachable {
 }
 
 /// `a`, `a, b`, `a, b, c`, `a, b, c and 3 more`.
-pub(super) fn name_kernels(labels: &[String]) -> String {
+pub fn name_kernels(labels: &[String]) -> String {
     match labels.len() {
         n if n > NAMED => format!("{} and {} more", labels[..NAMED].join(", "), n - NAMED),
         _ => labels.join(", "),
@@ -100,7 +100,7 @@ pub(super) fn name_kernels(labels: &[String]) -> String {
 }
 
 /// The innermost cause of `error`, for "cannot reach the Hub at … (cause)".
-pub(super) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+pub fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     let mut cause = error;
     while let Some(next) = cause.source() {
         cause = next;
@@ -110,7 +110,7 @@ pub(super) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// The connection error when `error` is "cannot connect to the endpoint" (a
 /// transfer that broke off, or another host, is another cause).
-pub(super) fn connect_failure<'a>(
+pub fn connect_failure<'a>(
     error: &'a HubError,
     endpoint: &str,
 ) -> Option<&'a kernels_hub::TransportError> {
@@ -183,7 +183,7 @@ delegate_diagnostic!(Grouped);
 
 /// A lock that failed, as printed (a grouped report), with every dependency
 /// that failed as a typed object for `--format json`.
-pub(super) struct LockFailed {
+pub struct LockFailed {
     inner: Box<dyn Diagnostic + Send + Sync>,
     /// One `{repo_id, commit: null, code, message}` per dependency that failed.
     pub failed: Vec<FailureDoc>,
@@ -274,7 +274,7 @@ struct HubUnreachable {
 /// for the versions, `kernels versions`): "cannot connect to the endpoint"
 /// is one line naming the endpoint and the innermost cause, without the
 /// chain of wrappers in between; any other error is returned as it is.
-pub(super) fn hub_failure(error: HubError, settings: &Settings) -> miette::Report {
+pub fn hub_failure(error: HubError, settings: &Settings) -> miette::Report {
     match connect_failure(&error, &settings.endpoint) {
         Some(source) => miette::Report::new(HubUnreachable {
             endpoint: settings.endpoint.clone(),
@@ -357,7 +357,7 @@ fn one_cause(
 /// A lock failure as it is printed: failures of several dependencies grouped
 /// by cause, each cause once (see the module documentation). Other errors are
 /// returned as they are.
-pub(super) fn lock_failure(error: LockError, settings: &Settings) -> miette::Report {
+pub fn lock_failure(error: LockError, settings: &Settings) -> miette::Report {
     let LockError::Unresolved {
         manifest,
         total,

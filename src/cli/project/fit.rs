@@ -5,13 +5,17 @@
 //! it imports when asked to); the target runtime's release for
 //! `kernels-minver`.
 
+pub mod add;
+pub mod lock;
+
 use std::path::Path;
 
 use kernels_types::fit::Target;
 
+use crate::cli::printer::Printer;
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
 use crate::lock::profile::RuntimeVersion;
-use crate::variant::{FitPolicy, PythonProbe, Targets};
+use crate::variant::{FitPolicy, PythonProbe, Targets, VariantSelection};
 
 /// The policy of a command: `flags` first, then the manifest's targets
 /// (`[tool.kernels]` with the path of its `pyproject.toml`), then the GPU of
@@ -62,4 +66,56 @@ pub fn for_project(
         probe,
         runtime,
     )
+}
+
+/// The fit lines of a command, per kernel (`label`, its fit): each skipped
+/// candidate as a note, each variant taken that the runtime would refuse
+/// (`--all-variants`) and each runtime warning as a warning; then, once, the
+/// `Target GPUs: not checked (…)` line when a variant declares archs that
+/// could not be checked.
+pub fn print_fits<'a>(
+    printer: &Printer,
+    policy: &FitPolicy,
+    selection: &VariantSelection,
+    fits: impl Iterator<Item = (String, &'a crate::install::fit::KernelFit)>,
+) {
+    let taken = *selection == VariantSelection::All;
+    let mut unchecked = false;
+    for (label, fit) in fits {
+        unchecked |= fit.archs_unchecked;
+        for refused in &fit.refused {
+            let reasons: Vec<String> = refused
+                .refusals
+                .iter()
+                .map(|r| format!("{}: {r}", r.rule()))
+                .collect();
+            if taken {
+                printer.status(format_args!(
+                    "warning: {label}: variant {} is in the cache, but the target runtime would refuse to load it: {}",
+                    refused.variant,
+                    reasons.join("; ")
+                ));
+            } else {
+                printer.status(format_args!(
+                    "note: {label}: skipped variant {} (the target runtime would refuse to load it: {})",
+                    refused.variant,
+                    reasons.join("; ")
+                ));
+            }
+        }
+        for warning in &fit.warnings {
+            printer.status(format_args!(
+                "warning: {label}: variant {}: {}",
+                warning.variant, warning.warning
+            ));
+        }
+        for variant in &fit.shadowing {
+            printer.status(format_args!(
+                "warning: {label}: build/{variant} is in the cached snapshot: the runtime takes it before the variant chosen and refuses it; remove that directory"
+            ));
+        }
+    }
+    if unchecked {
+        printer.status(format_args!("Target GPUs: {}", policy.targets));
+    }
 }

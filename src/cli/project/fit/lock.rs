@@ -5,18 +5,11 @@
 //! `kernels lock --check` (online from the re-resolved lock's metadata,
 //! offline from the cache).
 
-use std::path::Path;
-
-use kernels_cache::HubCache;
 use kernels_types::fit::Target;
 
-use super::json::{FitCheckDoc, FitFindingDoc};
-use super::lock::LockArgs;
-use super::printer::Printer;
-use super::profile::choose_profile;
-use crate::cli::settings::Settings;
-use crate::lock::fit::{FitFinding, cached_lock_variants, findings};
-use crate::lock::format::Lockfile;
+use crate::cli::json::{FitCheckDoc, FitFindingDoc};
+use crate::cli::printer::Printer;
+use crate::lock::fit::FitFinding;
 use crate::lock::manifest::Manifest;
 use crate::variant::{TargetSource, Targets};
 
@@ -57,45 +50,6 @@ impl FitCheck {
             findings: self.findings.iter().map(FitFindingDoc::new).collect(),
         }
     }
-}
-
-/// The fit of the lock at `lock_path` from the cache, without a request
-/// (`kernels lock --check --offline`: only downloaded variants have their
-/// `metadata.json` linked in the snapshot, the others are "not checked");
-/// `None` when no target is declared or there is no readable lock or manifest
-/// (the freshness check reports those).
-pub fn check_cached(
-    args: &LockArgs,
-    settings: &Settings,
-    printer: &Printer,
-    lock_path: &Path,
-) -> miette::Result<Option<FitCheck>> {
-    let dir = &args.project.project_dir;
-    let (Ok(manifest), Ok(lockfile)) = (Manifest::read(dir), Lockfile::read(lock_path)) else {
-        return Ok(None);
-    };
-    let targets = declared(&args.targets.targets(), &manifest);
-    if !targets.is_checked() {
-        return Ok(None);
-    }
-    let silent = printer.quiet_if(true);
-    let profile = choose_profile(
-        dir,
-        args.runtime.version(),
-        manifest.target_runtime(),
-        Some(lockfile.format()),
-        args.repo.repo_type,
-        &silent,
-    )?;
-    let runtime = profile
-        .runtime
-        .map(crate::variant::FitPolicy::runtime_release);
-    let cache = HubCache::new(&settings.cache_dir);
-    let findings = cached_lock_variants(&lockfile, &cache, profile.repo_type)
-        .iter()
-        .flat_map(|kernel| findings(kernel, &targets.list, runtime))
-        .collect();
-    Ok(Some(FitCheck { targets, findings }))
 }
 
 /// How to fix a kernel without a variant for `target` from `source`.

@@ -3,7 +3,7 @@
 //! `pyproject.toml` (every dependency locked, no extra entry, requirements that
 //! the lock or the cache can contradict).
 //!
-//! * `--locked`: the full check of `kernels lock --locked` ([`super::lock::ensure_locked`]).
+//! * `--locked`: the full check of `kernels lock --locked` ([`crate::cli::project::locking::ensure_locked`]).
 //! * `--frozen`: the lock is used as it is.
 //! * offline (or a command that makes no request, `verify`): fail naming the
 //!   entries and `kernels lock`.
@@ -12,9 +12,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::GlobalArgs;
-use super::lock::LockArgs;
-use super::printer::Printer;
+use crate::cli::GlobalArgs;
+use crate::cli::printer::Printer;
+use crate::cli::project::locking::{self, LockRequest};
 use crate::cli::settings::Settings;
 use crate::lock::format::LOCK_FILE_NAME;
 use crate::lock::freshness::{CheckReport, FindingKind, LockOnDisk, check_offline};
@@ -83,7 +83,7 @@ pub fn ensure_current(
     can_lock: bool,
 ) -> miette::Result<()> {
     if global.locked {
-        return super::lock::ensure_locked(project_dir, repo_type, settings, global, printer);
+        return locking::ensure_locked(project_dir, repo_type, settings, global, printer);
     }
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if global.frozen || !project_dir.join(MANIFEST_FILE_NAME).is_file() || !lock_path.is_file() {
@@ -128,7 +128,7 @@ pub fn ensure_current(
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    let mut args = LockArgs::for_project(project_dir);
-    args.repo.repo_type = repo_type.map(Into::into);
-    super::lock::run(args, settings, global, printer).map(|_| ())
+    let mut request = LockRequest::for_project(project_dir);
+    request.repo_type = repo_type.map(Into::into);
+    locking::run(request, settings, global, printer).map(|_| ())
 }

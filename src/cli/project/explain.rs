@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::download::Format;
-use super::json::{ExplainDoc, FailureDoc, TargetsDoc};
-use super::printer::Printer;
+use crate::cli::args::OutputFormat;
+use crate::cli::json::{ExplainDoc, FailureDoc, TargetsDoc};
+use crate::cli::printer::Printer;
 use crate::install::explain::{FitRequest, KernelExplanation, NewerVersion, VersionRefs, explain};
 use crate::install::variant_fit::{MetadataState, VariantFit};
 use crate::install::{DownloadOptions, LockedKernel};
@@ -109,7 +109,7 @@ impl ExplainRun<'_> {
 pub fn collect(run: &ExplainRun<'_>) -> miette::Result<Explained> {
     let kinds = version_refs(run.project_dir, run.lock_format);
     let (client, cache, options) = (run.client, run.cache, run.options);
-    let results = super::runtime()?.block_on(explain(
+    let results = crate::cli::project::client::runtime()?.block_on(explain(
         client,
         cache,
         run.kernels,
@@ -138,7 +138,12 @@ pub fn collect(run: &ExplainRun<'_>) -> miette::Result<Explained> {
             }
         }
     }
-    super::causes::print_kernel_failures(run.printer, failures, client.endpoint(), "not listed");
+    crate::cli::project::causes::print_kernel_failures(
+        run.printer,
+        failures,
+        client.endpoint(),
+        "not listed",
+    );
     Ok(explained)
 }
 
@@ -310,7 +315,7 @@ fn print_newer(printer: &Printer, kernel: &KernelExplanation) {
 /// for the download's own policy (`run.options.fit`: the same targets,
 /// runtime and modules the download checks), fetching the metadata the
 /// cache lacks; `run.fit` is replaced.
-pub fn print_download(run: &ExplainRun<'_>, format: Format) -> miette::Result<ExitCode> {
+pub fn print_download(run: &ExplainRun<'_>, format: OutputFormat) -> miette::Result<ExitCode> {
     let fit = Some(FitRequest {
         policy: &run.options.fit,
         fetch: true,
@@ -321,10 +326,10 @@ pub fn print_download(run: &ExplainRun<'_>, format: Format) -> miette::Result<Ex
 /// `kernels download --explain`: per kernel the chosen variant, then every
 /// other with its reason and the newer versions that would suit. Exit 1 when
 /// a kernel could not be listed or has no variant for the environment.
-pub fn print(run: &ExplainRun<'_>, format: Format) -> miette::Result<ExitCode> {
+pub fn print(run: &ExplainRun<'_>, format: OutputFormat) -> miette::Result<ExitCode> {
     let explained = collect(run)?;
     match format {
-        Format::Json => {
+        OutputFormat::Json => {
             let environment = match &run.options.selection {
                 crate::variant::VariantSelection::Detected { env, .. } => Some(env.describe()),
                 _ => None,
@@ -338,7 +343,7 @@ pub fn print(run: &ExplainRun<'_>, format: Format) -> miette::Result<ExitCode> {
                 failed: &explained.failed,
             });
         }
-        Format::Text => {
+        OutputFormat::Text => {
             if run.fit.is_some() {
                 run.printer
                     .data(format_args!("Target GPUs: {}", run.targets()));

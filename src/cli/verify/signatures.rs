@@ -4,11 +4,11 @@
 
 use std::process::ExitCode;
 
-use super::download::LockRead;
-use super::json::{SignatureDoc, SignaturesDoc, SignedKernelDoc};
-use super::printer::Printer;
-use super::progress::plural;
-use super::settings::Settings;
+use crate::cli::json::{SignatureDoc, SignaturesDoc, SignedKernelDoc};
+use crate::cli::printer::Printer;
+use crate::cli::progress::plural;
+use crate::cli::project::read::LockRead;
+use crate::cli::settings::Settings;
 use crate::install::plan::label;
 use crate::lock::manifest::ToolSettings;
 use crate::signatures::cached::{VariantCheck, cached_variants, check_variants};
@@ -46,7 +46,7 @@ struct KernelChecks {
 pub(super) fn run(
     read: &LockRead,
     project_dir: &std::path::Path,
-    trust: &super::args::TrustArgs,
+    trust: &crate::cli::args::TrustArgs,
     json: bool,
     settings: &Settings,
     printer: &Printer,
@@ -67,7 +67,7 @@ pub(super) fn run(
             schema: 1,
             command: "verify --signatures",
             ok: refused + missing == 0,
-            trust_root: super::audit::root_name(root.origin()),
+            trust_root: crate::cli::json::root_name(root.origin()),
             require_signed: trust.require_signed,
             kernels: checks.iter().map(kernel_doc).collect(),
         });

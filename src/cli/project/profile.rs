@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::args::RepoTypeArg;
-use super::printer::Printer;
+use crate::cli::args::RepoTypeArg;
+use crate::cli::printer::Printer;
 use crate::lock::format::{LOCK_FILE_NAME, LockFormat};
 use crate::lock::profile::{
     DetectInputs, Installed, Profile, ProfileSource, detect, installed_kernels,
@@ -17,7 +17,7 @@ use kernels_types::wire::RepoType;
 
 /// What a command knows when it chooses its target runtime
 /// ([`choose_profile_with`]).
-pub(super) struct ProfileInputs<'a> {
+pub struct ProfileInputs<'a> {
     /// The project directory (`.venv`, `kernels.lock`).
     pub project_dir: &'a Path,
     /// `--target-runtime`.
@@ -45,7 +45,7 @@ pub(super) struct ProfileInputs<'a> {
 /// interpreter is asked only for its `kernels` (no `import torch`), and only
 /// when nothing else names the runtime; an installed runtime that cannot read
 /// the lock is a warning.
-pub(super) fn choose_profile(
+pub fn choose_profile(
     project_dir: &Path,
     option: Option<&str>,
     manifest_version: Option<(&str, &Path)>,
@@ -53,7 +53,8 @@ pub(super) fn choose_profile(
     repo_type: Option<RepoTypeArg>,
     printer: &Printer,
 ) -> miette::Result<Profile> {
-    let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
+    let python =
+        ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
     choose_profile_with(
         &ProfileInputs {
             project_dir,
@@ -79,15 +80,15 @@ pub(super) fn choose_profile(
 /// An installed runtime that cannot read the existing lock is one rule
 /// however it was found: a warning, or with
 /// [`ProfileInputs::unreadable_fails`] the [`RuntimeCannotReadLock`] error.
-pub(super) fn choose_profile_with(
+pub fn choose_profile_with(
     inputs: &ProfileInputs<'_>,
     printer: &Printer,
 ) -> miette::Result<Profile> {
     let installed = if inputs.option.is_some() || inputs.manifest.is_some() {
         None
     } else {
-        let virtual_env = super::settings::virtual_env();
-        let path_var = super::settings::path_var();
+        let virtual_env = crate::cli::settings::virtual_env();
+        let path_var = crate::cli::settings::path_var();
         installed_kernels(
             inputs.project_dir,
             virtual_env.as_deref(),
@@ -113,7 +114,7 @@ pub(super) fn choose_profile_with(
         if inputs.unreadable_fails {
             return Err(RuntimeCannotReadLock {
                 lock: inputs.project_dir.join(LOCK_FILE_NAME),
-                format: super::lock::format_name(format),
+                format: format.name(),
                 runtime: installed.version.to_string(),
                 found: installed.found.to_string(),
             }
@@ -160,7 +161,7 @@ fn interpreter_runtime(
         "lock again for that runtime: `kernels lock --target-runtime {runtime}`; if another runtime loads these kernels, name it with `--target-runtime VERSION` or `target-runtime` under [tool.kernels]"
     )
 )]
-pub(super) struct RuntimeCannotReadLock {
+pub struct RuntimeCannotReadLock {
     lock: PathBuf,
     format: &'static str,
     runtime: String,
@@ -169,7 +170,7 @@ pub(super) struct RuntimeCannotReadLock {
 
 /// The one status line `kernels lock` and `kernels download` print, e.g.
 /// `Target runtime: kernels 0.10.5 (installed in .venv) — variant-hash lock, model repos, models-- cache`.
-pub(super) fn describe(profile: &Profile) -> String {
+pub fn describe(profile: &Profile) -> String {
     let runtime = match profile.runtime {
         Some(version) => format!("kernels {version}"),
         None => "unknown".to_owned(),
@@ -239,13 +240,13 @@ fn cannot_read_lock(installed: &Installed) -> String {
 }
 
 /// The note for commands that use the cache when [`Profile::cache_is_ambiguous`].
-pub(super) const CACHE_HINT: &str = "a variant-hash kernels.lock does not say which runtime reads it; runtimes up to 0.13 read `models--` cache folders: pass `--target-runtime VERSION` or set `target-runtime` under [tool.kernels] if yours is one of them";
+pub const CACHE_HINT: &str = "a variant-hash kernels.lock does not say which runtime reads it; runtimes up to 0.13 read `models--` cache folders: pass `--target-runtime VERSION` or set `target-runtime` under [tool.kernels] if yours is one of them";
 
 /// The note for a kernel whose locked commit is not in the cache folder of
 /// `repo_type` but is in the other one (`models--` is read by runtimes up to
 /// 0.13, `kernels--` from 0.14): the folder found, and how to name the runtime
 /// that reads it. `None` when the other folder lacks the commit too.
-pub(super) fn other_folder_note(
+pub fn other_folder_note(
     cache: &kernels_cache::HubCache,
     repo_type: RepoType,
     repo_id: &RepoId,
@@ -271,7 +272,7 @@ pub(super) fn other_folder_note(
 /// the `Variant order` row of `kernels env`. Without a named `runtime` (the
 /// default profile) the order is the tool's own default, and no release range
 /// is claimed for it.
-pub(super) fn describe_preference(
+pub fn describe_preference(
     preference: VariantPreference,
     runtime: Option<RuntimeVersion>,
 ) -> &'static str {

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::printer::Printer;
+use crate::cli::printer::Printer;
 use crate::cli::settings::Settings;
 use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
 use crate::lock::profile::Profile;
@@ -18,14 +18,15 @@ use kernels_types::repo_id::RepoId;
 /// `kernels download` would choose for `profile`), one warning with what would
 /// fit. Silent when torch cannot be detected, the run is offline, or the
 /// variants cannot be listed: `add` succeeded, and `download` says the rest.
-pub(super) fn warn_if_nothing_fits(
+pub fn warn_if_nothing_fits(
     project_dir: &Path,
     repo_id: &RepoId,
     profile: &Profile,
     settings: &Settings,
     printer: &Printer,
 ) {
-    let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
+    let python =
+        ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
     let Ok(env) = python.torch() else {
         return;
     };
@@ -74,7 +75,7 @@ fn variant_names(
     }
     let client = HubClient::new(&settings.client_config(printer)).ok()?;
     let client = profile.hub_client(&client);
-    let entries = super::runtime()
+    let entries = crate::cli::project::client::runtime()
         .ok()?
         .block_on(client.list_tree(
             profile.repo_type,

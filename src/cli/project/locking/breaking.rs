@@ -1,16 +1,16 @@
 //! `kernels lock --breaking`: raise integer requirements to the newest major
 //! that fits ([`crate::lock::breaking`]), rewrite `pyproject.toml` with
 //! [`add_dependency`] (comments and formatting kept), then lock as `kernels
-//! add` does ([`super::add::edit_then_lock`]: both files are put back when
+//! add` does ([`crate::cli::project::edit::edit_then_lock`]: both files are put back when
 //! locking fails or is interrupted).
 
 use std::process::ExitCode;
 
-use super::GlobalArgs;
-use super::add::{Edit, edit_then_lock};
-use super::lock::LockArgs;
-use super::printer::Printer;
-use super::profile::choose_profile;
+use super::LockRequest;
+use crate::cli::GlobalArgs;
+use crate::cli::printer::Printer;
+use crate::cli::project::edit::{Edit, edit_then_lock};
+use crate::cli::project::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::breaking::{FitFor, Raise, newest_major};
 use crate::lock::edit::{EntryValue, add_dependency};
@@ -22,23 +22,23 @@ use crate::lock::sticky::Upgrade;
 use kernels_cache::HubCache;
 use kernels_types::metadata::KernelsVersion;
 
-/// `kernels lock --breaking` (`args.breaking` set; `--check`, `--locked` and
+/// `kernels lock --breaking` (`request.breaking` set; `--check`, `--locked` and
 /// `--frozen` already refused): prints one `Upgraded org/name N -> M` line per
 /// raised requirement, then locks. When nothing is raised, `pyproject.toml`
 /// is not touched and the lock runs as without `--breaking`.
 pub fn run(
-    mut args: LockArgs,
+    mut request: LockRequest,
     settings: &Settings,
     global: &GlobalArgs,
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
-    args.breaking = false;
-    let dir = args.project.project_dir.clone();
+    request.breaking = false;
+    let dir = request.project_dir.clone();
     let manifest = Manifest::read(&dir)?;
     let lock_path = dir.join(LOCK_FILE_NAME);
     let old_lock = Lockfile::read(&lock_path).ok();
-    let only = match super::lock::check_upgrade_packages(
-        &Upgrade::Packages(args.upgrade_package.clone()),
+    let only = match super::check_upgrade_packages(
+        &Upgrade::Packages(request.upgrade_package.clone()),
         &manifest,
         old_lock.as_ref(),
         &lock_path,
@@ -46,7 +46,7 @@ pub fn run(
         Upgrade::Packages(repos) => repos,
         _ => Vec::new(),
     };
-    let quiet = printer.quiet_if(args.format == super::OutputFormat::Json);
+    let quiet = printer.quiet_if(request.format == crate::cli::args::OutputFormat::Json);
     let chosen: Vec<&Dependency> = manifest
         .dependencies
         .iter()
@@ -64,7 +64,7 @@ pub fn run(
         }
     }
     let raises = find_raises(
-        &args,
+        &request,
         &manifest,
         &chosen,
         old_lock.as_ref(),
@@ -72,7 +72,7 @@ pub fn run(
         &quiet,
     )?;
     if raises.is_empty() {
-        return super::lock::run_inner(args, settings, global, printer);
+        return super::run_inner(request, settings, global, printer);
     }
     let old_text: &str = &manifest.text;
     let mut new_text = old_text.to_owned();
@@ -85,10 +85,10 @@ pub fn run(
     // A raised entry is resolved again, as `-P` would: a variant-hash lock
     // keeps a commit that the new major's branch also has (`v2` made from
     // `v1`), which would leave the lock on the old major.
-    if !args.upgrade {
+    if !request.upgrade {
         for raise in &raises {
-            if !args.upgrade_package.contains(&raise.repo_id) {
-                args.upgrade_package.push(raise.repo_id.clone());
+            if !request.upgrade_package.contains(&raise.repo_id) {
+                request.upgrade_package.push(raise.repo_id.clone());
             }
         }
     }
@@ -98,12 +98,14 @@ pub fn run(
         new_text: &new_text,
         status: &status,
     };
-    edit_then_lock(&edit, args, settings, global, &quiet)
+    edit_then_lock(&edit, &lock_path, global, &quiet, || {
+        super::run_inner(request, settings, global, &quiet)
+    })
 }
 
 /// The raises of `chosen` (integer requirements only), in manifest order.
 fn find_raises(
-    args: &LockArgs,
+    request: &LockRequest,
     manifest: &Manifest,
     chosen: &[&Dependency],
     old_lock: Option<&Lockfile>,
@@ -111,14 +113,14 @@ fn find_raises(
     printer: &Printer,
 ) -> miette::Result<Vec<Raise>> {
     let profile = choose_profile(
-        &args.project.project_dir,
-        args.runtime.version(),
+        &request.project_dir,
+        request.target_runtime.as_deref(),
         manifest.target_runtime(),
         old_lock.map(Lockfile::format),
-        args.repo.repo_type,
+        request.repo_type,
         &printer.quiet_if(true),
     )?;
-    let targets = super::lock_fit::declared(&args.targets.targets(), manifest);
+    let targets = crate::cli::project::fit::lock::declared(&request.targets, manifest);
     let runtime = profile.runtime.map(|v| KernelsVersion {
         major: v.major,
         minor: v.minor,
@@ -130,17 +132,21 @@ fn find_raises(
         runtime,
         cache: Some(&cache),
     };
-    let client = super::download::client_showing_retries(settings, printer, printer.lines_mode())?;
+    let client = crate::cli::project::client::client_showing_retries(
+        settings,
+        printer,
+        printer.lines_mode(),
+    )?;
     let client = profile.hub_client(&client);
     let mut raises = Vec::new();
-    super::runtime()?.block_on(async {
+    crate::cli::project::client::runtime()?.block_on(async {
         for dep in chosen {
             let Requirement::Branch(from) = dep.requirement else {
                 continue;
             };
             let newest = newest_major(&client, profile.repo_type, &dep.repo_id, from, &fit)
                 .await
-                .map_err(|err| super::causes::lock_failure(err, settings))?;
+                .map_err(|err| crate::cli::project::causes::lock_failure(err, settings))?;
             if let Some(to) = newest {
                 raises.push(Raise {
                     repo_id: dep.repo_id.clone(),

@@ -1,0 +1,327 @@
+//! The check of `kernels lock --check`, `kernels lock --locked` and
+//! `kernels download --locked`: offline structural, or online against a
+//! fresh plan, with the fit of the declared targets; its report as text or
+//! JSON.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use kernels_cache::HubCache;
+use kernels_types::wire::RepoType;
+
+use super::LockRequest;
+use super::plan::{PlanInputs, plan};
+use crate::cli::GlobalArgs;
+use crate::cli::args::{OutputFormat, RepoTypeArg};
+use crate::cli::json::CheckDoc;
+use crate::cli::printer::Printer;
+use crate::cli::project::fit::lock::{FitCheck, declared};
+use crate::cli::project::profile::choose_profile;
+use crate::cli::settings::Settings;
+use crate::lock::cooldown::{ExcludeNewer, Use};
+use crate::lock::fit::{cached_lock_variants, findings};
+use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
+use crate::lock::freshness::{CheckReport, FindingKind, LockOnDisk, check_offline, diff_locks};
+use crate::lock::manifest::Manifest;
+use crate::lock::profile::ProfileSource;
+use crate::lock::sticky::{Change, Upgrade};
+
+/// `--locked` was given and the lock is stale or missing.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{} is not up to date with {} and --locked forbids updating it", lock.display(), manifest.display())]
+#[diagnostic(
+    code(kernels::lock::locked),
+    help("run `kernels lock` to update it (the reasons are listed above)")
+)]
+pub(super) struct StaleLocked {
+    pub(super) lock: PathBuf,
+    pub(super) manifest: PathBuf,
+}
+
+/// Prints a check report (text on stderr plus the would-be diff on stdout, or one
+/// JSON document on stdout) and returns whether the lock is stale.
+pub(super) fn print_report(
+    report: &CheckReport,
+    printer: &Printer,
+    format: OutputFormat,
+    changes: Option<&[Change]>,
+    fit: Option<&crate::cli::project::fit::lock::FitCheck>,
+) -> bool {
+    let stale = report.is_stale() || changes.is_some_and(|c| !c.is_empty());
+    if format == OutputFormat::Json {
+        printer.json_line(&CheckDoc {
+            schema: CheckDoc::SCHEMA,
+            command: "lock --check",
+            lock_file: report.lock_file.display().to_string(),
+            mode: report.mode,
+            up_to_date: !stale,
+            unverified: report.unverified().count(),
+            findings: &report.findings,
+            error: None,
+            failed: Vec::new(),
+            changes,
+            fit: fit.map(crate::cli::project::fit::lock::FitCheck::doc),
+        });
+        return stale;
+    }
+    let verbose = printer.is_verbose();
+    match changes {
+        // Online: the entries `kernels lock` would change, in its own lines,
+        // and the findings about the whole file (format, missing, conflict).
+        Some(changes) => {
+            let mut file_level = report.clone();
+            file_level
+                .findings
+                .retain(|f| f.repo_id.is_none() || f.kind == FindingKind::NoVariants);
+            printer.status_raw(report_text(&file_level, verbose));
+            for change in changes {
+                printer.status(change);
+            }
+        }
+        None => printer.status_raw(report_text(report, verbose)),
+    }
+    let unverified = report.unverified().count();
+    let empty = report.without_variants();
+    if stale {
+        printer.status(format_args!(
+            "{} is not up to date: run `kernels lock` to update it",
+            report.lock_file.display()
+        ));
+    } else if unverified > 0 {
+        printer.status(format_args!(
+            "note: {unverified} of {} entries of {} cannot be checked offline (the cache does not know their versions); every dependency is locked and no entry is extra. Run `kernels lock --check` without --offline to check versions{}",
+            report.findings.len(),
+            report.lock_file.display(),
+            if verbose { "" } else { " (-v lists them)" }
+        ));
+    } else if empty > 0 {
+        printer.status(format_args!(
+            "{} matches pyproject.toml, but {empty} of its entries {} no build variants",
+            report.lock_file.display(),
+            if empty == 1 { "has" } else { "have" }
+        ));
+    } else {
+        printer.status(format_args!("{} is up to date", report.lock_file.display()));
+    }
+    stale
+}
+
+/// The check half of `kernels lock --check`, `kernels lock --locked` and
+/// `kernels download --locked`: offline structural check or online re-resolution.
+/// Returns the report and, for the online check, what would change and the
+/// fit of the re-resolved lock for the declared targets (`targets`, else the
+/// manifest's; `None` offline or without targets).
+/// Retries are shown unless `printer` is quiet; nothing else is printed but
+/// the warnings of the target runtime about requirements.
+fn freshness(
+    project_dir: &Path,
+    target_runtime: Option<&str>,
+    repo_type: Option<RepoTypeArg>,
+    targets: &[kernels_types::fit::Target],
+    exclude_newer: Option<&ExcludeNewer>,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<Freshness> {
+    let silent = printer.quiet_if(true);
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    // The side file must be readable: a later download compares with it.
+    crate::lock::provenance::Provenance::read(project_dir)?;
+    if settings.offline {
+        let manifest = Manifest::read(project_dir)?;
+        // The format this project should be locked in, when something other than
+        // the lock itself says so (option, manifest key, installed runtime).
+        let profile = choose_profile(
+            project_dir,
+            target_runtime,
+            manifest.target_runtime(),
+            None,
+            repo_type,
+            &silent,
+        )?;
+        // A requirement the target runtime does not read fails the check as it
+        // fails `kernels lock`; the ones it only warns about are printed.
+        let remarks = crate::lock::support::check_requirements(&profile, &manifest)
+            .map_err(|err| miette::Report::new(*err))?;
+        for remark in remarks {
+            printer.error(format_args!("warning: {remark}"));
+        }
+        let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
+        let cache = HubCache::new(&settings.cache_dir);
+        let report = check_offline(
+            &manifest,
+            &LockOnDisk::read(&lock_path),
+            expected,
+            &cache,
+            profile.repo_type,
+        );
+        return Ok((report, None, None));
+    }
+    let on_disk = LockOnDisk::read(&lock_path);
+    let inputs = PlanInputs {
+        project_dir,
+        target_runtime,
+        repo_type,
+        extra_trust: &[],
+        allow_model_repos: false,
+        merged: None,
+        upgrade: &Upgrade::None,
+        targets,
+        exclude_newer: (exclude_newer, Use::Check),
+    };
+    let plan = plan(&inputs, settings, &silent, printer.lines_mode(), &on_disk)?;
+    let mut report = diff_locks(&on_disk, &plan.outcome.lockfile, &plan.json);
+    report.add_without_variants(&plan.outcome.without_variants());
+    let fit = plan
+        .targets
+        .is_checked()
+        .then_some(crate::cli::project::fit::lock::FitCheck {
+            targets: plan.targets,
+            findings: plan.outcome.fit,
+        });
+    Ok((report, Some(plan.changes), fit))
+}
+
+/// What [`freshness`] finds: the report, what `kernels lock` would change and
+/// the fit of the declared targets (both online only).
+type Freshness = (
+    CheckReport,
+    Option<Vec<Change>>,
+    Option<crate::cli::project::fit::lock::FitCheck>,
+);
+
+/// `--locked` for commands that use the lock (`kernels download`): fails when the
+/// lock is missing or stale. A no-op without `--locked`.
+pub fn ensure_locked(
+    project_dir: &Path,
+    repo_type: Option<RepoType>,
+    settings: &Settings,
+    global: &GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<()> {
+    if !global.locked {
+        return Ok(());
+    }
+    let repo_type = repo_type.map(RepoTypeArg::from);
+    let (report, changes, _) =
+        freshness(project_dir, None, repo_type, &[], None, settings, printer)?;
+    if print_report(
+        &report,
+        printer,
+        OutputFormat::Text,
+        changes.as_deref(),
+        None,
+    ) {
+        return Err(StaleLocked {
+            lock: report.lock_file,
+            manifest: project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// `kernels lock --check` (and `--locked`): exit 0 when the lock is up to
+/// date, 1 (`--check`) or an error (`--locked`) when not.
+pub(super) fn run(
+    request: &LockRequest,
+    settings: &Settings,
+    printer: &Printer,
+    lock_path: PathBuf,
+) -> miette::Result<ExitCode> {
+    let (report, changes, online) = freshness(
+        &request.project_dir,
+        request.target_runtime.as_deref(),
+        request.repo_type,
+        &request.targets,
+        request.exclude_newer.as_ref(),
+        settings,
+        &printer.quiet_if(request.format == OutputFormat::Json),
+    )?;
+    // Online the re-resolved lock's fit; offline the cached metadata's.
+    let fit = match online {
+        Some(fit) => Some(fit),
+        None => fit_of_cached(request, settings, printer, &lock_path)?,
+    };
+    let stale = print_report(
+        &report,
+        printer,
+        request.format,
+        changes.as_deref(),
+        fit.as_ref(),
+    );
+    if let Some(fit) = &fit
+        && request.format == OutputFormat::Text
+    {
+        crate::cli::project::fit::lock::print_findings(printer, fit, request.check);
+    }
+    let gap = fit.as_ref().is_some_and(|f| f.has_gap()) || report.without_variants() > 0;
+    match (stale, request.check) {
+        (false, true) if gap => Ok(ExitCode::from(1)),
+        (false, _) => Ok(ExitCode::SUCCESS),
+        (true, true) => Ok(ExitCode::from(1)),
+        (true, false) => Err(StaleLocked {
+            lock: lock_path,
+            manifest: request
+                .project_dir
+                .join(crate::lock::manifest::MANIFEST_FILE_NAME),
+        }
+        .into()),
+    }
+}
+
+/// A check report as lines for stderr: stale findings, then (when `verbose`)
+/// the others. Each line starts with the entry.
+fn report_text(report: &CheckReport, verbose: bool) -> String {
+    let mut out = String::new();
+    for finding in &report.findings {
+        if !finding.kind.is_stale() && finding.kind != FindingKind::NoVariants && !verbose {
+            continue;
+        }
+        let subject = finding.repo_id.as_deref().unwrap_or("kernels.lock");
+        out.push_str(&format!(
+            "{subject}: {}: {}\n",
+            finding.kind.label(),
+            finding.detail
+        ));
+    }
+    out
+}
+
+/// The fit of the lock at `lock_path` from the cache, without a request
+/// (`kernels lock --check --offline`: only downloaded variants have their
+/// `metadata.json` linked in the snapshot, the others are "not checked");
+/// `None` when no target is declared or there is no readable lock or manifest
+/// (the freshness check reports those).
+fn fit_of_cached(
+    request: &LockRequest,
+    settings: &Settings,
+    printer: &Printer,
+    lock_path: &Path,
+) -> miette::Result<Option<FitCheck>> {
+    let dir = &request.project_dir;
+    let (Ok(manifest), Ok(lockfile)) = (Manifest::read(dir), Lockfile::read(lock_path)) else {
+        return Ok(None);
+    };
+    let targets = declared(&request.targets, &manifest);
+    if !targets.is_checked() {
+        return Ok(None);
+    }
+    let silent = printer.quiet_if(true);
+    let profile = choose_profile(
+        dir,
+        request.target_runtime.as_deref(),
+        manifest.target_runtime(),
+        Some(lockfile.format()),
+        request.repo_type,
+        &silent,
+    )?;
+    let runtime = profile
+        .runtime
+        .map(crate::variant::FitPolicy::runtime_release);
+    let cache = HubCache::new(&settings.cache_dir);
+    let findings = cached_lock_variants(&lockfile, &cache, profile.repo_type)
+        .iter()
+        .flat_map(|kernel| findings(kernel, &targets.list, runtime))
+        .collect();
+    Ok(Some(FitCheck { targets, findings }))
+}

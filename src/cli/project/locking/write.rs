@@ -1,0 +1,261 @@
+//! Writing what a plan resolved: `kernels.lock` (unless unchanged or a dry
+//! run), the cut-off recorded in `pyproject.toml`, the status lines and the
+//! JSON document of `kernels lock`.
+
+use super::LockRequest;
+use super::plan::Plan;
+use std::path::Path;
+use std::process::ExitCode;
+
+use kernels_cache::atomic::write_atomic;
+
+use crate::cli::args::OutputFormat;
+use crate::cli::json::{LockDoc, LockedEntryDoc};
+use crate::cli::printer::Printer;
+use crate::lock::conflict;
+use crate::lock::cooldown::Cooldown;
+use crate::lock::format::LockFormat;
+use crate::lock::freshness::LockOnDisk;
+use crate::lock::profile::Profile;
+use crate::lock::sticky::Change;
+
+/// Prints what `plan` resolved and writes it (unless the bytes are unchanged
+/// or `--dry-run`); with `--format json`, the document.
+pub(super) fn write_plan(
+    request: &LockRequest,
+    printer: &Printer,
+    plan: &Plan,
+    merged: Option<&conflict::Merged>,
+    on_disk: &LockOnDisk,
+) -> miette::Result<ExitCode> {
+    let lock_path = on_disk.path();
+    let resolved = Resolved {
+        lock_path,
+        outcome: &plan.outcome,
+        profile: &plan.profile,
+        changes: &plan.changes,
+        kept: &plan.kept,
+    };
+    if !printer.is_quiet() {
+        print_status(printer, &resolved, merged, plan)?;
+    }
+    let unchanged = on_disk.text() == Some(plan.json.as_str());
+    if unchanged {
+        printer.status(format_args!("{} is up to date", lock_path.display()));
+    } else if request.dry_run {
+        printer.status(format_args!(
+            "Dry run: {} was not written",
+            lock_path.display()
+        ));
+    } else {
+        write_atomic(lock_path, plan.json.as_bytes()).map_err(|err| {
+            miette::miette!(
+                code = "kernels::lock::write",
+                help = "check that the project directory is writable",
+                "cannot write {}: {err}",
+                lock_path.display()
+            )
+        })?;
+        printer.status(format_args!("Wrote {}", lock_path.display()));
+    }
+    if !request.dry_run {
+        record_cutoff(&request.project_dir, printer, plan, !unchanged)?;
+    }
+    if request.format == OutputFormat::Json {
+        print_json(
+            printer,
+            &resolved,
+            plan,
+            !unchanged && !request.dry_run,
+            request.dry_run,
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Records the cut-off a lock was resolved under in `pyproject.toml`
+/// (`[tool.kernels] exclude-newer-cutoff`), so that `kernels lock --check`
+/// and teammates use the same instant: when the lock was `written`, the
+/// cut-off of this run (removed without one, or for a fixed `exclude-newer`);
+/// when it was not, only a missing record is added.
+fn record_cutoff(
+    project_dir: &Path,
+    printer: &Printer,
+    plan: &Plan,
+    written: bool,
+) -> miette::Result<()> {
+    let wanted = plan.cooldown.as_ref().and_then(Cooldown::to_record);
+    let path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
+    let text = fs_err::read_to_string(&path).map_err(|err| miette::miette!("{err}"))?;
+    let recorded =
+        crate::lock::manifest::ToolSettings::read(project_dir)?.and_then(|t| t.cooldown.recorded);
+    if !written && (recorded.is_some() || wanted.is_none()) {
+        return Ok(());
+    }
+    let Some(edited) = crate::lock::cooldown::record(&text, wanted) else {
+        return Ok(());
+    };
+    write_atomic(&path, edited.as_bytes()).map_err(|err| {
+        miette::miette!(
+            code = "kernels::lock::write",
+            help = "check that the project directory is writable",
+            "cannot write {}: {err}",
+            path.display()
+        )
+    })?;
+    match wanted {
+        Some(cutoff) => printer.status(format_args!(
+            "Recorded the cut-off {cutoff} in {} ({})",
+            path.display(),
+            crate::lock::cooldown::CUTOFF_KEY
+        )),
+        None => printer.status(format_args!(
+            "Removed {} from {}",
+            crate::lock::cooldown::CUTOFF_KEY,
+            path.display()
+        )),
+    }
+    Ok(())
+}
+
+/// What one `kernels lock` run resolved, for its status lines and JSON.
+struct Resolved<'a> {
+    lock_path: &'a Path,
+    outcome: &'a crate::lock::project::LockOutcome,
+    profile: &'a Profile,
+    changes: &'a [Change],
+    kept: &'a [String],
+}
+
+/// The status lines of a `kernels lock` that resolved: conflict repair,
+/// warnings, `Resolved N kernels in …`, what changed (or, without a previous
+/// lock, what was locked) and a change of lock format.
+fn print_status(
+    printer: &Printer,
+    resolved: &Resolved<'_>,
+    merged: Option<&conflict::Merged>,
+    plan: &Plan,
+) -> miette::Result<()> {
+    let (old_format, had_previous, elapsed) = (plan.old_format, plan.had_previous, plan.elapsed);
+    let Resolved {
+        lock_path,
+        outcome,
+        profile,
+        changes,
+        kept,
+    } = resolved;
+    if let Some(merged) = merged {
+        printer.status(format_args!(
+            "{} had merge conflicts in {}; kept the {} entries both sides agree on and resolved the rest again",
+            lock_path.display(),
+            if merged.conflicting.is_empty() {
+                "no entry".to_owned()
+            } else {
+                merged.conflicting.join(", ")
+            },
+            kept.len()
+        ));
+    }
+    for warning in &outcome.warnings {
+        printer.status(format_args!("warning: {warning}"));
+    }
+    for held_back in &outcome.held_back {
+        printer.status(format_args!("note: {held_back}"));
+    }
+    crate::cli::project::fit::lock::print_outcome(printer, &outcome.fit, &plan.targets);
+    let count = outcome.lockfile.locked_kernels(lock_path)?.len();
+    printer.status(format_args!(
+        "Resolved {count} kernel{} in {:.2}s",
+        if count == 1 { "" } else { "s" },
+        elapsed.as_secs_f64()
+    ));
+    if had_previous {
+        for change in *changes {
+            printer.status(format_args!("{change}"));
+        }
+    } else {
+        for line in &outcome.locked {
+            printer.status(format_args!("{line}"));
+        }
+    }
+    if let Some(old_format) = old_format
+        && old_format != profile.lock_format
+        && merged.is_none()
+    {
+        printer.status(format_args!(
+            "warning: {} was in the {} format; it is rewritten in the {} format",
+            lock_path.display(),
+            old_format.name(),
+            profile.lock_format.name()
+        ));
+    }
+    Ok(())
+}
+
+/// `--format json`: what was locked and what changed, as one document on stdout.
+fn print_json(
+    printer: &Printer,
+    resolved: &Resolved<'_>,
+    plan: &Plan,
+    written: bool,
+    dry_run: bool,
+) -> miette::Result<()> {
+    let (old_format, had_previous) = (plan.old_format, plan.had_previous);
+    let Resolved {
+        lock_path,
+        outcome,
+        profile,
+        changes,
+        kept,
+    } = resolved;
+    let kernels: Vec<LockedEntryDoc> = outcome
+        .lockfile
+        .locked_kernels(lock_path)?
+        .iter()
+        .map(|kernel| LockedEntryDoc {
+            repo_id: kernel.repo_id.to_string(),
+            commit: kernel.commit.clone(),
+            variants: kernel
+                .variants
+                .as_ref()
+                .map(|v| v.keys().map(ToString::to_string).collect()),
+        })
+        .collect();
+    // As text mode: with a previous lock in this format, only the entries
+    // that change (an entry resolved again to the same commit is not news).
+    let locked: Vec<&crate::lock::project::Locked> = outcome
+        .locked
+        .iter()
+        .filter(|l| {
+            !had_previous
+                || changes.iter().any(|c| match c {
+                    Change::Added { repo_id, .. } | Change::Updated { repo_id, .. } => {
+                        *repo_id == l.repo_id
+                    }
+                    Change::Removed { .. } => false,
+                })
+        })
+        .collect();
+    printer.json_line(&LockDoc {
+        schema: LockDoc::SCHEMA,
+        command: "lock",
+        lock_file: lock_path.display().to_string(),
+        format: Some(profile.lock_format.id()),
+        previous_format: old_format.map(LockFormat::id),
+        written,
+        dry_run,
+        changes,
+        kernels,
+        locked,
+        warnings: &outcome.warnings,
+        kept,
+        error: None,
+        failed: Vec::new(),
+        fit: outcome
+            .fit
+            .iter()
+            .map(crate::cli::json::FitFindingDoc::new)
+            .collect(),
+    });
+    Ok(())
+}

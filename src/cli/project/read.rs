@@ -1,0 +1,305 @@
+//! A project's `kernels.lock` as the commands that use it read it (`download`,
+//! `verify`, `env`, `check`, `benchmark`, `export`, `audit`): the locked
+//! kernels, the target profile, the variant selection and fit policy, the ref
+//! each entry was locked from, and the trust settings a download runs under;
+//! the error of a project without a lock.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::args::SelectArgs;
+use crate::cli::printer::Printer;
+use crate::cli::project::profile::{
+    CACHE_HINT, ProfileInputs, choose_profile_with, describe_preference,
+};
+use crate::install::DownloadOptions;
+use crate::lock::format::{LOCK_FILE_NAME, LockedKernel, Lockfile};
+use crate::lock::manifest::ToolSettings;
+use crate::lock::profile::ProfileSource;
+use crate::variant::{FitPolicy, ProbeScope, ProjectPython, VariantSelection};
+use kernels_types::wire::RepoType;
+
+/// A project directory without `kernels.lock`.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("no kernels.lock in {}: expected {}", dir.display(), path.display())]
+#[diagnostic(code(kernels::download::no_lock))]
+struct NoLock {
+    dir: PathBuf,
+    path: PathBuf,
+    #[help]
+    help: String,
+}
+
+/// What `download`, `verify` and `env` take from a project's `kernels.lock`,
+/// read once.
+pub struct LockRead {
+    /// The locked kernels, in lock order.
+    pub kernels: Vec<LockedKernel>,
+    /// The variant selection for them.
+    pub selection: VariantSelection,
+    /// The target runtime's repository type.
+    pub repo_type: RepoType,
+    /// The target profile chosen for the lock.
+    pub profile: crate::lock::profile::Profile,
+    /// The lock file's format.
+    pub format: crate::lock::format::LockFormat,
+    /// What the runtime's load-time rules check the variants against.
+    pub fit: FitPolicy,
+    /// The ref each entry was locked from, where the lock or `pyproject.toml`
+    /// says (see [`lock_refs`]).
+    pub refs: Vec<crate::install::KernelRef>,
+}
+
+impl LockRead {
+    /// The kernels, the lock's format and the options of a run over them: the
+    /// lock's repository type, variant selection, refs and fit policy, and
+    /// `trust` for the signatures (`None` checks none); every other option at
+    /// its default ([`DownloadOptions::new`]).
+    pub fn into_options(
+        self,
+        trust: Option<std::sync::Arc<crate::install::signature::Trust>>,
+    ) -> (
+        Vec<LockedKernel>,
+        crate::lock::format::LockFormat,
+        DownloadOptions,
+    ) {
+        let options = DownloadOptions {
+            refs: self.refs,
+            fit: self.fit,
+            trust,
+            ..DownloadOptions::new(self.repo_type, self.selection)
+        };
+        (self.kernels, self.format, options)
+    }
+}
+
+/// Reads `<project>/kernels.lock`, chooses the target profile (which prints
+/// its `Target runtime: …` line unless the printer is quiet; an installed
+/// runtime that cannot read the lock fails) and resolves the variant
+/// selection (detecting torch only when the lock has kernels and no variant
+/// flag is given). `python` is the project's interpreter: it is started at
+/// most once, for the installed runtime and torch together, and its probe
+/// stays with the caller ([`ProjectPython::probed`]).
+pub fn read_lock(
+    project_dir: &Path,
+    select: &SelectArgs,
+    python: &ProjectPython,
+    printer: &Printer,
+    frozen: bool,
+) -> miette::Result<LockRead> {
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    if !crate::lock::format::lock_file_exists(&lock_path)? {
+        return Err(no_lock_error(project_dir));
+    }
+    let lockfile = Lockfile::read(&lock_path)?;
+    let kernels = lockfile.locked_kernels(&lock_path)?;
+    let tool = ToolSettings::read(project_dir)?;
+    let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
+    let request = select.request();
+    let overrides = select.env.overrides();
+    // Nothing to select from: do not require torch for an empty lock.
+    let needs_torch = !kernels.is_empty() && request.needs_torch(&overrides);
+    let profile = choose_profile_with(
+        &ProfileInputs {
+            project_dir,
+            option: select.runtime.version(),
+            manifest: ToolSettings::target_runtime_at(tool.as_ref(), &manifest_path),
+            lock_format: Some(lockfile.format()),
+            repo_type: select.repo.repo_type,
+            python,
+            scope: ProbeScope::torch_if(needs_torch),
+            unreadable_fails: true,
+        },
+        printer,
+    )?;
+    warn_unreadable_by_named_runtime(&profile, lockfile.format(), &lock_path, printer);
+    if profile.cache_is_ambiguous() && !kernels.is_empty() && printer.is_verbose() {
+        printer.status(format_args!("note: {CACHE_HINT}"));
+    }
+    let selection = if kernels.is_empty() {
+        VariantSelection::All
+    } else {
+        request.resolve_with(python, profile.variant_preference, &overrides)?
+    };
+    let fit = crate::cli::project::fit::policy(
+        &select.targets.targets(),
+        tool.as_ref()
+            .map(|t| (t.targets.as_slice(), manifest_path.as_path())),
+        needs_torch.then(|| python.probed()).flatten(),
+        profile.runtime,
+    );
+    if fit.targets.is_checked() && printer.is_verbose() {
+        printer.status(format_args!("Target GPUs: {}", fit.targets));
+    }
+    print_environment(&selection, profile.runtime, printer);
+    Ok(LockRead {
+        refs: lock_refs(project_dir, &lockfile, &kernels, frozen),
+        format: lockfile.format(),
+        kernels,
+        selection,
+        repo_type: profile.repo_type,
+        profile,
+        fit,
+    })
+}
+
+/// Warns when a runtime the user named (flag or `pyproject.toml`) reads
+/// another lock format than the lock's (`format`): it would fail on this lock
+/// at run time, whatever the cache holds.
+fn warn_unreadable_by_named_runtime(
+    profile: &crate::lock::profile::Profile,
+    format: crate::lock::format::LockFormat,
+    lock_path: &Path,
+    printer: &Printer,
+) {
+    if let (Some(runtime), ProfileSource::Option | ProfileSource::Manifest) =
+        (profile.runtime, &profile.source)
+        && profile.lock_format != format
+    {
+        printer.status(format_args!(
+            "warning: {} is in the {} format, which kernels {runtime} cannot read (it reads {}); re-lock it for that runtime before shipping it: `kernels lock --target-runtime {runtime}`",
+            shell_path(lock_path),
+            format.name(),
+            profile.lock_format.name(),
+        ));
+    }
+}
+
+/// The `Environment: …` status line of a detected selection; with `-v` it
+/// names the target runtime's ranking too (`kernels env` shows it), like
+/// the `Target runtime: …` line.
+fn print_environment(
+    selection: &VariantSelection,
+    runtime: Option<crate::lock::profile::RuntimeVersion>,
+    printer: &Printer,
+) {
+    if let VariantSelection::Detected { env, preference } = selection {
+        if printer.is_verbose() {
+            printer.status(format_args!(
+                "Environment: {}; variants ranked by {}",
+                env.describe(),
+                describe_preference(*preference, runtime)
+            ));
+        } else {
+            printer.status(format_args!("Environment: {}", env.describe()));
+        }
+    }
+}
+
+/// The error of a project directory `dir` without `kernels.lock`, with
+/// the command that creates it.
+pub fn no_lock_error(dir: &Path) -> miette::Report {
+    NoLock {
+        dir: dir.to_owned(),
+        path: dir.join(LOCK_FILE_NAME),
+        help: no_lock_help(dir),
+    }
+    .into()
+}
+
+/// How to get a `kernels.lock` in `dir`: lock the project, or, without a
+/// `pyproject.toml` there, go to the project (or name it) first.
+pub fn no_lock_help(dir: &Path) -> String {
+    if dir
+        .join(crate::lock::manifest::MANIFEST_FILE_NAME)
+        .is_file()
+    {
+        format!("create it with `kernels lock {}`", shell_path(dir))
+    } else {
+        format!(
+            "{} has no pyproject.toml either: run the command in the project directory or name it (`--project DIR`); a project declares its kernels under `[tool.kernels.dependencies]` and `kernels lock` writes the lock",
+            shell_path(dir)
+        )
+    }
+}
+
+/// The trust a download of the project in `dir` runs under: its
+/// `[tool.kernels]` trust settings with `flags` applied, and the file hashes
+/// its `kernels.lock.provenance` records. Errors: an unreadable manifest, or
+/// a trust root that cannot be used (`kernels::trust::root_setting`, naming
+/// where it was given, as `verify --signatures` and `verify-signature` do).
+pub fn project_trust(
+    dir: &Path,
+    flags: &crate::cli::args::TrustArgs,
+) -> miette::Result<crate::install::signature::Trust> {
+    let tool = ToolSettings::read(dir)?.unwrap_or_default();
+    let pins = crate::lock::provenance::file_pins(dir);
+    let settings = flags.apply(tool.signing);
+    let root = flags.root(&settings, dir)?;
+    Ok(crate::install::signature::Trust {
+        root,
+        settings,
+        pins,
+    })
+}
+
+/// The `refs/<name>` each locked entry was resolved from, when the lock or
+/// `pyproject.toml` says: a `KernelLocks` entry's `version = N` is branch `vN`
+/// and its `revision` a branch or tag; for a variant-hash lock, the
+/// `pyproject.toml` requirement (`N` → `vN`, a `revision` name as is). Commit
+/// ids and version specifiers (whose tag the lock does not record) give none.
+fn lock_refs(
+    project_dir: &Path,
+    lockfile: &Lockfile,
+    kernels: &[LockedKernel],
+    frozen: bool,
+) -> Vec<crate::install::KernelRef> {
+    use crate::install::KernelRef;
+    use crate::lock::format::kernel_locks::KernelVersion;
+    use crate::lock::requirement::Requirement;
+    let is_commit = kernels_types::CommitId::is_commit_like;
+    let mut out = Vec::new();
+    if let Lockfile::KernelLocks(locks) = lockfile {
+        for (dep, commit) in locks.iter() {
+            let name = match &dep.version {
+                KernelVersion::Version(n) => format!("v{n}"),
+                KernelVersion::Revision(r) if !is_commit(r) => r.clone(),
+                KernelVersion::Revision(_) => continue,
+            };
+            if let Ok(repo_id) = dep.repo_id.parse() {
+                out.push(KernelRef {
+                    repo_id,
+                    commit: commit.clone(),
+                    name,
+                });
+            }
+        }
+        return out;
+    }
+    // Under `--frozen` nothing checked that `pyproject.toml` still asks for
+    // what was locked: a locked commit goes by the Hub's (or the cache's) refs
+    // at that commit, never by an edited requirement.
+    if frozen {
+        return out;
+    }
+    let Ok(manifest) = crate::lock::manifest::Manifest::read(project_dir) else {
+        return out;
+    };
+    for dep in &manifest.dependencies {
+        let name = match &dep.requirement {
+            Requirement::Branch(n) => format!("v{n}"),
+            Requirement::Revision(r) if !is_commit(r) => r.clone(),
+            _ => continue,
+        };
+        for kernel in kernels.iter().filter(|k| k.repo_id == dep.repo_id) {
+            out.push(KernelRef {
+                repo_id: kernel.repo_id.clone(),
+                commit: kernel.commit.clone(),
+                name: name.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// A path as it can be pasted into a shell (quoted when it has special characters).
+pub fn shell_path(path: &Path) -> String {
+    let text = path.display().to_string();
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:@,".contains(c))
+    {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
