@@ -40,7 +40,7 @@ pub(super) fn warn_if_nothing_fits(
     }
     let selection = VariantSelection::Detected {
         env,
-        preference: profile.variant_preference,
+        rules: crate::variant::VariantRules::of_profile(profile),
     };
     if let Err(err) = selection.select(&kernel.repo_id, &kernel.commit, &names) {
         printer.status(format_args!("warning: {err}"));

@@ -246,7 +246,7 @@ mod tests {
         let locked = kernel(Some(&["torch-cuda", "torch-universal"]));
         let detected = VariantSelection::Detected {
             env: crate::variant::testing::env(Some("12.6"), "Linux", "x86_64"),
-            preference: crate::lock::profile::VariantPreference::Exact { noarch: true },
+            rules: crate::lock::profile::VariantPreference::Exact { noarch: true }.into(),
         };
         // Runtimes up to 0.12 take every existing candidate ([arch, noarch,
         // universal]); the arch build is not locked here.

@@ -23,6 +23,7 @@
 pub mod environment;
 mod fit_hint;
 pub mod ranking;
+pub mod rules;
 pub mod selection;
 pub mod targets;
 
@@ -33,9 +34,10 @@ use kernels_types::repo_id::RepoId;
 
 pub use environment::{
     Device, EnvOverrides, EnvSource, EnvSources, ProbeScope, ProbedRuntime, ProjectPython,
-    PythonProbe, TorchEnv, project_python,
+    PythonProbe, PythonTarget, TorchEnv, project_python,
 };
 pub use ranking::UNIVERSAL;
+pub use rules::{RuntimeGeneration, VariantRules};
 pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};
 pub use targets::{FitPolicy, NotChecked, TargetSource, Targets};
 
@@ -254,6 +256,11 @@ pub(crate) mod testing {
             system: system.to_owned(),
             machine: machine.to_owned(),
             mac_version: None,
+            rocm: None,
+            accelerator: None,
+            cann: None,
+            mlx: false,
+            python: None,
         }
     }
 }

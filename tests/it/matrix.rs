@@ -405,6 +405,11 @@ fn candidates(variants: &BTreeSet<String>, bump: bool) -> Vec<StubEnv> {
                 system: "Linux".to_owned(),
                 machine: machine.clone(),
                 mac_version: None,
+                rocm: None,
+                accelerator: None,
+                cann: None,
+                mlx: false,
+                python: None,
             },
         })
     };
@@ -440,7 +445,7 @@ fn pick_env(
     for candidate in candidates(&all, bump) {
         let selection = VariantSelection::Detected {
             env: candidate.env.clone(),
-            preference,
+            rules: preference.into(),
         };
         let chosen: Option<BTreeMap<String, Vec<String>>> = kernels
             .iter()
@@ -825,6 +830,11 @@ fn resolver_ranks_like_the_reference_resolvers() {
                             system: system.to_owned(),
                             machine: machine.to_owned(),
                             mac_version: None,
+                            rocm: None,
+                            accelerator: None,
+                            cann: None,
+                            mlx: false,
+                            python: None,
                         };
                         let case = serde_json::json!({
                             "names": names, "backend": [backend, version], "cpu": machine,
@@ -855,6 +865,11 @@ fn resolver_ranks_like_the_reference_resolvers() {
             system: "Darwin".to_owned(),
             machine: "arm64".to_owned(),
             mac_version: Some(mac.to_owned()),
+            rocm: None,
+            accelerator: None,
+            cann: None,
+            mlx: false,
+            python: None,
         };
         let case = serde_json::json!({
             "names": names, "backend": [backend, null], "cpu": "aarch64", "os": "darwin",
@@ -875,6 +890,11 @@ fn resolver_ranks_like_the_reference_resolvers() {
         system: "Windows".to_owned(),
         machine: "AMD64".to_owned(),
         mac_version: None,
+        rocm: None,
+        accelerator: None,
+        cann: None,
+        mlx: false,
+        python: None,
     };
     let case = serde_json::json!({
         "names": names, "backend": ["cuda", "12.9"], "cpu": "x86_64", "os": "windows",
@@ -1101,7 +1121,10 @@ fn platform_rules_like_the_reference() {
             .unwrap();
             let env = TorchEnv::detect(&wrapper).unwrap();
             let available: BTreeSet<String> = case.names.iter().map(|n| (*n).to_owned()).collect();
-            let selection = VariantSelection::Detected { env, preference };
+            let selection = VariantSelection::Detected {
+                env,
+                rules: preference.into(),
+            };
             let ours = selection.select(&id, &"c".repeat(40).parse().unwrap(), &available);
             let context = format!("kernels {version}, {}", case.what);
             match (&ours, reference.get("fetch")) {

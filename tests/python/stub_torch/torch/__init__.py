@@ -2,10 +2,13 @@
 
 STUB_TORCH_VERSION (default "2.7.0"), STUB_TORCH_CUDA, STUB_TORCH_HIP, STUB_TORCH_XPU,
 STUB_TORCH_MPS ("1" = available), STUB_TORCH_CXX11 ("0" = pre-cxx11 ABI),
-STUB_TORCH_NEURON ("1" = the AWS Neuron extension is present).
+STUB_TORCH_NEURON ("1" = the AWS Neuron extension is present), STUB_TORCH_ROCM
+(`torch.version.rocm`, torch 2.10+), STUB_TORCH_ACCELERATOR (the type
+`torch.accelerator.current_accelerator()` reports, e.g. "tpu"; without it torch has no
+`torch.accelerator`).
 A GPU is visible when STUB_TORCH_CAPABILITY ("9.0", CUDA) or STUB_TORCH_GCN_ARCH
 ("gfx942:sramecc+:xnack-", ROCm) is set; STUB_TORCH_DEVICE_ERROR makes querying it raise.
-Only what variant detection (kernels 0.10 to 0.17) reads, plus `Tensor`, `ops` and
+Only what variant detection (kernels 0.10 to 0.19) reads, plus `Tensor`, `ops` and
 `library.define` for importing pure-Python kernels, is provided; and, for the benchmark
 tests, list-backed tensors (`randn`, `empty_like`, `relu`, `allclose`, arithmetic) with
 `manual_seed`, `cuda.synchronize`, `cuda.Event` (wall-clock backed) and
@@ -22,6 +25,15 @@ version = types.SimpleNamespace(
     hip=os.environ.get("STUB_TORCH_HIP") or None,
     xpu=os.environ.get("STUB_TORCH_XPU") or None,
 )
+# torch 2.10+ has `torch.version.rocm` beside `hip` on ROCm builds.
+if os.environ.get("STUB_TORCH_ROCM"):
+    version.rocm = os.environ["STUB_TORCH_ROCM"]
+
+# torch 2.6+: `torch.accelerator.current_accelerator()` (kernels 0.18+ detects TPU by it).
+if os.environ.get("STUB_TORCH_ACCELERATOR"):
+    accelerator = types.SimpleNamespace(
+        current_accelerator=lambda: types.SimpleNamespace(type=os.environ["STUB_TORCH_ACCELERATOR"])
+    )
 
 
 class _Mps:
