@@ -596,9 +596,15 @@ impl TorchEnv {
     /// macOS `torch{MAJ}{MIN}-{compute}-{cpu}-darwin` (`arm64` → `aarch64`),
     /// Windows `torch{MAJ}{MIN}-{compute}-{cpu}-windows` (`AMD64` → `x86_64`).
     pub fn arch_variant(&self) -> String {
+        self.arch_variant_with(self.backend())
+    }
+
+    /// [`TorchEnv::arch_variant`] for the compute backend `backend` (as a
+    /// runtime generation detects it, [`TorchEnv::backend_for`]).
+    pub(super) fn arch_variant_with(&self, backend: Backend) -> String {
         let os = self.os();
         let torch = format!("torch{}{}", self.major, self.minor);
-        let compute = self.compute();
+        let compute = backend.to_string();
         let cpu = self.cpu();
         if os == "darwin" || os == "windows" {
             format!("{torch}-{compute}-{cpu}-{os}")

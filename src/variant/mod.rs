@@ -14,10 +14,17 @@
 //!   runtime's are accepted; ROCm, XPU and CANN need the exact version) and
 //!   take the best by the resolver's order. Names that do not parse are
 //!   skipped with a warning; they stay in lock files untouched.
+//! - reference 0.18 and 0.19 ([`rules::RuntimeGeneration`], derived from the
+//!   profile's runtime version into [`VariantRules`]): 0.18 accepts a lower
+//!   ROCm minor too and reads `torch.version.rocm` and `torch.accelerator`;
+//!   0.19 reads the dotted grammar, SDK and MLX names beside the legacy one,
+//!   checks the Python part against the target's Python and sorts by its own
+//!   order ([`ranking`]'s `v019`).
 //!
 //! One concept per module: [`selection`] (the command-line request and the
 //! choice among a kernel's variants, shared by download and verify),
-//! [`ranking`] (the preference order of each target runtime) and
+//! [`ranking`] (the preference order of each target runtime), [`rules`] (which
+//! rules a runtime version applies) and
 //! [`environment`] (finding the project's Python and asking it about torch).
 
 pub mod environment;

@@ -29,6 +29,49 @@ impl TorchEnv {
         order
     }
 
+    /// The names of this environment's own builds, best first, as the
+    /// runtime of `rules` ranks them (`kernels env`'s `Preferred` row): up to
+    /// 0.18 [`TorchEnv::preference`]; from 0.19 the dotted arch name for the
+    /// target's Python first (`cpython-<target>-abi3`, `abi3t` on a
+    /// free-threaded Python, 3.9 when the target's Python is not known),
+    /// then the legacy arch name (not on a free-threaded Python), the noarch
+    /// name (`torch-cann` for Ascend) and `torch-universal`.
+    pub fn preferred(&self, rules: VariantRules, noarch: bool) -> Vec<String> {
+        if !rules.generation.reads_dotted_names() {
+            return self.preference(noarch);
+        }
+        let generation = rules.generation;
+        let (major, minor, abi) = match self.python {
+            Some(p) if p.free_threaded => (p.version.0, p.version.1, "abi3t"),
+            Some(p) => (p.version.0, p.version.1, "abi3"),
+            None => (3, 9, "abi3"),
+        };
+        let os = self.os();
+        let tag = if os == "linux" {
+            if self.cxx11_abi { "-cxx11" } else { "-cxx98" }
+        } else {
+            ""
+        };
+        let dotted = format!(
+            "torch-{}.{}{tag}-{}-cpython-{major}.{minor}-{abi}-{}-{os}",
+            self.major,
+            self.minor,
+            self.backend_for(generation).dotted(),
+            self.cpu()
+        );
+        let mut order: Vec<String> = Vec::new();
+        let free_threaded = self.python.is_some_and(|p| p.free_threaded);
+        if !free_threaded || (major, minor) >= (3, 15) {
+            order.push(dotted);
+        }
+        if !free_threaded {
+            order.push(self.arch_variant_with(self.backend_for(generation)));
+        }
+        order.push(format!("torch-{}", self.noarch_backend_for(generation)));
+        order.push(UNIVERSAL.to_owned());
+        order
+    }
+
     /// The exact names a reference ≤0.12 tries, in order, under
     /// `preference` ([`TorchEnv::preference`], with the arch name of
     /// runtimes before 0.11 for [`VariantPreference::ExactBefore011`]); `None`
@@ -89,6 +132,15 @@ impl TorchEnv {
                 if metal26
                     && arch.backend == Backend::Metal
                     && self.macos().is_none_or(|v| v < (26, 0))
+                {
+                    return None;
+                }
+                // 0.17–0.18 drop every arch build on a free-threaded Python
+                // before 3.15 (`_is_unsupported_free_threaded_build`).
+                if metal26
+                    && self
+                        .python
+                        .is_some_and(|p| p.free_threaded && p.version < (3, 15))
                 {
                     return None;
                 }

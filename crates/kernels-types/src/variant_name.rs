@@ -11,6 +11,15 @@
 //! | noarch | `torch-{backend}` | `torch-cuda` |
 //! | universal (legacy) | `torch-universal` | `torch-universal` |
 //!
+//! Reference 0.19 reads a second, dotted grammar beside this one (module
+//! `dotted`): `torch-2.12-cxx11-cuda-12.8-cpython-3.9-abi3-x86_64-linux`,
+//! `torch-stable-abi-2.11-…`, `tvm-ffi-0.1-…`, `mlx-metal`, `sdk`,
+//! `sdk-<backend>`, `sdk-[<backend>-X.Y-]cpython-X.Y-<abi>-<cpu>-<os>`, and
+//! Ascend's noarch `torch-cann`. [`BuildVariant::parse`] reads both; an arch
+//! name says which in [`ArchVariant::grammar`], and legacy names imply the
+//! Python part `cpython-3.9-abi3` ([`PythonTag::LEGACY`]). Which runtime
+//! reads which names is the ranking's business (the `kernels` crate).
+//!
 //! Version digits are written without a dot. For frameworks (`torch`,
 //! `torch-stable-abi`, `tvm-ffi`) the **first** digit is the major version
 //! (`torch210` is Torch 2.10, `tvm-ffi01` is 0.1); for compute backends the
@@ -219,6 +228,22 @@ impl Backend {
             Backend::Cuda(v) | Backend::Rocm(v) | Backend::Cann(v) => Some(*v),
             Backend::Xpu(v) => *v,
             Backend::Cpu | Backend::Metal | Backend::Neuron | Backend::Tpu => None,
+        }
+    }
+
+    /// The backend as the dotted grammar (reference 0.19) writes it:
+    /// `cuda-12.8`, `rocm-7.2`, `xpu-2025.3`, `cann-8.2`, or the family name
+    /// of a versionless backend (`cpu`, `metal`, `neuron`, `tpu`, bare `xpu`).
+    ///
+    /// ```
+    /// use kernels_types::variant_name::{Backend, MinorVersion};
+    /// assert_eq!(Backend::Cuda(MinorVersion::new(12, 8)).dotted(), "cuda-12.8");
+    /// assert_eq!(Backend::Cpu.dotted(), "cpu");
+    /// ```
+    pub fn dotted(&self) -> String {
+        match self.version() {
+            Some(v) => format!("{}-{v}", self.family()),
+            None => self.family().to_owned(),
         }
     }
 

@@ -13,8 +13,8 @@
 //! Within a group: the newest compatible backend minor first, then `abi3`
 //! before `abi3t`, then the higher minimum Python first. A legacy name and the
 //! dotted name of the same build rank equal (the legacy grammar implies
-//! `cpython-3.9-abi3`); the reference leaves such ties in listing order, here
-//! they keep name order.
+//! `cpython-3.9-abi3`); the reference leaves such ties in the arbitrary order of a Python set,
+//! here they keep the listing order (name order for a commit).
 
 use super::RankKey;
 use crate::variant::environment::{TorchEnv, major_minor};
@@ -182,36 +182,13 @@ fn python_order(tag: &PythonTag) -> [i64; 3] {
 
 #[cfg(test)]
 mod tests {
-    use crate::lock::profile::{RuntimeVersion, VariantPreference};
-    use crate::variant::environment::PythonTarget;
-    use crate::variant::rules::VariantRules;
-    use crate::variant::testing::env;
+    use super::tests_support::*;
     use crate::variant::TorchEnv;
+    use crate::variant::testing::env;
     use kernels_types::variant_name::BuildVariant;
 
-    fn rules(minor: u64) -> VariantRules {
-        VariantRules::new(
-            VariantPreference::ResolverMetalMacos26,
-            Some(RuntimeVersion::new(0, minor, 0)),
-        )
-    }
-
-    fn ranked(env: &TorchEnv, minor: u64, names: &[&str]) -> Vec<String> {
-        let variants: Vec<BuildVariant> = names.iter().map(|n| BuildVariant::parse(n)).collect();
-        env.resolve(&variants, rules(minor))
-            .iter()
-            .map(|v| v.name().to_owned())
-            .collect()
-    }
-
     fn linux(cuda: Option<&str>, python: (u32, u32), free_threaded: bool) -> TorchEnv {
-        TorchEnv {
-            python: Some(PythonTarget {
-                version: python,
-                free_threaded,
-            }),
-            ..env(cuda, "Linux", "x86_64")
-        }
+        linux_py(cuda, Some((python, free_threaded)))
     }
 
     const MIXED: &[&str] = &[
@@ -281,16 +258,16 @@ mod tests {
             "torch-2.7-cpu-cpython-3.12-abi3-x86_64-linux",
             "torch-2.7-cpu-cpython-3.15-abi3t-x86_64-linux",
             "torch-2.7-cpu-cpython-3.16-abi3t-x86_64-linux",
-            "torch27-cxx11-cpu-x86_64-linux",
+            "torch27-cpu-x86_64-linux",
         ];
         // abi3 before abi3t, then the higher minimum Python first; the legacy
-        // name is cpython-3.9-abi3 (same rank, name order).
+        // name is cpython-3.9-abi3 (same rank: listing order).
         assert_eq!(
             ranked(&linux(None, (3, 15), false), 19, &names),
             [
                 "torch-2.7-cpu-cpython-3.12-abi3-x86_64-linux",
                 "torch-2.7-cpu-cpython-3.9-abi3-x86_64-linux",
-                "torch27-cxx11-cpu-x86_64-linux",
+                "torch27-cpu-x86_64-linux",
                 "torch-2.7-cpu-cpython-3.15-abi3t-x86_64-linux",
             ]
         );
@@ -298,7 +275,7 @@ mod tests {
             ranked(&linux(None, (3, 11), false), 19, &names),
             [
                 "torch-2.7-cpu-cpython-3.9-abi3-x86_64-linux",
-                "torch27-cxx11-cpu-x86_64-linux",
+                "torch27-cpu-x86_64-linux",
             ]
         );
         // Free-threaded: abi3 is refused, legacy names included.
@@ -348,11 +325,12 @@ mod tests {
         }
         let env714 = rocm("7.14.0", None);
         assert_eq!(ranked(&env714, 18, &names)[0], "torch27-cxx11-rocm74-x86_64-linux");
+        // The legacy and the dotted name of one build tie (listing order).
         assert_eq!(
             ranked(&env714, 19, &names)[..2],
             [
-                "torch-2.7-cxx11-rocm-7.14-cpython-3.9-abi3-x86_64-linux",
                 "torch27-cxx11-rocm714-x86_64-linux",
+                "torch-2.7-cxx11-rocm-7.14-cpython-3.9-abi3-x86_64-linux",
             ]
         );
     }
@@ -396,5 +374,81 @@ mod tests {
             ..mac(true)
         };
         assert_eq!(ranked(&old_mac, 19, &names), ["mlx-metal"]);
+    }
+}
+
+#[cfg(test)]
+mod preferred_tests {
+    use super::tests_support::*;
+
+    #[test]
+    fn env_lists_the_dotted_name_first_from_0_19() {
+        let env = linux_py(Some("12.8"), Some(((3, 12), false)));
+        assert_eq!(
+            env.preferred(rules(19), true),
+            [
+                "torch-2.7-cxx11-cuda-12.8-cpython-3.12-abi3-x86_64-linux",
+                "torch27-cxx11-cu128-x86_64-linux",
+                "torch-cuda",
+                "torch-universal"
+            ]
+        );
+        assert_eq!(
+            env.preferred(rules(18), true),
+            [
+                "torch27-cxx11-cu128-x86_64-linux",
+                "torch-cuda",
+                "torch-universal"
+            ]
+        );
+        // Free-threaded: abi3t only from 3.15, and no legacy (abi3) name.
+        let ft = linux_py(None, Some(((3, 15), true)));
+        assert_eq!(
+            ft.preferred(rules(19), true),
+            [
+                "torch-2.7-cxx11-cpu-cpython-3.15-abi3t-x86_64-linux",
+                "torch-cpu",
+                "torch-universal"
+            ]
+        );
+        // Each preferred name is accepted by the 0.19 ranking, in this order.
+        let names: Vec<String> = env.preferred(rules(19), true);
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(ranked(&env, 19, &refs), names);
+    }
+}
+
+#[cfg(test)]
+mod tests_support {
+    use crate::lock::profile::{RuntimeVersion, VariantPreference};
+    use crate::variant::TorchEnv;
+    use crate::variant::environment::PythonTarget;
+    use crate::variant::rules::VariantRules;
+    use crate::variant::testing::env;
+    use kernels_types::variant_name::BuildVariant;
+
+    pub(super) fn rules(minor: u64) -> VariantRules {
+        VariantRules::new(
+            VariantPreference::ResolverMetalMacos26,
+            Some(RuntimeVersion::new(0, minor, 0)),
+        )
+    }
+
+    pub(super) fn ranked(env: &TorchEnv, minor: u64, names: &[&str]) -> Vec<String> {
+        let variants: Vec<BuildVariant> = names.iter().map(|n| BuildVariant::parse(n)).collect();
+        env.resolve(&variants, rules(minor))
+            .iter()
+            .map(|v| v.name().to_owned())
+            .collect()
+    }
+
+    pub(super) fn linux_py(cuda: Option<&str>, python: Option<((u32, u32), bool)>) -> TorchEnv {
+        TorchEnv {
+            python: python.map(|(version, free_threaded)| PythonTarget {
+                version,
+                free_threaded,
+            }),
+            ..env(cuda, "Linux", "x86_64")
+        }
     }
 }
