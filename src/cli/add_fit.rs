@@ -39,7 +39,7 @@ pub(super) fn warn_if_nothing_fits(
         return;
     }
     let selection = VariantSelection::Detected {
-        env,
+        env: Box::new(env),
         rules: crate::variant::VariantRules::of_profile(profile),
     };
     if let Err(err) = selection.select(&kernel.repo_id, &kernel.commit, &names) {

@@ -324,7 +324,11 @@ impl Report<'_> {
             &sources.platform.to_string(),
         );
         let rules = crate::variant::VariantRules::of_profile(&self.profile);
-        self.row("Preferred", &env.preferred(rules, self.noarch).join(", "), "");
+        self.row(
+            "Preferred",
+            &env.preferred(rules, self.noarch).join(", "),
+            "",
+        );
     }
 
     /// The variant of each locked kernel, when the project has a lock.

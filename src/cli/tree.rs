@@ -795,7 +795,7 @@ pub fn run_versions(
     })?;
     let listing = Listing {
         selection: env.as_ref().map(|env| VariantSelection::Detected {
-            env: env.clone(),
+            env: Box::new(env.clone()),
             rules: crate::variant::VariantRules::of_profile(&profile),
         }),
         env,
@@ -959,10 +959,13 @@ impl Listing<'_> {
             .env
             .as_ref()
             .map(|env| {
-                env.resolve(&parsed, crate::variant::VariantRules::of_profile(&self.profile))
-                    .into_iter()
-                    .map(|b| b.name().to_owned())
-                    .collect()
+                env.resolve(
+                    &parsed,
+                    crate::variant::VariantRules::of_profile(&self.profile),
+                )
+                .into_iter()
+                .map(|b| b.name().to_owned())
+                .collect()
             })
             .unwrap_or_default();
         let best = self.matching(v);

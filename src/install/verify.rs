@@ -1247,7 +1247,11 @@ mod tests {
         );
         // A CUDA torch tries [arch, torch-cuda, torch-universal]; only the last is cached.
         let pref = VariantSelection::Detected {
-            env: crate::variant::testing::env(Some("12.6"), "Linux", "x86_64"),
+            env: Box::new(crate::variant::testing::env(
+                Some("12.6"),
+                "Linux",
+                "x86_64",
+            )),
             rules: crate::lock::profile::VariantPreference::Exact { noarch: true }.into(),
         };
         let [v] = &verify_kernels(&cache, RepoType::Kernel, std::slice::from_ref(&k), &pref)[..]

@@ -459,7 +459,7 @@ mod tests {
         let available: BTreeSet<String> = names.map(String::from).into();
         let pick = |preference: VariantPreference| {
             VariantSelection::Detected {
-                env: linux(2, 9, Some("12.9")),
+                env: Box::new(linux(2, 9, Some("12.9"))),
                 rules: preference.into(),
             }
             .choose(&id, &crate::variant::testing::commit(), &available)
@@ -644,7 +644,7 @@ mod tests {
         let id: RepoId = "acme/relu".parse().unwrap();
         let available: BTreeSet<String> = ["torch-ext", "torch-universal"].map(String::from).into();
         let selection = VariantSelection::Detected {
-            env: cpu,
+            env: Box::new(cpu),
             rules: VariantPreference::Resolver.into(),
         };
         assert_eq!(

@@ -28,8 +28,8 @@ pub enum VariantRequest {
 pub enum VariantSelection {
     /// The best variant for `env`, ranked by `rules`.
     Detected {
-        /// The detected (or given) torch build.
-        env: TorchEnv,
+        /// The detected (or given) torch build (boxed: it is large).
+        env: Box<TorchEnv>,
         /// How the target runtime ranks variants.
         rules: VariantRules,
     },
@@ -279,7 +279,7 @@ impl VariantRequest {
     ) -> Result<VariantSelection, VariantError> {
         Ok(match self {
             VariantRequest::Detect => VariantSelection::Detected {
-                env: overrides.resolve(python)?.0,
+                env: Box::new(overrides.resolve(python)?.0),
                 rules,
             },
             VariantRequest::All => VariantSelection::All,
@@ -310,7 +310,7 @@ mod tests {
         .map(String::from)
         .into();
         let exact = |cuda| VariantSelection::Detected {
-            env: env(Some(cuda), "Linux", "x86_64"),
+            env: Box::new(env(Some(cuda), "Linux", "x86_64")),
             rules: VariantPreference::Exact { noarch: true }.into(),
         };
         // Every existing candidate, as the reference downloads them; the
@@ -367,7 +367,7 @@ mod tests {
         .map(String::from)
         .into();
         let cuda = |preference: VariantPreference| VariantSelection::Detected {
-            env: env(Some("12.6"), "Linux", "x86_64"),
+            env: Box::new(env(Some("12.6"), "Linux", "x86_64")),
             rules: preference.into(),
         };
         // The resolver: each compatible variant alone, in its order; the
@@ -419,14 +419,10 @@ mod tests {
         .into();
         let pick = |env: TorchEnv, preference: VariantPreference| {
             VariantSelection::Detected {
-                env,
+                env: Box::new(env),
                 rules: VariantRules::from(preference),
             }
-            .choose(
-                &id,
-                &crate::variant::testing::commit(),
-                &available,
-            )
+            .choose(&id, &crate::variant::testing::commit(), &available)
         };
         let win = env(Some("12.8"), "Windows", "AMD64");
         assert_eq!(
@@ -471,11 +467,11 @@ mod tests {
         };
         let pick = |env: TorchEnv, preference: VariantPreference| {
             VariantSelection::Detected {
-                env,
+                env: Box::new(env),
                 rules: VariantRules::from(preference),
             }
-                .choose(&id, &crate::variant::testing::commit(), &available)
-                .unwrap()
+            .choose(&id, &crate::variant::testing::commit(), &available)
+            .unwrap()
         };
         let v017 = VariantPreference::ResolverMetalMacos26;
         assert_eq!(pick(mac(Some("15.5")), v017), ["torch-universal"]);
@@ -520,7 +516,7 @@ mod tests {
                 .is_empty()
         );
         let resolver = VariantSelection::Detected {
-            env: env(None, "Linux", "x86_64"),
+            env: Box::new(env(None, "Linux", "x86_64")),
             rules: VariantPreference::Resolver.into(),
         };
         let warnings = resolver.warnings(&id, &crate::variant::testing::commit(), &available);
@@ -531,7 +527,7 @@ mod tests {
             ]
         );
         let exact = VariantSelection::Detected {
-            env: env(None, "Linux", "x86_64"),
+            env: Box::new(env(None, "Linux", "x86_64")),
             rules: VariantPreference::Exact { noarch: true }.into(),
         };
         assert!(

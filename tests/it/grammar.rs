@@ -31,7 +31,8 @@ fn files(names: &[String]) -> Vec<MirrorFile> {
 
 fn world(names: &[String]) -> TestContext {
     let files = files(names);
-    let world = TestContext::world_with(|mirror| write_repo(mirror, "acme/grammar", NEW_SHA, &files));
+    let world =
+        TestContext::world_with(|mirror| write_repo(mirror, "acme/grammar", NEW_SHA, &files));
     world.lock_b(&[("acme/grammar", NEW_SHA)]);
     world
 }
@@ -66,7 +67,10 @@ fn reference_pick(env_name: &str, names: &[String], torch_env: &[(&str, &str)]) 
          print(best[0].variant_str if best else '')\n"
     );
     let mut py = Command::new(common::pyref_python(env_name));
-    py.env("PYTHONPATH", stub()).arg("-c").arg(script).args(names);
+    py.env("PYTHONPATH", stub())
+        .arg("-c")
+        .arg(script)
+        .args(names);
     for (k, v) in torch_env {
         py.env(k, v);
     }
@@ -109,7 +113,7 @@ fn assert_picks_agree(names: &[String], torch_env: &[(&str, &str)], runtimes: &[
         match &expected {
             Some(pick) => {
                 assert_ok(&out);
-                assert_eq!(&downloaded(&world), &[pick.clone()], "{runtime}");
+                assert_eq!(downloaded(&world), std::slice::from_ref(pick), "{runtime}");
             }
             None => {
                 assert_eq!(out.status.code(), Some(1), "{runtime}: {}", stderr(&out));
@@ -242,9 +246,11 @@ fn a_malformed_name_is_skipped_with_one_line() {
 fn write_sdk_kernels(mirror: &Path) {
     let metadata = |name: &str, depends: &str| {
         format!(
-            "{{\"name\": \"{name}\", \"version\": 1, \"license\": \"apache-2.0\", \
+            "{{\"name\": \"{name}\", \"id\": \"_{id}_cpu_0000000\", \"version\": 1, \
+             \"license\": \"apache-2.0\", \
              \"python-depends\": [], \"backend\": {{\"type\": \"cpu\"}}, \
-             \"kernel-depends\": [{depends}]}}\n"
+             \"kernel-depends\": [{depends}]}}\n",
+            id = name.replace('-', "_")
         )
     };
     let repo = |repo: &str, sha: &str, files: &[(&str, String)]| {
@@ -299,18 +305,21 @@ fn write_sdk_kernels(mirror: &Path) {
 
 #[test]
 fn the_0_19_lock_follows_kernel_depends_of_sdk_variants() {
-    let pyproject =
-        "[project]\nname = \"app\"\nversion = \"0.1.0\"\n\n[tool.kernels.dependencies]\n\"kernels-test/uses-sdk\" = 1\n";
+    let pyproject = "[project]\nname = \"app\"\nversion = \"0.1.0\"\n\n[tool.kernels.dependencies]\n\"kernels-test/uses-sdk\" = 1\n";
     for (runtime, reference, entries) in [
         ("0.19.1", "kernels-0.19.1", 2),
         ("0.18.3", "kernels-0.18.3", 1),
     ] {
-        let world = TestContext::with_generated_mirror(write_sdk_kernels, &[])
-            .with_pyproject(pyproject);
+        let world =
+            TestContext::with_generated_mirror(write_sdk_kernels, &[]).with_pyproject(pyproject);
         world.run_ok(&["lock", "--target-runtime", runtime]);
         let ours = world.lockfile();
         let locked: serde_json::Value = serde_json::from_str(&ours).unwrap();
-        assert_eq!(locked.as_array().unwrap().len(), entries, "{runtime}: {ours}");
+        assert_eq!(
+            locked.as_array().unwrap().len(),
+            entries,
+            "{runtime}: {ours}"
+        );
 
         // The reference's own lock of the same project, byte for byte.
         fs_err::remove_file(world.project.join("kernels.lock")).unwrap();

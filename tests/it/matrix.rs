@@ -444,7 +444,7 @@ fn pick_env(
     let all: BTreeSet<String> = kernels.iter().flat_map(|k| k.2.iter().cloned()).collect();
     for candidate in candidates(&all, bump) {
         let selection = VariantSelection::Detected {
-            env: candidate.env.clone(),
+            env: Box::new(candidate.env.clone()),
             rules: preference.into(),
         };
         let chosen: Option<BTreeMap<String, Vec<String>>> = kernels
@@ -1122,7 +1122,7 @@ fn platform_rules_like_the_reference() {
             let env = TorchEnv::detect(&wrapper).unwrap();
             let available: BTreeSet<String> = case.names.iter().map(|n| (*n).to_owned()).collect();
             let selection = VariantSelection::Detected {
-                env,
+                env: Box::new(env),
                 rules: preference.into(),
             };
             let ours = selection.select(&id, &"c".repeat(40).parse().unwrap(), &available);

@@ -546,7 +546,11 @@ impl BuildVariant {
         if self.is_known() {
             return None;
         }
-        Some(dotted::parse(&self.name).err().unwrap_or_else(|| NOT_A_NAME.to_owned()))
+        Some(
+            dotted::parse(&self.name)
+                .err()
+                .unwrap_or_else(|| NOT_A_NAME.to_owned()),
+        )
     }
 
     /// The grammar of the name: [`Grammar::Dotted`] for dotted arch names,

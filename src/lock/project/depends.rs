@@ -40,9 +40,17 @@ pub async fn kernel_depends(
     sdk_and_mlx: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<metadata::KernelDependency>, LockError> {
-    commit_depends(client, cache, repo_type, repo_id, commit, sdk_and_mlx, warnings)
-        .await
-        .map(|(depends, _)| depends)
+    commit_depends(
+        client,
+        cache,
+        repo_type,
+        repo_id,
+        commit,
+        sdk_and_mlx,
+        warnings,
+    )
+    .await
+    .map(|(depends, _)| depends)
 }
 
 /// The `metadata.json` of every variant of one commit ([`variant_metadata`]).

@@ -81,7 +81,16 @@ impl TorchEnv {
         let backend = backend_as_read(arch.backend, arch.grammar)?;
         self.backend_or_metal_refusal(backend).map_or(Ok(()), Err)?;
         let [abi, py_major, py_minor] = python_order(&arch.python);
-        Ok([framework, a, b, backend_order(backend), abi, py_major, py_minor, 0])
+        Ok([
+            framework,
+            a,
+            b,
+            backend_order(backend),
+            abi,
+            py_major,
+            py_minor,
+            0,
+        ])
     }
 
     fn rank_sdk(&self, sdk: &SdkVariant) -> Result<RankKey, String> {
@@ -161,7 +170,9 @@ fn backend_as_read(backend: Backend, grammar: Grammar) -> Result<Backend, String
         (Backend::Rocm(v), Grammar::Legacy) if v == MinorVersion::new(71, 4) => {
             Ok(Backend::Rocm(MinorVersion::new(7, 14)))
         }
-        (Backend::Xpu(None), _) => Err("`xpu` without a version is not read by kernels 0.19".into()),
+        (Backend::Xpu(None), _) => {
+            Err("`xpu` without a version is not read by kernels 0.19".into())
+        }
         _ => Ok(backend),
     }
 }
@@ -324,7 +335,10 @@ mod tests {
             );
         }
         let env714 = rocm("7.14.0", None);
-        assert_eq!(ranked(&env714, 18, &names)[0], "torch27-cxx11-rocm74-x86_64-linux");
+        assert_eq!(
+            ranked(&env714, 18, &names)[0],
+            "torch27-cxx11-rocm74-x86_64-linux"
+        );
         // The legacy and the dotted name of one build tie (listing order).
         assert_eq!(
             ranked(&env714, 19, &names)[..2],
@@ -360,10 +374,16 @@ mod tests {
             mac_version: Some("26.1".into()),
             ..env(None, "Darwin", "arm64")
         };
-        let names = ["mlx-metal", "torch-2.7-metal-cpython-3.9-abi3-aarch64-darwin"];
+        let names = [
+            "mlx-metal",
+            "torch-2.7-metal-cpython-3.9-abi3-aarch64-darwin",
+        ];
         assert_eq!(
             ranked(&mac(true), 19, &names),
-            ["torch-2.7-metal-cpython-3.9-abi3-aarch64-darwin", "mlx-metal"]
+            [
+                "torch-2.7-metal-cpython-3.9-abi3-aarch64-darwin",
+                "mlx-metal"
+            ]
         );
         assert_eq!(
             ranked(&mac(false), 19, &names),

@@ -17,11 +17,11 @@
 //! Every function returns why a name is refused, for the one line that says
 //! it is skipped.
 
+use super::{ArchVariant, Cpu, Grammar, NOT_A_NAME, Os};
 use super::{
     Backend, CxxAbi, Framework, MinorVersion, NoarchBackend, PythonAbi, PythonTag, SdkVariant,
     VariantKind,
 };
-use super::{ArchVariant, Cpu, Grammar, NOT_A_NAME, Os};
 
 /// Parses a name of the dotted grammar; the error says what is wrong.
 pub(super) fn parse(name: &str) -> Result<VariantKind, String> {
@@ -107,7 +107,11 @@ fn split_system<'a>(parts: &'a [&'a str]) -> Result<(&'a [&'a str], Cpu, Os), St
     let cpu = match *cpu {
         "x86_64" => Cpu::X86_64,
         "aarch64" => Cpu::Aarch64,
-        other => return Err(format!("unknown CPU `{other}` (expected x86_64 or aarch64)")),
+        other => {
+            return Err(format!(
+                "unknown CPU `{other}` (expected x86_64 or aarch64)"
+            ));
+        }
     };
     let os = match *os {
         "linux" => Os::Linux,
@@ -195,7 +199,9 @@ fn parse_sdk(rest: &[&str]) -> Result<SdkVariant, String> {
         [backend] => NoarchBackend::parse(backend)
             .map(SdkVariant::Backend)
             .ok_or_else(|| format!("unknown SDK backend `{backend}`")),
-        _ => Err("an SDK with a backend version needs a Python part (`cpython-X.Y-abi3`)".to_owned()),
+        _ => {
+            Err("an SDK with a backend version needs a Python part (`cpython-X.Y-abi3`)".to_owned())
+        }
     }
 }
 
@@ -238,7 +244,10 @@ mod tests {
         assert_eq!(v.python, py(3, 12, PythonAbi::Abi3));
 
         let v = arch("torch-2.11-metal-cpython-3.10-abi3-aarch64-darwin");
-        assert_eq!((v.cxx_abi, v.backend, v.os), (None, Backend::Metal, Os::Darwin));
+        assert_eq!(
+            (v.cxx_abi, v.backend, v.os),
+            (None, Backend::Metal, Os::Darwin)
+        );
         let v = arch("torch-2.13-cpu-cpython-3.15-abi3t-x86_64-linux");
         assert_eq!(v.python, py(3, 15, PythonAbi::Abi3t));
         assert_eq!(
@@ -262,7 +271,10 @@ mod tests {
     #[test]
     fn stable_abi_and_tvm_ffi_names() {
         let v = arch("torch-stable-abi-2.11-cuda-13.0-cpython-3.9-abi3-aarch64-linux");
-        assert_eq!(v.framework, Framework::TorchStableAbi(MinorVersion::new(2, 11)));
+        assert_eq!(
+            v.framework,
+            Framework::TorchStableAbi(MinorVersion::new(2, 11))
+        );
         assert_eq!(v.cxx_abi, None);
         assert_eq!(v.cpu, Cpu::Aarch64);
         let v = arch("tvm-ffi-0.1-cuda-12.8-cpython-3.10-abi3-x86_64-linux");
@@ -297,8 +309,17 @@ mod tests {
         );
         assert_eq!(kind("mlx-metal"), VariantKind::Mlx(NoarchBackend::Metal));
         assert_eq!(kind("torch-cann"), VariantKind::Noarch(NoarchBackend::Cann));
-        for name in ["sdk", "mlx-metal", "torch-cann", "torch-2.12-cpu-cpython-3.9-abi3-x86_64-linux"] {
-            assert_eq!(BuildVariant::parse(name).grammar(), Grammar::Dotted, "{name}");
+        for name in [
+            "sdk",
+            "mlx-metal",
+            "torch-cann",
+            "torch-2.12-cpu-cpython-3.9-abi3-x86_64-linux",
+        ] {
+            assert_eq!(
+                BuildVariant::parse(name).grammar(),
+                Grammar::Dotted,
+                "{name}"
+            );
             assert_eq!(BuildVariant::parse(name).to_string(), name);
         }
         assert_eq!(
@@ -315,22 +336,58 @@ mod tests {
             v.problem().unwrap()
         };
         for (name, says) in [
-            ("torch-2.12-cuda-12.8-cpython-3.9-abi4-x86_64-linux", "unknown Python ABI `abi4`"),
-            ("torch-2.12-cuda-12.8-cpython-3.14-abi3t-x86_64-linux", "abi3t needs Python 3.15"),
+            (
+                "torch-2.12-cuda-12.8-cpython-3.9-abi4-x86_64-linux",
+                "unknown Python ABI `abi4`",
+            ),
+            (
+                "torch-2.12-cuda-12.8-cpython-3.14-abi3t-x86_64-linux",
+                "abi3t needs Python 3.15",
+            ),
             ("torch-2.12-cuda-12.8-x86_64-linux", "no Python part"),
-            ("torch-2.12-cuda-12.8-cpython-3-abi3-x86_64-linux", "Python version `3`"),
-            ("torch-2.12-cuda-12.8-cpython-3.9-x86_64-linux", "Python part `cpython-3.9`"),
-            ("torch-2.12-cuda-12.8-cpython-3.9-abi3-riscv64-linux", "unknown CPU `riscv64`"),
-            ("torch-2.12-cuda-12.8-cpython-3.9-abi3-x86_64-freebsd", "unknown OS `freebsd`"),
-            ("torch-2.12-cuda-cpython-3.9-abi3-x86_64-linux", "unknown backend `cuda`"),
-            ("torch-2.12-cu128-cpython-3.9-abi3-x86_64-linux", "unknown backend `cu128`"),
+            (
+                "torch-2.12-cuda-12.8-cpython-3-abi3-x86_64-linux",
+                "Python version `3`",
+            ),
+            (
+                "torch-2.12-cuda-12.8-cpython-3.9-x86_64-linux",
+                "Python part `cpython-3.9`",
+            ),
+            (
+                "torch-2.12-cuda-12.8-cpython-3.9-abi3-riscv64-linux",
+                "unknown CPU `riscv64`",
+            ),
+            (
+                "torch-2.12-cuda-12.8-cpython-3.9-abi3-x86_64-freebsd",
+                "unknown OS `freebsd`",
+            ),
+            (
+                "torch-2.12-cuda-cpython-3.9-abi3-x86_64-linux",
+                "unknown backend `cuda`",
+            ),
+            (
+                "torch-2.12-cu128-cpython-3.9-abi3-x86_64-linux",
+                "unknown backend `cu128`",
+            ),
             ("torch-2.12-cpython-3.9-abi3-x86_64-linux", "no backend"),
-            ("torch-2.x-cuda-12.8-cpython-3.9-abi3-x86_64-linux", "torch version `2.x`"),
-            ("torch-212-cuda-12.8-cpython-3.9-abi3-x86_64-linux", "torch version `212`"),
-            ("torch-stable-abi-2-cuda-12.8-cpython-3.9-abi3-x86_64-linux", "stable ABI version"),
+            (
+                "torch-2.x-cuda-12.8-cpython-3.9-abi3-x86_64-linux",
+                "torch version `2.x`",
+            ),
+            (
+                "torch-212-cuda-12.8-cpython-3.9-abi3-x86_64-linux",
+                "torch version `212`",
+            ),
+            (
+                "torch-stable-abi-2-cuda-12.8-cpython-3.9-abi3-x86_64-linux",
+                "stable ABI version",
+            ),
             ("sdk-cuda-12.8", "needs a Python part"),
             ("sdk-gpu", "unknown SDK backend `gpu`"),
-            ("sdk-cuda-12.8-cpython-3.12-abi3-x86_64", "unknown CPU `abi3`"),
+            (
+                "sdk-cuda-12.8-cpython-3.12-abi3-x86_64",
+                "unknown CPU `abi3`",
+            ),
             ("mlx-cuda-x", "unknown MLX backend `cuda-x`"),
             ("csrc", "not a build-variant name"),
         ] {
@@ -339,6 +396,9 @@ mod tests {
         }
         // Legacy names that fail stay plain.
         assert_eq!(problem("torch-ext"), "not a build-variant name");
-        assert_eq!(problem("torch27-cxx14-cu126-x86_64-linux"), "not a build-variant name");
+        assert_eq!(
+            problem("torch27-cxx14-cu126-x86_64-linux"),
+            "not a build-variant name"
+        );
     }
 }
