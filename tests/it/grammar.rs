@@ -339,3 +339,39 @@ fn the_0_19_lock_follows_kernel_depends_of_sdk_variants() {
         assert_eq!(world.lockfile(), ours, "{runtime}");
     }
 }
+
+#[test]
+fn env_prefers_the_dotted_name_for_a_0_19_target() {
+    let world = TestContext::world()
+        .with_stub_torch()
+        .with_env("STUB_TORCH_CUDA", "12.6");
+    let preferred = |runtime: &str| {
+        let out = world.run(&["env", "--target-runtime", runtime]);
+        assert_ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let row = text
+            .lines()
+            .find(|l| l.contains("Preferred"))
+            .map(str::to_owned);
+        row.unwrap_or_else(|| panic!("no Preferred row:\n{text}"))
+    };
+    let a = arch();
+    let row = preferred("0.19.1");
+    let dotted = row
+        .find("torch-2.7-cxx11-cuda-12.6-cpython-3.")
+        .expect(&row);
+    let legacy = row
+        .find(&format!("torch27-cxx11-cu126-{a}-linux"))
+        .expect(&row);
+    assert!(dotted < legacy, "{row}");
+    assert!(
+        row.contains("-abi3-") && row.ends_with("torch-cuda, torch-universal"),
+        "{row}"
+    );
+    let row = preferred("0.18.3");
+    assert!(!row.contains("cpython"), "{row}");
+    assert!(
+        row.contains(&format!("torch27-cxx11-cu126-{a}-linux, torch-cuda")),
+        "{row}"
+    );
+}
