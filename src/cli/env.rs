@@ -316,7 +316,12 @@ impl Report<'_> {
             &format!("{}-{}", env.machine, env.system.to_lowercase()),
             &sources.platform.to_string(),
         );
-        self.row("Preferred", &env.preference(self.noarch).join(", "), "");
+        let rules = crate::variant::VariantRules::of_profile(&self.profile);
+        self.row(
+            "Preferred",
+            &env.preferred(rules, self.noarch).join(", "),
+            "",
+        );
     }
 
     /// The variant of each locked kernel, when the project has a lock.

@@ -162,6 +162,9 @@ pub fn run_tree(
         Some(kernels_cache::HubCache::new(&settings.cache_dir)),
         profile.repo_type,
         &entries,
+        crate::variant::VariantRules::of_profile(&profile)
+            .generation
+            .reads_dotted_names(),
     ))?;
     let statuses: HashMap<String, EntryStatus> = if args.outdated {
         let refs = runtime.block_on(inspect::refs_of(
@@ -816,8 +819,8 @@ pub fn run_versions(
     })?;
     let listing = Listing {
         selection: env.as_ref().map(|env| VariantSelection::Detected {
-            env: env.clone(),
-            preference: profile.variant_preference,
+            env: Box::new(env.clone()),
+            rules: crate::variant::VariantRules::of_profile(&profile),
         }),
         env,
         profile,
@@ -980,10 +983,13 @@ impl Listing<'_> {
             .env
             .as_ref()
             .map(|env| {
-                env.resolve(&parsed, self.profile.variant_preference)
-                    .into_iter()
-                    .map(|b| b.name().to_owned())
-                    .collect()
+                env.resolve(
+                    &parsed,
+                    crate::variant::VariantRules::of_profile(&self.profile),
+                )
+                .into_iter()
+                .map(|b| b.name().to_owned())
+                .collect()
             })
             .unwrap_or_default();
         let best = self.matching(v);

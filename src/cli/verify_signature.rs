@@ -69,7 +69,7 @@ pub fn run(
             ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
         VariantRequest::Detect.resolve_with(
             &python,
-            VariantPreference::ResolverMetalMacos26,
+            VariantPreference::ResolverMetalMacos26.into(),
             &args.env.overrides(),
         )?
     };

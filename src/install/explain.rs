@@ -293,7 +293,7 @@ pub async fn explain(
             .await
             .map_err(|err| (kernel.clone(), err))?;
         let variants = match &options.selection {
-            VariantSelection::Detected { env, preference } => env.explain(&names, *preference),
+            VariantSelection::Detected { env, rules } => env.explain(&names, *rules),
             other => {
                 let chosen = other
                     .select(&kernel.repo_id, &kernel.commit, &names)

@@ -1247,8 +1247,12 @@ mod tests {
         );
         // A CUDA torch tries [arch, torch-cuda, torch-universal]; only the last is cached.
         let pref = VariantSelection::Detected {
-            env: crate::variant::testing::env(Some("12.6"), "Linux", "x86_64"),
-            preference: crate::lock::profile::VariantPreference::Exact { noarch: true },
+            env: Box::new(crate::variant::testing::env(
+                Some("12.6"),
+                "Linux",
+                "x86_64",
+            )),
+            rules: crate::lock::profile::VariantPreference::Exact { noarch: true }.into(),
         };
         let [v] = &verify_kernels(&cache, RepoType::Kernel, std::slice::from_ref(&k), &pref)[..]
         else {

@@ -245,8 +245,12 @@ mod tests {
     fn the_choice_is_made_among_the_locked_variant_names() {
         let locked = kernel(Some(&["torch-cuda", "torch-universal"]));
         let detected = VariantSelection::Detected {
-            env: crate::variant::testing::env(Some("12.6"), "Linux", "x86_64"),
-            preference: crate::lock::profile::VariantPreference::Exact { noarch: true },
+            env: Box::new(crate::variant::testing::env(
+                Some("12.6"),
+                "Linux",
+                "x86_64",
+            )),
+            rules: crate::lock::profile::VariantPreference::Exact { noarch: true }.into(),
         };
         // Runtimes up to 0.12 take every existing candidate ([arch, noarch,
         // universal]); the arch build is not locked here.

@@ -484,12 +484,14 @@ pub async fn held_back(
 }
 
 /// The `kernel-depends` of every 0.17 lock entry at its locked commit, all
-/// fetched at once.
+/// fetched at once; `sdk_and_mlx` as for
+/// [`crate::lock::project::kernel_depends`].
 pub async fn depends_of(
     client: &HubClient,
     cache: Option<kernels_cache::HubCache>,
     repo_type: RepoType,
     entries: &[Entry],
+    sdk_and_mlx: bool,
 ) -> Result<HashMap<KernelDependency, Vec<KernelDependency>>, LockError> {
     let with_dep: Vec<&Entry> = entries.iter().filter(|e| e.dependency.is_some()).collect();
     let cache = cache.map(crate::lock::project::MetadataCache::new);
@@ -502,6 +504,7 @@ pub async fn depends_of(
             repo_type,
             &e.repo_id,
             &e.commit,
+            sdk_and_mlx,
             &mut warnings,
         )
         .await

@@ -9,6 +9,7 @@ use std::process::Command;
 use serde::Deserialize;
 
 use super::VariantError;
+use super::rules::RuntimeGeneration;
 use crate::lock::profile::{PATH_PYTHON, environment_python, project_environments};
 use kernels_types::variant_name::{Backend, MinorVersion, NoarchBackend};
 
@@ -44,6 +45,38 @@ pub struct TorchEnv {
     /// empty); reference 0.17 loads Metal arch builds only from macOS 26.
     #[serde(default)]
     pub mac_version: Option<String>,
+    /// `torch.version.rocm` (torch 2.10+), for example `7.1.0`; reference
+    /// 0.18+ reads the ROCm version from it before `torch.version.hip`.
+    #[serde(default)]
+    pub rocm: Option<String>,
+    /// `torch.accelerator.current_accelerator().type` where torch has
+    /// `torch.accelerator` and an accelerator is current (`cuda`, `tpu`, …);
+    /// reference 0.18+ detects TPU by it.
+    #[serde(default)]
+    pub accelerator: Option<String>,
+    /// The CANN version `major.minor` of an Ascend torch (the private-use
+    /// backend is `npu`; `torch_npu.utils.collect_env.get_cann_version()`
+    /// parts 0 and 2), as reference 0.13+ reads it.
+    #[serde(default)]
+    pub cann: Option<String>,
+    /// Whether the `mlx` module is importable (reference 0.19 accepts
+    /// `mlx-…` variants only then).
+    #[serde(default)]
+    pub mlx: bool,
+    /// The target's Python, which reference 0.19 checks the `cpython-X.Y-<abi>`
+    /// part of a variant name against; `None`: not known, not checked.
+    #[serde(default)]
+    pub python: Option<PythonTarget>,
+}
+
+/// The Python a variant must load into: its `major.minor` and whether it is a
+/// free-threaded build (`sysconfig.get_config_var("Py_GIL_DISABLED")`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct PythonTarget {
+    /// `sys.version_info[:2]`.
+    pub version: (u32, u32),
+    /// Whether the interpreter is free-threaded (no GIL).
+    pub free_threaded: bool,
 }
 
 /// Prints one JSON object, the [`PythonProbe`] of the interpreter: `torch`
@@ -158,6 +191,22 @@ try:
     tvm = str(tvm_ffi.__version__)
 except Exception:
     tvm = None
+def accelerator():
+    try:
+        acc = torch.accelerator.current_accelerator() if hasattr(torch, "accelerator") else None
+        return None if acc is None else str(acc.type)
+    except Exception:
+        return None
+def cann():
+    try:
+        if torch._C._get_privateuse1_backend_name() != "npu":
+            return None
+        from torch_npu.utils.collect_env import get_cann_version
+        v = get_cann_version()
+        return "%s.%s" % (v[0], v[2])
+    except Exception:
+        return None
+import importlib.util, sysconfig
 out["torch"] = {
     "major": int(m.group(1)), "minor": int(m.group(2)),
     "cuda": torch.version.cuda, "hip": torch.version.hip,
@@ -167,7 +216,12 @@ out["torch"] = {
     "cxx11_abi": call(torch.compiled_with_cxx11_abi, True),
     "tvm_ffi": tvm,
     "system": platform.system(), "machine": platform.machine(),
-    "mac_version": platform.mac_ver()[0] or None}
+    "mac_version": platform.mac_ver()[0] or None,
+    "rocm": getattr(torch.version, "rocm", None),
+    "accelerator": accelerator(), "cann": cann(),
+    "mlx": importlib.util.find_spec("mlx") is not None,
+    "python": {"version": [sys.version_info[0], sys.version_info[1]],
+               "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED"))}}
 try:
     gpu = getattr(torch, "cuda", None)
     if gpu is not None and (torch.version.cuda or torch.version.hip) and gpu.is_available():
@@ -468,11 +522,36 @@ impl TorchEnv {
     /// XPU version is `version[0:4]` `.` `version[5:6]` of `torch.version.xpu`
     /// (`20250101` → 2025.0), as the reference computes it.
     pub fn backend(&self) -> Backend {
+        self.backend_with_rocm(self.hip.as_deref())
+    }
+
+    /// The compute backend as a runtime of `generation` selects it: up to
+    /// 0.17 [`TorchEnv::backend`]; from 0.18 TPU first when
+    /// [`TorchEnv::accelerator`] is `tpu`, and the ROCm version from
+    /// `torch.version.rocm` before `torch.version.hip` (reference 0.18
+    /// `backends.py` `_backend`).
+    pub fn backend_for(&self, generation: RuntimeGeneration) -> Backend {
+        if generation == RuntimeGeneration::UpTo017 {
+            return self.backend();
+        }
+        if self.accelerator.as_deref() == Some("tpu") {
+            return Backend::Tpu;
+        }
+        let rocm = self
+            .hip
+            .as_deref()
+            .map(|hip| self.rocm.as_deref().unwrap_or(hip));
+        self.backend_with_rocm(rocm)
+    }
+
+    /// [`TorchEnv::backend`] with the ROCm version read from `rocm` (a ROCm
+    /// torch is one with `torch.version.hip`).
+    fn backend_with_rocm(&self, rocm: Option<&str>) -> Backend {
         if self.neuron {
             Backend::Neuron
         } else if let Some((maj, min)) = self.cuda.as_deref().and_then(major_minor) {
             Backend::Cuda(MinorVersion::new(maj, min))
-        } else if let Some((maj, min)) = self.hip.as_deref().and_then(major_minor) {
+        } else if let Some((maj, min)) = rocm.and_then(major_minor) {
             Backend::Rocm(MinorVersion::new(maj, min))
         } else if self.mps {
             Backend::Metal
@@ -483,6 +562,8 @@ impl TorchEnv {
                 (Ok(year), Ok(minor)) => Backend::Xpu(Some(MinorVersion::new(year, minor))),
                 _ => Backend::Xpu(None),
             }
+        } else if let Some((maj, min)) = self.cann.as_deref().and_then(major_minor) {
+            Backend::Cann(MinorVersion::new(maj, min))
         } else {
             Backend::Cpu
         }
@@ -515,9 +596,15 @@ impl TorchEnv {
     /// macOS `torch{MAJ}{MIN}-{compute}-{cpu}-darwin` (`arm64` → `aarch64`),
     /// Windows `torch{MAJ}{MIN}-{compute}-{cpu}-windows` (`AMD64` → `x86_64`).
     pub fn arch_variant(&self) -> String {
+        self.arch_variant_with(self.backend())
+    }
+
+    /// [`TorchEnv::arch_variant`] for the compute backend `backend` (as a
+    /// runtime generation detects it, [`TorchEnv::backend_for`]).
+    pub(super) fn arch_variant_with(&self, backend: Backend) -> String {
         let os = self.os();
         let torch = format!("torch{}{}", self.major, self.minor);
-        let compute = self.compute();
+        let compute = backend.to_string();
         let cpu = self.cpu();
         if os == "darwin" || os == "windows" {
             format!("{torch}-{compute}-{cpu}-{os}")
@@ -573,8 +660,14 @@ impl TorchEnv {
 
     /// The backend name of the environment's noarch variant (`cuda`, …).
     pub(super) fn noarch_backend(&self) -> &'static str {
-        match self.backend() {
-            Backend::Cann(_) => NoarchBackend::Npu.as_str(),
+        self.noarch_backend_for(RuntimeGeneration::UpTo017)
+    }
+
+    /// The backend name of the environment's noarch variant as a runtime of
+    /// `generation` names it: Ascend's is `npu` up to 0.18, `cann` from 0.19.
+    pub(super) fn noarch_backend_for(&self, generation: RuntimeGeneration) -> &'static str {
+        match self.backend_for(generation) {
+            Backend::Cann(_) if !generation.reads_dotted_names() => NoarchBackend::Npu.as_str(),
             other => other.family(),
         }
     }
@@ -729,6 +822,9 @@ impl EnvOverrides {
         if let Some(flag) = self.backend_flag() {
             env.cuda = self.cuda.clone();
             env.hip = self.rocm.clone();
+            env.rocm = self.rocm.clone();
+            env.accelerator = None;
+            env.cann = None;
             // `torch.version.xpu` is `YYYYMMDD`-like: 2025.0 → `2025.0`
             // keeps the reference's `version[0:4]` `.` `version[5:6]`.
             env.xpu = self.xpu.clone();
@@ -761,6 +857,11 @@ impl EnvOverrides {
                 system: host_system(),
                 machine: std::env::consts::ARCH.to_owned(),
                 mac_version: None,
+                rocm: None,
+                accelerator: None,
+                cann: None,
+                mlx: false,
+                python: None,
             };
             let sources = EnvSources {
                 torch: EnvSource::Flag("--torch-version"),

@@ -14,15 +14,23 @@
 //!   runtime's are accepted; ROCm, XPU and CANN need the exact version) and
 //!   take the best by the resolver's order. Names that do not parse are
 //!   skipped with a warning; they stay in lock files untouched.
+//! - reference 0.18 and 0.19 ([`rules::RuntimeGeneration`], derived from the
+//!   profile's runtime version into [`VariantRules`]): 0.18 accepts a lower
+//!   ROCm minor too and reads `torch.version.rocm` and `torch.accelerator`;
+//!   0.19 reads the dotted grammar, SDK and MLX names beside the legacy one,
+//!   checks the Python part against the target's Python and sorts by its own
+//!   order ([`ranking`]'s `v019`).
 //!
 //! One concept per module: [`selection`] (the command-line request and the
 //! choice among a kernel's variants, shared by download and verify),
-//! [`ranking`] (the preference order of each target runtime) and
+//! [`ranking`] (the preference order of each target runtime), [`rules`] (which
+//! rules a runtime version applies) and
 //! [`environment`] (finding the project's Python and asking it about torch).
 
 pub mod environment;
 mod fit_hint;
 pub mod ranking;
+pub mod rules;
 pub mod selection;
 pub mod targets;
 
@@ -33,9 +41,10 @@ use kernels_types::repo_id::RepoId;
 
 pub use environment::{
     Device, EnvOverrides, EnvSource, EnvSources, ProbeScope, ProbedRuntime, ProjectPython,
-    PythonProbe, TorchEnv, project_python,
+    PythonProbe, PythonTarget, TorchEnv, project_python,
 };
 pub use ranking::UNIVERSAL;
+pub use rules::{RuntimeGeneration, VariantRules};
 pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};
 pub use targets::{FitPolicy, NotChecked, TargetSource, Targets};
 
@@ -254,6 +263,11 @@ pub(crate) mod testing {
             system: system.to_owned(),
             machine: machine.to_owned(),
             mac_version: None,
+            rocm: None,
+            accelerator: None,
+            cann: None,
+            mlx: false,
+            python: None,
         }
     }
 }

@@ -2,16 +2,20 @@
 //! variants for a torch environment ([`VariantPreference`]).
 
 use super::environment::{TorchEnv, major_minor};
+use super::rules::{RuntimeGeneration, VariantRules};
 use crate::lock::profile::VariantPreference;
 use kernels_types::variant_name::{
-    ArchVariant, Backend, BuildVariant, CxxAbi, Framework, MinorVersion, VariantKind,
+    ArchVariant, Backend, BuildVariant, CxxAbi, Framework, Grammar, MinorVersion, VariantKind,
 };
+
+mod v019;
 
 /// The legacy variant every torch environment accepts last.
 pub const UNIVERSAL: &str = "torch-universal";
 
-/// Sort key of an accepted variant in the resolver's order (smaller first).
-type RankKey = (u8, i64, i64, i64);
+/// Sort key of an accepted variant in the resolver's order (smaller first):
+/// the reference's sort tuple, padded with zeros.
+pub(super) type RankKey = [i64; 8];
 
 impl TorchEnv {
     /// The reference ≤0.12 preference order: arch, noarch, universal; without
@@ -21,6 +25,49 @@ impl TorchEnv {
         if noarch {
             order.push(self.noarch_variant());
         }
+        order.push(UNIVERSAL.to_owned());
+        order
+    }
+
+    /// The names of this environment's own builds, best first, as the
+    /// runtime of `rules` ranks them (`kernels env`'s `Preferred` row): up to
+    /// 0.18 [`TorchEnv::preference`]; from 0.19 the dotted arch name for the
+    /// target's Python first (`cpython-<target>-abi3`, `abi3t` on a
+    /// free-threaded Python, 3.9 when the target's Python is not known),
+    /// then the legacy arch name (not on a free-threaded Python), the noarch
+    /// name (`torch-cann` for Ascend) and `torch-universal`.
+    pub fn preferred(&self, rules: VariantRules, noarch: bool) -> Vec<String> {
+        if !rules.generation.reads_dotted_names() {
+            return self.preference(noarch);
+        }
+        let generation = rules.generation;
+        let (major, minor, abi) = match self.python {
+            Some(p) if p.free_threaded => (p.version.0, p.version.1, "abi3t"),
+            Some(p) => (p.version.0, p.version.1, "abi3"),
+            None => (3, 9, "abi3"),
+        };
+        let os = self.os();
+        let tag = if os == "linux" {
+            if self.cxx11_abi { "-cxx11" } else { "-cxx98" }
+        } else {
+            ""
+        };
+        let dotted = format!(
+            "torch-{}.{}{tag}-{}-cpython-{major}.{minor}-{abi}-{}-{os}",
+            self.major,
+            self.minor,
+            self.backend_for(generation).dotted(),
+            self.cpu()
+        );
+        let mut order: Vec<String> = Vec::new();
+        let free_threaded = self.python.is_some_and(|p| p.free_threaded);
+        if !free_threaded || (major, minor) >= (3, 15) {
+            order.push(dotted);
+        }
+        if !free_threaded {
+            order.push(self.arch_variant_with(self.backend_for(generation)));
+        }
+        order.push(format!("torch-{}", self.noarch_backend_for(generation)));
         order.push(UNIVERSAL.to_owned());
         order
     }
@@ -46,34 +93,41 @@ impl TorchEnv {
     }
 
     /// The variants the reference resolver (0.13+) accepts for this
-    /// environment, best first. `preference` selects the 0.13–0.14 or the
-    /// 0.15+ rules; [`VariantPreference::Exact`] is treated as 0.15+. Equal ranks
-    /// keep the order of `variants` (the reference leaves them unordered).
+    /// environment, best first, under `rules` (a [`VariantPreference`] alone
+    /// gives the rules up to 0.17; [`VariantRules`] with a 0.18 or 0.19
+    /// generation adds theirs). [`VariantPreference::Exact`] is treated as
+    /// 0.15+. Equal ranks keep the order of `variants` (the reference leaves
+    /// them unordered).
     pub fn resolve<'a>(
         &self,
         variants: &'a [BuildVariant],
-        preference: VariantPreference,
+        rules: impl Into<VariantRules>,
     ) -> Vec<&'a BuildVariant> {
-        let newer = preference != VariantPreference::Resolver;
-        let metal26 = preference == VariantPreference::ResolverMetalMacos26;
+        let rules = rules.into();
         let mut ranked: Vec<(RankKey, &BuildVariant)> = variants
             .iter()
-            .filter_map(|v| self.rank(v, newer, metal26).map(|key| (key, v)))
+            .filter_map(|v| self.rank(v, rules).map(|key| (key, v)))
             .collect();
         ranked.sort_by_key(|(key, _)| *key);
         ranked.into_iter().map(|(_, v)| v).collect()
     }
 
-    /// The sort key of `variant` if this environment accepts it; `newer`
-    /// selects the 0.15+ rules (stable ABI, tagless before tagged), `metal26`
-    /// the 0.17 rejection of Metal arch builds below macOS 26.
-    fn rank(&self, variant: &BuildVariant, newer: bool, metal26: bool) -> Option<RankKey> {
+    /// The sort key of `variant` if this environment accepts it under `rules`.
+    fn rank(&self, variant: &BuildVariant, rules: VariantRules) -> Option<RankKey> {
+        if rules.generation.reads_dotted_names() {
+            return self.rank_v019(variant).ok();
+        }
+        // Up to 0.18 only legacy names are read: a dotted arch name is a
+        // noarch name for a backend no torch has, SDK and MLX names do not
+        // parse, and `torch-cann` is not Ascend's noarch (`torch-npu`).
+        if variant.grammar() == Grammar::Dotted {
+            return None;
+        }
+        let preference = rules.preference;
+        let newer = preference != VariantPreference::Resolver;
+        let metal26 = preference == VariantPreference::ResolverMetalMacos26;
+        let pad = |(a, b, c, d): (u8, i64, i64, i64)| [i64::from(a), b, c, d, 0, 0, 0, 0];
         match variant.kind() {
-            VariantKind::Unknown => None,
-            VariantKind::Universal => Some((3, 0, 0, 1)),
-            VariantKind::Noarch(backend) => {
-                (backend.as_str() == self.noarch_backend()).then_some((3, 0, 0, 0))
-            }
             VariantKind::Arch(arch) => {
                 if metal26
                     && arch.backend == Backend::Metal
@@ -81,32 +135,39 @@ impl TorchEnv {
                 {
                     return None;
                 }
-                self.rank_arch(arch, newer)
+                // 0.17–0.18 drop every arch build on a free-threaded Python
+                // before 3.15 (`_is_unsupported_free_threaded_build`).
+                if metal26
+                    && self
+                        .python
+                        .is_some_and(|p| p.free_threaded && p.version < (3, 15))
+                {
+                    return None;
+                }
+                self.rank_arch(arch, newer, rules.generation).map(pad)
             }
+            VariantKind::Universal => Some(pad((3, 0, 0, 1))),
+            VariantKind::Noarch(backend) => (backend.as_str()
+                == self.noarch_backend_for(rules.generation))
+            .then_some(pad((3, 0, 0, 0))),
+            _ => None,
         }
     }
 
-    fn rank_arch(&self, arch: &ArchVariant, newer: bool) -> Option<RankKey> {
+    fn rank_arch(
+        &self,
+        arch: &ArchVariant,
+        newer: bool,
+        generation: RuntimeGeneration,
+    ) -> Option<(u8, i64, i64, i64)> {
         if arch.cpu.as_str() != self.cpu() || arch.os.as_str() != self.os() {
             return None;
         }
         let torch = MinorVersion::new(self.major, self.minor);
         let (framework, abi_major, abi_minor) = match arch.framework {
             Framework::Torch(version) => {
-                if version != torch {
+                if version != torch || !self.cxx_tag_fits(arch.cxx_abi) {
                     return None;
-                }
-                if let Some(tag) = arch.cxx_abi {
-                    // The environment has no ABI tag off Linux, so tagged
-                    // variants never match there.
-                    let env_tag = if self.cxx11_abi {
-                        CxxAbi::Cxx11
-                    } else {
-                        CxxAbi::Cxx98
-                    };
-                    if self.os() != "linux" || tag != env_tag {
-                        return None;
-                    }
                 }
                 let tagged = i64::from(newer && arch.cxx_abi.is_some());
                 (1, 0, tagged)
@@ -125,18 +186,8 @@ impl TorchEnv {
                 (2, 0, 0)
             }
         };
-        let env_backend = self.backend();
-        match (arch.backend, env_backend) {
-            (Backend::Cuda(v), Backend::Cuda(env)) => {
-                if v.major != env.major || v.minor > env.minor {
-                    return None;
-                }
-            }
-            (backend, env) => {
-                if backend.to_string() != env.to_string() {
-                    return None;
-                }
-            }
+        if self.backend_refusal(arch.backend, generation).is_some() {
+            return None;
         }
         let backend_minor = arch.backend.version().map_or(0, |v| -i64::from(v.minor));
         // 0.15+ ranks tvm-ffi level with noarch variants, 0.13 before them.
@@ -146,6 +197,52 @@ impl TorchEnv {
             framework
         };
         Some((framework, abi_major, abi_minor, backend_minor))
+    }
+
+    /// Whether a Torch build's cxx tag suits this torch: untagged always,
+    /// tagged only on Linux with the same ABI (the environment has no ABI
+    /// tag off Linux).
+    pub(super) fn cxx_tag_fits(&self, tag: Option<CxxAbi>) -> bool {
+        let Some(tag) = tag else {
+            return true;
+        };
+        let env_tag = if self.cxx11_abi {
+            CxxAbi::Cxx11
+        } else {
+            CxxAbi::Cxx98
+        };
+        self.os() == "linux" && tag == env_tag
+    }
+
+    /// Why a build for `backend` does not suit this environment's backend
+    /// under `generation`'s rules, `None` when it does: CUDA (and from 0.18
+    /// ROCm) of the same major with a minor up to the environment's, any
+    /// other backend exactly.
+    pub(super) fn backend_refusal(
+        &self,
+        backend: Backend,
+        generation: RuntimeGeneration,
+    ) -> Option<String> {
+        let env = self.backend_for(generation);
+        let lower_minor = |v: MinorVersion, e: MinorVersion, name: &str| {
+            if v.major != e.major {
+                Some(format!("{name} {v}, another major version than {e}"))
+            } else if v.minor > e.minor {
+                Some(format!("{name} {v} is newer than {e}"))
+            } else {
+                None
+            }
+        };
+        match (backend, env) {
+            (Backend::Cuda(v), Backend::Cuda(e)) => lower_minor(v, e, "CUDA"),
+            (Backend::Rocm(v), Backend::Rocm(e)) if generation >= RuntimeGeneration::V018 => {
+                lower_minor(v, e, "ROCm")
+            }
+            (backend, env) if backend.to_string() != env.to_string() => {
+                Some(format!("built for {backend}, not {env}"))
+            }
+            _ => None,
+        }
     }
 }
 
@@ -163,12 +260,14 @@ pub struct VariantVerdict {
 
 impl TorchEnv {
     /// Every name of `available` with the chosen one marked and a reason for
-    /// every other, for this environment under `preference`.
+    /// every other, for this environment under `rules`.
     pub fn explain(
         &self,
         available: &std::collections::BTreeSet<String>,
-        preference: VariantPreference,
+        rules: impl Into<VariantRules>,
     ) -> Vec<VariantVerdict> {
+        let rules = rules.into();
+        let preference = rules.preference;
         let variants: Vec<BuildVariant> =
             available.iter().map(|n| BuildVariant::parse(n)).collect();
         let accepted: Vec<String> = match preference {
@@ -178,7 +277,7 @@ impl TorchEnv {
                 .filter(|v| available.contains(v))
                 .collect(),
             _ => self
-                .resolve(&variants, preference)
+                .resolve(&variants, rules)
                 .iter()
                 .map(|v| v.name().to_owned())
                 .collect(),
@@ -196,7 +295,7 @@ impl TorchEnv {
                         chosen.clone().unwrap_or_default()
                     ))
                 } else {
-                    Some(self.mismatch(variant, preference))
+                    Some(self.mismatch(variant, rules))
                 };
                 VariantVerdict {
                     chosen: reason.is_none(),
@@ -208,10 +307,24 @@ impl TorchEnv {
     }
 
     /// The first property of `variant` that this environment does not have.
-    fn mismatch(&self, variant: &BuildVariant, preference: VariantPreference) -> String {
+    fn mismatch(&self, variant: &BuildVariant, rules: VariantRules) -> String {
+        if rules.generation.reads_dotted_names() {
+            return self
+                .rank_v019(variant)
+                .err()
+                .unwrap_or_else(|| "ranked after the variants that match".to_owned());
+        }
+        if variant.is_known() && variant.grammar() == Grammar::Dotted {
+            return "a name of the kernels 0.19 grammar; this runtime reads legacy names only"
+                .to_owned();
+        }
+        let preference = rules.preference;
         let exact = matches!(preference, VariantPreference::Exact { .. });
         let arch = match variant.kind() {
-            VariantKind::Unknown => return "not a build-variant name".to_owned(),
+            VariantKind::Unknown => return variant.problem().unwrap_or_default(),
+            VariantKind::Mlx(_) | VariantKind::Sdk(_) => {
+                return "a kernels 0.19 variant; this runtime reads legacy names only".to_owned();
+            }
             VariantKind::Universal => return "ranked after the variants that match".to_owned(),
             VariantKind::Noarch(backend) => {
                 return if exact && backend.as_str() == self.noarch_backend() {
@@ -258,6 +371,9 @@ impl TorchEnv {
             if tag != env_tag {
                 return format!("{} ABI, torch has {}", tag.as_str(), env_tag.as_str());
             }
+        }
+        if !exact && let Some(reason) = self.backend_refusal(arch.backend, rules.generation) {
+            return reason;
         }
         let env_backend = self.backend();
         match (arch.backend, env_backend) {
@@ -341,10 +457,10 @@ mod tests {
         // build (and the universal one, which the reference downloads too).
         let id: RepoId = "acme/relu".parse().unwrap();
         let available: BTreeSet<String> = names.map(String::from).into();
-        let pick = |preference| {
+        let pick = |preference: VariantPreference| {
             VariantSelection::Detected {
-                env: linux(2, 9, Some("12.9")),
-                preference,
+                env: Box::new(linux(2, 9, Some("12.9"))),
+                rules: preference.into(),
             }
             .choose(&id, &crate::variant::testing::commit(), &available)
             .unwrap()
@@ -528,8 +644,8 @@ mod tests {
         let id: RepoId = "acme/relu".parse().unwrap();
         let available: BTreeSet<String> = ["torch-ext", "torch-universal"].map(String::from).into();
         let selection = VariantSelection::Detected {
-            env: cpu,
-            preference: VariantPreference::Resolver,
+            env: Box::new(cpu),
+            rules: VariantPreference::Resolver.into(),
         };
         assert_eq!(
             selection

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{TorchEnv, VariantError};
+use super::{TorchEnv, VariantError, VariantRules};
+#[cfg(test)]
 use crate::lock::profile::VariantPreference;
 use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
@@ -25,12 +26,12 @@ pub enum VariantRequest {
 /// download engine applies to each kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VariantSelection {
-    /// The best variant for `env`, ranked by `preference`.
+    /// The best variant for `env`, ranked by `rules`.
     Detected {
-        /// The detected (or given) torch build.
-        env: TorchEnv,
+        /// The detected (or given) torch build (boxed: it is large).
+        env: Box<TorchEnv>,
         /// How the target runtime ranks variants.
-        preference: VariantPreference,
+        rules: VariantRules,
     },
     /// Every directory under `build/`.
     All,
@@ -67,6 +68,19 @@ pub enum VariantWarning {
         commit: CommitId,
         /// The directory name.
         name: String,
+    },
+    /// A directory under `build/` shaped like a 0.19 variant name with a
+    /// part that is wrong (an unknown Python ABI, …); skipped likewise.
+    #[error("{repo_id}@{commit}: skipping `build/{name}`: {problem}")]
+    Malformed {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: CommitId,
+        /// The directory name.
+        name: String,
+        /// What is wrong with it.
+        problem: String,
     },
 }
 
@@ -124,8 +138,8 @@ impl VariantSelection {
                 }
                 return Ok(Choice { variants, missing });
             }
-            VariantSelection::Detected { env, preference } => {
-                ranked_for(env, *preference, repo_id, commit, available)?.swap_remove(0)
+            VariantSelection::Detected { env, rules } => {
+                ranked_for(env, *rules, repo_id, commit, available)?.swap_remove(0)
             }
         };
         Ok(Choice {
@@ -152,15 +166,17 @@ impl VariantSelection {
         available: &BTreeSet<String>,
     ) -> Result<Vec<Vec<String>>, VariantError> {
         match self {
-            VariantSelection::Detected { env, preference } => {
-                ranked_for(env, *preference, repo_id, commit, available)
+            VariantSelection::Detected { env, rules } => {
+                ranked_for(env, *rules, repo_id, commit, available)
             }
             _ => Ok(vec![self.choose(repo_id, commit, available)?]),
         }
     }
 
     /// The warnings choosing among `available` gives: with a resolver
-    /// preference, one per directory name that is not a build-variant name.
+    /// preference, one per directory name the target runtime cannot parse
+    /// (names of the 0.19 grammar are not warned about for older runtimes,
+    /// which skip them without a word or read them as noarch names).
     pub fn warnings(
         &self,
         repo_id: &RepoId,
@@ -168,19 +184,25 @@ impl VariantSelection {
         available: &BTreeSet<String>,
     ) -> Vec<VariantWarning> {
         match self {
-            VariantSelection::Detected {
-                preference:
-                    VariantPreference::Resolver
-                    | VariantPreference::ResolverStableAbi
-                    | VariantPreference::ResolverMetalMacos26,
-                ..
-            } => available
+            VariantSelection::Detected { rules, .. } if !rules.preference.is_exact() => available
                 .iter()
-                .filter(|name| !BuildVariant::parse(name).is_known())
-                .map(|name| VariantWarning::NotAVariantName {
-                    repo_id: repo_id.clone(),
-                    commit: commit.clone(),
-                    name: name.clone(),
+                .filter_map(|name| {
+                    let problem = BuildVariant::parse(name).problem()?;
+                    let (repo_id, commit, name) = (repo_id.clone(), commit.clone(), name.clone());
+                    Some(if problem == NOT_A_NAME {
+                        VariantWarning::NotAVariantName {
+                            repo_id,
+                            commit,
+                            name,
+                        }
+                    } else {
+                        VariantWarning::Malformed {
+                            repo_id,
+                            commit,
+                            name,
+                            problem,
+                        }
+                    })
                 })
                 .collect(),
             _ => Vec::new(),
@@ -188,20 +210,23 @@ impl VariantSelection {
     }
 }
 
-/// The alternatives of `available` for `env` under `preference`, best first
+/// What [`BuildVariant::problem`] says of a name that no grammar reads.
+const NOT_A_NAME: &str = "not a build-variant name";
+
+/// The alternatives of `available` for `env` under `rules`, best first
 /// (never empty): with an exact-name order (reference ≤0.12) one alternative,
 /// every candidate the kernel has in candidate order (the reference downloads
 /// them all and loads the first); with a resolver each compatible variant
 /// alone, in the resolver's order.
 fn ranked_for(
     env: &TorchEnv,
-    preference: VariantPreference,
+    rules: VariantRules,
     repo_id: &RepoId,
     commit: &CommitId,
     available: &BTreeSet<String>,
 ) -> Result<Vec<Vec<String>>, VariantError> {
-    let (ranked, wanted): (Vec<Vec<String>>, String) = if preference.is_exact() {
-        let Some(candidates) = env.exact_candidates(preference) else {
+    let (ranked, wanted): (Vec<Vec<String>>, String) = if rules.preference.is_exact() {
+        let Some(candidates) = env.exact_candidates(rules.preference) else {
             return Err(VariantError::NoVariantForCpuTorch {
                 repo_id: repo_id.clone(),
                 commit: commit.clone(),
@@ -222,7 +247,7 @@ fn ranked_for(
         let variants: Vec<BuildVariant> =
             available.iter().map(|n| BuildVariant::parse(n)).collect();
         let ranked = env
-            .resolve(&variants, preference)
+            .resolve(&variants, rules)
             .into_iter()
             .map(|v| vec![v.name().to_owned()])
             .collect();
@@ -244,18 +269,18 @@ fn ranked_for(
 impl VariantRequest {
     /// Turns the request into a selection, detecting torch with `python` only
     /// for [`VariantRequest::Detect`] (see [`super::EnvOverrides::resolve`]
-    /// for the overrides; the interpreter's probe is reused); `preference` is
+    /// for the overrides; the interpreter's probe is reused); `rules` are
     /// how the target runtime ranks variants.
     pub fn resolve_with(
         &self,
         python: &super::ProjectPython,
-        preference: VariantPreference,
+        rules: VariantRules,
         overrides: &super::EnvOverrides,
     ) -> Result<VariantSelection, VariantError> {
         Ok(match self {
             VariantRequest::Detect => VariantSelection::Detected {
-                env: overrides.resolve(python)?.0,
-                preference,
+                env: Box::new(overrides.resolve(python)?.0),
+                rules,
             },
             VariantRequest::All => VariantSelection::All,
             VariantRequest::Named(names) => VariantSelection::Named(names.clone()),
@@ -285,8 +310,8 @@ mod tests {
         .map(String::from)
         .into();
         let exact = |cuda| VariantSelection::Detected {
-            env: env(Some(cuda), "Linux", "x86_64"),
-            preference: VariantPreference::Exact { noarch: true },
+            env: Box::new(env(Some(cuda), "Linux", "x86_64")),
+            rules: VariantPreference::Exact { noarch: true }.into(),
         };
         // Every existing candidate, as the reference downloads them; the
         // first is the one it loads.
@@ -341,9 +366,9 @@ mod tests {
         ]
         .map(String::from)
         .into();
-        let cuda = |preference| VariantSelection::Detected {
-            env: env(Some("12.6"), "Linux", "x86_64"),
-            preference,
+        let cuda = |preference: VariantPreference| VariantSelection::Detected {
+            env: Box::new(env(Some("12.6"), "Linux", "x86_64")),
+            rules: preference.into(),
         };
         // The resolver: each compatible variant alone, in its order; the
         // first is what `choose` takes.
@@ -392,12 +417,12 @@ mod tests {
         ]
         .map(String::from)
         .into();
-        let pick = |env: TorchEnv, preference| {
-            VariantSelection::Detected { env, preference }.choose(
-                &id,
-                &crate::variant::testing::commit(),
-                &available,
-            )
+        let pick = |env: TorchEnv, preference: VariantPreference| {
+            VariantSelection::Detected {
+                env: Box::new(env),
+                rules: VariantRules::from(preference),
+            }
+            .choose(&id, &crate::variant::testing::commit(), &available)
         };
         let win = env(Some("12.8"), "Windows", "AMD64");
         assert_eq!(
@@ -440,10 +465,13 @@ mod tests {
             mac_version: version.map(str::to_owned),
             ..env(None, "Darwin", "arm64")
         };
-        let pick = |env: TorchEnv, preference| {
-            VariantSelection::Detected { env, preference }
-                .choose(&id, &crate::variant::testing::commit(), &available)
-                .unwrap()
+        let pick = |env: TorchEnv, preference: VariantPreference| {
+            VariantSelection::Detected {
+                env: Box::new(env),
+                rules: VariantRules::from(preference),
+            }
+            .choose(&id, &crate::variant::testing::commit(), &available)
+            .unwrap()
         };
         let v017 = VariantPreference::ResolverMetalMacos26;
         assert_eq!(pick(mac(Some("15.5")), v017), ["torch-universal"]);
@@ -488,8 +516,8 @@ mod tests {
                 .is_empty()
         );
         let resolver = VariantSelection::Detected {
-            env: env(None, "Linux", "x86_64"),
-            preference: VariantPreference::Resolver,
+            env: Box::new(env(None, "Linux", "x86_64")),
+            rules: VariantPreference::Resolver.into(),
         };
         let warnings = resolver.warnings(&id, &crate::variant::testing::commit(), &available);
         assert_eq!(
@@ -499,8 +527,8 @@ mod tests {
             ]
         );
         let exact = VariantSelection::Detected {
-            env: env(None, "Linux", "x86_64"),
-            preference: VariantPreference::Exact { noarch: true },
+            env: Box::new(env(None, "Linux", "x86_64")),
+            rules: VariantPreference::Exact { noarch: true }.into(),
         };
         assert!(
             exact

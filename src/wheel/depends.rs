@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 
 use kernels_types::metadata::{BackendType, DependencyVersion, KernelDependency};
-use kernels_types::variant_name::{BuildVariant, NoarchBackend, VariantKind};
+use kernels_types::variant_name::{BuildVariant, NoarchBackend, SdkVariant, VariantKind};
 
 use crate::wheel::report::WheelNote;
 
@@ -134,11 +134,19 @@ impl Depends {
 fn variant_backend(variant: &BuildVariant) -> Option<&'static str> {
     match variant.kind() {
         VariantKind::Arch(arch) => Some(arch.backend.family()),
-        VariantKind::Noarch(backend) => Some(match backend {
+        VariantKind::Noarch(backend) | VariantKind::Mlx(backend) => Some(match backend {
             NoarchBackend::Npu => "cann",
             other => other.as_str(),
         }),
-        VariantKind::Universal | VariantKind::Unknown => None,
+        VariantKind::Sdk(SdkVariant::Backend(backend)) => Some(match backend {
+            NoarchBackend::Npu => "cann",
+            other => other.as_str(),
+        }),
+        VariantKind::Sdk(SdkVariant::Compiled {
+            backend: Some(backend),
+            ..
+        }) => Some(backend.family()),
+        VariantKind::Sdk(_) | VariantKind::Universal | VariantKind::Unknown => None,
     }
 }
 

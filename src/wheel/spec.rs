@@ -240,7 +240,7 @@ impl WheelSpec {
                 None,
                 None,
             ),
-            VariantKind::Unknown => {
+            VariantKind::Unknown | VariantKind::Mlx(_) | VariantKind::Sdk(_) => {
                 return Err(WheelError::UnsupportedVariant {
                     variant: variant.name().to_owned(),
                 });

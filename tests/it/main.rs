@@ -35,6 +35,7 @@ mod flags;
 #[cfg(unix)]
 mod fleet;
 mod fuzz;
+mod grammar;
 mod hints;
 #[cfg(target_os = "linux")]
 mod hostile;

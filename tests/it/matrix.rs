@@ -408,6 +408,11 @@ fn candidates(variants: &BTreeSet<String>, bump: bool) -> Vec<StubEnv> {
                 system: "Linux".to_owned(),
                 machine: machine.clone(),
                 mac_version: None,
+                rocm: None,
+                accelerator: None,
+                cann: None,
+                mlx: false,
+                python: None,
             },
         })
     };
@@ -442,8 +447,8 @@ fn pick_env(
     let all: BTreeSet<String> = kernels.iter().flat_map(|k| k.2.iter().cloned()).collect();
     for candidate in candidates(&all, bump) {
         let selection = VariantSelection::Detected {
-            env: candidate.env.clone(),
-            preference,
+            env: Box::new(candidate.env.clone()),
+            rules: preference.into(),
         };
         let chosen: Option<BTreeMap<String, Vec<String>>> = kernels
             .iter()
@@ -828,6 +833,11 @@ fn resolver_ranks_like_the_reference_resolvers() {
                             system: system.to_owned(),
                             machine: machine.to_owned(),
                             mac_version: None,
+                            rocm: None,
+                            accelerator: None,
+                            cann: None,
+                            mlx: false,
+                            python: None,
                         };
                         let case = serde_json::json!({
                             "names": names, "backend": [backend, version], "cpu": machine,
@@ -858,6 +868,11 @@ fn resolver_ranks_like_the_reference_resolvers() {
             system: "Darwin".to_owned(),
             machine: "arm64".to_owned(),
             mac_version: Some(mac.to_owned()),
+            rocm: None,
+            accelerator: None,
+            cann: None,
+            mlx: false,
+            python: None,
         };
         let case = serde_json::json!({
             "names": names, "backend": [backend, null], "cpu": "aarch64", "os": "darwin",
@@ -878,6 +893,11 @@ fn resolver_ranks_like_the_reference_resolvers() {
         system: "Windows".to_owned(),
         machine: "AMD64".to_owned(),
         mac_version: None,
+        rocm: None,
+        accelerator: None,
+        cann: None,
+        mlx: false,
+        python: None,
     };
     let case = serde_json::json!({
         "names": names, "backend": ["cuda", "12.9"], "cpu": "x86_64", "os": "windows",
@@ -1104,7 +1124,10 @@ fn platform_rules_like_the_reference() {
             .unwrap();
             let env = TorchEnv::detect(&wrapper).unwrap();
             let available: BTreeSet<String> = case.names.iter().map(|n| (*n).to_owned()).collect();
-            let selection = VariantSelection::Detected { env, preference };
+            let selection = VariantSelection::Detected {
+                env: Box::new(env),
+                rules: preference.into(),
+            };
             let ours = selection.select(&id, &"c".repeat(40).parse().unwrap(), &available);
             let context = format!("kernels {version}, {}", case.what);
             match (&ours, reference.get("fetch")) {

@@ -11,6 +11,15 @@
 //! | noarch | `torch-{backend}` | `torch-cuda` |
 //! | universal (legacy) | `torch-universal` | `torch-universal` |
 //!
+//! Reference 0.19 reads a second, dotted grammar beside this one (module
+//! `dotted`): `torch-2.12-cxx11-cuda-12.8-cpython-3.9-abi3-x86_64-linux`,
+//! `torch-stable-abi-2.11-…`, `tvm-ffi-0.1-…`, `mlx-metal`, `sdk`,
+//! `sdk-<backend>`, `sdk-[<backend>-X.Y-]cpython-X.Y-<abi>-<cpu>-<os>`, and
+//! Ascend's noarch `torch-cann`. [`BuildVariant::parse`] reads both; an arch
+//! name says which in [`ArchVariant::grammar`], and legacy names imply the
+//! Python part `cpython-3.9-abi3` ([`PythonTag::LEGACY`]). Which runtime
+//! reads which names is the ranking's business (the `kernels` crate).
+//!
 //! Version digits are written without a dot. For frameworks (`torch`,
 //! `torch-stable-abi`, `tvm-ffi`) the **first** digit is the major version
 //! (`torch210` is Torch 2.10, `tvm-ffi01` is 0.1); for compute backends the
@@ -54,6 +63,11 @@
 use std::convert::Infallible;
 use std::fmt;
 use std::str::FromStr;
+
+mod dotted;
+
+/// What [`BuildVariant::problem`] says of a name neither grammar reads.
+const NOT_A_NAME: &str = "not a build-variant name";
 
 /// A `major.minor` version read from concatenated digits in a variant name.
 ///
@@ -217,6 +231,22 @@ impl Backend {
         }
     }
 
+    /// The backend as the dotted grammar (reference 0.19) writes it:
+    /// `cuda-12.8`, `rocm-7.2`, `xpu-2025.3`, `cann-8.2`, or the family name
+    /// of a versionless backend (`cpu`, `metal`, `neuron`, `tpu`, bare `xpu`).
+    ///
+    /// ```
+    /// use kernels_types::variant_name::{Backend, MinorVersion};
+    /// assert_eq!(Backend::Cuda(MinorVersion::new(12, 8)).dotted(), "cuda-12.8");
+    /// assert_eq!(Backend::Cpu.dotted(), "cpu");
+    /// ```
+    pub fn dotted(&self) -> String {
+        match self.version() {
+            Some(v) => format!("{}-{v}", self.family()),
+            None => self.family().to_owned(),
+        }
+    }
+
     /// The backend family without version (`cuda`, `rocm`, `xpu`, `cann`,
     /// `cpu`, `metal`, `neuron`, `tpu`).
     pub fn family(&self) -> &'static str {
@@ -263,8 +293,10 @@ pub enum NoarchBackend {
     Rocm,
     /// `torch-xpu`.
     Xpu,
-    /// `torch-npu` (Ascend; the CANN runtime backend maps to it).
+    /// `torch-npu` (Ascend up to reference 0.18: the CANN backend maps to it).
     Npu,
+    /// `torch-cann` (Ascend from reference 0.19).
+    Cann,
     /// `torch-neuron` (reference 0.12.2+).
     Neuron,
     /// `torch-tpu` (reference 0.17).
@@ -272,7 +304,7 @@ pub enum NoarchBackend {
 }
 
 impl NoarchBackend {
-    fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "cpu" => NoarchBackend::Cpu,
             "cuda" => NoarchBackend::Cuda,
@@ -280,6 +312,7 @@ impl NoarchBackend {
             "rocm" => NoarchBackend::Rocm,
             "xpu" => NoarchBackend::Xpu,
             "npu" => NoarchBackend::Npu,
+            "cann" => NoarchBackend::Cann,
             "neuron" => NoarchBackend::Neuron,
             "tpu" => NoarchBackend::Tpu,
             _ => return None,
@@ -295,9 +328,69 @@ impl NoarchBackend {
             NoarchBackend::Rocm => "rocm",
             NoarchBackend::Xpu => "xpu",
             NoarchBackend::Npu => "npu",
+            NoarchBackend::Cann => "cann",
             NoarchBackend::Neuron => "neuron",
             NoarchBackend::Tpu => "tpu",
         }
+    }
+}
+
+/// Which of the two naming grammars a name is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Grammar {
+    /// Concatenated version digits, no Python part
+    /// (`torch212-cxx11-cu128-x86_64-linux`); every runtime reads it.
+    Legacy,
+    /// Dotted versions, spelled-out backend and a `cpython-X.Y-<abi>` part
+    /// (`torch-2.12-cxx11-cuda-12.8-cpython-3.9-abi3-x86_64-linux`); read
+    /// from reference 0.19 on.
+    Dotted,
+}
+
+/// The Python ABI a compiled build targets (reference 0.19 `PythonAbi`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PythonAbi {
+    /// `abi3`: the stable ABI of Python builds with a GIL.
+    Abi3,
+    /// `abi3t`: the stable ABI of free-threaded Python 3.15 and newer (PEP
+    /// 803), also loadable by GIL builds from 3.15.
+    Abi3t,
+}
+
+impl PythonAbi {
+    /// The tag as written in variant names.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PythonAbi::Abi3 => "abi3",
+            PythonAbi::Abi3t => "abi3t",
+        }
+    }
+}
+
+/// The `cpython-X.Y-<abi>` part of a dotted name: the lowest Python version
+/// the build loads on, and its ABI. Legacy names imply [`PythonTag::LEGACY`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PythonTag {
+    /// The minimum Python `major.minor`.
+    pub min: MinorVersion,
+    /// The Python ABI.
+    pub abi: PythonAbi,
+}
+
+impl PythonTag {
+    /// What a legacy name implies: `cpython-3.9-abi3`.
+    pub const LEGACY: PythonTag = PythonTag {
+        min: MinorVersion::new(3, 9),
+        abi: PythonAbi::Abi3,
+    };
+
+    /// The lowest Python an `abi3t` build may name (3.15).
+    pub const ABI3T_MIN: MinorVersion = MinorVersion::new(3, 15);
+}
+
+impl fmt::Display for PythonTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cpython-{}-{}", self.min, self.abi.as_str())
     }
 }
 
@@ -352,10 +445,35 @@ pub struct ArchVariant {
     pub cxx_abi: Option<CxxAbi>,
     /// The compute backend.
     pub backend: Backend,
+    /// The Python part ([`PythonTag::LEGACY`] for legacy names).
+    pub python: PythonTag,
+    /// Which grammar the name is written in.
+    pub grammar: Grammar,
     /// The CPU architecture.
     pub cpu: Cpu,
     /// The operating system.
     pub os: Os,
+}
+
+/// An SDK variant (reference 0.19): a build without a framework.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SdkVariant {
+    /// `sdk`: for every backend, nothing compiled.
+    Bare,
+    /// `sdk-<backend>`: for one backend, nothing compiled.
+    Backend(NoarchBackend),
+    /// `sdk-cpython-X.Y-<abi>-<cpu>-<os>` (`backend` `None`: any backend) or
+    /// `sdk-<backend>[-X.Y]-cpython-X.Y-<abi>-<cpu>-<os>`: compiled parts.
+    Compiled {
+        /// The backend, with its version where it has one.
+        backend: Option<Backend>,
+        /// The Python part.
+        python: PythonTag,
+        /// The CPU architecture.
+        cpu: Cpu,
+        /// The operating system.
+        os: Os,
+    },
 }
 
 /// What a build-variant name denotes, in the strict view (see the module docs).
@@ -365,6 +483,10 @@ pub enum VariantKind {
     Arch(ArchVariant),
     /// A Python-only build for one backend (`torch-cuda`).
     Noarch(NoarchBackend),
+    /// A Python-only MLX build without torch (`mlx-metal`, reference 0.19).
+    Mlx(NoarchBackend),
+    /// An SDK build (`sdk`, `sdk-cuda`, `sdk-cuda-12.8-cpython-…`, reference 0.19).
+    Sdk(SdkVariant),
     /// The legacy Python-only build for every backend (`torch-universal`).
     Universal,
     /// Anything else, such as the stray `torch-ext`; the name is kept verbatim
@@ -395,11 +517,77 @@ pub struct BuildVariant {
 }
 
 impl BuildVariant {
-    /// Parses a directory name. Unrecognised names become [`VariantKind::Unknown`].
+    /// Parses a directory name in either grammar (legacy first, then the
+    /// dotted one of reference 0.19). Unrecognised names become
+    /// [`VariantKind::Unknown`]; [`BuildVariant::problem`] says why.
     pub fn parse(name: &str) -> Self {
+        let kind = parse_kind(name)
+            .or_else(|| dotted::parse(name).ok())
+            .unwrap_or(VariantKind::Unknown);
         BuildVariant {
             name: name.to_owned(),
-            kind: parse_kind(name).unwrap_or(VariantKind::Unknown),
+            kind,
+        }
+    }
+
+    /// Why the name is [`VariantKind::Unknown`], in a few words (`None` for
+    /// every other kind): for a name shaped like the dotted grammar the part
+    /// that is wrong (an unknown Python ABI, a missing `cpython` part, …),
+    /// else `not a build-variant name`.
+    ///
+    /// ```
+    /// use kernels_types::variant_name::BuildVariant;
+    /// let bad = BuildVariant::parse("torch-2.12-cuda-12.8-cpython-3.9-abi4-x86_64-linux");
+    /// assert!(bad.problem().unwrap().contains("abi4"));
+    /// assert_eq!(BuildVariant::parse("csrc").problem().unwrap(), "not a build-variant name");
+    /// assert_eq!(BuildVariant::parse("sdk").problem(), None);
+    /// ```
+    pub fn problem(&self) -> Option<String> {
+        if self.is_known() {
+            return None;
+        }
+        Some(
+            dotted::parse(&self.name)
+                .err()
+                .unwrap_or_else(|| NOT_A_NAME.to_owned()),
+        )
+    }
+
+    /// The grammar of the name: [`Grammar::Dotted`] for dotted arch names,
+    /// SDK and MLX variants and `torch-cann`, [`Grammar::Legacy`] for the
+    /// rest (unknown names included).
+    pub fn grammar(&self) -> Grammar {
+        match &self.kind {
+            VariantKind::Arch(arch) => arch.grammar,
+            VariantKind::Mlx(_) | VariantKind::Sdk(_) => Grammar::Dotted,
+            VariantKind::Noarch(NoarchBackend::Cann) => Grammar::Dotted,
+            _ => Grammar::Legacy,
+        }
+    }
+
+    /// Whether reference 0.19's parser (`variants.py` `parse_variant`) reads
+    /// an `sdk…` or `mlx…` directory name, in its lax view (`sdk-<anything>`
+    /// without a Python part is an SDK for backend `<anything>`; `mlx-<rest>`
+    /// is an MLX noarch build when `<rest>` does not start with a digit).
+    /// `false` for every other name; the lock closure of 0.19 follows the
+    /// `kernel-depends` of these besides the `torch…`/`tvm-ffi…` ones.
+    ///
+    /// ```
+    /// use kernels_types::variant_name::BuildVariant;
+    /// let read = |n: &str| BuildVariant::parse(n).is_sdk_or_mlx_for_0_19();
+    /// assert!(read("sdk") && read("sdk-cuda") && read("mlx-metal") && read("sdk-foo"));
+    /// assert!(read("sdk-cuda-12.8-cpython-3.10-abi3-x86_64-linux"));
+    /// assert!(!read("sdk-cuda-12.8") && !read("mlx-0.1-metal") && !read("torch-cuda"));
+    /// ```
+    pub fn is_sdk_or_mlx_for_0_19(&self) -> bool {
+        if matches!(self.kind, VariantKind::Mlx(_) | VariantKind::Sdk(_)) {
+            return true;
+        }
+        let parts: Vec<&str> = self.name.split('-').collect();
+        match parts.as_slice() {
+            ["sdk", rest @ ..] => rest.len() <= 1 && !rest.contains(&"cpython"),
+            ["mlx", first, ..] => !first.starts_with(|c: char| c.is_ascii_digit()),
+            _ => false,
         }
     }
 
@@ -570,6 +758,8 @@ fn parse_arch(framework: Framework, arch: &str) -> Option<VariantKind> {
         framework,
         cxx_abi,
         backend: Backend::parse(compute)?,
+        python: PythonTag::LEGACY,
+        grammar: Grammar::Legacy,
         cpu,
         os,
     }))

@@ -118,7 +118,11 @@ pub fn read_lock(
     let selection = if kernels.is_empty() {
         VariantSelection::All
     } else {
-        request.resolve_with(python, profile.variant_preference, &overrides)?
+        request.resolve_with(
+            python,
+            crate::variant::VariantRules::of_profile(&profile),
+            &overrides,
+        )?
     };
     let fit = crate::cli::project::fit::policy(
         &select.targets.targets(),
@@ -172,12 +176,12 @@ fn print_environment(
     runtime: Option<crate::lock::profile::RuntimeVersion>,
     printer: &Printer,
 ) {
-    if let VariantSelection::Detected { env, preference } = selection {
+    if let VariantSelection::Detected { env, rules } = selection {
         if printer.is_verbose() {
             printer.status(format_args!(
                 "Environment: {}; variants ranked by {}",
                 env.describe(),
-                describe_preference(*preference, runtime)
+                describe_preference(rules.preference, runtime)
             ));
         } else {
             printer.status(format_args!("Environment: {}", env.describe()));

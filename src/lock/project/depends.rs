@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use kernels_hub::{HubClient, HubError, Target};
 use kernels_types::metadata::{self, DependencyVersion, Metadata};
 use kernels_types::repo_id::RepoId;
+use kernels_types::variant_name::BuildVariant;
 use kernels_types::wire::{RepoType, TreeEntry};
 use kernels_types::{CommitId, Digest};
 
@@ -18,9 +19,11 @@ use crate::lock::project::error::LockError;
 
 /// `kernel-depends` of every variant of `repo_id` at `commit`, deduplicated, in
 /// variant then file order. Variant directories are the directories under
-/// `build/` named `torch…` or `tvm-ffi…`; other names are skipped with a warning
-/// (added to `warnings`), as the reference skips names its variant parser
-/// rejects. One recursive listing of `build/` gives every `metadata.json` with
+/// `build/` named `torch…` or `tvm-ffi…`, and with `sdk_and_mlx` (a 0.19+
+/// target runtime) also the `sdk…` and `mlx-…` ones 0.19's parser reads
+/// ([`BuildVariant::is_sdk_or_mlx_for_0_19`]); other names are skipped with a
+/// warning (added to `warnings`), as the reference skips names its variant
+/// parser rejects. One recursive listing of `build/` gives every `metadata.json` with
 /// its blob id; each distinct blob is fetched once (variants of one build
 /// usually share it).
 ///
@@ -34,11 +37,20 @@ pub async fn kernel_depends(
     repo_type: RepoType,
     repo_id: &RepoId,
     commit: &CommitId,
+    sdk_and_mlx: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<metadata::KernelDependency>, LockError> {
-    commit_depends(client, cache, repo_type, repo_id, commit, warnings)
-        .await
-        .map(|(depends, _)| depends)
+    commit_depends(
+        client,
+        cache,
+        repo_type,
+        repo_id,
+        commit,
+        sdk_and_mlx,
+        warnings,
+    )
+    .await
+    .map(|(depends, _)| depends)
 }
 
 /// The `metadata.json` of every variant of one commit ([`variant_metadata`]).
@@ -75,6 +87,22 @@ pub async fn variant_metadata(
     repo_id: &RepoId,
     commit: &CommitId,
 ) -> Result<Option<VariantMetadata>, LockError> {
+    variant_metadata_with(client, cache, repo_type, repo_id, commit, false).await
+}
+
+/// [`variant_metadata`], with `sdk_and_mlx` also reading the `sdk…` and
+/// `mlx-…` variants a 0.19+ runtime parses.
+///
+/// # Errors
+/// As [`variant_metadata`].
+pub async fn variant_metadata_with(
+    client: &HubClient,
+    cache: Option<&MetadataCache>,
+    repo_type: RepoType,
+    repo_id: &RepoId,
+    commit: &CommitId,
+    sdk_and_mlx: bool,
+) -> Result<Option<VariantMetadata>, LockError> {
     let entries = match client
         .list_tree(repo_type, repo_id, commit.as_str(), "build", true)
         .await
@@ -83,7 +111,7 @@ pub async fn variant_metadata(
         Err(HubError::EntryNotFound { .. }) => return Ok(None),
         Err(err) => return Err(err.into()),
     };
-    let files = MetadataFiles::from_listing(&entries);
+    let files = MetadataFiles::from_listing(&entries, sdk_and_mlx);
     let at = At {
         client,
         repo_type,
@@ -150,9 +178,12 @@ pub async fn commit_depends(
     repo_type: RepoType,
     repo_id: &RepoId,
     commit: &CommitId,
+    sdk_and_mlx: bool,
     warnings: &mut Vec<String>,
 ) -> Result<(Vec<metadata::KernelDependency>, BTreeMap<String, Metadata>), LockError> {
-    let Some(read) = variant_metadata(client, cache, repo_type, repo_id, commit).await? else {
+    let read =
+        variant_metadata_with(client, cache, repo_type, repo_id, commit, sdk_and_mlx).await?;
+    let Some(read) = read else {
         return Ok((Vec::new(), BTreeMap::new()));
     };
     for name in &read.invalid {
@@ -218,14 +249,17 @@ struct MetadataFiles {
 type ByBlob = HashMap<Digest, Result<Metadata, LockError>>;
 
 impl MetadataFiles {
-    fn from_listing(entries: &[TreeEntry]) -> Self {
+    fn from_listing(entries: &[TreeEntry], sdk_and_mlx: bool) -> Self {
         let mut files = MetadataFiles::default();
         for entry in entries {
             let rest = entry.path.strip_prefix("build/").unwrap_or(&entry.path);
             let Some((name, inner)) = rest.split_once('/') else {
                 continue;
             };
-            if !(name.starts_with("torch") || name.starts_with("tvm-ffi")) {
+            let read = name.starts_with("torch")
+                || name.starts_with("tvm-ffi")
+                || (sdk_and_mlx && BuildVariant::parse(name).is_sdk_or_mlx_for_0_19());
+            if !read {
                 files.invalid.insert(name.to_owned());
                 continue;
             }
@@ -400,9 +434,8 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn listing_gives_each_variants_metadata_blob() {
-        let files = MetadataFiles::from_listing(&[
+    fn listing() -> Vec<TreeEntry> {
+        vec![
             entry("build/torch-cuda/metadata.json", &oid('a'), false),
             entry("build/torch-cuda/relu/__init__.py", &oid('b'), false),
             entry("build/torch-cpu/metadata.json", &oid('a'), false),
@@ -415,7 +448,29 @@ mod tests {
             entry("build/torch-ext/relu/__init__.py", &oid('e'), false),
             entry("build/csrc/relu.cu", &oid('e'), false),
             entry("build/README.md", &oid('f'), false),
-        ]);
+            entry("build/sdk/metadata.json", &oid('a'), false),
+            entry("build/mlx-metal/metadata.json", &oid('a'), false),
+        ]
+    }
+
+    #[test]
+    fn only_a_0_19_runtime_reads_sdk_and_mlx_variants() {
+        let names = |sdk_and_mlx| {
+            let files = MetadataFiles::from_listing(&listing(), sdk_and_mlx);
+            let read: Vec<String> = files.variants.keys().cloned().collect();
+            (read, files.invalid)
+        };
+        let (read, invalid) = names(false);
+        assert!(!read.contains(&"sdk".to_owned()), "{read:?}");
+        assert!(invalid.contains("sdk") && invalid.contains("mlx-metal"));
+        let (read, invalid) = names(true);
+        assert!(read.contains(&"sdk".to_owned()) && read.contains(&"mlx-metal".to_owned()));
+        assert_eq!(invalid, BTreeSet::from(["csrc".to_owned()]));
+    }
+
+    #[test]
+    fn listing_gives_each_variants_metadata_blob() {
+        let files = MetadataFiles::from_listing(&listing(), false);
         let variants: Vec<(&str, Option<Digest>)> = files
             .variants
             .iter()
@@ -435,7 +490,10 @@ mod tests {
         );
         // LFS blobs are not cached by their git id.
         assert_eq!(files.sizes, HashMap::from([(digest('a'), 12)]));
-        assert_eq!(files.invalid, BTreeSet::from(["csrc".to_owned()]));
+        assert_eq!(
+            files.invalid,
+            BTreeSet::from(["csrc".to_owned(), "mlx-metal".to_owned(), "sdk".to_owned()])
+        );
         assert_eq!(
             files.blobs(),
             [

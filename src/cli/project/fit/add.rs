@@ -40,8 +40,8 @@ pub fn warn_if_nothing_fits(
         return;
     }
     let selection = VariantSelection::Detected {
-        env,
-        preference: profile.variant_preference,
+        env: Box::new(env),
+        rules: crate::variant::VariantRules::of_profile(profile),
     };
     if let Err(err) = selection.select(&kernel.repo_id, &kernel.commit, &names) {
         printer.status(format_args!("warning: {err}"));

@@ -7,10 +7,12 @@ STUB_TORCH_NEURON ("1" = the AWS Neuron extension is present), STUB_TORCH_TPU ("
 is loaded: `torch.backends.tpu` exists, as kernels 0.17 checks, and
 `torch.accelerator.current_accelerator().type` is "tpu", as 0.18+ check),
 STUB_TORCH_PRIVATEUSE1 (the private-use backend name, "npu" for Ascend; the CANN version then
-comes from the `torch_npu` stub beside this package, STUB_TORCH_CANN such as "8.1.RC1").
+comes from the `torch_npu` stub beside this package, STUB_TORCH_CANN such as "8.1.RC1"),
+STUB_TORCH_ACCELERATOR (the type `torch.accelerator.current_accelerator()` reports, e.g. "tpu",
+without the rest of STUB_TORCH_TPU).
 A GPU is visible when STUB_TORCH_CAPABILITY ("9.0", CUDA) or STUB_TORCH_GCN_ARCH
 ("gfx942:sramecc+:xnack-", ROCm) is set; STUB_TORCH_DEVICE_ERROR makes querying it raise.
-Only what variant detection (kernels 0.10 to 0.17) reads, plus `Tensor`, `ops` and
+Only what variant detection (kernels 0.10 to 0.19) reads, plus `Tensor`, `ops` and
 `library.define` for importing pure-Python kernels, is provided; and, for the benchmark
 tests, list-backed tensors (`randn`, `empty_like`, `relu`, `allclose`, arithmetic) with
 `manual_seed`, `cuda.synchronize`, `cuda.Event` (wall-clock backed) and
@@ -28,6 +30,11 @@ version = types.SimpleNamespace(
     xpu=os.environ.get("STUB_TORCH_XPU") or None,
     rocm=os.environ.get("STUB_TORCH_ROCM") or None,
 )
+# torch 2.6+: `torch.accelerator.current_accelerator()` (kernels 0.18+ detects TPU by it).
+if os.environ.get("STUB_TORCH_ACCELERATOR"):
+    accelerator = types.SimpleNamespace(
+        current_accelerator=lambda: types.SimpleNamespace(type=os.environ["STUB_TORCH_ACCELERATOR"])
+    )
 
 
 class _Mps:

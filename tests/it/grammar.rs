@@ -1,0 +1,377 @@
+//! Both variant grammars (issue 40): a kernel publishing names of the 0.19
+//! grammar, or both grammars, downloads the variant the pinned reference
+//! picks for the same stub torch (0.19.1 for a 0.19 project, 0.18.3 / 0.17.2
+//! for older ones); ROCm 7.3 takes `rocm72` from 0.18 on; a malformed name is
+//! skipped with one line; the 0.19 lock closure follows an `sdk` variant's
+//! `kernel-depends`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use kernels_test_support::world::*;
+use kernels_test_support::{self as common, TestContext};
+
+const NEW_SHA: &str = "4444444444444444444444444444444444444444";
+
+fn arch() -> &'static str {
+    std::env::consts::ARCH
+}
+
+/// A repo (`acme/grammar`) whose `build/` has exactly `names`, each with a
+/// small package.
+fn files(names: &[String]) -> Vec<MirrorFile> {
+    names
+        .iter()
+        .map(|name| MirrorFile {
+            path: format!("build/{name}/grammar/__init__.py"),
+            content: format!("# {name}\n").into_bytes(),
+        })
+        .collect()
+}
+
+fn world(names: &[String]) -> TestContext {
+    let files = files(names);
+    let world =
+        TestContext::world_with(|mirror| write_repo(mirror, "acme/grammar", NEW_SHA, &files));
+    world.lock_b(&[("acme/grammar", NEW_SHA)]);
+    world
+}
+
+fn stub() -> String {
+    common::repo_root()
+        .join("tests/python/stub_torch")
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// What the pinned reference `env_name` loads among `names` for the stub
+/// torch `torch_env` (its own parser: names it cannot parse are dropped), or
+/// `None` when it finds no variant.
+fn reference_pick(env_name: &str, names: &[String], torch_env: &[(&str, &str)]) -> Option<String> {
+    let module = if env_name == "kernels-0.19.1" {
+        "kernels._internals.variants"
+    } else {
+        "kernels.variants"
+    };
+    let script = format!(
+        "import sys\n\
+         from {module} import parse_variant, resolve_variants\n\
+         vs = []\n\
+         for n in sys.argv[1:]:\n\
+         \x20   try:\n\
+         \x20       vs.append(parse_variant(n))\n\
+         \x20   except ValueError:\n\
+         \x20       pass\n\
+         best = resolve_variants(vs)[0]\n\
+         print(best[0].variant_str if best else '')\n"
+    );
+    let mut py = Command::new(common::pyref_python(env_name));
+    py.env("PYTHONPATH", stub())
+        .arg("-c")
+        .arg(script)
+        .args(names);
+    for (k, v) in torch_env {
+        py.env(k, v);
+    }
+    let out = py.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{env_name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pick = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (!pick.is_empty()).then_some(pick)
+}
+
+/// `kernels download --target-runtime <runtime>` with the stub torch.
+fn download(world: &TestContext, runtime: &str, torch_env: &[(&str, &str)]) -> Output {
+    let _ = fs_err::remove_dir_all(&world.cache);
+    let stub = stub();
+    let mut env: Vec<(&str, &str)> = vec![("PYTHONPATH", &stub)];
+    env.extend_from_slice(torch_env);
+    world.download_with(&["--target-runtime", runtime], &env)
+}
+
+/// The variants `download` placed in the cache.
+fn downloaded(world: &TestContext) -> Vec<String> {
+    let repo_dir = world.repo_dir("kernel", "acme/grammar");
+    let mut names: Vec<String> = snapshot_paths(&repo_dir, NEW_SHA)
+        .iter()
+        .map(|p| p.split('/').nth(1).unwrap().to_owned())
+        .collect();
+    names.dedup();
+    names
+}
+
+/// Our pick and each pinned reference's agree for every runtime in `runtimes`.
+fn assert_picks_agree(names: &[String], torch_env: &[(&str, &str)], runtimes: &[(&str, &str)]) {
+    let world = world(names);
+    for (runtime, reference) in runtimes {
+        let expected = reference_pick(reference, names, torch_env);
+        let out = download(&world, runtime, torch_env);
+        match &expected {
+            Some(pick) => {
+                assert_ok(&out);
+                assert_eq!(downloaded(&world), std::slice::from_ref(pick), "{runtime}");
+            }
+            None => {
+                assert_eq!(out.status.code(), Some(1), "{runtime}: {}", stderr(&out));
+                assert!(stderr(&out).contains("no_compatible"), "{}", stderr(&out));
+            }
+        }
+    }
+}
+
+#[test]
+fn only_new_names_download_what_0_19_1_loads() {
+    let a = arch();
+    let names: Vec<String> = vec![
+        format!("torch-2.7-cxx11-cuda-12.6-cpython-3.9-abi3-{a}-linux"),
+        format!("torch-2.7-cuda-12.4-cpython-3.10-abi3-{a}-linux"),
+        format!("torch-2.7-cuda-12.4-cpython-3.99-abi3-{a}-linux"),
+        format!("torch-stable-abi-2.6-cuda-12.8-cpython-3.9-abi3-{a}-linux"),
+        format!("tvm-ffi-0.1-cuda-12.6-cpython-3.9-abi3-{a}-linux"),
+        "sdk".to_owned(),
+        "sdk-cuda".to_owned(),
+        "mlx-metal".to_owned(),
+    ];
+    let torch = [("STUB_TORCH_VERSION", "2.7.0"), ("STUB_TORCH_CUDA", "12.6")];
+    assert!(reference_pick("kernels-0.19.1", &names, &torch).is_some());
+    assert!(reference_pick("kernels-0.17.2", &names, &torch).is_none());
+    assert_picks_agree(
+        &names,
+        &torch,
+        &[("0.19.1", "kernels-0.19.1"), ("0.17.2", "kernels-0.17.2")],
+    );
+}
+
+#[test]
+fn both_grammars_download_what_each_release_loads() {
+    let a = arch();
+    let names: Vec<String> = vec![
+        format!("torch27-cxx11-cu126-{a}-linux"),
+        format!("torch27-cxx11-cu124-{a}-linux"),
+        "torch-cuda".to_owned(),
+        "torch-universal".to_owned(),
+        format!("torch-stable-abi-2.7-cuda-12.6-cpython-3.9-abi3-{a}-linux"),
+        format!("torch-2.7-cxx11-cuda-12.6-cpython-3.10-abi3-{a}-linux"),
+        "sdk-cuda".to_owned(),
+    ];
+    let torch = [("STUB_TORCH_VERSION", "2.7.0"), ("STUB_TORCH_CUDA", "12.6")];
+    assert_eq!(
+        reference_pick("kernels-0.19.1", &names, &torch).as_deref(),
+        Some(names[4].as_str())
+    );
+    assert_picks_agree(
+        &names,
+        &torch,
+        &[
+            ("0.19.1", "kernels-0.19.1"),
+            ("0.18.3", "kernels-0.18.3"),
+            ("0.17.2", "kernels-0.17.2"),
+        ],
+    );
+}
+
+#[test]
+fn rocm_7_3_takes_rocm72_from_0_18_on() {
+    let a = arch();
+    let names: Vec<String> = vec![
+        format!("torch27-cxx11-rocm71-{a}-linux"),
+        format!("torch27-cxx11-rocm72-{a}-linux"),
+        format!("torch27-cxx11-rocm74-{a}-linux"),
+        format!("torch27-cxx11-rocm714-{a}-linux"),
+    ];
+    // `torch.version.rocm` (read from 0.18 on) says 7.3, `hip` another version.
+    let torch = [
+        ("STUB_TORCH_VERSION", "2.7.0"),
+        ("STUB_TORCH_HIP", "6.5.1-abc"),
+        ("STUB_TORCH_ROCM", "7.3.0"),
+    ];
+    assert_eq!(
+        reference_pick("kernels-0.19.1", &names, &torch).as_deref(),
+        Some(names[1].as_str())
+    );
+    assert_picks_agree(
+        &names,
+        &torch,
+        &[
+            ("0.19.1", "kernels-0.19.1"),
+            ("0.18.3", "kernels-0.18.3"),
+            ("0.17.2", "kernels-0.17.2"),
+        ],
+    );
+    // `rocm714` is ROCm 7.14 for 0.19 (71.4 before).
+    let torch = [
+        ("STUB_TORCH_VERSION", "2.7.0"),
+        ("STUB_TORCH_HIP", "7.14.0"),
+        ("STUB_TORCH_ROCM", "7.14.0"),
+    ];
+    assert_eq!(
+        reference_pick("kernels-0.19.1", &names, &torch).as_deref(),
+        Some(names[3].as_str())
+    );
+    assert_picks_agree(
+        &names,
+        &torch,
+        &[("0.19.1", "kernels-0.19.1"), ("0.18.3", "kernels-0.18.3")],
+    );
+}
+
+#[test]
+fn a_malformed_name_is_skipped_with_one_line() {
+    let a = arch();
+    let names: Vec<String> = vec![
+        format!("torch-2.7-cuda-12.6-cpython-3.9-abi4-{a}-linux"),
+        format!("torch-2.7-cuda-12.6-cpython-3.9-abi3-{a}-linux"),
+        "csrc".to_owned(),
+    ];
+    let world = world(&names);
+    let torch = [("STUB_TORCH_VERSION", "2.7.0"), ("STUB_TORCH_CUDA", "12.6")];
+    let out = download(&world, "0.19.1", &torch);
+    assert_ok(&out);
+    assert_eq!(downloaded(&world), [names[1].clone()]);
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("abi4")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("unknown Python ABI `abi4` (expected abi3 or abi3t)"),
+        "{err}"
+    );
+    assert_eq!(err.matches("build/csrc").count(), 1, "{err}");
+}
+
+/// A `kernel-depends` declared only in the `sdk` variant of `acme/uses-sdk`.
+fn write_sdk_kernels(mirror: &Path) {
+    let metadata = |name: &str, depends: &str| {
+        format!(
+            "{{\"name\": \"{name}\", \"id\": \"_{id}_cpu_0000000\", \"version\": 1, \
+             \"license\": \"apache-2.0\", \
+             \"python-depends\": [], \"backend\": {{\"type\": \"cpu\"}}, \
+             \"kernel-depends\": [{depends}]}}\n",
+            id = name.replace('-', "_")
+        )
+    };
+    let repo = |repo: &str, sha: &str, files: &[(&str, String)]| {
+        let dir = mirror.join("repos/kernels").join(repo);
+        for (path, content) in files {
+            let path = dir.join("commits/c1/tree").join(path);
+            fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+            fs_err::write(path, content).unwrap();
+        }
+        fs_err::write(
+            dir.join("commits/c1/commit.toml"),
+            format!("sha = \"{sha}\"\ntitle = \"Build\"\n"),
+        )
+        .unwrap();
+        fs_err::write(
+            dir.join("repo.toml"),
+            "commits = [\"c1\"]\n\n[branches]\nmain = \"c1\"\nv1 = \"c1\"\n",
+        )
+        .unwrap();
+    };
+    repo(
+        "kernels-test/uses-sdk",
+        "5555555555555555555555555555555555555555",
+        &[
+            ("build/torch-cpu/metadata.json", metadata("uses-sdk", "")),
+            ("build/torch-cpu/uses_sdk/__init__.py", "x = 1\n".to_owned()),
+            (
+                "build/sdk/metadata.json",
+                metadata(
+                    "uses-sdk",
+                    "{\"repo-id\": \"kernels-test/sdk-dep\", \"version\": 1}",
+                ),
+            ),
+            ("build/sdk/uses_sdk/__init__.py", "x = 1\n".to_owned()),
+        ],
+    );
+    repo(
+        "kernels-test/sdk-dep",
+        "6666666666666666666666666666666666666666",
+        &[
+            ("build/torch-cpu/metadata.json", metadata("sdk-dep", "")),
+            ("build/torch-cpu/sdk_dep/__init__.py", "y = 1\n".to_owned()),
+        ],
+    );
+    fs_err::create_dir_all(mirror.join("orgs")).unwrap();
+    fs_err::write(
+        mirror.join("orgs/kernels-test.toml"),
+        "fullname = \"Kernels Test\"\ntrusted_kernel_publisher = true\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_0_19_lock_follows_kernel_depends_of_sdk_variants() {
+    let pyproject = "[project]\nname = \"app\"\nversion = \"0.1.0\"\n\n[tool.kernels.dependencies]\n\"kernels-test/uses-sdk\" = 1\n";
+    for (runtime, reference, entries) in [
+        ("0.19.1", "kernels-0.19.1", 2),
+        ("0.18.3", "kernels-0.18.3", 1),
+    ] {
+        let world =
+            TestContext::with_generated_mirror(write_sdk_kernels, &[]).with_pyproject(pyproject);
+        world.run_ok(&["lock", "--target-runtime", runtime]);
+        let ours = world.lockfile();
+        let locked: serde_json::Value = serde_json::from_str(&ours).unwrap();
+        assert_eq!(
+            locked.as_array().unwrap().len(),
+            entries,
+            "{runtime}: {ours}"
+        );
+
+        // The reference's own lock of the same project, byte for byte.
+        fs_err::remove_file(world.project.join("kernels.lock")).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let script = common::pyref_root().join(reference).join("bin/kernels");
+        let out = common::python(reference, world.endpoint(), cache.path())
+            .arg(&script)
+            .arg("lock")
+            .arg(&world.project)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{reference}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(world.lockfile(), ours, "{runtime}");
+    }
+}
+
+#[test]
+fn env_prefers_the_dotted_name_for_a_0_19_target() {
+    let world = TestContext::world()
+        .with_stub_torch()
+        .with_env("STUB_TORCH_CUDA", "12.6");
+    let preferred = |runtime: &str| {
+        let out = world.run(&["env", "--target-runtime", runtime]);
+        assert_ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let row = text
+            .lines()
+            .find(|l| l.contains("Preferred"))
+            .map(str::to_owned);
+        row.unwrap_or_else(|| panic!("no Preferred row:\n{text}"))
+    };
+    let a = arch();
+    let row = preferred("0.19.1");
+    let dotted = row
+        .find("torch-2.7-cxx11-cuda-12.6-cpython-3.")
+        .expect(&row);
+    let legacy = row
+        .find(&format!("torch27-cxx11-cu126-{a}-linux"))
+        .expect(&row);
+    assert!(dotted < legacy, "{row}");
+    assert!(
+        row.contains("-abi3-") && row.ends_with("torch-cuda, torch-universal"),
+        "{row}"
+    );
+    let row = preferred("0.18.3");
+    assert!(!row.contains("cpython"), "{row}");
+    assert!(
+        row.contains(&format!("torch27-cxx11-cu126-{a}-linux, torch-cuda")),
+        "{row}"
+    );
+}
