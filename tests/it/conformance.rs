@@ -30,7 +30,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use kernels::lock::profile::{Profile, ProfileSource, RuntimeVersion};
-use kernels::variant::{TorchEnv, VariantError, VariantSelection};
+use kernels::variant::{PythonTarget, TorchEnv, VariantError, VariantRules, VariantSelection};
 use kernels_types::repo_id::RepoId;
 use kernels_types::variant_name::BuildVariant;
 use rand::seq::{IndexedRandom, SliceRandom};
@@ -149,15 +149,14 @@ fn our_choice(release: &str, env: &CaseEnv, names: &[Name]) -> Ours {
         Ok(torch_env) => torch_env,
         Err(gap) => return Ours::Unmodelled(gap),
     };
-    let preference = Profile::for_runtime(
+    let profile = Profile::for_runtime(
         RuntimeVersion::parse(release).unwrap(),
         ProfileSource::Option,
-    )
-    .variant_preference;
+    );
     let available: BTreeSet<String> = names.iter().map(|n| n.name.clone()).collect();
     let selection = VariantSelection::Detected {
-        env: torch_env,
-        preference,
+        env: Box::new(torch_env),
+        rules: VariantRules::of_profile(&profile),
     };
     let id: RepoId = "acme/conformance".parse().unwrap();
     match selection.select(&id, &"c".repeat(40).parse().unwrap(), &available) {
@@ -167,14 +166,12 @@ fn our_choice(release: &str, env: &CaseEnv, names: &[Name]) -> Ours {
     }
 }
 
-/// `env` as today's [`TorchEnv`], or the fact it cannot express.
+/// `env` as the [`TorchEnv`] the interpreter probe would report, or the fact
+/// it cannot express.
 fn torch_env(env: &CaseEnv) -> Result<TorchEnv, &'static str> {
     let Some((major, minor)) = env.torch else {
         return Err("no torch (MLX-only Metal)");
     };
-    if env.free_threaded {
-        return Err("free-threaded Python");
-    }
     let mut out = TorchEnv {
         major,
         minor,
@@ -188,20 +185,26 @@ fn torch_env(env: &CaseEnv) -> Result<TorchEnv, &'static str> {
         system: env.system.to_owned(),
         machine: env.machine.to_owned(),
         mac_version: env.mac_version.map(str::to_owned),
+        rocm: None,
+        accelerator: None,
+        cann: None,
+        mlx: false,
+        python: Some(PythonTarget {
+            version: env.python,
+            free_threaded: env.free_threaded,
+        }),
     };
     match &env.backend {
         EnvBackend::Cuda(a, b) => out.cuda = Some(format!("{a}.{b}")),
         EnvBackend::Rocm { hip, rocm } => {
-            if rocm.is_some_and(|r| r != *hip) {
-                return Err("torch.version.rocm other than torch.version.hip");
-            }
             out.hip = Some(hip_string(*hip));
+            out.rocm = rocm.map(|(a, b)| format!("{a}.{b}.0"));
         }
         EnvBackend::Xpu(v) => out.xpu = Some(v.clone()),
         EnvBackend::Metal => out.mps = true,
         EnvBackend::Cpu => {}
-        EnvBackend::Tpu => return Err("TPU"),
-        EnvBackend::Cann(..) => return Err("CANN (Ascend)"),
+        EnvBackend::Tpu => out.accelerator = Some("tpu".to_owned()),
+        EnvBackend::Cann(a, b) => out.cann = Some(format!("{a}.{b}")),
         EnvBackend::Neuron => out.neuron = true,
     }
     Ok(out)

@@ -205,7 +205,10 @@ fn a_requirement_changed_from_1_to_2_moves_to_v2s_head() {
     context.run_ok(&["download", "--all-variants"]);
     let v1 = commit_of(context.endpoint(), VERSIONS_V1, "v1");
     let v2 = commit_of(context.endpoint(), VERSIONS_V1, "v2");
-    assert_eq!(locked_commits(&context.lockfile()), std::slice::from_ref(&v1));
+    assert_eq!(
+        locked_commits(&context.lockfile()),
+        std::slice::from_ref(&v1)
+    );
     set_deps(&context, &format!("\"{VERSIONS_V1}\" = 2\n"));
     snapshot!(
         "integer_1_to_2_check_offline",
@@ -221,7 +224,10 @@ fn a_requirement_changed_from_1_to_2_moves_to_v2s_head() {
     );
     snapshot!("integer_1_to_2_check", context.run(&["lock", "--check"]));
     snapshot!("integer_1_to_2", context.run_ok(&["lock"]));
-    assert_eq!(locked_commits(&context.lockfile()), std::slice::from_ref(&v2));
+    assert_eq!(
+        locked_commits(&context.lockfile()),
+        std::slice::from_ref(&v2)
+    );
     let relocked = context.lockfile();
     context.run_ok(&["lock", "--check"]);
     // Not downloaded yet: the cache does not know `v2`'s commit, so offline
@@ -282,7 +288,10 @@ fn add_of_a_changed_requirement_relocks_that_entry() {
     context.run_ok(&["download", "--all-variants"]);
     let v10 = commit_of(context.endpoint(), VERSIONS_V1, "v10");
     let v2 = commit_of(context.endpoint(), VERSIONS_V1, "v2");
-    assert_eq!(locked_commits(&context.lockfile()), std::slice::from_ref(&v10));
+    assert_eq!(
+        locked_commits(&context.lockfile()),
+        std::slice::from_ref(&v10)
+    );
     let before = context.lockfile();
     set_deps(&context, &format!("\"{VERSIONS_V1}\" = 2\n"));
     context.run_ok(&["lock", "--check"]);
@@ -296,10 +305,16 @@ fn add_of_a_changed_requirement_relocks_that_entry() {
         "add_changed_requirement",
         context.run_ok(&["add", VERSIONS_V1, "2"])
     );
-    assert_eq!(locked_commits(&context.lockfile()), std::slice::from_ref(&v2));
+    assert_eq!(
+        locked_commits(&context.lockfile()),
+        std::slice::from_ref(&v2)
+    );
     // The same requirement again changes nothing.
     context.run_ok(&["add", VERSIONS_V1, "2"]);
-    assert_eq!(locked_commits(&context.lockfile()), std::slice::from_ref(&v2));
+    assert_eq!(
+        locked_commits(&context.lockfile()),
+        std::slice::from_ref(&v2)
+    );
 }
 
 #[test]
