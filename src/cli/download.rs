@@ -522,7 +522,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
 
 /// The trust a download of the project in `dir` runs under: its
 /// `[tool.kernels]` trust settings with `flags` applied, and the file hashes
-/// its `kernels.lock.provenance` records. Errors: an unreadable manifest or
+/// and signers its `kernels.lock.provenance` records. Errors: an unreadable manifest or
 /// trust root.
 pub(super) fn project_trust(
     dir: &Path,
@@ -530,10 +530,12 @@ pub(super) fn project_trust(
 ) -> miette::Result<crate::install::signature::Trust> {
     let tool = ToolSettings::read(dir)?.unwrap_or_default();
     let pins = crate::lock::provenance::file_pins(dir);
-    Ok(crate::install::signature::Trust::new(
-        flags.apply(tool.signing),
-        pins,
-    )?)
+    let trust = crate::install::signature::Trust::new(flags.apply(tool.signing), pins)?;
+    let recorded = crate::install::check::provenance::Recorded::read(dir);
+    Ok(match recorded {
+        Some(recorded) => trust.with_provenance(recorded),
+        None => trust,
+    })
 }
 
 /// `--with-benchmarks`: the `benchmarks/` and `tests/` folders of every

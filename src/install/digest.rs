@@ -274,12 +274,7 @@ pub fn expect_planned(
     Ok(())
 }
 
-/// `File hash mismatch for _ops.py: …; Unknown file: planted.py`: the
-/// problems of one variant on one line.
-pub fn describe(problems: &[DigestProblem]) -> String {
-    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
-    lines.join("; ")
-}
+pub use super::error::describe;
 
 #[cfg(test)]
 mod tests {

@@ -37,14 +37,7 @@ pub fn metadata_path(variant: &str) -> String {
     format!("build/{variant}/{METADATA_FILE}")
 }
 
-/// A variant the target runtime would refuse to load, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefusedVariant {
-    /// The variant directory name.
-    pub variant: String,
-    /// Every rule it breaks (never empty).
-    pub refusals: Vec<Refusal>,
-}
+pub use super::error::RefusedVariant;
 
 /// Something the runtime warns about when loading a variant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -256,38 +249,6 @@ pub fn help(repo_id: &RepoId, refused: &[RefusedVariant], named: bool) -> String
         ));
     }
     lines.join("\n")
-}
-
-/// The message of [`DownloadError::Unfit`]: the kernel, then one line per
-/// refused variant and rule, `  - <variant>: <rule>: <reason>`.
-pub fn unfit_message(
-    repo_id: &RepoId,
-    commit: &CommitId,
-    refused: &[RefusedVariant],
-    named: bool,
-) -> String {
-    let head = if named {
-        format!(
-            "the target runtime would refuse to load the requested variant of {repo_id}@{}",
-            commit.short()
-        )
-    } else {
-        format!(
-            "the target runtime would refuse to load every build variant of {repo_id}@{} for this environment; nothing was downloaded",
-            commit.short()
-        )
-    };
-    let mut out = head;
-    for variant in refused {
-        for refusal in &variant.refusals {
-            out.push_str(&format!(
-                "\n  - {}: {}: {refusal}",
-                variant.variant,
-                refusal.rule()
-            ));
-        }
-    }
-    out
 }
 
 /// Takes the refused candidates of `fit` out of the cached snapshot of

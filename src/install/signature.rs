@@ -35,6 +35,11 @@ pub struct Trust {
     /// The files hashes of `kernels.lock.provenance`, which vouch for the
     /// variants of a lock without hashes offline ([`super::vouch`]).
     pub pins: super::vouch::FilePins,
+    /// The signers and files `kernels.lock.provenance` recorded, checked
+    /// before a variant is linked ([`super::check::provenance`]); `None`
+    /// checks nothing (no project, or a side file that cannot be read,
+    /// which the command reports itself).
+    pub recorded: Option<super::check::provenance::Recorded>,
 }
 
 impl Trust {
@@ -48,7 +53,16 @@ impl Trust {
             root: settings.trust_root()?,
             settings,
             pins,
+            recorded: None,
         })
+    }
+
+    /// This trust with the provenance `recorded` in a project's side file.
+    pub fn with_provenance(self, recorded: super::check::provenance::Recorded) -> Trust {
+        Trust {
+            recorded: Some(recorded),
+            ..self
+        }
     }
 
     /// The accepted signers of `repo_id`.

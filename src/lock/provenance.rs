@@ -213,15 +213,15 @@ impl Provenance {
         self.kernels.get(repo_id)?.get(commit)?.get(variant)
     }
 
-    /// Compares `found` with the entry of the variant and records it when
-    /// there is none (or the entry was unsigned and `found` is signed, with
-    /// the same files). Errors: [`ProvenanceError::Changed`], `path` naming
-    /// the file.
-    pub fn record(
-        &mut self,
+    /// Compares `found` with the recorded entry of the variant, recording
+    /// nothing: `Ok` when there is no entry, or the entry allows `found`
+    /// (the same signer identity, or unsigned then signed, with the same
+    /// files). Errors: [`ProvenanceError::Changed`], `path` naming the file.
+    pub fn compare(
+        &self,
         path: &Path,
         (repo_id, commit, variant): (&str, &str, &str),
-        found: VariantProvenance,
+        found: &VariantProvenance,
     ) -> Result<(), ProvenanceError> {
         let changed = |recorded: String, found: String| ProvenanceError::Changed {
             path: path.to_owned(),
@@ -229,31 +229,49 @@ impl Provenance {
             recorded,
             found,
         };
-        if let Some(old) = self.get(repo_id, commit, variant) {
-            match (&old.signer, &found.signer) {
-                (Some(was), Some(now)) if !was.same_identity(now) => {
-                    return Err(changed(
-                        format!("signer {}", was.describe()),
-                        format!("signer {}", now.describe()),
-                    ));
-                }
-                (Some(was), None) => {
-                    return Err(changed(
-                        format!("signer {}", was.describe()),
-                        "no signature".to_owned(),
-                    ));
-                }
-                _ => {}
-            }
-            if old.files != found.files {
+        let Some(old) = self.get(repo_id, commit, variant) else {
+            return Ok(());
+        };
+        match (&old.signer, &found.signer) {
+            (Some(was), Some(now)) if !was.same_identity(now) => {
                 return Err(changed(
-                    format!("files {}", old.files),
-                    format!("files {}", found.files),
+                    format!("signer {}", was.describe()),
+                    format!("signer {}", now.describe()),
                 ));
             }
-            if old.signer.is_some() || found.signer.is_none() {
-                return Ok(());
+            (Some(was), None) => {
+                return Err(changed(
+                    format!("signer {}", was.describe()),
+                    "no signature".to_owned(),
+                ));
             }
+            _ => {}
+        }
+        if old.files != found.files {
+            return Err(changed(
+                format!("files {}", old.files),
+                format!("files {}", found.files),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Compares `found` with the entry of the variant ([`Provenance::compare`])
+    /// and records it when there is none (or the entry was unsigned and
+    /// `found` is signed, with the same files). Errors:
+    /// [`ProvenanceError::Changed`], `path` naming the file.
+    pub fn record(
+        &mut self,
+        path: &Path,
+        key: (&str, &str, &str),
+        found: VariantProvenance,
+    ) -> Result<(), ProvenanceError> {
+        self.compare(path, key, &found)?;
+        let (repo_id, commit, variant) = key;
+        if let Some(old) = self.get(repo_id, commit, variant)
+            && (old.signer.is_some() || found.signer.is_none())
+        {
+            return Ok(());
         }
         self.version = VERSION;
         self.kernels
