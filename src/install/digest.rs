@@ -25,6 +25,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rayon::prelude::*;
 
+pub use super::error::describe;
 use kernels_trust::DigestProblem;
 use kernels_trust::digest::{compare, hash_file, is_excluded};
 use kernels_types::metadata::{DigestAlgorithm, VariantDigest};
@@ -273,8 +274,6 @@ pub fn expect_planned(
     }
     Ok(())
 }
-
-pub use super::error::describe;
 
 #[cfg(test)]
 mod tests {

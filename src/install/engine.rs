@@ -503,11 +503,12 @@ impl Run<'_> {
             let (repo_id, commit) = (&kernel.repo_id, &kernel.commit);
             super::check::provenance::check(trust, repo_id, commit, &file_hashes, &signatures)?;
         }
+        check_dirs(&repo, kernel, &plan, &digests, &signatures)?;
         let tally = self
             .place_blobs(&repo, kernel, &blobs, fit_tally, &expected)
             .await
             .map_err(|err| signed_digest(err, &signatures))?;
-        if let Err(err) = check_placed(&repo, kernel, &plan, &digests, &signatures) {
+        if let Err(err) = check_placed(&repo, kernel, &plan) {
             unplace(&repo, kernel, &blobs);
             return Err(err);
         }
@@ -731,10 +732,11 @@ impl Run<'_> {
     }
 }
 
-/// After a kernel's files are placed: nothing but planned files in each
-/// variant directory (by the digest, else by the listing), and each variant
-/// a variant-hash lock pins hashing to its value.
-fn check_placed(
+/// Before a kernel's files are linked: nothing but planned files in each
+/// variant directory of the snapshot (by the digest, else by the listing),
+/// so a file planted there refuses the variant before this run links any of
+/// it.
+fn check_dirs(
     repo: &kernels_cache::RepoCache,
     kernel: &LockedKernel,
     plan: &KernelPlan,
@@ -768,7 +770,17 @@ fn check_placed(
             });
         }
         Ok(())
-    })?;
+    })
+}
+
+/// After a kernel's files are linked: each variant a variant-hash lock pins
+/// hashes to its value, recomputed from the links.
+fn check_placed(
+    repo: &kernels_cache::RepoCache,
+    kernel: &LockedKernel,
+    plan: &KernelPlan,
+) -> Result<(), DownloadError> {
+    let variants: Vec<_> = plan.variants.iter().collect();
     if let Some(hashes) = &kernel.variants {
         each_in_parallel(&variants, |(variant, files)| {
             let locked = hashes
@@ -899,8 +911,8 @@ fn link_blob(
 }
 
 /// Takes out of the snapshot what this run placed for `kernel` (the paths
-/// of `blobs` that were not in place before), after a check of the placed
-/// files refused it: a refused variant is never left linked. A copy that
+/// of `blobs` that were not in place before), after the variant hash of the
+/// links refused it: a refused variant is never left linked. A copy that
 /// holds the only content of its blob (copy mode moves a new blob into its
 /// last path) goes back to `blobs/`. Best effort: what cannot be removed is
 /// logged.

@@ -9,11 +9,11 @@ use kernels_hub::HubError;
 use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
+use crate::variant::VariantError;
 use kernels_cache::DigestKind;
 use kernels_trust::DigestProblem;
 use kernels_types::fit::Refusal;
 use std::path::PathBuf;
-use crate::variant::VariantError;
 
 /// Why one kernel could not be downloaded.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]

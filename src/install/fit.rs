@@ -27,6 +27,7 @@ use kernels_types::metadata::{Metadata, MetadataError};
 use kernels_types::repo_id::RepoId;
 
 use super::error::DownloadError;
+pub use super::error::RefusedVariant;
 use crate::variant::{FitPolicy, VariantSelection};
 
 /// File name of a variant's build metadata, `build/<v>/metadata.json`.
@@ -36,8 +37,6 @@ pub const METADATA_FILE: &str = "metadata.json";
 pub fn metadata_path(variant: &str) -> String {
     format!("build/{variant}/{METADATA_FILE}")
 }
-
-pub use super::error::RefusedVariant;
 
 /// Something the runtime warns about when loading a variant.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -157,7 +157,11 @@ impl Planted<'_> {
             vec![check_of(&offline)]
         };
         assert_eq!(offline_checks, [check_of(code)], "offline: {offline}");
-        assert_eq!(self.snapshot(placed), before, "offline changed the snapshot");
+        assert_eq!(
+            self.snapshot(placed),
+            before,
+            "offline changed the snapshot"
+        );
     }
 }
 
@@ -289,8 +293,7 @@ fn an_unsigned_variant_under_require_signed_gets_one_verdict_on_every_path() {
     let placed = p.tmp.path().join("placed");
     let lax = planted(&p, &[]);
     assert_ok(&lax.download(&placed, &[]));
-    planted(&p, &["--require-signed"])
-        .assert_one_verdict(&placed, "kernels::download::signature");
+    planted(&p, &["--require-signed"]).assert_one_verdict(&placed, "kernels::download::signature");
 }
 
 #[test]
@@ -335,4 +338,33 @@ fn archs_that_miss_the_target_get_one_verdict_on_every_path() {
         trust: Vec::new(),
     };
     planted.assert_one_verdict(&p.cache, "kernels::download::unfit");
+}
+
+#[test]
+fn a_file_planted_before_the_first_download_refuses_the_variant_before_any_link() {
+    // A file planted in the variant directory before the first download (the
+    // listing does not have it): the variant is refused before this run
+    // links any of its files.
+    let p = TestContext::world();
+    p.lock_b(&[("acme/relu", common::RELU_SHA)]);
+    let dir = p.repo_dir("kernel", "acme/relu");
+    let planted = dir
+        .join("snapshots")
+        .join(common::RELU_SHA)
+        .join("build/torch-cpu/__init__.py");
+    fs_err::create_dir_all(planted.parent().unwrap()).unwrap();
+    fs_err::write(&planted, b"raise SystemExit(\"planted\")\n").unwrap();
+    let out = p.download(&["--variant", "torch-cpu", "--format", "json"]);
+    assert_eq!(
+        verdict(&out),
+        (Some(1), "kernels::download::unlisted_file".to_owned())
+    );
+    assert_eq!(
+        common::snapshot_paths(&dir, common::RELU_SHA),
+        ["build/torch-cpu/__init__.py"]
+    );
+    // Without the planted file the variant is placed.
+    fs_err::remove_file(&planted).unwrap();
+    assert_ok(&p.download(&["--variant", "torch-cpu"]));
+    assert!(!common::snapshot_paths(&dir, common::RELU_SHA).is_empty());
 }

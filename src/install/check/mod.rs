@@ -9,16 +9,16 @@
 //! | [`Check::Fit`] | the candidates' metadata.json, fetched into `blobs/` | the cached metadata.json | the cached metadata.json |
 //! | [`Check::Signature`] | the bundle over the metadata bytes, from `blobs/` | the cached directory ([`cached`]) | the cached directory ([`cached`]) |
 //! | [`Check::Digest`] | the listing, then each fetched blob | every linked blob, unless a receipt covers it | every linked blob |
-//! | [`Check::Vouch`] | the listing vouches; placed files it lacks refuse | a receipt of every file (`KernelLocks` locks) | the digest or the recorded files hash |
+//! | [`Check::Vouch`] | the listing vouches; a file in the directory that it lacks refuses | a receipt of every file (`KernelLocks` locks) | the digest or the recorded files hash |
 //! | [`Check::LockHash`] | the listing, then the placed links | recomputed from the links | recomputed from the links |
 //! | [`Check::Provenance`] | before linking ([`provenance`]) | [`cached`] | [`cached`] |
 //!
-//! Online, every check that needs only the listing, the metadata and the
-//! fetched blobs runs before anything of the kernel is linked into the
-//! snapshot; the few that look at the placed directory (a file the listing
-//! lacks, the variant hash of the links) run after, and a refusal takes out
-//! again what the run linked (`engine`), so a refused variant is never left
-//! linked. The warm path skips only what a receipt proves: the content hash
+//! Online, every check that needs only the listing, the metadata, the
+//! fetched blobs and what the variant directory holds already (a file the
+//! digest or the listing lacks) runs before anything of the kernel is linked
+//! into the snapshot; only the variant hash recomputed from the links runs
+//! after, and its refusal takes out again what the run linked (`engine`), so
+//! a refused variant is never left linked. The warm path skips only what a receipt proves: the content hash
 //! of a file whose stamp is unchanged (and with it the digest of a variant
 //! whose receipt covers all its files); fit, signature and provenance need
 //! no request and always run again, against the targets and rules of this
@@ -129,9 +129,21 @@ mod tests {
         let names: Vec<&str> = ORDER.iter().map(|c| c.name()).collect();
         assert_eq!(
             names,
-            ["fit", "signature", "digest", "vouch", "lock-hash", "provenance"]
+            [
+                "fit",
+                "signature",
+                "digest",
+                "vouch",
+                "lock-hash",
+                "provenance"
+            ]
         );
-        assert!(ORDER.iter().filter(|c| c.receipt_proves()).eq([&Check::Digest]));
+        assert!(
+            ORDER
+                .iter()
+                .filter(|c| c.receipt_proves())
+                .eq([&Check::Digest])
+        );
     }
 
     #[test]
