@@ -529,7 +529,7 @@ pub(super) fn project_trust(
     flags: &super::args::TrustArgs,
 ) -> miette::Result<crate::install::signature::Trust> {
     let tool = ToolSettings::read(dir)?.unwrap_or_default();
-    let pins = crate::lock::provenance::file_pins(dir);
+    let pins = crate::install::check::provenance::file_pins(dir);
     let trust = crate::install::signature::Trust::new(flags.apply(tool.signing), pins)?;
     let recorded = crate::install::check::provenance::Recorded::read(dir);
     Ok(match recorded {
@@ -646,7 +646,12 @@ impl Run<'_> {
         }
         let project_dir = &self.args.project.project_dir;
         let write = !settings.offline;
-        crate::lock::provenance::remember(project_dir, self.kernels, &summary.done, write)?;
+        crate::install::check::provenance::remember(
+            project_dir,
+            self.kernels,
+            &summary.done,
+            write,
+        )?;
         if !summary.done.is_empty() {
             printer.status(summary_line(
                 &summary.done,

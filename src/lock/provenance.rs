@@ -24,14 +24,16 @@
 //! ```
 //!
 //! `files` is the `git_lfs_concat` hash of the variant's files but bytecode
-//! ([`crate::install::signature::files_hash`]). An entry is recorded for
+//! (`install::signature::files_hash`). An entry is recorded for
 //! every signed variant, and for every variant of a kernel the lock pins no
 //! hash for (a `KernelLocks` lock), where it is the only pin of the files
-//! ([`crate::install::vouch`]). A project whose kernels are all unsigned and
+//! (`install::vouch`). A project whose kernels are all unsigned and
 //! pinned by variant hashes gets no file. A later run that finds the same
 //! locked commit and variant signed by another identity (issuer, source
 //! repository, workflow), no longer signed, or with other files fails with
-//! [`ProvenanceError::Changed`] naming both.
+//! [`ProvenanceError::Changed`] naming both. Comparing and recording a
+//! download run is `install::check::provenance`'s; this module imports
+//! nothing of `install`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -309,79 +311,6 @@ impl Provenance {
             }
         })
     }
-}
-
-/// Compares what a download run placed (`done`, for `kernels` of the lock)
-/// with the side file of `project_dir` and, with `write`, records what is
-/// new (an online run; `--offline` only checks). Records a signed variant,
-/// and every variant of a kernel the lock pins no hash for. Errors: the
-/// first [`ProvenanceError`].
-pub fn remember(
-    project_dir: &Path,
-    kernels: &[crate::lock::format::LockedKernel],
-    done: &[crate::install::KernelReport],
-    write: bool,
-) -> Result<(), ProvenanceError> {
-    let mut provenance = Provenance::read(project_dir)?;
-    let path = Provenance::path(project_dir);
-    for report in done {
-        let pinned_by_lock = kernels.iter().any(|k| {
-            k.repo_id == report.repo_id
-                && k.commit == report.commit
-                && k.variants.as_ref().is_some_and(|h| !h.is_empty())
-        });
-        for (variant, files) in &report.file_hashes {
-            let signer = report
-                .signatures
-                .get(variant)
-                .and_then(|s| s.signer())
-                .map(Signer::from);
-            let known = provenance
-                .get(report.repo_id.as_str(), report.commit.as_str(), variant)
-                .is_some();
-            if signer.is_none() && pinned_by_lock && !known {
-                continue;
-            }
-            let key = (
-                report.repo_id.as_str(),
-                report.commit.as_str(),
-                variant.as_str(),
-            );
-            let found = VariantProvenance {
-                files: files.clone(),
-                signer,
-            };
-            provenance.record(&path, key, found)?;
-        }
-    }
-    if write {
-        provenance.write(project_dir)?;
-    }
-    Ok(())
-}
-
-/// The files hashes `download` recorded, for [`crate::install::vouch`]; an
-/// unreadable side file pins nothing (the commands that read it for
-/// provenance report it).
-pub fn file_pins(project_dir: &Path) -> crate::install::vouch::FilePins {
-    let Ok(provenance) = Provenance::read(project_dir) else {
-        return Default::default();
-    };
-    let mut pins = crate::install::vouch::FilePins::new();
-    for (repo, commits) in &provenance.kernels {
-        let Ok(repo_id) = repo.parse::<kernels_types::repo_id::RepoId>() else {
-            continue;
-        };
-        for (commit, variants) in commits {
-            let Ok(commit) = commit.parse() else { continue };
-            let files = variants
-                .iter()
-                .map(|(v, e)| (v.clone(), e.files.clone()))
-                .collect();
-            pins.insert((repo_id.clone(), commit), files);
-        }
-    }
-    pins
 }
 
 #[cfg(test)]
