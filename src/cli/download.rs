@@ -17,7 +17,6 @@ use crate::install::{
     DEFAULT_CONCURRENCY, DRY_RUN_SCHEMA, DownloadError, DownloadOptions, download, dry_run,
 };
 use crate::lock::format::LockedKernel;
-use crate::lock::provenance::{PlacedVariant, Signer};
 use crate::variant::ProjectPython;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
@@ -349,8 +348,12 @@ impl Run<'_> {
         }
         let project_dir = &self.args.project.project_dir;
         let write = !settings.offline;
-        let placed = placed_variants(&summary.done);
-        crate::lock::provenance::remember(project_dir, self.kernels, &placed, write)?;
+        crate::install::check::provenance::remember(
+            project_dir,
+            self.kernels,
+            &summary.done,
+            write,
+        )?;
         if !summary.done.is_empty() {
             printer.status(summary_line(
                 &summary.done,
@@ -612,29 +615,6 @@ fn unsigned_note(done: &[crate::install::KernelReport]) -> Option<String> {
 /// How many unsigned variants of a kernel, and how many kernels, the
 /// unsigned note names before it counts instead.
 const NAMED_UNSIGNED: usize = 3;
-
-/// Every variant the run placed, with its files hash and signer, for
-/// `kernels.lock.provenance`.
-fn placed_variants(done: &[crate::install::KernelReport]) -> Vec<PlacedVariant<'_>> {
-    done.iter()
-        .flat_map(|report| {
-            report
-                .file_hashes
-                .iter()
-                .map(|(variant, files)| PlacedVariant {
-                    repo_id: &report.repo_id,
-                    commit: &report.commit,
-                    variant,
-                    files,
-                    signer: report
-                        .signatures
-                        .get(variant)
-                        .and_then(|s| s.signer())
-                        .map(Signer::from),
-                })
-        })
-        .collect()
-}
 
 /// A failed kernel as typed JSON: `repo_id`, `commit`, the diagnostic `code`
 /// and the `message`.

@@ -124,7 +124,7 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         &read.selection,
         Some(&read.fit),
     );
-    let pins = crate::lock::provenance::file_pins(&args.project.project_dir);
+    let pins = crate::install::check::provenance::file_pins(&args.project.project_dir);
     crate::install::vouch::check(&cache, read.repo_type, &read.kernels, &mut checks, &pins);
     // A bundle proves nothing about an unsigned variant's files: a variant
     // nothing vouches for (a planted directory) fails `--signatures` as it

@@ -25,6 +25,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rayon::prelude::*;
 
+pub use super::error::describe;
 use kernels_trust::DigestProblem;
 use kernels_trust::digest::{compare, hash_file, is_excluded};
 use kernels_types::metadata::{DigestAlgorithm, VariantDigest};
@@ -272,13 +273,6 @@ pub fn expect_planned(
             });
     }
     Ok(())
-}
-
-/// `File hash mismatch for _ops.py: …; Unknown file: planted.py`: the
-/// problems of one variant on one line.
-pub fn describe(problems: &[DigestProblem]) -> String {
-    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
-    lines.join("; ")
 }
 
 #[cfg(test)]

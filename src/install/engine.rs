@@ -438,7 +438,7 @@ impl Run<'_> {
                 report.version = cached_version(self.cache, self.options, kernel);
                 if let Some(trust) = &self.options.trust {
                     let repo = self.cache.repo(&kernel.repo_id, self.options.repo_type);
-                    report.signatures = signature::check_cached(trust, &repo, &warm.check)?;
+                    report.signatures = super::check::cached(trust, &repo, &warm.check)?;
                 }
                 Ok(report)
             }
@@ -491,11 +491,27 @@ impl Run<'_> {
             files: plan.file_count(),
             bytes: plan.total_bytes(),
         });
+        let file_hashes: std::collections::BTreeMap<String, String> = plan
+            .variants
+            .iter()
+            .map(|(variant, files)| {
+                let hashed = files.iter().map(PlannedFile::hashed);
+                (variant.clone(), signature::files_hash(variant, hashed))
+            })
+            .collect();
+        if let Some(trust) = &self.options.trust {
+            let (repo_id, commit) = (&kernel.repo_id, &kernel.commit);
+            super::check::provenance::check(trust, repo_id, commit, &file_hashes, &signatures)?;
+        }
+        check_dirs(&repo, kernel, &plan, &digests, &signatures)?;
         let tally = self
             .place_blobs(&repo, kernel, &blobs, fit_tally, &expected)
             .await
             .map_err(|err| signed_digest(err, &signatures))?;
-        check_placed(&repo, kernel, &plan, &digests, &signatures)?;
+        if let Err(err) = check_placed(&repo, kernel, &plan) {
+            unplace(&repo, kernel, &blobs);
+            return Err(err);
+        }
         receipts::record_planned(&repo, kernel, &plan, &listed);
         Ok(KernelReport {
             repo_id: kernel.repo_id.clone(),
@@ -507,14 +523,7 @@ impl Run<'_> {
             fetched_blobs: tally.blobs,
             version: None,
             fit,
-            file_hashes: plan
-                .variants
-                .iter()
-                .map(|(variant, files)| {
-                    let hashed = files.iter().map(PlannedFile::hashed);
-                    (variant.clone(), signature::files_hash(variant, hashed))
-                })
-                .collect(),
+            file_hashes,
             signatures,
         })
     }
@@ -723,10 +732,11 @@ impl Run<'_> {
     }
 }
 
-/// After a kernel's files are placed: nothing but planned files in each
-/// variant directory (by the digest, else by the listing), and each variant
-/// a variant-hash lock pins hashing to its value.
-fn check_placed(
+/// Before a kernel's files are linked: nothing but planned files in each
+/// variant directory of the snapshot (by the digest, else by the listing),
+/// so a file planted there refuses the variant before this run links any of
+/// it.
+fn check_dirs(
     repo: &kernels_cache::RepoCache,
     kernel: &LockedKernel,
     plan: &KernelPlan,
@@ -760,7 +770,17 @@ fn check_placed(
             });
         }
         Ok(())
-    })?;
+    })
+}
+
+/// After a kernel's files are linked: each variant a variant-hash lock pins
+/// hashes to its value, recomputed from the links.
+fn check_placed(
+    repo: &kernels_cache::RepoCache,
+    kernel: &LockedKernel,
+    plan: &KernelPlan,
+) -> Result<(), DownloadError> {
+    let variants: Vec<_> = plan.variants.iter().collect();
     if let Some(hashes) = &kernel.variants {
         each_in_parallel(&variants, |(variant, files)| {
             let locked = hashes
@@ -890,6 +910,39 @@ fn link_blob(
     Ok(())
 }
 
+/// Takes out of the snapshot what this run placed for `kernel` (the paths
+/// of `blobs` that were not in place before), after the variant hash of the
+/// links refused it: a refused variant is never left linked. A copy that
+/// holds the only content of its blob (copy mode moves a new blob into its
+/// last path) goes back to `blobs/`. Best effort: what cannot be removed is
+/// logged.
+fn unplace(
+    repo: &kernels_cache::RepoCache,
+    kernel: &LockedKernel,
+    blobs: &[(kernels_types::BlobId, Vec<(String, bool)>)],
+) {
+    let commit = kernel.commit.as_str();
+    for (blob, paths) in blobs {
+        for (path, _) in paths.iter().filter(|(_, ok)| !ok) {
+            let Ok(placed) = repo.snapshot_path(commit, path) else {
+                continue;
+            };
+            let Ok(meta) = fs_err::symlink_metadata(&placed) else {
+                continue;
+            };
+            let blob_path = repo.blob_path(&blob.etag());
+            let taken = if meta.is_file() && !blob_path.exists() {
+                fs_err::rename(&placed, &blob_path)
+            } else {
+                fs_err::remove_file(&placed)
+            };
+            if let Err(err) = taken {
+                tracing::warn!("cannot take refused `{path}` out of the snapshot: {err}");
+            }
+        }
+    }
+}
+
 /// Passes what choosing among the listed variants of `kernel` warns about to
 /// `reporter`.
 pub(crate) fn report_warnings(
@@ -979,7 +1032,7 @@ fn record_offline_check(
     let signed = match (&options.trust, check.is_ok()) {
         (Some(trust), true) => {
             let repo = cache.repo(&check.repo_id, options.repo_type);
-            signature::check_cached(trust, &repo, &check).map(Some)
+            super::check::cached(trust, &repo, &check).map(Some)
         }
         _ => Ok(None),
     };

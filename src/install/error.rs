@@ -1,13 +1,19 @@
-//! The one error type of `install/` ([`DownloadError`]): every module of the
-//! engine (plan, fetch, verify, explain) returns it, and imports it from here.
+//! The errors of `install/`: [`DownloadError`] (why one kernel could not be
+//! downloaded), [`Problem`] (one difference between the lock and the cache)
+//! and what they carry ([`RefusedVariant`]). Every module of the engine
+//! (plan, fetch, verify, explain, the checks) imports them from here; this
+//! module imports none of its siblings, so the rules never import back.
 
 use kernels_cache::CacheError;
 use kernels_hub::HubError;
 use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
-use super::verify::Problem;
 use crate::variant::VariantError;
+use kernels_cache::DigestKind;
+use kernels_trust::DigestProblem;
+use kernels_types::fit::Refusal;
+use std::path::PathBuf;
 
 /// Why one kernel could not be downloaded.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -226,7 +232,7 @@ pub enum DownloadError {
     /// The target runtime would refuse every candidate variant (the
     /// environment's choice) or a `--variant` named one; nothing of the
     /// kernel was downloaded but the metadata.json files that said so.
-    #[error("{}", super::fit::unfit_message(repo_id, commit, refused, *named))]
+    #[error("{}", unfit_message(repo_id, commit, refused, *named))]
     #[diagnostic(code(kernels::download::unfit), help("{help}"))]
     Unfit {
         /// Kernel repo.
@@ -234,10 +240,10 @@ pub enum DownloadError {
         /// Locked commit.
         commit: CommitId,
         /// Each refused variant with its rules.
-        refused: Vec<super::fit::RefusedVariant>,
+        refused: Vec<RefusedVariant>,
         /// Whether the variants were named with `--variant`.
         named: bool,
-        /// What would fit ([`super::fit::help`]).
+        /// What would fit ([`crate::install::fit::help`]).
         help: String,
     },
 
@@ -261,11 +267,11 @@ pub enum DownloadError {
     },
 
     /// Files of a variant differ from the `digest` of its metadata.json
-    /// ([`super::digest`]); nothing of the variant was linked, and a fetched
+    /// ([`crate::install::digest`]); nothing of the variant was linked, and a fetched
     /// file that differs never became a blob.
     #[error(
         "variant `{variant}` of {repo_id}@{} does not match the digest in `build/{variant}/metadata.json`: {}",
-        commit.short(), super::digest::describe(problems)
+        commit.short(), describe(problems)
     )]
     #[diagnostic(
         code(kernels::download::digest_mismatch),
@@ -308,7 +314,7 @@ pub enum DownloadError {
         files: Vec<String>,
     },
 
-    /// A variant's Sigstore signature refuses it ([`super::signature`]):
+    /// A variant's Sigstore signature refuses it ([`crate::install::signature`]):
     /// invalid, by a signer the policy does not accept, over metadata whose
     /// digest the files do not match, or missing where signatures are
     /// required. Nothing of the variant was linked.
@@ -335,10 +341,321 @@ pub enum DownloadError {
         reason: String,
     },
 
+    /// `kernels.lock.provenance` records another signer or other files for
+    /// a variant of the same locked commit ([`crate::install::check::provenance`]);
+    /// nothing of the kernel was linked.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Provenance(#[from] crate::lock::provenance::ProvenanceError),
+
     /// A bug or runtime failure (a worker task died).
     #[error("internal error: {0}")]
     #[diagnostic(code(kernels::download::internal))]
     Internal(String),
+}
+
+/// One difference between the lock and the cache.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// The lock hashes no variant of the commit (it has no `build/`): there
+    /// is nothing to download or verify ([`crate::lock::project::NoVariants`]).
+    #[error(
+        "kernels.lock has no build variant of this commit (it has no variant directory under `build/`), so there is nothing to download or load"
+    )]
+    NoBuildVariants,
+
+    /// The commit has no `snapshots/<commit>/build/` directory in the cache.
+    #[error("the kernel is not in the cache (no directory `{}`)", dir.display())]
+    NotCached {
+        /// The missing directory.
+        dir: PathBuf,
+    },
+
+    /// A selected variant is not in the cached snapshot (or has no file in it).
+    #[error("variant `{variant}` is not in the cache")]
+    MissingVariant {
+        /// The variant name.
+        variant: String,
+    },
+
+    /// No variant the environment accepts is cached (default selection only).
+    #[error(
+        "no build variant for this environment is in the cache (cached: {}): {reason}",
+        if cached.is_empty() { "none".to_owned() } else { crate::variant::capped_list(cached) }
+    )]
+    NoCachedVariant {
+        /// Why the selection failed among the cached variants.
+        reason: String,
+        /// The variants in the snapshot.
+        cached: Vec<String>,
+    },
+
+    /// No variant the lock names suits the environment (default selection,
+    /// a lock with variant hashes): downloading cannot help.
+    #[error("{reason}")]
+    NothingFits {
+        /// Why no locked variant suits the environment.
+        reason: String,
+        /// What would fit ([`crate::variant::VariantError::NoCompatible`]).
+        help: String,
+    },
+
+    /// A snapshot link points at a blob that does not exist.
+    #[error(
+        "`{path}` links to blob {etag}, which is missing{}",
+        if *partial { " (only a partial `.incomplete` download exists)" } else { "" }
+    )]
+    DanglingLink {
+        /// Repo path of the file.
+        path: String,
+        /// The blob name.
+        etag: String,
+        /// Whether `blobs/<etag>.incomplete` exists.
+        partial: bool,
+    },
+
+    /// A snapshot entry is a symlink that does not point into this repo's `blobs/`.
+    #[error("`{path}` is a link that does not point into this repo's `blobs/`")]
+    ForeignLink {
+        /// Repo path of the file.
+        path: String,
+    },
+
+    /// A snapshot link points at a name in `blobs/` that is not a digest.
+    #[error(
+        "`{path}` links to `blobs/{etag}`, which is not a blob name (40 or 64 lowercase hex digits)"
+    )]
+    BadBlobName {
+        /// Repo path of the file.
+        path: String,
+        /// The name the link points at.
+        etag: String,
+    },
+
+    /// A blob's content does not hash to its name.
+    #[error("`{path}`: blob {etag} has {kind} {actual} ({size} bytes), so its content is corrupt")]
+    WrongDigest {
+        /// Repo path of the file.
+        path: String,
+        /// The blob name (the expected digest).
+        etag: String,
+        /// Digest kind implied by the name's length.
+        kind: DigestKind,
+        /// Digest of the content.
+        actual: String,
+        /// Size of the content in bytes.
+        size: u64,
+    },
+
+    /// A blob could not be read.
+    #[error("`{path}`: cannot read blob {etag}: {error}")]
+    Unreadable {
+        /// Repo path of the file.
+        path: String,
+        /// The blob name.
+        etag: String,
+        /// The I/O error (names the file).
+        error: String,
+    },
+
+    /// A variant in the snapshot that the lock does not list: the runtime may load it.
+    #[error(
+        "variant `{variant}` is in the cached snapshot but not in kernels.lock (the runtime may load it); remove `{}`",
+        dir.display()
+    )]
+    UnlockedVariant {
+        /// The variant name.
+        variant: String,
+        /// Its path in the snapshot.
+        dir: PathBuf,
+    },
+
+    /// A blob is a symlink leading out of the cache (planted).
+    #[error("`{path}`: blob {etag} is a symlink that leads out of the cache; it is not trusted")]
+    BlobIsLink {
+        /// Repo path of the file.
+        path: String,
+        /// The blob name.
+        etag: String,
+    },
+
+    /// A snapshot directory leads out of the cache through a symlink.
+    #[error("`{}` leads out of the cache through a symlink; it is not trusted", dir.display())]
+    Escapes {
+        /// The directory.
+        dir: PathBuf,
+    },
+
+    /// A selected variant has no hash in a lock that has variant hashes.
+    #[error("variant `{variant}` has no hash in kernels.lock")]
+    VariantNotLocked {
+        /// The variant name.
+        variant: String,
+    },
+
+    /// The files of a variant in the cache do not hash to the lock's value
+    /// (a file is missing, extra or different).
+    #[error(
+        "variant `{variant}`: kernels.lock has {locked}, but the {files} cached file(s) hash to {actual} (a file is missing, extra or different)"
+    )]
+    VariantHash {
+        /// The variant name.
+        variant: String,
+        /// Hash in the lock.
+        locked: String,
+        /// Hash of the cached files.
+        actual: String,
+        /// Number of cached files hashed.
+        files: usize,
+    },
+
+    /// A cached variant the target runtime loads would refuse it at load
+    /// ([`crate::install::fit`]; the environment's choice among the cached variants,
+    /// or a `--variant` named one).
+    #[error(
+        "variant `{variant}` is cached, but the target runtime would refuse to load it: {}",
+        reasons.join("; ")
+    )]
+    Refused {
+        /// The variant name.
+        variant: String,
+        /// `<rule>: <reason>` per rule it breaks (`archs: CUDA capability 9.0 …`).
+        reasons: Vec<String>,
+    },
+
+    /// A file of a cached variant differs from the `digest` of the variant's
+    /// metadata.json ([`crate::install::digest`]): not named there, missing, or changed.
+    #[error(
+        "variant `{variant}` does not match the digest in `build/{variant}/metadata.json`: {problem}"
+    )]
+    Digest {
+        /// The variant name.
+        variant: String,
+        /// The file and what is wrong with it.
+        problem: kernels_trust::DigestProblem,
+    },
+
+    /// A variant of a kernel the lock pins no hash for (a `KernelLocks`
+    /// lock) with nothing else vouching for its files: no `digest` in its
+    /// metadata.json and no entry in `kernels.lock.provenance`
+    /// ([`crate::install::vouch`]). A directory planted in the cache looks like this.
+    #[error(
+        "variant `{variant}` has nothing that vouches for its files ({}): kernels.lock pins no hash for it, `build/{variant}/metadata.json` has no digest, and kernels.lock.provenance has no entry for it; remove the directory and run `kernels download` online, which fetches the variant from the Hub's listing if the locked commit has it and records its hash",
+        files.join(", ")
+    )]
+    Unvouched {
+        /// The variant name.
+        variant: String,
+        /// Its files, repo paths.
+        files: Vec<String>,
+    },
+
+    /// A variant's files hash to another value than the one
+    /// `kernels.lock.provenance` recorded when it was downloaded.
+    #[error(
+        "variant `{variant}`: kernels.lock.provenance pins its files to {pinned}, but the {} cached file(s) hash to {actual} ({}): a file is missing, extra or different",
+        files.len(), files.join(", ")
+    )]
+    PinMismatch {
+        /// The variant name.
+        variant: String,
+        /// The recorded hash.
+        pinned: String,
+        /// The hash of the cached files.
+        actual: String,
+        /// The cached files, repo paths.
+        files: Vec<String>,
+    },
+
+    /// A cached variant's metadata.json cannot be read or is malformed.
+    #[error("{message}")]
+    InvalidMetadata {
+        /// The variant name.
+        variant: String,
+        /// The error, naming the file and the field.
+        message: String,
+    },
+}
+
+impl Problem {
+    /// Whether fetching again can fix it (everything except a lock without a
+    /// hash for the variant, which needs `kernels lock`).
+    pub fn fixed_by_download(&self) -> bool {
+        !matches!(
+            self,
+            Problem::VariantNotLocked { .. }
+                | Problem::NoBuildVariants
+                | Problem::NothingFits { .. }
+                | Problem::UnlockedVariant { .. }
+                | Problem::Escapes { .. }
+                | Problem::Refused { .. }
+                | Problem::InvalidMetadata { .. }
+                | Problem::Digest { .. }
+                | Problem::Unvouched { .. }
+                | Problem::PinMismatch { .. }
+        )
+    }
+
+    /// The repo path of the one file the problem is about, if it is one.
+    pub(crate) fn file(&self) -> Option<&str> {
+        match self {
+            Problem::DanglingLink { path, .. }
+            | Problem::ForeignLink { path }
+            | Problem::BadBlobName { path, .. }
+            | Problem::WrongDigest { path, .. }
+            | Problem::Unreadable { path, .. }
+            | Problem::BlobIsLink { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+}
+
+/// A variant the target runtime would refuse to load, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedVariant {
+    /// The variant directory name.
+    pub variant: String,
+    /// Every rule it breaks (never empty).
+    pub refusals: Vec<Refusal>,
+}
+
+/// The message of [`DownloadError::Unfit`]: the kernel, then one line per
+/// refused variant and rule, `  - <variant>: <rule>: <reason>`.
+pub fn unfit_message(
+    repo_id: &RepoId,
+    commit: &CommitId,
+    refused: &[RefusedVariant],
+    named: bool,
+) -> String {
+    let head = if named {
+        format!(
+            "the target runtime would refuse to load the requested variant of {repo_id}@{}",
+            commit.short()
+        )
+    } else {
+        format!(
+            "the target runtime would refuse to load every build variant of {repo_id}@{} for this environment; nothing was downloaded",
+            commit.short()
+        )
+    };
+    let mut out = head;
+    for variant in refused {
+        for refusal in &variant.refusals {
+            out.push_str(&format!(
+                "\n  - {}: {}: {refusal}",
+                variant.variant,
+                refusal.rule()
+            ));
+        }
+    }
+    out
+}
+
+/// `File hash mismatch for _ops.py: …; Unknown file: planted.py`: the
+/// problems of one variant on one line.
+pub fn describe(problems: &[DigestProblem]) -> String {
+    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    lines.join("; ")
 }
 
 /// The help of [`DownloadError::NotCached`]: fetch it online, unless no

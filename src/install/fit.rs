@@ -27,6 +27,7 @@ use kernels_types::metadata::{Metadata, MetadataError};
 use kernels_types::repo_id::RepoId;
 
 use super::error::DownloadError;
+pub use super::error::RefusedVariant;
 use crate::variant::{FitPolicy, VariantSelection};
 
 /// File name of a variant's build metadata, `build/<v>/metadata.json`.
@@ -35,15 +36,6 @@ pub const METADATA_FILE: &str = "metadata.json";
 /// The repo path of `variant`'s metadata, `build/<variant>/metadata.json`.
 pub fn metadata_path(variant: &str) -> String {
     format!("build/{variant}/{METADATA_FILE}")
-}
-
-/// A variant the target runtime would refuse to load, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefusedVariant {
-    /// The variant directory name.
-    pub variant: String,
-    /// Every rule it breaks (never empty).
-    pub refusals: Vec<Refusal>,
 }
 
 /// Something the runtime warns about when loading a variant.
@@ -256,38 +248,6 @@ pub fn help(repo_id: &RepoId, refused: &[RefusedVariant], named: bool) -> String
         ));
     }
     lines.join("\n")
-}
-
-/// The message of [`DownloadError::Unfit`]: the kernel, then one line per
-/// refused variant and rule, `  - <variant>: <rule>: <reason>`.
-pub fn unfit_message(
-    repo_id: &RepoId,
-    commit: &CommitId,
-    refused: &[RefusedVariant],
-    named: bool,
-) -> String {
-    let head = if named {
-        format!(
-            "the target runtime would refuse to load the requested variant of {repo_id}@{}",
-            commit.short()
-        )
-    } else {
-        format!(
-            "the target runtime would refuse to load every build variant of {repo_id}@{} for this environment; nothing was downloaded",
-            commit.short()
-        )
-    };
-    let mut out = head;
-    for variant in refused {
-        for refusal in &variant.refusals {
-            out.push_str(&format!(
-                "\n  - {}: {}: {refusal}",
-                variant.variant,
-                refusal.rule()
-            ));
-        }
-    }
-    out
 }
 
 /// Takes the refused candidates of `fit` out of the cached snapshot of

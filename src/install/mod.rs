@@ -22,7 +22,8 @@
 //! cache written by us or by `huggingface_hub` and names whatever is missing.
 
 //!
-//! Modules: the options of a run (`options`), the engine (`engine`), one blob
+//! Modules: the one ordered list of variant checks every path applies
+//! (`check`), the options of a run (`options`), the engine (`engine`), one blob
 //! fetched through the Hub client (`fetch`), the plan of a kernel (`plan`),
 //! what a run hands back (`report`), the one error type (`error`), the version
 //! label of a commit (`version`), the reporter trait (`reporter`), offline
@@ -35,6 +36,7 @@
 //! the `benchmarks/` and `tests/` folders of `--with-benchmarks` (`extras`).
 //! Each imports what it needs from its siblings; none imports this module.
 
+pub mod check;
 pub mod digest;
 pub mod dry_run;
 mod engine;

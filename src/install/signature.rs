@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kernels_trust::{Outcome, SignerIdentity, SignerPolicy, TrustRoot, TrustRootError};
+use kernels_trust::{Outcome, SignerIdentity, SignerPolicy, TrustRoot};
 
 use crate::lock::trust_settings::TrustSettings;
 use kernels_types::repo_id::RepoId;
@@ -35,22 +35,14 @@ pub struct Trust {
     /// The files hashes of `kernels.lock.provenance`, which vouch for the
     /// variants of a lock without hashes offline ([`super::vouch`]).
     pub pins: super::vouch::FilePins,
+    /// The signers and files `kernels.lock.provenance` recorded, checked
+    /// before a variant is linked ([`super::check::provenance`]); `None`
+    /// checks nothing (no project, or a side file that cannot be read,
+    /// which the command reports itself).
+    pub recorded: Option<super::check::provenance::Recorded>,
 }
 
 impl Trust {
-    /// `settings` with the trust root they name read. Errors: the root file
-    /// cannot be used.
-    pub fn new(
-        settings: TrustSettings,
-        pins: super::vouch::FilePins,
-    ) -> Result<Trust, TrustRootError> {
-        Ok(Trust {
-            root: settings.trust_root()?,
-            settings,
-            pins,
-        })
-    }
-
     /// The accepted signers of `repo_id`.
     pub fn policy_for(&self, repo_id: &RepoId) -> SignerPolicy {
         self.settings.policy_for(repo_id)

@@ -30,273 +30,7 @@ use kernels_types::file_set;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
-/// One difference between the lock and the cache.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Problem {
-    /// The lock hashes no variant of the commit (it has no `build/`): there
-    /// is nothing to download or verify ([`crate::lock::project::NoVariants`]).
-    #[error(
-        "kernels.lock has no build variant of this commit (it has no variant directory under `build/`), so there is nothing to download or load"
-    )]
-    NoBuildVariants,
-
-    /// The commit has no `snapshots/<commit>/build/` directory in the cache.
-    #[error("the kernel is not in the cache (no directory `{}`)", dir.display())]
-    NotCached {
-        /// The missing directory.
-        dir: PathBuf,
-    },
-
-    /// A selected variant is not in the cached snapshot (or has no file in it).
-    #[error("variant `{variant}` is not in the cache")]
-    MissingVariant {
-        /// The variant name.
-        variant: String,
-    },
-
-    /// No variant the environment accepts is cached (default selection only).
-    #[error(
-        "no build variant for this environment is in the cache (cached: {}): {reason}",
-        if cached.is_empty() { "none".to_owned() } else { crate::variant::capped_list(cached) }
-    )]
-    NoCachedVariant {
-        /// Why the selection failed among the cached variants.
-        reason: String,
-        /// The variants in the snapshot.
-        cached: Vec<String>,
-    },
-
-    /// No variant the lock names suits the environment (default selection,
-    /// a lock with variant hashes): downloading cannot help.
-    #[error("{reason}")]
-    NothingFits {
-        /// Why no locked variant suits the environment.
-        reason: String,
-        /// What would fit ([`crate::variant::VariantError::NoCompatible`]).
-        help: String,
-    },
-
-    /// A snapshot link points at a blob that does not exist.
-    #[error(
-        "`{path}` links to blob {etag}, which is missing{}",
-        if *partial { " (only a partial `.incomplete` download exists)" } else { "" }
-    )]
-    DanglingLink {
-        /// Repo path of the file.
-        path: String,
-        /// The blob name.
-        etag: String,
-        /// Whether `blobs/<etag>.incomplete` exists.
-        partial: bool,
-    },
-
-    /// A snapshot entry is a symlink that does not point into this repo's `blobs/`.
-    #[error("`{path}` is a link that does not point into this repo's `blobs/`")]
-    ForeignLink {
-        /// Repo path of the file.
-        path: String,
-    },
-
-    /// A snapshot link points at a name in `blobs/` that is not a digest.
-    #[error(
-        "`{path}` links to `blobs/{etag}`, which is not a blob name (40 or 64 lowercase hex digits)"
-    )]
-    BadBlobName {
-        /// Repo path of the file.
-        path: String,
-        /// The name the link points at.
-        etag: String,
-    },
-
-    /// A blob's content does not hash to its name.
-    #[error("`{path}`: blob {etag} has {kind} {actual} ({size} bytes), so its content is corrupt")]
-    WrongDigest {
-        /// Repo path of the file.
-        path: String,
-        /// The blob name (the expected digest).
-        etag: String,
-        /// Digest kind implied by the name's length.
-        kind: DigestKind,
-        /// Digest of the content.
-        actual: String,
-        /// Size of the content in bytes.
-        size: u64,
-    },
-
-    /// A blob could not be read.
-    #[error("`{path}`: cannot read blob {etag}: {error}")]
-    Unreadable {
-        /// Repo path of the file.
-        path: String,
-        /// The blob name.
-        etag: String,
-        /// The I/O error (names the file).
-        error: String,
-    },
-
-    /// A variant in the snapshot that the lock does not list: the runtime may load it.
-    #[error(
-        "variant `{variant}` is in the cached snapshot but not in kernels.lock (the runtime may load it); remove `{}`",
-        dir.display()
-    )]
-    UnlockedVariant {
-        /// The variant name.
-        variant: String,
-        /// Its path in the snapshot.
-        dir: PathBuf,
-    },
-
-    /// A blob is a symlink leading out of the cache (planted).
-    #[error("`{path}`: blob {etag} is a symlink that leads out of the cache; it is not trusted")]
-    BlobIsLink {
-        /// Repo path of the file.
-        path: String,
-        /// The blob name.
-        etag: String,
-    },
-
-    /// A snapshot directory leads out of the cache through a symlink.
-    #[error("`{}` leads out of the cache through a symlink; it is not trusted", dir.display())]
-    Escapes {
-        /// The directory.
-        dir: PathBuf,
-    },
-
-    /// A selected variant has no hash in a lock that has variant hashes.
-    #[error("variant `{variant}` has no hash in kernels.lock")]
-    VariantNotLocked {
-        /// The variant name.
-        variant: String,
-    },
-
-    /// The files of a variant in the cache do not hash to the lock's value
-    /// (a file is missing, extra or different).
-    #[error(
-        "variant `{variant}`: kernels.lock has {locked}, but the {files} cached file(s) hash to {actual} (a file is missing, extra or different)"
-    )]
-    VariantHash {
-        /// The variant name.
-        variant: String,
-        /// Hash in the lock.
-        locked: String,
-        /// Hash of the cached files.
-        actual: String,
-        /// Number of cached files hashed.
-        files: usize,
-    },
-
-    /// A cached variant the target runtime loads would refuse it at load
-    /// ([`super::fit`]; the environment's choice among the cached variants,
-    /// or a `--variant` named one).
-    #[error(
-        "variant `{variant}` is cached, but the target runtime would refuse to load it: {}",
-        reasons.join("; ")
-    )]
-    Refused {
-        /// The variant name.
-        variant: String,
-        /// `<rule>: <reason>` per rule it breaks (`archs: CUDA capability 9.0 …`).
-        reasons: Vec<String>,
-    },
-
-    /// A file of a cached variant differs from the `digest` of the variant's
-    /// metadata.json ([`super::digest`]): not named there, missing, or changed.
-    #[error(
-        "variant `{variant}` does not match the digest in `build/{variant}/metadata.json`: {problem}"
-    )]
-    Digest {
-        /// The variant name.
-        variant: String,
-        /// The file and what is wrong with it.
-        problem: kernels_trust::DigestProblem,
-    },
-
-    /// A variant of a kernel the lock pins no hash for (a `KernelLocks`
-    /// lock) with nothing else vouching for its files: no `digest` in its
-    /// metadata.json and no entry in `kernels.lock.provenance`
-    /// ([`super::vouch`]). A directory planted in the cache looks like this.
-    #[error(
-        "variant `{variant}` has nothing that vouches for its files ({}): kernels.lock pins no hash for it, `build/{variant}/metadata.json` has no digest, and kernels.lock.provenance has no entry for it; remove the directory and run `kernels download` online, which fetches the variant from the Hub's listing if the locked commit has it and records its hash",
-        files.join(", ")
-    )]
-    Unvouched {
-        /// The variant name.
-        variant: String,
-        /// Its files, repo paths.
-        files: Vec<String>,
-    },
-
-    /// A variant's files hash to another value than the one
-    /// `kernels.lock.provenance` recorded when it was downloaded.
-    #[error(
-        "variant `{variant}`: kernels.lock.provenance pins its files to {pinned}, but the {} cached file(s) hash to {actual} ({}): a file is missing, extra or different",
-        files.len(), files.join(", ")
-    )]
-    PinMismatch {
-        /// The variant name.
-        variant: String,
-        /// The recorded hash.
-        pinned: String,
-        /// The hash of the cached files.
-        actual: String,
-        /// The cached files, repo paths.
-        files: Vec<String>,
-    },
-
-    /// A cached variant's metadata.json cannot be read or is malformed.
-    #[error("{message}")]
-    InvalidMetadata {
-        /// The variant name.
-        variant: String,
-        /// The error, naming the file and the field.
-        message: String,
-    },
-}
-
-impl Problem {
-    /// The [`Problem::Refused`] of a variant [`super::fit`] refused.
-    fn refused(refused: super::fit::RefusedVariant) -> Problem {
-        Problem::Refused {
-            variant: refused.variant,
-            reasons: refused
-                .refusals
-                .iter()
-                .map(|r| format!("{}: {r}", r.rule()))
-                .collect(),
-        }
-    }
-
-    /// Whether fetching again can fix it (everything except a lock without a
-    /// hash for the variant, which needs `kernels lock`).
-    pub fn fixed_by_download(&self) -> bool {
-        !matches!(
-            self,
-            Problem::VariantNotLocked { .. }
-                | Problem::NoBuildVariants
-                | Problem::NothingFits { .. }
-                | Problem::UnlockedVariant { .. }
-                | Problem::Escapes { .. }
-                | Problem::Refused { .. }
-                | Problem::InvalidMetadata { .. }
-                | Problem::Digest { .. }
-                | Problem::Unvouched { .. }
-                | Problem::PinMismatch { .. }
-        )
-    }
-
-    /// The repo path of the one file the problem is about, if it is one.
-    fn file(&self) -> Option<&str> {
-        match self {
-            Problem::DanglingLink { path, .. }
-            | Problem::ForeignLink { path }
-            | Problem::BadBlobName { path, .. }
-            | Problem::WrongDigest { path, .. }
-            | Problem::Unreadable { path, .. }
-            | Problem::BlobIsLink { path, .. } => Some(path),
-            _ => None,
-        }
-    }
-}
+pub use super::error::Problem;
 
 /// One file found in the cached snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -539,7 +273,7 @@ fn check_fit(
     }
     if mode != Mode::Report {
         for refused in fit.refused.drain(..) {
-            listing.problems.push(Problem::refused(refused));
+            listing.problems.push(refused_problem(refused));
         }
     }
     listing.fit = fit;
@@ -1050,6 +784,18 @@ fn match_copies(
         }
     }
     None
+}
+
+/// The [`Problem::Refused`] of a variant [`super::fit`] refused.
+fn refused_problem(refused: super::fit::RefusedVariant) -> Problem {
+    Problem::Refused {
+        variant: refused.variant,
+        reasons: refused
+            .refusals
+            .iter()
+            .map(|r| format!("{}: {r}", r.rule()))
+            .collect(),
+    }
 }
 
 #[cfg(test)]

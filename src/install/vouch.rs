@@ -10,14 +10,19 @@
 //! directory planted in the cache, is a [`Problem::Unvouched`]; one whose
 //! files no longer hash to the recorded value a [`Problem::PinMismatch`].
 
+use std::collections::BTreeMap;
+
 use kernels_cache::HubCache;
+use kernels_types::CommitId;
+use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
 use super::signature::files_hash;
 use super::verify::{CachedFile, KernelVerification, Problem};
 use crate::lock::format::LockedKernel;
 
-pub use crate::lock::provenance::FilePins;
+/// The recorded files hash of each variant, per locked `(repo, commit)`.
+pub type FilePins = BTreeMap<(RepoId, CommitId), BTreeMap<String, String>>;
 
 /// Adds to each of `checks` (the results of
 /// [`super::verify::verify_kernels`] for `kernels`, in order) the problems

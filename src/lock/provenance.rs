@@ -31,14 +31,14 @@
 //! pinned by variant hashes gets no file. A later run that finds the same
 //! locked commit and variant signed by another identity (issuer, source
 //! repository, workflow), no longer signed, or with other files fails with
-//! [`ProvenanceError::Changed`] naming both.
+//! [`ProvenanceError::Changed`] naming both. Comparing and recording a
+//! download run is `install::check::provenance`'s; this module imports
+//! nothing of `install`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use kernels_trust::SignerIdentity;
-use kernels_types::CommitId;
-use kernels_types::repo_id::RepoId;
 use serde::{Deserialize, Serialize};
 
 /// File name of the side file, next to `kernels.lock`.
@@ -215,15 +215,15 @@ impl Provenance {
         self.kernels.get(repo_id)?.get(commit)?.get(variant)
     }
 
-    /// Compares `found` with the entry of the variant and records it when
-    /// there is none (or the entry was unsigned and `found` is signed, with
-    /// the same files). Errors: [`ProvenanceError::Changed`], `path` naming
-    /// the file.
-    pub fn record(
-        &mut self,
+    /// Compares `found` with the recorded entry of the variant, recording
+    /// nothing: `Ok` when there is no entry, or the entry allows `found`
+    /// (the same signer identity, or unsigned then signed, with the same
+    /// files). Errors: [`ProvenanceError::Changed`], `path` naming the file.
+    pub fn compare(
+        &self,
         path: &Path,
         (repo_id, commit, variant): (&str, &str, &str),
-        found: VariantProvenance,
+        found: &VariantProvenance,
     ) -> Result<(), ProvenanceError> {
         let changed = |recorded: String, found: String| ProvenanceError::Changed {
             path: path.to_owned(),
@@ -231,31 +231,49 @@ impl Provenance {
             recorded,
             found,
         };
-        if let Some(old) = self.get(repo_id, commit, variant) {
-            match (&old.signer, &found.signer) {
-                (Some(was), Some(now)) if !was.same_identity(now) => {
-                    return Err(changed(
-                        format!("signer {}", was.describe()),
-                        format!("signer {}", now.describe()),
-                    ));
-                }
-                (Some(was), None) => {
-                    return Err(changed(
-                        format!("signer {}", was.describe()),
-                        "no signature".to_owned(),
-                    ));
-                }
-                _ => {}
-            }
-            if old.files != found.files {
+        let Some(old) = self.get(repo_id, commit, variant) else {
+            return Ok(());
+        };
+        match (&old.signer, &found.signer) {
+            (Some(was), Some(now)) if !was.same_identity(now) => {
                 return Err(changed(
-                    format!("files {}", old.files),
-                    format!("files {}", found.files),
+                    format!("signer {}", was.describe()),
+                    format!("signer {}", now.describe()),
                 ));
             }
-            if old.signer.is_some() || found.signer.is_none() {
-                return Ok(());
+            (Some(was), None) => {
+                return Err(changed(
+                    format!("signer {}", was.describe()),
+                    "no signature".to_owned(),
+                ));
             }
+            _ => {}
+        }
+        if old.files != found.files {
+            return Err(changed(
+                format!("files {}", old.files),
+                format!("files {}", found.files),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Compares `found` with the entry of the variant ([`Provenance::compare`])
+    /// and records it when there is none (or the entry was unsigned and
+    /// `found` is signed, with the same files). Errors:
+    /// [`ProvenanceError::Changed`], `path` naming the file.
+    pub fn record(
+        &mut self,
+        path: &Path,
+        key: (&str, &str, &str),
+        found: VariantProvenance,
+    ) -> Result<(), ProvenanceError> {
+        self.compare(path, key, &found)?;
+        let (repo_id, commit, variant) = key;
+        if let Some(old) = self.get(repo_id, commit, variant)
+            && (old.signer.is_some() || found.signer.is_none())
+        {
+            return Ok(());
         }
         self.version = VERSION;
         self.kernels
@@ -293,85 +311,6 @@ impl Provenance {
             }
         })
     }
-}
-
-/// One variant a download run placed, as the side file may record it.
-#[derive(Debug, Clone)]
-pub struct PlacedVariant<'a> {
-    /// The kernel's repository.
-    pub repo_id: &'a RepoId,
-    /// The commit it was placed at.
-    pub commit: &'a CommitId,
-    /// The variant (`build/<variant>`).
-    pub variant: &'a str,
-    /// The files hash of the placed variant (`install::signature::files_hash`).
-    pub files: &'a str,
-    /// Who signed it; `None` when unsigned.
-    pub signer: Option<Signer>,
-}
-
-/// Compares what a download run placed (`placed`, of the lock's `kernels`)
-/// with the side file of `project_dir` and, with `write`, records what is
-/// new (an online run; `--offline` only checks). Records a signed variant,
-/// and every variant of a kernel the lock pins no hash for. Errors: the
-/// first [`ProvenanceError`].
-pub fn remember(
-    project_dir: &Path,
-    kernels: &[crate::lock::format::LockedKernel],
-    placed: &[PlacedVariant<'_>],
-    write: bool,
-) -> Result<(), ProvenanceError> {
-    let mut provenance = Provenance::read(project_dir)?;
-    let path = Provenance::path(project_dir);
-    for found in placed {
-        let pinned_by_lock = kernels.iter().any(|k| {
-            k.repo_id == *found.repo_id
-                && k.commit == *found.commit
-                && k.variants.as_ref().is_some_and(|h| !h.is_empty())
-        });
-        let key = (found.repo_id.as_str(), found.commit.as_str(), found.variant);
-        let known = provenance.get(key.0, key.1, key.2).is_some();
-        if found.signer.is_none() && pinned_by_lock && !known {
-            continue;
-        }
-        let entry = VariantProvenance {
-            files: found.files.to_owned(),
-            signer: found.signer.clone(),
-        };
-        provenance.record(&path, key, entry)?;
-    }
-    if write {
-        provenance.write(project_dir)?;
-    }
-    Ok(())
-}
-
-/// The files hash of each variant of a commit, by `(repository, commit)`:
-/// what the side file pins for the download's vouching check.
-pub type FilePins = BTreeMap<(RepoId, CommitId), BTreeMap<String, String>>;
-
-/// The files hashes `download` recorded, for the vouching check of
-/// `install::vouch`; an unreadable side file pins nothing (the commands that
-/// read it for provenance report it).
-pub fn file_pins(project_dir: &Path) -> FilePins {
-    let Ok(provenance) = Provenance::read(project_dir) else {
-        return Default::default();
-    };
-    let mut pins = FilePins::new();
-    for (repo, commits) in &provenance.kernels {
-        let Ok(repo_id) = repo.parse::<RepoId>() else {
-            continue;
-        };
-        for (commit, variants) in commits {
-            let Ok(commit) = commit.parse() else { continue };
-            let files = variants
-                .iter()
-                .map(|(v, e)| (v.clone(), e.files.clone()))
-                .collect();
-            pins.insert((repo_id.clone(), commit), files);
-        }
-    }
-    pins
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use kernels_test_support::{self as common, TestContext, snapshot};
 use serde_json::Value;
 
 /// Commit of every `acme/*` kernel of the fit mirror.
-const SHA: &str = "3333333333333333333333333333333333333333";
+pub(crate) const SHA: &str = "3333333333333333333333333333333333333333";
 
 /// A variant whose metadata.json declares CUDA `archs` and `extra` fields.
 fn cuda(archs: &str, extra: &str) -> String {
@@ -93,7 +93,7 @@ fn write_kernel(mirror: &Path, repo: &str, variants: &[(String, String)]) {
 
 /// The fit mirror served with `--test-control`; the project's Python is the
 /// stub torch 2.7 with CUDA 12.6 (no GPU unless `STUB_TORCH_CAPABILITY`).
-fn context() -> TestContext {
+pub(crate) fn context() -> TestContext {
     TestContext::with_generated_mirror(
         |mirror| {
             for (repo, variants) in kernels() {
@@ -109,7 +109,7 @@ fn context() -> TestContext {
 
 /// Writes a project depending on `repos` (version 1) with `tool` lines in
 /// `[tool.kernels]`, and locks it.
-fn project(p: &TestContext, repos: &[&str], tool: &str) {
+pub(crate) fn project(p: &TestContext, repos: &[&str], tool: &str) {
     let deps: String = repos.iter().map(|r| format!("\"{r}\" = 1\n")).collect();
     let trust: Vec<String> = repos.iter().map(|r| format!("\"{r}\"")).collect();
     p.write(
@@ -123,7 +123,7 @@ fn project(p: &TestContext, repos: &[&str], tool: &str) {
 }
 
 const RUNTIME: &str = "target-runtime = \"0.17.2\"\n";
-const NINE: &str = "target-runtime = \"0.17.2\"\ncuda-capabilities = [\"9.0\"]\n";
+pub(crate) const NINE: &str = "target-runtime = \"0.17.2\"\ncuda-capabilities = [\"9.0\"]\n";
 
 fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout)

@@ -12,6 +12,8 @@ mod breaking;
 #[cfg(unix)]
 mod cache_env;
 mod check;
+#[cfg(unix)]
+mod check_paths;
 mod cli;
 mod concurrency;
 mod conformance;

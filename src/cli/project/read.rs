@@ -218,7 +218,7 @@ pub fn no_lock_help(dir: &Path) -> String {
 
 /// The trust a download of the project in `dir` runs under: its
 /// `[tool.kernels]` trust settings with `flags` applied, and the file hashes
-/// its `kernels.lock.provenance` records. Errors: an unreadable manifest, or
+/// and signers its `kernels.lock.provenance` records. Errors: an unreadable manifest, or
 /// a trust root that cannot be used (`kernels::trust::root_setting`, naming
 /// where it was given, as `verify --signatures` and `verify-signature` do).
 pub fn project_trust(
@@ -226,13 +226,14 @@ pub fn project_trust(
     flags: &crate::cli::args::TrustArgs,
 ) -> miette::Result<crate::install::signature::Trust> {
     let tool = ToolSettings::read(dir)?.unwrap_or_default();
-    let pins = crate::lock::provenance::file_pins(dir);
+    let pins = crate::install::check::provenance::file_pins(dir);
     let settings = flags.apply(tool.signing);
     let root = flags.root(&settings, dir)?;
     Ok(crate::install::signature::Trust {
         root,
         settings,
         pins,
+        recorded: crate::install::check::provenance::Recorded::read(dir),
     })
 }
 
