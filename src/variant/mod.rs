@@ -20,8 +20,10 @@
 //! [`ranking`] (the preference order of each target runtime) and
 //! [`environment`] (finding the project's Python and asking it about torch).
 
+pub mod declared;
 pub mod environment;
 mod fit_hint;
+pub mod python_target;
 pub mod ranking;
 pub mod selection;
 pub mod targets;
