@@ -89,12 +89,26 @@ fn profile_is_chosen_by_each_source() {
     let cache = tempfile::tempdir().unwrap();
     let cache = cache.path();
 
-    // Nothing names a runtime.
+    // Nothing names a runtime: a first lock is for the newest runtime modelled.
     let dir = project_with(VERSIONS);
     let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
     assert_eq!(
         target_line(&text),
-        "Target runtime: unknown (no --target-runtime, [tool.kernels] target-runtime, kernels.lock or installed kernels found) — variant-hash lock, kernel repos, kernels-- cache"
+        "Target runtime: kernels 0.19.1 (no kernels.lock and no runtime named or installed: the newest runtime modelled) — KernelLocks lock, kernel repos, kernels-- cache"
+    );
+    assert_eq!(lock_format(dir.path()), LockFormat::KernelLocks);
+    // Migrated to a variant-hash lock, which no runtime names.
+    assert_ok(&kernels(
+        &server,
+        cache,
+        "lock",
+        dir.path(),
+        &["--target-runtime", "0.16.2"],
+    ));
+    let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: unknown (the existing kernels.lock is in the variant-hash format; no matching kernels installed) — variant-hash lock, kernel repos, kernels-- cache"
     );
 
     // The existing lock (now variant-hash) is refined by an installed runtime writing that format.
@@ -134,12 +148,12 @@ fn profile_is_chosen_by_each_source() {
     );
     assert_eq!(lock_format(dir.path()), LockFormat::KernelLocks);
 
-    // The KernelLocks lock now chooses the 0.17 profile even without VIRTUAL_ENV.
+    // The KernelLocks lock alone means the newest runtime modelled that reads it.
     fs_err::remove_dir_all(dir.path().join(".venv")).unwrap();
     let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
     assert_eq!(
         target_line(&text),
-        "Target runtime: kernels 0.17.0 (the existing kernels.lock is in the KernelLocks format) — KernelLocks lock, kernel repos, kernels-- cache"
+        "Target runtime: kernels 0.19.1 (the existing kernels.lock is in the KernelLocks format) — KernelLocks lock, kernel repos, kernels-- cache"
     );
 
     // `[tool.kernels] target-runtime` beats the lock; `--target-runtime` beats both.
