@@ -14,7 +14,7 @@ use kernels_cache::HubCache;
 
 use super::json::{CheckDoc, ErrorDoc, LockDoc, LockedEntryDoc};
 use super::printer::Printer;
-use super::profile::{choose_lock_profile, choose_profile};
+use super::profile::choose_profile;
 use super::progress::ProgressMode;
 use crate::cli::settings::Settings;
 use crate::lock::format::{LOCK_FILE_NAME, LockFormat, Lockfile};
@@ -369,10 +369,10 @@ fn plan(
         .or(inputs.merged.map(|_| LockFormat::VariantHash));
     let upgrade =
         check_upgrade_packages(inputs.upgrade, &manifest, old_lock.as_ref(), on_disk.path())?;
-    let profile = choose_lock_profile(
+    let profile = choose_profile(
         inputs.project_dir,
         inputs.target_runtime,
-        &manifest,
+        manifest.target_runtime(),
         old_format,
         inputs.repo_type,
         printer,

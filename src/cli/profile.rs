@@ -86,37 +86,6 @@ pub(super) fn choose_profile_with(
     choose(inputs, None, printer)
 }
 
-/// [`choose_profile`] for the commands that write a project's lock from
-/// `manifest` (`kernels lock`, `kernels add`): without a lock and without a
-/// runtime named or installed, the lock is written for the newest modelled
-/// runtime that reads every requirement form of the manifest (0.19.1 for
-/// integers and revisions, 0.13.0 with specifier strings), said once.
-pub(super) fn choose_lock_profile(
-    project_dir: &Path,
-    option: Option<&str>,
-    manifest: &crate::lock::manifest::Manifest,
-    lock_format: Option<LockFormat>,
-    repo_type: Option<RepoTypeArg>,
-    printer: &Printer,
-) -> miette::Result<Profile> {
-    let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
-    let forms = RequirementForms::of(manifest.dependencies.iter().map(|dep| &dep.requirement));
-    choose(
-        &ProfileInputs {
-            project_dir,
-            option,
-            manifest: manifest.target_runtime(),
-            lock_format,
-            repo_type,
-            python: &python,
-            scope: ProbeScope::Runtime,
-            unreadable_fails: false,
-        },
-        Some(forms),
-        printer,
-    )
-}
-
 /// [`choose_profile_with`], with the manifest's requirement forms when the
 /// command writes a first lock ([`DetectInputs::first_lock`]).
 fn choose(
@@ -365,12 +334,8 @@ pub(super) fn describe_preference(
         VariantPreference::Resolver => "resolver of kernels 0.13–0.14",
         VariantPreference::ResolverStableAbi => "resolver of kernels 0.15+",
         VariantPreference::ResolverMetalMacos26 => match runtime.map(Generation::of) {
-            Some(Generation::V018) => {
-                "resolver of kernels 0.18 (ROCm minor fallback; Metal builds need macOS 26)"
-            }
-            Some(Generation::V019) => {
-                "resolver of kernels 0.19 (both variant grammars, ROCm minor fallback; Metal builds need macOS 26)"
-            }
+            Some(Generation::V018) => "resolver of kernels 0.18 (Metal builds need macOS 26)",
+            Some(Generation::V019) => "resolver of kernels 0.19 (Metal builds need macOS 26)",
             _ => "resolver of kernels 0.17 (Metal builds need macOS 26)",
         },
     }

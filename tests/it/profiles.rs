@@ -89,26 +89,12 @@ fn profile_is_chosen_by_each_source() {
     let cache = tempfile::tempdir().unwrap();
     let cache = cache.path();
 
-    // Nothing names a runtime: a first lock is for the newest runtime modelled.
+    // Nothing names a runtime.
     let dir = project_with(VERSIONS);
     let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
     assert_eq!(
         target_line(&text),
-        "Target runtime: kernels 0.19.1 (no kernels.lock and no runtime named or installed: the newest runtime modelled) — KernelLocks lock, kernel repos, kernels-- cache"
-    );
-    assert_eq!(lock_format(dir.path()), LockFormat::KernelLocks);
-    // Migrated to a variant-hash lock, which no runtime names.
-    assert_ok(&kernels(
-        &server,
-        cache,
-        "lock",
-        dir.path(),
-        &["--target-runtime", "0.16.2"],
-    ));
-    let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
-    assert_eq!(
-        target_line(&text),
-        "Target runtime: unknown (the existing kernels.lock is in the variant-hash format; no matching kernels installed) — variant-hash lock, kernel repos, kernels-- cache"
+        "Target runtime: unknown (no --target-runtime, [tool.kernels] target-runtime, kernels.lock or installed kernels found) — variant-hash lock, kernel repos, kernels-- cache"
     );
 
     // The existing lock (now variant-hash) is refined by an installed runtime writing that format.
