@@ -208,6 +208,16 @@ pub struct EnvArgs {
     /// Choose for this CPU architecture (`x86_64`, `aarch64`).
     #[arg(long, help_heading = ENV_HEADING, value_name = "ARCH")]
     pub arch: Option<String>,
+    /// Choose for this Python version (`MAJOR.MINOR`, e.g. `3.12`). Default:
+    /// `python` of `[[tool.kernels.targets]]`, else the project's
+    /// interpreter, else the lower bound of `requires-python`.
+    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", value_parser = crate::variant::declared::PythonVersion::parse)]
+    pub python_version: Option<crate::variant::declared::PythonVersion>,
+    /// Choose for a free-threaded (no-GIL) Python build. Default:
+    /// `free-threaded` of `[[tool.kernels.targets]]`, else the project's
+    /// interpreter.
+    #[arg(long, help_heading = ENV_HEADING)]
+    pub free_threaded: bool,
 }
 
 impl EnvArgs {
@@ -223,6 +233,10 @@ impl EnvArgs {
             cxx11_abi: self.cxx_abi.as_deref().map(|abi| abi == "cxx11"),
             os: self.os.clone(),
             arch: self.arch.clone(),
+            python: self.python_version,
+            free_threaded: self.free_threaded,
+            declared: None,
+            requires_python: None,
         }
     }
 
@@ -243,6 +257,12 @@ impl EnvArgs {
             if let Some(value) = value {
                 out.push_str(&format!(" {flag} {value}"));
             }
+        }
+        if let Some(python) = self.python_version {
+            out.push_str(&format!(" --python-version {python}"));
+        }
+        if self.free_threaded {
+            out.push_str(" --free-threaded");
         }
         if self.metal {
             out.push_str(" --metal");

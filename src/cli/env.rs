@@ -1,19 +1,25 @@
 //! `kernels env`: the environment the variant choice is made from, and where
 //! each value came from (like `hf env`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::args::OutputFormat;
 use super::args::{EnvArgs, RepoTypeArgs, TargetRuntimeArgs};
-use super::json::{EnvDoc, EnvLockDoc, TargetRuntimeDoc, TargetsDoc, TorchDoc};
+use super::json::{
+    EnvDoc, EnvLockDoc, NewerThanModelledDoc, PythonTargetDoc, TargetRuntimeDoc, TargetsDoc,
+    TorchDoc,
+};
 use super::printer::Printer;
 use super::progress::ProgressMode;
-use super::project::profile::{ProfileInputs, choose_profile_with, describe, describe_preference};
+use super::project::profile::{
+    ProfileInputs, beyond_modelled_note, choose_profile_with, describe, describe_preference,
+};
 use crate::cli::settings::Settings;
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
 use crate::lock::profile::{Profile, VariantPreference};
+use crate::variant::python_target::{PythonInputs, PythonTarget};
 
 use crate::variant::{EnvSources, FitPolicy, ProbeScope, ProjectPython, TorchEnv, VariantError};
 
@@ -113,7 +119,13 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
     // torch, and the lock's variants below.
     let python = ProjectPython::for_project(dir, crate::cli::settings::virtual_env().as_deref())
         .with_modules(kernels_types::python_depends::ALL_MODULES);
-    let overrides = args.env.overrides();
+    let overrides = args
+        .env
+        .overrides()
+        .with_declared(ToolSettings::declared_target_at(
+            tool.as_ref(),
+            &manifest_path,
+        ));
     let profile = choose_profile_with(
         &ProfileInputs {
             project_dir: dir,
@@ -133,6 +145,9 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         VariantPreference::Exact { noarch: false }
     );
     let runtime = describe(&profile);
+    if let Some(note) = beyond_modelled_note(&profile) {
+        printer.status(format_args!("note: {note}"));
+    }
     // The GPU and modules of the one probe (not asked when the environment
     // is given by flags).
     let probe = overrides
@@ -141,7 +156,9 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         .flatten();
     let policy =
         super::project::fit::for_project(dir, &args.targets.targets(), probe, profile.runtime);
+    let python_target = python_target(&overrides, tool.as_ref(), &manifest_path, &python);
     let report = Report {
+        python_target,
         policy,
         runtime: runtime
             .strip_prefix("Target runtime: ")
@@ -163,6 +180,33 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
     Ok(ExitCode::SUCCESS)
 }
 
+/// The target's Python ([`PythonTarget::resolve`]): `--python-version`, the
+/// declared target, the project's interpreter (asked for its version only
+/// when neither gives it, reusing a probe already run), `requires-python`.
+fn python_target(
+    overrides: &crate::variant::EnvOverrides,
+    tool: Option<&ToolSettings>,
+    manifest_path: &Path,
+    python: &ProjectPython,
+) -> PythonTarget {
+    let declared = ToolSettings::declared_target_at(tool, manifest_path);
+    let ask_interpreter =
+        overrides.python.is_none() && declared.is_none_or(|(t, _)| t.python.is_none());
+    PythonTarget::resolve(&PythonInputs {
+        flag: overrides.python,
+        flag_free_threaded: overrides.free_threaded,
+        declared,
+        interpreter: ask_interpreter
+            .then(|| python.probe(ProbeScope::Runtime).ok())
+            .flatten()
+            .and_then(|p| p.interpreter)
+            .map(|found| (python.path(), found)),
+        requires_python: tool
+            .and_then(|t| t.requires_python)
+            .map(|floor| (floor, manifest_path)),
+    })
+}
+
 /// What `kernels env` found, for printing.
 struct Report<'a> {
     args: &'a EnvCmdArgs,
@@ -181,6 +225,8 @@ struct Report<'a> {
     runtime: String,
     /// The targets and rules each locked variant's fit is checked against.
     policy: FitPolicy,
+    /// The target's Python version and build.
+    python_target: PythonTarget,
 }
 
 impl Report<'_> {
@@ -212,8 +258,19 @@ impl Report<'_> {
                 repo_type: profile.repo_type.as_str(),
                 cache_prefix: profile.cache_prefix(),
                 description: &self.runtime,
+                newer_than_modelled: profile.beyond_modelled().map(|(runtime, modelled)| {
+                    NewerThanModelledDoc {
+                        version: runtime.to_string(),
+                        assumed: modelled.to_string(),
+                        note: beyond_modelled_note(profile).unwrap_or_default(),
+                    }
+                }),
             },
             targets: TargetsDoc::new(&self.policy.targets),
+            python_target: PythonTargetDoc {
+                target: &self.python_target,
+                description: self.python_target.to_string(),
+            },
             cache_dir: &settings.cache_dir,
             endpoint: kernels_types::text::redact(&settings.endpoint),
             offline: settings.offline,
@@ -267,6 +324,7 @@ impl Report<'_> {
         );
         self.row("Target runtime", &self.runtime, "");
         self.row("Target GPUs", &self.policy.targets.to_string(), "");
+        self.row("Target Python", &self.python_target.to_string(), "");
         let source = match settings.cache_dir_source {
             "default" => "",
             other => other,

@@ -672,6 +672,8 @@ pub struct EnvDoc<'a> {
     pub target_runtime: TargetRuntimeDoc<'a>,
     /// The target GPUs the variants' fit is checked for.
     pub targets: TargetsDoc,
+    /// The target's Python version and build, and where it came from.
+    pub python_target: PythonTargetDoc<'a>,
     /// The cache.
     pub cache_dir: &'a Path,
     /// The Hub endpoint, its secrets removed (`kernels_types::text::redact`).
@@ -739,6 +741,19 @@ impl<'a> TorchDoc<'a> {
     }
 }
 
+/// `python_target` of [`EnvDoc`]: `version` (`"3.12"`, `null` when not
+/// checked), `free_threaded`, `source` (`{kind, detail}` with kind `flag`,
+/// `declared`, `interpreter`, `requires-python` or `not-checked`) and the
+/// `Target Python` row as `description`.
+#[derive(Debug, Serialize)]
+pub struct PythonTargetDoc<'a> {
+    /// The target.
+    #[serde(flatten)]
+    pub target: &'a crate::variant::python_target::PythonTarget,
+    /// The text row.
+    pub description: String,
+}
+
 /// `target_runtime` of [`EnvDoc`].
 #[derive(Debug, Serialize)]
 pub struct TargetRuntimeDoc<'a> {
@@ -752,6 +767,21 @@ pub struct TargetRuntimeDoc<'a> {
     pub cache_prefix: &'static str,
     /// The `Target runtime: …` line without its head.
     pub description: &'a str,
+    /// Set when the runtime is of a later minor line than the newest one
+    /// modelled (`--target-runtime 0.25.0`, or an installed 0.25): what is
+    /// assumed for it. `None` otherwise.
+    pub newer_than_modelled: Option<NewerThanModelledDoc>,
+}
+
+/// `newer_than_modelled` of [`TargetRuntimeDoc`].
+#[derive(Debug, Serialize)]
+pub struct NewerThanModelledDoc {
+    /// The target runtime, e.g. `0.25.0`.
+    pub version: String,
+    /// The newest release modelled, whose profile is used: `0.19.1`.
+    pub assumed: String,
+    /// The note printed on stderr, naming both and `kernels check`.
+    pub note: String,
 }
 
 /// `lock` of [`EnvDoc`].
@@ -1574,12 +1604,17 @@ mod tests {
                 repo_type: "kernel",
                 cache_prefix: "kernels--",
                 description: "kernels 0.17.2",
+                newer_than_modelled: None,
             },
             targets: TargetsDoc::new(&crate::variant::Targets::resolve(
                 &[],
                 None,
                 Some(&crate::variant::Device::None),
             )),
+            python_target: PythonTargetDoc {
+                target: &crate::variant::python_target::PythonTarget::resolve(&Default::default()),
+                description: String::new(),
+            },
             cache_dir: Path::new("/cache"),
             endpoint: "https://huggingface.co".into(),
             offline: false,
@@ -1594,7 +1629,13 @@ mod tests {
         let documented = example("`kernels env`");
         let actual = to_value(&doc);
         assert_eq!(keys(&documented), keys(&actual));
-        for field in ["torch", "target_runtime", "targets", "lock"] {
+        for field in [
+            "torch",
+            "target_runtime",
+            "targets",
+            "python_target",
+            "lock",
+        ] {
             assert_eq!(keys(&documented[field]), keys(&actual[field]), "{field}");
         }
         assert_eq!(

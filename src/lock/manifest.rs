@@ -26,6 +26,7 @@ use crate::lock::requirement::Requirement;
 use crate::lock::trust_settings::{
     REQUIRE_SIGNED_KEY, SIGNERS_KEY, TRUST_ROOT_KEY, TrustSettings, parse_trust_settings,
 };
+use crate::variant::declared::{DeclaredTarget, PythonVersion, TARGETS_KEY, parse_targets};
 use kernels_types::fit::{Capability, Target};
 use kernels_types::repo_id::RepoId;
 
@@ -55,10 +56,18 @@ pub struct ToolSettings {
     /// `trust = ["org/name", ...]`: repositories locked even when their
     /// publisher is not a trusted kernel publisher (0.17 profile).
     pub trust: Vec<RepoId>,
-    /// `cuda-capabilities = ["9.0", "10.0"]` then `rocm-archs = ["gfx942"]`:
+    /// `cuda-capabilities = ["9.0", "10.0"]` then `rocm-archs = ["gfx942"]`
+    /// (shorthands), then the GPUs of each declared target not yet listed:
     /// the GPUs the project's kernels must run on, in that order
     /// ([`crate::variant::targets`]).
     pub targets: Vec<Target>,
+    /// `[[tool.kernels.targets]]`: the environments the project's kernels
+    /// must load in ([`crate::variant::declared`]), in file order.
+    pub declared: Vec<DeclaredTarget>,
+    /// The lower bound of `[project] requires-python` (`>=3.10` → 3.10), the
+    /// last source of the target's Python version
+    /// ([`crate::variant::python_target`]); `None` without one.
+    pub requires_python: Option<PythonVersion>,
     /// `exclude-newer`, `exclude-newer-package` and `exclude-newer-cutoff`:
     /// the release cooldown ([`crate::lock::cooldown`]).
     pub cooldown: CooldownSettings,
@@ -77,6 +86,35 @@ impl ToolSettings {
     ) -> Option<(&'a str, &'a Path)> {
         tool.and_then(|t| t.target_runtime.as_deref())
             .map(|v| (v, path))
+    }
+}
+
+impl ToolSettings {
+    /// The declared target (`[[tool.kernels.targets]]`) commands select
+    /// variants for, with the path of its `pyproject.toml`: the only one
+    /// declared. `None` without a table, or with several: a run selects for
+    /// one environment, so several are left to the flags and the project's
+    /// interpreter ([`ToolSettings::several_targets_note`] says so).
+    pub fn declared_target_at<'a>(
+        tool: Option<&'a ToolSettings>,
+        path: &'a Path,
+    ) -> Option<(&'a DeclaredTarget, &'a Path)> {
+        match tool.map(|t| t.declared.as_slice()) {
+            Some([only]) => Some((only, path)),
+            _ => None,
+        }
+    }
+
+    /// The one note for a `pyproject.toml` that declares several targets:
+    /// the environment of a run is not taken from them. `None` otherwise.
+    pub fn several_targets_note(tool: Option<&ToolSettings>, path: &Path) -> Option<String> {
+        let count = tool.map_or(0, |t| t.declared.len());
+        (count > 1).then(|| {
+            format!(
+                "{} declares {count} targets in [[tool.kernels.targets]]; one run selects for one environment, here the flags and the project's Python; their GPUs are all checked. Select for a declared one with its flags, for example `--torch-version 2.8 --cuda-version 12.8 --python-version 3.12`",
+                path.display()
+            )
+        })
     }
 }
 
@@ -442,6 +480,7 @@ pub const KNOWN_KERNELS_KEYS: &[&str] = &[
     "trust",
     "cuda-capabilities",
     "rocm-archs",
+    TARGETS_KEY,
     "exclude-newer",
     "exclude-newer-package",
     CUTOFF_KEY,
@@ -584,7 +623,10 @@ fn parse_settings(
     path: &Path,
     source: &Arc<NamedSource<ClippedText>>,
 ) -> Result<ToolSettings, ManifestError> {
-    let mut settings = ToolSettings::default();
+    let mut settings = ToolSettings {
+        requires_python: requires_python_floor(doc),
+        ..ToolSettings::default()
+    };
     let Some(table) = doc
         .get("tool")
         .and_then(|tool| tool.get("kernels"))
@@ -626,9 +668,62 @@ fn parse_settings(
     let rocm = string_array(table, "rocm-archs", "arch", Target::rocm)
         .map_err(|(item, what)| problem("rocm-archs", item, what, rocm_help))?;
     settings.targets.extend(rocm);
+    if let Some(item) = table.get(TARGETS_KEY) {
+        settings.declared = parse_targets(item).map_err(|bad| {
+            ManifestError::Entry(Box::new(EntryProblem {
+                message: format!(
+                    "{}: [tool.kernels] `{}`: {}",
+                    path.display(),
+                    bad.key,
+                    bad.what
+                ),
+                source_code: source.clone(),
+                span: SourceSpan::from(bad.span.unwrap_or(0..0)),
+                label: "invalid".to_owned(),
+                help: Some(bad.help),
+            }))
+        })?;
+    }
+    for gpu in settings.declared.iter().flat_map(|t| &t.gpus) {
+        if !settings.targets.contains(gpu) {
+            settings.targets.push(gpu.clone());
+        }
+    }
     settings.cooldown = parse_cooldown(table, &problem)?;
     settings.signing = parse_trust_settings(table, path, &problem)?;
     Ok(settings)
+}
+
+/// The lower bound of `[project] requires-python`: the smallest version of
+/// its `>=`, `~=`, `==` (also `==3.12.*`) and `>` clauses, as `MAJOR.MINOR`
+/// (`>3.10` counts as 3.10: the next patch release has that minor). `None`
+/// without the key, without such a clause, or for a value that is not a
+/// PEP 440 specifier set (the Python packaging tools report that one).
+fn requires_python_floor(doc: &toml_edit::Document<&str>) -> Option<PythonVersion> {
+    use pep440_rs::Operator;
+    let text = doc.get("project")?.get("requires-python")?.as_str()?;
+    let specifiers: pep440_rs::VersionSpecifiers = text.parse().ok()?;
+    specifiers
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.operator(),
+                Operator::GreaterThanEqual
+                    | Operator::GreaterThan
+                    | Operator::TildeEqual
+                    | Operator::Equal
+                    | Operator::EqualStar
+                    | Operator::ExactEqual
+            )
+        })
+        .filter_map(|s| {
+            let release = s.version().release();
+            Some(PythonVersion {
+                major: u32::try_from(*release.first()?).ok()?,
+                minor: u32::try_from(release.get(1).copied().unwrap_or(0)).ok()?,
+            })
+        })
+        .min()
 }
 
 /// `exclude-newer`, `exclude-newer-package` and `exclude-newer-cutoff` of
@@ -736,7 +831,7 @@ fn string_array<'a, T, E: std::fmt::Display>(
         .map_err(|message| (item, message))
 }
 
-pub(super) fn type_name(item: &Item) -> &'static str {
+pub(crate) fn type_name(item: &Item) -> &'static str {
     match item {
         Item::None => "nothing",
         Item::Table(_) => "a table",

@@ -11,6 +11,10 @@
 //! | bytecode | `*.pyc` and `__pycache__/` left out of hashes and downloads from 0.16 |
 //! | requirements | specifier strings up to 0.13, integers from 0.12, integers only from 0.14 |
 //! | transitive `kernel-depends`, publisher trust check when locking | 0.17+ |
+//! | [`Generation`]: ROCm minor fallback (0.18+), the second variant grammar and `torch-cann` (0.19+) | 0.17, 0.18, 0.19 |
+//!
+//! The newest release modelled is [`NEWEST_MODELLED`] (0.19.1); a newer runtime
+//! gets its profile, and [`Profile::beyond_modelled`] says so.
 //!
 //! [`detect`] chooses the runtime from, in order: an explicit `--target-runtime`,
 //! `target-runtime` under `[tool.kernels]` of `pyproject.toml`, the format of an
@@ -18,7 +22,10 @@
 //! writes the same format), the `kernels` package installed in the project's
 //! Python environment ([`installed_kernels`] reads its files; when they show
 //! none, the command asks the project's interpreter, [`FoundBy::Interpreter`]),
-//! and finally a default profile: variant-hash lock with `kernel` repositories.
+//! and finally, for a project's first lock ([`DetectInputs::first_lock`]), the
+//! newest modelled runtime that reads every requirement form of the manifest
+//! ([`RequirementForms`]), else a default profile: variant-hash lock with
+//! `kernel` repositories.
 //! An installed runtime that cannot read the existing lock's format is kept in
 //! [`Profile::ignored_installed`], whatever found it.
 
@@ -26,6 +33,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::lock::format::LockFormat;
+use crate::lock::requirement::Requirement;
 use kernels_hub::HubClient;
 use kernels_types::wire::RepoType;
 
@@ -74,6 +82,127 @@ impl RuntimeVersion {
 impl fmt::Display for RuntimeVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// The newest `kernels` release whose behaviour this tool models: 0.19.1, read
+/// from its published wheel (`kernels/_internals/`). A runtime of a later
+/// minor line gets this release's profile ([`Profile::beyond_modelled`]).
+pub const NEWEST_MODELLED: RuntimeVersion = RuntimeVersion::new(0, 19, 1);
+
+/// The newest release that reads specifier strings in `[tool.kernels.dependencies]`
+/// (0.13.0: deprecated there, refused from 0.14).
+pub const NEWEST_READING_STRINGS: RuntimeVersion = RuntimeVersion::new(0, 13, 0);
+
+/// The runtime line of a profile among the releases that read the
+/// `KernelLocks` lock, each of which changed how variants are chosen. The lock
+/// format, repositories, bytecode and requirement forms are the same for all
+/// three (measured: 0.17.2, 0.18.3 and 0.19.1 write byte-identical locks).
+///
+/// Variant ranking reads its rules from here ([`Generation::rocm_minor_fallback`],
+/// [`Generation::reads_dotted_names`], [`Generation::ascend_noarch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Generation {
+    /// Before 0.17 (variant-hash locks), or no runtime named (the default profile).
+    BeforeKernelLocks,
+    /// 0.17.x (modelled on 0.17.2): the resolver with stable ABI, Metal arch
+    /// builds only from macOS 26, transitive `kernel-depends`, publisher trust.
+    V017,
+    /// 0.18.x (modelled on 0.18.3): 0.17 plus a ROCm variant of a lower minor
+    /// than the system's accepted (as CUDA), digests checked at load, receipts.
+    V018,
+    /// 0.19.x and later (modelled on 0.19.1): 0.18 plus the second variant
+    /// grammar (`torch-2.12-…-cpython-3.9-abi3-…`, `sdk`, `mlx-metal`), the
+    /// target's Python taking part in selection, `rocmXYZ` read as X.YZ, and
+    /// Ascend's noarch named `torch-cann`.
+    V019,
+}
+
+impl Generation {
+    /// The generation of a runtime version; versions after 0.19 are [`Generation::V019`].
+    pub fn of(version: RuntimeVersion) -> Generation {
+        if version.at_least(19) {
+            Generation::V019
+        } else if version.at_least(18) {
+            Generation::V018
+        } else if version.at_least(17) {
+            Generation::V017
+        } else {
+            Generation::BeforeKernelLocks
+        }
+    }
+
+    /// The release whose code this generation is modelled on (0.17.2, 0.18.3,
+    /// 0.19.1); `None` before 0.17.
+    pub fn modelled_on(self) -> Option<RuntimeVersion> {
+        match self {
+            Generation::BeforeKernelLocks => None,
+            Generation::V017 => Some(RuntimeVersion::new(0, 17, 2)),
+            Generation::V018 => Some(RuntimeVersion::new(0, 18, 3)),
+            Generation::V019 => Some(NEWEST_MODELLED),
+        }
+    }
+
+    /// The release range as status lines name it: `0.17`, `0.18`, `0.19+`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Generation::BeforeKernelLocks => "≤0.16",
+            Generation::V017 => "0.17",
+            Generation::V018 => "0.18",
+            Generation::V019 => "0.19+",
+        }
+    }
+
+    /// Whether a ROCm build of a lower minor than the system's ROCm is
+    /// accepted (same major), as CUDA builds are (0.18+).
+    pub fn rocm_minor_fallback(self) -> bool {
+        self >= Generation::V018
+    }
+
+    /// Whether the second variant grammar (dotted versions, a `cpython-X.Y-abi3`
+    /// part, `sdk`, `mlx-metal`) is parsed beside the legacy names (0.19+).
+    pub fn reads_dotted_names(self) -> bool {
+        self >= Generation::V019
+    }
+
+    /// The noarch variant of Ascend NPUs: `torch-cann` from 0.19, `torch-npu` before.
+    pub fn ascend_noarch(self) -> &'static str {
+        if self >= Generation::V019 {
+            "torch-cann"
+        } else {
+            "torch-npu"
+        }
+    }
+}
+
+/// Which requirement forms a manifest uses, for the profile of a project's
+/// first lock when no runtime is named or installed ([`DetectInputs::first_lock`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequirementForms {
+    /// Some dependency is a specifier string (PEP 440 or the Cargo-style
+    /// extension), bare or as `{ version = "…" }`.
+    pub strings: bool,
+}
+
+impl RequirementForms {
+    /// The forms of `requirements` (integers and revisions are read by every
+    /// runtime this tool writes for; strings only up to 0.13).
+    pub fn of<'a>(requirements: impl IntoIterator<Item = &'a Requirement>) -> RequirementForms {
+        RequirementForms {
+            strings: requirements
+                .into_iter()
+                .any(|r| matches!(r, Requirement::Pep440(_) | Requirement::Semver(_))),
+        }
+    }
+
+    /// The newest modelled runtime that reads every form: [`NEWEST_MODELLED`]
+    /// for integers and revisions, [`NEWEST_READING_STRINGS`] with strings.
+    pub fn newest_reader(self) -> RuntimeVersion {
+        if self.strings {
+            NEWEST_READING_STRINGS
+        } else {
+            NEWEST_MODELLED
+        }
     }
 }
 
@@ -147,6 +276,10 @@ pub enum ProfileSource {
     LockFileAndInstalled(LockFormat, Installed),
     /// The `kernels` package installed in the project's Python environment.
     Installed(Installed),
+    /// No lock and no runtime named or installed: a project's first lock,
+    /// written for the newest modelled runtime that reads every requirement
+    /// form of the manifest ([`RequirementForms::newest_reader`]).
+    FirstLock(RequirementForms),
     /// Nothing found: the default profile.
     Default,
 }
@@ -239,6 +372,9 @@ pub struct Profile {
     pub exclude_bytecode: bool,
     /// Accepted dependency value forms.
     pub requirements: RequirementSupport,
+    /// The runtime line among the `KernelLocks` readers (variant rules that
+    /// changed in 0.18 and 0.19).
+    pub generation: Generation,
     /// Lock every `kernel-depends` entry of every variant's `metadata.json` (0.17+).
     pub transitive: bool,
     /// Check the publisher's `trustedKernelPublisher` flag when locking (0.17+).
@@ -291,10 +427,22 @@ impl Profile {
             } else {
                 RequirementSupport::StringsOnly
             },
+            generation: Generation::of(version),
             transitive: v017,
             check_trust: v017,
             ignored_installed: None,
         }
+    }
+
+    /// `(runtime, NEWEST_MODELLED)` when the target runtime is of a later
+    /// minor line than the newest release modelled (for example 0.25.0): its
+    /// profile is [`NEWEST_MODELLED`]'s, which commands say once, with
+    /// `kernels check` (importing the kernels through that runtime) as the way
+    /// to confirm. `None` for modelled runtimes and the default profile.
+    pub fn beyond_modelled(&self) -> Option<(RuntimeVersion, RuntimeVersion)> {
+        let runtime = self.runtime?;
+        ((runtime.major, runtime.minor) > (NEWEST_MODELLED.major, NEWEST_MODELLED.minor))
+            .then_some((runtime, NEWEST_MODELLED))
     }
 
     /// The profile when nothing names a runtime: variant-hash lock, `kernel`
@@ -311,20 +459,22 @@ impl Profile {
             variant_preference: VariantPreference::Exact { noarch: true },
             exclude_bytecode: false,
             requirements: RequirementSupport::IntegersAndStrings,
+            generation: Generation::BeforeKernelLocks,
             transitive: false,
             check_trust: false,
             ignored_installed: None,
         }
     }
 
-    /// The profile a lock format alone implies: `KernelLocks` means 0.17; a
+    /// The profile a lock format alone implies: a `KernelLocks` lock, which
+    /// 0.17, 0.18 and 0.19 all read, means the newest of them modelled
+    /// ([`NEWEST_MODELLED`], the runtime a first lock is written for); a
     /// variant-hash lock gives the default profile.
     fn for_lock_format(format: LockFormat) -> Self {
         match format {
-            LockFormat::KernelLocks => Profile::for_runtime(
-                RuntimeVersion::new(0, 17, 0),
-                ProfileSource::LockFile(format),
-            ),
+            LockFormat::KernelLocks => {
+                Profile::for_runtime(NEWEST_MODELLED, ProfileSource::LockFile(format))
+            }
             LockFormat::VariantHash => Profile {
                 source: ProfileSource::LockFile(format),
                 ..Profile::default_profile()
@@ -451,6 +601,10 @@ pub struct DetectInputs<'a> {
     pub installed: Option<Installed>,
     /// `--repo-type`, which overrides the runtime's repository type.
     pub repo_type: Option<RepoType>,
+    /// The manifest's requirement forms, given by commands that write a
+    /// lock: with no lock and no runtime named or installed, the profile is
+    /// that of [`RequirementForms::newest_reader`] instead of the default.
+    pub first_lock: Option<RequirementForms>,
 }
 
 /// Chooses the profile; see the module docs for the order. A `repo_type`
@@ -500,7 +654,12 @@ fn runtime_profile(inputs: &DetectInputs<'_>) -> Result<Profile, ProfileError> {
         (None, Some(installed)) => {
             Profile::for_runtime(installed.version, ProfileSource::Installed(installed))
         }
-        (None, None) => Profile::default_profile(),
+        (None, None) => match inputs.first_lock {
+            Some(forms) => {
+                Profile::for_runtime(forms.newest_reader(), ProfileSource::FirstLock(forms))
+            }
+            None => Profile::default_profile(),
+        },
     })
 }
 
@@ -718,6 +877,72 @@ mod tests {
             p("0.16.2").variant_preference,
             VariantPreference::ResolverStableAbi
         );
+    }
+
+    #[test]
+    fn generations_since_kernel_locks() {
+        let p = |t| Profile::for_runtime(v(t), ProfileSource::Option);
+        assert_eq!(p("0.16.2").generation, Generation::BeforeKernelLocks);
+        assert_eq!(p("0.17.2").generation, Generation::V017);
+        assert_eq!(p("0.18.3").generation, Generation::V018);
+        assert_eq!(p("0.19.1").generation, Generation::V019);
+        assert!(!Generation::V017.rocm_minor_fallback() && Generation::V018.rocm_minor_fallback());
+        assert!(!Generation::V018.reads_dotted_names() && Generation::V019.reads_dotted_names());
+        assert_eq!(Generation::V018.ascend_noarch(), "torch-npu");
+        assert_eq!(Generation::V019.ascend_noarch(), "torch-cann");
+        for release in ["0.18.3", "0.19.1"] {
+            let profile = p(release);
+            assert_eq!(profile.lock_format, LockFormat::KernelLocks);
+            assert_eq!(profile.repo_type, RepoType::Kernel);
+            assert!(profile.transitive && profile.check_trust && profile.exclude_bytecode);
+            assert_eq!(profile.requirements, RequirementSupport::IntegersOnly);
+            assert_eq!(profile.beyond_modelled(), None);
+        }
+        assert_eq!(p("0.19.7").beyond_modelled(), None);
+        let future = p("0.25.0");
+        assert_eq!(future.generation, Generation::V019);
+        assert_eq!(
+            future.beyond_modelled(),
+            Some((v("0.25.0"), NEWEST_MODELLED))
+        );
+        assert_eq!(
+            p("1.0").beyond_modelled(),
+            Some((v("1.0"), NEWEST_MODELLED))
+        );
+        assert_eq!(Profile::default_profile().beyond_modelled(), None);
+    }
+
+    #[test]
+    fn first_lock_is_for_the_newest_runtime_reading_the_manifest() {
+        let integers = [Requirement::Branch(1), Requirement::Revision("main".into())];
+        let forms = RequirementForms::of(&integers);
+        let first = |forms| {
+            detect(&DetectInputs {
+                first_lock: Some(forms),
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        let newest = first(forms);
+        assert_eq!(newest.runtime, Some(NEWEST_MODELLED));
+        assert_eq!(newest.lock_format, LockFormat::KernelLocks);
+        assert!(newest.check_trust);
+        assert_eq!(newest.source, ProfileSource::FirstLock(forms));
+        let strings = [
+            Requirement::Branch(1),
+            Requirement::Pep440(">=0.1".parse().unwrap()),
+        ];
+        let old = first(RequirementForms::of(&strings));
+        assert_eq!(old.runtime, Some(NEWEST_READING_STRINGS));
+        assert_eq!(old.requirements, RequirementSupport::IntegersAndStrings);
+        // An existing lock keeps its format.
+        let locked = detect(&DetectInputs {
+            first_lock: Some(forms),
+            lock_format: Some(LockFormat::VariantHash),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(locked.lock_format, LockFormat::VariantHash);
     }
 
     fn fake_env(prefix: &Path, version: &str) {

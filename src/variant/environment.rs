@@ -9,6 +9,7 @@ use std::process::Command;
 use serde::Deserialize;
 
 use super::VariantError;
+use super::declared::{DeclaredTarget, PythonVersion};
 use super::rules::RuntimeGeneration;
 use crate::lock::profile::{PATH_PYTHON, environment_python, project_environments};
 use kernels_types::variant_name::{Backend, MinorVersion, NoarchBackend};
@@ -161,6 +162,12 @@ try:
 except Exception:
     pass
 try:
+    import sysconfig
+    out["python"] = {"major": sys.version_info[0], "minor": sys.version_info[1],
+                     "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED"))}
+except Exception:
+    pass
+try:
     import importlib.util
     for name in sys.argv[2:]:
         try:
@@ -249,6 +256,20 @@ struct DetectOutput {
     modules: BTreeMap<String, bool>,
     #[serde(default)]
     device: Option<Device>,
+    #[serde(default)]
+    python: Option<InterpreterPython>,
+}
+
+/// The interpreter's own version and build, as 0.19.1 reads them for
+/// selection: `sys.version_info[:2]` and `sysconfig`'s `Py_GIL_DISABLED`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct InterpreterPython {
+    /// `sys.version_info.major`.
+    pub major: u32,
+    /// `sys.version_info.minor`.
+    pub minor: u32,
+    /// A free-threaded (no-GIL) build.
+    pub free_threaded: bool,
 }
 
 /// What one run of the project's interpreter reports ([`PythonProbe::run`]):
@@ -268,6 +289,8 @@ pub struct PythonProbe {
     pub modules: BTreeMap<String, bool>,
     /// The visible GPU (only asked when torch imports).
     pub device: Device,
+    /// The interpreter's version and build; `None` when it did not say.
+    pub interpreter: Option<InterpreterPython>,
 }
 
 /// The `kernels` distribution an interpreter imports.
@@ -404,6 +427,7 @@ impl PythonProbe {
             kernels: parsed.kernels,
             modules: parsed.modules,
             device: parsed.device.unwrap_or(Device::None),
+            interpreter: parsed.python,
         })
     }
 }
@@ -727,6 +751,18 @@ pub struct EnvOverrides {
     pub os: Option<String>,
     /// `--arch` (`x86_64`, `aarch64`).
     pub arch: Option<String>,
+    /// `--python-version MAJOR.MINOR`.
+    pub python: Option<PythonVersion>,
+    /// `--free-threaded`.
+    pub free_threaded: bool,
+    /// The declared target (`[[tool.kernels.targets]]`) and its
+    /// `pyproject.toml`: each value a flag does not give is taken from it
+    /// ([`EnvOverrides::resolve`]), the flags of one group (the backend)
+    /// replacing the table's as a whole.
+    pub declared: Option<Box<(DeclaredTarget, PathBuf)>>,
+    /// The lower bound of `[project] requires-python`: the target's Python
+    /// when no flag, declared target or interpreter gives one.
+    pub requires_python: Option<PythonVersion>,
 }
 
 /// Where a value of the environment came from.
@@ -737,6 +773,8 @@ pub enum EnvSource {
     Python(PathBuf),
     /// Given by this command-line flag.
     Flag(&'static str),
+    /// The declared target (`[[tool.kernels.targets]]`) of this `pyproject.toml`.
+    Declared(PathBuf),
     /// This machine (no torch was asked).
     Host,
     /// A default: CPU backend, cxx11 ABI.
@@ -748,6 +786,9 @@ impl std::fmt::Display for EnvSource {
         match self {
             EnvSource::Python(python) => write!(f, "torch in {}", python.display()),
             EnvSource::Flag(flag) => write!(f, "{flag}"),
+            EnvSource::Declared(path) => {
+                write!(f, "[[tool.kernels.targets]] of {}", path.display())
+            }
             EnvSource::Host => f.write_str("this machine"),
             EnvSource::Default => f.write_str("default"),
         }
@@ -783,6 +824,72 @@ impl EnvOverrides {
         *self == EnvOverrides::default()
     }
 
+    /// These overrides with `declared` (a target of `path`) under them.
+    #[must_use]
+    pub fn with_declared(mut self, declared: Option<(&DeclaredTarget, &Path)>) -> EnvOverrides {
+        self.declared = declared.map(|(target, path)| Box::new((target.clone(), path.to_owned())));
+        self
+    }
+
+    /// These overrides with `floor`, the lower bound of `requires-python`.
+    #[must_use]
+    pub fn with_requires_python(mut self, floor: Option<PythonVersion>) -> EnvOverrides {
+        self.requires_python = floor;
+        self
+    }
+
+    /// The flags, each value a flag leaves open taken from the declared target.
+    fn merged(&self) -> EnvOverrides {
+        let Some(declared) = &self.declared else {
+            return self.clone();
+        };
+        let table = declared.0.overrides();
+        let backend = if self.backend_flag().is_some() {
+            self
+        } else {
+            &table
+        };
+        EnvOverrides {
+            torch: self.torch.or(table.torch),
+            cuda: backend.cuda.clone(),
+            rocm: backend.rocm.clone(),
+            xpu: backend.xpu.clone(),
+            metal: backend.metal,
+            cpu: backend.cpu,
+            cxx11_abi: self.cxx11_abi.or(table.cxx11_abi),
+            os: self.os.clone().or(table.os),
+            arch: self.arch.clone().or(table.arch),
+            python: self.python.or(table.python),
+            free_threaded: self.free_threaded || table.free_threaded,
+            declared: None,
+            requires_python: self.requires_python,
+        }
+    }
+
+    /// Sources a flag gave in [`EnvOverrides::merged`] that the user did not
+    /// type: they came from the declared target.
+    fn relabel(&self, sources: &mut EnvSources) {
+        let Some(declared) = &self.declared else {
+            return;
+        };
+        let path = &declared.1;
+        let from_table = |source: &mut EnvSource, typed: bool| {
+            if matches!(source, EnvSource::Flag(_)) && !typed {
+                *source = EnvSource::Declared(path.clone());
+            }
+        };
+        from_table(&mut sources.torch, self.torch.is_some());
+        from_table(&mut sources.backend, self.backend_flag().is_some());
+        from_table(&mut sources.cxx_abi, self.cxx11_abi.is_some());
+        let platform_typed = match sources.platform {
+            EnvSource::Flag("--os") => self.os.is_some(),
+            EnvSource::Flag("--arch") => self.arch.is_some(),
+            EnvSource::Flag("--metal") => self.metal,
+            _ => true,
+        };
+        from_table(&mut sources.platform, platform_typed);
+    }
+
     fn backend_flag(&self) -> Option<&'static str> {
         if self.cuda.is_some() {
             Some("--cuda-version")
@@ -802,13 +909,24 @@ impl EnvOverrides {
     /// Whether resolving needs torch from the project's interpreter (no
     /// `--torch-version`).
     pub fn needs_python(&self) -> bool {
-        self.torch.is_none()
+        self.merged().torch.is_none()
     }
 
     /// The environment: detected with `python` (whose probe is reused) and
     /// then overridden, or, with `--torch-version`, made from the flags and
     /// this machine alone.
     pub fn resolve(&self, python: &ProjectPython) -> Result<(TorchEnv, EnvSources), VariantError> {
+        let merged = self.merged();
+        let (env, mut sources) = merged.resolve_merged(python)?;
+        self.relabel(&mut sources);
+        Ok((env, sources))
+    }
+
+    /// [`EnvOverrides::resolve`] of overrides without a declared target.
+    fn resolve_merged(
+        &self,
+        python: &ProjectPython,
+    ) -> Result<(TorchEnv, EnvSources), VariantError> {
         for (flag, value) in [
             ("--cuda-version", &self.cuda),
             ("--rocm-version", &self.rocm),
@@ -837,7 +955,28 @@ impl EnvOverrides {
             sources.cxx_abi = EnvSource::Flag("--cxx-abi");
         }
         self.apply_platform(&mut env, &mut sources)?;
+        self.apply_python(&mut env);
         Ok((env, sources))
+    }
+
+    /// The target's Python as `crate::variant::python_target` orders it:
+    /// `--python-version` (or the declared target's), else the interpreter's,
+    /// else the lower bound of `requires-python`; `--free-threaded` (or the
+    /// declared target's) marks it free-threaded.
+    fn apply_python(&self, env: &mut TorchEnv) {
+        if let Some(version) = self.python {
+            env.python = Some(PythonTarget {
+                version: (version.major, version.minor),
+                free_threaded: self.free_threaded,
+            });
+        } else if let Some(found) = env.python.as_mut() {
+            found.free_threaded |= self.free_threaded;
+        } else if let Some(floor) = self.requires_python {
+            env.python = Some(PythonTarget {
+                version: (floor.major, floor.minor),
+                free_threaded: self.free_threaded,
+            });
+        }
     }
 
     /// The environment before overrides: from `--torch-version` and this

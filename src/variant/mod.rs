@@ -27,8 +27,10 @@
 //! rules a runtime version applies) and
 //! [`environment`] (finding the project's Python and asking it about torch).
 
+pub mod declared;
 pub mod environment;
 mod fit_hint;
+pub mod python_target;
 pub mod ranking;
 pub mod rules;
 pub mod selection;

@@ -64,6 +64,8 @@ mod serve;
 mod signatures;
 mod snapshots_cli;
 mod sticky;
+#[cfg(unix)]
+mod targets;
 mod terminal;
 mod tls;
 mod to_wheel;

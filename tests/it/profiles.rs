@@ -134,12 +134,12 @@ fn profile_is_chosen_by_each_source() {
     );
     assert_eq!(lock_format(dir.path()), LockFormat::KernelLocks);
 
-    // The KernelLocks lock now chooses the 0.17 profile even without VIRTUAL_ENV.
+    // The KernelLocks lock alone means the newest runtime modelled that reads it.
     fs_err::remove_dir_all(dir.path().join(".venv")).unwrap();
     let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
     assert_eq!(
         target_line(&text),
-        "Target runtime: kernels 0.17.0 (the existing kernels.lock is in the KernelLocks format) — KernelLocks lock, kernel repos, kernels-- cache"
+        "Target runtime: kernels 0.19.1 (the existing kernels.lock is in the KernelLocks format) — KernelLocks lock, kernel repos, kernels-- cache"
     );
 
     // `[tool.kernels] target-runtime` beats the lock; `--target-runtime` beats both.

@@ -12,6 +12,7 @@
 //! | transfer rates | `1.2 MiB/s` | `[RATE]` |
 //! | durations | `0.31s`, `in 12ms` | `[TIME]`, `in [TIME]` |
 //! | log timestamps (`-v`) | `2026-01-02T03:04:05.678901Z` | `[TIMESTAMP]` |
+//! | the host interpreter's version in `kernels env` | `Target Python   3.11 (python3)` | `Target Python   [PYTHON] (python3)` |
 //!
 //! Sizes are left alone: the mirrors are deterministic, so sizes are too. A test
 //! whose output has another varying part passes its own extra filters.
@@ -112,6 +113,13 @@ pub fn filters() -> Vec<(String, String)> {
     out.push((
         r"\b\d+(\.\d+)? ?[KMGT]?i?B/s\b".to_owned(),
         "[RATE]".to_owned(),
+    ));
+    // The version the project's interpreter reports (not one given by a flag,
+    // the declared table or `requires-python`, whose sources start `(from`,
+    // `(lower`).
+    out.push((
+        r"(Target Python +)3\.\d+(, free-threaded)? (\([^fl])".to_owned(),
+        "$1[PYTHON]$2 $3".to_owned(),
     ));
     out.push((
         r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z".to_owned(),

@@ -9,7 +9,7 @@ use crate::lock::format::{LOCK_FILE_NAME, LockFormat};
 use crate::lock::profile::{
     DetectInputs, Installed, Profile, ProfileSource, detect, installed_kernels,
 };
-use crate::lock::profile::{RuntimeVersion, VariantPreference};
+use crate::lock::profile::{Generation, RequirementForms, RuntimeVersion, VariantPreference};
 use crate::variant::{ProbeScope, ProjectPython};
 use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
@@ -84,6 +84,16 @@ pub fn choose_profile_with(
     inputs: &ProfileInputs<'_>,
     printer: &Printer,
 ) -> miette::Result<Profile> {
+    choose(inputs, None, printer)
+}
+
+/// [`choose_profile_with`], with the manifest's requirement forms when the
+/// command writes a first lock ([`DetectInputs::first_lock`]).
+fn choose(
+    inputs: &ProfileInputs<'_>,
+    first_lock: Option<RequirementForms>,
+    printer: &Printer,
+) -> miette::Result<Profile> {
     let installed = if inputs.option.is_some() || inputs.manifest.is_some() {
         None
     } else {
@@ -102,13 +112,21 @@ pub fn choose_profile_with(
         lock_format: inputs.lock_format,
         installed,
         repo_type: inputs.repo_type.map(Into::into),
+        first_lock,
     })?;
-    let from_installed = matches!(
+    // An installed runtime or a first lock's choice changes the result
+    // without any file saying so: always said.
+    let unsaid = matches!(
         profile.source,
-        ProfileSource::Installed(_) | ProfileSource::LockFileAndInstalled(..)
+        ProfileSource::Installed(_)
+            | ProfileSource::LockFileAndInstalled(..)
+            | ProfileSource::FirstLock(_)
     );
-    if from_installed || printer.is_verbose() {
+    if unsaid || printer.is_verbose() {
         printer.status(describe(&profile));
+    }
+    if let Some(note) = beyond_modelled_note(&profile) {
+        printer.status(format_args!("note: {note}"));
     }
     if let (Some(installed), Some(format)) = (&profile.ignored_installed, inputs.lock_format) {
         if inputs.unreadable_fails {
@@ -223,11 +241,33 @@ fn why(source: &ProfileSource) -> String {
         ProfileSource::Installed(installed) => {
             format!("installed in {}", installed.found)
         }
+        ProfileSource::FirstLock(forms) if forms.strings => {
+            "no kernels.lock and no runtime named or installed: the newest runtime modelled that reads the specifier strings in pyproject.toml".to_owned()
+        }
+        ProfileSource::FirstLock(_) => {
+            "no kernels.lock and no runtime named or installed: the newest runtime modelled".to_owned()
+        }
         ProfileSource::Default => {
             "no --target-runtime, [tool.kernels] target-runtime, kernels.lock or installed kernels found"
                 .to_owned()
         }
     }
+}
+
+/// The one note for a target runtime of a later minor line than the newest
+/// modelled ([`Profile::beyond_modelled`]): both versions, what is assumed,
+/// and `kernels check` as the way to confirm. `None` for a modelled runtime.
+pub fn beyond_modelled_note(profile: &Profile) -> Option<String> {
+    let (runtime, modelled) = profile.beyond_modelled()?;
+    Some(format!(
+        "kernels {runtime} is newer than the newest runtime this tool models ({modelled}); assuming it behaves as {modelled} ({}, {} repos, {} cache, the variant rules of {modelled}); run `kernels check` after `kernels download` to confirm that {runtime} loads the kernels",
+        match profile.lock_format {
+            LockFormat::VariantHash => "variant-hash lock",
+            LockFormat::KernelLocks => "KernelLocks lock",
+        },
+        profile.repo_type.as_str(),
+        profile.cache_prefix()
+    ))
 }
 
 /// The warning about an installed `kernels` that cannot read the lock format
@@ -294,9 +334,11 @@ pub fn describe_preference(
         }
         VariantPreference::Resolver => "resolver of kernels 0.13–0.14",
         VariantPreference::ResolverStableAbi => "resolver of kernels 0.15+",
-        VariantPreference::ResolverMetalMacos26 => {
-            "resolver of kernels 0.17+ (Metal builds need macOS 26)"
-        }
+        VariantPreference::ResolverMetalMacos26 => match runtime.map(Generation::of) {
+            Some(Generation::V018) => "resolver of kernels 0.18 (Metal builds need macOS 26)",
+            Some(Generation::V019) => "resolver of kernels 0.19 (Metal builds need macOS 26)",
+            _ => "resolver of kernels 0.17 (Metal builds need macOS 26)",
+        },
     }
 }
 

@@ -95,7 +95,14 @@ pub fn read_lock(
     let tool = ToolSettings::read(project_dir)?;
     let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
     let request = select.request();
-    let overrides = select.env.overrides();
+    let overrides = select
+        .env
+        .overrides()
+        .with_declared(ToolSettings::declared_target_at(
+            tool.as_ref(),
+            &manifest_path,
+        ))
+        .with_requires_python(tool.as_ref().and_then(|t| t.requires_python));
     // Nothing to select from: do not require torch for an empty lock.
     let needs_torch = !kernels.is_empty() && request.needs_torch(&overrides);
     let profile = choose_profile_with(
@@ -133,6 +140,11 @@ pub fn read_lock(
     );
     if fit.targets.is_checked() && printer.is_verbose() {
         printer.status(format_args!("Target GPUs: {}", fit.targets));
+    }
+    if let Some(note) = ToolSettings::several_targets_note(tool.as_ref(), &manifest_path)
+        .filter(|_| matches!(selection, VariantSelection::Detected { .. }))
+    {
+        printer.status(format_args!("note: {note}"));
     }
     print_environment(&selection, profile.runtime, printer);
     Ok(LockRead {

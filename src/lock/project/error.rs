@@ -134,7 +134,7 @@ pub enum LockError {
     #[diagnostic(
         code(kernels::lock::untrusted),
         help(
-            "if you trust this code, allow the repository with `--trust {repo_id}` or `trust = [\"{repo_id}\"]` under [tool.kernels] in pyproject.toml"
+            "if you trust this code, allow the repository with `--trust {repo_id}` or `trust = [\"{repo_id}\"]` under [tool.kernels] in pyproject.toml; publishers are checked when locking for kernels 0.17 and newer (`--target-runtime 0.16.2` writes a variant-hash lock without the check)"
         )
     )]
     Untrusted {
