@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::VariantError;
 use super::declared::{DeclaredTarget, PythonVersion};
-use super::rules::RuntimeGeneration;
+use super::rules::Generation;
 use crate::lock::profile::{PATH_PYTHON, environment_python, project_environments};
 use kernels_types::variant_name::{Backend, MinorVersion, NoarchBackend};
 
@@ -55,6 +55,10 @@ pub struct TorchEnv {
     /// reference 0.18+ detects TPU by it.
     #[serde(default)]
     pub accelerator: Option<String>,
+    /// Whether `torch.backends.tpu` exists (torch_tpu imported); reference
+    /// 0.17 detects TPU by it, before any other backend.
+    #[serde(default)]
+    pub tpu_backend: bool,
     /// The CANN version `major.minor` of an Ascend torch (the private-use
     /// backend is `npu`; `torch_npu.utils.collect_env.get_cann_version()`
     /// parts 0 and 2), as reference 0.13+ reads it.
@@ -226,6 +230,7 @@ out["torch"] = {
     "mac_version": platform.mac_ver()[0] or None,
     "rocm": getattr(torch.version, "rocm", None),
     "accelerator": accelerator(), "cann": cann(),
+    "tpu_backend": hasattr(torch.backends, "tpu"),
     "mlx": importlib.util.find_spec("mlx") is not None,
     "python": {"version": [sys.version_info[0], sys.version_info[1]],
                "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED"))}}
@@ -554,8 +559,13 @@ impl TorchEnv {
     /// [`TorchEnv::accelerator`] is `tpu`, and the ROCm version from
     /// `torch.version.rocm` before `torch.version.hip` (reference 0.18
     /// `backends.py` `_backend`).
-    pub fn backend_for(&self, generation: RuntimeGeneration) -> Backend {
-        if generation == RuntimeGeneration::UpTo017 {
+    pub fn backend_for(&self, generation: Generation) -> Backend {
+        if generation <= Generation::V017 {
+            // 0.17 takes TPU from `torch.backends.tpu` (set by torch_tpu),
+            // before every other backend; earlier runtimes know no TPU.
+            if generation == Generation::V017 && self.tpu_backend {
+                return Backend::Tpu;
+            }
             return self.backend();
         }
         if self.accelerator.as_deref() == Some("tpu") {
@@ -684,12 +694,12 @@ impl TorchEnv {
 
     /// The backend name of the environment's noarch variant (`cuda`, …).
     pub(super) fn noarch_backend(&self) -> &'static str {
-        self.noarch_backend_for(RuntimeGeneration::UpTo017)
+        self.noarch_backend_for(Generation::BeforeKernelLocks)
     }
 
     /// The backend name of the environment's noarch variant as a runtime of
     /// `generation` names it: Ascend's is `npu` up to 0.18, `cann` from 0.19.
-    pub(super) fn noarch_backend_for(&self, generation: RuntimeGeneration) -> &'static str {
+    pub(super) fn noarch_backend_for(&self, generation: Generation) -> &'static str {
         match self.backend_for(generation) {
             Backend::Cann(_) if !generation.reads_dotted_names() => NoarchBackend::Npu.as_str(),
             other => other.family(),
@@ -942,6 +952,7 @@ impl EnvOverrides {
             env.hip = self.rocm.clone();
             env.rocm = self.rocm.clone();
             env.accelerator = None;
+            env.tpu_backend = false;
             env.cann = None;
             // `torch.version.xpu` is `YYYYMMDD`-like: 2025.0 → `2025.0`
             // keeps the reference's `version[0:4]` `.` `version[5:6]`.
@@ -998,6 +1009,7 @@ impl EnvOverrides {
                 mac_version: None,
                 rocm: None,
                 accelerator: None,
+                tpu_backend: false,
                 cann: None,
                 mlx: false,
                 python: None,

@@ -14,7 +14,7 @@
 //!   runtime's are accepted; ROCm, XPU and CANN need the exact version) and
 //!   take the best by the resolver's order. Names that do not parse are
 //!   skipped with a warning; they stay in lock files untouched.
-//! - reference 0.18 and 0.19 ([`rules::RuntimeGeneration`], derived from the
+//! - reference 0.18 and 0.19 ([`rules::Generation`], derived from the
 //!   profile's runtime version into [`VariantRules`]): 0.18 accepts a lower
 //!   ROCm minor too and reads `torch.version.rocm` and `torch.accelerator`;
 //!   0.19 reads the dotted grammar, SDK and MLX names beside the legacy one,
@@ -46,7 +46,7 @@ pub use environment::{
     PythonProbe, PythonTarget, TorchEnv, project_python,
 };
 pub use ranking::UNIVERSAL;
-pub use rules::{RuntimeGeneration, VariantRules};
+pub use rules::{Generation, VariantRules};
 pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};
 pub use targets::{FitPolicy, NotChecked, TargetSource, Targets};
 
@@ -267,6 +267,7 @@ pub(crate) mod testing {
             mac_version: None,
             rocm: None,
             accelerator: None,
+            tpu_backend: false,
             cann: None,
             mlx: false,
             python: None,

@@ -2,7 +2,7 @@
 //! variants for a torch environment ([`VariantPreference`]).
 
 use super::environment::{TorchEnv, major_minor};
-use super::rules::{RuntimeGeneration, VariantRules};
+use super::rules::{Generation, VariantRules};
 use crate::lock::profile::VariantPreference;
 use kernels_types::variant_name::{
     ArchVariant, Backend, BuildVariant, CxxAbi, Framework, Grammar, MinorVersion, VariantKind,
@@ -135,12 +135,15 @@ impl TorchEnv {
                 {
                     return None;
                 }
-                // 0.17–0.18 drop every arch build on a free-threaded Python
-                // before 3.15 (`_is_unsupported_free_threaded_build`).
-                if metal26
-                    && self
-                        .python
-                        .is_some_and(|p| p.free_threaded && p.version < (3, 15))
+                // 0.15–0.18 drop every arch build on a free-threaded Python
+                // before 3.15 (`_is_unsupported_free_threaded_build` of
+                // `variants.py`, there since 0.15.2, the 0.15 line modelled).
+                if matches!(
+                    preference,
+                    VariantPreference::ResolverStableAbi | VariantPreference::ResolverMetalMacos26
+                ) && self
+                    .python
+                    .is_some_and(|p| p.free_threaded && p.version < (3, 15))
                 {
                     return None;
                 }
@@ -158,7 +161,7 @@ impl TorchEnv {
         &self,
         arch: &ArchVariant,
         newer: bool,
-        generation: RuntimeGeneration,
+        generation: Generation,
     ) -> Option<(u8, i64, i64, i64)> {
         if arch.cpu.as_str() != self.cpu() || arch.os.as_str() != self.os() {
             return None;
@@ -221,7 +224,7 @@ impl TorchEnv {
     pub(super) fn backend_refusal(
         &self,
         backend: Backend,
-        generation: RuntimeGeneration,
+        generation: Generation,
     ) -> Option<String> {
         let env = self.backend_for(generation);
         let lower_minor = |v: MinorVersion, e: MinorVersion, name: &str| {
@@ -235,7 +238,7 @@ impl TorchEnv {
         };
         match (backend, env) {
             (Backend::Cuda(v), Backend::Cuda(e)) => lower_minor(v, e, "CUDA"),
-            (Backend::Rocm(v), Backend::Rocm(e)) if generation >= RuntimeGeneration::V018 => {
+            (Backend::Rocm(v), Backend::Rocm(e)) if generation >= Generation::V018 => {
                 lower_minor(v, e, "ROCm")
             }
             (backend, env) if backend.to_string() != env.to_string() => {

@@ -187,8 +187,9 @@ fn torch_env(env: &CaseEnv) -> Result<TorchEnv, &'static str> {
         mac_version: env.mac_version.map(str::to_owned),
         rocm: None,
         accelerator: None,
+        tpu_backend: false,
         cann: None,
-        mlx: false,
+        mlx: env.mlx,
         python: Some(PythonTarget {
             version: env.python,
             free_threaded: env.free_threaded,
@@ -203,7 +204,11 @@ fn torch_env(env: &CaseEnv) -> Result<TorchEnv, &'static str> {
         EnvBackend::Xpu(v) => out.xpu = Some(v.clone()),
         EnvBackend::Metal => out.mps = true,
         EnvBackend::Cpu => {}
-        EnvBackend::Tpu => out.accelerator = Some("tpu".to_owned()),
+        EnvBackend::Tpu => {
+            // The stub's STUB_TORCH_TPU sets both what 0.17 and 0.18+ read.
+            out.accelerator = Some("tpu".to_owned());
+            out.tpu_backend = true;
+        }
         EnvBackend::Cann(a, b) => out.cann = Some(format!("{a}.{b}")),
         EnvBackend::Neuron => out.neuron = true,
     }

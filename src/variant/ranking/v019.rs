@@ -18,13 +18,13 @@
 
 use super::RankKey;
 use crate::variant::environment::{TorchEnv, major_minor};
-use crate::variant::rules::RuntimeGeneration;
+use crate::variant::rules::Generation;
 use kernels_types::variant_name::{
     ArchVariant, Backend, BuildVariant, Framework, Grammar, MinorVersion, PythonAbi, PythonTag,
     SdkVariant, VariantKind,
 };
 
-const GENERATION: RuntimeGeneration = RuntimeGeneration::V019;
+const GENERATION: Generation = Generation::V019;
 
 impl TorchEnv {
     /// The 0.19 sort key of `variant`, or why this environment refuses it.
