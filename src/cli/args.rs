@@ -211,8 +211,8 @@ pub struct EnvArgs {
     /// Choose for this Python version (`MAJOR.MINOR`, e.g. `3.12`). Default:
     /// `python` of `[[tool.kernels.targets]]`, else the project's
     /// interpreter, else the lower bound of `requires-python`.
-    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", value_parser = crate::variant::declared::PythonVersion::parse)]
-    pub python_version: Option<crate::variant::declared::PythonVersion>,
+    #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", value_parser = crate::lock::declared::PythonVersion::parse)]
+    pub python_version: Option<crate::lock::declared::PythonVersion>,
     /// Choose for a free-threaded (no-GIL) Python build. Default:
     /// `free-threaded` of `[[tool.kernels.targets]]`, else the project's
     /// interpreter.

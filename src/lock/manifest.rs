@@ -22,11 +22,11 @@ use miette::{NamedSource, SourceSpan};
 use toml_edit::{Item, TableLike, Value};
 
 use crate::lock::cooldown::{CUTOFF_KEY, CooldownSettings, ExcludeNewer};
+use crate::lock::declared::{DeclaredTarget, PythonVersion, TARGETS_KEY, parse_targets};
 use crate::lock::requirement::Requirement;
 use crate::lock::trust_settings::{
     REQUIRE_SIGNED_KEY, SIGNERS_KEY, TRUST_ROOT_KEY, TrustSettings, parse_trust_settings,
 };
-use crate::variant::declared::{DeclaredTarget, PythonVersion, TARGETS_KEY, parse_targets};
 use kernels_types::fit::{Capability, Target};
 use kernels_types::repo_id::RepoId;
 
@@ -62,7 +62,7 @@ pub struct ToolSettings {
     /// ([`crate::variant::targets`]).
     pub targets: Vec<Target>,
     /// `[[tool.kernels.targets]]`: the environments the project's kernels
-    /// must load in ([`crate::variant::declared`]), in file order.
+    /// must load in ([`crate::lock::declared`]), in file order.
     pub declared: Vec<DeclaredTarget>,
     /// The lower bound of `[project] requires-python` (`>=3.10` → 3.10), the
     /// last source of the target's Python version

@@ -11,6 +11,7 @@
 pub mod breaking;
 pub mod conflict;
 pub mod cooldown;
+pub mod declared;
 pub mod edit;
 pub mod fit;
 pub mod format;

@@ -9,8 +9,8 @@ use std::process::Command;
 use serde::Deserialize;
 
 use super::VariantError;
-use super::declared::{DeclaredTarget, PythonVersion};
 use super::rules::Generation;
+use crate::lock::declared::{DeclaredBackend, DeclaredTarget, PythonVersion};
 use crate::lock::profile::{PATH_PYTHON, environment_python, project_environments};
 use kernels_types::variant_name::{Backend, MinorVersion, NoarchBackend};
 
@@ -829,6 +829,34 @@ fn check_version(flag: &str, value: &str) -> Result<(), VariantError> {
 }
 
 impl EnvOverrides {
+    /// The environment `target` names, as the overrides that flags give;
+    /// the caller puts flags on top ([`EnvOverrides::with_declared`]).
+    ///
+    /// A `tpu` or `cann` backend names no override (variant selection does
+    /// not model those backends from declared values yet): the project's
+    /// interpreter decides the backend, which [`DeclaredTarget::unselectable_backend`](crate::lock::declared::DeclaredTarget::unselectable_backend)
+    /// lets commands say.
+    pub fn of_declared(target: &DeclaredTarget) -> EnvOverrides {
+        let mut overrides = EnvOverrides {
+            torch: target.torch,
+            cxx11_abi: target.cxx11_abi,
+            os: target.os.clone(),
+            arch: target.arch.clone(),
+            python: target.python,
+            free_threaded: target.free_threaded.unwrap_or(false),
+            ..EnvOverrides::default()
+        };
+        match target.backend {
+            Some(DeclaredBackend::Cuda(v)) => overrides.cuda = Some(v.to_string()),
+            Some(DeclaredBackend::Rocm(v)) => overrides.rocm = Some(v.to_string()),
+            Some(DeclaredBackend::Xpu(v)) => overrides.xpu = Some(v.to_string()),
+            Some(DeclaredBackend::Metal) => overrides.metal = true,
+            Some(DeclaredBackend::Cpu) => overrides.cpu = true,
+            Some(DeclaredBackend::Cann(_) | DeclaredBackend::Tpu) | None => {}
+        }
+        overrides
+    }
+
     /// Whether no override is given.
     pub fn is_empty(&self) -> bool {
         *self == EnvOverrides::default()
@@ -853,7 +881,7 @@ impl EnvOverrides {
         let Some(declared) = &self.declared else {
             return self.clone();
         };
-        let table = declared.0.overrides();
+        let table = EnvOverrides::of_declared(&declared.0);
         let backend = if self.backend_flag().is_some() {
             self
         } else {

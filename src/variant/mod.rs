@@ -27,7 +27,6 @@
 //! rules a runtime version applies) and
 //! [`environment`] (finding the project's Python and asking it about torch).
 
-pub mod declared;
 pub mod environment;
 mod fit_hint;
 pub mod python_target;

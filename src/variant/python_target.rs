@@ -3,7 +3,7 @@
 //!
 //! The version is taken from the first of: `--python-version`, `python` of the
 //! declared target (`[[tool.kernels.targets]]`,
-//! [`crate::variant::declared`]), what the project's interpreter reports
+//! [`crate::lock::declared`]), what the project's interpreter reports
 //! (`sys.version_info`), the lower bound of `[project] requires-python`; else
 //! it is not checked. Free-threaded: `--free-threaded`, then the declared
 //! target's `free-threaded`, then the interpreter's `Py_GIL_DISABLED`; else a
@@ -12,8 +12,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::declared::{DeclaredTarget, PythonVersion};
 use super::environment::InterpreterPython;
+use crate::lock::declared::{DeclaredTarget, PythonVersion};
 
 /// Where [`PythonTarget::version`] came from.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

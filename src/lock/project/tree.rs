@@ -257,9 +257,7 @@ impl Locker<'_> {
             repo_type,
             repo_id,
             &resolved.commit,
-            crate::variant::VariantRules::of_profile(self.profile)
-                .generation
-                .reads_dotted_names(),
+            self.profile.generation.reads_dotted_names(),
             &mut warnings,
         )
         .await?;

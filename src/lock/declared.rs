@@ -22,7 +22,7 @@
 //! `--free-threaded`), the declared table, what the project's interpreter
 //! reports, and for the Python version the lower bound of `[project]
 //! requires-python`; a value none of them gives is not checked
-//! ([`crate::variant::python_target`] for the Python part).
+//! (`crate::variant::python_target` for the Python part).
 //!
 //! `manylinux` and `macos` are parsed and validated here for the ABI checks
 //! that use them; no rule of this version reads them yet.
@@ -33,8 +33,6 @@ use std::ops::Range;
 use kernels_types::fit::{Capability, Target};
 use kernels_types::variant_name::MinorVersion;
 use toml_edit::{Item, TableLike, Value};
-
-use super::environment::EnvOverrides;
 
 /// The key of the declared targets under `[tool.kernels]`.
 pub const TARGETS_KEY: &str = "targets";
@@ -462,35 +460,6 @@ fn parse_target(index: usize, table: &dyn TableLike) -> Result<DeclaredTarget, T
 }
 
 impl DeclaredTarget {
-    /// The environment this target names, as the overrides that flags give
-    /// ([`EnvOverrides`]); the caller puts flags on top
-    /// ([`EnvOverrides::or_declared`]).
-    ///
-    /// A `tpu` or `cann` backend names no override (variant selection does
-    /// not model those backends from declared values yet): the project's
-    /// interpreter decides the backend, which [`DeclaredTarget::unselectable_backend`]
-    /// lets commands say.
-    pub fn overrides(&self) -> EnvOverrides {
-        let mut overrides = EnvOverrides {
-            torch: self.torch,
-            cxx11_abi: self.cxx11_abi,
-            os: self.os.clone(),
-            arch: self.arch.clone(),
-            python: self.python,
-            free_threaded: self.free_threaded.unwrap_or(false),
-            ..EnvOverrides::default()
-        };
-        match self.backend {
-            Some(DeclaredBackend::Cuda(v)) => overrides.cuda = Some(v.to_string()),
-            Some(DeclaredBackend::Rocm(v)) => overrides.rocm = Some(v.to_string()),
-            Some(DeclaredBackend::Xpu(v)) => overrides.xpu = Some(v.to_string()),
-            Some(DeclaredBackend::Metal) => overrides.metal = true,
-            Some(DeclaredBackend::Cpu) => overrides.cpu = true,
-            Some(DeclaredBackend::Cann(_) | DeclaredBackend::Tpu) | None => {}
-        }
-        overrides
-    }
-
     /// The backend when it is one that [`DeclaredTarget::overrides`] cannot
     /// select for (`tpu`, `cann-X.Y`).
     pub fn unselectable_backend(&self) -> Option<DeclaredBackend> {
@@ -552,10 +521,10 @@ backend = "metal"
             (first.manylinux, first.macos),
             (Some((2, 28)), Some((26, 0)))
         );
-        let overrides = first.overrides();
+        let overrides = crate::variant::EnvOverrides::of_declared(first);
         assert_eq!(overrides.cuda.as_deref(), Some("12.8"));
         assert_eq!(overrides.torch, Some((2, 8)));
-        assert!(parsed[1].overrides().metal);
+        assert!(crate::variant::EnvOverrides::of_declared(&parsed[1]).metal);
         let inline = targets("[tool.kernels]\ntargets = [{ backend = \"cpu\" }]\n").unwrap();
         assert_eq!(inline[0].backend, Some(DeclaredBackend::Cpu));
     }
