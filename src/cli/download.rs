@@ -76,6 +76,14 @@ pub struct DownloadArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 
+    /// Do not write the target runtime's digest receipts
+    /// (`.verified-kernels/digest/v1/` in the cache, read by kernels 0.18 and
+    /// 0.19), which let the runtime load a variant verified here without
+    /// hashing it again. Default: `runtime-receipts` under `[tool.kernels]`
+    /// (true).
+    #[arg(long)]
+    pub no_runtime_receipts: bool,
+
     /// `--trust-root`, `--require-signed`: which signatures a variant must
     /// have to be placed in the cache.
     #[command(flatten)]
@@ -195,6 +203,10 @@ pub(super) struct LockRead {
     /// The ref each entry was locked from, where the lock or `pyproject.toml`
     /// says (see [`lock_refs`]).
     pub refs: Vec<crate::install::KernelRef>,
+    /// The target runtime's digest receipt format to write after a variant
+    /// is verified: the profile's, unless `runtime-receipts = false` is set
+    /// under `[tool.kernels]`.
+    pub runtime_receipts: Option<kernels_cache::RuntimeReceiptFormat>,
 }
 
 impl LockRead {
@@ -219,6 +231,7 @@ impl LockRead {
             refresh,
             fit: self.fit,
             trust,
+            runtime_receipts: self.runtime_receipts,
         };
         (self.kernels, self.format, options)
     }
@@ -283,7 +296,9 @@ pub(super) fn read_lock(
         printer.status(format_args!("Target GPUs: {}", fit.targets));
     }
     print_environment(&selection, profile.runtime, printer);
+    let receipts_on = tool.as_ref().is_none_or(|t| t.runtime_receipts);
     Ok(LockRead {
+        runtime_receipts: profile.runtime_receipts().filter(|_| receipts_on),
         refs: lock_refs(project_dir, &lockfile, &kernels, frozen),
         format: lockfile.format(),
         kernels,
@@ -458,8 +473,11 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     })?;
     let profile = read.profile.clone();
     let trust = project_trust(dir, &args.trust)?;
-    let (kernels, format, options) =
+    let (kernels, format, mut options) =
         read.into_options(args.concurrency, args.refresh, Some(trust.into()));
+    options.runtime_receipts = options
+        .runtime_receipts
+        .filter(|_| !args.no_runtime_receipts);
     let settings = &settings.clone().offline_if(args.offline);
     let progress = Progress::new(
         printer,

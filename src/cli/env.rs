@@ -86,6 +86,7 @@ fn explain_lock(
             refresh: false,
             fit: read.fit,
             trust: None,
+            runtime_receipts: None,
         };
         // Retries are shown even with `--quiet`, as the failures are.
         let client =

@@ -263,6 +263,7 @@ fn run_locked(
         refresh: false,
         fit: crate::variant::FitPolicy::unchecked(),
         trust: None,
+        runtime_receipts: None,
     };
     let builds = super::runtime()?.block_on(plan_locked(
         &client,

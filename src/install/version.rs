@@ -54,6 +54,7 @@ mod tests {
             refresh: false,
             fit: crate::variant::FitPolicy::unchecked(),
             trust: None,
+            runtime_receipts: None,
         }
     }
 

@@ -47,7 +47,7 @@ pub struct Manifest {
 
 /// `[tool.kernels]` keys other than `dependencies` (extensions; the Python
 /// reference reads none of them).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSettings {
     /// `target-runtime = "0.10.5"`: the `kernels` runtime to write for
     /// ([`crate::lock::profile`]); validated when the profile is chosen.
@@ -65,6 +65,23 @@ pub struct ToolSettings {
     /// `trust-root`, `require-signed` and `[tool.kernels.signers]`: which
     /// signatures are accepted ([`crate::lock::trust_settings`]).
     pub signing: TrustSettings,
+    /// `runtime-receipts = false`: `kernels download` writes no digest
+    /// receipts for the target runtime (`--no-runtime-receipts`); true when
+    /// the key is absent.
+    pub runtime_receipts: bool,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        ToolSettings {
+            target_runtime: None,
+            trust: Vec::new(),
+            targets: Vec::new(),
+            cooldown: CooldownSettings::default(),
+            signing: TrustSettings::default(),
+            runtime_receipts: true,
+        }
+    }
 }
 
 impl ToolSettings {
@@ -448,7 +465,11 @@ pub const KNOWN_KERNELS_KEYS: &[&str] = &[
     TRUST_ROOT_KEY,
     REQUIRE_SIGNED_KEY,
     SIGNERS_KEY,
+    RUNTIME_RECEIPTS_KEY,
 ];
+
+/// `runtime-receipts = false` under `[tool.kernels]` ([`ToolSettings::runtime_receipts`]).
+pub const RUNTIME_RECEIPTS_KEY: &str = "runtime-receipts";
 
 /// Problems of the `[tool.kernels]` table itself: not a table, or unknown keys
 /// (with the closest known key as a suggestion).
@@ -578,7 +599,7 @@ impl ToolSettings {
 }
 
 /// Reads `target-runtime`, `trust`, `cuda-capabilities`, `rocm-archs`, the
-/// cooldown and the signing keys of `[tool.kernels]`.
+/// cooldown, the signing keys and `runtime-receipts` of `[tool.kernels]`.
 fn parse_settings(
     doc: &toml_edit::Document<&str>,
     path: &Path,
@@ -628,6 +649,16 @@ fn parse_settings(
     settings.targets.extend(rocm);
     settings.cooldown = parse_cooldown(table, &problem)?;
     settings.signing = parse_trust_settings(table, path, &problem)?;
+    if let Some(item) = table.get(RUNTIME_RECEIPTS_KEY) {
+        settings.runtime_receipts = item.as_bool().ok_or_else(|| {
+            problem(
+                RUNTIME_RECEIPTS_KEY,
+                item,
+                format!("expected true or false, found {}", item_text(item)),
+                "write `runtime-receipts = false` to stop `kernels download` writing the runtime's digest receipts",
+            )
+        })?;
+    }
     Ok(settings)
 }
 

@@ -11,6 +11,7 @@
 //! | bytecode | `*.pyc` and `__pycache__/` left out of hashes and downloads from 0.16 |
 //! | requirements | specifier strings up to 0.13, integers from 0.12, integers only from 0.14 |
 //! | transitive `kernel-depends`, publisher trust check when locking | 0.17+ |
+//! | digest receipts the runtime reads at load ([`Profile::runtime_receipts`]) | `.verified-kernels/digest/v1/` in 0.18–0.19, none before; a later format is not known yet |
 //!
 //! [`detect`] chooses the runtime from, in order: an explicit `--target-runtime`,
 //! `target-runtime` under `[tool.kernels]` of `pyproject.toml`, the format of an
@@ -330,6 +331,17 @@ impl Profile {
                 ..Profile::default_profile()
             },
         }
+    }
+
+    /// The digest receipt format the target runtime reads before hashing a
+    /// variant at load time (`.verified-kernels/digest/v1/`, read by 0.18.3
+    /// and 0.19.1's `verify_digest`): `None` for runtimes up to 0.17, which
+    /// read none, for the default profile, and for 0.20 and later, whose
+    /// format upstream has not settled.
+    pub fn runtime_receipts(&self) -> Option<kernels_cache::RuntimeReceiptFormat> {
+        let version = self.runtime?;
+        (version.major == 0 && (18..=19).contains(&version.minor))
+            .then_some(kernels_cache::RuntimeReceiptFormat::DigestV1)
     }
 
     /// Replaces the repository type (the `--repo-type` override).

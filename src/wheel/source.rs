@@ -167,6 +167,7 @@ impl Snapshot {
             refresh: false,
             fit: crate::variant::FitPolicy::unchecked(),
             trust: None,
+            runtime_receipts: None,
         };
         let mut summary = download(
             client,
