@@ -691,6 +691,16 @@ mod tests {
     #[test]
     fn eras() {
         let p = |t| Profile::for_runtime(v(t), ProfileSource::Option);
+        let digest_v1 = Some(kernels_cache::RuntimeReceiptFormat::DigestV1);
+        for (runtime, receipts) in [
+            ("0.17.2", None),
+            ("0.18.0", digest_v1),
+            ("0.19.1", digest_v1),
+            ("0.20.0", None),
+        ] {
+            assert_eq!(p(runtime).runtime_receipts(), receipts, "{runtime}");
+        }
+        assert_eq!(Profile::default_profile().runtime_receipts(), None);
         let old = p("0.10.5");
         assert_eq!(old.lock_format, LockFormat::VariantHash);
         assert_eq!(old.repo_type, RepoType::Model);

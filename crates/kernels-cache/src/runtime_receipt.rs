@@ -264,7 +264,7 @@ mod tests {
         // No snapshot: the receipt is an orphan; a foreign file is left alone.
         let foreign = path.with_file_name("notes.txt");
         fs_err::write(&foreign, b"x").unwrap();
-        assert_eq!(cache.orphan_runtime_receipts(), [path.clone()]);
+        assert_eq!(cache.orphan_runtime_receipts(), std::slice::from_ref(&path));
         let variant_dir = dir
             .path()
             .join("kernels--kernels-community--relu/snapshots")
