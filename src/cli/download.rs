@@ -460,6 +460,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     // With JSON on stdout (the summary, the `--dry-run` plan or the
     // `--explain` verdicts), stderr keeps only warnings and errors.
     let printer = &printer.quiet_if(args.format == Format::Json);
+    settings.note_runtime_overrides(printer);
     let python = ProjectPython::for_project(
         &args.project.project_dir,
         super::settings::virtual_env().as_deref(),
@@ -652,6 +653,7 @@ impl Run<'_> {
                 schema: 1,
                 command: "download",
                 cache_dir: &settings.cache_dir,
+                runtime_overrides: &settings.runtime_overrides,
                 kernels: summary.done.iter().map(downloaded_doc).collect(),
                 failed: summary.failed.iter().map(failure_doc).collect(),
                 error: None,
@@ -913,6 +915,7 @@ pub(super) fn print_failure(
         schema: 1,
         command: "download",
         cache_dir: &settings.cache_dir,
+        runtime_overrides: &settings.runtime_overrides,
         kernels: Vec::new(),
         failed: failed.iter().map(failure_doc).collect(),
         error: Some(ErrorDoc::of(report)),

@@ -229,3 +229,77 @@ fn cache_ls_and_prune_handle_the_receipts_folder() {
     );
     assert_eq!(receipts(&cache), []);
 }
+
+/// Issue 41, item 4: the runtime's variables under which it loads something
+/// other than the lock pins are named once by `env`, `check` and `download`
+/// (a `note:` line on stderr, `runtime_overrides` in JSON), and not at all
+/// when unset.
+#[test]
+fn env_check_and_download_name_the_runtime_s_overrides_once() {
+    let p = context();
+    let cache = p.tmp.path().join("cache");
+    let cache_dir = cache.display().to_string();
+    let set = [
+        ("UNSTABLE_KERNELS_ALL_LATEST", "1"),
+        ("LOCAL_KERNELS", "acme/good=/src/good"),
+    ];
+    let project = p.project.display().to_string();
+    let commands: [&[&str]; 3] = [
+        &[
+            "download",
+            &project,
+            "--all-variants",
+            "--cache-dir",
+            &cache_dir,
+        ],
+        &["env"],
+        &["check", &project, "--cache-dir", &cache_dir],
+    ];
+    for args in commands {
+        let mut cmd = p.kernels();
+        cmd.args(args).envs(set);
+        let text = String::from_utf8_lossy(&cmd.output().unwrap().stderr).into_owned();
+        for (name, _) in set {
+            let notes = text
+                .lines()
+                .filter(|l| l.starts_with(&format!("note: {name} is set: ")))
+                .count();
+            assert_eq!(notes, 1, "{args:?}: {text}");
+        }
+        let quiet = p.kernels().args(args).output().unwrap();
+        let quiet = String::from_utf8_lossy(&quiet.stderr).into_owned();
+        assert!(!quiet.contains("is set: "), "{args:?}: {quiet}");
+    }
+    for args in [
+        &[
+            "download",
+            &project,
+            "--all-variants",
+            "--cache-dir",
+            &cache_dir,
+        ][..],
+        &["env"],
+    ] {
+        let mut cmd = p.kernels();
+        cmd.args(args).args(["--format", "json"]).envs(set);
+        let out = cmd.output().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        let names: Vec<&str> = doc["runtime_overrides"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{args:?}: {doc}"))
+            .iter()
+            .map(|o| o["variable"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["UNSTABLE_KERNELS_ALL_LATEST", "LOCAL_KERNELS"]);
+        assert_eq!(doc["runtime_overrides"][1]["value"], "acme/good=/src/good");
+        let plain = p
+            .kernels()
+            .args(args)
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        let plain: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+        assert!(plain.get("runtime_overrides").is_none(), "{plain}");
+    }
+}
