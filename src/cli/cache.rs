@@ -36,7 +36,9 @@ enum CacheCommand {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
-    /// Remove partial downloads (`.incomplete`) and blobs no snapshot links to.
+    /// Remove partial downloads (`.incomplete`), blobs no snapshot links to,
+    /// and the runtime's receipts (`.verified-kernels/`) of variants no longer
+    /// in the cache.
     ///
     /// A file whose blob lock another process holds is left alone.
     Prune {
@@ -150,6 +152,7 @@ fn prune(
         .chain(&report.refs)
         .chain(&report.incomplete)
         .chain(&report.blobs)
+        .chain(&report.runtime_receipts)
     {
         printer.data(shown(path));
     }

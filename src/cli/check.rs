@@ -109,6 +109,7 @@ pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::R
     let json = args.format == super::args::OutputFormat::Json;
     let printer = &printer.quiet_if(json);
     let project_dir = &args.project.project_dir;
+    settings.note_runtime_overrides(printer);
     let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
     let frozen = args.lock_mode.frozen;
     let read =
@@ -406,6 +407,7 @@ fn print_json(settings: &Settings, printer: &Printer, report: &Report<'_>) -> Ex
                 .map(|_| r.runtime_cannot_read_lock().is_none())
         }),
         cache_dir: &settings.cache_dir,
+        runtime_overrides: &settings.runtime_overrides,
         kernels,
         error: None,
     });
@@ -500,6 +502,7 @@ fn print_failure(settings: &Settings, printer: &Printer, report: &miette::Report
         mechanism: None,
         runtime_reads_lock: None,
         cache_dir: &settings.cache_dir,
+        runtime_overrides: &settings.runtime_overrides,
         kernels: Vec::new(),
         error: Some(ErrorDoc::of(report)),
     });

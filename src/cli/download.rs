@@ -74,6 +74,14 @@ pub struct DownloadArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
 
+    /// Do not write the target runtime's digest receipts
+    /// (`.verified-kernels/digest/v1/` in the cache, read by kernels 0.18 and
+    /// 0.19), which let the runtime load a variant verified here without
+    /// hashing it again. Default: `runtime-receipts` under `[tool.kernels]`
+    /// (true).
+    #[arg(long)]
+    pub no_runtime_receipts: bool,
+
     /// `--trust-root`, `--require-signed`: which signatures a variant must
     /// have to be placed in the cache.
     #[command(flatten)]
@@ -164,6 +172,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     // With JSON on stdout (the summary, the `--dry-run` plan or the
     // `--explain` verdicts), stderr keeps only warnings and errors.
     let printer = &printer.quiet_if(args.format == OutputFormat::Json);
+    settings.note_runtime_overrides(printer);
     let python = ProjectPython::for_project(
         &args.project.project_dir,
         super::settings::virtual_env().as_deref(),
@@ -180,6 +189,9 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     let (kernels, format, mut options) = read.into_options(Some(trust.into()));
     options.concurrency = args.concurrency;
     options.refresh = args.refresh;
+    options.runtime_receipts = options
+        .runtime_receipts
+        .filter(|_| !args.no_runtime_receipts);
     let settings = &settings.clone().offline_if(args.offline);
     let progress = Progress::new(
         printer,
@@ -338,6 +350,7 @@ impl Run<'_> {
                 schema: 1,
                 command: "download",
                 cache_dir: &settings.cache_dir,
+                runtime_overrides: &settings.runtime_overrides,
                 kernels: summary.done.iter().map(downloaded_doc).collect(),
                 failed: summary.failed.iter().map(failure_doc).collect(),
                 error: None,
@@ -552,6 +565,7 @@ pub(super) fn print_failure(
         schema: 1,
         command: "download",
         cache_dir: &settings.cache_dir,
+        runtime_overrides: &settings.runtime_overrides,
         kernels: Vec::new(),
         failed: failed.iter().map(failure_doc).collect(),
         error: Some(ErrorDoc::of(report)),

@@ -112,6 +112,7 @@ fn explain_lock(
 pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
     let dir = &args.project_dir;
     let lock_path = dir.join(LOCK_FILE_NAME);
+    settings.note_runtime_overrides(printer);
     let lock_format = Lockfile::read(&lock_path).ok().map(|l| l.format());
     let tool = ToolSettings::read(dir).ok().flatten();
     let manifest_path = dir.join(MANIFEST_FILE_NAME);
@@ -272,6 +273,7 @@ impl Report<'_> {
                 description: self.python_target.to_string(),
             },
             cache_dir: &settings.cache_dir,
+            runtime_overrides: &settings.runtime_overrides,
             endpoint: kernels_types::text::redact(&settings.endpoint),
             offline: settings.offline,
             token: settings.token.is_some(),

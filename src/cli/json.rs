@@ -281,6 +281,11 @@ pub struct DownloadDoc<'a> {
     pub failed: Vec<FailureDoc>,
     /// Why the run stopped before any kernel, if it did.
     pub error: Option<ErrorDoc>,
+    /// The runtime's variables set here under which it loads something other
+    /// than the lock pins (`UNSTABLE_KERNELS_ALL_LATEST`, `LOCAL_KERNELS`);
+    /// absent when none is set.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub runtime_overrides: &'a [crate::cli::settings::RuntimeOverride],
 }
 
 /// One kernel of [`DownloadDoc`].
@@ -530,6 +535,11 @@ pub struct CheckImportDoc<'a> {
     pub runtime_reads_lock: Option<bool>,
     /// The cache the kernels were imported from.
     pub cache_dir: &'a Path,
+    /// The runtime's variables set here under which it loads something other
+    /// than the lock pins (`UNSTABLE_KERNELS_ALL_LATEST`, `LOCAL_KERNELS`);
+    /// absent when none is set.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub runtime_overrides: &'a [crate::cli::settings::RuntimeOverride],
     /// One per locked kernel, in lock order.
     pub kernels: Vec<CheckedKernelDoc<'a>>,
     /// Why nothing could be checked, if so.
@@ -680,6 +690,11 @@ pub struct EnvDoc<'a> {
     pub endpoint: std::borrow::Cow<'a, str>,
     /// Whether no request may be made.
     pub offline: bool,
+    /// The runtime's variables set here under which it loads something other
+    /// than the lock pins (`UNSTABLE_KERNELS_ALL_LATEST`, `LOCAL_KERNELS`);
+    /// absent when none is set.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub runtime_overrides: &'a [crate::cli::settings::RuntimeOverride],
     /// Whether a token is set (never the token).
     pub token: bool,
     /// The variants of the project's lock, `None` without one.
@@ -1405,6 +1420,7 @@ mod tests {
             schema: 1,
             command: "download",
             cache_dir: Path::new("/cache"),
+            runtime_overrides: &[],
             kernels: vec![DownloadedDoc {
                 repo_id: "acme/relu".to_owned(),
                 version: Some("v1"),
@@ -1616,6 +1632,7 @@ mod tests {
                 description: String::new(),
             },
             cache_dir: Path::new("/cache"),
+            runtime_overrides: &[],
             endpoint: "https://huggingface.co".into(),
             offline: false,
             token: false,
@@ -1657,6 +1674,7 @@ mod tests {
             mechanism: Some(&crate::check::Mechanism::LoadKernel),
             runtime_reads_lock: Some(true),
             cache_dir: Path::new("/cache"),
+            runtime_overrides: &[],
             kernels: vec![CheckedKernelDoc {
                 repo_id: "acme/relu".to_owned(),
                 commit: &commit,

@@ -126,7 +126,11 @@ Environment variables:
   NO_COLOR                 No colour
   VIRTUAL_ENV              The Python environment torch is detected in
   SOURCE_DATE_EPOCH        File times in wheels built by to-wheel; the
-                           creation time of kernels export";
+                           creation time of kernels export
+  UNSTABLE_KERNELS_ALL_LATEST
+                           Read by the runtime (0.19+): newest vN loaded
+  LOCAL_KERNELS            Read by the runtime: local folders loaded;
+                           env, check and download note either one";
 
 /// `--color` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -84,6 +84,62 @@ pub struct Settings {
     /// `HF_HUB_DISABLE_PROGRESS_BARS` is truthy: plain lines even on a
     /// terminal (as `--no-progress`).
     pub no_progress: bool,
+    /// The runtime's own variables that are set and make it load something
+    /// other than what `kernels.lock` pins ([`runtime_overrides`]).
+    pub runtime_overrides: Vec<RuntimeOverride>,
+}
+
+/// A variable of the `kernels` runtime, set in this environment, under which
+/// the runtime loads something other than what `kernels.lock` pins.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RuntimeOverride {
+    /// The variable's name.
+    pub variable: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What the runtime does instead, in words.
+    pub effect: &'static str,
+}
+
+impl Settings {
+    /// One `note:` status line per [`Settings::runtime_overrides`] (`env`,
+    /// `check` and `download` say it once; with `--quiet` or JSON the
+    /// document's `runtime_overrides` carries it).
+    pub fn note_runtime_overrides(&self, printer: &super::printer::Printer) {
+        for runtime_override in &self.runtime_overrides {
+            printer.status(format_args!("note: {}", runtime_override.note()));
+        }
+    }
+}
+
+impl RuntimeOverride {
+    /// The one `note:` line commands print about it (without `note: `).
+    pub fn note(&self) -> String {
+        format!("{} is set: {}", self.variable, self.effect)
+    }
+}
+
+/// `UNSTABLE_KERNELS_ALL_LATEST` when truthy (read by the runtime from 0.19:
+/// every kernel loaded at the highest `vN` branch, pins ignored) and
+/// `LOCAL_KERNELS` when not empty (0.13+: `repo_id=path:…`, those
+/// repositories loaded from local directories).
+fn runtime_overrides() -> Vec<RuntimeOverride> {
+    let mut out = Vec::new();
+    if let Some(value) = var("UNSTABLE_KERNELS_ALL_LATEST").filter(|v| is_truthy(v)) {
+        out.push(RuntimeOverride {
+            variable: "UNSTABLE_KERNELS_ALL_LATEST",
+            value,
+            effect: "kernels 0.19+ loads the highest `vN` of every kernel, not the commits kernels.lock pins; unset it to load what was locked and downloaded",
+        });
+    }
+    if let Some(value) = var("LOCAL_KERNELS") {
+        out.push(RuntimeOverride {
+            variable: "LOCAL_KERNELS",
+            value,
+            effect: "the runtime loads the repositories it names from those local directories, not the commits kernels.lock pins",
+        });
+    }
+    out
 }
 
 fn var(name: &str) -> Option<String> {
@@ -634,6 +690,7 @@ impl Settings {
                 .unwrap_or(DEFAULT_MAX_RETRIES),
             home: var("HOME").map(PathBuf::from),
             no_progress: flag("HF_HUB_DISABLE_PROGRESS_BARS"),
+            runtime_overrides: runtime_overrides(),
         }
     }
 }

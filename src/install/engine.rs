@@ -48,6 +48,7 @@ pub async fn download(
         let summary = download_online(client, cache, kernels, options, progress).await;
         for report in &summary.done {
             record_refs(cache, options, report);
+            super::runtime_receipts::record(cache, options, report);
         }
         summary
     };
@@ -1158,6 +1159,7 @@ mod tests {
             refresh: false,
             fit: crate::variant::FitPolicy::unchecked(),
             trust: None,
+            runtime_receipts: None,
         }
     }
 

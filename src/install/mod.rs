@@ -50,6 +50,7 @@ pub mod plan;
 mod receipts;
 pub mod report;
 pub mod reporter;
+mod runtime_receipts;
 pub mod signature;
 pub mod variant_fit;
 pub mod verify;

@@ -38,6 +38,11 @@ pub struct DownloadOptions {
     /// ([`super::signature`]); `None` checks none (the digest and the lock's
     /// hashes still apply).
     pub trust: Option<std::sync::Arc<super::signature::Trust>>,
+    /// The target runtime's digest receipt format, written for each variant
+    /// of each kernel the run finished (verified in full), so that the
+    /// runtime skips hashing it at load ([`super::runtime_receipts`]); `None`
+    /// writes none.
+    pub runtime_receipts: Option<kernels_cache::RuntimeReceiptFormat>,
 }
 
 /// One `refs/<name>` to record for a locked kernel.
@@ -66,6 +71,7 @@ impl DownloadOptions {
             refresh: false,
             fit: FitPolicy::unchecked(),
             trust: None,
+            runtime_receipts: None,
         }
     }
 

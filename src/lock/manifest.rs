@@ -48,7 +48,7 @@ pub struct Manifest {
 
 /// `[tool.kernels]` keys other than `dependencies` (extensions; the Python
 /// reference reads none of them).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSettings {
     /// `target-runtime = "0.10.5"`: the `kernels` runtime to write for
     /// ([`crate::lock::profile`]); validated when the profile is chosen.
@@ -74,6 +74,25 @@ pub struct ToolSettings {
     /// `trust-root`, `require-signed` and `[tool.kernels.signers]`: which
     /// signatures are accepted ([`crate::lock::trust_settings`]).
     pub signing: TrustSettings,
+    /// `runtime-receipts = false`: `kernels download` writes no digest
+    /// receipts for the target runtime (`--no-runtime-receipts`); true when
+    /// the key is absent.
+    pub runtime_receipts: bool,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        ToolSettings {
+            target_runtime: None,
+            trust: Vec::new(),
+            targets: Vec::new(),
+            cooldown: CooldownSettings::default(),
+            signing: TrustSettings::default(),
+            declared: Vec::new(),
+            requires_python: None,
+            runtime_receipts: true,
+        }
+    }
 }
 
 impl ToolSettings {
@@ -487,7 +506,11 @@ pub const KNOWN_KERNELS_KEYS: &[&str] = &[
     TRUST_ROOT_KEY,
     REQUIRE_SIGNED_KEY,
     SIGNERS_KEY,
+    RUNTIME_RECEIPTS_KEY,
 ];
+
+/// `runtime-receipts = false` under `[tool.kernels]` ([`ToolSettings::runtime_receipts`]).
+pub const RUNTIME_RECEIPTS_KEY: &str = "runtime-receipts";
 
 /// Problems of the `[tool.kernels]` table itself: not a table, or unknown keys
 /// (with the closest known key as a suggestion).
@@ -617,7 +640,7 @@ impl ToolSettings {
 }
 
 /// Reads `target-runtime`, `trust`, `cuda-capabilities`, `rocm-archs`, the
-/// cooldown and the signing keys of `[tool.kernels]`.
+/// cooldown, the signing keys and `runtime-receipts` of `[tool.kernels]`.
 fn parse_settings(
     doc: &toml_edit::Document<&str>,
     path: &Path,
@@ -691,6 +714,16 @@ fn parse_settings(
     }
     settings.cooldown = parse_cooldown(table, &problem)?;
     settings.signing = parse_trust_settings(table, path, &problem)?;
+    if let Some(item) = table.get(RUNTIME_RECEIPTS_KEY) {
+        settings.runtime_receipts = item.as_bool().ok_or_else(|| {
+            problem(
+                RUNTIME_RECEIPTS_KEY,
+                item,
+                format!("expected true or false, found {}", item_text(item)),
+                "write `runtime-receipts = false` to stop `kernels download` writing the runtime's digest receipts",
+            )
+        })?;
+    }
     Ok(settings)
 }
 

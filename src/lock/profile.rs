@@ -12,6 +12,7 @@
 //! | requirements | specifier strings up to 0.13, integers from 0.12, integers only from 0.14 |
 //! | transitive `kernel-depends`, publisher trust check when locking | 0.17+ |
 //! | [`Generation`]: ROCm minor fallback (0.18+), the second variant grammar and `torch-cann` (0.19+) | 0.17, 0.18, 0.19 |
+//! | digest receipts the runtime reads at load ([`Profile::runtime_receipts`]) | `.verified-kernels/digest/v1/` in 0.18–0.19, none before; a later format is not known yet |
 //!
 //! The newest release modelled is [`NEWEST_MODELLED`] (0.19.1); a newer runtime
 //! gets its profile, and [`Profile::beyond_modelled`] says so.
@@ -482,6 +483,17 @@ impl Profile {
         }
     }
 
+    /// The digest receipt format the target runtime reads before hashing a
+    /// variant at load time (`.verified-kernels/digest/v1/`, read by 0.18.3
+    /// and 0.19.1's `verify_digest`): `None` for runtimes up to 0.17, which
+    /// read none, for the default profile, and for 0.20 and later, whose
+    /// format upstream has not settled.
+    pub fn runtime_receipts(&self) -> Option<kernels_cache::RuntimeReceiptFormat> {
+        let version = self.runtime?;
+        (version.major == 0 && (18..=19).contains(&version.minor))
+            .then_some(kernels_cache::RuntimeReceiptFormat::DigestV1)
+    }
+
     /// Replaces the repository type (the `--repo-type` override).
     pub fn with_repo_type(mut self, repo_type: RepoType) -> Self {
         if repo_type != self.repo_type {
@@ -838,6 +850,16 @@ mod tests {
     #[test]
     fn eras() {
         let p = |t| Profile::for_runtime(v(t), ProfileSource::Option);
+        let digest_v1 = Some(kernels_cache::RuntimeReceiptFormat::DigestV1);
+        for (runtime, receipts) in [
+            ("0.17.2", None),
+            ("0.18.0", digest_v1),
+            ("0.19.1", digest_v1),
+            ("0.20.0", None),
+        ] {
+            assert_eq!(p(runtime).runtime_receipts(), receipts, "{runtime}");
+        }
+        assert_eq!(Profile::default_profile().runtime_receipts(), None);
         let old = p("0.10.5");
         assert_eq!(old.lock_format, LockFormat::VariantHash);
         assert_eq!(old.repo_type, RepoType::Model);

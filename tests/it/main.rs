@@ -60,6 +60,7 @@ mod readme;
 mod receipts;
 mod requirement_forms;
 mod runtime_offline;
+mod runtime_receipts;
 mod serve;
 mod signatures;
 mod snapshots_cli;

@@ -168,9 +168,13 @@ pub struct PruneReport {
     pub freed: u64,
     /// Files left because another process holds their blob lock.
     pub busy: Vec<PathBuf>,
+    /// Removed runtime receipts (`.verified-kernels/…`) whose variant
+    /// directory is no longer in the cache.
+    pub runtime_receipts: Vec<PathBuf>,
 }
 
-/// Removes stale `.incomplete` files and blobs no snapshot references (see
+/// Removes stale `.incomplete` files, blobs no snapshot references and the
+/// runtime's receipts of variants no longer in the cache (see
 /// [`PruneOptions`] for dropping snapshots). A file is removed only while its
 /// blob lock is ours, taken without waiting: a file another process is writing
 /// or linking is left alone and reported in [`PruneReport::busy`].
@@ -184,6 +188,13 @@ pub fn prune(cache: &HubCache, options: &PruneOptions) -> Result<PruneReport, Ca
             drop_snapshots(&repo, keep, options.dry_run, &mut report)?;
         }
         prune_blobs(cache, &repo, options.dry_run, &mut report)?;
+    }
+    // After the snapshots went: a receipt vouches for a variant directory.
+    for path in cache.orphan_runtime_receipts() {
+        if !options.dry_run {
+            fs_err::remove_file(&path)?;
+        }
+        report.runtime_receipts.push(path);
     }
     Ok(report)
 }
@@ -354,6 +365,7 @@ mod tests {
         assert!(!repo.blob_path(&linked).exists());
         assert!(!repo.dir().join("refs/v1").exists());
         assert!(!repo.receipts_dir(&"1".repeat(40)).exists());
+        assert!(report.runtime_receipts.is_empty());
         assert!(!repo.incomplete_path(&busy).exists());
     }
 }

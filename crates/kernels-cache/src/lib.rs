@@ -11,6 +11,7 @@
 //!     snapshots/<commit>/<path>              relative symlink to ../…/blobs/<etag>
 //!     refs/<revision>                        40-byte commit id, only for non-commit revisions
 //!     .kernels-receipts/<commit>/…           what a full check found (module `receipt`)
+//!   .verified-kernels/digest/v1/<key>        the runtime's own receipts (module `runtime_receipt`)
 //! ```
 //!
 //! Invariants kept by this module: a file named `blobs/<etag>` is always complete
@@ -27,6 +28,7 @@ mod layout;
 mod lock;
 mod receipt;
 mod refs;
+mod runtime_receipt;
 mod stream_hash;
 mod tag;
 
@@ -44,6 +46,7 @@ pub use layout::{
 pub use lock::BlobLock;
 pub use receipt::{FileStamp, ListingReceipt, RECEIPTS_DIR, ReceiptFile, VariantReceipt};
 pub use refs::CachedRef;
+pub use runtime_receipt::{KernelLocation, RuntimeReceiptFormat, VERIFIED_DIR};
 pub use tag::{CACHEDIR_TAG, CACHEDIR_TAG_NAME, ensure_tag};
 
 /// Something the cache adapted to, for the caller to report once (the library

@@ -61,6 +61,8 @@ pub const ENV_VARS: &[&str] = &[
     "PATH",
     "SOURCE_DATE_EPOCH",
     "HF_HUB_DISABLE_PROGRESS_BARS",
+    "UNSTABLE_KERNELS_ALL_LATEST",
+    "LOCAL_KERNELS",
 ];
 
 #[cfg(test)]

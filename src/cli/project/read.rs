@@ -47,6 +47,10 @@ pub struct LockRead {
     /// The ref each entry was locked from, where the lock or `pyproject.toml`
     /// says (see [`lock_refs`]).
     pub refs: Vec<crate::install::KernelRef>,
+    /// The target runtime's digest receipt format to write after a variant
+    /// is verified: the profile's, unless `runtime-receipts = false` is set
+    /// under `[tool.kernels]`.
+    pub runtime_receipts: Option<kernels_cache::RuntimeReceiptFormat>,
 }
 
 impl LockRead {
@@ -66,6 +70,7 @@ impl LockRead {
             refs: self.refs,
             fit: self.fit,
             trust,
+            runtime_receipts: self.runtime_receipts,
             ..DownloadOptions::new(self.repo_type, self.selection)
         };
         (self.kernels, self.format, options)
@@ -147,7 +152,9 @@ pub fn read_lock(
         printer.status(format_args!("note: {note}"));
     }
     print_environment(&selection, profile.runtime, printer);
+    let receipts_on = tool.as_ref().is_none_or(|t| t.runtime_receipts);
     Ok(LockRead {
+        runtime_receipts: profile.runtime_receipts().filter(|_| receipts_on),
         refs: lock_refs(project_dir, &lockfile, &kernels, frozen),
         format: lockfile.format(),
         kernels,
