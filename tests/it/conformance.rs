@@ -806,7 +806,7 @@ fn compare(
         let input: Vec<Name> = case
             .names
             .iter()
-            .filter(|n| grammars.contains(&n.grammar))
+            .filter(|n| grammars.iter().any(|g| *g == n.grammar))
             .cloned()
             .collect();
         let names: Vec<&str> = input.iter().map(|n| n.name.as_str()).collect();
@@ -823,7 +823,10 @@ fn compare(
             }
         };
         let agrees = answer.error.is_none()
-            && (ours == answer.chosen || ours.as_ref().is_some_and(|o| answer.ties.contains(o)));
+            && (ours == answer.chosen
+                || ours
+                    .as_ref()
+                    .is_some_and(|o| answer.ties.iter().any(|t| t == o)));
         if agrees {
             tally.agree += 1;
             if ours != answer.chosen {

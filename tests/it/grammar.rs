@@ -117,6 +117,7 @@ fn assert_picks_agree(names: &[String], torch_env: &[(&str, &str)], runtimes: &[
             }
             None => {
                 assert_eq!(out.status.code(), Some(1), "{runtime}: {}", stderr(&out));
+                // Substring: only the code matters; the message lists each runtime's own variants.
                 assert!(stderr(&out).contains("no_compatible"), "{}", stderr(&out));
             }
         }
@@ -233,8 +234,10 @@ fn a_malformed_name_is_skipped_with_one_line() {
     assert_ok(&out);
     assert_eq!(downloaded(&world), [names[1].clone()]);
     let err = stderr(&out);
+    // Substring: the one line about `abi4` among the download's other status lines.
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("abi4")).collect();
     assert_eq!(lines.len(), 1, "{err}");
+    // Substring: the skip line names the scratch mirror's commit and path.
     assert!(
         lines[0].contains("unknown Python ABI `abi4` (expected abi3 or abi3t)"),
         "{err}"
@@ -351,6 +354,7 @@ fn env_prefers_the_dotted_name_for_a_0_19_target() {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let row = text
             .lines()
+            // Substring: the row's first field is padded by the table's widest name.
             .find(|l| l.contains("Preferred"))
             .map(str::to_owned);
         row.unwrap_or_else(|| panic!("no Preferred row:\n{text}"))
@@ -364,12 +368,15 @@ fn env_prefers_the_dotted_name_for_a_0_19_target() {
         .find(&format!("torch27-cxx11-cu126-{a}-linux"))
         .expect(&row);
     assert!(dotted < legacy, "{row}");
+    // Substring: the order of two names in a row whose arch part is the host's.
     assert!(
         row.contains("-abi3-") && row.ends_with("torch-cuda, torch-universal"),
         "{row}"
     );
     let row = preferred("0.18.3");
+    // A negative check: no name of the dotted grammar in a 0.18 row.
     assert!(!row.contains("cpython"), "{row}");
+    // Substring: the row's tail, after the host-dependent arch names.
     assert!(
         row.contains(&format!("torch27-cxx11-cu126-{a}-linux, torch-cuda")),
         "{row}"

@@ -206,14 +206,18 @@ fn huggingface_hub_scans_and_deletes_a_cache_with_receipts() {
     let script = r#"
 import sys
 from huggingface_hub import scan_cache_dir
+# The runtime's own receipts folder (written by kernels 0.18+ at its first
+# load, and by our download for a 0.18/0.19 target) is the one warning.
+def warnings(info):
+    return [w for w in info.warnings if ".verified-kernels" not in str(w)]
 info = scan_cache_dir(sys.argv[1])
-assert not info.warnings, info.warnings
+assert not warnings(info), info.warnings
 (repo,) = info.repos
 (rev,) = repo.revisions
 print(repo.repo_id, repo.repo_type, rev.commit_hash, rev.nb_files)
 info.delete_revisions(rev.commit_hash).execute()
 info = scan_cache_dir(sys.argv[1])
-assert not info.warnings, info.warnings
+assert not warnings(info), info.warnings
 print(sum(len(r.revisions) for r in info.repos))
 "#;
     let out = common::python("hub-2.4.0", &world.server.endpoint, &world.cache)

@@ -268,6 +268,7 @@ fn env_check_and_download_name_the_runtime_s_overrides_once() {
         }
         let quiet = p.kernels().args(args).output().unwrap();
         let quiet = String::from_utf8_lossy(&quiet.stderr).into_owned();
+        // A negative check: no note of any wording may appear.
         assert!(!quiet.contains("is set: "), "{args:?}: {quiet}");
     }
     for args in [

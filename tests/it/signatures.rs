@@ -526,7 +526,6 @@ fn a_trust_root_of_the_wrong_shape_is_refused_naming_the_setting() {
     let p = downloaded(true);
     let good = p.read("trusted_root.json");
     p.write("trusted_root.json", r#"{"mediaType": "x"}"#);
-    let key = "`trust-root` under [tool.kernels] of ./pyproject.toml";
     let runs = [
         (
             "download",
@@ -543,13 +542,7 @@ fn a_trust_root_of_the_wrong_shape_is_refused_naming_the_setting() {
     ];
     for (name, out) in runs {
         assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
-        let text = stderr(&out);
-        assert!(
-            text.contains("kernels::trust::root_setting"),
-            "{name}: {text}"
-        );
-        assert!(text.contains(key), "{name}: {text}");
-        assert!(text.contains("mediaType is `x`"), "{name}: {text}");
+        // kernels::trust::root_setting, naming `key` and "mediaType is `x`".
         let snap = format!("trust_root_wrong_shape_{name}");
         snapshot!(snap.as_str(), out);
     }
@@ -564,11 +557,6 @@ fn a_trust_root_of_the_wrong_shape_is_refused_naming_the_setting() {
         "--trust-root",
         "no_tlog.json",
     ]);
-    assert_eq!(out.status.code(), Some(1));
-    let text = stderr(&out);
-    assert!(
-        text.contains("the trust root named by --trust-root cannot be used"),
-        "{text}"
-    );
-    assert!(text.contains("no transparency log"), "{text}");
+    // "the trust root named by --trust-root cannot be used": no transparency log.
+    snapshot!("trust_root_no_tlog_flag", out);
 }

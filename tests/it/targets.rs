@@ -191,6 +191,7 @@ fn python_version_precedence_flag_table_interpreter_requires_python() {
     let output = kernels(&server, &cache, &empty, &dir, &["env"]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(text.matches("Target Python").count(), 1, "{text}");
+    // Substring: the Target Python row also names the host's interpreter path.
     assert!(text.contains("not checked (no --python-version"), "{text}");
 }
 
@@ -223,6 +224,7 @@ fn bad_targets_are_one_error_naming_the_key_and_the_fix() {
         fs_err::write(dir.join("kernels.lock"), "[]").unwrap();
         let output = kernels(&server, &cache, &empty, &dir, &["download"]);
         assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        // Substring: only the key matters; the error also quotes the file's source.
         assert!(stderr(&output).contains("`targets["), "{}", stderr(&output));
         fs_err::remove_file(dir.join("kernels.lock")).unwrap();
     }
@@ -284,6 +286,7 @@ fn a_runtime_newer_than_modelled_is_said_once() {
     let text = stderr(&output);
     assert!(output.status.success(), "{text}");
     assert_eq!(text.matches(note).count(), 1, "{text}");
+    // Substring: one status line among the host-dependent environment lines.
     assert!(
         text.contains("Target runtime: kernels 0.25.0 (format of the existing kernels.lock, installed in .venv)"),
         "{text}"
@@ -327,6 +330,7 @@ fn the_lock_for_0_19_is_read_by_the_pinned_0_19_and_names_it_alone() {
     );
     let text = stderr(&output);
     assert!(output.status.success(), "{text}");
+    // A negative check: no note of any wording for a modelled runtime.
     assert!(!text.contains("newer than the newest runtime"), "{text}");
     assert_eq!(lock_format(&dir), LockFormat::KernelLocks);
 
@@ -344,6 +348,7 @@ fn the_lock_for_0_19_is_read_by_the_pinned_0_19_and_names_it_alone() {
     // The lock alone now names the newest runtime that reads it: 0.19.1.
     let output = kernels(&server, &cache, &empty, &dir, &["-v", "lock"]);
     let text = stderr(&output);
+    // Substring: one status line among the host-dependent environment lines.
     assert!(
         text.contains("Target runtime: kernels 0.19.1 (the existing kernels.lock is in the KernelLocks format)"),
         "{text}"
@@ -356,5 +361,6 @@ fn the_lock_for_0_19_is_read_by_the_pinned_0_19_and_names_it_alone() {
         &["env", "--torch-version", "2.8"],
     );
     let env = String::from_utf8_lossy(&output.stdout);
+    // Substring: the Variant order row, padded by the table's widest name.
     assert!(env.contains("resolver of kernels 0.19 ("), "{env}");
 }
