@@ -806,7 +806,8 @@ fn compare(
         let input: Vec<Name> = case
             .names
             .iter()
-            .filter(|n| grammars.iter().any(|g| *g == n.grammar))
+            // Set membership of a grammar, not a substring check.
+            .filter(|n| grammars.contains(&n.grammar))
             .cloned()
             .collect();
         let names: Vec<&str> = input.iter().map(|n| n.name.as_str()).collect();
@@ -822,6 +823,7 @@ fn compare(
                 continue;
             }
         };
+        // `ties.contains`: membership in the reference's tied picks.
         let agrees = answer.error.is_none()
             && (ours == answer.chosen
                 || ours
