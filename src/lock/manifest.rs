@@ -78,6 +78,9 @@ pub struct ToolSettings {
     /// receipts for the target runtime (`--no-runtime-receipts`); true when
     /// the key is absent.
     pub runtime_receipts: bool,
+    /// `missing-target-builds = "warn"`: a locked kernel without a build for
+    /// a declared target is a warning instead of an error.
+    pub missing_target_builds: MissingTargetBuilds,
 }
 
 impl Default for ToolSettings {
@@ -91,6 +94,7 @@ impl Default for ToolSettings {
             declared: Vec::new(),
             requires_python: None,
             runtime_receipts: true,
+            missing_target_builds: MissingTargetBuilds::Error,
         }
     }
 }
@@ -507,7 +511,24 @@ pub const KNOWN_KERNELS_KEYS: &[&str] = &[
     REQUIRE_SIGNED_KEY,
     SIGNERS_KEY,
     RUNTIME_RECEIPTS_KEY,
+    MISSING_TARGET_BUILDS_KEY,
 ];
+
+/// `missing-target-builds = "warn"` under `[tool.kernels]`
+/// ([`ToolSettings::missing_target_builds`]).
+pub const MISSING_TARGET_BUILDS_KEY: &str = "missing-target-builds";
+
+/// What `kernels lock` and `kernels add` do with a locked kernel that has no
+/// build variant for a declared target (`[[tool.kernels.targets]]` with
+/// `torch` and `backend`): `missing-target-builds` under `[tool.kernels]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MissingTargetBuilds {
+    /// `"error"` (the default): the lock fails (exit 1), nothing is written.
+    #[default]
+    Error,
+    /// `"warn"`: the lock is written, with one warning per target.
+    Warn,
+}
 
 /// `runtime-receipts = false` under `[tool.kernels]` ([`ToolSettings::runtime_receipts`]).
 pub const RUNTIME_RECEIPTS_KEY: &str = "runtime-receipts";
@@ -639,8 +660,9 @@ impl ToolSettings {
     }
 }
 
-/// Reads `target-runtime`, `trust`, `cuda-capabilities`, `rocm-archs`, the
-/// cooldown, the signing keys and `runtime-receipts` of `[tool.kernels]`.
+/// Reads `target-runtime`, `trust`, `cuda-capabilities`, `rocm-archs`,
+/// `[[tool.kernels.targets]]`, the cooldown, the signing keys,
+/// `runtime-receipts` and `missing-target-builds` of `[tool.kernels]`.
 fn parse_settings(
     doc: &toml_edit::Document<&str>,
     path: &Path,
@@ -682,17 +704,34 @@ fn parse_settings(
     let trust_help = "list repository ids, for example `trust = [\"my-org/my-kernel\"]`";
     settings.trust = string_array(table, "trust", "repo id", |s| s.parse::<RepoId>())
         .map_err(|(item, what)| problem("trust", item, what, trust_help))?;
+    (settings.targets, settings.declared) = parse_target_keys(table, path, source, &problem)?;
+    settings.cooldown = parse_cooldown(table, &problem)?;
+    settings.signing = parse_trust_settings(table, path, &problem)?;
+    parse_switches(table, &problem, &mut settings)?;
+    Ok(settings)
+}
+
+/// The GPUs (`cuda-capabilities`, `rocm-archs`, then those of each declared
+/// target not yet listed) and the declared targets (`[[tool.kernels.targets]]`)
+/// of the `[tool.kernels]` `table` of `path`.
+fn parse_target_keys(
+    table: &dyn TableLike,
+    path: &Path,
+    source: &Arc<NamedSource<ClippedText>>,
+    problem: &dyn Fn(&str, &Item, String, &str) -> ManifestError,
+) -> Result<(Vec<Target>, Vec<DeclaredTarget>), ManifestError> {
     let cuda_help = "list CUDA compute capabilities as strings, for example `cuda-capabilities = [\"9.0\", \"10.0\"]`";
-    settings.targets = string_array(table, "cuda-capabilities", "capability", |s| {
+    let mut targets = string_array(table, "cuda-capabilities", "capability", |s| {
         s.parse::<Capability>().map(Target::Cuda)
     })
     .map_err(|(item, what)| problem("cuda-capabilities", item, what, cuda_help))?;
     let rocm_help = "list ROCm GPU archs, for example `rocm-archs = [\"gfx942\"]`";
     let rocm = string_array(table, "rocm-archs", "arch", Target::rocm)
         .map_err(|(item, what)| problem("rocm-archs", item, what, rocm_help))?;
-    settings.targets.extend(rocm);
+    targets.extend(rocm);
+    let mut declared = Vec::new();
     if let Some(item) = table.get(TARGETS_KEY) {
-        settings.declared = parse_targets(item).map_err(|bad| {
+        declared = parse_targets(item).map_err(|bad| {
             ManifestError::Entry(Box::new(EntryProblem {
                 message: format!(
                     "{}: [tool.kernels] `{}`: {}",
@@ -707,13 +746,21 @@ fn parse_settings(
             }))
         })?;
     }
-    for gpu in settings.declared.iter().flat_map(|t| &t.gpus) {
-        if !settings.targets.contains(gpu) {
-            settings.targets.push(gpu.clone());
+    for gpu in declared.iter().flat_map(|t| &t.gpus) {
+        if !targets.contains(gpu) {
+            targets.push(gpu.clone());
         }
     }
-    settings.cooldown = parse_cooldown(table, &problem)?;
-    settings.signing = parse_trust_settings(table, path, &problem)?;
+    Ok((targets, declared))
+}
+
+/// `runtime-receipts` (true or false) and `missing-target-builds` (`"error"`
+/// or `"warn"`) of the `[tool.kernels]` `table`, into `settings`.
+fn parse_switches(
+    table: &dyn TableLike,
+    problem: &dyn Fn(&str, &Item, String, &str) -> ManifestError,
+    settings: &mut ToolSettings,
+) -> Result<(), ManifestError> {
     if let Some(item) = table.get(RUNTIME_RECEIPTS_KEY) {
         settings.runtime_receipts = item.as_bool().ok_or_else(|| {
             problem(
@@ -724,7 +771,21 @@ fn parse_settings(
             )
         })?;
     }
-    Ok(settings)
+    if let Some(item) = table.get(MISSING_TARGET_BUILDS_KEY) {
+        settings.missing_target_builds = match item.as_str() {
+            Some("error") => MissingTargetBuilds::Error,
+            Some("warn") => MissingTargetBuilds::Warn,
+            _ => {
+                return Err(problem(
+                    MISSING_TARGET_BUILDS_KEY,
+                    item,
+                    format!("expected \"error\" or \"warn\", found {}", item_text(item)),
+                    "write `missing-target-builds = \"warn\"` to lock a kernel without a build for a declared target with a warning, or `\"error\"` (the default) to refuse it",
+                ));
+            }
+        };
+    }
+    Ok(())
 }
 
 /// The lower bound of `[project] requires-python`: the smallest version of

@@ -8,6 +8,7 @@
 mod breaking;
 mod check;
 mod plan;
+mod targets;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -282,5 +283,20 @@ pub fn run_inner(
     };
     let printer = &printer.quiet_if(request.format == OutputFormat::Json);
     let plan = plan(&inputs, settings, printer, printer.lines_mode(), &on_disk)?;
+    if !plan.manifest.settings.declared.is_empty() {
+        let client = crate::cli::project::client::client_showing_retries(
+            settings,
+            printer,
+            printer.lines_mode(),
+        )?;
+        let client = plan.profile.hub_client(&client);
+        let project = targets::LockedProject {
+            manifest: &plan.manifest,
+            profile: &plan.profile,
+            outcome: &plan.outcome,
+            lock_path: &lock_path,
+        };
+        targets::check(&project, &client, printer)?;
+    }
     write_plan(&request, printer, &plan, merged.as_ref(), &on_disk)
 }

@@ -41,6 +41,8 @@ pub(super) struct Plan {
     /// The declared targets the outcome's fit was checked for.
     pub(super) targets: crate::variant::Targets,
     pub(super) profile: Profile,
+    /// The manifest locked (its declared targets are checked before writing).
+    pub(super) manifest: Manifest,
     pub(super) old_format: Option<LockFormat>,
     pub(super) json: String,
     /// Repo ids kept from a conflicted lock without resolving them again.
@@ -144,6 +146,7 @@ pub(super) fn plan(
         outcome,
         targets,
         profile,
+        manifest,
         old_format,
         json,
         kept,

@@ -1,0 +1,373 @@
+//! Declared targets at lock time: every locked kernel must have a build
+//! variant for every declared target (`[[tool.kernels.targets]]`) that names
+//! `torch` and a `backend`, as uv's `required-environments` requires a
+//! distribution for every declared environment.
+//!
+//! The verdict is the runtime's: each target is made into the environment
+//! `kernels download` would select for (the declared values, `requires-python`
+//! for the Python part), and the locked commit's variant names (the lock's
+//! variant hashes, the `build/` listing the 0.17+ lock already read, else one
+//! tree listing) are ranked with the profile's [`VariantRules`]. Nothing
+//! large is downloaded. A kernel without a build is one diagnostic per target
+//! (the cause), listing every kernel it affects and, per kernel, the versions
+//! (`vN` branches, release tags) that have a build for it; `[tool.kernels]
+//! missing-target-builds = "warn"` makes it a warning.
+//!
+//! A target without `torch` or `backend`, or with a backend variant selection
+//! does not model (`tpu`, `cann-X.Y`), is not checked here; `-v` says so.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use kernels_hub::HubClient;
+use kernels_types::repo_id::RepoId;
+
+use crate::cli::printer::Printer;
+use crate::lock::declared::{DeclaredBackend, DeclaredTarget};
+use crate::lock::format::LockedKernel;
+use crate::lock::manifest::{Manifest, MissingTargetBuilds};
+use crate::lock::profile::Profile;
+use crate::lock::project::LockOutcome;
+use crate::variant::{EnvOverrides, ProjectPython, TorchEnv, VariantRules, VariantSelection};
+
+/// A declared target without a build of some locked kernels: one cause.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("no build for {target} ({key} of {manifest}): {kernels}")]
+#[diagnostic(code(kernels::lock::no_target_build), help("{help}"))]
+pub struct NoTargetBuild {
+    /// `torch 2.7 + cuda-12.6`.
+    target: String,
+    /// `targets[1]`.
+    key: String,
+    /// The `pyproject.toml`.
+    manifest: String,
+    /// The kernels without a build, `org/name v1, …`.
+    kernels: String,
+    /// Per kernel the versions that have a build, then the fix.
+    help: String,
+}
+
+/// Several declared targets without builds: one diagnostic each.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{} declared targets have no build of a locked kernel; {lock} was not changed", causes.len())]
+#[diagnostic(code(kernels::lock::missing_target_builds))]
+pub struct MissingBuilds {
+    /// The lock file.
+    lock: String,
+    /// One per target.
+    #[related]
+    causes: Vec<NoTargetBuild>,
+}
+
+/// One declared target as an environment to select for.
+struct EnvTarget {
+    /// `targets[N]`, from 1.
+    key: String,
+    /// `torch 2.7 + cuda-12.6`.
+    label: String,
+    /// The environment `kernels download` would select for.
+    env: TorchEnv,
+}
+
+/// What the check needs of a finished lock plan.
+pub(super) struct LockedProject<'a> {
+    /// The manifest locked.
+    pub(super) manifest: &'a Manifest,
+    /// The profile it was locked for.
+    pub(super) profile: &'a Profile,
+    /// The resolution (its lock, labels and read variants).
+    pub(super) outcome: &'a LockOutcome,
+    /// The lock file's path, for messages.
+    pub(super) lock_path: &'a Path,
+}
+
+/// Checks every locked kernel of `project` against its declared targets:
+/// `Ok` when each has a build for each (or the setting is `warn`, after one
+/// warning per target); else the error, one diagnostic per target. Listing a
+/// commit's `build/` or a kernel's versions uses `client`; a listing that
+/// fails leaves that kernel unchecked (the lock does not fail on it).
+pub(super) fn check(
+    project: &LockedProject<'_>,
+    client: &HubClient,
+    printer: &Printer,
+) -> miette::Result<()> {
+    let (targets, skipped) = env_targets(project.manifest);
+    if printer.is_verbose() {
+        for key in &skipped {
+            printer.status(format_args!(
+                "note: {key} of {} names no `torch` and `backend` variant selection models: not checked at lock time",
+                project.manifest.path.display()
+            ));
+        }
+    }
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let rules = VariantRules::of_profile(project.profile);
+    let kernels = project
+        .outcome
+        .lockfile
+        .locked_kernels(project.lock_path)
+        .map_err(miette::Report::new)?;
+    let rt = crate::cli::project::client::runtime()?;
+    let listed: Vec<(LockedKernel, Option<BTreeSet<String>>)> = kernels
+        .into_iter()
+        .map(|kernel| {
+            let names = variant_names(&kernel, project, client, &rt);
+            (kernel, names)
+        })
+        .collect();
+    let mut causes = Vec::new();
+    for target in &targets {
+        let selection = VariantSelection::Detected {
+            env: Box::new(target.env.clone()),
+            rules,
+        };
+        let missing: Vec<&LockedKernel> = listed
+            .iter()
+            .filter(|(kernel, names)| {
+                names.as_ref().is_some_and(|names| {
+                    selection
+                        .select(&kernel.repo_id, &kernel.commit, names)
+                        .is_err()
+                })
+            })
+            .map(|(kernel, _)| kernel)
+            .collect();
+        if !missing.is_empty() {
+            causes.push(cause(target, &missing, &selection, project, client, &rt));
+        }
+    }
+    finish(causes, project, printer)
+}
+
+/// The verdict: nothing missing, warnings (`missing-target-builds = "warn"`),
+/// or the error.
+fn finish(
+    mut causes: Vec<NoTargetBuild>,
+    project: &LockedProject<'_>,
+    printer: &Printer,
+) -> miette::Result<()> {
+    if causes.is_empty() {
+        return Ok(());
+    }
+    if project.manifest.settings.missing_target_builds == MissingTargetBuilds::Warn {
+        for cause in &causes {
+            printer.status(format_args!("warning: {cause}"));
+            for line in cause.help.lines() {
+                printer.status(format_args!("  {line}"));
+            }
+        }
+        return Ok(());
+    }
+    if causes.len() == 1 {
+        return Err(causes.remove(0).into());
+    }
+    Err(MissingBuilds {
+        lock: project.lock_path.display().to_string(),
+        causes,
+    }
+    .into())
+}
+
+/// The diagnostic of `target` for the `missing` kernels: per kernel the
+/// versions with a build for it and the command that requires one, then the
+/// other fixes.
+fn cause(
+    target: &EnvTarget,
+    missing: &[&LockedKernel],
+    selection: &VariantSelection,
+    project: &LockedProject<'_>,
+    client: &HubClient,
+    rt: &tokio::runtime::Runtime,
+) -> NoTargetBuild {
+    let mut lines: Vec<String> = missing
+        .iter()
+        .map(|kernel| {
+            let versions = rt.block_on(crate::lock::inspect::versions(
+                client,
+                project.profile.repo_type,
+                &kernel.repo_id,
+            ));
+            match versions {
+                Ok(versions) => versions_line(&kernel.repo_id, &versions, selection),
+                Err(err) => format!("{}: its versions could not be listed ({err})", kernel.repo_id),
+            }
+        })
+        .collect();
+    let or = if lines.iter().all(|l| l.contains(": no version has one")) {
+        "change"
+    } else {
+        "or change"
+    };
+    lines.push(format!(
+        "{or} or remove {} in [[tool.kernels.targets]] of {}, or set `missing-target-builds = \"warn\"` under [tool.kernels] to lock anyway",
+        target.key,
+        project.manifest.path.display()
+    ));
+    NoTargetBuild {
+        target: target.label.clone(),
+        key: target.key.clone(),
+        manifest: project.manifest.path.display().to_string(),
+        kernels: missing
+            .iter()
+            .map(|k| format!("{} {}", k.repo_id, label(k, project.outcome)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        help: lines.join("\n"),
+    }
+}
+
+/// What `versions` of `repo` have a build for `selection`'s environment,
+/// with the command that requires one: `kernels add REPO N` for the highest
+/// such `vN` branch, else the release tag to select.
+fn versions_line(
+    repo: &RepoId,
+    versions: &[crate::lock::inspect::VersionInfo],
+    selection: &VariantSelection,
+) -> String {
+    let fitting: Vec<&crate::lock::inspect::VersionInfo> = versions
+        .iter()
+        .filter(|v| {
+            let names = v.variants.iter().cloned().collect();
+            selection.select(repo, &v.commit, &names).is_ok()
+        })
+        .collect();
+    let names = |list: &[&crate::lock::inspect::VersionInfo]| {
+        list.iter()
+            .map(|v| v.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if fitting.is_empty() {
+        let all: Vec<&crate::lock::inspect::VersionInfo> = versions.iter().collect();
+        return if all.is_empty() {
+            format!("{repo}: no version has one (it has no `vN` branch or release tag)")
+        } else {
+            format!("{repo}: no version has one (checked {})", names(&all))
+        };
+    }
+    let how = match fitting.iter().filter_map(|v| v.version).max() {
+        Some(n) => format!("`kernels add {repo} {n}`"),
+        None => format!(
+            "edit its requirement in [tool.kernels.dependencies] to select {}, then `kernels lock -P {repo}`",
+            fitting.last().map_or("", |v| v.name.as_str())
+        ),
+    };
+    format!("{repo}: {} has one; require it: {how}", names(&fitting))
+}
+
+/// What the locked commit of `kernel` is called (`v1`, `v0.1.1`), else its
+/// short commit.
+fn label(kernel: &LockedKernel, outcome: &LockOutcome) -> String {
+    outcome
+        .variants
+        .iter()
+        .find(|v| v.repo_id == kernel.repo_id.as_str())
+        .map(|v| v.label.clone())
+        .or_else(|| outcome.labels.get(kernel.repo_id.as_str()).cloned())
+        .unwrap_or_else(|| kernel.commit.short().to_owned())
+}
+
+/// The variant directories of a locked kernel: the lock's hashes, the
+/// variants the lock read (0.17+), else one listing of `build/`; `None` when
+/// that listing fails.
+fn variant_names(
+    kernel: &LockedKernel,
+    project: &LockedProject<'_>,
+    client: &HubClient,
+    rt: &tokio::runtime::Runtime,
+) -> Option<BTreeSet<String>> {
+    if let Some(hashes) = &kernel.variants {
+        return Some(hashes.keys().cloned().collect());
+    }
+    if let Some(read) = project
+        .outcome
+        .variants
+        .iter()
+        .find(|v| v.repo_id == kernel.repo_id.as_str())
+    {
+        return Some(read.variants.keys().cloned().collect());
+    }
+    rt.block_on(crate::lock::inspect::build_variants(
+        client,
+        project.profile.repo_type,
+        &kernel.repo_id,
+        &kernel.commit,
+    ))
+    .ok()
+    .map(|names| names.into_iter().collect())
+}
+
+/// The declared targets the lock is checked for, and the keys of those it
+/// is not (no `torch` or `backend`, or `tpu` / `cann-X.Y`).
+fn env_targets(manifest: &Manifest) -> (Vec<EnvTarget>, Vec<String>) {
+    let mut checked = Vec::new();
+    let mut skipped = Vec::new();
+    for (index, declared) in manifest.settings.declared.iter().enumerate() {
+        let key = format!("targets[{}]", index + 1);
+        match env_of(declared, manifest) {
+            Some((label, env)) => checked.push(EnvTarget { key, label, env }),
+            None => skipped.push(key),
+        }
+    }
+    (checked, skipped)
+}
+
+/// The environment of one declared target, with its label; `None` when it
+/// names no torch or no backend variant selection models.
+fn env_of(declared: &DeclaredTarget, manifest: &Manifest) -> Option<(String, TorchEnv)> {
+    let (major, minor) = declared.torch?;
+    let backend = declared
+        .backend
+        .filter(|b| !matches!(b, DeclaredBackend::Tpu | DeclaredBackend::Cann(_)))?;
+    let mut target = declared.clone();
+    let (os, arch) = platform(declared, backend);
+    target.os = Some(os.clone());
+    target.arch = Some(arch.clone());
+    let overrides = EnvOverrides::default()
+        .with_declared(Some((&target, manifest.path.as_path())))
+        .with_requires_python(manifest.settings.requires_python);
+    // With a declared torch the interpreter is never started.
+    let python = ProjectPython::new(PathBuf::from("python3"));
+    let (env, _) = overrides.resolve(&python).ok()?;
+    let mut label = format!("torch {major}.{minor} + {backend}");
+    if declared.os.is_some() || declared.arch.is_some() {
+        label.push_str(&format!(" ({arch}-{os})"));
+    }
+    if let Some(py) = declared.python {
+        label.push_str(&format!(", Python {py}"));
+    }
+    Some((label, env))
+}
+
+/// The OS and CPU a target is checked for: as declared, else those a GPU
+/// image of its backend has (Linux for CUDA, ROCm and XPU; arm64 macOS for
+/// Metal), else this machine's, as `kernels download` takes them.
+fn platform(declared: &DeclaredTarget, backend: DeclaredBackend) -> (String, String) {
+    let host_os = match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    };
+    let gpu_linux = matches!(
+        backend,
+        DeclaredBackend::Cuda(_) | DeclaredBackend::Rocm(_) | DeclaredBackend::Xpu(_)
+    );
+    let os = declared.os.clone().unwrap_or_else(|| {
+        match backend {
+            DeclaredBackend::Metal => "darwin",
+            _ if gpu_linux => "linux",
+            _ => host_os,
+        }
+        .to_owned()
+    });
+    let arch = declared.arch.clone().unwrap_or_else(|| {
+        match backend {
+            DeclaredBackend::Metal => "aarch64",
+            _ if gpu_linux && host_os != "linux" => "x86_64",
+            _ => std::env::consts::ARCH,
+        }
+        .to_owned()
+    });
+    (os, arch)
+}
