@@ -20,6 +20,7 @@ mod conformance;
 mod cooldown;
 #[cfg(unix)]
 mod crash;
+mod declared_builds;
 mod digest;
 mod doc_shell;
 #[cfg(target_os = "linux")]

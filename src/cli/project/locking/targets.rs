@@ -59,6 +59,11 @@ pub struct MissingBuilds {
     causes: Vec<NoTargetBuild>,
 }
 
+/// The last fix of the error, left out of the warnings of
+/// `missing-target-builds = "warn"`.
+const WARN_INSTEAD: &str =
+    ", or set `missing-target-builds = \"warn\"` under [tool.kernels] to lock anyway";
+
 /// One declared target as an environment to select for.
 struct EnvTarget {
     /// `targets[N]`, from 1.
@@ -154,7 +159,7 @@ fn finish(
     if project.manifest.settings.missing_target_builds == MissingTargetBuilds::Warn {
         for cause in &causes {
             printer.status(format_args!("warning: {cause}"));
-            for line in cause.help.lines() {
+            for line in cause.help.replace(WARN_INSTEAD, "").lines() {
                 printer.status(format_args!("  {line}"));
             }
         }
@@ -201,7 +206,7 @@ fn cause(
         "or change"
     };
     lines.push(format!(
-        "{or} or remove {} in [[tool.kernels.targets]] of {}, or set `missing-target-builds = \"warn\"` under [tool.kernels] to lock anyway",
+        "{or} or remove {} in [[tool.kernels.targets]] of {}{WARN_INSTEAD}",
         target.key,
         project.manifest.path.display()
     ));

@@ -1,0 +1,105 @@
+//! Declared targets at lock time (issue 45 item 3): `kernels lock` and
+//! `kernels add` refuse a locked kernel without a build for a declared
+//! `torch` + `backend` target (one message per target, naming the kernels and
+//! the versions that have one), or warn with `missing-target-builds = "warn"`.
+
+use kernels_test_support::{TestContext, snapshot};
+
+const TORCH27: &str = "[[tool.kernels.targets]]\ntorch = \"2.7\"\nbackend = \"cuda-12.6\"\n";
+
+const TORCH211: &str = "[[tool.kernels.targets]]\ntorch = \"2.11\"\nbackend = \"cuda-12.6\"\n";
+
+/// A project declaring `targets` (and `extra` under `[tool.kernels]`) that
+/// depends on relu (v1: torch 2.10 and newer) and activation v0.0.2 (torch
+/// 2.5 and 2.6; v0.0.3 has torch 2.7 to 2.9), for the 0.13 runtime, which
+/// reads integers and specifier strings.
+fn project(extra: &str, targets: &str) -> TestContext {
+    TestContext::new().with_pyproject(&format!(
+        "[project]\nname = \"demo\"\n\n[tool.kernels]\ntarget-runtime = \"0.13.0\"\n{extra}\n[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n\"kernels-community/activation\" = \"<0.0.3\"\n\n{targets}"
+    ))
+}
+
+#[test]
+fn add_refuses_a_kernel_without_a_build_for_the_declared_target() {
+    let empty = tempfile::tempdir().unwrap();
+    let pyproject = format!("[project]\nname = \"demo\"\n\n{TORCH27}");
+    let context = TestContext::new()
+        .with_pyproject(&pyproject)
+        .with_env("PATH", empty.path());
+    let out = context.run(&["add", "kernels-community/relu"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    snapshot!("declared_add_relu_torch27", out);
+    assert_eq!(context.read("pyproject.toml"), pyproject);
+    assert!(!context.project.join("kernels.lock").exists());
+
+    // A version that has one is named, with the requirement that selects it.
+    let out = context.run(&[
+        "add",
+        "kernels-community/activation",
+        "<0.0.3",
+        "--target-runtime",
+        "0.10.5",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    snapshot!("declared_add_activation_old", out);
+    assert_eq!(context.read("pyproject.toml"), pyproject);
+    // The fix it names works.
+    context.write(
+        "pyproject.toml",
+        &format!(
+            "{pyproject}\n[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.3\"\n"
+        ),
+    );
+    context.run_ok(&[
+        "lock",
+        "-P",
+        "kernels-community/activation",
+        "--target-runtime",
+        "0.10.5",
+    ]);
+    assert!(context.lockfile().contains("torch27-cxx11-cu126-x86_64-linux"));
+}
+
+#[test]
+fn one_message_per_declared_target_naming_every_kernel() {
+    let context = project("", &format!("{TORCH27}\n{TORCH211}"));
+    let out = context.run(&["lock"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    snapshot!("declared_lock_two_targets", out);
+    assert!(!context.project.join("kernels.lock").exists());
+
+    // JSON: the failure document names the code.
+    let out = context.run(&["lock", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["error"]["code"], "kernels::lock::missing_target_builds",
+        "{doc}"
+    );
+
+    // A target every locked kernel has a build for passes.
+    let fits = "[[tool.kernels.targets]]\ntorch = \"2.6\"\nbackend = \"cuda-12.6\"\n";
+    let context = project("", fits);
+    let out = context.run(&["lock"]);
+    assert_eq!(out.status.code(), Some(1), "relu v1 has no torch 2.6 build: {out:?}");
+    let only_activation = TestContext::new().with_pyproject(&format!(
+        "[tool.kernels]\ntarget-runtime = \"0.13.0\"\n\n[tool.kernels.dependencies]\n\"kernels-community/activation\" = \"<0.0.3\"\n\n{fits}"
+    ));
+    only_activation.run_ok(&["lock"]);
+}
+
+#[test]
+fn missing_target_builds_warn_locks_with_one_warning_per_target() {
+    let context = project(
+        "missing-target-builds = \"warn\"\n",
+        &format!("{TORCH27}\n{TORCH211}"),
+    );
+    let out = context.run_ok(&["lock"]);
+    snapshot!("declared_lock_warn", out);
+    assert!(context.project.join("kernels.lock").is_file());
+
+    let context = project("missing-target-builds = \"never\"\n", TORCH27);
+    let out = context.run(&["lock"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    snapshot!("declared_lock_bad_setting", out);
+}
