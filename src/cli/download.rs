@@ -10,7 +10,7 @@ use super::printer::Printer;
 use super::progress::{Progress, human_bytes, plural, summary_line};
 use super::project::client::retry_observer;
 use super::project::profile::other_folder_note;
-use super::project::read::{project_trust, read_lock, shell_path};
+use super::project::read::{project_trust, read_lock_with, shell_path};
 use crate::cli::settings::Settings;
 use crate::install::dry_run::DryRunKernel;
 use crate::install::{
@@ -164,7 +164,8 @@ pub fn run_checked(
     run(args, settings, printer)
 }
 
-/// Reads `<project>/kernels.lock`, selects variants and downloads every kernel.
+/// Reads `<project>/kernels.lock`, selects variants and downloads every kernel
+/// (with several declared targets, for each: each variant once).
 /// Exit 0 when all kernels are in the cache and verified, 1 when any failed
 /// (each is named on stderr), 2 on internal errors.
 pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
@@ -179,12 +180,15 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     )
     .with_modules(kernels_types::python_depends::ALL_MODULES);
     let (dir, frozen) = (&args.project.project_dir, args.lock_mode.frozen);
-    let read = read_lock(dir, &args.select, &python, printer, frozen).inspect_err(|report| {
-        if json {
-            print_failure(settings, printer, report, &[]);
-        }
-    })?;
+    let read = read_lock_with(dir, &args.select, &python, printer, frozen, true).inspect_err(
+        |report| {
+            if json {
+                print_failure(settings, printer, report, &[]);
+            }
+        },
+    )?;
     let profile = read.profile.clone();
+    let per_target = read.per_target.clone();
     let trust = project_trust(dir, &args.trust)?;
     let (kernels, format, mut options) = read.into_options(Some(trust.into()));
     options.concurrency = args.concurrency;
@@ -207,34 +211,27 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
             .with_retry_observer(retry_observer(&progress, &settings.endpoint)),
     );
     let cache = settings.cache();
-    if args.explain {
-        return super::project::explain::print_download(
-            &super::project::explain::ExplainRun {
-                client: &client,
-                cache: &cache,
-                project_dir: &args.project.project_dir,
-                lock_format: format,
-                kernels: &kernels,
-                options: &options,
-                printer,
-                fit: None,
-            },
-            args.format,
-        );
+    let passes = super::project::declared::passes(&per_target, &options.selection);
+    if args.explain || args.dry_run {
+        let (hub, lock) = ((&client, &cache), (kernels.as_slice(), format));
+        return preview(&args, hub, lock, &mut options, &passes, &progress, printer);
     }
-    if args.dry_run {
-        return print_dry_run(
-            &client,
-            &cache,
-            &kernels,
-            &options,
-            args.format,
-            &progress,
-            printer,
-        );
+    let mut summary = crate::install::DownloadSummary::default();
+    for (target, selection) in passes {
+        options.selection = selection;
+        if let Some(target) = &target {
+            printer.status(format_args!("Target {target}:"));
+        }
+        let pass = super::project::client::runtime()?
+            .block_on(download(&client, &cache, &kernels, &options, &progress));
+        if let Some(target) = &target {
+            super::project::declared::report_failures(target, &pass, printer);
+        }
+        super::project::declared::merge(&mut summary, pass);
+        if summary.blocked.is_some() {
+            break;
+        }
     }
-    let mut summary = super::project::client::runtime()?
-        .block_on(download(&client, &cache, &kernels, &options, &progress));
     if args.with_benchmarks {
         place_extras(&client, &cache, &options, &mut summary, printer)?;
     }
@@ -250,6 +247,47 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         printer,
     };
     run.report(summary, &progress)
+}
+
+/// `--explain` or `--dry-run`: what each pass (one per declared target, each
+/// under a `Target …` line, else one) would download; the first error stops.
+fn preview(
+    args: &DownloadArgs,
+    (client, cache): (&HubClient, &HubCache),
+    (kernels, format): (&[LockedKernel], crate::lock::format::LockFormat),
+    options: &mut DownloadOptions,
+    passes: &[(Option<String>, crate::variant::VariantSelection)],
+    progress: &Progress,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
+    let mut code = ExitCode::SUCCESS;
+    for (target, selection) in passes {
+        options.selection = selection.clone();
+        if let Some(target) = target {
+            printer.status(format_args!("Target {target}:"));
+        }
+        code = if args.explain {
+            super::project::explain::print_download(
+                &super::project::explain::ExplainRun {
+                    client,
+                    cache,
+                    project_dir: &args.project.project_dir,
+                    lock_format: format,
+                    kernels,
+                    options,
+                    printer,
+                    fit: None,
+                },
+                args.format,
+            )?
+        } else {
+            print_dry_run(client, cache, kernels, options, args.format, progress, printer)?
+        };
+        if code != ExitCode::SUCCESS {
+            break;
+        }
+    }
+    Ok(code)
 }
 
 /// `--with-benchmarks`: the `benchmarks/` and `tests/` folders of every

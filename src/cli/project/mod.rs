@@ -7,6 +7,8 @@
 //!   `lock` (with `--breaking`), `add`, `remove` and the stale-lock gate
 //!   ([`stale`]) run; [`edit`] puts `pyproject.toml` and `kernels.lock` back
 //!   when locking after an edit fails.
+//! * [`declared`]: the declared targets (`[[tool.kernels.targets]]`) as
+//!   environments, for the lock-time check and `download`.
 //! * [`read`]: a project's `kernels.lock` read with its refs, its variant
 //!   selection and its trust settings; the missing-lock error.
 //! * [`profile`]: the target-runtime inputs (the policy is
@@ -20,6 +22,7 @@
 
 pub mod causes;
 pub mod client;
+pub mod declared;
 pub mod edit;
 pub mod explain;
 pub mod fit;

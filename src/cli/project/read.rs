@@ -51,6 +51,10 @@ pub struct LockRead {
     /// is verified: the profile's, unless `runtime-receipts = false` is set
     /// under `[tool.kernels]`.
     pub runtime_receipts: Option<kernels_cache::RuntimeReceiptFormat>,
+    /// `download` only ([`read_lock_with`]): the declared targets to select
+    /// for one after the other (each is the `selection` of one pass, the
+    /// first one `selection` itself); empty for one environment.
+    pub per_target: Vec<crate::cli::project::declared::DeclaredEnv>,
 }
 
 impl LockRead {
@@ -91,6 +95,22 @@ pub fn read_lock(
     printer: &Printer,
     frozen: bool,
 ) -> miette::Result<LockRead> {
+    read_lock_with(project_dir, select, python, printer, frozen, false)
+}
+
+/// [`read_lock`]; with `every_target` (`kernels download`), a
+/// `pyproject.toml` declaring several targets that are environments
+/// ([`crate::cli::project::declared`]) and no environment flag selects for
+/// each of them ([`LockRead::per_target`]), unless the project's torch is
+/// one of them: then for that one alone.
+pub fn read_lock_with(
+    project_dir: &Path,
+    select: &SelectArgs,
+    python: &ProjectPython,
+    printer: &Printer,
+    frozen: bool,
+    every_target: bool,
+) -> miette::Result<LockRead> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     if !crate::lock::format::lock_file_exists(&lock_path)? {
         return Err(no_lock_error(project_dir));
@@ -127,31 +147,20 @@ pub fn read_lock(
     if profile.cache_is_ambiguous() && !kernels.is_empty() && printer.is_verbose() {
         printer.status(format_args!("note: {CACHE_HINT}"));
     }
-    let selection = if kernels.is_empty() {
-        VariantSelection::All
-    } else {
-        request.resolve_with(
+    let (selection, fit, per_target) = select_variants(
+        &Selecting {
+            select,
+            tool: tool.as_ref(),
+            manifest_path: &manifest_path,
             python,
-            crate::variant::VariantRules::of_profile(&profile),
-            &overrides,
-        )?
-    };
-    let fit = crate::cli::project::fit::policy(
-        &select.targets.targets(),
-        tool.as_ref()
-            .map(|t| (t.targets.as_slice(), manifest_path.as_path())),
-        needs_torch.then(|| python.probed()).flatten(),
-        profile.runtime,
-    );
-    if fit.targets.is_checked() && printer.is_verbose() {
-        printer.status(format_args!("Target GPUs: {}", fit.targets));
-    }
-    if let Some(note) = ToolSettings::several_targets_note(tool.as_ref(), &manifest_path)
-        .filter(|_| matches!(selection, VariantSelection::Detected { .. }))
-    {
-        printer.status(format_args!("note: {note}"));
-    }
-    print_environment(&selection, profile.runtime, printer);
+            profile: &profile,
+            overrides: &overrides,
+            needs_torch,
+            has_kernels: !kernels.is_empty(),
+            every_target,
+        },
+        printer,
+    )?;
     let receipts_on = tool.as_ref().is_none_or(|t| t.runtime_receipts);
     Ok(LockRead {
         runtime_receipts: profile.runtime_receipts().filter(|_| receipts_on),
@@ -162,7 +171,101 @@ pub fn read_lock(
         repo_type: profile.repo_type,
         profile,
         fit,
+        per_target,
     })
+}
+
+/// The inputs of [`select_variants`]: what [`read_lock_with`] read and chose.
+struct Selecting<'a> {
+    select: &'a SelectArgs,
+    tool: Option<&'a ToolSettings>,
+    manifest_path: &'a Path,
+    python: &'a ProjectPython,
+    profile: &'a crate::lock::profile::Profile,
+    /// The flags with the one declared target under them.
+    overrides: &'a crate::variant::EnvOverrides,
+    /// Whether the selection needs torch (the project's Python was asked).
+    needs_torch: bool,
+    /// Whether the lock has kernels (else every variant: nothing to select).
+    has_kernels: bool,
+    /// `download`: select for each of several declared targets.
+    every_target: bool,
+}
+
+/// The variant selection, the fit policy and `download`'s declared targets
+/// ([`LockRead::per_target`]), with their status lines (the GPUs under `-v`,
+/// the several-targets note, the environment).
+fn select_variants(
+    s: &Selecting<'_>,
+    printer: &Printer,
+) -> miette::Result<(VariantSelection, FitPolicy, Vec<crate::cli::project::declared::DeclaredEnv>)> {
+    let rules = crate::variant::VariantRules::of_profile(s.profile);
+    // `None`: the run selects for one environment as the other commands do.
+    let several = match s.tool {
+        Some(tool) if s.every_target && s.needs_torch && s.select.env.overrides().is_empty() => {
+            several_targets(tool, s.manifest_path, s.python, printer)
+        }
+        _ => None,
+    };
+    let per_target = several.clone().unwrap_or_default();
+    let selection = if !s.has_kernels {
+        VariantSelection::All
+    } else if let Some(first) = per_target.first() {
+        VariantSelection::Detected {
+            env: Box::new(first.env.clone()),
+            rules,
+        }
+    } else {
+        s.select.request().resolve_with(s.python, rules, s.overrides)?
+    };
+    let fit = crate::cli::project::fit::policy(
+        &s.select.targets.targets(),
+        s.tool.map(|t| (t.targets.as_slice(), s.manifest_path)),
+        s.needs_torch.then(|| s.python.probed()).flatten(),
+        s.profile.runtime,
+    );
+    if fit.targets.is_checked() && printer.is_verbose() {
+        printer.status(format_args!("Target GPUs: {}", fit.targets));
+    }
+    if let Some(note) = ToolSettings::several_targets_note(s.tool, s.manifest_path)
+        .filter(|_| matches!(selection, VariantSelection::Detected { .. }))
+        .filter(|_| several.is_none())
+    {
+        printer.status(format_args!("note: {note}"));
+    }
+    if per_target.is_empty() {
+        print_environment(&selection, s.profile.runtime, printer);
+    }
+    Ok((selection, fit, per_target))
+}
+
+/// The declared targets `download` selects for one after the other: every
+/// target of `tool` that is an environment, when there are several, unless
+/// the project's torch (asked through `python`) is one of them, which is
+/// then selected for alone (said once; empty). `None` for fewer than two.
+fn several_targets(
+    tool: &ToolSettings,
+    path: &Path,
+    python: &ProjectPython,
+    printer: &Printer,
+) -> Option<Vec<crate::cli::project::declared::DeclaredEnv>> {
+    use crate::cli::project::declared::{declared_envs, is_local};
+    let (envs, _) = declared_envs(tool, path);
+    if envs.len() < 2 {
+        return None;
+    }
+    if let Ok(local) = python.torch()
+        && let Some(target) = envs.iter().find(|t| is_local(&local, t))
+    {
+        printer.status(format_args!(
+            "note: the project's torch ({}) is {} of {}: downloading for it alone; `--torch-version` with a backend flag selects another target",
+            local.describe(),
+            target.key,
+            path.display()
+        ));
+        return Some(Vec::new());
+    }
+    Some(envs)
 }
 
 /// Warns when a runtime the user named (flag or `pyproject.toml`) reads

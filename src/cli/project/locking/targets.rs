@@ -17,18 +17,18 @@
 //! does not model (`tpu`, `cann-X.Y`), is not checked here; `-v` says so.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kernels_hub::HubClient;
 use kernels_types::repo_id::RepoId;
 
 use crate::cli::printer::Printer;
-use crate::lock::declared::{DeclaredBackend, DeclaredTarget};
+use crate::cli::project::declared::{DeclaredEnv, declared_envs};
 use crate::lock::format::LockedKernel;
 use crate::lock::manifest::{Manifest, MissingTargetBuilds};
 use crate::lock::profile::Profile;
 use crate::lock::project::LockOutcome;
-use crate::variant::{EnvOverrides, ProjectPython, TorchEnv, VariantRules, VariantSelection};
+use crate::variant::{VariantRules, VariantSelection};
 
 /// A declared target without a build of some locked kernels: one cause.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -64,16 +64,6 @@ pub struct MissingBuilds {
 const WARN_INSTEAD: &str =
     ", or set `missing-target-builds = \"warn\"` under [tool.kernels] to lock anyway";
 
-/// One declared target as an environment to select for.
-struct EnvTarget {
-    /// `targets[N]`, from 1.
-    key: String,
-    /// `torch 2.7 + cuda-12.6`.
-    label: String,
-    /// The environment `kernels download` would select for.
-    env: TorchEnv,
-}
-
 /// What the check needs of a finished lock plan.
 pub(super) struct LockedProject<'a> {
     /// The manifest locked.
@@ -96,7 +86,8 @@ pub(super) fn check(
     client: &HubClient,
     printer: &Printer,
 ) -> miette::Result<()> {
-    let (targets, skipped) = env_targets(project.manifest);
+    let (targets, skipped) =
+        declared_envs(&project.manifest.settings, &project.manifest.path);
     if printer.is_verbose() {
         for key in &skipped {
             printer.status(format_args!(
@@ -179,7 +170,7 @@ fn finish(
 /// versions with a build for it and the command that requires one, then the
 /// other fixes.
 fn cause(
-    target: &EnvTarget,
+    target: &DeclaredEnv,
     missing: &[&LockedKernel],
     selection: &VariantSelection,
     project: &LockedProject<'_>,
@@ -302,77 +293,4 @@ fn variant_names(
     ))
     .ok()
     .map(|names| names.into_iter().collect())
-}
-
-/// The declared targets the lock is checked for, and the keys of those it
-/// is not (no `torch` or `backend`, or `tpu` / `cann-X.Y`).
-fn env_targets(manifest: &Manifest) -> (Vec<EnvTarget>, Vec<String>) {
-    let mut checked = Vec::new();
-    let mut skipped = Vec::new();
-    for (index, declared) in manifest.settings.declared.iter().enumerate() {
-        let key = format!("targets[{}]", index + 1);
-        match env_of(declared, manifest) {
-            Some((label, env)) => checked.push(EnvTarget { key, label, env }),
-            None => skipped.push(key),
-        }
-    }
-    (checked, skipped)
-}
-
-/// The environment of one declared target, with its label; `None` when it
-/// names no torch or no backend variant selection models.
-fn env_of(declared: &DeclaredTarget, manifest: &Manifest) -> Option<(String, TorchEnv)> {
-    let (major, minor) = declared.torch?;
-    let backend = declared
-        .backend
-        .filter(|b| !matches!(b, DeclaredBackend::Tpu | DeclaredBackend::Cann(_)))?;
-    let mut target = declared.clone();
-    let (os, arch) = platform(declared, backend);
-    target.os = Some(os.clone());
-    target.arch = Some(arch.clone());
-    let overrides = EnvOverrides::default()
-        .with_declared(Some((&target, manifest.path.as_path())))
-        .with_requires_python(manifest.settings.requires_python);
-    // With a declared torch the interpreter is never started.
-    let python = ProjectPython::new(PathBuf::from("python3"));
-    let (env, _) = overrides.resolve(&python).ok()?;
-    let mut label = format!("torch {major}.{minor} + {backend}");
-    if declared.os.is_some() || declared.arch.is_some() {
-        label.push_str(&format!(" ({arch}-{os})"));
-    }
-    if let Some(py) = declared.python {
-        label.push_str(&format!(", Python {py}"));
-    }
-    Some((label, env))
-}
-
-/// The OS and CPU a target is checked for: as declared, else those a GPU
-/// image of its backend has (Linux for CUDA, ROCm and XPU; arm64 macOS for
-/// Metal), else this machine's, as `kernels download` takes them.
-fn platform(declared: &DeclaredTarget, backend: DeclaredBackend) -> (String, String) {
-    let host_os = match std::env::consts::OS {
-        "macos" => "darwin",
-        other => other,
-    };
-    let gpu_linux = matches!(
-        backend,
-        DeclaredBackend::Cuda(_) | DeclaredBackend::Rocm(_) | DeclaredBackend::Xpu(_)
-    );
-    let os = declared.os.clone().unwrap_or_else(|| {
-        match backend {
-            DeclaredBackend::Metal => "darwin",
-            _ if gpu_linux => "linux",
-            _ => host_os,
-        }
-        .to_owned()
-    });
-    let arch = declared.arch.clone().unwrap_or_else(|| {
-        match backend {
-            DeclaredBackend::Metal => "aarch64",
-            _ if gpu_linux && host_os != "linux" => "x86_64",
-            _ => std::env::consts::ARCH,
-        }
-        .to_owned()
-    });
-    (os, arch)
 }
