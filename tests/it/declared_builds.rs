@@ -103,3 +103,71 @@ fn missing_target_builds_warn_locks_with_one_warning_per_target() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     snapshot!("declared_lock_bad_setting", out);
 }
+
+/// Two CUDA targets of relu v1 (torch 2.10 and 2.11 builds).
+const TWO_CUDA: &str = "[[tool.kernels.targets]]\ntorch = \"2.10\"\nbackend = \"cuda-12.8\"\n\n[[tool.kernels.targets]]\ntorch = \"2.11\"\nbackend = \"cuda-12.6\"\n";
+
+#[test]
+fn download_fetches_for_every_declared_target_unless_a_flag_narrows_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let context = TestContext::new()
+        .with_pyproject(&format!(
+            "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n\n{TWO_CUDA}"
+        ))
+        .with_env("PATH", empty.path());
+    context.run_ok(&["lock", "--target-runtime", "0.17.2"]);
+    let out = context.run_ok(&["download"]);
+    snapshot!("declared_download_two_targets", out);
+    let snapshots = context
+        .cache
+        .join("kernels--kernels-community--relu")
+        .join("snapshots");
+    let commit = fs_err::read_dir(&snapshots)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut variants: Vec<String> = fs_err::read_dir(commit.join("build"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    variants.sort();
+    assert_eq!(
+        variants,
+        [
+            "torch210-cxx11-cu128-x86_64-linux",
+            "torch211-cxx11-cu126-x86_64-linux"
+        ]
+    );
+    // The JSON summary names each variant once.
+    let out = context.run_ok(&["download", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["kernels"].as_array().unwrap().len(), 1, "{doc}");
+    // A flag narrows the run to one environment.
+    let out = context.run_ok(&["download", "--torch-version", "2.11", "--cuda-version", "12.6"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Target targets["), "{stderr}");
+    assert!(stderr.contains("torch211-cxx11-cu126-x86_64-linux"), "{stderr}");
+}
+
+#[test]
+fn download_selects_for_the_declared_target_the_project_torch_is() {
+    // The stub torch is 2.7 CPU: the first target.
+    let targets = "[[tool.kernels.targets]]\ntorch = \"2.7\"\nbackend = \"cpu\"\n\n[[tool.kernels.targets]]\ntorch = \"2.10\"\nbackend = \"cuda-12.8\"\n";
+    let pyproject = format!(
+        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"kernels-test/versions\" = 2\n\n{targets}"
+    );
+    let context = TestContext::new()
+        .with_pyproject(&pyproject)
+        .with_stub_torch();
+    context.run_ok(&["lock", "--target-runtime", "0.17.2"]);
+    let out = context.run_ok(&["download"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is targets[1] of ./pyproject.toml: downloading for it alone"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("torch-cpu"), "{stderr}");
+    assert!(!stderr.contains("torch-cuda"), "{stderr}");
+}
