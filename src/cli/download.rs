@@ -281,7 +281,15 @@ fn preview(
                 args.format,
             )?
         } else {
-            print_dry_run(client, cache, kernels, options, args.format, progress, printer)?
+            print_dry_run(
+                client,
+                cache,
+                kernels,
+                options,
+                args.format,
+                progress,
+                printer,
+            )?
         };
         if code != ExitCode::SUCCESS {
             break;

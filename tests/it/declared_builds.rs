@@ -57,7 +57,11 @@ fn add_refuses_a_kernel_without_a_build_for_the_declared_target() {
         "--target-runtime",
         "0.10.5",
     ]);
-    assert!(context.lockfile().contains("torch27-cxx11-cu126-x86_64-linux"));
+    assert!(
+        context
+            .lockfile()
+            .contains("torch27-cxx11-cu126-x86_64-linux")
+    );
 }
 
 #[test]
@@ -81,7 +85,11 @@ fn one_message_per_declared_target_naming_every_kernel() {
     let fits = "[[tool.kernels.targets]]\ntorch = \"2.6\"\nbackend = \"cuda-12.6\"\n";
     let context = project("", fits);
     let out = context.run(&["lock"]);
-    assert_eq!(out.status.code(), Some(1), "relu v1 has no torch 2.6 build: {out:?}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "relu v1 has no torch 2.6 build: {out:?}"
+    );
     let only_activation = TestContext::new().with_pyproject(&format!(
         "[tool.kernels]\ntarget-runtime = \"0.13.0\"\n\n[tool.kernels.dependencies]\n\"kernels-community/activation\" = \"<0.0.3\"\n\n{fits}"
     ));
@@ -145,10 +153,19 @@ fn download_fetches_for_every_declared_target_unless_a_flag_narrows_it() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["kernels"].as_array().unwrap().len(), 1, "{doc}");
     // A flag narrows the run to one environment.
-    let out = context.run_ok(&["download", "--torch-version", "2.11", "--cuda-version", "12.6"]);
+    let out = context.run_ok(&[
+        "download",
+        "--torch-version",
+        "2.11",
+        "--cuda-version",
+        "12.6",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("Target targets["), "{stderr}");
-    assert!(stderr.contains("torch211-cxx11-cu126-x86_64-linux"), "{stderr}");
+    assert!(
+        stderr.contains("torch211-cxx11-cu126-x86_64-linux"),
+        "{stderr}"
+    );
 }
 
 #[test]

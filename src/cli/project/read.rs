@@ -198,7 +198,11 @@ struct Selecting<'a> {
 fn select_variants(
     s: &Selecting<'_>,
     printer: &Printer,
-) -> miette::Result<(VariantSelection, FitPolicy, Vec<crate::cli::project::declared::DeclaredEnv>)> {
+) -> miette::Result<(
+    VariantSelection,
+    FitPolicy,
+    Vec<crate::cli::project::declared::DeclaredEnv>,
+)> {
     let rules = crate::variant::VariantRules::of_profile(s.profile);
     // `None`: the run selects for one environment as the other commands do.
     let several = match s.tool {
@@ -216,7 +220,9 @@ fn select_variants(
             rules,
         }
     } else {
-        s.select.request().resolve_with(s.python, rules, s.overrides)?
+        s.select
+            .request()
+            .resolve_with(s.python, rules, s.overrides)?
     };
     let fit = crate::cli::project::fit::policy(
         &s.select.targets.targets(),

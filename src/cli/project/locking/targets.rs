@@ -86,8 +86,7 @@ pub(super) fn check(
     client: &HubClient,
     printer: &Printer,
 ) -> miette::Result<()> {
-    let (targets, skipped) =
-        declared_envs(&project.manifest.settings, &project.manifest.path);
+    let (targets, skipped) = declared_envs(&project.manifest.settings, &project.manifest.path);
     if printer.is_verbose() {
         for key in &skipped {
             printer.status(format_args!(
@@ -187,7 +186,10 @@ fn cause(
             ));
             match versions {
                 Ok(versions) => versions_line(&kernel.repo_id, &versions, selection),
-                Err(err) => format!("{}: its versions could not be listed ({err})", kernel.repo_id),
+                Err(err) => format!(
+                    "{}: its versions could not be listed ({err})",
+                    kernel.repo_id
+                ),
             }
         })
         .collect();
