@@ -188,3 +188,30 @@ fn download_selects_for_the_declared_target_the_project_torch_is() {
     assert!(stderr.contains("torch-cpu"), "{stderr}");
     assert!(!stderr.contains("torch-cuda"), "{stderr}");
 }
+
+#[test]
+fn a_kernel_locks_lock_is_checked_from_the_variants_it_read() {
+    let context = TestContext::new().with_pyproject(&format!(
+        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n\n{TORCH27}"
+    ));
+    let out = context.run(&["lock", "--target-runtime", "0.19.1"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("kernels::lock::no_target_build"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("kernels-community/relu: no version has one (checked v1)"),
+        "{stderr}"
+    );
+    assert!(!context.project.join("kernels.lock").exists());
+    // A target relu has a build for locks.
+    context.write(
+        "pyproject.toml",
+        &context
+            .read("pyproject.toml")
+            .replace("\"2.7\"", "\"2.12\""),
+    );
+    context.run_ok(&["lock", "--target-runtime", "0.19.1"]);
+}

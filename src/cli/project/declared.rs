@@ -192,3 +192,82 @@ pub fn report_failures(label: &str, pass: &DownloadSummary, printer: &Printer) {
         names.join(", ")
     ));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_types::variant_name::MinorVersion;
+
+    fn target(torch: Option<(u32, u32)>, backend: Option<DeclaredBackend>) -> DeclaredTarget {
+        DeclaredTarget {
+            torch,
+            backend,
+            ..DeclaredTarget::default()
+        }
+    }
+
+    #[test]
+    fn targets_with_torch_and_a_modelled_backend_are_environments() {
+        let cuda = DeclaredBackend::Cuda(MinorVersion::new(12, 6));
+        let tool = ToolSettings {
+            declared: vec![
+                target(Some((2, 7)), Some(cuda)),
+                target(None, Some(cuda)),
+                target(Some((2, 8)), Some(DeclaredBackend::Tpu)),
+                DeclaredTarget {
+                    os: Some("darwin".to_owned()),
+                    ..target(Some((2, 9)), Some(DeclaredBackend::Metal))
+                },
+            ],
+            ..ToolSettings::default()
+        };
+        let (envs, skipped) = declared_envs(&tool, Path::new("pyproject.toml"));
+        assert_eq!(skipped, ["targets[2]", "targets[3]"]);
+        assert_eq!(envs.len(), 2);
+        assert_eq!(envs[0].key, "targets[1]");
+        assert_eq!(envs[0].label, "torch 2.7 + cuda-12.6");
+        // A CUDA target is a Linux image whatever this machine is.
+        let variant = envs[0].env.arch_variant();
+        assert!(variant.starts_with("torch27-cxx11-cu126-"), "{variant}");
+        assert!(variant.ends_with("-linux"), "{variant}");
+        assert_eq!(envs[1].label, "torch 2.9 + metal (aarch64-darwin)");
+        assert_eq!(envs[1].env.arch_variant(), "torch29-metal-aarch64-darwin");
+        assert!(is_local(&envs[0].env, &envs[0]));
+        assert!(!is_local(&envs[1].env, &envs[0]));
+    }
+
+    #[test]
+    fn one_environment_is_one_pass_and_several_are_one_each() {
+        let tool = ToolSettings {
+            declared: vec![
+                target(Some((2, 7)), Some(DeclaredBackend::Cpu)),
+                target(
+                    Some((2, 10)),
+                    Some(DeclaredBackend::Cuda(MinorVersion::new(12, 8))),
+                ),
+            ],
+            ..ToolSettings::default()
+        };
+        let (envs, _) = declared_envs(&tool, Path::new("pyproject.toml"));
+        let selection = VariantSelection::Detected {
+            env: Box::new(envs[0].env.clone()),
+            rules: crate::variant::VariantRules::new(
+                crate::lock::profile::VariantPreference::Resolver,
+                None,
+            ),
+        };
+        assert_eq!(passes(&[], &selection).len(), 1);
+        assert_eq!(passes(&envs, &VariantSelection::All).len(), 1);
+        let labels: Vec<Option<String>> = passes(&envs, &selection)
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                Some("targets[1] (torch 2.7 + cpu)".to_owned()),
+                Some("targets[2] (torch 2.10 + cuda-12.8)".to_owned())
+            ]
+        );
+    }
+}
