@@ -59,6 +59,11 @@ pub struct MissingBuilds {
     causes: Vec<NoTargetBuild>,
 }
 
+/// Each repository's versions with their variants, listed once per run
+/// (the error text of a listing that failed).
+type Versions =
+    std::collections::HashMap<RepoId, Result<Vec<crate::lock::inspect::VersionInfo>, String>>;
+
 /// The last fix of the error, left out of the warnings of
 /// `missing-target-builds = "warn"`.
 const WARN_INSTEAD: &str =
@@ -113,6 +118,7 @@ pub(super) fn check(
         })
         .collect();
     let mut causes = Vec::new();
+    let mut versions = Versions::default();
     for target in &targets {
         let selection = VariantSelection::Detected {
             env: Box::new(target.env.clone()),
@@ -130,7 +136,8 @@ pub(super) fn check(
             .map(|(kernel, _)| kernel)
             .collect();
         if !missing.is_empty() {
-            causes.push(cause(target, &missing, &selection, project, client, &rt));
+            let hub = (client, &rt, &mut versions);
+            causes.push(cause(target, &missing, &selection, project, hub));
         }
     }
     finish(causes, project, printer)
@@ -173,19 +180,21 @@ fn cause(
     missing: &[&LockedKernel],
     selection: &VariantSelection,
     project: &LockedProject<'_>,
-    client: &HubClient,
-    rt: &tokio::runtime::Runtime,
+    (client, rt, known): (&HubClient, &tokio::runtime::Runtime, &mut Versions),
 ) -> NoTargetBuild {
     let mut lines: Vec<String> = missing
         .iter()
         .map(|kernel| {
-            let versions = rt.block_on(crate::lock::inspect::versions(
-                client,
-                project.profile.repo_type,
-                &kernel.repo_id,
-            ));
+            let versions = known.entry(kernel.repo_id.clone()).or_insert_with(|| {
+                rt.block_on(crate::lock::inspect::versions(
+                    client,
+                    project.profile.repo_type,
+                    &kernel.repo_id,
+                ))
+                .map_err(|err| err.to_string())
+            });
             match versions {
-                Ok(versions) => versions_line(&kernel.repo_id, &versions, selection),
+                Ok(versions) => versions_line(&kernel.repo_id, versions, selection),
                 Err(err) => format!(
                     "{}: its versions could not be listed ({err})",
                     kernel.repo_id
