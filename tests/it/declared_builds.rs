@@ -115,12 +115,17 @@ fn missing_target_builds_warn_locks_with_one_warning_per_target() {
 /// Two CUDA targets of relu v1 (torch 2.10 and 2.11 builds).
 const TWO_CUDA: &str = "[[tool.kernels.targets]]\ntorch = \"2.10\"\nbackend = \"cuda-12.8\"\n\n[[tool.kernels.targets]]\ntorch = \"2.11\"\nbackend = \"cuda-12.6\"\n";
 
+/// A third target that chooses the variant of the first: found in the cache,
+/// not fetched again.
+const SAME_AS_FIRST: &str =
+    "[[tool.kernels.targets]]\ntorch = \"2.10\"\nbackend = \"cuda-12.8\"\npython = \"3.12\"\n";
+
 #[test]
 fn download_fetches_for_every_declared_target_unless_a_flag_narrows_it() {
     let empty = tempfile::tempdir().unwrap();
     let context = TestContext::new()
         .with_pyproject(&format!(
-            "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n\n{TWO_CUDA}"
+            "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n\n{TWO_CUDA}\n{SAME_AS_FIRST}"
         ))
         .with_env("PATH", empty.path());
     context.run_ok(&["lock", "--target-runtime", "0.17.2"]);
