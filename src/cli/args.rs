@@ -351,7 +351,13 @@ pub struct ProgressArgs {
 pub struct CacheArgs {
     /// The Hugging Face hub cache to read and write. Default: `HF_HUB_CACHE`,
     /// else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
-    #[arg(long, value_name = "DIR", env = "KERNELS_CACHE", global = true)]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "KERNELS_CACHE",
+        global = true,
+        hide_env_values = true
+    )]
     pub cache_dir: Option<std::path::PathBuf>,
 }
 

@@ -1780,3 +1780,53 @@ mod tests {
         );
     }
 }
+
+/// `kernels variants --json`: the keys of reference 0.19.1's document, and,
+/// beyond it, the verdicts for every environment the run selected for.
+#[derive(Debug, Serialize)]
+pub struct VariantsDoc {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// One entry per version (or the one `--revision`).
+    pub revisions: Vec<VariantsRevisionDoc>,
+}
+
+/// One revision of [`VariantsDoc`].
+#[derive(Debug, Serialize)]
+pub struct VariantsRevisionDoc {
+    /// The kernel version (`null` with `--revision`).
+    pub version: Option<u64>,
+    /// `refs/heads/vN` for a version (as the reference writes it), else the
+    /// `--revision` given.
+    pub revision: String,
+    /// The verdicts for the first environment (the reference's key).
+    pub variants: Vec<VariantVerdictDoc>,
+    /// The verdicts for every environment: the flags or the interpreter, or
+    /// each `[[tool.kernels.targets]]` entry.
+    pub environments: Vec<VariantsEnvironmentDoc>,
+}
+
+/// The verdicts of one environment in [`VariantsRevisionDoc`].
+#[derive(Debug, Serialize)]
+pub struct VariantsEnvironmentDoc {
+    /// The environment, as `kernels env` describes it.
+    pub environment: String,
+    /// Where it came from: `flags`, `python`, or `target N` (1-based, of
+    /// `[[tool.kernels.targets]]`).
+    pub source: String,
+    /// One verdict per build variant.
+    pub variants: Vec<VariantVerdictDoc>,
+}
+
+/// One build variant's verdict (the reference 0.19.1 keys).
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantVerdictDoc {
+    /// The directory name under `build/`.
+    pub variant: String,
+    /// Whether the environment can load it.
+    pub compatible: bool,
+    /// Whether it is the one the runtime loads.
+    pub preferred: bool,
+    /// Why it is not compatible (`null` when it is).
+    pub reason: Option<String>,
+}
