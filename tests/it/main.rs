@@ -71,4 +71,5 @@ mod terminal;
 mod tls;
 mod to_wheel;
 mod trust_download;
+mod variants;
 mod verify;
