@@ -133,20 +133,16 @@ pub fn run_tree(
             .generation
             .reads_dotted_names(),
     ))?;
-    let statuses: HashMap<String, EntryStatus> = if args.outdated {
-        let refs = runtime.block_on(inspect::refs_of(
-            &client,
-            profile.repo_type,
-            entries.iter().map(|e| e.repo_id.clone()),
-        ));
-        let statuses = inspect::statuses(&entries, &refs);
-        for cause in not_checked(&statuses, refs, &settings.endpoint) {
+    let statuses = if args.outdated {
+        let found = runtime.block_on(outdated_statuses(&client, &profile, &entries));
+        for cause in not_checked(&found.0, found.1, &settings.endpoint) {
             printer.status(format_args!(
                 "warning: {}",
                 cause.warning(&settings.endpoint)
             ));
         }
-        statuses
+        found
+            .0
             .into_iter()
             .zip(&entries)
             .map(|(s, e)| (key(e), s))
@@ -195,6 +191,25 @@ pub fn run_tree(
         printer.data_raw(&tree.text);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `kernels tree --outdated`: each entry's status, in `entries` order, and
+/// the refs they were read from (for the warnings about those not checked).
+async fn outdated_statuses(
+    client: &HubClient,
+    profile: &Profile,
+    entries: &[Entry],
+) -> (
+    Vec<EntryStatus>,
+    BTreeMap<RepoId, Result<GitRefs, HubError>>,
+) {
+    let refs = inspect::refs_of(
+        client,
+        profile.repo_type,
+        entries.iter().map(|e| e.repo_id.clone()),
+    )
+    .await;
+    (inspect::statuses(entries, &refs), refs)
 }
 
 /// The Hub's refs of the repositories whose entries only the Hub can name (a
