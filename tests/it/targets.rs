@@ -92,13 +92,7 @@ fn declared_target_chooses_the_environment_below_the_flags() {
         &cache,
         &empty,
         &dir,
-        &[
-            "--torch-version",
-            "2.9",
-            "--cpu",
-            "--python-version",
-            "3.13",
-        ],
+        &["--torch-version", "2.9", "--python-version", "3.13"],
     );
     assert_eq!(
         doc["torch"]["arch_variant"],
