@@ -15,6 +15,7 @@ mod audit;
 mod benchmark;
 mod cache;
 mod check;
+mod describe_api;
 mod download;
 mod env;
 mod export;
@@ -194,6 +195,14 @@ enum Command {
     /// Beyond it: for every `[[tool.kernels.targets]]` entry of the project,
     /// unless the environment flags name one.
     Variants(variants::VariantsArgs),
+    /// List a kernel's public functions and layers from its `symbols.json`, without importing it.
+    ///
+    /// As reference 0.19.1's `kernels describe-api`: the variant this
+    /// environment prefers (as `kernels variants` marks it) of the newest
+    /// version, `--version N` or `--revision R`, or of a local kernel
+    /// directory; `--json` prints the whole `symbols.json` with `repo_id`,
+    /// `revision` (or `path`) and `variant`.
+    DescribeApi(describe_api::DescribeApiArgs),
     /// Deprecated (as in reference 0.19.1): use `kernels variants --all-versions`.
     ///
     /// Lists a kernel's versions (`vN` branches and release tags) with their
@@ -386,6 +395,10 @@ fn dispatch(
         Command::Variants(args) => {
             let dir = project_dir(None, global)?;
             variants::run_variants(args, &dir, settings, printer)
+        }
+        Command::DescribeApi(args) => {
+            let dir = project_dir(None, global)?;
+            describe_api::run(args, &dir, settings, printer)
         }
         Command::Versions(args) => {
             let dir = project_dir(None, global)?;

@@ -20,6 +20,7 @@ mod conformance;
 mod cooldown;
 #[cfg(unix)]
 mod crash;
+mod describe_api;
 mod digest;
 mod doc_shell;
 #[cfg(target_os = "linux")]
