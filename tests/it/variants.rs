@@ -66,10 +66,13 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// `(variant, compatible, preferred, reason is null)` of one revision.
+type Verdicts = BTreeSet<(String, bool, bool, bool)>;
+
 /// Per revision: `(version, revision)` and the set of `(variant,
 /// compatible, preferred)`, what both documents must agree on (the reasons
 /// are worded differently; their presence is compared).
-fn verdicts(doc: &Value) -> Vec<(Value, Value, BTreeSet<(String, bool, bool, bool)>)> {
+fn verdicts(doc: &Value) -> Vec<(Value, Value, Verdicts)> {
     assert_eq!(doc["repo_id"], "kernels-community/relu");
     doc["revisions"]
         .as_array()
