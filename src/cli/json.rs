@@ -993,6 +993,34 @@ pub struct InfoDoc<'a> {
     pub targets: InfoTargetsDoc,
     /// Every variant, by name.
     pub variants: Vec<InfoVariantDoc<'a>>,
+    /// Every kernel it depends on, directly or not, sorted (reference
+    /// 0.19.1's key).
+    pub kernel_depends: Vec<String>,
+    /// With `--dep-tree`: repository → its own dependencies, nested
+    /// (reference 0.19.1's key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependency_tree: Option<&'a DepTree>,
+}
+
+/// A kernel's dependencies, nested: repository → what it depends on
+/// (`kernels info --dep-tree`).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct DepTree(pub std::collections::BTreeMap<String, DepTree>);
+
+impl DepTree {
+    /// Every repository in the tree, sorted, each once.
+    pub fn repos(&self) -> Vec<String> {
+        let mut all = std::collections::BTreeSet::new();
+        let mut stack = vec![self];
+        while let Some(tree) = stack.pop() {
+            for (repo, below) in &tree.0 {
+                all.insert(repo.clone());
+                stack.push(below);
+            }
+        }
+        all.into_iter().collect()
+    }
 }
 
 impl InfoDoc<'_> {
