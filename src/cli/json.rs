@@ -1781,6 +1781,8 @@ mod tests {
                 }],
                 warnings: Vec::new(),
             }],
+            kernel_depends: Vec::new(),
+            dependency_tree: None,
         };
         matches("`kernels info`", &doc, &["variants"]);
         let documented = example("`kernels info`");
