@@ -392,17 +392,14 @@ fn dispatch(
             tree::run_tree(args, settings, global, printer)
         }
         Command::Outdated(args) => outdated(args, settings, global, printer),
-        Command::Variants(args) => {
-            let dir = project_dir(None, global)?;
-            variants::run_variants(args, &dir, settings, printer)
+        Command::Variants(a) => {
+            variants::run_variants(a, &project_dir(None, global)?, settings, printer)
         }
-        Command::DescribeApi(args) => {
-            let dir = project_dir(None, global)?;
-            describe_api::run(args, &dir, settings, printer)
+        Command::DescribeApi(a) => {
+            describe_api::run(a, &project_dir(None, global)?, settings, printer)
         }
-        Command::Versions(args) => {
-            let dir = project_dir(None, global)?;
-            variants::run_versions(args, &dir, settings, printer)
+        Command::Versions(a) => {
+            variants::run_versions(a, &project_dir(None, global)?, settings, printer)
         }
         Command::Download(mut args) => {
             args.project.resolve(global)?;
@@ -444,17 +441,20 @@ fn dispatch(
             audit::run(args, settings, printer)
         }
         Command::Benchmark(args) => benchmark::run_checked(args, settings, global, printer),
-        Command::Completions(args) => {
-            let mut script = Vec::new();
-            clap_complete::generate(args.shell, &mut command(), "kernels", &mut script);
-            printer.data_raw(String::from_utf8_lossy(&script));
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Completions(args) => completions(args.shell, printer),
         Command::GenerateCliReference => {
             printer.data_raw(reference::markdown(&command()));
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `kernels completions SHELL`: the script for `shell` on stdout.
+fn completions(shell: clap_complete::Shell, printer: &Printer) -> miette::Result<ExitCode> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command(), "kernels", &mut script);
+    printer.data_raw(String::from_utf8_lossy(&script));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `kernels outdated`, then, with `--benchmark` and outdated kernels, `kernels
