@@ -262,3 +262,33 @@ fn dash_v_is_the_program_version_everywhere_and_version_the_kernel_version() {
     let out = context.run(&["info", "kernels-community/relu", "--version", "1"]);
     assert!(out.status.success(), "{}", common::stderr(&out));
 }
+
+#[test]
+fn a_backend_without_a_torch_version_says_how_to_give_one() {
+    // The 0.19.1 environment has no torch.
+    let context = TestContext::new()
+        .with_pyproject("[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n")
+        .with_env("VIRTUAL_ENV", common::pyref_root().join("kernels-0.19.1"));
+    context.run_ok(&["lock"]);
+    let out = context.run(&["download", "--cuda-version", "12.6"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = common::stderr(&out);
+    assert!(err.contains("backend_without_torch"), "{err}");
+    assert!(
+        err.contains("`--cuda-version 12.6` needs a torch version"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--torch-version") && err.contains("[[tool.kernels.targets]]"),
+        "{err}"
+    );
+    // A declared target's torch completes it.
+    context.write(
+        "pyproject.toml",
+        "[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n\n\
+         [[tool.kernels.targets]]\ntorch = \"2.12\"\nbackend = \"cuda-12.8\"\n",
+    );
+    context.run_ok(&["lock"]);
+    let out = context.run(&["download", "--dry-run", "--cuda-version", "12.6"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+}
