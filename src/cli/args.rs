@@ -181,7 +181,9 @@ const ENV_HEADING: &str = "Environment overrides";
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct EnvArgs {
     /// Choose for this torch version (`MAJOR.MINOR`, e.g. `2.8`) without asking
-    /// Python; the backend is CPU and the platform this machine unless given.
+    /// Python; needs a backend (`--cuda-version`, `--rocm-version`,
+    /// `--xpu-version`, `--metal` or `--cpu`, or the declared target's); the
+    /// platform is this machine unless given.
     #[arg(long, help_heading = ENV_HEADING, value_name = "VERSION", value_parser = parse_torch)]
     pub torch_version: Option<(u32, u32)>,
     /// Choose for this CUDA version (e.g. `12.6`).
@@ -351,7 +353,13 @@ pub struct ProgressArgs {
 pub struct CacheArgs {
     /// The Hugging Face hub cache to read and write. Default: `HF_HUB_CACHE`,
     /// else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
-    #[arg(long, value_name = "DIR", env = "KERNELS_CACHE", global = true)]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "KERNELS_CACHE",
+        global = true,
+        hide_env_values = true
+    )]
     pub cache_dir: Option<std::path::PathBuf>,
 }
 

@@ -30,7 +30,7 @@ pub struct CacheCmdArgs {
 enum CacheCommand {
     /// Print the cache directory, and on stderr which variable chose it.
     Dir,
-    /// List the cached repositories with their revisions, refs and sizes.
+    /// List the cached repositories with their revisions, refs, sizes and build variants.
     Ls {
         /// Output format.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -121,6 +121,9 @@ fn ls(cache: &HubCache, format: OutputFormat, printer: &Printer) -> miette::Resu
                 super::progress::plural(rev.files, "file"),
                 human_bytes(rev.size)
             ));
+            for variant in &rev.variants {
+                printer.data(format_args!("    {}", escape(variant)));
+            }
         }
     }
     if repos.is_empty() {

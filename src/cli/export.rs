@@ -28,8 +28,8 @@ pub struct ExportArgs {
 
     /// Read every kernel's variants and `metadata.json` from the Hub, even
     /// when the cache holds its commit. Without it the Hub is asked only for
-    /// kernels the cache does not hold.
-    #[arg(long, conflicts_with = "offline")]
+    /// kernels the cache does not hold. (Old spelling: `--online`.)
+    #[arg(long = "refresh", alias = "online", conflicts_with = "offline")]
     pub online: bool,
 
     /// Make no network request: read only the Hub cache. Same as
@@ -72,10 +72,10 @@ pub enum ExportFormat {
 /// Usage errors of `kernels export`.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 enum ExportCliError {
-    #[error("--online asks the Hub, and HF_HUB_OFFLINE (or KERNELS_OFFLINE) forbids requests")]
+    #[error("--refresh asks the Hub, and HF_HUB_OFFLINE (or KERNELS_OFFLINE) forbids requests")]
     #[diagnostic(
         code(kernels::export::online_offline),
-        help("unset the offline variable, or drop `--online` to read the cache alone")
+        help("unset the offline variable, or drop `--refresh` to read the cache alone")
     )]
     OnlineOffline,
 

@@ -3,17 +3,20 @@
 //! every build variant with its backend, archs and fit for the targets
 //! (`--cuda-capability`, `--rocm-arch`, `--target-runtime`).
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::ExitCode;
 
 use kernels_types::fit::{FitContext, Target};
-use kernels_types::metadata::KernelsVersion;
+use kernels_types::metadata::{DependencyVersion, KernelDependency, KernelsVersion};
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
 use super::args::{CacheArgs, OutputFormat};
 use super::args::{RepoTypeArgs, TargetArgs};
-use super::json::{InfoDoc, InfoMetadataDoc, InfoRefusalDoc, InfoTargetsDoc, InfoVariantDoc};
+use super::json::{
+    DepTree, InfoDoc, InfoMetadataDoc, InfoRefusalDoc, InfoTargetsDoc, InfoVariantDoc,
+};
 use super::printer::Printer;
 use super::settings::Settings;
 use crate::info::{
@@ -71,6 +74,11 @@ pub struct InfoArgs {
     /// `--cache-dir`.
     #[command(flatten)]
     pub cache: CacheArgs,
+
+    /// Show the kernels it depends on (their `kernel-depends`, of every
+    /// variant) as a tree (with `--json`, the nested `dependency_tree`).
+    #[arg(long)]
+    pub dep_tree: bool,
 }
 
 impl InfoArgs {
@@ -157,12 +165,129 @@ pub fn run(args: InfoArgs, settings: &Settings, printer: &Printer) -> miette::Re
         runtime: runtime.map(|(release, _)| release),
         modules: None,
     };
+    let tree = dependency_tree(&info, &args, repo_type, settings, printer)?;
     if args.json || args.format == OutputFormat::Json {
-        printer.json(&document(&info, &context));
+        let mut doc = document(&info, &context);
+        doc.kernel_depends = tree.repos();
+        doc.dependency_tree = args.dep_tree.then_some(&tree);
+        printer.json(&doc);
     } else {
-        print_text(printer, &info, &context);
+        print_text(printer, &info, &context, (&tree, args.dep_tree));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `kernel-depends` of every variant of `info`.
+fn depends_of(info: &KernelInfo) -> BTreeSet<KernelDependency> {
+    info.variants
+        .iter()
+        .filter_map(VariantInfo::metadata)
+        .flat_map(|m| m.kernel_depends.iter().cloned())
+        .collect()
+}
+
+/// The kernels `info` depends on, each described (from the Hub, or the
+/// cache offline) for its own `kernel-depends`; a kernel on its own path
+/// is not followed again. No request when it depends on none.
+fn dependency_tree(
+    info: &KernelInfo,
+    args: &InfoArgs,
+    repo_type: RepoType,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<DepTree> {
+    let roots = depends_of(info);
+    if roots.is_empty() {
+        return Ok(DepTree::default());
+    }
+    let cache = settings.cache();
+    let offline = settings.offline || args.offline;
+    let client =
+        super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
+    let runtime = super::project::client::runtime()?;
+    let mut children: HashMap<KernelDependency, BTreeSet<KernelDependency>> = HashMap::new();
+    let mut queue: Vec<KernelDependency> = roots.iter().cloned().collect();
+    while let Some(dep) = queue.pop() {
+        if children.contains_key(&dep) {
+            continue;
+        }
+        let choice = match &dep.version {
+            DependencyVersion::Version(n) => RevisionChoice::Version(*n),
+            DependencyVersion::Revision(r) => RevisionChoice::Revision(r.clone()),
+        };
+        let described = if offline {
+            describe_cached(&cache, &dep.repo_id, &choice)
+        } else {
+            runtime.block_on(describe_hub(
+                &client,
+                &cache,
+                repo_type,
+                &dep.repo_id,
+                &choice,
+            ))
+        };
+        let (found, _) = described.map_err(|err| match err {
+            InfoError::Hub(err) => super::project::causes::hub_failure(err, settings),
+            other => other.into(),
+        })?;
+        let kids = depends_of(&found);
+        queue.extend(kids.iter().cloned());
+        children.insert(dep, kids);
+    }
+    Ok(nest(&roots, &children, &mut Vec::new()))
+}
+
+/// The tree below `deps`, leaving out a kernel already on `path` (a cycle).
+fn nest(
+    deps: &BTreeSet<KernelDependency>,
+    children: &HashMap<KernelDependency, BTreeSet<KernelDependency>>,
+    path: &mut Vec<KernelDependency>,
+) -> DepTree {
+    let mut tree = DepTree::default();
+    for dep in deps {
+        if path.contains(dep) {
+            continue;
+        }
+        path.push(dep.clone());
+        let below = children
+            .get(dep)
+            .map(|kids| nest(kids, children, path))
+            .unwrap_or_default();
+        path.pop();
+        tree.0.insert(dep.repo_id.to_string(), below);
+    }
+    tree
+}
+
+/// The `Kernel dependencies` line, or with `--dep-tree` the tree under the
+/// kernel's own name (`|-- ` and `` `-- `` branches, as 0.19.1 draws it).
+fn print_dependencies(printer: &Printer, info: &KernelInfo, (tree, as_tree): (&DepTree, bool)) {
+    if !as_tree {
+        let all = tree.repos();
+        let line = (!all.is_empty()).then(|| all.join(", "));
+        printer.data(format_args!("Kernel dependencies: {}", or_dash(line)));
+        return;
+    }
+    printer.data("Kernel dependencies:");
+    match &info.origin {
+        Origin::Hub { repo_id, .. } => printer.data(repo_id),
+        Origin::Path(path) => printer.data(path),
+    }
+    fn draw(printer: &Printer, tree: &DepTree, prefix: &str) {
+        for (i, (repo, below)) in tree.0.iter().enumerate() {
+            let last = i + 1 == tree.0.len();
+            printer.data(format_args!(
+                "{prefix}{}{repo}",
+                if last { "`-- " } else { "|-- " }
+            ));
+            draw(
+                printer,
+                below,
+                &format!("{prefix}{}", if last { "    " } else { "|   " }),
+            );
+        }
+    }
+    draw(printer, tree, "");
 }
 
 /// Reads the kernel: a local directory, the cache (offline) or the Hub.
@@ -240,7 +365,12 @@ fn or_dash(value: Option<impl std::fmt::Display>) -> String {
 }
 
 /// The reference's lines, then the targets and the variant table.
-fn print_text(printer: &Printer, info: &KernelInfo, context: &FitContext<'_>) {
+fn print_text(
+    printer: &Printer,
+    info: &KernelInfo,
+    context: &FitContext<'_>,
+    tree: (&DepTree, bool),
+) {
     match &info.origin {
         Origin::Hub {
             repo_id, revision, ..
@@ -275,6 +405,7 @@ fn print_text(printer: &Printer, info: &KernelInfo, context: &FitContext<'_>) {
         "Source: {}",
         or_dash(metadata.and_then(|m| m.source.as_deref()))
     ));
+    print_dependencies(printer, info, tree);
     let depends = metadata
         .map(|m| m.python_depends.join(", "))
         .filter(|d| !d.is_empty());
@@ -401,6 +532,8 @@ fn document<'a>(info: &'a KernelInfo, context: &FitContext<'_>) -> InfoDoc<'a> {
             .iter()
             .map(|v| variant_doc(v, context))
             .collect(),
+        kernel_depends: Vec::new(),
+        dependency_tree: None,
     }
 }
 

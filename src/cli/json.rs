@@ -993,6 +993,34 @@ pub struct InfoDoc<'a> {
     pub targets: InfoTargetsDoc,
     /// Every variant, by name.
     pub variants: Vec<InfoVariantDoc<'a>>,
+    /// Every kernel it depends on, directly or not, sorted (reference
+    /// 0.19.1's key).
+    pub kernel_depends: Vec<String>,
+    /// With `--dep-tree`: repository → its own dependencies, nested
+    /// (reference 0.19.1's key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependency_tree: Option<&'a DepTree>,
+}
+
+/// A kernel's dependencies, nested: repository → what it depends on
+/// (`kernels info --dep-tree`).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct DepTree(pub std::collections::BTreeMap<String, DepTree>);
+
+impl DepTree {
+    /// Every repository in the tree, sorted, each once.
+    pub fn repos(&self) -> Vec<String> {
+        let mut all = std::collections::BTreeSet::new();
+        let mut stack = vec![self];
+        while let Some(tree) = stack.pop() {
+            for (repo, below) in &tree.0 {
+                all.insert(repo.clone());
+                stack.push(below);
+            }
+        }
+        all.into_iter().collect()
+    }
 }
 
 impl InfoDoc<'_> {
@@ -1753,6 +1781,8 @@ mod tests {
                 }],
                 warnings: Vec::new(),
             }],
+            kernel_depends: Vec::new(),
+            dependency_tree: None,
         };
         matches("`kernels info`", &doc, &["variants"]);
         let documented = example("`kernels info`");
@@ -1779,4 +1809,54 @@ mod tests {
             serde_json::json!("torch-cpu")
         );
     }
+}
+
+/// `kernels variants --json`: the keys of reference 0.19.1's document, and,
+/// beyond it, the verdicts for every environment the run selected for.
+#[derive(Debug, Serialize)]
+pub struct VariantsDoc {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// One entry per version (or the one `--revision`).
+    pub revisions: Vec<VariantsRevisionDoc>,
+}
+
+/// One revision of [`VariantsDoc`].
+#[derive(Debug, Serialize)]
+pub struct VariantsRevisionDoc {
+    /// The kernel version (`null` with `--revision`).
+    pub version: Option<u64>,
+    /// `refs/heads/vN` for a version (as the reference writes it), else the
+    /// `--revision` given.
+    pub revision: String,
+    /// The verdicts for the first environment (the reference's key).
+    pub variants: Vec<VariantVerdictDoc>,
+    /// The verdicts for every environment: the flags or the interpreter, or
+    /// each `[[tool.kernels.targets]]` entry.
+    pub environments: Vec<VariantsEnvironmentDoc>,
+}
+
+/// The verdicts of one environment in [`VariantsRevisionDoc`].
+#[derive(Debug, Serialize)]
+pub struct VariantsEnvironmentDoc {
+    /// The environment, as `kernels env` describes it.
+    pub environment: String,
+    /// Where it came from: `flags`, `python`, or `target N` (1-based, of
+    /// `[[tool.kernels.targets]]`).
+    pub source: String,
+    /// One verdict per build variant.
+    pub variants: Vec<VariantVerdictDoc>,
+}
+
+/// One build variant's verdict (the reference 0.19.1 keys).
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantVerdictDoc {
+    /// The directory name under `build/`.
+    pub variant: String,
+    /// Whether the environment can load it.
+    pub compatible: bool,
+    /// Whether it is the one the runtime loads.
+    pub preferred: bool,
+    /// Why it is not compatible (`null` when it is).
+    pub reason: Option<String>,
 }

@@ -19,8 +19,8 @@ pub struct MirrorArgs {
     pub sources: Vec<String>,
 
     /// The mirror directory to write: new, empty, or a mirror written earlier
-    /// (only commits it does not hold yet are fetched).
-    #[arg(long, value_name = "DIR")]
+    /// (only commits it does not hold yet are fetched). (Old spelling: `--out`.)
+    #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: PathBuf,
 
     /// With repositories: mirror every branch and tag (each at its commit).

@@ -15,6 +15,7 @@ mod audit;
 mod benchmark;
 mod cache;
 mod check;
+mod describe_api;
 mod download;
 mod env;
 mod export;
@@ -30,13 +31,14 @@ mod serve;
 pub mod settings;
 mod to_wheel;
 mod tree;
+mod variants;
 mod verify;
 mod verify_signature;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::args::{LockModeArgs, project_dir};
 use crate::cli::printer::{Printer, PrinterOptions};
@@ -49,7 +51,6 @@ use crate::cli::settings::{LockFlags, Settings};
     name = "kernels",
     version,
     about,
-    propagate_version = true,
     after_long_help = ENVIRONMENT_HELP
 )]
 pub struct Cli {
@@ -145,19 +146,14 @@ pub enum ColorChoice {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Show where the cache is, list it, and prune leftovers.
-    Cache(cache::CacheCmdArgs),
-    /// Run the benchmarks shipped with the locked kernels, offline, from the cache.
-    ///
-    /// After `kernels download --with-benchmarks`: every `benchmark_*` method
-    /// of the `kernels.benchmark.Benchmark` classes in each kernel's
-    /// `benchmarks/benchmark*.py`, through the project's Python, against the
-    /// locked variant: checked against its `verify_*` result, timed against it
-    /// (CUDA events on a CUDA device, else the wall clock). Exit 1 when a
-    /// workload does not match, fails, or takes longer than `--time-limit`.
-    // `--version N` is the kernel's version here, as in the reference.
-    #[command(disable_version_flag = true)]
-    Benchmark(benchmark::BenchmarkArgs),
+    /// Add a kernel to `[tool.kernels.dependencies]` and lock it.
+    Add(add::AddArgs),
+    /// Remove kernels from `[tool.kernels.dependencies]` and from `kernels.lock`.
+    Remove(add::RemoveArgs),
+    /// Resolve `[tool.kernels.dependencies]` and write `kernels.lock`.
+    Lock(lock::LockArgs),
+    /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
+    Download(download::DownloadArgs),
     /// Import every locked kernel through the project's Python, offline, from the cache.
     ///
     /// After `kernels download`: per kernel, whether it loaded, the variant
@@ -166,40 +162,16 @@ enum Command {
     /// else directly from the variant. Exit 1 with the Python error when one
     /// fails to import, or when one is not in the cache.
     Check(check::CheckArgs),
-    /// Add a kernel to `[tool.kernels.dependencies]` and lock it.
-    Add(add::AddArgs),
-    /// Download the kernels pinned in `kernels.lock` into the Hugging Face cache.
-    Download(download::DownloadArgs),
-    /// Write a software bill of materials (CycloneDX, SPDX or JSON) of what `kernels.lock` pins.
+    /// Re-hash the kernels pinned in `kernels.lock` in the cache; no network.
     ///
-    /// One component per build variant of each locked commit: repository,
-    /// commit, variant, package URL, the variant hash of a variant-hash lock,
-    /// and from each variant's `metadata.json` (read from the cache, else
-    /// from the Hub) license, upstream and source URLs, builder provenance
-    /// and dirty flag. Deterministic: a rerun writes the same bytes.
-    Export(export::ExportArgs),
+    /// With `--signatures`, verify the Sigstore signature and digest of every
+    /// cached variant of each locked kernel instead (offline).
+    Verify(verify::VerifyArgs),
     /// Show the environment variants are chosen for, and where each value came from.
     ///
     /// In a project with a `kernels.lock`, also the variant each locked kernel
     /// gets and why every other is rejected (as `kernels download --explain`).
     Env(env::EnvCmdArgs),
-    /// Describe a kernel, and whether each of its build variants fits the targets.
-    ///
-    /// From the Hub, the cache (offline) or a local path: what reference
-    /// 0.17.2's `kernels info` prints, then each build variant with its
-    /// backend, archs and fit for `--cuda-capability`, `--rocm-arch` and
-    /// `--target-runtime`.
-    // `--version N` is the kernel's version here, as in the reference.
-    #[command(disable_version_flag = true)]
-    Info(info::InfoArgs),
-    /// Resolve `[tool.kernels.dependencies]` and write `kernels.lock`.
-    Lock(lock::LockArgs),
-    /// Write a mirror directory of what a project locks, or of named repositories.
-    Mirror(mirror::MirrorArgs),
-    /// Remove kernels from `[tool.kernels.dependencies]` and from `kernels.lock`.
-    Remove(add::RemoveArgs),
-    /// Serve a mirror directory over the Hugging Face Hub HTTP API.
-    Serve(serve::ServeArgs),
     /// Show each dependency with its locked version, and what it depends on.
     Tree(tree::TreeArgs),
     /// List locked kernels with a newer compatible or newer overall version.
@@ -208,26 +180,43 @@ enum Command {
     /// refs of any could not be read: those are "not checked", never "up to
     /// date", and each cause is named once.
     Outdated(tree::OutdatedArgs),
-    /// List a kernel's versions (`vN` branches and release tags) with their
+    /// Describe a kernel, and whether each of its build variants fits the targets.
+    ///
+    /// From the Hub, the cache (offline) or a local path: what reference
+    /// 0.17.2's `kernels info` prints, then each build variant with its
+    /// backend, archs and fit for `--cuda-capability`, `--rocm-arch` and
+    /// `--target-runtime`.
+    Info(info::InfoArgs),
+    /// Show a kernel version's build variants, which ones each environment can load, and why not.
+    ///
+    /// As reference 0.19.1's `kernels variants`: the newest version (or
+    /// `--version N|latest`, `--all-versions`, `--revision R`), each build
+    /// variant compatible or not (with the reason), and the one preferred.
+    /// Beyond it: for every `[[tool.kernels.targets]]` entry of the project,
+    /// unless the environment flags name one.
+    Variants(variants::VariantsArgs),
+    /// List a kernel's public functions and layers from its `symbols.json`, without importing it.
+    ///
+    /// As reference 0.19.1's `kernels describe-api`: the variant this
+    /// environment prefers (as `kernels variants` marks it) of the newest
+    /// version, `--version N` or `--revision R`, or of a local kernel
+    /// directory; `--json` prints the whole `symbols.json` with `repo_id`,
+    /// `revision` (or `path`) and `variant`.
+    DescribeApi(describe_api::DescribeApiArgs),
+    /// Deprecated (as in reference 0.19.1): use `kernels variants --all-versions`.
+    ///
+    /// Lists a kernel's versions (`vN` branches and release tags) with their
     /// build variants and whether one matches this environment.
-    Versions(tree::VersionsArgs),
-    /// Build Python wheels from the build variants of a kernel snapshot.
-    ToWheel(to_wheel::ToWheelArgs),
-    /// Re-hash the kernels pinned in `kernels.lock` in the cache; no network.
+    Versions(variants::VersionsArgs),
+    /// Run the benchmarks shipped with the locked kernels, offline, from the cache.
     ///
-    /// With `--signatures`, verify the Sigstore signature and digest of every
-    /// cached variant of each locked kernel instead (offline).
-    Verify(verify::VerifyArgs),
-    /// Fetch a kernel version's build variants from the Hub and verify their signatures.
-    ///
-    /// As reference 0.17.2's `kernels verify-signature`: version N is the
-    /// branch `vN`; the variant for this environment, or every variant with
-    /// `--all-variants`. One line per variant; exit 1 when any is not
-    /// correctly signed by an accepted signer. The files are fetched into a
-    /// scratch directory, never into the cache.
-    // `VERSION` is the kernel's version here, as in the reference.
-    #[command(disable_version_flag = true)]
-    VerifySignature(verify_signature::VerifySignatureArgs),
+    /// After `kernels download --with-benchmarks`: every `benchmark_*` method
+    /// of the `kernels.benchmark.Benchmark` classes in each kernel's
+    /// `benchmarks/benchmark*.py`, through the project's Python, against the
+    /// locked variant: checked against its `verify_*` result, timed against it
+    /// (CUDA events on a CUDA device, else the wall clock). Exit 1 when a
+    /// workload does not match, fails, or takes longer than `--time-limit`.
+    Benchmark(benchmark::BenchmarkArgs),
     /// Audit the signatures and provenance of every locked kernel in the cache; no network.
     ///
     /// Per locked kernel and cached variant (as `npm audit signatures`): the
@@ -236,6 +225,30 @@ enum Command {
     /// offline, and kernels cached as model-type repositories. Exit 1 when
     /// the project's trust settings refuse any variant.
     Audit(audit::AuditArgs),
+    /// Fetch a kernel version's build variants from the Hub and verify their signatures.
+    ///
+    /// As reference 0.17.2's `kernels verify-signature`: version N is the
+    /// branch `vN`; the variant for this environment, or every variant with
+    /// `--all-variants`. One line per variant; exit 1 when any is not
+    /// correctly signed by an accepted signer. The files are fetched into a
+    /// scratch directory, never into the cache.
+    VerifySignature(verify_signature::VerifySignatureArgs),
+    /// Write a software bill of materials (CycloneDX, SPDX or JSON) of what `kernels.lock` pins.
+    ///
+    /// One component per build variant of each locked commit: repository,
+    /// commit, variant, package URL, the variant hash of a variant-hash lock,
+    /// and from each variant's `metadata.json` (read from the cache, else
+    /// from the Hub) license, upstream and source URLs, builder provenance
+    /// and dirty flag. Deterministic: a rerun writes the same bytes.
+    Export(export::ExportArgs),
+    /// Build Python wheels from the build variants of a kernel snapshot.
+    ToWheel(to_wheel::ToWheelArgs),
+    /// Write a mirror directory of what a project locks, or of named repositories.
+    Mirror(mirror::MirrorArgs),
+    /// Serve a mirror directory over the Hugging Face Hub HTTP API.
+    Serve(serve::ServeArgs),
+    /// Show where the cache is, list it, and prune leftovers.
+    Cache(cache::CacheCmdArgs),
     /// Print a shell completion script on stdout.
     Completions(CompletionsArgs),
     /// Print the Markdown command-line reference (docs/cli.md) on stdout.
@@ -253,13 +266,38 @@ struct CompletionsArgs {
 
 /// The clap command tree (for completions, the reference and tests).
 pub fn command() -> clap::Command {
-    Cli::command()
+    let mut cli = Cli::command();
+    for sub in cli.get_subcommands_mut() {
+        *sub = short_version_only(std::mem::take(sub));
+    }
+    cli
+}
+
+/// `cmd` and its subcommands with `-V` as their only version flag: the
+/// program's version, as `kernels -V` (and the top-level `--version`) print
+/// it. `--version` of a subcommand is the reference's kernel version where
+/// the reference has one (`info`, `benchmark`, …) and an unknown argument
+/// everywhere else, so that it never means two things (issue 45).
+fn short_version_only(cmd: clap::Command) -> clap::Command {
+    let mut cmd = cmd
+        .disable_version_flag(true)
+        .version(env!("CARGO_PKG_VERSION"))
+        .arg(
+            clap::Arg::new("program_version")
+                .short('V')
+                .action(clap::ArgAction::Version)
+                .help("Print the version of kernels"),
+        );
+    for sub in cmd.get_subcommands_mut() {
+        *sub = short_version_only(std::mem::take(sub));
+    }
+    cmd
 }
 
 /// Parses the command line, runs the command and maps the outcome to an exit code:
 /// 0 success, 1 user error or stale state, 2 internal error.
 pub fn main() -> ExitCode {
-    let mut cli = Cli::parse();
+    let mut cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|err| err.exit());
     install_report_handler(cli.global.color);
     let mut settings = Settings::from_env();
     let (lock_mode, cache, no_progress) = match &cli.command {
@@ -354,9 +392,14 @@ fn dispatch(
             tree::run_tree(args, settings, global, printer)
         }
         Command::Outdated(args) => outdated(args, settings, global, printer),
-        Command::Versions(args) => {
-            let dir = project_dir(None, global)?;
-            tree::run_versions(args, &dir, settings, printer)
+        Command::Variants(a) => {
+            variants::run_variants(a, &project_dir(None, global)?, settings, printer)
+        }
+        Command::DescribeApi(a) => {
+            describe_api::run(a, &project_dir(None, global)?, settings, printer)
+        }
+        Command::Versions(a) => {
+            variants::run_versions(a, &project_dir(None, global)?, settings, printer)
         }
         Command::Download(mut args) => {
             args.project.resolve(global)?;
@@ -398,17 +441,20 @@ fn dispatch(
             audit::run(args, settings, printer)
         }
         Command::Benchmark(args) => benchmark::run_checked(args, settings, global, printer),
-        Command::Completions(args) => {
-            let mut script = Vec::new();
-            clap_complete::generate(args.shell, &mut command(), "kernels", &mut script);
-            printer.data_raw(String::from_utf8_lossy(&script));
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Completions(args) => completions(args.shell, printer),
         Command::GenerateCliReference => {
             printer.data_raw(reference::markdown(&command()));
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `kernels completions SHELL`: the script for `shell` on stdout.
+fn completions(shell: clap_complete::Shell, printer: &Printer) -> miette::Result<ExitCode> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command(), "kernels", &mut script);
+    printer.data_raw(String::from_utf8_lossy(&script));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `kernels outdated`, then, with `--benchmark` and outdated kernels, `kernels

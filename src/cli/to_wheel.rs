@@ -52,8 +52,15 @@ pub struct ToWheelArgs {
     #[arg(long = "variant", value_name = "VARIANT")]
     pub variants: Vec<String>,
 
-    /// Directory to write the wheels to (created if missing).
-    #[arg(long, value_name = "DIR", default_value = ".")]
+    /// Directory to write the wheels to (created if missing). (Old spelling:
+    /// `--out-dir`.)
+    #[arg(
+        long = "output",
+        short = 'o',
+        alias = "out-dir",
+        value_name = "DIR",
+        default_value = "."
+    )]
     pub out_dir: PathBuf,
 
     /// Branch, tag or commit to build instead of `v<VERSION>`.
@@ -360,10 +367,9 @@ fn hub_snapshot(
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
 
     #[test]
     fn clap_definition_is_consistent() {
-        crate::cli::Cli::command().debug_assert();
+        crate::cli::command().debug_assert();
     }
 }

@@ -1,25 +1,22 @@
-//! `kernels tree`, `kernels outdated` and `kernels versions`.
+//! `kernels tree` and `kernels outdated`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
 
 use super::GlobalArgs;
 use super::args::OutputFormat;
-use super::args::{ProjectArgs, RepoTypeArgs, TargetRuntimeArgs};
-use super::json::{
-    ErrorDoc, LockedNode, Matching, OutdatedDoc, TreeDoc, TreeNode, VersionDoc, VersionsDoc,
-};
+use super::args::ProjectArgs;
+use super::json::{LockedNode, OutdatedDoc, TreeDoc, TreeNode};
 use super::printer::Printer;
-use super::project::profile::{ProfileInputs, choose_profile, choose_profile_with};
+use super::project::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::cooldown::Use;
 use crate::lock::format::{KernelDependency, KernelVersion, LOCK_FILE_NAME, Lockfile};
 use crate::lock::inspect::{self, Entry, EntryStatus, Freshness};
-use crate::lock::manifest::{Manifest, ToolSettings};
+use crate::lock::manifest::Manifest;
 use crate::lock::profile::Profile;
 use crate::lock::requirement::Requirement;
-use crate::variant::{ProbeScope, ProjectPython, VariantSelection};
 use kernels_hub::{HubClient, HubError};
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::GitRefs;
@@ -63,36 +60,6 @@ pub struct OutdatedArgs {
     /// downloaded first; exit 1 when a workload fails or does not match.
     #[arg(long, conflicts_with = "format")]
     pub benchmark: bool,
-}
-
-/// Arguments of `kernels versions`.
-#[derive(Debug, clap::Args)]
-pub struct VersionsArgs {
-    /// Kernel repository, `owner/name`.
-    pub repo_id: RepoId,
-
-    /// `--target-runtime`.
-    #[command(flatten)]
-    pub runtime: TargetRuntimeArgs,
-
-    /// `--repo-type`.
-    #[command(flatten)]
-    pub repo: RepoTypeArgs,
-
-    /// Also list every build variant of each version: `✅ NAME (compatible,
-    /// preferred)`, `✅ NAME (compatible)` or the bare name, as the reference
-    /// 0.13–0.14 `kernels versions` does.
-    #[arg(long)]
-    pub variants: bool,
-
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub format: OutputFormat,
-
-    /// The environment the matching variants are marked for, instead of
-    /// asking torch (as `kernels download`).
-    #[command(flatten)]
-    pub env: super::args::EnvArgs,
 }
 
 /// The lock (checked against the manifest first, as `kernels download` does),
@@ -166,20 +133,16 @@ pub fn run_tree(
             .generation
             .reads_dotted_names(),
     ))?;
-    let statuses: HashMap<String, EntryStatus> = if args.outdated {
-        let refs = runtime.block_on(inspect::refs_of(
-            &client,
-            profile.repo_type,
-            entries.iter().map(|e| e.repo_id.clone()),
-        ));
-        let statuses = inspect::statuses(&entries, &refs);
-        for cause in not_checked(&statuses, refs, &settings.endpoint) {
+    let statuses = if args.outdated {
+        let found = runtime.block_on(outdated_statuses(&client, &profile, &entries));
+        for cause in not_checked(&found.0, found.1, &settings.endpoint) {
             printer.status(format_args!(
                 "warning: {}",
                 cause.warning(&settings.endpoint)
             ));
         }
-        statuses
+        found
+            .0
             .into_iter()
             .zip(&entries)
             .map(|(s, e)| (key(e), s))
@@ -228,6 +191,25 @@ pub fn run_tree(
         printer.data_raw(&tree.text);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `kernels tree --outdated`: each entry's status, in `entries` order, and
+/// the refs they were read from (for the warnings about those not checked).
+async fn outdated_statuses(
+    client: &HubClient,
+    profile: &Profile,
+    entries: &[Entry],
+) -> (
+    Vec<EntryStatus>,
+    BTreeMap<RepoId, Result<GitRefs, HubError>>,
+) {
+    let refs = inspect::refs_of(
+        client,
+        profile.repo_type,
+        entries.iter().map(|e| e.repo_id.clone()),
+    )
+    .await;
+    (inspect::statuses(entries, &refs), refs)
 }
 
 /// The Hub's refs of the repositories whose entries only the Hub can name (a
@@ -764,243 +746,5 @@ fn print_outdated_table(printer: &Printer, statuses: &[EntryStatus]) {
             .map(|(c, w)| format!("{c:<w$}"))
             .collect();
         printer.data(cells.join("  ").trim_end());
-    }
-}
-
-/// Environment overrides without `--torch-version`, and torch not found.
-#[derive(Debug, thiserror::Error, miette::Diagnostic)]
-#[error("cannot tell which variants match the given environment: {detail}")]
-#[diagnostic(
-    code(kernels::versions::no_torch),
-    help(
-        "give the torch version too (`--torch-version MAJOR.MINOR`), or install torch in the project's environment"
-    )
-)]
-struct NoEnvironment {
-    detail: String,
-}
-
-/// `kernels versions REPO`.
-pub fn run_versions(
-    args: VersionsArgs,
-    project_dir: &Path,
-    settings: &Settings,
-    printer: &Printer,
-) -> miette::Result<ExitCode> {
-    // One start of the project's interpreter answers both the installed
-    // runtime and torch.
-    let python =
-        ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
-    let profile = versions_profile(&args, project_dir, &python, printer)?;
-    // The environment first: a bad override fails before any request.
-    let env = versions_env(&args, &python, printer)?;
-    // Retry lines are warnings: shown with JSON on stdout too.
-    let client =
-        super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
-    let listed = super::project::client::runtime()?.block_on(inspect::versions(
-        &client,
-        profile.repo_type,
-        &args.repo_id,
-    ));
-    let versions = listed.map_err(|err| {
-        let report = super::project::causes::hub_failure(err, settings);
-        if args.format == OutputFormat::Json {
-            // Still one document, the failure typed.
-            printer.json(&VersionsDoc {
-                schema: 1,
-                command: "versions",
-                repo_id: args.repo_id.to_string(),
-                environment: env.as_ref().map(|e| e.describe()),
-                versions: Vec::new(),
-                error: Some(ErrorDoc::of(&report)),
-            });
-        }
-        report
-    })?;
-    let listing = Listing {
-        selection: env.as_ref().map(|env| VariantSelection::Detected {
-            env: Box::new(env.clone()),
-            rules: crate::variant::VariantRules::of_profile(&profile),
-        }),
-        env,
-        profile,
-        args: &args,
-    };
-    if args.format == OutputFormat::Json {
-        listing.print_json(printer, &versions);
-    } else {
-        listing.print_text(printer, &versions);
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The target profile of `kernels versions`: as `kernels lock` chooses it,
-/// from the options, `pyproject.toml` and the project's lock.
-fn versions_profile(
-    args: &VersionsArgs,
-    project_dir: &Path,
-    python: &ProjectPython,
-    printer: &Printer,
-) -> miette::Result<Profile> {
-    let manifest_path = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
-    let tool = ToolSettings::read(project_dir).ok().flatten();
-    let lock_path = project_dir.join(LOCK_FILE_NAME);
-    let lock_format = fs_err::read_to_string(&lock_path)
-        .ok()
-        .and_then(|t| Lockfile::parse(&t, &lock_path).ok())
-        .map(|l| l.format());
-    let overrides = args.env.overrides();
-    choose_profile_with(
-        &ProfileInputs {
-            project_dir,
-            option: args.runtime.version(),
-            manifest: ToolSettings::target_runtime_at(tool.as_ref(), &manifest_path),
-            lock_format,
-            repo_type: args.repo.repo_type,
-            python,
-            scope: ProbeScope::torch_if(overrides.needs_python()),
-            unreadable_fails: false,
-        },
-        &printer.quiet_if(true),
-    )
-}
-
-/// The environment the variants are marked for: the overrides, else torch of
-/// the project's Python; `None` (with a note) when neither is there.
-fn versions_env(
-    args: &VersionsArgs,
-    python: &ProjectPython,
-    printer: &Printer,
-) -> miette::Result<Option<crate::variant::TorchEnv>> {
-    let overrides = args.env.overrides();
-    match overrides.resolve(python) {
-        Ok((env, _)) => Ok(Some(env)),
-        // Asked for explicitly: an error, as for `kernels download`.
-        Err(err @ crate::variant::VariantError::BadOverride { .. }) => Err(err.into()),
-        Err(err) if !overrides.is_empty() => Err(NoEnvironment {
-            detail: err.to_string(),
-        }
-        .into()),
-        Err(err) => {
-            printer.status(format_args!(
-                "note: cannot tell which variants match this environment: {err}\n\
-                 give the environment instead (the overrides of `kernels download`):\n\n    \
-                 kernels versions {} --torch-version MAJOR.MINOR --cuda-version VERSION",
-                args.repo_id
-            ));
-            Ok(None)
-        }
-    }
-}
-
-/// The versions of one kernel as `kernels versions` lists them, with the
-/// variant that matches the environment when it is known.
-struct Listing<'a> {
-    env: Option<crate::variant::TorchEnv>,
-    selection: Option<VariantSelection>,
-    profile: Profile,
-    args: &'a VersionsArgs,
-}
-
-impl Listing<'_> {
-    /// The variant of `v` chosen for the environment, if one matches.
-    fn matching(&self, v: &inspect::VersionInfo) -> Option<String> {
-        let available: BTreeSet<String> = v.variants.iter().cloned().collect();
-        self.selection
-            .as_ref()?
-            .choose(&self.args.repo_id, &v.commit, &available)
-            .ok()?
-            .into_iter()
-            .next()
-    }
-
-    /// The `--format json` document.
-    fn print_json(&self, printer: &Printer, versions: &[inspect::VersionInfo]) {
-        let versions = versions
-            .iter()
-            .map(|info| VersionDoc {
-                info,
-                variant_count: info.variants.len(),
-                matching: match (&self.selection, self.matching(info)) {
-                    (None, _) => Matching::Unknown,
-                    (Some(_), None) => Matching::None,
-                    (Some(_), Some(name)) => Matching::Variant(name),
-                },
-            })
-            .collect();
-        printer.json_line(&VersionsDoc {
-            schema: 1,
-            command: "versions",
-            repo_id: self.args.repo_id.to_string(),
-            environment: self.env.as_ref().map(|e| e.describe()),
-            versions,
-            error: None,
-        });
-    }
-
-    /// One line per version (with `--variants`, one per build variant below it).
-    fn print_text(&self, printer: &Printer, versions: &[inspect::VersionInfo]) {
-        if versions.is_empty() {
-            printer.data(format_args!(
-                "Repository does not support kernel versions: {}",
-                self.args.repo_id
-            ));
-            return;
-        }
-        if let Some(env) = &self.env {
-            printer.status(format_args!("Environment: {}", env.describe()));
-        }
-        for v in versions {
-            let head = match v.version {
-                Some(n) => format!("Version {n} (branch {}, {})", v.name, v.commit.short()),
-                None => format!("Tag {} ({})", v.name, v.commit.short()),
-            };
-            let count = v.variants.len();
-            let fit = match (&self.selection, self.matching(v)) {
-                (None, _) => String::new(),
-                (Some(_), Some(m)) => format!(", ✅ {m} matches this environment"),
-                (Some(_), None) => ", none matches this environment".to_owned(),
-            };
-            printer.data(format_args!(
-                "{head}: {count} build variant{}{fit}",
-                if count == 1 { "" } else { "s" }
-            ));
-            if self.args.variants {
-                self.print_variants(printer, v);
-            }
-        }
-    }
-
-    /// `--variants`: every build variant of `v`, marked when it suits the
-    /// environment (and when it is the one chosen).
-    fn print_variants(&self, printer: &Printer, v: &inspect::VersionInfo) {
-        let parsed: Vec<kernels_types::variant_name::BuildVariant> = v
-            .variants
-            .iter()
-            .map(|n| kernels_types::variant_name::BuildVariant::parse(n))
-            .collect();
-        let accepted: Vec<String> = self
-            .env
-            .as_ref()
-            .map(|env| {
-                env.resolve(
-                    &parsed,
-                    crate::variant::VariantRules::of_profile(&self.profile),
-                )
-                .into_iter()
-                .map(|b| b.name().to_owned())
-                .collect()
-            })
-            .unwrap_or_default();
-        let best = self.matching(v);
-        for name in &v.variants {
-            if best.as_ref() == Some(name) {
-                printer.data(format_args!("  ✅ {name} (compatible, preferred)"));
-            } else if accepted.contains(name) {
-                printer.data(format_args!("  ✅ {name} (compatible)"));
-            } else {
-                printer.data(format_args!("  {name}"));
-            }
-        }
     }
 }

@@ -10,7 +10,7 @@
 //!   without a request: the snapshot's `build/<variant>/metadata.json`, its
 //!   blob checked against its name ([`crate::lock::metadata::cached_bytes`]).
 //!   The Hub ([`crate::lock::project::variant_metadata`]: one listing, each
-//!   distinct blob once, stored in the cache) only with `--online`, or when
+//!   distinct blob once, stored in the cache) only with `--refresh`, or when
 //!   no cache folder (`kernels--` or `models--`) holds the commit and the run
 //!   is not offline.
 
@@ -54,7 +54,7 @@ impl MetadataSource {
 /// How [`inventory`] may read.
 #[derive(Debug, Clone)]
 pub struct InventoryOptions {
-    /// Read every kernel from the Hub (`--online`), even when cached.
+    /// Read every kernel from the Hub (`--refresh`), even when cached.
     pub online: bool,
     /// The repository type asked of the Hub, and the cache folder looked
     /// at first (`kernels--` or `models--`; the other is looked at next).

@@ -304,6 +304,7 @@ pub async fn explain(
                     .map(|name| VariantVerdict {
                         name: name.clone(),
                         chosen: chosen.contains(name),
+                        rank: chosen.iter().position(|c| c == name),
                         reason: (!chosen.contains(name))
                             .then(|| "not named by --variant".to_owned()),
                     })

@@ -138,7 +138,7 @@ pub enum MirrorError {
     #[diagnostic(
         code(kernels::mirror::no_lock),
         help(
-            "run `kernels lock` in the project first, or name repositories: `kernels mirror owner/name --out DIR`"
+            "run `kernels lock` in the project first, or name repositories: `kernels mirror owner/name --output DIR`"
         )
     )]
     NoLock(PathBuf),

@@ -955,6 +955,23 @@ impl EnvOverrides {
     /// this machine alone.
     pub fn resolve(&self, python: &ProjectPython) -> Result<(TorchEnv, EnvSources), VariantError> {
         let merged = self.merged();
+        let declared_backend = self
+            .declared
+            .as_ref()
+            .is_some_and(|d| d.0.backend.is_some());
+        if let Some((major, minor)) = merged.torch
+            && merged.backend_flag().is_none()
+            && !declared_backend
+        {
+            return Err(VariantError::TorchWithoutBackend {
+                from: if self.torch.is_some() {
+                    "`--torch-version`".to_owned()
+                } else {
+                    "`torch` of [[tool.kernels.targets]]".to_owned()
+                },
+                torch: format!("{major}.{minor}"),
+            });
+        }
         let (env, mut sources) = merged.resolve_merged(python)?;
         self.relabel(&mut sources);
         Ok((env, sources))
@@ -1051,13 +1068,39 @@ impl EnvOverrides {
             return Ok((env, sources));
         }
         let source = EnvSource::Python(python.path().to_owned());
+        let torch = python
+            .torch()
+            .map_err(|err| match (self.backend_flag(), &err) {
+                (
+                    Some(flag),
+                    VariantError::NoTorch { python, reason }
+                    | VariantError::PythonFailed { python, reason },
+                ) => VariantError::BackendWithoutTorch {
+                    flag: self.backend_text(flag),
+                    python: python.clone(),
+                    reason: reason.clone(),
+                },
+                _ => err,
+            })?;
         let sources = EnvSources {
             torch: source.clone(),
             backend: source.clone(),
             cxx_abi: source.clone(),
             platform: source,
         };
-        Ok((python.torch()?, sources))
+        Ok((torch, sources))
+    }
+
+    /// `flag` (a [`EnvOverrides::backend_flag`]) with its value, as typed.
+    fn backend_text(&self, flag: &str) -> String {
+        match [&self.cuda, &self.rocm, &self.xpu]
+            .into_iter()
+            .flatten()
+            .next()
+        {
+            Some(value) => format!("`{flag} {value}`"),
+            None => format!("`{flag}`"),
+        }
     }
 
     /// `--os`, `--arch` and what `--metal` implies for the platform.

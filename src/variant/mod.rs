@@ -93,6 +93,40 @@ pub enum VariantError {
         detail: String,
     },
 
+    /// A torch version was given (a flag or a declared target) without the
+    /// backend, which every build variant name also depends on (issue 45).
+    #[error("{from} {torch} names no backend, so the build variant cannot be chosen")]
+    #[diagnostic(
+        code(kernels::variant::torch_without_backend),
+        help(
+            "add the backend: `--cuda-version VERSION`, `--rocm-version VERSION`, `--xpu-version VERSION`, `--metal` or `--cpu` (or `backend = \"cuda-12.8\"` in the [[tool.kernels.targets]] entry of pyproject.toml)"
+        )
+    )]
+    TorchWithoutBackend {
+        /// `--torch-version`, or the declared target's `torch`.
+        from: String,
+        /// `MAJOR.MINOR`.
+        torch: String,
+    },
+
+    /// A backend was given without a torch version, and torch cannot be
+    /// asked (issue 45).
+    #[error("{flag} needs a torch version too: no `--torch-version`, no `torch` in [[tool.kernels.targets]], and torch is not importable by `{}` ({reason})", python.display())]
+    #[diagnostic(
+        code(kernels::variant::backend_without_torch),
+        help(
+            "add `--torch-version MAJOR.MINOR` (for example `--torch-version 2.10`), declare `torch = \"2.10\"` in [[tool.kernels.targets]] of pyproject.toml, or install torch in the project's environment"
+        )
+    )]
+    BackendWithoutTorch {
+        /// The backend flag (`--cuda-version 12.6`).
+        flag: String,
+        /// The interpreter that was asked.
+        python: PathBuf,
+        /// Why torch could not be asked.
+        reason: String,
+    },
+
     /// An environment override is not a version.
     #[error("{flag} `{value}` is not a version such as `12.6`")]
     #[diagnostic(code(kernels::variant::bad_override))]

@@ -259,6 +259,11 @@ pub struct VariantVerdict {
     pub chosen: bool,
     /// Why it was not chosen (`None` for the chosen one).
     pub reason: Option<String>,
+    /// Its place among the variants this environment accepts (0: the chosen
+    /// one), `None` when it does not accept it (`kernels variants`'
+    /// `compatible`).
+    #[serde(skip)]
+    pub rank: Option<usize>,
 }
 
 impl TorchEnv {
@@ -302,6 +307,7 @@ impl TorchEnv {
                 };
                 VariantVerdict {
                     chosen: reason.is_none(),
+                    rank: accepted.iter().position(|a| *a == name),
                     name,
                     reason,
                 }

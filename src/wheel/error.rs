@@ -121,7 +121,7 @@ pub enum WheelError {
     #[diagnostic(
         code(kernels::wheel::duplicate_wheel),
         help(
-            "build them separately into different `--out-dir`s: with `--variant`, or one kernel at a time instead of `--locked`"
+            "build them separately into different `--output` directories: with `--variant`, or one kernel at a time instead of `--locked`"
         )
     )]
     DuplicateWheel {

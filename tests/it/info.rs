@@ -165,7 +165,7 @@ fn assert_parity(context: &TestContext, args: &[&str], all_keys: bool) {
             .filter(|k| {
                 !matches!(
                     k.as_str(),
-                    "schema" | "command" | "commit" | "targets" | "variants"
+                    "schema" | "command" | "commit" | "targets" | "variants" | "kernel_depends"
                 )
             })
             .collect();
@@ -175,6 +175,11 @@ fn assert_parity(context: &TestContext, args: &[&str], all_keys: bool) {
     if all_keys {
         let text = String::from_utf8(reference(context, args).stdout).unwrap();
         let ours = String::from_utf8(context.run_ok(&[&["info"], args].concat()).stdout).unwrap();
+        // 0.19.1's line, which 0.17.2 does not print.
+        let ours: String = ours
+            .split_inclusive('\n')
+            .filter(|l| !l.starts_with("Kernel dependencies: "))
+            .collect();
         assert!(
             ours.starts_with(&format!("{text}\n")),
             "{args:?}:\n{text}\n---\n{ours}"
@@ -342,4 +347,59 @@ fn offline_reads_what_kernels_download_stored() {
         .output()
         .unwrap();
     snapshot!("offline_version_not_cached", out);
+}
+
+/// `kernels info kernels-test/kernel-deps --dep-tree` draws the tree 0.19.1
+/// draws, and `--json` carries its `kernel_depends` and `dependency_tree`.
+#[test]
+fn dep_tree_matches_reference_0_19_1() {
+    let context = TestContext::new();
+    let reference = |args: &[&str]| {
+        let out = common::python(
+            "kernels-0.19.1",
+            context.endpoint(),
+            &context.tmp.path().join("python-cache"),
+        )
+        .env(
+            "PYTHONPATH",
+            common::repo_root().join("tests/python/stub_torch"),
+        )
+        .current_dir(&context.project)
+        .arg(common::pyref_root().join("kernels-0.19.1/bin/kernels"))
+        .args(["info", "kernels-test/kernel-deps"])
+        .args(args)
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        out
+    };
+    for args in [&["--dep-tree"][..], &[]] {
+        // Ours has no `Variant:` line (it describes every variant).
+        let theirs: String = String::from_utf8(reference(args).stdout)
+            .unwrap()
+            .split_inclusive('\n')
+            .filter(|l| !l.starts_with("Variant: "))
+            .collect();
+        let ours = context.run_ok(&[&["info", "kernels-test/kernel-deps"], args].concat());
+        let ours = String::from_utf8(ours.stdout).unwrap();
+        assert!(
+            ours.starts_with(&theirs),
+            "{args:?}:\n{theirs}\n---\n{ours}"
+        );
+        assert!(theirs.contains("Kernel dependencies"), "{theirs}");
+    }
+    let theirs = json_of(&reference(&["--dep-tree", "--json"]));
+    let ours =
+        json_of(&context.run_ok(&["info", "kernels-test/kernel-deps", "--dep-tree", "--json"]));
+    for key in ["kernel_depends", "dependency_tree"] {
+        assert_eq!(ours[key], theirs[key], "{key}");
+    }
+    assert_eq!(
+        theirs["dependency_tree"],
+        json!({"kernels-community/einops": {}})
+    );
+    // Without `--dep-tree`, no tree key, as 0.19.1.
+    let ours = json_of(&context.run_ok(&["info", "kernels-test/kernel-deps", "--json"]));
+    assert!(ours.get("dependency_tree").is_none());
+    assert_eq!(ours["kernel_depends"], json!(["kernels-community/einops"]));
 }

@@ -21,6 +21,7 @@ mod cooldown;
 #[cfg(unix)]
 mod crash;
 mod declared_builds;
+mod describe_api;
 mod digest;
 mod doc_shell;
 #[cfg(target_os = "linux")]
@@ -72,4 +73,5 @@ mod terminal;
 mod tls;
 mod to_wheel;
 mod trust_download;
+mod variants;
 mod verify;

@@ -128,7 +128,13 @@ fn declared_target_chooses_the_environment_below_the_flags() {
     let text = stderr(&output);
     assert!(output.status.success(), "{text}");
     assert_eq!(text.matches("declares 2 targets").count(), 1, "{text}");
-    let doc = env_json(&server, &cache, &empty, &dir, &["--torch-version", "2.8"]);
+    let doc = env_json(
+        &server,
+        &cache,
+        &empty,
+        &dir,
+        &["--torch-version", "2.8", "--cpu"],
+    );
     assert_eq!(
         doc["targets"]["targets"],
         serde_json::json!(["cuda:9.0", "cuda:10.0"])
@@ -358,7 +364,7 @@ fn the_lock_for_0_19_is_read_by_the_pinned_0_19_and_names_it_alone() {
         &cache,
         &empty,
         &dir,
-        &["env", "--torch-version", "2.8"],
+        &["env", "--torch-version", "2.8", "--cpu"],
     );
     let env = String::from_utf8_lossy(&output.stdout);
     // Substring: the Variant order row, padded by the table's widest name.

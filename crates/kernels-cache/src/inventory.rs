@@ -38,6 +38,25 @@ pub struct Revision {
     pub files: usize,
     /// Their size in bytes (followed links).
     pub size: u64,
+    /// The build variants it holds: the directories under `build/` with at
+    /// least one file whose names are variant names (as reference 0.19.1's
+    /// `kernels cache ls` lists them), by name.
+    pub variants: Vec<String>,
+}
+
+/// The build variant `file` of the snapshot `snapshot` belongs to: the
+/// directory under `build/` holding it, when its name is a variant name.
+fn variant_of(snapshot: &Path, file: &Path) -> Option<String> {
+    let mut parts = file.strip_prefix(snapshot).ok()?.components();
+    if parts.next()?.as_os_str() != "build" {
+        return None;
+    }
+    let name = parts.next()?.as_os_str().to_str()?.to_owned();
+    // A file directly in `build/` belongs to no variant.
+    parts.next()?;
+    kernels_types::variant_name::BuildVariant::parse(&name)
+        .is_known()
+        .then_some(name)
 }
 
 /// Splits `kernels--owner--name` into (`kernel`, `owner/name`).
@@ -103,12 +122,16 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
             for entry in entries.filter_map(Result::ok) {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 let (mut files, mut rev_size) = (0, 0);
+                let mut variants = BTreeSet::new();
                 for file in walkdir::WalkDir::new(entry.path())
                     .into_iter()
                     .filter_map(Result::ok)
                     .filter(|e| !e.file_type().is_dir())
                 {
                     files += 1;
+                    if let Some(name) = variant_of(entry.path().as_path(), file.path()) {
+                        variants.insert(name);
+                    }
                     if let Ok(meta) = fs_err::metadata(file.path()) {
                         rev_size = u64::saturating_add(rev_size, meta.len());
                         if file.file_type().is_file() {
@@ -126,6 +149,7 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
                     commit,
                     files,
                     size: rev_size,
+                    variants: variants.into_iter().collect(),
                 });
             }
         }
