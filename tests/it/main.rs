@@ -56,6 +56,7 @@ mod model_shutdown;
 mod oauth;
 mod precommit;
 mod profiles;
+mod provenance;
 mod readme;
 mod receipts;
 mod requirement_forms;
