@@ -72,8 +72,11 @@ pub fn verify_bundle(
     let certificate = result.certificate().ok_or_else(|| {
         SignatureFailure::VerificationFailure("the bundle has no signing certificate".into())
     })?;
+    let leaf = parsed.signing_certificate().ok_or_else(|| {
+        SignatureFailure::VerificationFailure("the bundle has no signing certificate".into())
+    })?;
     policy
-        .check(certificate)
+        .check(leaf.as_bytes())
         .map_err(SignatureFailure::VerificationFailure)?;
     Ok(identity(certificate, &parsed))
 }

@@ -15,7 +15,9 @@ fn root_of(sigstore: &TestSigstore, dir: &Path) -> TrustRoot {
 }
 
 fn written(sigstore: &TestSigstore, dir: &Path) -> Vec<(String, &'static str, PathBuf)> {
-    variant::write_fixtures(&sigstore.fixtures(), &dir.join("variants"))
+    let mut all = sigstore.fixtures();
+    all.extend(sigstore.policy_fixtures());
+    variant::write_fixtures(&all, &dir.join("variants"))
 }
 
 #[test]
