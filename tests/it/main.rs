@@ -60,6 +60,7 @@ mod provenance;
 mod readme;
 mod receipts;
 mod requirement_forms;
+mod runtime_era;
 mod runtime_offline;
 mod runtime_receipts;
 mod serve;

@@ -9,8 +9,10 @@
 //!   plain `X.Y` the same major with a minor at least `Y`; `X.Y+PTX` any
 //!   capability at least `X.Y`); one supporting arch suffices, and a list in
 //!   which no arch parses counts as supporting everything (a newer builder's
-//!   format). A ROCm build's archs must contain every ROCm target's arch,
-//!   compared without `:feature` flags. No archs, or no target of the build's
+//!   format). A ROCm build's archs must contain every ROCm target's arch
+//!   as written: the runtime (0.16.2 to 0.19.1) strips feature flags from the
+//!   device's arch only, so a build arch with flags (`gfx90a:xnack+`) fits no
+//!   device. No archs, or no target of the build's
 //!   backend, means the rule is not checked.
 //! * **`kernels-minver`** must not be above the target runtime's release.
 //! * **`python-depends`** (and, beyond the 0.17.2 runtime, which reads only
@@ -326,9 +328,9 @@ pub fn arch_refusals(kind: &BackendType, archs: &[String], targets: &[Target]) -
     }
     let refused = |target: &Target| match (kind, target) {
         (BackendType::Cuda, Target::Cuda(capability)) => !cuda_archs_support(archs, *capability),
-        (BackendType::Rocm, Target::Rocm(arch)) => !archs
-            .iter()
-            .any(|a| a.split(':').next() == Some(arch.as_str())),
+        // The runtime strips feature flags from the device's arch only, and
+        // looks the result up among the build's archs as written.
+        (BackendType::Rocm, Target::Rocm(arch)) => !archs.iter().any(|a| a == arch),
         _ => false,
     };
     targets
@@ -447,13 +449,27 @@ mod tests {
                 archs: vec!["9.0".into()],
             }]
         );
-        let rocm =
-            metadata(r#"{"backend": {"type": "rocm", "archs": ["gfx90a:xnack-", "gfx942"]}}"#);
+        let rocm = metadata(r#"{"backend": {"type": "rocm", "archs": ["gfx90a", "gfx942"]}}"#);
         let context = FitContext {
             targets: &targets,
             ..FitContext::default()
         };
         assert!(check(&rocm, &context).fits());
+        // Flags on the build's arch: no device matches it (the runtime strips
+        // them from the device's name only).
+        let flagged =
+            metadata(r#"{"backend": {"type": "rocm", "archs": ["gfx90a:xnack+", "gfx942"]}}"#);
+        let mi200 = [Target::rocm("gfx90a:sramecc+:xnack-").unwrap()];
+        let on_mi200 = FitContext {
+            targets: &mi200,
+            ..FitContext::default()
+        };
+        assert!(check(&rocm, &on_mi200).fits());
+        let refusals = check(&flagged, &on_mi200).refusals;
+        assert!(
+            matches!(&refusals[..], [Refusal::Arch { target: Target::Rocm(a), .. }] if a == "gfx90a"),
+            "{refusals:?}"
+        );
         let no_archs = metadata(r#"{"backend": {"type": "cuda"}}"#);
         assert!(check(&no_archs, &context).fits());
     }
