@@ -107,3 +107,76 @@ fn metadata_rules_agree_with_every_era_live() {
         assert_eq!(reference.len(), cases.len(), "{env}: {reference:?}");
     }
 }
+
+/// What `env` does when loading a variant whose `kernels-minver` is
+/// `minver`: `warns` (0.16.2's `minver.py`), `refused` (the
+/// `MinverValidator` of 0.17.2 and later) or `loads`.
+fn reference_minver(env: &str, minver: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let variant = dir.path().join("torch-rocm");
+    fs_err::create_dir_all(&variant).unwrap();
+    let text = format!(
+        r#"{{"name": "relu", "id": "relu", "version": 1, "license": "apache-2.0", "python-depends": [], "backend": {{"type": "cpu"}}, "kernels-minver": "{minver}"}}"#
+    );
+    fs_err::write(variant.join("metadata.json"), &text).unwrap();
+    let script = match env {
+        "kernels-0.16.2" => {
+            "import sys, pathlib, warnings\n\
+             from kernels_data import Metadata\n\
+             from kernels.minver import _warn_if_below_minver\n\
+             p = pathlib.Path(sys.argv[1])\n\
+             m = Metadata.from_bytes((p / 'metadata.json').read_bytes())\n\
+             with warnings.catch_warnings(record=True) as w:\n    \
+                 warnings.simplefilter('always'); _warn_if_below_minver(m, p)\n\
+             print('warns' if w else 'loads')\n"
+        }
+        _ => {
+            "import sys, pathlib\n\
+             from kernels._rust import Metadata\n\
+             try:\n    from kernels._internals.validate import MinverValidator\n\
+             except ImportError:\n    from kernels.validate import MinverValidator\n\
+             p = pathlib.Path(sys.argv[1])\n\
+             m = Metadata.from_bytes((p / 'metadata.json').read_bytes())\n\
+             try:\n    MinverValidator().validate_metadata(metadata=m, variant=p.name); print('loads')\n\
+             except RuntimeError:\n    print('refused')\n"
+        }
+    };
+    let out = kernels_test_support::python(env, "http://127.0.0.1:9", dir.path())
+        .env("HF_HUB_OFFLINE", "1")
+        .arg("-c")
+        .arg(script)
+        .arg(&variant)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{env}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn minver_warns_before_0_17_and_refuses_from_it_live() {
+    let metadata =
+        Metadata::from_slice(br#"{"python-depends": [], "kernels-minver": "0.18.0"}"#).unwrap();
+    for (env, runtime) in [
+        ("kernels-0.16.2", "0.16.2"),
+        ("kernels-0.17.2", "0.17.2"),
+        ("kernels-0.19.1", "0.19.1"),
+    ] {
+        let fit = check(
+            &metadata,
+            &FitContext {
+                runtime: Some(runtime.parse().unwrap()),
+                ..FitContext::default()
+            },
+        );
+        let ours = match (fit.fits(), fit.warnings.is_empty()) {
+            (false, _) => "refused",
+            (true, false) => "warns",
+            (true, true) => "loads",
+        };
+        assert_eq!(ours, reference_minver(env, "0.18.0"), "{env}");
+    }
+}

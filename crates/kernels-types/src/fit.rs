@@ -14,7 +14,9 @@
 //!   device's arch only, so a build arch with flags (`gfx90a:xnack+`) fits no
 //!   device. No archs, or no target of the build's
 //!   backend, means the rule is not checked.
-//! * **`kernels-minver`** must not be above the target runtime's release.
+//! * **`kernels-minver`** must not be above the target runtime's release
+//!   (from 0.17; a runtime before 0.17 loads such a variant with a warning,
+//!   [`FitWarning::Minver`]).
 //! * **`python-depends`** (and, beyond the 0.17.2 runtime, which reads only
 //!   `python-depends`, the `python-depends-backends` entry of the build's
 //!   backend): each name must be on the allow-list for the build's backend
@@ -258,9 +260,28 @@ impl Refusal {
     }
 }
 
+/// The first runtime that refuses a variant whose `kernels-minver` is above
+/// it (0.17.2 `validate.py`); 0.16.2 only warns (`minver.py`).
+pub const MINVER_REFUSED_FROM: KernelsVersion = KernelsVersion {
+    major: 0,
+    minor: 17,
+    patch: 0,
+};
+
 /// Something the runtime warns about when loading a variant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FitWarning {
+    /// `kernels-minver` is above a target runtime before
+    /// [`MINVER_REFUSED_FROM`], which loads the variant with a warning.
+    #[error(
+        "the build asks for kernels>={required}; the target runtime kernels {runtime} loads it with a warning"
+    )]
+    Minver {
+        /// `kernels-minver`.
+        required: KernelsVersion,
+        /// The target runtime's release.
+        runtime: KernelsVersion,
+    },
     /// `provenance` marks the builder or the kernel source dirty.
     #[error("the build was made from uncommitted sources ({})", sources.join(", "))]
     Dirty {
@@ -298,7 +319,11 @@ pub fn check(metadata: &Metadata, context: &FitContext<'_>) -> Fit {
     if let (Some(required), Some(runtime)) = (metadata.kernels_minver, context.runtime)
         && required > runtime
     {
-        fit.refusals.push(Refusal::Minver { required, runtime });
+        if runtime < MINVER_REFUSED_FROM {
+            fit.warnings.push(FitWarning::Minver { required, runtime });
+        } else {
+            fit.refusals.push(Refusal::Minver { required, runtime });
+        }
     }
     fit.refusals.extend(dependency_refusals(metadata, context));
     if let Some(provenance) = &metadata.provenance {
@@ -476,7 +501,7 @@ mod tests {
 
     #[test]
     fn minver_against_the_target_runtime() {
-        let m = metadata(r#"{"kernels-minver": "0.17.0"}"#);
+        let m = metadata(r#"{"kernels-minver": "0.18.0"}"#);
         let runtime = |v: &str| Some(v.parse::<KernelsVersion>().unwrap());
         let at = |v| {
             check(
@@ -487,10 +512,17 @@ mod tests {
                 },
             )
         };
-        assert!(at("0.17.0").fits());
+        assert!(at("0.18.0").fits());
         assert_eq!(
-            at("0.16.2").refusals[0].to_string(),
-            "the build requires kernels>=0.17.0, but the target runtime is kernels 0.16.2"
+            at("0.17.2").refusals[0].to_string(),
+            "the build requires kernels>=0.18.0, but the target runtime is kernels 0.17.2"
+        );
+        // 0.16.2 only warns (`minver.py`).
+        let old = at("0.16.2");
+        assert!(old.fits());
+        assert_eq!(
+            old.warnings[0].to_string(),
+            "the build asks for kernels>=0.18.0; the target runtime kernels 0.16.2 loads it with a warning"
         );
         assert!(check(&m, &FitContext::default()).fits());
     }
