@@ -27,21 +27,32 @@ pub struct SignerRule {
 }
 
 impl SignerPolicy {
-    /// Reference 0.17.2's `DEFAULT_POLICIES`: kernels-community's
+    /// The reference's `DEFAULT_POLICY` (0.18.3 and 0.19.1): kernels-community's
     /// `build.yaml`, `build-mac.yaml`, `build-windows.yaml` and
-    /// `sign-old-builds.yaml` workflows at `refs/heads/main`.
+    /// `sign-old-builds.yaml` workflows, and kernels-community-rs's
+    /// `build.yaml`, each at `refs/heads/main`. 0.17.2 had only the
+    /// kernels-community rule; the newer, larger policy is applied to every
+    /// target runtime (docs/signatures.md).
     pub fn reference_default() -> SignerPolicy {
-        let repository = "https://github.com/huggingface/kernels-community";
-        let workflows = ["build", "build-mac", "build-windows", "sign-old-builds"]
-            .iter()
-            .map(|name| format!("{repository}/.github/workflows/{name}.yaml@refs/heads/main"))
-            .collect();
+        let rule = |repository: &str, names: &[&str]| SignerRule {
+            source_repository: repository.to_string(),
+            workflows: names
+                .iter()
+                .map(|name| format!("{repository}/.github/workflows/{name}.yaml@refs/heads/main"))
+                .collect(),
+        };
         SignerPolicy {
             issuer: GITHUB_ACTIONS_ISSUER.to_string(),
-            rules: vec![SignerRule {
-                source_repository: repository.to_string(),
-                workflows,
-            }],
+            rules: vec![
+                rule(
+                    "https://github.com/huggingface/kernels-community",
+                    &["build", "build-mac", "build-windows", "sign-old-builds"],
+                ),
+                rule(
+                    "https://github.com/huggingface/kernels-community-rs",
+                    &["build"],
+                ),
+            ],
         }
     }
 
