@@ -20,6 +20,7 @@ use crate::lock::format::LockedKernel;
 use crate::variant::ProjectPython;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
+use kernels_types::repo_id::RepoId;
 
 /// Arguments of `kernels download`.
 #[derive(Debug, clap::Args)]
@@ -81,6 +82,13 @@ pub struct DownloadArgs {
     /// (true).
     #[arg(long)]
     pub no_runtime_receipts: bool,
+
+    /// Accept, after review, what `kernels.lock.provenance` refused for the
+    /// locked kernel REPO (`owner/name`; repeatable): another signer, other
+    /// files or no signature for its locked commit. Its variants are placed
+    /// without that comparison and recorded as found.
+    #[arg(long, value_name = "REPO", conflicts_with_all = ["offline", "dry_run", "explain"])]
+    pub accept_provenance: Vec<RepoId>,
 
     /// `--trust-root`, `--require-signed`: which signatures a variant must
     /// have to be placed in the cache.
@@ -189,7 +197,8 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     )?;
     let profile = read.profile.clone();
     let per_target = read.per_target.clone();
-    let trust = project_trust(dir, &args.trust)?;
+    let mut trust = project_trust(dir, &args.trust)?;
+    accept_provenance(&mut trust, &args.accept_provenance, &read.kernels)?;
     let (kernels, format, mut options) = read.into_options(Some(trust.into()));
     options.concurrency = args.concurrency;
     options.refresh = args.refresh;
@@ -349,6 +358,37 @@ fn place_extras(
     Ok(())
 }
 
+/// `--accept-provenance`: each repository, which must be a locked kernel,
+/// is accepted by the provenance check of this run. Errors: a repository the
+/// lock does not name.
+fn accept_provenance(
+    trust: &mut crate::install::signature::Trust,
+    accepted: &[RepoId],
+    kernels: &[LockedKernel],
+) -> miette::Result<()> {
+    if let Some(repo) = accepted
+        .iter()
+        .find(|r| !kernels.iter().any(|k| &k.repo_id == *r))
+    {
+        return Err(AcceptNotLocked { repo: repo.clone() }.into());
+    }
+    if let Some(recorded) = &mut trust.recorded {
+        recorded.accepted = accepted.to_vec();
+    }
+    Ok(())
+}
+
+/// `--accept-provenance` names a repository the lock does not have.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("--accept-provenance {repo}: not a locked kernel of this project")]
+#[diagnostic(
+    code(kernels::download::accept_not_locked),
+    help("name a kernel that kernels.lock locks (`kernels info` lists them)")
+)]
+struct AcceptNotLocked {
+    repo: RepoId,
+}
+
 /// One `kernels download` run, for reporting its outcome.
 struct Run<'a> {
     args: &'a DownloadArgs,
@@ -412,6 +452,7 @@ impl Run<'_> {
             self.kernels,
             &summary.done,
             write,
+            &self.args.accept_provenance,
         )?;
         if !summary.done.is_empty() {
             printer.status(summary_line(

@@ -124,8 +124,20 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         &read.selection,
         Some(&read.fit),
     );
-    let pins = crate::install::check::provenance::file_pins(&args.project.project_dir);
+    let project_dir = &args.project.project_dir;
+    let pins = crate::install::check::provenance::file_pins(project_dir);
     crate::install::vouch::check(&cache, read.repo_type, &read.kernels, &mut checks, &pins);
+    // A variant whose files or signer differ from kernels.lock.provenance
+    // (linked by an older version of this tool) fails both forms.
+    if let Some(recorded) = crate::install::check::provenance::Recorded::read(project_dir) {
+        crate::install::check::provenance::check_cache(&cache, read.repo_type, &checks, &recorded)
+            .map_err(miette::Report::new)
+            .inspect_err(|report| {
+                if json {
+                    print_failure(settings, printer, report);
+                }
+            })?;
+    }
     // A bundle proves nothing about an unsigned variant's files: a variant
     // nothing vouches for (a planted directory) fails `--signatures` as it
     // fails the plain check, with the plain report.

@@ -492,12 +492,12 @@ impl Run<'_> {
             files: plan.file_count(),
             bytes: plan.total_bytes(),
         });
-        let file_hashes: std::collections::BTreeMap<String, String> = plan
+        let file_hashes: std::collections::BTreeMap<String, signature::FilesHash> = plan
             .variants
             .iter()
             .map(|(variant, files)| {
                 let hashed = files.iter().map(PlannedFile::hashed);
-                (variant.clone(), signature::files_hash(variant, hashed))
+                (variant.clone(), signature::files_hashes(variant, hashed))
             })
             .collect();
         if let Some(trust) = &self.options.trust {

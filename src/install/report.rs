@@ -9,7 +9,7 @@ use kernels_types::repo_id::RepoId;
 use super::error::DownloadError;
 use super::fit::KernelFit;
 use super::plan;
-use super::signature::{Signature, files_hash};
+use super::signature::{FilesHash, Signature, files_hashes};
 use super::verify::KernelVerification;
 use crate::lock::format::LockedKernel;
 
@@ -41,9 +41,9 @@ pub struct KernelReport {
     /// The signature of each placed variant, by variant (empty when the run
     /// checked no signatures).
     pub signatures: BTreeMap<String, Signature>,
-    /// The [`super::signature::files_hash`] of each placed variant, by
+    /// The [`super::signature::files_hashes`] of each placed variant, by
     /// variant: what `kernels.lock.provenance` pins.
-    pub file_hashes: BTreeMap<String, String>,
+    pub file_hashes: BTreeMap<String, FilesHash>,
 }
 
 /// A kernel that could not be downloaded.
@@ -119,7 +119,7 @@ impl KernelReport {
                 .iter()
                 .map(|(variant, files)| {
                     let hashed = files.iter().map(|f| (f.path.as_str(), f.digest));
-                    (variant.clone(), files_hash(variant, hashed))
+                    (variant.clone(), files_hashes(variant, hashed))
                 })
                 .collect(),
         }

@@ -181,13 +181,42 @@ pub fn check_cached(
 }
 
 /// The hash that pins a variant's files where the lock pins none (a
-/// `KernelLocks` lock): the `git_lfs_concat` variant hash
+/// `KernelLocks` lock) and that `kernels.lock.provenance` records: the
+/// `git_lfs_concat` variant hash
 /// ([`kernels_types::file_set::variant_hash`]) of every `(repo path,
 /// digest)` of the variant but bytecode (`__pycache__/`, `*.pyc`, which the
-/// runtime may write next to the files).
+/// runtime may write next to the files) and its signature bundle
+/// (`build/<variant>/metadata.json.sigstore`: a re-signed build keeps the
+/// hash of its files).
 pub fn files_hash<'a>(variant: &str, files: impl IntoIterator<Item = (&'a str, Digest)>) -> String {
-    let kept = files.into_iter().filter(|(path, _)| !is_bytecode(path));
-    kernels_types::file_set::variant_hash(variant, kept)
+    files_hashes(variant, files).files
+}
+
+/// A variant's files hash as recorded now ([`files_hash`]) and as version 1
+/// of `kernels.lock.provenance` recorded it (the bundle included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilesHash {
+    /// Without the bundle: [`files_hash`].
+    pub files: String,
+    /// With the bundle (equal to `files` for a variant without one).
+    pub with_bundle: String,
+}
+
+/// Both hashes of [`FilesHash`] of the variant's `(repo path, digest)`s.
+pub fn files_hashes<'a>(
+    variant: &str,
+    files: impl IntoIterator<Item = (&'a str, Digest)>,
+) -> FilesHash {
+    let bundle = format!("build/{variant}/{}", kernels_trust::BUNDLE_FILE);
+    let kept: Vec<(&str, Digest)> = files
+        .into_iter()
+        .filter(|(path, _)| !is_bytecode(path))
+        .collect();
+    let without = kept.iter().copied().filter(|(path, _)| *path != bundle);
+    FilesHash {
+        files: kernels_types::file_set::variant_hash(variant, without),
+        with_bundle: kernels_types::file_set::variant_hash(variant, kept.iter().copied()),
+    }
 }
 
 /// Whether `path` is Python bytecode (`__pycache__/…`, `*.pyc`).

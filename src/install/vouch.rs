@@ -17,7 +17,7 @@ use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
-use super::signature::files_hash;
+use super::signature::{FilesHash, files_hashes};
 use super::verify::{CachedFile, KernelVerification, Problem};
 use crate::lock::format::LockedKernel;
 
@@ -63,11 +63,12 @@ pub fn check(
                 }),
                 Some(pin) => {
                     let actual = hash_of(variant, files, false);
-                    if clean && actual != *pin && hash_of(variant, files, true) != *pin {
+                    let pinned = |h: &FilesHash| h.files == *pin || h.with_bundle == *pin;
+                    if clean && !pinned(&actual) && !pinned(&hash_of(variant, files, true)) {
                         check.problems.push(Problem::PinMismatch {
                             variant: variant.clone(),
                             pinned: pin.clone(),
-                            actual,
+                            actual: actual.files,
                             files: paths(),
                         });
                     }
@@ -77,14 +78,16 @@ pub fn check(
     }
 }
 
-/// [`files_hash`] of cached files; with `alternate`, each copy counted by
+/// [`files_hashes`] of cached files; with `alternate`, each copy counted by
 /// its other digest kind (a copy does not say whether it was an LFS file).
-fn hash_of(variant: &str, files: &[CachedFile], alternate: bool) -> String {
+/// A pin recorded by version 1 of `kernels.lock.provenance` covered the
+/// bundle, so either hash matches it.
+fn hash_of(variant: &str, files: &[CachedFile], alternate: bool) -> FilesHash {
     let hashed = files.iter().map(|f| {
         let digest = f.copy_alt.filter(|_| alternate).unwrap_or(f.digest);
         (f.path.as_str(), digest)
     });
-    files_hash(variant, hashed)
+    files_hashes(variant, hashed)
 }
 
 /// The files under the variant directory `dir` of the snapshot (links not

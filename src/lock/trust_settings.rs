@@ -359,16 +359,18 @@ mod tests {
         assert_eq!(s.trust_root, Some(PathBuf::from("/p/root.json")));
         assert!(s.require_signed);
         let mine = s.policy_for(&"my-org/relu".parse().unwrap());
-        assert_eq!(mine.rules.len(), 2);
-        assert_eq!(mine.rules[0], SignerPolicy::reference_default().rules[0]);
+        let defaults = SignerPolicy::reference_default().rules;
+        assert_eq!(mine.rules.len(), defaults.len() + 1);
+        assert_eq!(mine.rules[..defaults.len()], defaults[..]);
+        let added = &mine.rules[defaults.len()];
         assert_eq!(
-            mine.rules[1].source_repository,
+            added.source_repository,
             "https://github.com/my-org/kernel-ci"
         );
-        assert_eq!(mine.rules[1].workflows, vec![CI.to_owned()]);
+        assert_eq!(added.workflows, vec![CI.to_owned()]);
         let other = s.policy_for(&"other/relu".parse().unwrap());
         assert_eq!(
-            other.rules[1].source_repository,
+            other.rules[defaults.len()].source_repository,
             "https://github.com/other/relu"
         );
         let community = s.policy_for(&"kernels-community/relu".parse().unwrap());

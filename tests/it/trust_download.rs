@@ -422,3 +422,29 @@ fn the_warm_path_checks_the_signature_without_a_request() {
     assert!(recorded["kernels"]["acme/signed"][sha("signed")][VARIANT]["signer"].is_object());
     assert_ok(&download(&p, &["--all-variants"]));
 }
+
+#[test]
+fn a_legacy_issuer_of_another_provider_is_refused_as_the_reference_refuses_it() {
+    // Issuer `.1.8` GitHub Actions, legacy issuer `.1.1` Google: the
+    // reference's policy checks both (crates/kernels-trust/tests/agreement.rs
+    // compares sigstore-python's verdict on such bytes).
+    let sigstore = TestSigstore::new();
+    let identity = TestIdentity::kernels_community("build")
+        .with_legacy_issuer(Some(b"https://accounts.google.com"));
+    let files = sigstore.signed_mirror_files("legacy", VARIANT, &sample_files(), &identity);
+    let p = TestContext::with_generated_mirror(
+        |mirror| common::write_repo(mirror, "acme/legacy", &sha("legacy"), &files),
+        &[],
+    );
+    sigstore.write_trusted_root(&p.project.join("trusted_root.json"));
+    p.lock_b(&[("acme/legacy", &sha("legacy"))]);
+    let out = download(&p, &["--all-variants"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("SignatureVerificationFailure")
+            && said.contains("legacy issuer (1.3.6.1.4.1.57264.1.1) `https://accounts.google.com`"),
+        "{said}"
+    );
+    assert_nothing_linked(&p, "legacy");
+}

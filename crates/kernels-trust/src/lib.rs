@@ -22,7 +22,7 @@ pub use digest::{DigestProblem, check_variant, hash_variant};
 pub use outcome::{Outcome, verify_variant};
 pub use policy::{SignerPolicy, SignerRule};
 pub use root::{TrustRoot, TrustRootError};
-pub use signature::{SignatureFailure, SignerIdentity, verify_bundle};
+pub use signature::{SignatureFailure, SignerIdentity, claimed_signer, verify_bundle};
 
 /// The signature bundle's file name inside a variant directory.
 pub const BUNDLE_FILE: &str = "metadata.json.sigstore";

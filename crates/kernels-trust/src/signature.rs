@@ -72,19 +72,43 @@ pub fn verify_bundle(
     let certificate = result.certificate().ok_or_else(|| {
         SignatureFailure::VerificationFailure("the bundle has no signing certificate".into())
     })?;
+    let leaf = parsed.signing_certificate().ok_or_else(|| {
+        SignatureFailure::VerificationFailure("the bundle has no signing certificate".into())
+    })?;
     policy
-        .check(certificate)
+        .check(leaf.as_bytes())
         .map_err(SignatureFailure::VerificationFailure)?;
+    Ok(identity(certificate, &parsed))
+}
+
+/// The signer a bundle's certificate names, *without verifying anything*:
+/// for comparing a cached variant with the signer recorded for it where no
+/// signature is checked (`kernels verify` without `--signatures`). `None`
+/// when the bundle or its certificate cannot be read.
+pub fn claimed_signer(bundle: &[u8]) -> Option<SignerIdentity> {
+    if bundle.len() > MAX_BUNDLE_BYTES {
+        return None;
+    }
+    let parsed = Bundle::from_json(std::str::from_utf8(bundle).ok()?).ok()?;
+    let der = parsed.signing_certificate()?;
+    let certificate = sigstore_verify::crypto::parse_certificate_info(der).ok()?;
+    Some(identity(&certificate, &parsed))
+}
+
+fn identity(
+    certificate: &sigstore_verify::crypto::CertificateInfo,
+    bundle: &Bundle,
+) -> SignerIdentity {
     let claims = &certificate.ci_claims;
-    Ok(SignerIdentity {
+    SignerIdentity {
         issuer: certificate.issuer.clone().unwrap_or_default(),
         source_repository: claims.source_repository_uri.clone(),
         workflow: claims.build_signer_uri.clone(),
         workflow_commit: claims.build_signer_digest.clone(),
-        log_index: parsed
+        log_index: bundle
             .verification_material
             .tlog_entries
             .first()
             .map(|entry| entry.log_index.get()),
-    })
+    }
 }

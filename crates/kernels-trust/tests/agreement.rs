@@ -53,7 +53,9 @@ fn the_reference_agrees_on_every_fixture() {
     let root_path = dir.path().join("trusted_root.json");
     sigstore.write_trusted_root(&root_path);
     let root = TrustRoot::from_file(&root_path).unwrap();
-    let fixtures = write_fixtures(&sigstore.fixtures(), &dir.path().join("variants"));
+    let mut all = sigstore.fixtures();
+    all.extend(sigstore.policy_fixtures());
+    let fixtures = write_fixtures(&all, &dir.path().join("variants"));
     let dirs: Vec<_> = fixtures.iter().map(|(_, _, path)| path.clone()).collect();
     let reference = reference_outcomes(&root_path, &dirs);
     assert_eq!(reference.len(), fixtures.len(), "{reference:#?}");

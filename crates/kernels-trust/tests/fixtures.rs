@@ -15,7 +15,9 @@ fn root_of(sigstore: &TestSigstore, dir: &Path) -> TrustRoot {
 }
 
 fn written(sigstore: &TestSigstore, dir: &Path) -> Vec<(String, &'static str, PathBuf)> {
-    variant::write_fixtures(&sigstore.fixtures(), &dir.join("variants"))
+    let mut all = sigstore.fixtures();
+    all.extend(sigstore.policy_fixtures());
+    variant::write_fixtures(&all, &dir.join("variants"))
 }
 
 #[test]
@@ -293,4 +295,28 @@ fn a_signed_variant_written_into_a_mirror_verifies() {
     assert_eq!(outcome.name(), "Success", "{outcome:?}");
     let metadata = fs_err::read_to_string(variant_dir.join(METADATA_FILE)).unwrap();
     assert!(metadata.contains("\"name\": \"signed-ops\""), "{metadata}");
+}
+
+#[test]
+fn the_default_policy_is_the_reference_0_19_one_with_kernels_community_rs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sigstore = TestSigstore::new();
+    let root = root_of(&sigstore, dir.path());
+    let options = SignOptions::version(BundleVersion::V0_3);
+    for (workflow, expected) in [
+        ("build.yaml", "Success"),
+        ("build-mac.yaml", "SignatureVerificationFailure"),
+    ] {
+        let identity = TestIdentity::custom(
+            "huggingface/kernels-community-rs",
+            &format!(".github/workflows/{workflow}@refs/heads/main"),
+        );
+        let path = dir.path().join(workflow);
+        variant::write_dir(
+            &path,
+            &sigstore.signed_variant("rs", &variant::sample_files(), &identity, options),
+        );
+        let outcome = verify_variant(&path, &root, &SignerPolicy::reference_default());
+        assert_eq!(outcome.name(), expected, "{workflow}: {outcome:?}");
+    }
 }

@@ -9,10 +9,14 @@
 //!   plain `X.Y` the same major with a minor at least `Y`; `X.Y+PTX` any
 //!   capability at least `X.Y`); one supporting arch suffices, and a list in
 //!   which no arch parses counts as supporting everything (a newer builder's
-//!   format). A ROCm build's archs must contain every ROCm target's arch,
-//!   compared without `:feature` flags. No archs, or no target of the build's
+//!   format). A ROCm build's archs must contain every ROCm target's arch
+//!   as written: the runtime (0.16.2 to 0.19.1) strips feature flags from the
+//!   device's arch only, so a build arch with flags (`gfx90a:xnack+`) fits no
+//!   device. No archs, or no target of the build's
 //!   backend, means the rule is not checked.
-//! * **`kernels-minver`** must not be above the target runtime's release.
+//! * **`kernels-minver`** must not be above the target runtime's release
+//!   (from 0.17; a runtime before 0.17 loads such a variant with a warning,
+//!   [`FitWarning::Minver`]).
 //! * **`python-depends`** (and, beyond the 0.17.2 runtime, which reads only
 //!   `python-depends`, the `python-depends-backends` entry of the build's
 //!   backend): each name must be on the allow-list for the build's backend
@@ -256,9 +260,28 @@ impl Refusal {
     }
 }
 
+/// The first runtime that refuses a variant whose `kernels-minver` is above
+/// it (0.17.2 `validate.py`); 0.16.2 only warns (`minver.py`).
+pub const MINVER_REFUSED_FROM: KernelsVersion = KernelsVersion {
+    major: 0,
+    minor: 17,
+    patch: 0,
+};
+
 /// Something the runtime warns about when loading a variant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FitWarning {
+    /// `kernels-minver` is above a target runtime before
+    /// [`MINVER_REFUSED_FROM`], which loads the variant with a warning.
+    #[error(
+        "the build asks for kernels>={required}; the target runtime kernels {runtime} loads it with a warning"
+    )]
+    Minver {
+        /// `kernels-minver`.
+        required: KernelsVersion,
+        /// The target runtime's release.
+        runtime: KernelsVersion,
+    },
     /// `provenance` marks the builder or the kernel source dirty.
     #[error("the build was made from uncommitted sources ({})", sources.join(", "))]
     Dirty {
@@ -296,7 +319,11 @@ pub fn check(metadata: &Metadata, context: &FitContext<'_>) -> Fit {
     if let (Some(required), Some(runtime)) = (metadata.kernels_minver, context.runtime)
         && required > runtime
     {
-        fit.refusals.push(Refusal::Minver { required, runtime });
+        if runtime < MINVER_REFUSED_FROM {
+            fit.warnings.push(FitWarning::Minver { required, runtime });
+        } else {
+            fit.refusals.push(Refusal::Minver { required, runtime });
+        }
     }
     fit.refusals.extend(dependency_refusals(metadata, context));
     if let Some(provenance) = &metadata.provenance {
@@ -326,9 +353,9 @@ pub fn arch_refusals(kind: &BackendType, archs: &[String], targets: &[Target]) -
     }
     let refused = |target: &Target| match (kind, target) {
         (BackendType::Cuda, Target::Cuda(capability)) => !cuda_archs_support(archs, *capability),
-        (BackendType::Rocm, Target::Rocm(arch)) => !archs
-            .iter()
-            .any(|a| a.split(':').next() == Some(arch.as_str())),
+        // The runtime strips feature flags from the device's arch only, and
+        // looks the result up among the build's archs as written.
+        (BackendType::Rocm, Target::Rocm(arch)) => !archs.iter().any(|a| a == arch),
         _ => false,
     };
     targets
@@ -447,20 +474,34 @@ mod tests {
                 archs: vec!["9.0".into()],
             }]
         );
-        let rocm =
-            metadata(r#"{"backend": {"type": "rocm", "archs": ["gfx90a:xnack-", "gfx942"]}}"#);
+        let rocm = metadata(r#"{"backend": {"type": "rocm", "archs": ["gfx90a", "gfx942"]}}"#);
         let context = FitContext {
             targets: &targets,
             ..FitContext::default()
         };
         assert!(check(&rocm, &context).fits());
+        // Flags on the build's arch: no device matches it (the runtime strips
+        // them from the device's name only).
+        let flagged =
+            metadata(r#"{"backend": {"type": "rocm", "archs": ["gfx90a:xnack+", "gfx942"]}}"#);
+        let mi200 = [Target::rocm("gfx90a:sramecc+:xnack-").unwrap()];
+        let on_mi200 = FitContext {
+            targets: &mi200,
+            ..FitContext::default()
+        };
+        assert!(check(&rocm, &on_mi200).fits());
+        let refusals = check(&flagged, &on_mi200).refusals;
+        assert!(
+            matches!(&refusals[..], [Refusal::Arch { target: Target::Rocm(a), .. }] if a == "gfx90a"),
+            "{refusals:?}"
+        );
         let no_archs = metadata(r#"{"backend": {"type": "cuda"}}"#);
         assert!(check(&no_archs, &context).fits());
     }
 
     #[test]
     fn minver_against_the_target_runtime() {
-        let m = metadata(r#"{"kernels-minver": "0.17.0"}"#);
+        let m = metadata(r#"{"kernels-minver": "0.18.0"}"#);
         let runtime = |v: &str| Some(v.parse::<KernelsVersion>().unwrap());
         let at = |v| {
             check(
@@ -471,10 +512,17 @@ mod tests {
                 },
             )
         };
-        assert!(at("0.17.0").fits());
+        assert!(at("0.18.0").fits());
         assert_eq!(
-            at("0.16.2").refusals[0].to_string(),
-            "the build requires kernels>=0.17.0, but the target runtime is kernels 0.16.2"
+            at("0.17.2").refusals[0].to_string(),
+            "the build requires kernels>=0.18.0, but the target runtime is kernels 0.17.2"
+        );
+        // 0.16.2 only warns (`minver.py`).
+        let old = at("0.16.2");
+        assert!(old.fits());
+        assert_eq!(
+            old.warnings[0].to_string(),
+            "the build asks for kernels>=0.18.0; the target runtime kernels 0.16.2 loads it with a warning"
         );
         assert!(check(&m, &FitContext::default()).fits());
     }

@@ -17,7 +17,9 @@
 //!
 //! * **Lenient to older and newer builders.** Every field is optional (old
 //!   builders wrote only `version` and `python-depends`), `null` counts as
-//!   absent, and keys this version does not know are ignored — at the top
+//!   absent (but for the lists `python-depends` and `kernel-depends`: `null`
+//!   there is malformed, as 0.16.2, 0.17.2 and 0.19.1 refuse it in
+//!   `python-depends` and 0.17.2 and 0.19.1 in `kernel-depends`), and keys this version does not know are ignored — at the top
 //!   level they are listed in [`Metadata::unknown_fields`], inside known
 //!   objects they are dropped. A backend type or digest algorithm this version
 //!   does not know is kept by name ([`BackendType::Other`],
@@ -429,7 +431,9 @@ impl Metadata {
             source: take(&mut map, "source")
                 .map(|v| string(v, "source"))
                 .transpose()?,
-            python_depends: take(&mut map, "python-depends")
+            // `null` is no list: every runtime (0.16.2 to 0.19.1) refuses it.
+            python_depends: map
+                .remove("python-depends")
                 .map(|v| strings(v, "python-depends"))
                 .transpose()?
                 .unwrap_or_default(),
@@ -437,7 +441,8 @@ impl Metadata {
                 .map(backend_depends)
                 .transpose()?
                 .unwrap_or_default(),
-            kernel_depends: take(&mut map, "kernel-depends")
+            kernel_depends: map
+                .remove("kernel-depends")
                 .map(kernel_depends)
                 .transpose()?
                 .unwrap_or_default(),
@@ -891,11 +896,24 @@ mod tests {
 
     #[test]
     fn null_is_absent() {
-        let text = r#"{"license": null, "python-depends": null, "kernel-depends": null,
+        let text = r#"{"license": null, "python-depends": [],
             "backend": null, "python-depends-backends": {"cuda": null}}"#;
         let metadata = parse(text);
         assert_eq!(metadata.license, None);
         assert!(metadata.python_depends_backends.is_empty());
+    }
+
+    #[test]
+    fn null_where_a_list_is_required_is_malformed() {
+        // 0.16.2, 0.17.2 and 0.19.1 refuse `"python-depends": null`; 0.17.2
+        // and 0.19.1 `"kernel-depends": null` (0.16.2 ignores the field).
+        for (field, what) in [
+            ("python-depends", "a list of strings"),
+            ("kernel-depends", "a list"),
+        ] {
+            let text = format!(r#"{{"python-depends": [], "{field}": null}}"#);
+            assert_eq!(error(&text), format!("`{field}` is not {what}"), "{text}");
+        }
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub fn cached(
         .iter()
         .map(|(variant, files)| {
             let hashed = files.iter().map(|f| (f.path.as_str(), f.digest));
-            (variant.clone(), signature::files_hash(variant, hashed))
+            (variant.clone(), signature::files_hashes(variant, hashed))
         })
         .collect();
     super::provenance::check(trust, &check.repo_id, &check.commit, &files, &signatures)?;

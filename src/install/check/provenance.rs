@@ -13,10 +13,14 @@ use kernels_types::repo_id::RepoId;
 
 use crate::install::error::DownloadError;
 use crate::install::report::KernelReport;
-use crate::install::signature::{Signature, Trust};
+use kernels_cache::HubCache;
+use kernels_types::wire::RepoType;
+
+use crate::install::signature::{FilesHash, Signature, Trust, files_hashes};
+use crate::install::verify::KernelVerification;
 use crate::install::vouch::FilePins;
 use crate::lock::format::LockedKernel;
-use crate::lock::provenance::{Provenance, ProvenanceError, Signer, VariantProvenance};
+use crate::lock::provenance::{Found, Provenance, ProvenanceError, Signer, VariantProvenance};
 
 /// A project's side file as read before the run.
 #[derive(Debug, Clone)]
@@ -25,6 +29,10 @@ pub struct Recorded {
     pub path: PathBuf,
     /// What it records.
     pub provenance: Provenance,
+    /// The repositories whose changed provenance this run accepts
+    /// (`kernels download --accept-provenance`): not compared, and recorded
+    /// as found ([`remember`]).
+    pub accepted: Vec<RepoId>,
 }
 
 impl Recorded {
@@ -35,33 +43,43 @@ impl Recorded {
         Some(Recorded {
             path: Provenance::path(project_dir),
             provenance,
+            accepted: Vec::new(),
         })
     }
 }
 
-/// Checks each variant of `files` (variant → its files hash,
-/// [`crate::install::signature::files_hash`]) with its signature among
-/// `signatures` (none: unsigned) against `trust`'s record. Errors:
-/// [`DownloadError::Provenance`] for the first variant whose recorded
-/// signer or files differ.
+/// What was found for a variant: its files hashes and its signer (none:
+/// unsigned).
+pub fn found(files: &FilesHash, signature: Option<&Signature>) -> Found {
+    Found {
+        entry: VariantProvenance::new(
+            files.files.clone(),
+            signature.and_then(Signature::signer).map(Signer::from),
+        ),
+        files_with_bundle: files.with_bundle.clone(),
+    }
+}
+
+/// Checks each variant of `files` (variant → its files hashes,
+/// [`crate::install::signature::files_hashes`]) with its signature among
+/// `signatures` (none: unsigned) against `trust`'s record; a repository the
+/// run accepts is not checked. Errors: [`DownloadError::Provenance`] for the
+/// first variant whose recorded signer or files differ.
 pub fn check(
     trust: &Trust,
     repo_id: &RepoId,
     commit: &CommitId,
-    files: &BTreeMap<String, String>,
+    files: &BTreeMap<String, FilesHash>,
     signatures: &BTreeMap<String, Signature>,
 ) -> Result<(), DownloadError> {
     let Some(recorded) = &trust.recorded else {
         return Ok(());
     };
+    if recorded.accepted.contains(repo_id) {
+        return Ok(());
+    }
     for (variant, hash) in files {
-        let found = VariantProvenance {
-            files: hash.clone(),
-            signer: signatures
-                .get(variant)
-                .and_then(Signature::signer)
-                .map(Signer::from),
-        };
+        let found = found(hash, signatures.get(variant));
         let key = (repo_id.as_str(), commit.as_str(), variant.as_str());
         recorded.provenance.compare(&recorded.path, key, &found)?;
     }
@@ -71,13 +89,15 @@ pub fn check(
 /// Compares what a download run placed (`done`, for `kernels` of the lock)
 /// with the side file of `project_dir` and, with `write`, records what is
 /// new (an online run; `--offline` only checks). Records a signed variant,
-/// and every variant of a kernel the lock pins no hash for. Errors: the
-/// first [`ProvenanceError`].
+/// and every variant of a kernel the lock pins no hash for; the variants of
+/// a repository in `accepted` are recorded as found, whatever the file held.
+/// Errors: the first [`ProvenanceError`].
 pub fn remember(
     project_dir: &Path,
     kernels: &[LockedKernel],
     done: &[KernelReport],
     write: bool,
+    accepted: &[RepoId],
 ) -> Result<(), ProvenanceError> {
     let mut provenance = Provenance::read(project_dir)?;
     let path = Provenance::path(project_dir);
@@ -87,32 +107,66 @@ pub fn remember(
                 && k.commit == report.commit
                 && k.variants.as_ref().is_some_and(|h| !h.is_empty())
         });
+        let accept = accepted.contains(&report.repo_id);
         for (variant, files) in &report.file_hashes {
-            let signer = report
-                .signatures
-                .get(variant)
-                .and_then(|s| s.signer())
-                .map(Signer::from);
-            let known = provenance
-                .get(report.repo_id.as_str(), report.commit.as_str(), variant)
-                .is_some();
-            if signer.is_none() && pinned_by_lock && !known {
-                continue;
-            }
+            let found = found(files, report.signatures.get(variant));
             let key = (
                 report.repo_id.as_str(),
                 report.commit.as_str(),
                 variant.as_str(),
             );
-            let found = VariantProvenance {
-                files: files.clone(),
-                signer,
-            };
-            provenance.record(&path, key, found)?;
+            let known = provenance.get(key.0, key.1, key.2).is_some();
+            if found.entry.signer.is_none() && pinned_by_lock && !known {
+                continue;
+            }
+            if accept {
+                provenance.accept(key, found);
+            } else {
+                provenance.record(&path, key, found)?;
+            }
         }
     }
     if write {
         provenance.write(project_dir)?;
+    }
+    Ok(())
+}
+
+/// Compares each variant of `checks` (kernels verified in `cache` without
+/// problems) with the record of `recorded`: its files hashes and the signer
+/// its bundle names. The bundle is read, not verified (`verify
+/// --signatures` verifies it): this finds a variant an older version of this
+/// tool linked although the record refused it. Errors: the first
+/// [`ProvenanceError::Changed`].
+pub fn check_cache(
+    cache: &HubCache,
+    repo_type: RepoType,
+    checks: &[KernelVerification],
+    recorded: &Recorded,
+) -> Result<(), ProvenanceError> {
+    for check in checks.iter().filter(|c| c.problems.is_empty()) {
+        let build = cache
+            .repo(&check.repo_id, repo_type)
+            .snapshot_dir(check.commit.as_str())
+            .join("build");
+        for (variant, files) in &check.variants {
+            let hashed = files.iter().map(|f| (f.path.as_str(), f.digest));
+            let bundle = build.join(variant).join(kernels_trust::BUNDLE_FILE);
+            let signer = fs_err::read(&bundle)
+                .ok()
+                .and_then(|bytes| kernels_trust::claimed_signer(&bytes));
+            let hashes = files_hashes(variant, hashed);
+            let found = Found {
+                entry: VariantProvenance::new(hashes.files, signer.as_ref().map(Signer::from)),
+                files_with_bundle: hashes.with_bundle,
+            };
+            let key = (
+                check.repo_id.as_str(),
+                check.commit.as_str(),
+                variant.as_str(),
+            );
+            recorded.provenance.compare(&recorded.path, key, &found)?;
+        }
     }
     Ok(())
 }

@@ -211,30 +211,7 @@ impl Locker<'_> {
     ) -> Result<Hashed, LockError> {
         let mut old_label = None;
         if let Some(previous) = self.previous_for_label(dep) {
-            // Upgraded anyway: only name what the old commit was, by the ref
-            // at it that keeps it for the requirement, else by a ref that
-            // still points at it, else by the ref that has it in its history.
-            let kept = keep_hashed(
-                self.client,
-                resolver.repo_type(),
-                &dep.repo_id,
-                &dep.requirement,
-                &previous.sha,
-            )
-            .await;
-            let at = label_at(
-                self.client,
-                resolver.repo_type(),
-                &dep.repo_id,
-                &previous.sha,
-            );
-            old_label = match kept {
-                Ok(Verdict::Keep { label, at: true }) => Some(label),
-                // In the history only: a ref that still points at the commit
-                // names it, else the ref that keeps it.
-                Ok(Verdict::Keep { label, at: false }) => at.await.or(Some(label)),
-                _ => at.await,
-            };
+            old_label = self.upgraded_label(resolver, dep, previous).await;
         } else if let Some(previous) = self.previous_hashed(dep) {
             let verdict = keep_hashed(
                 self.client,
@@ -294,6 +271,35 @@ impl Locker<'_> {
             old_label = None;
         }
         Ok(Hashed::Resolved(Box::new(kernel), notes, old_label))
+    }
+
+    /// The name of `previous` (the locked entry of `dep`) when it is upgraded
+    /// anyway (`--upgrade`): the ref at it that keeps it for the requirement,
+    /// else a ref that still points at it, else the ref that has it in its
+    /// history; `None` when nothing names it.
+    async fn upgraded_label(
+        &self,
+        resolver: &Resolver,
+        dep: &Dependency,
+        previous: &KernelHashLock,
+    ) -> Option<String> {
+        let repo_type = resolver.repo_type();
+        let kept = keep_hashed(
+            self.client,
+            repo_type,
+            &dep.repo_id,
+            &dep.requirement,
+            &previous.sha,
+        )
+        .await;
+        let at = label_at(self.client, repo_type, &dep.repo_id, &previous.sha);
+        match kept {
+            Ok(Verdict::Keep { label, at: true }) => Some(label),
+            // In the history only: a ref that still points at the commit
+            // names it, else the ref that keeps it.
+            Ok(Verdict::Keep { label, at: false }) => at.await.or(Some(label)),
+            _ => at.await,
+        }
     }
 
     /// After keeping `commit` because the ref `name` points at it: when the

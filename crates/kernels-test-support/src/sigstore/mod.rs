@@ -107,6 +107,11 @@ pub struct TestIdentity {
     pub build_signer_digest: String,
     /// The SAN URI (the workflow, as for GitHub Actions).
     pub san_uri: String,
+    /// The raw bytes of the legacy issuer extension `.1.1` (Fulcio writes
+    /// the issuer's UTF-8, not DER); `None` leaves the extension out.
+    pub legacy_issuer: Option<Vec<u8>>,
+    /// Fulcio extensions (`.1.<n>`: 8, 9, 12, …) left out of the leaf.
+    pub omitted: Vec<u64>,
 }
 
 impl TestIdentity {
@@ -135,12 +140,28 @@ impl TestIdentity {
             build_signer_uri: signer.clone(),
             build_signer_digest: digest,
             san_uri: signer,
+            legacy_issuer: Some(GITHUB_ISSUER.as_bytes().to_vec()),
+            omitted: Vec::new(),
         }
     }
 
-    /// The same identity from another OIDC issuer.
+    /// The same identity from another OIDC issuer (both issuer extensions).
     pub fn with_issuer(mut self, issuer: &str) -> TestIdentity {
         self.issuer = issuer.to_string();
+        self.legacy_issuer = Some(issuer.as_bytes().to_vec());
+        self
+    }
+
+    /// The same identity with `bytes` as the legacy issuer extension `.1.1`
+    /// (`None`: without it), the issuer `.1.8` unchanged.
+    pub fn with_legacy_issuer(mut self, bytes: Option<&[u8]>) -> TestIdentity {
+        self.legacy_issuer = bytes.map(<[u8]>::to_vec);
+        self
+    }
+
+    /// The same identity without the Fulcio extension `.1.<n>`.
+    pub fn without_extension(mut self, n: u64) -> TestIdentity {
+        self.omitted.push(n);
         self
     }
 }

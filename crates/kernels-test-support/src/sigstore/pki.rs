@@ -170,18 +170,28 @@ fn push_der_len(out: &mut Vec<u8>, len: usize) {
 fn identity_extensions(identity: &TestIdentity) -> Vec<CustomExtension> {
     let der =
         |n: u64, value: &str| CustomExtension::from_oid_content(&fulcio_oid(n), der_utf8(value));
-    vec![
-        san_uri_extension(&identity.san_uri),
-        // Legacy issuer: the raw string bytes, not DER.
-        CustomExtension::from_oid_content(&fulcio_oid(1), identity.issuer.as_bytes().to_vec()),
-        der(8, &identity.issuer),
-        der(9, &identity.build_signer_uri),
-        der(10, &identity.build_signer_digest),
-        der(11, "github-hosted"),
-        der(12, &identity.source_repository_uri),
-        der(13, &identity.build_signer_digest),
-        der(14, "refs/heads/main"),
-    ]
+    let mut out = vec![san_uri_extension(&identity.san_uri)];
+    // Legacy issuer: the raw string bytes, not DER.
+    if let Some(legacy) = &identity.legacy_issuer {
+        out.push(CustomExtension::from_oid_content(
+            &fulcio_oid(1),
+            legacy.clone(),
+        ));
+    }
+    let claims = [
+        (8, identity.issuer.as_str()),
+        (9, &identity.build_signer_uri),
+        (10, &identity.build_signer_digest),
+        (11, "github-hosted"),
+        (12, &identity.source_repository_uri),
+        (13, &identity.build_signer_digest),
+        (14, "refs/heads/main"),
+    ];
+    let kept = claims
+        .into_iter()
+        .filter(|(n, _)| !identity.omitted.contains(n));
+    out.extend(kept.map(|(n, value)| der(n, value)));
+    out
 }
 
 /// What a leaf certificate is issued with.

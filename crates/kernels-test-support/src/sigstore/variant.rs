@@ -10,7 +10,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest as _, Sha256};
 
-use super::{BundleVersion, SignOptions, TestIdentity, TestSigstore, corrupt};
+use super::{BundleVersion, GITHUB_ISSUER, SignOptions, TestIdentity, TestSigstore, corrupt};
 use crate::MirrorFile;
 
 /// The metadata file of a variant.
@@ -515,6 +515,45 @@ impl TestSigstore {
                 *metadata = text.replace("apache-2.0", "mit").into_bytes();
             }),
         ]
+    }
+
+    /// One fixture per claim of the reference's signer policy that is
+    /// absent or differs while every other claim is accepted: the legacy
+    /// issuer `.1.1` of another provider, absent, or DER-encoded (the
+    /// reference reads its raw bytes), and no issuer `.1.8`, build signer
+    /// `.1.9` or source repository `.1.12`. sigstore-python refuses each
+    /// (`SignatureVerificationFailure`). Kept out of [`TestSigstore::fixtures`],
+    /// whose Rekor log indices tests depend on.
+    pub fn policy_fixtures(&self) -> Vec<Fixture> {
+        let failure = "SignatureVerificationFailure";
+        let v03 = SignOptions::version(BundleVersion::V0_3);
+        let build = TestIdentity::kernels_community("build");
+        let google = "https://accounts.google.com";
+        let legacy_other = build.clone().with_legacy_issuer(Some(google.as_bytes()));
+        let legacy_absent = build.clone().with_legacy_issuer(None);
+        let mut legacy_der = vec![0x0c, GITHUB_ISSUER.len() as u8];
+        legacy_der.extend_from_slice(GITHUB_ISSUER.as_bytes());
+        let legacy_as_der = build.clone().with_legacy_issuer(Some(&legacy_der));
+        let mut out = vec![
+            self.fixture("identity-legacy-issuer-other", failure, &legacy_other, v03),
+            self.fixture(
+                "identity-legacy-issuer-absent",
+                failure,
+                &legacy_absent,
+                v03,
+            ),
+            self.fixture("identity-legacy-issuer-der", failure, &legacy_as_der, v03),
+        ];
+        for (n, field) in [
+            (8, "issuer"),
+            (9, "build-signer"),
+            (12, "source-repository"),
+        ] {
+            let identity = build.clone().without_extension(n);
+            let name = format!("identity-{field}-absent");
+            out.push(self.fixture(&name, failure, &identity, v03));
+        }
+        out
     }
 }
 
