@@ -208,6 +208,11 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     );
     let cache = settings.cache();
     if args.explain {
+        let choice_env = match &options.selection {
+            crate::variant::VariantSelection::Detected { env, rules } => Some((&**env, *rules)),
+            _ => None,
+        };
+        let local = super::project::local::gather(settings, dir, &kernels, choice_env)?;
         return super::project::explain::print_download(
             &super::project::explain::ExplainRun {
                 client: &client,
@@ -218,6 +223,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
                 options: &options,
                 printer,
                 fit: None,
+                local: Some(&local),
             },
             args.format,
         );

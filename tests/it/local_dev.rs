@@ -1,0 +1,188 @@
+//! Issue 44: kernels under development. A local build written by the test
+//! (kernel-builder's `build/<variant>/` layout) stands in for `acme/good`,
+//! through `LOCAL_KERNELS` or a `pyproject.toml` `path`; the lock still pins
+//! the Hub version, `env` and `download --explain` say which source each
+//! loading API uses, and `check` imports both, the local build through the
+//! reference runtime's own `get_kernel` with `LOCAL_KERNELS`, offline.
+
+use std::path::Path;
+use std::process::Output;
+
+use kernels_test_support::{self as common, TestContext};
+
+/// A local build of `acme/good` at `dir` (variants under `build/`), with its
+/// own op namespace so that its import is told from the Hub build's.
+fn write_local_build(dir: &Path) {
+    let variant = dir.join("build/torch-cpu");
+    fs_err::create_dir_all(&variant).unwrap();
+    fs_err::write(
+        variant.join("__init__.py"),
+        "import torch\n\nfrom ._ops import ops\n\n\ndef good(x):\n    return ops.good(x)\n\n\n__all__ = [\"good\"]\n",
+    )
+    .unwrap();
+    fs_err::write(
+        variant.join("_ops.py"),
+        "import torch\ntorch.library.define(\"_good_cpu_dev::good\", \"(Tensor x) -> Tensor\")\nops = torch.ops._good_cpu_dev\n",
+    )
+    .unwrap();
+    fs_err::write(
+        variant.join("metadata.json"),
+        "{\"name\": \"good\", \"id\": \"_good_cpu_dev\", \"version\": 1, \"license\": \"apache-2.0\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}}\n",
+    )
+    .unwrap();
+}
+
+/// A project on `acme/good` with `dependency` as its value, Python the
+/// reference 0.17.2 environment with the stub torch.
+fn project(dependency: &str) -> TestContext {
+    let context = TestContext::with_generated_mirror(
+        |m| crate::check::write_kernel(m, "good", '1', ""),
+        &[],
+    )
+    .with_pyproject(&format!(
+        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = {dependency}\n"
+    ))
+    .with_stub_torch_copy()
+    .with_env(
+        "VIRTUAL_ENV",
+        common::pyref_root().join("kernels-0.17.2"),
+    );
+    write_local_build(&context.tmp.path().join("good-dev"));
+    context
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_path_source_locks_as_its_version_and_is_checked_with_the_locked_commit() {
+    let context = project("{ path = \"../good-dev\", version = 1 }");
+    context.run_ok(&["lock", "--trust", "acme/good"]);
+    let with_path = context.lockfile();
+    context.write(
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = 1\n",
+    );
+    fs_err::remove_file(context.project.join("kernels.lock")).unwrap();
+    context.run_ok(&["lock", "--trust", "acme/good"]);
+    assert_eq!(with_path, context.lockfile());
+    context.write(
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = { path = \"../good-dev\", version = 1 }\n",
+    );
+    context.run_ok(&["download"]);
+
+    let (env, _) = text(&context.run_ok(&["env"]));
+    let dev = fs_err::canonicalize(context.tmp.path()).unwrap().join("project/../good-dev");
+    assert!(env.contains("Local builds:"), "{env}");
+    assert!(
+        env.contains("acme/good (pyproject.toml): variant torch-cpu (under build/)"),
+        "{env}"
+    );
+    let value = format!("LOCAL_KERNELS=acme/good={}", dev.display());
+    assert!(env.contains(&value), "{env}");
+
+    let out = context
+        .kernels_without_hub()
+        .args(["check"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // The locked commit through load_kernel, the local build through the
+    // runtime's get_kernel with LOCAL_KERNELS: two imports, two modules.
+    assert!(stdout.contains("(module _good_cpu_1234567)"), "{stdout}");
+    assert!(stdout.contains("(module _good_cpu_dev)"), "{stdout}");
+    assert!(stdout.contains("ops (torch.ops._good_cpu_dev): good"), "{stdout}");
+    assert!(
+        stderr.contains("through kernels 0.17.2 (`kernels.get_kernel(repo_id, version=…)` with LOCAL_KERNELS set)"),
+        "{stderr}"
+    );
+
+    let json = context
+        .kernels_without_hub()
+        .args(["check", "--format", "json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["local"]["mechanism"], "get_kernel", "{doc}");
+    assert_eq!(doc["local"]["kernels"][0]["module"], "_good_cpu_dev", "{doc}");
+    assert_eq!(doc["local"]["sources"]["kernels"][0]["get_kernel"], "hub");
+}
+
+#[test]
+fn local_kernels_is_read_as_the_runtime_reads_it() {
+    let context = project("1");
+    context.run_ok(&["lock", "--trust", "acme/good"]);
+    context.run_ok(&["download"]);
+    let dev = context.tmp.path().join("good-dev");
+    let set = format!("acme/good={}", dev.display());
+
+    let out = context
+        .kernels()
+        .args(["download", "--explain", "--format", "json"])
+        .env("LOCAL_KERNELS", &set)
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let source = &doc["local_sources"]["kernels"][0];
+    assert_eq!(source["origin"], "LOCAL_KERNELS", "{doc}");
+    assert_eq!(source["get_kernel"], "local");
+    assert_eq!(source["load_kernel"], "locked");
+    assert_eq!(source["locked_commit"], "1".repeat(40));
+    assert_eq!(source["variant"]["name"], "torch-cpu");
+
+    // `download` still fetches the lock's pins and says once that it is set.
+    let out = context.kernels().args(["download"]).env("LOCAL_KERNELS", &set).output().unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("LOCAL_KERNELS is set").count(), 1, "{stderr}");
+
+    let out = context
+        .kernels_without_hub()
+        .args(["check"])
+        .env("LOCAL_KERNELS", &set)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("(module _good_cpu_1234567)"), "{stdout}");
+    assert!(stdout.contains("(module _good_cpu_dev)"), "{stdout}");
+
+    // A malformed entry: one error naming it, as the runtime raises.
+    for (value, named) in [("acme/good", "`acme/good`"), (&*format!("{set}:oops"), "`oops`")] {
+        let out = context.kernels_without_hub().args(["env"]).env("LOCAL_KERNELS", value).output().unwrap();
+        let (_, stderr) = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains(&format!("LOCAL_KERNELS entry {named} has no `=`")), "{stderr}");
+    }
+    // A path that does not exist: check names the entry and the path.
+    let out = context
+        .kernels_without_hub()
+        .args(["check"])
+        .env("LOCAL_KERNELS", "acme/good=/nonexistent/good")
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("LOCAL_KERNELS entry `acme/good=/nonexistent/good`: /nonexistent/good does not exist"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_path_without_a_version_is_refused_with_the_fix() {
+    let context = project("{ path = \"../good-dev\" }");
+    let out = context.run(&["lock"]);
+    let (_, stderr) = text(&out);
+    assert_ne!(out.status.code(), Some(0));
+    let flat = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("`path` needs `version`"), "{stderr}");
+    assert!(flat.contains("{ path = \"../good-dev\", version = 1 }"), "{stderr}");
+    assert!(!context.project.join("kernels.lock").exists());
+}
