@@ -13,6 +13,7 @@
 //! Nothing here reads the environment or prints: the CLI passes the
 //! variable's value in and renders what comes back.
 
+pub mod check;
 pub mod layout;
 pub mod overrides;
 

@@ -186,3 +186,119 @@ fn a_path_without_a_version_is_refused_with_the_fix() {
     assert!(flat.contains("{ path = \"../good-dev\", version = 1 }"), "{stderr}");
     assert!(!context.project.join("kernels.lock").exists());
 }
+
+/// A CUDA build for compute capability 8.0 only, at the root of `dir` (no
+/// `build/`), without a digest.
+fn write_cuda_build(dir: &Path) {
+    let variant = dir.join("torch27-cxx11-cu126-x86_64-linux");
+    fs_err::create_dir_all(&variant).unwrap();
+    fs_err::write(variant.join("__init__.py"), "").unwrap();
+    fs_err::write(
+        variant.join("metadata.json"),
+        "{\"name\": \"good\", \"id\": \"_good_cuda_dev\", \"version\": 1, \"license\": \"apache-2.0\", \"python-depends\": [], \"backend\": {\"type\": \"cuda\", \"archs\": [\"8.0\"]}}\n",
+    )
+    .unwrap();
+}
+
+const CUDA_ENV: [&str; 8] = [
+    "--torch-version",
+    "2.7",
+    "--cuda-version",
+    "12.6",
+    "--arch",
+    "x86_64",
+    "--os",
+    "linux",
+];
+
+#[test]
+fn verify_path_refuses_a_local_build_whose_archs_exclude_the_target() {
+    let context = project("1");
+    let dev = context.tmp.path().join("cuda-dev");
+    write_cuda_build(&dev);
+    let dev_arg = dev.display().to_string();
+    let verify = |capability: &str| {
+        context
+            .kernels_without_hub()
+            .args(["verify", &dev_arg, "--cuda-capability", capability])
+            .args(CUDA_ENV)
+            .output()
+            .unwrap()
+    };
+    let out = verify("9.0");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("torch27-cxx11-cu126-x86_64-linux (at the path's root) (loaded here): refused: "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("9.0"), "{stdout}");
+    let out = verify("8.0");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("(loaded here): fits"), "{stdout}");
+    // No digest: said once, never called verified.
+    assert_eq!(stderr.matches("record no digest").count(), 1, "{stderr}");
+    assert!(!stdout.contains("digest:"), "{stdout}");
+
+    // `kernels info PATH` reads the root layout too.
+    let out = context.kernels_without_hub().args(["info", &dev_arg]).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("torch27-cxx11-cu126-x86_64-linux"), "{stdout}");
+}
+
+/// A zip-layout variant (`"build-layout": "zip"`, the package in `<id>.zip`)
+/// given as the variant directory itself: `check` imports it through
+/// `LOCAL_KERNELS` directly (no runtime installed); a corrupt archive is one
+/// line naming it.
+#[test]
+fn zip_layout_local_builds_import_and_a_corrupt_archive_is_named() {
+    use std::io::Write;
+    let context = project("1").with_env("VIRTUAL_ENV", common::pyref_root().join("hub-2.4.0"));
+    context.run_ok(&["lock", "--trust", "acme/good"]);
+    context.run_ok(&["download"]);
+    let variant = context.tmp.path().join("zip-dev/torch-cpu");
+    fs_err::create_dir_all(&variant).unwrap();
+    fs_err::write(
+        variant.join("metadata.json"),
+        "{\"name\": \"good\", \"id\": \"_good_zip_dev\", \"version\": 1, \"license\": \"apache-2.0\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}, \"build-layout\": \"zip\"}\n",
+    )
+    .unwrap();
+    let mut zip = zip::ZipWriter::new(fs_err::File::create(variant.join("_good_zip_dev.zip")).unwrap());
+    let options = zip::write::SimpleFileOptions::default();
+    zip.start_file("__init__.py", options).unwrap();
+    zip.write_all(b"from ._ops import ops\n\n\ndef good(x):\n    return x\n\n\n__all__ = [\"good\"]\n").unwrap();
+    zip.start_file("_ops.py", options).unwrap();
+    zip.write_all(b"import torch\ntorch.library.define(\"_good_zip_dev::good\", \"(Tensor x) -> Tensor\")\nops = torch.ops._good_zip_dev\n").unwrap();
+    zip.finish().unwrap();
+    let set = format!("acme/good={}", variant.display());
+    let check = || {
+        context
+            .kernels_without_hub()
+            .args(["check"])
+            .env("LOCAL_KERNELS", &set)
+            .output()
+            .unwrap()
+    };
+    let out = check();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("ops (torch.ops._good_zip_dev): good"), "{stdout}");
+
+    fs_err::write(variant.join("_good_zip_dev.zip"), b"not a zip").unwrap();
+    let out = check();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("_good_zip_dev.zip"), "{stdout}");
+    let out = context
+        .kernels_without_hub()
+        .args(["verify", &variant.display().to_string()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let named: Vec<&str> = stdout.lines().filter(|l| l.contains("corrupt kernel archive")).collect();
+    assert_eq!(named.len(), 1, "{stdout}");
+    assert!(named[0].contains("_good_zip_dev.zip"), "{stdout}");
+}
