@@ -238,7 +238,7 @@ fn verify_path_refuses_a_local_build_whose_archs_exclude_the_target() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("(loaded here): fits"), "{stdout}");
     // No digest: said once, never called verified.
-    assert_eq!(stderr.matches("record no digest").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("no digest in metadata.json").count(), 1, "{stderr}");
     assert!(!stdout.contains("digest:"), "{stdout}");
 
     // `kernels info PATH` reads the root layout too.
@@ -301,4 +301,26 @@ fn zip_layout_local_builds_import_and_a_corrupt_archive_is_named() {
     let named: Vec<&str> = stdout.lines().filter(|l| l.contains("corrupt kernel archive")).collect();
     assert_eq!(named.len(), 1, "{stdout}");
     assert!(named[0].contains("_good_zip_dev.zip"), "{stdout}");
+}
+
+#[test]
+fn add_path_writes_a_path_source_and_refuses_a_directory_without_a_build() {
+    let context = project("1");
+    context.run_ok(&["lock", "--trust", "acme/good"]);
+    let locked = context.lockfile();
+    let before = context.read("pyproject.toml");
+    let out = context.run(&["add", "acme/good", "1", "--path", "../nowhere", "--trust", "acme/good"]);
+    let (_, stderr) = text(&out);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr.contains("`acme/good` --path ../nowhere"), "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert_eq!(context.read("pyproject.toml"), before);
+
+    context.run_ok(&["add", "acme/good", "1", "--path", "../good-dev", "--trust", "acme/good"]);
+    let after = context.read("pyproject.toml");
+    assert!(
+        after.contains("\"acme/good\" = { path = \"../good-dev\", version = 1 }"),
+        "{after}"
+    );
+    assert_eq!(context.lockfile(), locked);
 }

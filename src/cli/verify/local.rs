@@ -167,9 +167,9 @@ fn print_text(printer: &Printer, build: &LocalBuild, checks: &[VariantCheck], ta
         .count();
     if unsigned > 0 {
         printer.status(format_args!(
-            "note: {} of {} record no digest in metadata.json: their files are not checked, and nothing vouches for them",
-            plural(unsigned, "variant"),
-            build.path.display()
+            "note: {}: no digest in metadata.json of {}: their files are not checked, and nothing vouches for them",
+            build.path.display(),
+            plural(unsigned, "variant")
         ));
     }
 }
