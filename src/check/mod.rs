@@ -154,7 +154,12 @@ fn metadata_of(variant_dir: &Path) -> Option<kernels_types::metadata::Metadata> 
 impl ImportTarget {
     /// A local build's variant, imported in place of the locked commit of
     /// the kernel at `position`.
-    pub fn local(position: usize, repo_id: RepoId, commit: CommitId, variant: &crate::local::LocalVariant) -> Self {
+    pub fn local(
+        position: usize,
+        repo_id: RepoId,
+        commit: CommitId,
+        variant: &crate::local::LocalVariant,
+    ) -> Self {
         ImportTarget {
             position,
             package: package_name(&repo_id, &variant.dir),

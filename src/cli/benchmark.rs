@@ -327,13 +327,15 @@ impl Versions {
                     );
                     (label.clone(), at)
                 });
-                let candidate = local.or_else(|| self.candidate_of(&target.repo_id).and_then(|(label, k)| {
-                    let at = candidates
-                        .ready
-                        .iter()
-                        .find(|c| c.repo_id == k.repo_id && c.commit == k.commit)?;
-                    Some((label.to_owned(), at.clone()))
-                }));
+                let candidate = local.or_else(|| {
+                    self.candidate_of(&target.repo_id).and_then(|(label, k)| {
+                        let at = candidates
+                            .ready
+                            .iter()
+                            .find(|c| c.repo_id == k.repo_id && c.commit == k.commit)?;
+                        Some((label.to_owned(), at.clone()))
+                    })
+                });
                 Entry {
                     scripts: scripts_in(&snapshot),
                     target,

@@ -120,7 +120,9 @@ impl Settings {
     ///
     /// # Errors
     /// [`crate::local::LocalError::MalformedEntry`] naming the entry.
-    pub fn local_kernels(&self) -> Option<Result<crate::local::LocalKernels, crate::local::LocalError>> {
+    pub fn local_kernels(
+        &self,
+    ) -> Option<Result<crate::local::LocalKernels, crate::local::LocalError>> {
         self.local_kernels
             .as_deref()
             .map(crate::local::LocalKernels::parse)

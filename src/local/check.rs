@@ -60,7 +60,10 @@ impl VariantCheck {
     pub fn ok(&self) -> bool {
         self.metadata_error.is_none()
             && self.refusals.is_empty()
-            && !matches!(self.digest, DigestState::Mismatch { .. } | DigestState::Unreadable { .. })
+            && !matches!(
+                self.digest,
+                DigestState::Mismatch { .. } | DigestState::Unreadable { .. }
+            )
             && !matches!(self.archive, Some(Err(_)))
     }
 }
@@ -168,9 +171,15 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         fs_err::write(tmp.path().join("_k_1.zip"), b"not a zip").unwrap();
         let err = check_archive(tmp.path(), "_k_1").unwrap_err();
-        assert!(err.starts_with("corrupt kernel archive ") && err.contains("_k_1.zip"), "{err}");
+        assert!(
+            err.starts_with("corrupt kernel archive ") && err.contains("_k_1.zip"),
+            "{err}"
+        );
         assert!(!err.contains('\n'));
-        assert_eq!(zip_layout(br#"{"id": "_k_1", "build-layout": "zip"}"#).as_deref(), Some("_k_1"));
+        assert_eq!(
+            zip_layout(br#"{"id": "_k_1", "build-layout": "zip"}"#).as_deref(),
+            Some("_k_1")
+        );
         assert_eq!(zip_layout(br#"{"id": "_k_1"}"#), None);
     }
 }

@@ -116,7 +116,11 @@ impl LocalBuild {
             .root
             .iter()
             .map(|n| self.variant(n, LocalLayout::Root))
-            .chain(self.build.iter().map(|n| self.variant(n, LocalLayout::Build)))
+            .chain(
+                self.build
+                    .iter()
+                    .map(|n| self.variant(n, LocalLayout::Build)),
+            )
             .collect();
         if out.is_empty() && self.own_metadata {
             out.push(self.variant("", LocalLayout::Variant));
@@ -129,7 +133,10 @@ impl LocalBuild {
     /// `metadata.json`; `None` when none applies (the runtime raises
     /// `FileNotFoundError`).
     pub fn choose(&self, env: &TorchEnv, rules: VariantRules) -> Option<LocalVariant> {
-        for (names, layout) in [(&self.root, LocalLayout::Root), (&self.build, LocalLayout::Build)] {
+        for (names, layout) in [
+            (&self.root, LocalLayout::Root),
+            (&self.build, LocalLayout::Build),
+        ] {
             let parsed: Vec<BuildVariant> = names.iter().map(|n| BuildVariant::parse(n)).collect();
             if let Some(best) = env.resolve(&parsed, rules).first() {
                 return Some(self.variant(best.name(), layout));
@@ -164,8 +171,10 @@ impl LocalBuild {
 /// when the path can be made canonical).
 fn variant_dir_name(path: &Path) -> String {
     let real = fs_err::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-    real.file_name()
-        .map_or_else(|| real.display().to_string(), |n| n.to_string_lossy().into_owned())
+    real.file_name().map_or_else(
+        || real.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 /// The names of the directories of `dir` that are build-variant names (as
@@ -217,7 +226,10 @@ mod tests {
         assert_eq!(flat.variants()[0].layout, LocalLayout::Root);
         let one = LocalBuild::open(&base.join("one/torch-cpu"), "t").unwrap();
         let variant = &one.variants()[0];
-        assert_eq!((variant.layout, variant.name.as_str()), (LocalLayout::Variant, "torch-cpu"));
+        assert_eq!(
+            (variant.layout, variant.name.as_str()),
+            (LocalLayout::Variant, "torch-cpu")
+        );
     }
 
     #[test]
@@ -229,6 +241,9 @@ mod tests {
         fs_err::create_dir_all(tmp.path().join("src/csrc")).unwrap();
         let err = LocalBuild::open(&tmp.path().join("src"), "e").unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("no build variant") && text.contains("csrc"), "{text}");
+        assert!(
+            text.contains("no build variant") && text.contains("csrc"),
+            "{text}"
+        );
     }
 }

@@ -27,7 +27,9 @@ use std::path::PathBuf;
 pub enum LocalError {
     /// An entry of `LOCAL_KERNELS` without `=` (the runtime raises
     /// `ValueError` for it on the first `get_kernel`).
-    #[error("LOCAL_KERNELS entry `{entry}` has no `=`: the runtime's get_kernel raises ValueError for it")]
+    #[error(
+        "LOCAL_KERNELS entry `{entry}` has no `=`: the runtime's get_kernel raises ValueError for it"
+    )]
     #[diagnostic(
         code(kernels::local::malformed_entry),
         help(
@@ -42,7 +44,9 @@ pub enum LocalError {
     #[error("{source_name}: {path} does not exist")]
     #[diagnostic(
         code(kernels::local::missing),
-        help("build the kernel there (kernel-builder writes `build/<variant>/`), or correct the path")
+        help(
+            "build the kernel there (kernel-builder writes `build/<variant>/`), or correct the path"
+        )
     )]
     Missing {
         /// Where the path was given (`LOCAL_KERNELS entry \`org/name=…\``, a

@@ -918,7 +918,10 @@ fn parse_item(item: &Item, text: &str) -> Result<(Requirement, Option<PathBuf>),
 
 /// `path` of a dependency table: a non-empty string, only next to
 /// `version` (the lock pins the Hub version; a path alone has nothing to lock).
-fn parse_path(table: &dyn TableLike, span: Option<Range<usize>>) -> Result<Option<PathBuf>, Problem> {
+fn parse_path(
+    table: &dyn TableLike,
+    span: Option<Range<usize>>,
+) -> Result<Option<PathBuf>, Problem> {
     let Some(item) = table.get("path") else {
         return Ok(None);
     };
@@ -927,7 +930,10 @@ fn parse_path(table: &dyn TableLike, span: Option<Range<usize>>) -> Result<Optio
         _ => {
             return Err(Problem::new(
                 item.span(),
-                format!("`path` must be a non-empty string, found {}", type_name(item)),
+                format!(
+                    "`path` must be a non-empty string, found {}",
+                    type_name(item)
+                ),
                 "not a path",
             )
             .help("name the kernel's checkout, for example `path = \"../my-kernel\"`"));
@@ -936,7 +942,8 @@ fn parse_path(table: &dyn TableLike, span: Option<Range<usize>>) -> Result<Optio
     if table.get("version").is_none() {
         return Err(Problem::new(
             span,
-            "`path` needs `version`: the lock pins the published version the path stands in for".into(),
+            "`path` needs `version`: the lock pins the published version the path stands in for"
+                .into(),
             "no version",
         )
         .help(format!(
@@ -1141,7 +1148,9 @@ mod tests {
         let text = format!("{:?}", miette::Report::new(err));
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(text.contains("version = 1 }"), "{text}");
-        assert!(parse("[tool.kernels.dependencies]\n\"a/relu\" = { path = 3, version = 1 }\n").is_err());
+        assert!(
+            parse("[tool.kernels.dependencies]\n\"a/relu\" = { path = 3, version = 1 }\n").is_err()
+        );
     }
 
     #[test]

@@ -579,12 +579,23 @@ fn benchmark_against_a_local_build_times_it_beside_the_locked_version() {
     let dev_arg = dev.display().to_string();
     let out = benchmark(
         &context,
-        &["acme/good", "--against", &dev_arg, "--iterations", "3", "--format", "json"],
+        &[
+            "acme/good",
+            "--against",
+            &dev_arg,
+            "--iterations",
+            "3",
+            "--format",
+            "json",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc = json(&out);
     let kernel = &doc["kernels"][0];
-    assert_eq!(kernel["candidate"]["label"], format!("local build {dev_arg}"));
+    assert_eq!(
+        kernel["candidate"]["label"],
+        format!("local build {dev_arg}")
+    );
     let (name, relu) = &workloads(&doc, 0)[0];
     assert_eq!(name, "ReluBenchmark.relu");
     assert_eq!(relu["match"], serde_json::json!([true, true]));
@@ -592,5 +603,9 @@ fn benchmark_against_a_local_build_times_it_beside_the_locked_version() {
     // A bare word is neither a version nor a path.
     let out = benchmark(&context, &["acme/good", "--against", "good-dev"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("write `./good-dev`"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("write `./good-dev`"),
+        "{}",
+        text(&out.stderr)
+    );
 }

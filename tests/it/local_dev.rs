@@ -43,10 +43,7 @@ fn project(dependency: &str) -> TestContext {
         "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = {dependency}\n"
     ))
     .with_stub_torch_copy()
-    .with_env(
-        "VIRTUAL_ENV",
-        common::pyref_root().join("kernels-0.17.2"),
-    );
+    .with_env("VIRTUAL_ENV", common::pyref_root().join("kernels-0.17.2"));
     write_local_build(&context.tmp.path().join("good-dev"));
     context
 }
@@ -77,7 +74,9 @@ fn a_path_source_locks_as_its_version_and_is_checked_with_the_locked_commit() {
     context.run_ok(&["download"]);
 
     let (env, _) = text(&context.run_ok(&["env"]));
-    let dev = fs_err::canonicalize(context.tmp.path()).unwrap().join("project/../good-dev");
+    let dev = fs_err::canonicalize(context.tmp.path())
+        .unwrap()
+        .join("project/../good-dev");
     assert!(env.contains("Local builds:"), "{env}");
     assert!(
         env.contains("acme/good (pyproject.toml): variant torch-cpu (under build/)"),
@@ -97,7 +96,10 @@ fn a_path_source_locks_as_its_version_and_is_checked_with_the_locked_commit() {
     // runtime's get_kernel with LOCAL_KERNELS: two imports, two modules.
     assert!(stdout.contains("(module _good_cpu_1234567)"), "{stdout}");
     assert!(stdout.contains("(module _good_cpu_dev)"), "{stdout}");
-    assert!(stdout.contains("ops (torch.ops._good_cpu_dev): good"), "{stdout}");
+    assert!(
+        stdout.contains("ops (torch.ops._good_cpu_dev): good"),
+        "{stdout}"
+    );
     assert!(
         stderr.contains("through kernels 0.17.2 (`kernels.get_kernel(repo_id, version=…)` with LOCAL_KERNELS set)"),
         "{stderr}"
@@ -110,7 +112,10 @@ fn a_path_source_locks_as_its_version_and_is_checked_with_the_locked_commit() {
         .unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(doc["local"]["mechanism"], "get_kernel", "{doc}");
-    assert_eq!(doc["local"]["kernels"][0]["module"], "_good_cpu_dev", "{doc}");
+    assert_eq!(
+        doc["local"]["kernels"][0]["module"], "_good_cpu_dev",
+        "{doc}"
+    );
     assert_eq!(doc["local"]["sources"]["kernels"][0]["get_kernel"], "hub");
 }
 
@@ -137,10 +142,19 @@ fn local_kernels_is_read_as_the_runtime_reads_it() {
     assert_eq!(source["variant"]["name"], "torch-cpu");
 
     // `download` still fetches the lock's pins and says once that it is set.
-    let out = context.kernels().args(["download"]).env("LOCAL_KERNELS", &set).output().unwrap();
+    let out = context
+        .kernels()
+        .args(["download"])
+        .env("LOCAL_KERNELS", &set)
+        .output()
+        .unwrap();
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert_eq!(stderr.matches("LOCAL_KERNELS is set").count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.matches("LOCAL_KERNELS is set").count(),
+        1,
+        "{stderr}"
+    );
 
     let out = context
         .kernels_without_hub()
@@ -154,11 +168,22 @@ fn local_kernels_is_read_as_the_runtime_reads_it() {
     assert!(stdout.contains("(module _good_cpu_dev)"), "{stdout}");
 
     // A malformed entry: one error naming it, as the runtime raises.
-    for (value, named) in [("acme/good", "`acme/good`"), (&*format!("{set}:oops"), "`oops`")] {
-        let out = context.kernels_without_hub().args(["env"]).env("LOCAL_KERNELS", value).output().unwrap();
+    for (value, named) in [
+        ("acme/good", "`acme/good`"),
+        (&*format!("{set}:oops"), "`oops`"),
+    ] {
+        let out = context
+            .kernels_without_hub()
+            .args(["env"])
+            .env("LOCAL_KERNELS", value)
+            .output()
+            .unwrap();
         let (_, stderr) = text(&out);
         assert_ne!(out.status.code(), Some(0), "{stderr}");
-        assert!(stderr.contains(&format!("LOCAL_KERNELS entry {named} has no `=`")), "{stderr}");
+        assert!(
+            stderr.contains(&format!("LOCAL_KERNELS entry {named} has no `=`")),
+            "{stderr}"
+        );
     }
     // A path that does not exist: check names the entry and the path.
     let out = context
@@ -170,7 +195,9 @@ fn local_kernels_is_read_as_the_runtime_reads_it() {
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("LOCAL_KERNELS entry `acme/good=/nonexistent/good`: /nonexistent/good does not exist"),
+        stderr.contains(
+            "LOCAL_KERNELS entry `acme/good=/nonexistent/good`: /nonexistent/good does not exist"
+        ),
         "{stderr}"
     );
 }
@@ -183,7 +210,10 @@ fn a_path_without_a_version_is_refused_with_the_fix() {
     assert_ne!(out.status.code(), Some(0));
     let flat = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains("`path` needs `version`"), "{stderr}");
-    assert!(flat.contains("{ path = \"../good-dev\", version = 1 }"), "{stderr}");
+    assert!(
+        flat.contains("{ path = \"../good-dev\", version = 1 }"),
+        "{stderr}"
+    );
     assert!(!context.project.join("kernels.lock").exists());
 }
 
@@ -229,7 +259,9 @@ fn verify_path_refuses_a_local_build_whose_archs_exclude_the_target() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("torch27-cxx11-cu126-x86_64-linux (at the path's root) (loaded here): refused: "),
+        stdout.contains(
+            "torch27-cxx11-cu126-x86_64-linux (at the path's root) (loaded here): refused: "
+        ),
         "{stdout}"
     );
     assert!(stdout.contains("9.0"), "{stdout}");
@@ -238,14 +270,25 @@ fn verify_path_refuses_a_local_build_whose_archs_exclude_the_target() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("(loaded here): fits"), "{stdout}");
     // No digest: said once, never called verified.
-    assert_eq!(stderr.matches("no digest in metadata.json").count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.matches("no digest in metadata.json").count(),
+        1,
+        "{stderr}"
+    );
     assert!(!stdout.contains("digest:"), "{stdout}");
 
     // `kernels info PATH` reads the root layout too.
-    let out = context.kernels_without_hub().args(["info", &dev_arg]).output().unwrap();
+    let out = context
+        .kernels_without_hub()
+        .args(["info", &dev_arg])
+        .output()
+        .unwrap();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stdout.contains("torch27-cxx11-cu126-x86_64-linux"), "{stdout}");
+    assert!(
+        stdout.contains("torch27-cxx11-cu126-x86_64-linux"),
+        "{stdout}"
+    );
 }
 
 /// A zip-layout variant (`"build-layout": "zip"`, the package in `<id>.zip`)
@@ -265,10 +308,14 @@ fn zip_layout_local_builds_import_and_a_corrupt_archive_is_named() {
         "{\"name\": \"good\", \"id\": \"_good_zip_dev\", \"version\": 1, \"license\": \"apache-2.0\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}, \"build-layout\": \"zip\"}\n",
     )
     .unwrap();
-    let mut zip = zip::ZipWriter::new(fs_err::File::create(variant.join("_good_zip_dev.zip")).unwrap());
+    let mut zip =
+        zip::ZipWriter::new(fs_err::File::create(variant.join("_good_zip_dev.zip")).unwrap());
     let options = zip::write::SimpleFileOptions::default();
     zip.start_file("__init__.py", options).unwrap();
-    zip.write_all(b"from ._ops import ops\n\n\ndef good(x):\n    return x\n\n\n__all__ = [\"good\"]\n").unwrap();
+    zip.write_all(
+        b"from ._ops import ops\n\n\ndef good(x):\n    return x\n\n\n__all__ = [\"good\"]\n",
+    )
+    .unwrap();
     zip.start_file("_ops.py", options).unwrap();
     zip.write_all(b"import torch\ntorch.library.define(\"_good_zip_dev::good\", \"(Tensor x) -> Tensor\")\nops = torch.ops._good_zip_dev\n").unwrap();
     zip.finish().unwrap();
@@ -284,7 +331,10 @@ fn zip_layout_local_builds_import_and_a_corrupt_archive_is_named() {
     let out = check();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("ops (torch.ops._good_zip_dev): good"), "{stdout}");
+    assert!(
+        stdout.contains("ops (torch.ops._good_zip_dev): good"),
+        "{stdout}"
+    );
 
     fs_err::write(variant.join("_good_zip_dev.zip"), b"not a zip").unwrap();
     let out = check();
@@ -298,7 +348,10 @@ fn zip_layout_local_builds_import_and_a_corrupt_archive_is_named() {
         .unwrap();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
-    let named: Vec<&str> = stdout.lines().filter(|l| l.contains("corrupt kernel archive")).collect();
+    let named: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("corrupt kernel archive"))
+        .collect();
     assert_eq!(named.len(), 1, "{stdout}");
     assert!(named[0].contains("_good_zip_dev.zip"), "{stdout}");
 }
@@ -309,14 +362,30 @@ fn add_path_writes_a_path_source_and_refuses_a_directory_without_a_build() {
     context.run_ok(&["lock", "--trust", "acme/good"]);
     let locked = context.lockfile();
     let before = context.read("pyproject.toml");
-    let out = context.run(&["add", "acme/good", "1", "--path", "../nowhere", "--trust", "acme/good"]);
+    let out = context.run(&[
+        "add",
+        "acme/good",
+        "1",
+        "--path",
+        "../nowhere",
+        "--trust",
+        "acme/good",
+    ]);
     let (_, stderr) = text(&out);
     assert_ne!(out.status.code(), Some(0));
     assert!(stderr.contains("`acme/good` --path ../nowhere"), "{stderr}");
     assert!(stderr.contains("does not exist"), "{stderr}");
     assert_eq!(context.read("pyproject.toml"), before);
 
-    context.run_ok(&["add", "acme/good", "1", "--path", "../good-dev", "--trust", "acme/good"]);
+    context.run_ok(&[
+        "add",
+        "acme/good",
+        "1",
+        "--path",
+        "../good-dev",
+        "--trust",
+        "acme/good",
+    ]);
     let after = context.read("pyproject.toml");
     assert!(
         after.contains("\"acme/good\" = { path = \"../good-dev\", version = 1 }"),

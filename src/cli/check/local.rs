@@ -52,8 +52,7 @@ pub(super) fn import_local(
         VariantSelection::Detected { env, rules } => Some((&**env, *rules)),
         _ => None,
     };
-    let sources =
-        crate::cli::project::local::gather(settings, project_dir, kernels, choice_env)?;
+    let sources = crate::cli::project::local::gather(settings, project_dir, kernels, choice_env)?;
     if sources.kernels.is_empty() {
         return Ok(None);
     }

@@ -77,7 +77,11 @@ pub fn gather(
             path,
             variant,
             error,
-            get_kernel: if origin == "LOCAL_KERNELS" { "local" } else { "hub" },
+            get_kernel: if origin == "LOCAL_KERNELS" {
+                "local"
+            } else {
+                "hub"
+            },
             load_kernel: "locked",
         });
     }
@@ -122,10 +126,20 @@ pub fn print_text(printer: &Printer, doc: &LocalSourcesDoc) {
                 variant.layout.describe(),
                 kernel.path.display()
             ),
-            (None, None) => format!("{} (variant not chosen: torch not found)", kernel.path.display()),
+            (None, None) => format!(
+                "{} (variant not chosen: torch not found)",
+                kernel.path.display()
+            ),
         };
-        printer.data(format_args!("  {} ({}): {built}", kernel.repo_id, kernel.origin));
-        let short = kernel.locked_commit.as_str().get(..7).unwrap_or(kernel.locked_commit.as_str());
+        printer.data(format_args!(
+            "  {} ({}): {built}",
+            kernel.repo_id, kernel.origin
+        ));
+        let short = kernel
+            .locked_commit
+            .as_str()
+            .get(..7)
+            .unwrap_or(kernel.locked_commit.as_str());
         let get_kernel = if kernel.get_kernel == "local" {
             "the local build"
         } else {

@@ -53,15 +53,19 @@ pub(super) fn run(
 ) -> miette::Result<ExitCode> {
     let here = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let project = discover_project(&here).unwrap_or(here);
-    let python = ProjectPython::for_project(&project, crate::cli::settings::virtual_env().as_deref())
-        .with_modules(kernels_types::python_depends::ALL_MODULES);
+    let python =
+        ProjectPython::for_project(&project, crate::cli::settings::virtual_env().as_deref())
+            .with_modules(kernels_types::python_depends::ALL_MODULES);
     let manifest_path = project.join(MANIFEST_FILE_NAME);
     let tool = ToolSettings::read(&project).ok().flatten();
     let overrides = args
         .select
         .env
         .overrides()
-        .with_declared(ToolSettings::declared_target_at(tool.as_ref(), &manifest_path));
+        .with_declared(ToolSettings::declared_target_at(
+            tool.as_ref(),
+            &manifest_path,
+        ));
     let profile = choose_profile_with(
         &ProfileInputs {
             project_dir: &project,
@@ -103,11 +107,12 @@ pub(super) fn run(
         }
         .into());
     }
-    if judged.iter().all(|c| !c.ok()) || checks.iter().any(|c| bad_files(c)) {
+    if judged.iter().all(|c| !c.ok()) || checks.iter().any(bad_files) {
         return Err(LocalBuildRefused {
             path: shown,
             what: if chosen.is_some() {
-                "the variant the runtime loads here is refused or its files are wrong (above)".into()
+                "the variant the runtime loads here is refused or its files are wrong (above)"
+                    .into()
             } else {
                 "no variant would load for the targets, or files are wrong (above)".into()
             },
