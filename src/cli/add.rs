@@ -44,8 +44,8 @@ pub struct AddArgs {
     #[arg(long = "trust", value_name = "REPO_ID")]
     pub trust: Vec<RepoId>,
 
-    /// A local checkout of the kernel (a kernel-builder output) that
-    /// `check`, `benchmark` and `env` use while it is developed: written as
+    /// A local checkout of the kernel (a kernel-builder output) that `env`,
+    /// `check` and `download --explain` use while it is developed: written as
     /// `{ path = "DIR", version = … }`; the lock still pins the Hub version.
     #[arg(long, value_name = "DIR")]
     pub path: Option<std::path::PathBuf>,
