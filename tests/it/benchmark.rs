@@ -609,3 +609,43 @@ fn benchmark_against_a_local_build_times_it_beside_the_locked_version() {
         text(&out.stderr)
     );
 }
+
+/// Issue 41 item 2: a zip-layout variant (`"build-layout": "zip"`, the
+/// package in `<id>.zip`) is benchmarked; here a local build given as its
+/// variant directory.
+#[test]
+fn benchmark_loads_a_zip_layout_variant() {
+    use std::io::Write;
+    let context = project(&["good"], "kernels-0.17.2");
+    let variant = context.tmp.path().join("zip-dev/torch-cpu");
+    fs_err::create_dir_all(&variant).unwrap();
+    fs_err::write(
+        variant.join("metadata.json"),
+        "{\"name\": \"good\", \"id\": \"_good_zip\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}, \"build-layout\": \"zip\"}\n",
+    )
+    .unwrap();
+    let file = fs_err::File::create(variant.join("_good_zip.zip")).unwrap();
+    let mut zip = zip::ZipWriter::new(file);
+    zip.start_file("__init__.py", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    zip.write_all(b"def relu(out, x):\n    out.copy_(x.relu())\n    return out\n")
+        .unwrap();
+    zip.finish().unwrap();
+    let dir = variant.display().to_string();
+    let out = benchmark(
+        &context,
+        &[
+            "acme/good",
+            "--against",
+            &dir,
+            "--iterations",
+            "2",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let (_, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(relu["match"], serde_json::json!([true, true]));
+}
