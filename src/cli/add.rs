@@ -45,7 +45,7 @@ pub struct AddArgs {
     pub trust: Vec<RepoId>,
 
     /// A local checkout of the kernel (a kernel-builder output) that `env`,
-    /// `check` and `download --explain` use while it is developed: written as
+    /// `check`, `download --explain` and `benchmark` use while it is developed: written as
     /// `{ path = "DIR", version = … }`; the lock still pins the Hub version.
     #[arg(long, value_name = "DIR")]
     pub path: Option<std::path::PathBuf>,

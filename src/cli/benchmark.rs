@@ -391,16 +391,17 @@ impl Versions {
             return Versions::local(args, locked, options, dir);
         }
         if outside.is_none() && args.against.is_none() {
-            let kernels = locked
+            let kernels: Vec<LockedKernel> = locked
                 .iter()
                 .filter(|k| args.repos.is_empty() || args.repos.contains(&k.repo_id))
                 .cloned()
                 .collect();
+            let local = path_sources(project_dir, &kernels, options)?;
             return Ok(Versions {
                 kernels,
                 candidates: Vec::new(),
                 labels: Vec::new(),
-                local: Vec::new(),
+                local,
             });
         }
         let client = super::project::client::client_showing_retries(
@@ -517,6 +518,49 @@ impl Versions {
         }
         Ok(versions)
     }
+}
+
+/// The `pyproject.toml` path sources of `kernels`, each with the variant of
+/// its local build the runtime would load here: timed beside the locked
+/// version as `--against PATH` would time it.
+///
+/// # Errors
+/// A path that does not exist or holds no variant for this environment.
+fn path_sources(
+    project_dir: &std::path::Path,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+) -> miette::Result<Vec<(RepoId, String, crate::local::LocalVariant)>> {
+    let Ok(manifest) = crate::lock::manifest::Manifest::read(project_dir) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for dep in &manifest.dependencies {
+        let Some(path) = &dep.path else { continue };
+        if !kernels.iter().any(|k| k.repo_id == dep.repo_id) {
+            continue;
+        }
+        let source = format!(
+            "pyproject.toml entry `{}` path `{}`",
+            dep.repo_id,
+            path.display()
+        );
+        let build = crate::local::LocalBuild::open(&project_dir.join(path), &source)?;
+        let variant = match &options.selection {
+            crate::variant::VariantSelection::Detected { env, rules } => build.choose(env, *rules),
+            _ => build.variants().into_iter().next(),
+        };
+        let Some(variant) = variant else {
+            return Err(miette::miette!(
+                code = "kernels::benchmark::no_local_variant",
+                help = "build the kernel for this environment (kernel-builder writes `build/<variant>/`)",
+                "{source}: no variant for this environment"
+            ));
+        };
+        let label = format!("local build {} (pyproject.toml path)", path.display());
+        out.push((dep.repo_id.clone(), label, variant));
+    }
+    Ok(out)
 }
 
 /// Resolving and downloading versions that are not locked.

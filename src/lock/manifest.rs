@@ -150,7 +150,7 @@ pub struct Dependency {
     /// bare integer or string.
     pub table: bool,
     /// `path = "…"` of a table with `version`: a local checkout of the kernel
-    /// used by `env`, `check` and `download --explain` while it is developed (as
+    /// used by `env`, `check`, `download --explain` and `benchmark` while it is developed (as
     /// written, relative to the project directory); the lock still pins the
     /// Hub `version` exactly as the bare value would.
     pub path: Option<std::path::PathBuf>,

@@ -600,6 +600,19 @@ fn benchmark_against_a_local_build_times_it_beside_the_locked_version() {
     assert_eq!(name, "ReluBenchmark.relu");
     assert_eq!(relu["match"], serde_json::json!([true, true]));
     assert_eq!(relu["candidate"]["iterations"], 3);
+    // A `pyproject.toml` path source is timed beside the locked version
+    // without `--against`.
+    context.write(
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = { path = \"../good-dev\", version = 1 }\n",
+    );
+    let out = benchmark(&context, &["--iterations", "2", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    assert_eq!(
+        doc["kernels"][0]["candidate"]["label"],
+        "local build ../good-dev (pyproject.toml path)"
+    );
     // A bare word is neither a version nor a path.
     let out = benchmark(&context, &["acme/good", "--against", "good-dev"]);
     assert_eq!(out.status.code(), Some(2));
