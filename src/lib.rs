@@ -25,6 +25,7 @@ pub mod cli;
 pub mod export;
 pub mod info;
 pub mod install;
+pub mod local;
 pub mod lock;
 pub mod mirror;
 pub mod signatures;

@@ -144,8 +144,54 @@ def machine():
     return info
 
 
+class ZipPackageLoader:
+    """Runs the `__init__.py` of a zip-layout variant's archive `<id>.zip`."""
+
+    def __init__(self, archive):
+        import zipimport
+
+        try:
+            self.importer = zipimport.zipimporter(str(archive))
+        except Exception as error:
+            raise ImportError("corrupt kernel archive %s: %s" % (archive, error)) from None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(self.importer.get_code("__init__"), module.__dict__)
+
+
+def zip_spec(name, variant):
+    """The spec of a variant whose metadata.json says `"build-layout": "zip"`, else None."""
+    try:
+        meta = json.loads((variant / "metadata.json").read_text())
+    except Exception:
+        return None
+    if not isinstance(meta, dict) or meta.get("build-layout") != "zip":
+        return None
+    archive = variant / ("%s.zip" % meta.get("id"))
+    if not archive.is_file():
+        raise FileNotFoundError("no kernel archive at %s (metadata.json says build-layout zip)" % archive)
+    import importlib.machinery
+
+    spec = importlib.machinery.ModuleSpec(
+        name, ZipPackageLoader(archive), origin="%s/__init__.py" % archive, is_package=True
+    )
+    spec.submodule_search_locations = [str(variant), str(archive)]
+    spec.has_location = True
+    return spec
+
+
 def load(index, variant_dir, package, role):
     variant = Path(variant_dir)
+    name = "_kernels_benchmark_%d_%s_%s" % (index, role, package)
+    spec = zip_spec(name, variant)
+    if spec is not None:
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
     init = variant / "__init__.py"
     if not init.exists():
         init = variant / package / "__init__.py"

@@ -7,6 +7,7 @@
 # warnings and the WARNING records logged while it loaded. Everything the
 # kernels print goes to stderr.
 import contextlib
+import importlib.machinery
 import importlib.util
 import json
 import logging
@@ -58,14 +59,64 @@ except Exception:
     pass
 low, high = request["runtime_reads"]
 found = release(runtime)
-through_runtime = (
-    found is not None and found >= tuple(low) and (high is None or found < tuple(high))
-)
+# Local builds (`local`): through the runtime's `get_kernel` with
+# `LOCAL_KERNELS` set, which runtimes read from 0.13.
+local = request.get("local", False)
+if local:
+    through_runtime = found is not None and found >= (0, 13)
+else:
+    through_runtime = (
+        found is not None and found >= tuple(low) and (high is None or found < tuple(high))
+    )
 emit({"event": "start", "runtime": runtime, "load_kernel": through_runtime})
+
+
+class ZipPackageLoader:
+    """Runs the `__init__.py` of a zip-layout variant's archive."""
+
+    def __init__(self, archive):
+        import zipimport
+
+        self.archive = archive
+        self.importer = zipimport.zipimporter(str(archive))
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(self.importer.get_code("__init__"), module.__dict__)
+
+
+def zip_archive(variant):
+    """`<id>.zip` of a variant whose metadata.json says `"build-layout": "zip"`."""
+    try:
+        meta = json.loads((variant / "metadata.json").read_text())
+    except Exception:
+        return None
+    if not isinstance(meta, dict) or meta.get("build-layout") != "zip":
+        return None
+    return variant / ("%s.zip" % meta.get("id"))
+
+
+def load_zip(name, variant, archive):
+    if not archive.is_file():
+        raise FileNotFoundError("no kernel archive at %s (metadata.json says build-layout zip)" % archive)
+    try:
+        loader = ZipPackageLoader(archive)
+    except Exception as error:
+        raise ImportError("corrupt kernel archive %s: %s" % (archive, error)) from None
+    spec = importlib.machinery.ModuleSpec(name, loader, origin="%s/__init__.py" % archive, is_package=True)
+    spec.submodule_search_locations = [str(variant), str(archive)]
+    spec.has_location = True
+    return spec
 
 
 def load_direct(index, kernel):
     variant = Path(kernel["variant_dir"])
+    archive = zip_archive(variant)
+    if archive is not None:
+        name = "_kernels_check_%d_%s" % (index, kernel["package"])
+        return exec_spec(name, load_zip(name, variant, archive))
     init = variant / "__init__.py"
     if not init.exists():
         init = variant / kernel["package"] / "__init__.py"
@@ -78,6 +129,10 @@ def load_direct(index, kernel):
     spec = importlib.util.spec_from_file_location(
         name, init, submodule_search_locations=[str(init.parent)]
     )
+    return exec_spec(name, spec)
+
+
+def exec_spec(name, spec):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -92,6 +147,11 @@ def load(index, kernel):
     if through_runtime:
         import kernels
 
+        if local:
+            version = kernel.get("version")
+            if version is None:
+                return kernels.get_kernel(kernel["repo_id"], revision="main")
+            return kernels.get_kernel(kernel["repo_id"], version=version)
         return kernels.load_kernel(kernel["repo_id"], lockfile=Path(request["lockfile"]))
     return load_direct(index, kernel)
 

@@ -139,12 +139,36 @@ pub fn locate(
 /// reads), else the repository name; `-` becomes `_` (reference 0.17.2's
 /// `python_name`, and `package_name_from_repo_id` before it).
 fn package_name(repo_id: &RepoId, variant_dir: &Path) -> String {
-    let from_metadata = fs_err::read(variant_dir.join("metadata.json"))
-        .ok()
-        .and_then(|bytes| kernels_types::metadata::Metadata::from_slice(&bytes).ok())
-        .and_then(|metadata| metadata.name);
+    let from_metadata = metadata_of(variant_dir).and_then(|metadata| metadata.name);
     let name = from_metadata.unwrap_or_else(|| repo_id.name().to_owned());
     name.replace('-', "_")
+}
+
+/// A variant's `metadata.json`, when it reads.
+fn metadata_of(variant_dir: &Path) -> Option<kernels_types::metadata::Metadata> {
+    fs_err::read(variant_dir.join("metadata.json"))
+        .ok()
+        .and_then(|bytes| kernels_types::metadata::Metadata::from_slice(&bytes).ok())
+}
+
+impl ImportTarget {
+    /// A local build's variant, imported in place of the locked commit of
+    /// the kernel at `position`.
+    pub fn local(
+        position: usize,
+        repo_id: RepoId,
+        commit: CommitId,
+        variant: &crate::local::LocalVariant,
+    ) -> Self {
+        ImportTarget {
+            position,
+            package: package_name(&repo_id, &variant.dir),
+            repo_id,
+            commit,
+            variant: variant.name.clone(),
+            variant_dir: variant.dir.clone(),
+        }
+    }
 }
 
 /// The runtime releases (`major.minor`, from inclusive, to exclusive) whose
@@ -169,6 +193,11 @@ pub struct ImportInputs<'a> {
     pub lock_path: &'a Path,
     /// Its format (which installed runtimes read it: [`runtime_reads`]).
     pub lock_format: LockFormat,
+    /// For the imports of local builds: the `LOCAL_KERNELS` value the
+    /// interpreter gets, each kernel then imported through the runtime's
+    /// `get_kernel` (0.13+) or directly from its local variant; `None` for
+    /// the locked kernels of the cache.
+    pub local_kernels: Option<&'a str>,
 }
 
 /// How the kernels were imported.
@@ -179,6 +208,9 @@ pub enum Mechanism {
     LoadKernel,
     /// Directly from the variant directory (no installed runtime reads the lock).
     DirectImport,
+    /// A local build through the installed runtime's `get_kernel` with
+    /// `LOCAL_KERNELS` set.
+    GetKernel,
 }
 
 /// What one run of the interpreter reports.
@@ -201,7 +233,7 @@ impl ImportRun {
     pub fn runtime_cannot_read_lock(&self) -> Option<&str> {
         match self.mechanism {
             Mechanism::DirectImport => self.runtime.as_deref(),
-            Mechanism::LoadKernel => None,
+            Mechanism::LoadKernel | Mechanism::GetKernel => None,
         }
     }
 }
@@ -285,6 +317,7 @@ pub struct CheckError {
 #[derive(Serialize)]
 struct Request<'a> {
     lockfile: &'a Path,
+    local: bool,
     runtime_reads: ((u64, u64), Option<(u64, u64)>),
     kernels: Vec<RequestKernel<'a>>,
 }
@@ -294,6 +327,9 @@ struct RequestKernel<'a> {
     repo_id: String,
     variant_dir: &'a Path,
     package: &'a str,
+    /// The `version` of a local build's `metadata.json` (its `get_kernel`
+    /// needs a version; the local directory is loaded whatever it is).
+    version: Option<u64>,
 }
 
 /// One event line of the snippet.
@@ -341,6 +377,7 @@ pub fn import_kernels(
     };
     let request = Request {
         lockfile: inputs.lock_path,
+        local: inputs.local_kernels.is_some(),
         runtime_reads: runtime_reads(inputs.lock_format),
         kernels: targets
             .iter()
@@ -348,6 +385,10 @@ pub fn import_kernels(
                 repo_id: t.repo_id.to_string(),
                 variant_dir: &t.variant_dir,
                 package: &t.package,
+                version: inputs
+                    .local_kernels
+                    .and_then(|_| metadata_of(&t.variant_dir))
+                    .and_then(|m| m.version),
             })
             .collect(),
     };
@@ -383,7 +424,9 @@ pub fn import_kernels(
     Ok(ImportRun {
         python: inputs.python.to_owned(),
         runtime,
-        mechanism: if load_kernel {
+        mechanism: if load_kernel && inputs.local_kernels.is_some() {
+            Mechanism::GetKernel
+        } else if load_kernel {
             Mechanism::LoadKernel
         } else {
             Mechanism::DirectImport
@@ -399,6 +442,7 @@ fn run_snippet(inputs: &ImportInputs<'_>, request: &[u8]) -> std::io::Result<Out
     let mut child = Command::new(inputs.python)
         .arg("-c")
         .arg(IMPORT_SNIPPET)
+        .envs(inputs.local_kernels.map(|v| ("LOCAL_KERNELS", v)))
         .env("HF_HUB_OFFLINE", "1")
         .env("KERNELS_CACHE", inputs.cache_dir)
         .env("HF_HUB_CACHE", inputs.cache_dir)

@@ -43,6 +43,12 @@ pub struct AddArgs {
     /// publisher (as `kernels lock --trust`); repeatable.
     #[arg(long = "trust", value_name = "REPO_ID")]
     pub trust: Vec<RepoId>,
+
+    /// A local checkout of the kernel (a kernel-builder output) that `env`,
+    /// `check`, `download --explain` and `benchmark` use while it is developed: written as
+    /// `{ path = "DIR", version = … }`; the lock still pins the Hub version.
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `kernels remove`.
@@ -96,7 +102,12 @@ pub fn run_add(
         &printer.quiet_if(true),
     )?;
     let value = entry_value(&args, &profile, settings, printer)?;
-    let (new_text, old) = add_dependency(&text, &path, &args.repo_id, &value)?;
+    let (mut new_text, old) = add_dependency(&text, &path, &args.repo_id, &value)?;
+    if let Some(dir) = &args.path {
+        let entry = format!("`{}` --path {}", args.repo_id, dir.display());
+        crate::local::LocalBuild::open(&project_dir.join(dir), &entry)?;
+        new_text = crate::lock::edit::set_path(&new_text, &path, &args.repo_id, dir)?;
+    }
     // The edited file must still be a valid manifest before anything is written.
     let new_manifest = Manifest::parse(&new_text, &path)?;
     let changed = requirement_of(manifest.as_ref(), &args.repo_id)

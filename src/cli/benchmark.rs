@@ -68,8 +68,11 @@ pub struct BenchmarkArgs {
     /// alternating call by call in one run, and print the ratio with its
     /// interval: branch `vN`, or without N the newest compatible version (as
     /// `kernels outdated` shows it), else the newest. It is downloaded first.
-    #[arg(long, value_name = "N", num_args = 0..=1)]
-    pub against: Option<Option<u64>>,
+    /// A value containing `/` or starting with `.` is a local build instead
+    /// (a kernel-builder output, its `build/`, or one variant directory): the
+    /// locked version timed against it, offline.
+    #[arg(long, value_name = "N|PATH", num_args = 0..=1, value_parser = parse_against)]
+    pub against: Option<Option<Against>>,
 
     /// `--target-runtime`: which runtime's ranking picks the variant among
     /// the cached ones and which cache folders are looked in.
@@ -91,6 +94,28 @@ pub struct BenchmarkArgs {
     /// `--cache-dir`.
     #[command(flatten)]
     pub cache: super::args::CacheArgs,
+}
+
+/// What `--against` names: a version, or a local build (told by its form).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Against {
+    /// Branch `vN`.
+    Version(u64),
+    /// A local build's directory.
+    Path(std::path::PathBuf),
+}
+
+/// `--against`'s value: a path when it contains `/` or starts with `.`,
+/// else a version number.
+fn parse_against(value: &str) -> Result<Against, String> {
+    if value.contains('/') || value.starts_with('.') {
+        return Ok(Against::Path(value.into()));
+    }
+    value.parse::<u64>().map(Against::Version).map_err(|_| {
+        format!(
+            "`{value}` is neither a version number nor a path (a path contains `/` or starts with `.`: write `./{value}`)"
+        )
+    })
 }
 
 /// The workloads that did not pass.
@@ -272,6 +297,9 @@ struct Versions {
     candidates: Vec<LockedKernel>,
     /// The label of each candidate (`v2 (abcdef1)`).
     labels: Vec<String>,
+    /// `--against PATH`: the local build timed beside each kernel, with its
+    /// label.
+    local: Vec<(RepoId, String, crate::local::LocalVariant)>,
 }
 
 impl Versions {
@@ -289,12 +317,24 @@ impl Versions {
                 let snapshot = cache
                     .repo(&target.repo_id, repo_type)
                     .snapshot_dir(target.commit.as_str());
-                let candidate = self.candidate_of(&target.repo_id).and_then(|(label, k)| {
-                    let at = candidates
-                        .ready
-                        .iter()
-                        .find(|c| c.repo_id == k.repo_id && c.commit == k.commit)?;
-                    Some((label.to_owned(), at.clone()))
+                let local = self.local.iter().find(|(r, _, _)| *r == target.repo_id);
+                let local = local.map(|(repo_id, label, variant)| {
+                    let at = ImportTarget::local(
+                        target.position,
+                        repo_id.clone(),
+                        target.commit.clone(),
+                        variant,
+                    );
+                    (label.clone(), at)
+                });
+                let candidate = local.or_else(|| {
+                    self.candidate_of(&target.repo_id).and_then(|(label, k)| {
+                        let at = candidates
+                            .ready
+                            .iter()
+                            .find(|c| c.repo_id == k.repo_id && c.commit == k.commit)?;
+                        Some((label.to_owned(), at.clone()))
+                    })
                 });
                 Entry {
                     scripts: scripts_in(&snapshot),
@@ -347,16 +387,21 @@ impl Versions {
             }
             .into());
         }
+        if let Some(Some(Against::Path(dir))) = &args.against {
+            return Versions::local(args, locked, options, dir);
+        }
         if outside.is_none() && args.against.is_none() {
-            let kernels = locked
+            let kernels: Vec<LockedKernel> = locked
                 .iter()
                 .filter(|k| args.repos.is_empty() || args.repos.contains(&k.repo_id))
                 .cloned()
                 .collect();
+            let local = path_sources(project_dir, &kernels, options)?;
             return Ok(Versions {
                 kernels,
                 candidates: Vec::new(),
                 labels: Vec::new(),
+                local,
             });
         }
         let client = super::project::client::client_showing_retries(
@@ -384,9 +429,55 @@ impl Versions {
                 kernels: vec![kernel],
                 candidates: Vec::new(),
                 labels: Vec::new(),
+                local: Vec::new(),
             });
         }
         Versions::against(args, project_dir, locked, &fetch)
+    }
+
+    /// `--against PATH`: the one kernel named (or the lock's only one)
+    /// timed against the variant of the local build the runtime would load
+    /// for this environment.
+    fn local(
+        args: &BenchmarkArgs,
+        locked: &[LockedKernel],
+        options: &DownloadOptions,
+        dir: &std::path::Path,
+    ) -> miette::Result<Versions> {
+        let chosen: Vec<&LockedKernel> = locked
+            .iter()
+            .filter(|k| args.repos.is_empty() || args.repos.contains(&k.repo_id))
+            .collect();
+        let [kernel] = chosen.as_slice() else {
+            return Err(miette::miette!(
+                code = "kernels::benchmark::one_repo",
+                help = "name the kernel the build is of: `kernels benchmark REPO --against PATH`",
+                "--against {} is one local build, and {} are selected",
+                dir.display(),
+                super::progress::plural(chosen.len(), "kernel")
+            ));
+        };
+        let source = format!("--against {}", dir.display());
+        let build = crate::local::LocalBuild::open(dir, &source)?;
+        let variant = match &options.selection {
+            crate::variant::VariantSelection::Detected { env, rules } => build.choose(env, *rules),
+            _ => build.variants().into_iter().next(),
+        };
+        let Some(variant) = variant else {
+            return Err(miette::miette!(
+                code = "kernels::benchmark::no_local_variant",
+                help = "build the kernel for this environment (kernel-builder writes `build/<variant>/`)",
+                "{source}: {} holds no variant for this environment",
+                dir.display()
+            ));
+        };
+        let label = format!("local build {}", dir.display());
+        Ok(Versions {
+            kernels: vec![(*kernel).clone()],
+            candidates: Vec::new(),
+            labels: Vec::new(),
+            local: vec![(kernel.repo_id.clone(), label, variant)],
+        })
     }
 
     /// `--against`: each kernel (those named, or all) with its candidate,
@@ -402,6 +493,7 @@ impl Versions {
             kernels: Vec::new(),
             candidates: Vec::new(),
             labels: Vec::new(),
+            local: Vec::new(),
         };
         for kernel in locked
             .iter()
@@ -412,8 +504,8 @@ impl Versions {
                 .iter()
                 .find(|d| d.repo_id == kernel.repo_id)
                 .map(|d| d.requirement.clone());
-            let pick = match (args.against, requirement) {
-                (Some(Some(n)), _) => Pick::Version(n),
+            let pick = match (&args.against, requirement) {
+                (Some(Some(Against::Version(n))), _) => Pick::Version(*n),
                 (_, Some(requirement)) => Pick::Upgrade(requirement),
                 (_, None) => Pick::Upgrade(crate::lock::requirement::Requirement::Revision(
                     "main".to_owned(),
@@ -426,6 +518,49 @@ impl Versions {
         }
         Ok(versions)
     }
+}
+
+/// The `pyproject.toml` path sources of `kernels`, each with the variant of
+/// its local build the runtime would load here: timed beside the locked
+/// version as `--against PATH` would time it.
+///
+/// # Errors
+/// A path that does not exist or holds no variant for this environment.
+fn path_sources(
+    project_dir: &std::path::Path,
+    kernels: &[LockedKernel],
+    options: &DownloadOptions,
+) -> miette::Result<Vec<(RepoId, String, crate::local::LocalVariant)>> {
+    let Ok(manifest) = crate::lock::manifest::Manifest::read(project_dir) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for dep in &manifest.dependencies {
+        let Some(path) = &dep.path else { continue };
+        if !kernels.iter().any(|k| k.repo_id == dep.repo_id) {
+            continue;
+        }
+        let source = format!(
+            "pyproject.toml entry `{}` path `{}`",
+            dep.repo_id,
+            path.display()
+        );
+        let build = crate::local::LocalBuild::open(&project_dir.join(path), &source)?;
+        let variant = match &options.selection {
+            crate::variant::VariantSelection::Detected { env, rules } => build.choose(env, *rules),
+            _ => build.variants().into_iter().next(),
+        };
+        let Some(variant) = variant else {
+            return Err(miette::miette!(
+                code = "kernels::benchmark::no_local_variant",
+                help = "build the kernel for this environment (kernel-builder writes `build/<variant>/`)",
+                "{source}: no variant for this environment"
+            ));
+        };
+        let label = format!("local build {} (pyproject.toml path)", path.display());
+        out.push((dep.repo_id.clone(), label, variant));
+    }
+    Ok(out)
 }
 
 /// Resolving and downloading versions that are not locked.

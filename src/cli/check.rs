@@ -19,6 +19,8 @@ use crate::cli::settings::Settings;
 use crate::lock::format::LOCK_FILE_NAME;
 use crate::variant::ProjectPython;
 
+mod local;
+
 /// Arguments of `kernels check`.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
@@ -133,6 +135,7 @@ pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::R
         cache_dir: &settings.cache_dir,
         lock_path: &lock_path,
         lock_format: format,
+        local_kernels: None,
     };
     let run = if ready.is_empty() {
         None
@@ -148,8 +151,15 @@ pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::R
             }
         }
     };
+    let local = local::import_local(settings, project_dir, &kernels, &selection, &inputs)
+        .inspect_err(|report| {
+            if json {
+                print_failure(settings, printer, report);
+            }
+        })?;
     let report = Report {
         run: run.as_ref(),
+        local: local.as_ref(),
         not_ready: &not_ready,
         total: kernels.len(),
     };
@@ -162,6 +172,8 @@ pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::R
 /// What one `kernels check` found.
 struct Report<'a> {
     run: Option<&'a ImportRun>,
+    /// The imports of the local builds, when any kernel has one.
+    local: Option<&'a local::LocalCheck>,
     not_ready: &'a [NotReady],
     total: usize,
 }
@@ -214,8 +226,20 @@ impl Report<'_> {
         self.run.and_then(ImportRun::runtime_cannot_read_lock)
     }
 
+    /// Local builds that did not import (raised, or not tried).
+    fn local_failed(&self) -> usize {
+        self.local.map_or(0, |l| {
+            l.run
+                .kernels
+                .iter()
+                .filter(|k| !matches!(k.outcome, ImportOutcome::Loaded(_)))
+                .count()
+        })
+    }
+
     fn ok(&self) -> bool {
-        self.not_ready.is_empty()
+        self.local_failed() == 0
+            && self.not_ready.is_empty()
             && self.failed() == 0
             && self.not_run() == 0
             && self.unreadable_by().is_none()
@@ -225,6 +249,9 @@ impl Report<'_> {
 /// The mechanism in words, for the status line.
 fn mechanism_line(run: &ImportRun) -> String {
     match (&run.mechanism, &run.runtime) {
+        (Mechanism::GetKernel, Some(version)) => format!(
+            "through kernels {version} (`kernels.get_kernel(repo_id, version=…)` with LOCAL_KERNELS set)"
+        ),
         (Mechanism::LoadKernel, Some(version)) => {
             format!("through kernels {version} (`kernels.load_kernel(repo_id, lockfile=…)`)")
         }
@@ -262,6 +289,9 @@ fn print_text(
             }
         }
     }
+    if let Some(local) = report.local {
+        print_local(printer, local);
+    }
     if report.ok() {
         printer.status(format_args!(
             "Checked {}: every one imports",
@@ -279,6 +309,13 @@ fn failure(project_dir: &Path, report: &Report<'_>) -> CheckFailed {
     let mut parts = Vec::new();
     if failed > 0 {
         parts.push(format!("{failed} failed to import"));
+    }
+    let local_failed = report.local_failed();
+    if local_failed > 0 {
+        parts.push(format!(
+            "{} failed to import from its local build",
+            plural(local_failed, "kernel")
+        ));
     }
     if not_run > 0 {
         parts.push(format!(
@@ -302,7 +339,7 @@ fn failure(project_dir: &Path, report: &Report<'_>) -> CheckFailed {
             };
         }
     }
-    let help = if failed + not_run == 0 {
+    let help = if failed + not_run + local_failed == 0 {
         format!("download them first:\n\n    {download}")
     } else {
         let mut help = "the Python error of each failed import is above; fix the environment (a missing package, another torch build) or lock another version of the kernel (`kernels versions REPO` lists them)".to_owned();
@@ -376,6 +413,23 @@ fn print_import(printer: &Printer, kernel: &KernelImport) {
     }
 }
 
+/// The local builds' imports: how they were imported, the `LOCAL_KERNELS`
+/// value, then one block per kernel as for the locked ones.
+fn print_local(printer: &Printer, local: &local::LocalCheck) {
+    printer.status(format_args!(
+        "Imported the local builds with {} {}",
+        shell_path(&local.run.python),
+        mechanism_line(&local.run)
+    ));
+    printer.data(format_args!(
+        "Local builds (what get_kernel loads with LOCAL_KERNELS={}; load_kernel and get_locked_kernel load the locked commits above):",
+        local.value
+    ));
+    for kernel in &local.run.kernels {
+        print_import(printer, kernel);
+    }
+}
+
 /// What Python warned while importing one kernel, on stderr.
 fn print_warnings(printer: &Printer, label: &str, warnings: &[String]) {
     for warning in warnings {
@@ -410,6 +464,12 @@ fn print_json(settings: &Settings, printer: &Printer, report: &Report<'_>) -> Ex
         runtime_overrides: &settings.runtime_overrides,
         kernels,
         error: None,
+        local: report.local.map(|l| super::json::LocalCheckDoc {
+            local_kernels: &l.value,
+            mechanism: &l.run.mechanism,
+            sources: &l.sources,
+            kernels: l.run.kernels.iter().map(import_doc).collect(),
+        }),
     });
     if ok {
         ExitCode::SUCCESS
@@ -505,5 +565,6 @@ fn print_failure(settings: &Settings, printer: &Printer, report: &miette::Report
         runtime_overrides: &settings.runtime_overrides,
         kernels: Vec::new(),
         error: Some(ErrorDoc::of(report)),
+        local: None,
     });
 }

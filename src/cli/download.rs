@@ -222,7 +222,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     let cache = settings.cache();
     let passes = super::project::declared::passes(&per_target, &options.selection);
     if args.explain || args.dry_run {
-        let (hub, lock) = ((&client, &cache), (kernels.as_slice(), format));
+        let (hub, lock) = ((settings, &client, &cache), (kernels.as_slice(), format));
         return preview(&args, hub, lock, &mut options, &passes, &progress, printer);
     }
     let mut summary = crate::install::DownloadSummary::default();
@@ -262,7 +262,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
 /// under a `Target …` line, else one) would download; the first error stops.
 fn preview(
     args: &DownloadArgs,
-    (client, cache): (&HubClient, &HubCache),
+    (settings, client, cache): (&Settings, &HubClient, &HubCache),
     (kernels, format): (&[LockedKernel], crate::lock::format::LockFormat),
     options: &mut DownloadOptions,
     passes: &[(Option<String>, crate::variant::VariantSelection)],
@@ -276,6 +276,16 @@ fn preview(
             printer.status(format_args!("Target {target}:"));
         }
         code = if args.explain {
+            let choice_env = match &options.selection {
+                crate::variant::VariantSelection::Detected { env, rules } => Some((&**env, *rules)),
+                _ => None,
+            };
+            let local = super::project::local::gather(
+                settings,
+                &args.project.project_dir,
+                kernels,
+                choice_env,
+            )?;
             super::project::explain::print_download(
                 &super::project::explain::ExplainRun {
                     client,
@@ -286,6 +296,7 @@ fn preview(
                     options,
                     printer,
                     fit: None,
+                    local: Some(&local),
                 },
                 args.format,
             )?

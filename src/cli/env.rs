@@ -101,6 +101,7 @@ fn explain_lock(
                 policy,
                 fetch: false,
             }),
+            local: None,
         })
     })();
     Some(explained.map_err(|err: miette::Report| err.to_string()))
@@ -158,7 +159,14 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
     let policy =
         super::project::fit::for_project(dir, &args.targets.targets(), probe, profile.runtime);
     let python_target = python_target(&overrides, tool.as_ref(), &manifest_path, &python);
+    let locked = Lockfile::read(&lock_path)
+        .and_then(|l| l.locked_kernels(&lock_path))
+        .unwrap_or_default();
+    let rules = crate::variant::VariantRules::of_profile(&profile);
+    let choice_env = resolved.as_ref().ok().map(|(env, _)| (env, rules));
+    let local = super::project::local::gather(settings, dir, &locked, choice_env)?;
     let report = Report {
+        local,
         python_target,
         policy,
         runtime: runtime
@@ -228,6 +236,8 @@ struct Report<'a> {
     policy: FitPolicy,
     /// The target's Python version and build.
     python_target: PythonTarget,
+    /// The locked kernels with a local build and what loads what.
+    local: super::json::LocalSourcesDoc,
 }
 
 impl Report<'_> {
@@ -274,6 +284,7 @@ impl Report<'_> {
             },
             cache_dir: &settings.cache_dir,
             runtime_overrides: &settings.runtime_overrides,
+            local_sources: &self.local,
             endpoint: kernels_types::text::redact(&settings.endpoint),
             offline: settings.offline,
             token: settings.token.is_some(),
@@ -348,6 +359,7 @@ impl Report<'_> {
         self.row("Token", token, "");
         // Printed after the rows, which need no request.
         self.print_lock_variants();
+        super::project::local::print_text(self.printer, &self.local);
     }
 
     /// The rows of the torch environment, or why torch was not found.

@@ -21,7 +21,7 @@ use super::printer::Printer;
 use super::settings::Settings;
 use crate::info::{
     InfoError, KernelInfo, Origin, RevisionChoice, VariantFit, VariantInfo, describe_cached,
-    describe_dir, describe_hub, display_path,
+    describe_hub, describe_local, display_path,
 };
 use crate::lock::profile::{Profile, ProfileSource, RuntimeVersion};
 
@@ -303,7 +303,7 @@ fn describe(
         if args.revision.is_some() || args.version.is_some() {
             return Err(LocalRevision { path: shown }.into());
         }
-        let info = describe_dir(path, Origin::Path(shown), None)?;
+        let info = describe_local(path, Origin::Path(shown))?;
         if info.variants.is_empty() {
             return Err(InfoError::NoLocalVariants {
                 build_dir: crate::info::build_dir(Path::new(&display_path(&args.kernel))),

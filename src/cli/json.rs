@@ -459,6 +459,15 @@ pub struct ExplainDoc<'a> {
     pub kernels: &'a [KernelExplanation],
     /// The kernels that could not be listed.
     pub failed: &'a [FailureDoc],
+    /// The locked kernels with a local build and which source each loading
+    /// API uses; absent when there is none.
+    #[serde(skip_serializing_if = "no_local_sources")]
+    pub local_sources: Option<&'a LocalSourcesDoc>,
+}
+
+/// Whether a document has no local sources to show.
+fn no_local_sources(doc: &Option<&LocalSourcesDoc>) -> bool {
+    doc.is_none_or(|d| d.is_empty())
 }
 
 impl ExplainDoc<'_> {
@@ -544,6 +553,10 @@ pub struct CheckImportDoc<'a> {
     pub kernels: Vec<CheckedKernelDoc<'a>>,
     /// Why nothing could be checked, if so.
     pub error: Option<ErrorDoc>,
+    /// The imports of the local builds (`LOCAL_KERNELS`, `pyproject.toml`
+    /// paths); absent when no locked kernel has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalCheckDoc<'a>>,
 }
 
 impl CheckImportDoc<'_> {
@@ -695,6 +708,11 @@ pub struct EnvDoc<'a> {
     /// absent when none is set.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub runtime_overrides: &'a [crate::cli::settings::RuntimeOverride],
+    /// The locked kernels with a local build (`LOCAL_KERNELS`, a
+    /// `pyproject.toml` path) and which source each loading API uses; absent
+    /// when there is none.
+    #[serde(skip_serializing_if = "LocalSourcesDoc::is_empty")]
+    pub local_sources: &'a LocalSourcesDoc,
     /// Whether a token is set (never the token).
     pub token: bool,
     /// The variants of the project's lock, `None` without one.
@@ -1528,6 +1546,7 @@ mod tests {
             targets: TargetsDoc::new(&policy.targets),
             kernels: &kernels,
             failed: &[],
+            local_sources: None,
         };
         matches("`kernels download --explain`", &explain, &["kernels"]);
         let documented = example("`kernels download --explain`");
@@ -1661,6 +1680,7 @@ mod tests {
             },
             cache_dir: Path::new("/cache"),
             runtime_overrides: &[],
+            local_sources: &LocalSourcesDoc::default(),
             endpoint: "https://huggingface.co".into(),
             offline: false,
             token: false,
@@ -1703,6 +1723,7 @@ mod tests {
             runtime_reads_lock: Some(true),
             cache_dir: Path::new("/cache"),
             runtime_overrides: &[],
+            local: None,
             kernels: vec![CheckedKernelDoc {
                 repo_id: "acme/relu".to_owned(),
                 commit: &commit,
@@ -1859,4 +1880,68 @@ pub struct VariantVerdictDoc {
     pub preferred: bool,
     /// Why it is not compatible (`null` when it is).
     pub reason: Option<String>,
+}
+
+/// The `local_sources` of `env`, `check` and `download --explain` documents:
+/// the locked kernels with a local build (from `LOCAL_KERNELS` or a
+/// `pyproject.toml` `path`), which source each loading API of the runtime
+/// uses, and the `LOCAL_KERNELS` value that loads the `path` sources.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LocalSourcesDoc {
+    /// One per locked kernel with a local build, in lock order.
+    pub kernels: Vec<LocalSourceDoc>,
+    /// `LOCAL_KERNELS` entries that name no locked kernel (the runtime still
+    /// uses them for `get_kernel` of that repository).
+    pub unlocked: Vec<crate::local::LocalEntry>,
+    /// The `LOCAL_KERNELS` value that makes the application's `get_kernel`
+    /// load the `pyproject.toml` path sources (absolute paths); absent when
+    /// no entry has one or `LOCAL_KERNELS` already covers them.
+    pub local_kernels_value: Option<String>,
+}
+
+impl LocalSourcesDoc {
+    /// Whether there is nothing to report (the key is left out then).
+    pub fn is_empty(&self) -> bool {
+        self.kernels.is_empty() && self.unlocked.is_empty()
+    }
+}
+
+/// One kernel of [`LocalSourcesDoc`].
+#[derive(Debug, Clone, Serialize)]
+pub struct LocalSourceDoc {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// The locked commit (what `load_kernel(lockfile=…)` and
+    /// `get_locked_kernel` load).
+    pub locked_commit: CommitId,
+    /// Where the local build was named: `LOCAL_KERNELS` or `pyproject.toml`.
+    pub origin: &'static str,
+    /// The directory as given (a `pyproject.toml` path joined to the project
+    /// directory).
+    pub path: std::path::PathBuf,
+    /// The variant the runtime loads from it for this environment; absent
+    /// when it cannot be chosen (no torch) or the path is unusable.
+    pub variant: Option<crate::local::LocalVariant>,
+    /// Why the path is unusable (missing, no variant), if it is.
+    pub error: Option<String>,
+    /// What `get_kernel` loads here: `local` (LOCAL_KERNELS names it) or
+    /// `hub` (the version the application asks for).
+    pub get_kernel: &'static str,
+    /// What `load_kernel(lockfile=…)` and `get_locked_kernel` load: always
+    /// `locked` (they ignore LOCAL_KERNELS).
+    pub load_kernel: &'static str,
+}
+
+/// `local` of [`CheckImportDoc`]: each locked kernel with a local build
+/// imported from it, as the application's `get_kernel` loads it.
+#[derive(Debug, Serialize)]
+pub struct LocalCheckDoc<'a> {
+    /// The `LOCAL_KERNELS` value the interpreter ran with.
+    pub local_kernels: &'a str,
+    /// `get_kernel` (through the installed runtime) or `direct_import`.
+    pub mechanism: &'a crate::check::Mechanism,
+    /// Which kernels have a local build, and what each loading API uses.
+    pub sources: &'a LocalSourcesDoc,
+    /// One per local build, as [`CheckImportDoc::kernels`].
+    pub kernels: Vec<CheckedKernelDoc<'a>>,
 }

@@ -87,6 +87,9 @@ pub struct Settings {
     /// The runtime's own variables that are set and make it load something
     /// other than what `kernels.lock` pins ([`runtime_overrides`]).
     pub runtime_overrides: Vec<RuntimeOverride>,
+    /// `LOCAL_KERNELS` as set, an empty value included (the runtime reads an
+    /// empty value as one malformed entry); parsed by [`Settings::local_kernels`].
+    pub local_kernels: Option<String>,
 }
 
 /// A variable of the `kernels` runtime, set in this environment, under which
@@ -109,6 +112,20 @@ impl Settings {
         for runtime_override in &self.runtime_overrides {
             printer.status(format_args!("note: {}", runtime_override.note()));
         }
+    }
+}
+
+impl Settings {
+    /// `LOCAL_KERNELS` parsed as the runtime reads it; `None` when unset.
+    ///
+    /// # Errors
+    /// [`crate::local::LocalError::MalformedEntry`] naming the entry.
+    pub fn local_kernels(
+        &self,
+    ) -> Option<Result<crate::local::LocalKernels, crate::local::LocalError>> {
+        self.local_kernels
+            .as_deref()
+            .map(crate::local::LocalKernels::parse)
     }
 }
 
@@ -691,6 +708,7 @@ impl Settings {
             home: var("HOME").map(PathBuf::from),
             no_progress: flag("HF_HUB_DISABLE_PROGRESS_BARS"),
             runtime_overrides: runtime_overrides(),
+            local_kernels: std::env::var("LOCAL_KERNELS").ok(),
         }
     }
 }

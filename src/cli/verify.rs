@@ -1,5 +1,6 @@
 //! `kernels verify`.
 
+mod local;
 mod signatures;
 
 use std::path::Path;
@@ -74,6 +75,9 @@ pub fn run_checked(
 ) -> miette::Result<ExitCode> {
     // `KERNELS_FROZEN` counts as `--frozen` from here on.
     args.lock_mode.frozen = global.frozen;
+    if let Some(build) = local::local_build(&args.project.project_dir) {
+        return local::run(&build?, &args, printer);
+    }
     let json = args.format == super::args::OutputFormat::Json;
     super::project::stale::ensure_current_offline(
         "verify",

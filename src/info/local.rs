@@ -91,3 +91,31 @@ fn read_metadata(path: &Path, inside: Option<&kernels_cache::RepoCache>) -> Meta
         Err(err) => MetadataState::Invalid(err.to_string()),
     }
 }
+
+/// Describes a local kernel directory in the layouts the runtime accepts
+/// ([`crate::local::layout`]): `build/<variant>/` first (as [`describe_dir`],
+/// the layout kernel-builder writes and reference 0.17.2's `info` reads),
+/// else variant directories at its root, else the directory itself as one
+/// variant with its `metadata.json`. No variant in any layout describes none.
+///
+/// # Errors
+/// [`InfoError::Io`] when `build/` exists but cannot be listed.
+pub fn describe_local(dir: &Path, origin: Origin) -> Result<KernelInfo, InfoError> {
+    let info = describe_dir(dir, origin.clone(), None)?;
+    if !info.variants.is_empty() {
+        return Ok(info);
+    }
+    let Ok(build) = crate::local::LocalBuild::open(dir, "kernels info PATH") else {
+        return Ok(info);
+    };
+    let dirs: Vec<(String, MetadataState)> = build
+        .variants()
+        .into_iter()
+        .filter(|v| v.layout != crate::local::LocalLayout::Build)
+        .map(|v| (v.name, read_metadata(&v.dir.join("metadata.json"), None)))
+        .collect();
+    if dirs.is_empty() {
+        return Ok(info);
+    }
+    Ok(KernelInfo::from_dirs(origin, dirs, Vec::new()))
+}

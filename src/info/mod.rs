@@ -31,7 +31,7 @@ use kernels_types::repo_id::RepoId;
 
 pub use error::InfoError;
 pub use hub::{describe_cached, describe_hub};
-pub use local::{describe_dir, display_path};
+pub use local::{describe_dir, describe_local, display_path};
 
 /// Which revision of a Hub repository to describe.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -351,6 +351,41 @@ pub fn add_dependency(
     Ok((keep_line_endings(text, doc.to_string()), old))
 }
 
+/// `text` with the entry of `repo_id` (already written by
+/// [`add_dependency`]) made `{ path = "DIR", version = … }`: a local
+/// checkout used while the kernel is developed, next to the version the lock
+/// pins. A `revision` is dropped (a path goes with a version only).
+pub fn set_path(
+    text: &str,
+    path: &Path,
+    repo_id: &RepoId,
+    dir: &Path,
+) -> Result<String, EditError> {
+    let mut doc = parse(text, path)?;
+    let deps = dependencies_mut(&mut doc, path)?;
+    if let Some(item) = deps.get_mut(repo_id.as_str()) {
+        let mut table = match item.as_value() {
+            Some(Value::InlineTable(t)) => t.clone(),
+            Some(v) => {
+                let mut t = InlineTable::new();
+                t.insert("version", v.clone().decorated(" ", " "));
+                t
+            }
+            None => InlineTable::new(),
+        };
+        table.remove("revision");
+        let version = table.remove("version");
+        let mut fresh = InlineTable::new();
+        fresh.insert("path", Value::from(dir.display().to_string()));
+        if let Some(version) = version {
+            fresh.insert("version", version);
+        }
+        fresh.fmt();
+        *item = Item::Value(Value::InlineTable(fresh));
+    }
+    Ok(keep_line_endings(text, doc.to_string()))
+}
+
 /// `text` without the entries of `repos` (matched exactly, else ignoring ASCII
 /// case); every repository must be a dependency. A repository named twice (in
 /// any spelling) is removed once. Returns the new text and the keys removed,

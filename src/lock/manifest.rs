@@ -153,6 +153,11 @@ pub struct Dependency {
     /// Written as a table (`{ version = … }`, `{ revision = … }`) rather than a
     /// bare integer or string.
     pub table: bool,
+    /// `path = "…"` of a table with `version`: a local checkout of the kernel
+    /// used by `env`, `check`, `download --explain` and `benchmark` while it is developed (as
+    /// written, relative to the project directory); the lock still pins the
+    /// Hub `version` exactly as the bare value would.
+    pub path: Option<std::path::PathBuf>,
 }
 
 /// One invalid entry of `[tool.kernels.dependencies]`, pointing into the file.
@@ -465,11 +470,12 @@ impl Entries<'_> {
                     .help("keys are Hub repository ids such as `kernels-community/activation`")
             });
             match (repo_id, parse_item(item, self.text)) {
-                (Ok(repo_id), Ok(requirement)) => dependencies.push(Dependency {
+                (Ok(repo_id), Ok((requirement, path))) => dependencies.push(Dependency {
                     repo_id,
                     requirement,
                     span: item.span(),
                     table: item.is_table_like(),
+                    path,
                 }),
                 (repo_id, requirement) => {
                     problems.extend(repo_id.err().map(|p| self.problem(p, Some(key))));
@@ -948,12 +954,20 @@ pub(super) fn value_type_name(value: &Value) -> &'static str {
 
 const VALUE_HELP: &str = "use an integer such as `1` (branch `v1`), a version specifier string such as `\">=0.1.0\"`, or `{ revision = \"<branch, tag or commit>\" }`";
 
-/// Parses a dependency value (bare or a table with `version`/`revision`).
-fn parse_item(item: &Item, text: &str) -> Result<Requirement, Problem> {
+/// Parses a dependency value (bare or a table with `version`/`revision`,
+/// and `path` next to `version`).
+fn parse_item(item: &Item, text: &str) -> Result<(Requirement, Option<PathBuf>), Problem> {
+    let table: Option<(&dyn TableLike, _)> = match item {
+        Item::Value(Value::InlineTable(table)) => Some((table, table.span())),
+        Item::Table(table) => Some((table, table.span())),
+        _ => None,
+    };
+    if let Some((table, span)) = table {
+        let path = parse_path(table, span.clone())?;
+        return parse_table(table, span, text).map(|r| (r, path));
+    }
     match item {
-        Item::Value(Value::InlineTable(table)) => parse_table(table, table.span(), text),
-        Item::Table(table) => parse_table(table, table.span(), text),
-        Item::Value(value) => parse_version(value, text),
+        Item::Value(value) => parse_version(value, text).map(|r| (r, None)),
         other => Err(Problem::new(
             other.span(),
             format!("expected a version, found {}", type_name(other)),
@@ -963,13 +977,51 @@ fn parse_item(item: &Item, text: &str) -> Result<Requirement, Problem> {
     }
 }
 
+/// `path` of a dependency table: a non-empty string, only next to
+/// `version` (the lock pins the Hub version; a path alone has nothing to lock).
+fn parse_path(
+    table: &dyn TableLike,
+    span: Option<Range<usize>>,
+) -> Result<Option<PathBuf>, Problem> {
+    let Some(item) = table.get("path") else {
+        return Ok(None);
+    };
+    let path = match item.as_str() {
+        Some(path) if !path.trim().is_empty() => PathBuf::from(path),
+        _ => {
+            return Err(Problem::new(
+                item.span(),
+                format!(
+                    "`path` must be a non-empty string, found {}",
+                    type_name(item)
+                ),
+                "not a path",
+            )
+            .help("name the kernel's checkout, for example `path = \"../my-kernel\"`"));
+        }
+    };
+    if table.get("version").is_none() {
+        return Err(Problem::new(
+            span,
+            "`path` needs `version`: the lock pins the published version the path stands in for"
+                .into(),
+            "no version",
+        )
+        .help(format!(
+            "add the Hub version it develops, for example `{{ path = \"{}\", version = 1 }}`",
+            path.display()
+        )));
+    }
+    Ok(Some(path))
+}
+
 fn parse_table(
     table: &dyn TableLike,
     span: Option<Range<usize>>,
     text: &str,
 ) -> Result<Requirement, Problem> {
     for (key, _) in table.iter() {
-        if key != "version" && key != "revision" {
+        if key != "version" && key != "revision" && key != "path" {
             let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
             return Err(
                 Problem::new(key_span, format!("unknown key `{key}`"), "unknown key").help(
@@ -1140,6 +1192,26 @@ mod tests {
             let err = parse(&text).unwrap_err();
             assert_eq!(err.to_string(), message, "{text}");
         }
+    }
+
+    #[test]
+    fn path_sources_need_a_version() {
+        let manifest = parse(
+            "[tool.kernels.dependencies]\n\"a/relu\" = { path = \"../relu\", version = 1 }\n",
+        )
+        .unwrap();
+        let dep = &manifest.dependencies[0];
+        assert_eq!(dep.requirement, Requirement::Branch(1));
+        assert_eq!(dep.path.as_deref(), Some(Path::new("../relu")));
+        let err = parse("[tool.kernels.dependencies]\n\"a/relu\" = { path = \"../relu\" }\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("`path` needs `version`"), "{err}");
+        let text = format!("{:?}", miette::Report::new(err));
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(text.contains("version = 1 }"), "{text}");
+        assert!(
+            parse("[tool.kernels.dependencies]\n\"a/relu\" = { path = 3, version = 1 }\n").is_err()
+        );
     }
 
     #[test]

@@ -30,6 +30,67 @@ pub(crate) struct Entry {
     pub path: PathBuf,
     /// Permission bits (`0o644`, `0o755`, …).
     pub mode: u32,
+    /// For a zip-layout variant, the member of the archive at `path` whose
+    /// bytes are stored (`None`: the file at `path` itself).
+    pub member: Option<String>,
+}
+
+/// The entries of a zip-layout variant (`"build-layout": "zip"`, reference
+/// 0.19.1 `importer.py`): every file of the archive `<dir>/<id>.zip` below
+/// `prefix` (the package the runtime executes the archive's `__init__.py`
+/// as), then the variant's other files (the archive itself left out), as
+/// [`collect`] lists them; sorted by archive name.
+///
+/// # Errors
+/// [`WheelError::CorruptArchive`] naming the archive when it cannot be read
+/// as a zip, has unsafe member names or no `__init__.py`; as [`collect`].
+pub(crate) fn collect_zip(
+    dir: &Path,
+    id: &str,
+    prefix: &str,
+    trust_root: &Path,
+) -> Result<Vec<Entry>, WheelError> {
+    let archive = dir.join(format!("{id}.zip"));
+    let corrupt = |reason: String| WheelError::CorruptArchive {
+        path: archive.clone(),
+        reason,
+    };
+    let file = fs_err::File::open(&archive).map_err(|err| corrupt(err.to_string()))?;
+    let zip = zip::ZipArchive::new(file).map_err(|err| corrupt(err.to_string()))?;
+    if zip.index_for_name("__init__.py").is_none() {
+        return Err(corrupt("it has no __init__.py at its root".into()));
+    }
+    let mut entries: Vec<Entry> = Vec::new();
+    for name in zip.file_names() {
+        let name = name.map_err(|err| corrupt(err.to_string()))?;
+        if name.ends_with('/') || name.ends_with(".pyc") {
+            continue;
+        }
+        let safe = name.split('/').all(|part| {
+            !part.is_empty() && part != "." && part != ".." && !part.contains(['\\', '\n', '\r'])
+        });
+        if !safe {
+            return Err(corrupt(format!(
+                "member `{name}` is not a safe relative path"
+            )));
+        }
+        entries.push(Entry {
+            arcname: format!("{prefix}/{name}"),
+            path: archive.clone(),
+            mode: 0o644,
+            member: Some(name.clone().into_owned()),
+        });
+    }
+    let archive_name = format!("{prefix}/{id}.zip");
+    let taken: std::collections::BTreeSet<String> =
+        entries.iter().map(|e| e.arcname.clone()).collect();
+    entries.extend(
+        collect(dir, prefix, trust_root)?
+            .into_iter()
+            .filter(|e| e.arcname != archive_name && !taken.contains(&e.arcname)),
+    );
+    entries.sort_by(|a, b| a.arcname.cmp(&b.arcname));
+    Ok(entries)
 }
 
 /// Lists the files under `root`, stored below `prefix` in the wheel, sorted
@@ -108,6 +169,7 @@ pub(crate) fn collect(
             arcname,
             path: path.to_path_buf(),
             mode: mode_of(&metadata),
+            member: None,
         });
     }
     entries.sort_by(|a, b| a.arcname.cmp(&b.arcname));
@@ -264,13 +326,32 @@ impl<W: Write + Seek> Zip<'_, W> {
     /// Adds a file of the variant, hashing it as it is copied.
     fn copy_file(&mut self, entry: &Entry) -> Result<(), WheelError> {
         let file = fs_err::File::open(&entry.path)?;
-        let large = file.metadata()?.len() >= u64::from(u32::MAX);
+        let inner: Box<dyn Read> = match &entry.member {
+            None => Box::new(file),
+            Some(member) => {
+                let corrupt = |reason: String| WheelError::CorruptArchive {
+                    path: entry.path.clone(),
+                    reason,
+                };
+                let mut zip = zip::ZipArchive::new(file).map_err(|err| corrupt(err.to_string()))?;
+                let mut bytes = Vec::new();
+                zip.by_name(member)
+                    .map_err(|err| corrupt(format!("{member}: {err}")))?
+                    .read_to_end(&mut bytes)
+                    .map_err(|err| corrupt(format!("{member}: {err}")))?;
+                Box::new(io::Cursor::new(bytes))
+            }
+        };
+        let large = match &entry.member {
+            None => fs_err::metadata(&entry.path)?.len() >= u64::from(u32::MAX),
+            Some(_) => false,
+        };
         self.writer.start_file(
             entry.arcname.as_str(),
             self.options.unix_permissions(entry.mode).large_file(large),
         )?;
         let mut reader = Hashing {
-            inner: file,
+            inner,
             hasher: Sha256::new(),
             size: 0,
         };

@@ -144,6 +144,18 @@ pub enum WheelError {
         /// Why it is refused.
         reason: String,
     },
+    /// A zip-layout variant's archive cannot be read or packed.
+    #[error("corrupt kernel archive {}: {reason}", path.display())]
+    #[diagnostic(
+        code(kernels::wheel::corrupt_archive),
+        help("download the variant again (`kernels download --refresh`), or rebuild it")
+    )]
+    CorruptArchive {
+        /// The archive.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A variant's `metadata.json` is unreadable, or a field the wheel
     /// carries cannot go into `METADATA`.
     #[error("invalid {}: {problem}", path.display())]

@@ -133,7 +133,10 @@ fn plan_variant(
 ) -> Result<PlannedWheel, WheelError> {
     let package = kernel.package_dir();
     let dir = snapshot.build_dir().join(variant.name());
-    let root = if dir.join("__init__.py").is_file() {
+    let zip_id = fs_err::read(dir.join("metadata.json"))
+        .ok()
+        .and_then(|bytes| crate::local::check::zip_layout(&bytes));
+    let root = if zip_id.is_some() || dir.join("__init__.py").is_file() {
         dir.clone()
     } else {
         dir.join(&package)
@@ -145,7 +148,10 @@ fn plan_variant(
             package,
         });
     }
-    let entries = archive::collect(&root, &package, snapshot.trust_root())?;
+    let entries = match &zip_id {
+        Some(id) => archive::collect_zip(&dir, id, &package, snapshot.trust_root())?,
+        None => archive::collect(&root, &package, snapshot.trust_root())?,
+    };
     let mut extra = read_kernel_metadata(&dir.join("metadata.json"))?;
     if let Some(expected) = &extra.digest {
         let problems = crate::install::digest::check_dir(&dir, expected);

@@ -556,3 +556,109 @@ fn benchmark_times_with_cuda_events_when_torch_sees_a_cuda_gpu() {
     assert_eq!(relu["match"], serde_json::json!([true]));
     assert_eq!(relu["leaked_bytes"], 0);
 }
+
+/// Issue 44: `--against PATH` times the locked version against a local
+/// build (here kernel-builder's `build/torch-cpu`, a correct `relu`), with
+/// the locked version's workloads, offline.
+#[test]
+fn benchmark_against_a_local_build_times_it_beside_the_locked_version() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let dev = context.tmp.path().join("good-dev");
+    let variant = dev.join("build/torch-cpu");
+    fs_err::create_dir_all(&variant).unwrap();
+    fs_err::write(
+        variant.join("__init__.py"),
+        "def relu(out, x):\n    out.copy_(x.relu())\n    return out\n",
+    )
+    .unwrap();
+    fs_err::write(
+        variant.join("metadata.json"),
+        "{\"name\": \"good\", \"id\": \"_good_cpu_dev\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}}\n",
+    )
+    .unwrap();
+    let dev_arg = dev.display().to_string();
+    let out = benchmark(
+        &context,
+        &[
+            "acme/good",
+            "--against",
+            &dev_arg,
+            "--iterations",
+            "3",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let kernel = &doc["kernels"][0];
+    assert_eq!(
+        kernel["candidate"]["label"],
+        format!("local build {dev_arg}")
+    );
+    let (name, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(name, "ReluBenchmark.relu");
+    assert_eq!(relu["match"], serde_json::json!([true, true]));
+    assert_eq!(relu["candidate"]["iterations"], 3);
+    // A `pyproject.toml` path source is timed beside the locked version
+    // without `--against`.
+    context.write(
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = { path = \"../good-dev\", version = 1 }\n",
+    );
+    let out = benchmark(&context, &["--iterations", "2", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    assert_eq!(
+        doc["kernels"][0]["candidate"]["label"],
+        "local build ../good-dev (pyproject.toml path)"
+    );
+    // A bare word is neither a version nor a path.
+    let out = benchmark(&context, &["acme/good", "--against", "good-dev"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("write `./good-dev`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Issue 41 item 2: a zip-layout variant (`"build-layout": "zip"`, the
+/// package in `<id>.zip`) is benchmarked; here a local build given as its
+/// variant directory.
+#[test]
+fn benchmark_loads_a_zip_layout_variant() {
+    use std::io::Write;
+    let context = project(&["good"], "kernels-0.17.2");
+    let variant = context.tmp.path().join("zip-dev/torch-cpu");
+    fs_err::create_dir_all(&variant).unwrap();
+    fs_err::write(
+        variant.join("metadata.json"),
+        "{\"name\": \"good\", \"id\": \"_good_zip\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}, \"build-layout\": \"zip\"}\n",
+    )
+    .unwrap();
+    let file = fs_err::File::create(variant.join("_good_zip.zip")).unwrap();
+    let mut zip = zip::ZipWriter::new(file);
+    zip.start_file("__init__.py", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    zip.write_all(b"def relu(out, x):\n    out.copy_(x.relu())\n    return out\n")
+        .unwrap();
+    zip.finish().unwrap();
+    let dir = variant.display().to_string();
+    let out = benchmark(
+        &context,
+        &[
+            "acme/good",
+            "--against",
+            &dir,
+            "--iterations",
+            "2",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let (_, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(relu["match"], serde_json::json!([true, true]));
+}

@@ -13,7 +13,7 @@ use kernels_test_support::{self as common, TestContext, snapshot};
 /// importing `ops` from `_ops.py`, which registers `<name>` (and `<name>_`)
 /// with `torch.library.define` in namespace `_<name>_cpu_1234567` and runs
 /// `extra` first; `metadata.json` names the kernel and its id.
-fn write_kernel(mirror: &Path, name: &str, sha: char, extra: &str) {
+pub(crate) fn write_kernel(mirror: &Path, name: &str, sha: char, extra: &str) {
     let repo = mirror.join("repos/kernels/acme").join(name);
     let variant = repo.join("commits/c1/tree/build/torch-cpu");
     fs_err::create_dir_all(&variant).unwrap();

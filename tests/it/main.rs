@@ -48,6 +48,7 @@ mod inspect;
 #[cfg(unix)]
 mod interpreter_runtime;
 mod json;
+mod local_dev;
 mod lock;
 mod lock_files;
 mod lock_messages;

@@ -1388,3 +1388,62 @@ fn a_missing_version_lists_the_available_ones_and_usage_is_its_own() {
     For more information, try '--help'.
     ");
 }
+
+/// Issue 41 item 2: a zip-layout variant (`"build-layout": "zip"`, the
+/// package in `<id>.zip`) becomes a wheel whose package holds the archive's
+/// contents (importable without the runtime's zip loader), the variant's
+/// other files beside them and not the archive; a corrupt archive is one
+/// error naming it.
+#[test]
+fn a_zip_layout_variant_becomes_an_importable_package() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let variant = tmp.path().join("snap/build/torch-cpu");
+    write(
+        &variant.join("metadata.json"),
+        "{\"version\": 1, \"id\": \"_activation_zip\", \"license\": \"Apache-2.0\", \"python-depends\": [], \"build-layout\": \"zip\"}\n",
+    );
+    let archive = variant.join("_activation_zip.zip");
+    let mut zip = zip::ZipWriter::new(fs_err::File::create(&archive).unwrap());
+    for (name, text) in [
+        ("__init__.py", "from ._ops import ops\n"),
+        ("_ops.py", "ops = 1\n"),
+    ] {
+        zip.start_file(name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        zip.write_all(text.as_bytes()).unwrap();
+    }
+    zip.finish().unwrap();
+    let out = tmp.path().join("out");
+    let wheels = build_all(tmp.path(), &tmp.path().join("snap"), &out);
+    assert_eq!(wheels.len(), 1, "{wheels:?}");
+    let files = read_wheel(&wheels[0]);
+    let names: Vec<&String> = files.keys().filter(|n| !in_dist_info(n)).collect();
+    assert_eq!(
+        names,
+        [
+            "activation/__init__.py",
+            "activation/_ops.py",
+            "activation/metadata.json"
+        ],
+        "{names:?}"
+    );
+    assert_eq!(
+        files["activation/__init__.py"].1,
+        b"from ._ops import ops\n"
+    );
+
+    fs_err::write(&archive, b"not a zip").unwrap();
+    let output = to_wheel(&tmp.path().join("cache"))
+        .args([REPO, "0.0.3", "--from-dir"])
+        .arg(tmp.path().join("snap"))
+        .arg("--out-dir")
+        .arg(tmp.path().join("out2"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let flat = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("corrupt kernel archive"), "{stderr}");
+    assert!(flat.contains("_activation_zip.zip"), "{stderr}");
+}

@@ -93,6 +93,9 @@ pub struct ExplainRun<'a> {
     pub printer: &'a Printer,
     /// The fit of each variant, when shown.
     pub fit: Option<FitRequest<'a>>,
+    /// The kernels with a local build, shown after the verdicts (`None` for
+    /// `env`, which shows them itself).
+    pub local: Option<&'a crate::cli::json::LocalSourcesDoc>,
 }
 
 impl ExplainRun<'_> {
@@ -341,6 +344,7 @@ pub fn print(run: &ExplainRun<'_>, format: OutputFormat) -> miette::Result<ExitC
                 targets: TargetsDoc::new(&run.targets()),
                 kernels: &explained.kernels,
                 failed: &explained.failed,
+                local_sources: run.local,
             });
         }
         OutputFormat::Text => {
@@ -352,6 +356,9 @@ pub fn print(run: &ExplainRun<'_>, format: OutputFormat) -> miette::Result<ExitC
                 .kernels
                 .iter()
                 .for_each(|kernel| print_text(run.printer, kernel, None));
+            if let Some(local) = run.local {
+                super::local::print_text(run.printer, local);
+            }
         }
     }
     Ok(if explained.all_chosen() {

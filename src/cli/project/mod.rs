@@ -27,6 +27,7 @@ pub mod edit;
 pub mod explain;
 pub mod fit;
 pub mod interrupt;
+pub mod local;
 pub mod locking;
 pub mod profile;
 pub mod read;
