@@ -483,6 +483,21 @@ pub struct ProjectPython {
     full: OnceCell<Result<PythonProbe, String>>,
     /// Where probes are stored and looked up, when the command keeps them.
     receipts: Option<ProbeReceipts>,
+    /// A probe that ran and is stored when the command ends (on drop), so
+    /// that the receipt's write does not land in the middle of the command's
+    /// own work (a cache's free-space check): scope, output line, watched
+    /// directories.
+    unstored: std::cell::RefCell<Option<(ProbeScope, String, Vec<PathBuf>)>>,
+}
+
+impl Drop for ProjectPython {
+    fn drop(&mut self) {
+        if let (Some(receipts), Some((scope, line, watched))) =
+            (&self.receipts, self.unstored.get_mut().take())
+        {
+            receipts.store(&self.python, scope, &self.modules, &line, &watched);
+        }
+    }
 }
 
 impl ProjectPython {
@@ -494,6 +509,7 @@ impl ProjectPython {
             runtime: OnceCell::new(),
             full: OnceCell::new(),
             receipts: None,
+            unstored: std::cell::RefCell::new(None),
         }
     }
 
@@ -511,8 +527,9 @@ impl ProjectPython {
     }
 
     /// Reuses a stored probe whose interpreter fingerprint still matches
-    /// instead of starting the interpreter, and stores every probe that runs
-    /// ([`ProbeReceipts`]); set before the first question.
+    /// instead of starting the interpreter, and stores the probe that ran
+    /// when this value is dropped ([`ProbeReceipts`]); set before the first
+    /// question.
     #[must_use]
     pub fn with_receipts(mut self, receipts: ProbeReceipts) -> ProjectPython {
         self.receipts = Some(receipts);
@@ -572,8 +589,8 @@ impl ProjectPython {
         };
         let line = PythonProbe::output(&self.python, scope, &modules).map_err(reason)?;
         let (probe, watched) = PythonProbe::parse(&self.python, &line).map_err(reason)?;
-        if let Some(receipts) = &self.receipts {
-            receipts.store(&self.python, scope, &self.modules, &line, &watched);
+        if self.receipts.is_some() {
+            *self.unstored.borrow_mut() = Some((scope, line, watched));
         }
         Ok(probe)
     }
