@@ -181,6 +181,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     .with_receipts(crate::variant::ProbeReceipts::new(
         &settings.cache_dir,
         super::settings::interpreter_context(),
+        super::settings::path_var(),
     ));
     let (dir, frozen) = (&args.project.project_dir, args.lock_mode.frozen);
     let read = read_lock(dir, &args.select, &python, printer, frozen).inspect_err(|report| {

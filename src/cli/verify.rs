@@ -106,6 +106,7 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
     .with_receipts(crate::variant::ProbeReceipts::new(
         &settings.cache_dir,
         super::settings::interpreter_context(),
+        super::settings::path_var(),
     ));
     let frozen = args.lock_mode.frozen;
     let read = read_lock(

@@ -9,8 +9,9 @@
 //! the interpreter printed it, the scope it asked (`runtime` or `torch`), the
 //! modules it asked about, and the fingerprint it was taken under:
 //!
-//! - the interpreter: its own `lstat` (a link replaced or retargeted) and the
-//!   `stat` of what it resolves to (size, mtime in ns, inode);
+//! - the interpreter (a bare `python3` looked up on `PATH`): its own `lstat`
+//!   (a link replaced or retargeted) and the `stat` of what it resolves to
+//!   (size, mtime in ns, inode);
 //! - the modification time (ns) of every directory on the interpreter's
 //!   `sys.path`, of the directory torch was imported from and of the
 //!   installed `kernels`' location: installing, upgrading or removing a
@@ -40,6 +41,8 @@ pub struct ProbeReceipts {
     /// A digest of the environment the interpreter would run in (variables,
     /// working directory), computed by the caller.
     context: String,
+    /// `PATH`, to fingerprint the file a bare `python3` resolves to.
+    path_var: Option<std::ffi::OsString>,
 }
 
 /// One stored probe, as written to disk.
@@ -69,11 +72,33 @@ impl ProbeReceipts {
     /// Receipts under `cache_root` ([`PROBE_RECEIPTS_DIR`]) for commands run
     /// in `context` (any string that changes when the interpreter could see
     /// something else: its environment variables, the working directory).
-    pub fn new(cache_root: &Path, context: String) -> ProbeReceipts {
+    /// `path_var` is the `PATH` a bare interpreter name (`python3`) is
+    /// looked up in, so that the file it resolves to is fingerprinted.
+    pub fn new(
+        cache_root: &Path,
+        context: String,
+        path_var: Option<std::ffi::OsString>,
+    ) -> ProbeReceipts {
         ProbeReceipts {
             dir: cache_root.join(PROBE_RECEIPTS_DIR),
             context,
+            path_var,
         }
+    }
+
+    /// The file `python` names: itself when it has a directory part, else
+    /// the first match on `PATH` (as the process start would find it).
+    fn located(&self, python: &Path) -> PathBuf {
+        if python.components().count() > 1 {
+            return python.to_owned();
+        }
+        self.path_var
+            .as_deref()
+            .into_iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(python))
+            .find(|candidate| candidate.is_file())
+            .unwrap_or_else(|| python.to_owned())
     }
 
     fn path(&self, python: &Path) -> PathBuf {
@@ -110,7 +135,7 @@ impl ProbeReceipts {
             .iter()
             .map(|(dir, _)| dir.clone())
             .collect();
-        (fingerprint(python, stored, &dirs) == receipt.fingerprint)
+        (fingerprint(&self.located(python), stored, &dirs) == receipt.fingerprint)
             .then_some((stored, receipt.output))
     }
 
@@ -133,7 +158,7 @@ impl ProbeReceipts {
             }
             .to_owned(),
             modules: modules.to_vec(),
-            fingerprint: fingerprint(python, scope, watched),
+            fingerprint: fingerprint(&self.located(python), scope, watched),
             output: output.to_owned(),
         };
         let Ok(text) = serde_json::to_string(&receipt) else {
