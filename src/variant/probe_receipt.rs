@@ -220,3 +220,44 @@ fn inode(meta: &std::fs::Metadata) -> u64 {
         0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_receipt_stands_until_a_watched_folder_or_the_interpreter_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let python = tmp.path().join("python3");
+        fs_err::write(&python, "#!/bin/sh\n").unwrap();
+        let site = tmp.path().join("site");
+        fs_err::create_dir(&site).unwrap();
+        let receipts = ProbeReceipts::new(tmp.path(), "ctx".to_owned(), None);
+        let modules = vec!["einops".to_owned()];
+        receipts.store(&python, ProbeScope::Torch, &modules, "{}", &[site.clone()]);
+        // A torch probe answers a runtime question too; other modules do not.
+        assert_eq!(
+            receipts.load(&python, ProbeScope::Runtime, &modules),
+            Some((ProbeScope::Torch, "{}".to_owned()))
+        );
+        assert_eq!(receipts.load(&python, ProbeScope::Torch, &[]), None);
+        // Another context is another key.
+        let other = ProbeReceipts::new(tmp.path(), "other".to_owned(), None);
+        assert_eq!(other.load(&python, ProbeScope::Runtime, &modules), None);
+        // A package installed into a watched folder moves its mtime.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs_err::create_dir(site.join("torch-9.9.dist-info")).unwrap();
+        assert_eq!(receipts.load(&python, ProbeScope::Runtime, &modules), None);
+        // Stored again, then the interpreter replaced.
+        receipts.store(&python, ProbeScope::Runtime, &modules, "{}", &[site]);
+        assert!(
+            receipts
+                .load(&python, ProbeScope::Runtime, &modules)
+                .is_some()
+        );
+        assert_eq!(receipts.load(&python, ProbeScope::Torch, &modules), None);
+        fs_err::remove_file(&python).unwrap();
+        fs_err::write(&python, "#!/bin/sh\nexit 0\n").unwrap();
+        assert_eq!(receipts.load(&python, ProbeScope::Runtime, &modules), None);
+    }
+}
