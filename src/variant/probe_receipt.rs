@@ -234,7 +234,13 @@ mod tests {
         fs_err::create_dir(&site).unwrap();
         let receipts = ProbeReceipts::new(tmp.path(), "ctx".to_owned(), None);
         let modules = vec!["einops".to_owned()];
-        receipts.store(&python, ProbeScope::Torch, &modules, "{}", &[site.clone()]);
+        receipts.store(
+            &python,
+            ProbeScope::Torch,
+            &modules,
+            "{}",
+            std::slice::from_ref(&site),
+        );
         // A torch probe answers a runtime question too; other modules do not.
         assert_eq!(
             receipts.load(&python, ProbeScope::Runtime, &modules),
