@@ -245,6 +245,29 @@ pub fn virtual_env() -> Option<PathBuf> {
     var("VIRTUAL_ENV").map(PathBuf::from)
 }
 
+/// What the project's interpreter would see besides its files: every
+/// environment variable (but `_`, `OLDPWD` and `SHLVL`, which a shell changes
+/// between identical runs) and the working directory, as one string; the key
+/// of the stored probes ([`crate::variant::ProbeReceipts`]), so that a probe
+/// taken under another `PYTHONPATH`, `PYTHONUSERBASE`, `VIRTUAL_ENV` or
+/// `CUDA_VISIBLE_DEVICES` is not reused.
+pub fn interpreter_context() -> String {
+    let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+        .filter(|(name, _)| !matches!(name.to_str(), Some("_" | "OLDPWD" | "SHLVL")))
+        .collect();
+    vars.sort();
+    let mut context = std::env::current_dir()
+        .map(|dir| dir.display().to_string())
+        .unwrap_or_default();
+    for (name, value) in vars {
+        context.push('\0');
+        context.push_str(&name.to_string_lossy());
+        context.push('=');
+        context.push_str(&value.to_string_lossy());
+    }
+    context
+}
+
 /// Whether coloured output is allowed: `NO_COLOR` unset or empty (no-color.org).
 pub fn color_enabled() -> bool {
     var("NO_COLOR").is_none()

@@ -106,7 +106,12 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         &args.project.project_dir,
         super::settings::virtual_env().as_deref(),
     )
-    .with_modules(kernels_types::python_depends::ALL_MODULES);
+    .with_modules(kernels_types::python_depends::ALL_MODULES)
+    .with_receipts(crate::variant::ProbeReceipts::new(
+        &settings.cache_dir,
+        super::settings::interpreter_context(),
+        super::settings::path_var(),
+    ));
     let frozen = args.lock_mode.frozen;
     let read = read_lock(
         &args.project.project_dir,

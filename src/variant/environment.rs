@@ -9,6 +9,7 @@ use std::process::Command;
 use serde::Deserialize;
 
 use super::VariantError;
+use super::probe_receipt::ProbeReceipts;
 use super::rules::Generation;
 use crate::lock::declared::{DeclaredBackend, DeclaredTarget, PythonVersion};
 use crate::lock::profile::{PATH_PYTHON, environment_python, project_environments};
@@ -100,6 +101,7 @@ pub struct PythonTarget {
 const DETECT_SNIPPET: &str = r#"
 import os, sys
 out = {"torch": None, "kernels": None, "modules": {}, "device": {"kind": "none"}}
+out["paths"] = [p for p in sys.path if p and os.path.isdir(p)]
 def dump(v):
     if v is None or isinstance(v, bool):
         return {None: "null", True: "true", False: "false"}[v]
@@ -218,6 +220,7 @@ def cann():
     except Exception:
         return None
 import importlib.util, sysconfig
+out["torch_dir"] = os.path.dirname(os.path.abspath(torch.__file__))
 out["torch"] = {
     "major": int(m.group(1)), "minor": int(m.group(2)),
     "cuda": torch.version.cuda, "hip": torch.version.hip,
@@ -263,6 +266,12 @@ struct DetectOutput {
     device: Option<Device>,
     #[serde(default)]
     python: Option<InterpreterPython>,
+    /// The existing directories of `sys.path` (watched by the probe receipts).
+    #[serde(default)]
+    paths: Vec<PathBuf>,
+    /// The directory torch was imported from (watched by the probe receipts).
+    #[serde(default)]
+    torch_dir: Option<PathBuf>,
 }
 
 /// The interpreter's own version and build, as 0.19.1 reads them for
@@ -398,6 +407,13 @@ impl PythonProbe {
         scope: ProbeScope,
         modules: &[&str],
     ) -> Result<PythonProbe, VariantError> {
+        let line = PythonProbe::output(python, scope, modules)?;
+        Ok(PythonProbe::parse(python, &line)?.0)
+    }
+
+    /// Runs the probe snippet and returns the JSON line it printed. Errors
+    /// when the interpreter cannot run, fails or prints no probe.
+    fn output(python: &Path, scope: ProbeScope, modules: &[&str]) -> Result<String, VariantError> {
         let failed = |reason: String| VariantError::PythonFailed {
             python: python.to_owned(),
             reason,
@@ -418,22 +434,38 @@ impl PythonProbe {
             )));
         }
         let stdout = String::from_utf8_lossy(&output.stdout);
-        let parsed: DetectOutput = stdout
+        stdout
             .lines()
             .rev()
-            .find_map(|line| serde_json::from_str(line).ok())
-            .ok_or_else(|| failed(format!("unexpected output {:?}", stdout.trim())))?;
+            .find(|line| serde_json::from_str::<DetectOutput>(line).is_ok())
+            .map(str::to_owned)
+            .ok_or_else(|| failed(format!("unexpected output {:?}", stdout.trim())))
+    }
+
+    /// The probe of `python` from the JSON `line` its snippet printed, with
+    /// the directories a receipt of it watches (`sys.path`, torch's and the
+    /// installed `kernels`' locations).
+    fn parse(python: &Path, line: &str) -> Result<(PythonProbe, Vec<PathBuf>), VariantError> {
+        let parsed: DetectOutput =
+            serde_json::from_str(line).map_err(|err| VariantError::PythonFailed {
+                python: python.to_owned(),
+                reason: format!("unexpected output {line:?}: {err}"),
+            })?;
+        let mut watched = parsed.paths;
+        watched.extend(parsed.torch_dir);
+        watched.extend(parsed.kernels.as_ref().map(|k| k.location.clone()));
         let torch = parsed
             .torch
             .ok_or_else(|| parsed.error.unwrap_or_else(|| "import failed".to_owned()));
-        Ok(PythonProbe {
+        let probe = PythonProbe {
             python: python.to_owned(),
             torch,
             kernels: parsed.kernels,
             modules: parsed.modules,
             device: parsed.device.unwrap_or(Device::None),
             interpreter: parsed.python,
-        })
+        };
+        Ok((probe, watched))
     }
 }
 
@@ -449,6 +481,23 @@ pub struct ProjectPython {
     runtime: OnceCell<Result<PythonProbe, String>>,
     /// A [`ProbeScope::Torch`] probe, or its failure.
     full: OnceCell<Result<PythonProbe, String>>,
+    /// Where probes are stored and looked up, when the command keeps them.
+    receipts: Option<ProbeReceipts>,
+    /// A probe that ran and is stored when the command ends (on drop), so
+    /// that the receipt's write does not land in the middle of the command's
+    /// own work (a cache's free-space check): scope, output line, watched
+    /// directories.
+    unstored: std::cell::RefCell<Option<(ProbeScope, String, Vec<PathBuf>)>>,
+}
+
+impl Drop for ProjectPython {
+    fn drop(&mut self) {
+        if let (Some(receipts), Some((scope, line, watched))) =
+            (&self.receipts, self.unstored.get_mut().take())
+        {
+            receipts.store(&self.python, scope, &self.modules, &line, &watched);
+        }
+    }
 }
 
 impl ProjectPython {
@@ -459,6 +508,8 @@ impl ProjectPython {
             modules: Vec::new(),
             runtime: OnceCell::new(),
             full: OnceCell::new(),
+            receipts: None,
+            unstored: std::cell::RefCell::new(None),
         }
     }
 
@@ -475,6 +526,16 @@ impl ProjectPython {
         self
     }
 
+    /// Reuses a stored probe whose interpreter fingerprint still matches
+    /// instead of starting the interpreter, and stores the probe that ran
+    /// when this value is dropped ([`ProbeReceipts`]); set before the first
+    /// question.
+    #[must_use]
+    pub fn with_receipts(mut self, receipts: ProbeReceipts) -> ProjectPython {
+        self.receipts = Some(receipts);
+        self
+    }
+
     /// The interpreter's path as [`project_python`] gives it.
     pub fn path(&self) -> &Path {
         &self.python
@@ -484,20 +545,21 @@ impl ProjectPython {
     /// else a new run. Errors (every time it is asked) when the interpreter
     /// could not run.
     pub fn probe(&self, scope: ProbeScope) -> Result<&PythonProbe, VariantError> {
-        let run = |scope| {
-            let modules: Vec<&str> = self.modules.iter().map(String::as_str).collect();
-            PythonProbe::run_scoped(&self.python, scope, &modules).map_err(|err| match err {
-                VariantError::PythonFailed { reason, .. } => reason,
-                other => other.to_string(),
-            })
-        };
         let answer = match (scope, self.full.get(), self.runtime.get()) {
             (_, Some(full), _) => full,
             (ProbeScope::Runtime, None, Some(runtime)) => runtime,
-            (ProbeScope::Runtime, None, None) => {
-                self.runtime.get_or_init(|| run(ProbeScope::Runtime))
+            (ProbeScope::Runtime, None, None) => match self.stored(ProbeScope::Runtime) {
+                Some((ProbeScope::Torch, probe)) => self.full.get_or_init(|| Ok(probe)),
+                Some((ProbeScope::Runtime, probe)) => self.runtime.get_or_init(|| Ok(probe)),
+                None => self.runtime.get_or_init(|| self.run(ProbeScope::Runtime)),
+            },
+            (ProbeScope::Torch, None, _) => {
+                self.full
+                    .get_or_init(|| match self.stored(ProbeScope::Torch) {
+                        Some((_, probe)) => Ok(probe),
+                        None => self.run(ProbeScope::Torch),
+                    })
             }
-            (ProbeScope::Torch, None, _) => self.full.get_or_init(|| run(ProbeScope::Torch)),
         };
         answer
             .as_ref()
@@ -505,6 +567,32 @@ impl ProjectPython {
                 python: self.python.clone(),
                 reason: reason.clone(),
             })
+    }
+
+    /// A stored probe that asked at least `scope`, with the scope it asked,
+    /// when the receipts are kept and the interpreter's fingerprint matches.
+    fn stored(&self, scope: ProbeScope) -> Option<(ProbeScope, PythonProbe)> {
+        let (stored, line) = self
+            .receipts
+            .as_ref()?
+            .load(&self.python, scope, &self.modules)?;
+        let (probe, _) = PythonProbe::parse(&self.python, &line).ok()?;
+        Some((stored, probe))
+    }
+
+    /// Starts the interpreter for a `scope` probe and stores what it printed.
+    fn run(&self, scope: ProbeScope) -> Result<PythonProbe, String> {
+        let modules: Vec<&str> = self.modules.iter().map(String::as_str).collect();
+        let reason = |err| match err {
+            VariantError::PythonFailed { reason, .. } => reason,
+            other => other.to_string(),
+        };
+        let line = PythonProbe::output(&self.python, scope, &modules).map_err(reason)?;
+        let (probe, watched) = PythonProbe::parse(&self.python, &line).map_err(reason)?;
+        if self.receipts.is_some() {
+            *self.unstored.borrow_mut() = Some((scope, line, watched));
+        }
+        Ok(probe)
     }
 
     /// The most complete probe run so far, if one ran and succeeded.

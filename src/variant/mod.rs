@@ -25,10 +25,12 @@
 //! choice among a kernel's variants, shared by download and verify),
 //! [`ranking`] (the preference order of each target runtime), [`rules`] (which
 //! rules a runtime version applies) and
-//! [`environment`] (finding the project's Python and asking it about torch).
+//! [`environment`] (finding the project's Python and asking it about torch),
+//! [`probe_receipt`] (its stored answers, reused while the interpreter is unchanged).
 
 pub mod environment;
 mod fit_hint;
+pub mod probe_receipt;
 pub mod python_target;
 pub mod ranking;
 pub mod rules;
@@ -44,6 +46,7 @@ pub use environment::{
     Device, EnvOverrides, EnvSource, EnvSources, ProbeScope, ProbedRuntime, ProjectPython,
     PythonProbe, PythonTarget, TorchEnv, project_python,
 };
+pub use probe_receipt::ProbeReceipts;
 pub use ranking::UNIVERSAL;
 pub use rules::{Generation, VariantRules};
 pub use selection::{Choice, VariantRequest, VariantSelection, VariantWarning};

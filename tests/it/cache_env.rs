@@ -21,10 +21,13 @@ fn repo_dir(world: &TestContext, repo: &str) -> PathBuf {
         .join(format!("kernels--{}", repo.replace('/', "--")))
 }
 
-/// Every path below `dir` with its kind, not following links.
+/// Every path below `dir` with its kind, not following links; the stored
+/// interpreter probes (`.kernels-probes/`, keyed by each run's environment)
+/// are left out.
 fn listing(dir: &Path) -> BTreeSet<String> {
     walkdir::WalkDir::new(dir)
         .into_iter()
+        .filter_entry(|e| e.file_name() != ".kernels-probes")
         .flatten()
         .map(|e| {
             let kind = if e.path_is_symlink() {

@@ -236,6 +236,8 @@ fn the_interpreter_is_started_once_per_command() {
     let bin = bin_with_launcher(&ctx, &plain_python());
     let ctx = context_with(ctx, &bin, Some(&target));
     let runs = ctx.tmp.path().join("runs");
+    // Without the stored probes of earlier commands (the next test has them).
+    let receipts = ctx.cache.join(".kernels-probes");
     let mut seen = Vec::new();
     for args in [
         &["lock"][..],
@@ -244,6 +246,7 @@ fn the_interpreter_is_started_once_per_command() {
         &["verify"],
         &["download", "--all-variants"],
     ] {
+        let _ = fs_err::remove_dir_all(&receipts);
         common::assert_ok(&ctx.run(args));
         seen.push(format!(
             "{}: {}",
@@ -266,11 +269,102 @@ fn the_interpreter_is_started_once_per_command() {
         ]
     );
     // An option names the runtime: only torch is asked.
+    let _ = fs_err::remove_dir_all(&receipts);
     common::assert_ok(&ctx.run(&["download", "--target-runtime", "0.17.2"]));
     assert_eq!(fs_err::read_to_string(&runs).unwrap(), "torch\n");
     fs_err::remove_file(&runs).unwrap();
     common::assert_ok(&ctx.run(&["lock", "--target-runtime", "0.17.2"]));
     assert!(!runs.exists(), "lock with --target-runtime started Python");
+}
+
+/// What the interpreter launcher recorded since the last call (its scope
+/// arguments, comma-separated; empty when it was not started), then cleared.
+fn take_runs(ctx: &TestContext) -> String {
+    let runs = ctx.tmp.path().join("runs");
+    let seen = fs_err::read_to_string(&runs)
+        .unwrap_or_default()
+        .trim()
+        .replace('\n', ", ");
+    let _ = fs_err::remove_file(&runs);
+    seen
+}
+
+/// The name of one variant `download` placed for `kernels-test/versions`.
+fn downloaded_variant(ctx: &TestContext) -> String {
+    let snapshots = ctx.cache.join("kernels--kernels-test--versions/snapshots");
+    let commit = fs_err::read_dir(&snapshots)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let build = fs_err::read_dir(commit.path().join("build")).unwrap();
+    build
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .min()
+        .unwrap()
+}
+
+/// Issue 46, item 3: nothing in `download --all-variants`, named variants or a
+/// target given by flags needs the interpreter once the runtime is known, and
+/// a warm run reuses the stored probe while the interpreter's fingerprint (its
+/// path, the `sys.path` directories torch and `kernels` live in, the
+/// environment) is unchanged. The `python3` on `PATH` is a launcher that
+/// records every start.
+#[test]
+fn a_warm_download_starts_no_interpreter() {
+    let ctx = TestContext::new();
+    let target = ctx.tmp.path().join("deps");
+    fake_kernels(&target, "0.17.2");
+    let bin = bin_with_launcher(&ctx, &plain_python());
+    let ctx = context_with(ctx, &bin, Some(&target));
+    common::assert_ok(&ctx.run(&["lock"]));
+    assert_eq!(take_runs(&ctx), "runtime");
+    // Detecting torch needs the interpreter once; the runtime probe of `lock`
+    // did not ask torch.
+    common::assert_ok(&ctx.run(&["download"]));
+    assert_eq!(take_runs(&ctx), "torch");
+    let variant = downloaded_variant(&ctx);
+    let mut seen = Vec::new();
+    for args in [
+        &["download"][..],
+        &["download", "--all-variants"],
+        &["verify"],
+        &["download", "--variant", &variant],
+    ] {
+        common::assert_ok(&ctx.run(args));
+        seen.push(format!(
+            "{}: {}",
+            args[..args.len().min(2)].join(" "),
+            take_runs(&ctx)
+        ));
+    }
+    assert_eq!(
+        seen,
+        [
+            "download: ",
+            "download --all-variants: ",
+            "verify: ",
+            "download --variant: "
+        ]
+    );
+    // A target fully given by flags needs no interpreter, whatever is stored.
+    let _ = fs_err::remove_dir_all(ctx.cache.join(".kernels-probes"));
+    let flags = ["download", "--target-runtime", "0.17.2", "--all-variants"];
+    common::assert_ok(&ctx.run(&flags));
+    assert_eq!(take_runs(&ctx), "");
+
+    // Installing a package where the interpreter imports from changes the
+    // fingerprint: the next run asks again, and stores the new answer.
+    fake_kernels(&target, "0.17.3");
+    fs_err::remove_dir_all(target.join("kernels-0.17.2.dist-info")).unwrap();
+    common::assert_ok(&ctx.run(&["download"]));
+    assert_eq!(take_runs(&ctx), "torch");
+    common::assert_ok(&ctx.run(&["download", "--all-variants"]));
+    assert_eq!(take_runs(&ctx), "");
+    // Another environment is another interpreter context.
+    let other = ctx.with_env("STUB_TORCH_VERSION", "2.9.0");
+    common::assert_ok(&other.run(&["download", "--all-variants"]));
+    assert_eq!(take_runs(&other), "runtime");
 }
 
 /// A variant-hash lock and kernels 0.17.2 found by the interpreter, or a

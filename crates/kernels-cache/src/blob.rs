@@ -213,7 +213,7 @@ impl BlobWriter {
     /// receiving and writing go on while it hashes (worth it for a large blob
     /// on a machine with cores to spare; on two cores the thread competes
     /// with the receiving one). Bytes already present stay hashed; memory is
-    /// bounded (a few 1 MiB batches) whatever the blob's size. Stays inline
+    /// bounded (at most four 256 KiB batches) whatever the blob's size. Stays inline
     /// when no thread can be started.
     pub fn hash_in_background(&mut self) {
         self.hasher.hash_in_background();
