@@ -217,7 +217,7 @@ def cann():
         return "%s.%s" % (v[0], v[2])
     except Exception:
         return None
-import importlib.util, sysconfig
+import importlib.util
 out["torch"] = {
     "major": int(m.group(1)), "minor": int(m.group(2)),
     "cuda": torch.version.cuda, "hip": torch.version.hip,
@@ -231,9 +231,7 @@ out["torch"] = {
     "rocm": getattr(torch.version, "rocm", None),
     "accelerator": accelerator(), "cann": cann(),
     "tpu_backend": hasattr(torch.backends, "tpu"),
-    "mlx": importlib.util.find_spec("mlx") is not None,
-    "python": {"version": [sys.version_info[0], sys.version_info[1]],
-               "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED"))}}
+    "mlx": importlib.util.find_spec("mlx") is not None}
 try:
     gpu = getattr(torch, "cuda", None)
     if gpu is not None and (torch.version.cuda or torch.version.hip) and gpu.is_available():
@@ -275,6 +273,15 @@ pub struct InterpreterPython {
     pub minor: u32,
     /// A free-threaded (no-GIL) build.
     pub free_threaded: bool,
+}
+
+impl From<InterpreterPython> for PythonTarget {
+    fn from(found: InterpreterPython) -> PythonTarget {
+        PythonTarget {
+            version: (found.major, found.minor),
+            free_threaded: found.free_threaded,
+        }
+    }
 }
 
 /// What one run of the project's interpreter reports ([`PythonProbe::run`]):
@@ -423,8 +430,14 @@ impl PythonProbe {
             .rev()
             .find_map(|line| serde_json::from_str(line).ok())
             .ok_or_else(|| failed(format!("unexpected output {:?}", stdout.trim())))?;
+        // The interpreter's Python is reported once, at the top level; the
+        // torch environment's target Python starts from it.
         let torch = parsed
             .torch
+            .map(|torch| TorchEnv {
+                python: torch.python.or(parsed.python.map(PythonTarget::from)),
+                ..torch
+            })
             .ok_or_else(|| parsed.error.unwrap_or_else(|| "import failed".to_owned()));
         Ok(PythonProbe {
             python: python.to_owned(),
