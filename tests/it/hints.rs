@@ -176,7 +176,9 @@ fn env_claims_no_release_range_for_an_unknown_runtime() {
     let context = TestContext::new()
         .with_pyproject("[tool.kernels.dependencies]\n\"kernels-community/einops\" = 1\n")
         .with_stub_torch();
-    context.run_ok(&["lock"]);
+    // A variant-hash lock, which names no runtime (a first lock without a
+    // named runtime is a 0.19 `KernelLocks` lock).
+    context.run_ok(&["lock", "--target-runtime", "0.16.2"]);
     // The other lines name this machine's Python: only the variant order,
     // the one row that names a release range, is recorded.
     let runtime = |out: &Output| {
