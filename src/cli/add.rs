@@ -13,7 +13,8 @@ use super::project::locking::{self, LockRequest};
 use super::project::profile::choose_lock_profile;
 use crate::cli::settings::Settings;
 use crate::lock::edit::{
-    EditError, EntryValue, add_dependency, check_support, default_value, parse_entry_value, remove_dependencies,
+    EditError, EntryValue, add_dependency, check_support, default_value, parse_entry_value,
+    remove_dependencies,
 };
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, Manifest, ManifestError};

@@ -80,6 +80,9 @@ fn no_variant_for_the_local_torch_is_said_at_once_with_what_would_fit() {
         .with_pyproject("[tool.kernels.dependencies]\n")
         .with_stub_torch()
         .with_env("STUB_TORCH_CUDA", "12.8");
+    // An existing variant-hash lock (kept by `add`): it lists every variant,
+    // so `verify` and an offline `download` can tell that none fits.
+    context.write("kernels.lock", "[]");
     // Each says which torch has builds (2.10 to 2.13): upgrade torch.
     snapshot!(
         "no_fit_add",

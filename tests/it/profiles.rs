@@ -142,7 +142,8 @@ fn first_lock_without_a_runtime_is_read_by_0_19_1() {
     );
 
     // With a specifier string, the newest runtime that reads it: 0.13.0.
-    let strings = project_with("[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=0.1\"\n");
+    let strings =
+        project_with("[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=0.1\"\n");
     let text = assert_ok(&kernels(&server, cache, "lock", strings.path(), &[]));
     assert_eq!(
         target_line(&text),
@@ -157,13 +158,26 @@ fn profile_is_chosen_by_each_source() {
     let cache = tempfile::tempdir().unwrap();
     let cache = cache.path();
 
-    // Nothing names a runtime.
+    // Nothing names a runtime: the first lock is for the newest one modelled.
     let dir = project_with(VERSIONS);
     let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
     assert_eq!(
         target_line(&text),
-        "Target runtime: unknown (no --target-runtime, [tool.kernels] target-runtime, kernels.lock or installed kernels found) — variant-hash lock, kernel repos, kernels-- cache"
+        "Target runtime: kernels 0.19.1 (no kernels.lock and no runtime named or installed: the newest runtime modelled) — KernelLocks lock, kernel repos, kernels-- cache"
     );
+    // Rewritten as a variant-hash lock, which names no runtime.
+    let text = assert_ok(&kernels(
+        &server,
+        cache,
+        "lock",
+        dir.path(),
+        &["--target-runtime", "0.16.2"],
+    ));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.16.2 (from --target-runtime) — variant-hash lock, kernel repos, kernels-- cache"
+    );
+    assert_eq!(lock_format(dir.path()), LockFormat::VariantHash);
 
     // The existing lock (now variant-hash) is refined by an installed runtime writing that format.
     fake_env(&dir.path().join(".venv"), "0.16.2");

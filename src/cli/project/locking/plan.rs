@@ -13,13 +13,13 @@ use crate::cli::printer::Printer;
 use crate::cli::progress::ProgressMode;
 use crate::cli::project::profile::choose_lock_profile;
 use crate::cli::settings::Settings;
-use crate::lock::profile::RequirementForms;
 use crate::lock::conflict;
 use crate::lock::cooldown::{Cooldown, ExcludeNewer, Use};
 use crate::lock::format::{LockFormat, Lockfile};
 use crate::lock::freshness::LockOnDisk;
 use crate::lock::manifest::Manifest;
 use crate::lock::profile::Profile;
+use crate::lock::profile::RequirementForms;
 use crate::lock::project::{LockOptions, lock_project};
 use crate::lock::sticky::{Change, Upgrade, changes};
 
