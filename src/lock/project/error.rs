@@ -268,4 +268,25 @@ mod tests {
             "1 of the 0 kernels in pyproject.toml could not be resolved; kernels.lock was not changed"
         );
     }
+    #[test]
+    fn untrusted_help_says_when_the_first_lock_rule_turned_the_check_on() {
+        let untrusted = |first_lock| LockError::Untrusted {
+            repo_id: "b/y".parse().unwrap(),
+            org: "b".to_owned(),
+            why_checked: LockError::why_publishers_checked(first_lock),
+        };
+        let help = |err: LockError| miette::Diagnostic::help(&err).unwrap().to_string();
+        let named = help(untrusted(None));
+        assert!(named.ends_with("publishers are checked when locking for kernels 0.17 and newer (`--target-runtime 0.16.2` writes a variant-hash lock without the check)"), "{named}");
+        let first = help(untrusted(Some(RuntimeVersion::new(0, 19, 1))));
+        assert!(
+            first.starts_with("if you trust this code, allow the repository with `--trust b/y`"),
+            "{first}"
+        );
+        assert!(first.contains("no kernels runtime was named or installed, so this first lock is written for kernels 0.19.1"), "{first}");
+        assert!(
+            first.contains("`--target-runtime VERSION` or `target-runtime` under [tool.kernels]"),
+            "{first}"
+        );
+    }
 }
