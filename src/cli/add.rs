@@ -10,13 +10,15 @@ use super::args::{RepoTypeArgs, TargetRuntimeArgs};
 use super::printer::Printer;
 use super::project::edit::{Edit, edit_then_lock};
 use super::project::locking::{self, LockRequest};
-use super::project::profile::choose_profile;
+use super::project::profile::choose_lock_profile;
 use crate::cli::settings::Settings;
 use crate::lock::edit::{
-    EditError, add_dependency, check_support, default_value, parse_entry_value, remove_dependencies,
+    EditError, EntryValue, add_dependency, check_support, default_value, parse_entry_value,
+    remove_dependencies,
 };
 use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, Manifest, ManifestError};
+use crate::lock::profile::RequirementForms;
 use kernels_types::repo_id::RepoId;
 
 /// Arguments of `kernels add`.
@@ -93,12 +95,13 @@ pub fn run_add(
         .ok()
         .and_then(|t| Lockfile::parse(&t, &lock_path).ok())
         .map(|l| l.format());
-    let profile = choose_profile(
+    let profile = choose_lock_profile(
         project_dir,
         args.runtime.version(),
         manifest.as_ref().and_then(Manifest::target_runtime),
         lock_format,
         args.repo.repo_type,
+        forms_after_add(manifest.as_ref(), &args),
         &printer.quiet_if(true),
     )?;
     let value = entry_value(&args, &profile, settings, printer)?;
@@ -164,6 +167,27 @@ fn requirement_of<'a>(
 
 /// The value `kernels add` writes: the requirement given (checked against the
 /// runtime), else the newest version the Hub has for the runtime.
+/// The requirement forms of the manifest once `args` is added: the other
+/// dependencies' and the given requirement's (none given: the form the
+/// profile then chooses), for a first lock's profile.
+fn forms_after_add(manifest: Option<&Manifest>, args: &AddArgs) -> RequirementForms {
+    let others = RequirementForms::of(
+        manifest
+            .into_iter()
+            .flat_map(|m| &m.dependencies)
+            .filter(|d| d.repo_id != args.repo_id)
+            .map(|d| &d.requirement),
+    );
+    let given_string = args
+        .requirement
+        .as_deref()
+        .and_then(|text| parse_entry_value(&args.repo_id, text).ok())
+        .is_some_and(|value| matches!(value, EntryValue::Specifier(_)));
+    RequirementForms {
+        strings: others.strings || given_string,
+    }
+}
+
 fn entry_value(
     args: &AddArgs,
     profile: &crate::lock::profile::Profile,

@@ -219,7 +219,7 @@ def cann():
         return "%s.%s" % (v[0], v[2])
     except Exception:
         return None
-import importlib.util, sysconfig
+import importlib.util
 out["torch_dir"] = os.path.dirname(os.path.abspath(torch.__file__))
 out["torch"] = {
     "major": int(m.group(1)), "minor": int(m.group(2)),
@@ -234,9 +234,7 @@ out["torch"] = {
     "rocm": getattr(torch.version, "rocm", None),
     "accelerator": accelerator(), "cann": cann(),
     "tpu_backend": hasattr(torch.backends, "tpu"),
-    "mlx": importlib.util.find_spec("mlx") is not None,
-    "python": {"version": [sys.version_info[0], sys.version_info[1]],
-               "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED"))}}
+    "mlx": importlib.util.find_spec("mlx") is not None}
 try:
     gpu = getattr(torch, "cuda", None)
     if gpu is not None and (torch.version.cuda or torch.version.hip) and gpu.is_available():
@@ -284,6 +282,15 @@ pub struct InterpreterPython {
     pub minor: u32,
     /// A free-threaded (no-GIL) build.
     pub free_threaded: bool,
+}
+
+impl From<InterpreterPython> for PythonTarget {
+    fn from(found: InterpreterPython) -> PythonTarget {
+        PythonTarget {
+            version: (found.major, found.minor),
+            free_threaded: found.free_threaded,
+        }
+    }
 }
 
 /// What one run of the project's interpreter reports ([`PythonProbe::run`]):
@@ -456,6 +463,10 @@ impl PythonProbe {
         watched.extend(parsed.kernels.as_ref().map(|k| k.location.clone()));
         let torch = parsed
             .torch
+            .map(|torch| TorchEnv {
+                python: torch.python.or(parsed.python.map(PythonTarget::from)),
+                ..torch
+            })
             .ok_or_else(|| parsed.error.unwrap_or_else(|| "import failed".to_owned()));
         let probe = PythonProbe {
             python: python.to_owned(),

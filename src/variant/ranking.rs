@@ -352,40 +352,59 @@ impl TorchEnv {
                 arch.os.as_str()
             );
         }
-        let torch = MinorVersion::new(self.major, self.minor);
-        match arch.framework {
-            Framework::Torch(version) if version != torch => {
-                return format!("built for torch {version}, not {torch}");
-            }
-            Framework::TorchStableAbi(version) if version > torch => {
-                return format!("needs torch {version} or newer (stable ABI), not {torch}");
-            }
-            Framework::TorchStableAbi(_) if exact || preference == VariantPreference::Resolver => {
-                return "stable-ABI variants are read from kernels 0.15 on".to_owned();
-            }
-            Framework::TvmFfi(version) => {
-                let env = self.tvm_ffi.as_deref().and_then(major_minor);
-                if env != Some((version.major, version.minor)) {
-                    return format!("needs tvm-ffi {version}");
-                }
-            }
-            _ => {}
-        }
-        if let Some(tag) = arch.cxx_abi {
-            let env_tag = if self.cxx11_abi {
-                CxxAbi::Cxx11
-            } else {
-                CxxAbi::Cxx98
-            };
-            if tag != env_tag {
-                return format!("{} ABI, torch has {}", tag.as_str(), env_tag.as_str());
-            }
+        if let Some(reason) = self.framework_mismatch(arch, preference) {
+            return reason;
         }
         if !exact && let Some(reason) = self.backend_refusal(arch.backend, rules.generation) {
             return reason;
         }
-        let env_backend = self.backend();
-        match (arch.backend, env_backend) {
+        self.backend_mismatch(arch.backend, exact)
+    }
+
+    /// [`TorchEnv::mismatch`] for the framework part of an arch variant built
+    /// for this CPU and OS: the torch (or stable-ABI floor, or tvm-ffi)
+    /// version, then the C++ ABI tag. `None` when they match.
+    fn framework_mismatch(
+        &self,
+        arch: &ArchVariant,
+        preference: VariantPreference,
+    ) -> Option<String> {
+        let exact = matches!(preference, VariantPreference::Exact { .. });
+        let torch = MinorVersion::new(self.major, self.minor);
+        match arch.framework {
+            Framework::Torch(version) if version != torch => {
+                return Some(format!("built for torch {version}, not {torch}"));
+            }
+            Framework::TorchStableAbi(version) if version > torch => {
+                return Some(format!(
+                    "needs torch {version} or newer (stable ABI), not {torch}"
+                ));
+            }
+            Framework::TorchStableAbi(_) if exact || preference == VariantPreference::Resolver => {
+                return Some("stable-ABI variants are read from kernels 0.15 on".to_owned());
+            }
+            Framework::TvmFfi(version) => {
+                let env = self.tvm_ffi.as_deref().and_then(major_minor);
+                if env != Some((version.major, version.minor)) {
+                    return Some(format!("needs tvm-ffi {version}"));
+                }
+            }
+            _ => {}
+        }
+        let tag = arch.cxx_abi?;
+        let env_tag = if self.cxx11_abi {
+            CxxAbi::Cxx11
+        } else {
+            CxxAbi::Cxx98
+        };
+        (tag != env_tag).then(|| format!("{} ABI, torch has {}", tag.as_str(), env_tag.as_str()))
+    }
+
+    /// [`TorchEnv::mismatch`] for the backend of an arch variant whose other
+    /// parts match: how it differs from this environment's backend (`exact`:
+    /// an exact-name runtime, ≤0.12, which takes only the same CUDA version).
+    fn backend_mismatch(&self, backend: Backend, exact: bool) -> String {
+        match (backend, self.backend()) {
             (Backend::Cuda(v), Backend::Cuda(env)) if v.major != env.major => {
                 format!("CUDA {v}, another major version than {env}")
             }

@@ -56,8 +56,10 @@ pub(crate) fn write_kernel(mirror: &Path, name: &str, sha: char, extra: &str) {
 
 /// The mirror: `acme/good` imports; `acme/broken`'s `_ops.py` raises;
 /// `acme/dies` ends the interpreter (`os._exit(3)`) while importing;
-/// `acme/dirty` imports and says it was built from a dirty tree.
+/// `acme/dirty` imports and says it was built from a dirty tree. `acme` is a
+/// trusted publisher (a first lock is checked for one).
 fn mirror(mirror: &Path) {
+    common::write_trusted_org(mirror, "acme");
     write_kernel(mirror, "good", '1', "");
     write_kernel(
         mirror,

@@ -122,8 +122,10 @@ fn trust_root(p: &TestContext) -> String {
 
 const KERNELS: &[&str] = &["good", "py-changed", "so-changed", "missing", "extra"];
 
-/// A mirror of every kernel of [`KERNELS`], with a `v1` branch each.
+/// A mirror of every kernel of [`KERNELS`], with a `v1` branch each; `acme`
+/// is a trusted publisher (a first lock is checked for one).
 fn write_mirror(mirror: &Path) {
+    common::write_trusted_org(mirror, "acme");
     for name in KERNELS {
         let repo = format!("acme/{name}");
         common::write_repo(mirror, &repo, &sha(name), &served_files(name));

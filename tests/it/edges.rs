@@ -129,8 +129,12 @@ fn mirror_without_build() -> tempfile::TempDir {
 #[test]
 fn a_commit_without_builds_is_never_locked_silently() {
     let mirror = mirror_without_build();
-    let context = TestContext::with_server(Server::start(mirror.path()))
-        .with_pyproject(&manifest(&format!("\"{VERSIONS}\" = 1\n")));
+    // The variant-hash format (kernels ≤0.16), which records the variants.
+    let context = TestContext::with_server(Server::start(mirror.path())).with_pyproject(
+        &format!(
+            "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.kernels]\ntarget-runtime = \"0.16.2\"\n\n[tool.kernels.dependencies]\n\"{VERSIONS}\" = 1\n"
+        ),
+    );
     snapshot!("no_build_lock", context.run_ok(&["lock"]));
     snapshot!("no_build_check", context.run(&["lock", "--check"]));
     snapshot!(
@@ -154,11 +158,14 @@ fn a_commit_without_builds_is_never_locked_silently() {
     );
 }
 
-/// A project whose `kernels-test/versions` is pinned to `revision`.
+/// A project whose `kernels-test/versions` is pinned to `revision`, locked
+/// for kernels 0.16.2 (a variant-hash lock): the tagged builds of
+/// `kernels-test/versions` predate `metadata.json`, so 0.17+ (the first lock's
+/// runtime when none is named) cannot lock them.
 fn pinned(revision: &str) -> String {
-    manifest(&format!(
-        "\"{VERSIONS}\" = {{ revision = \"{revision}\" }}\n"
-    ))
+    format!(
+        "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.kernels]\ntarget-runtime = \"0.16.2\"\n\n[tool.kernels.dependencies]\n\"{VERSIONS}\" = {{ revision = \"{revision}\" }}\n"
+    )
 }
 
 #[test]

@@ -80,6 +80,9 @@ fn no_variant_for_the_local_torch_is_said_at_once_with_what_would_fit() {
         .with_pyproject("[tool.kernels.dependencies]\n")
         .with_stub_torch()
         .with_env("STUB_TORCH_CUDA", "12.8");
+    // An existing variant-hash lock (kept by `add`): it lists every variant,
+    // so `verify` and an offline `download` can tell that none fits.
+    context.write("kernels.lock", "[]");
     // Each says which torch has builds (2.10 to 2.13): upgrade torch.
     snapshot!(
         "no_fit_add",
@@ -176,7 +179,9 @@ fn env_claims_no_release_range_for_an_unknown_runtime() {
     let context = TestContext::new()
         .with_pyproject("[tool.kernels.dependencies]\n\"kernels-community/einops\" = 1\n")
         .with_stub_torch();
-    context.run_ok(&["lock"]);
+    // A variant-hash lock, which names no runtime (a first lock without a
+    // named runtime is a 0.19 `KernelLocks` lock).
+    context.run_ok(&["lock", "--target-runtime", "0.16.2"]);
     // The other lines name this machine's Python: only the variant order,
     // the one row that names a release range, is recorded.
     let runtime = |out: &Output| {

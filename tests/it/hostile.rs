@@ -118,9 +118,11 @@ fn hostile(
     }
     let project = root.join("project");
     match what {
+        // A variant-hash lock (kernels ≤0.16) lists the commit's whole tree
+        // to hash every variant file: the listing these tests make hostile.
         Cmd::Lock => fs_err::write(
             project.join("pyproject.toml"),
-            "[project]\nname = \"p\"\nversion = \"0\"\n\n[tool.kernels.dependencies]\n\"acme/gelu\" = { revision = \"main\" }\n",
+            "[project]\nname = \"p\"\nversion = \"0\"\n\n[tool.kernels]\ntarget-runtime = \"0.16.2\"\n\n[tool.kernels.dependencies]\n\"acme/gelu\" = { revision = \"main\" }\n",
         )
         .unwrap(),
         Cmd::Download => fs_err::write(

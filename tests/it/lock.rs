@@ -80,13 +80,32 @@ fn string_specifiers_only(project: &Path) -> bool {
         .all(|v| v.is_str())
 }
 
+/// Whether some dependency value is a specifier string.
+fn any_string_specifier(project: &Path) -> bool {
+    let text = fs_err::read_to_string(project.join("pyproject.toml")).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    doc["tool"]["kernels"]["dependencies"]
+        .as_table()
+        .unwrap()
+        .values()
+        .any(|v| v.is_str() || v.get("version").is_some_and(toml::Value::is_str))
+}
+
 #[test]
 fn every_fixture_project_locks_like_its_real_lock() {
     let server = Server::bundled();
     let mut compared_commits = 0;
     for project in projects() {
         let dir = project_copy(&project);
-        let output = lock(&server, dir.path(), &[]);
+        // The real locks are variant-hash locks: a project of integers and
+        // revisions names 0.16.2 (its first lock would be a 0.19 one); with a
+        // specifier string the first lock is for 0.13.0, a variant-hash lock.
+        let args: &[&str] = if any_string_specifier(&project) {
+            &[]
+        } else {
+            &["--target-runtime", "0.16.2"]
+        };
+        let output = lock(&server, dir.path(), args);
         assert_success(&output);
         let ours = read_lock(&dir.path().join("kernels.lock"));
         assert!(!ours.is_empty(), "{}", project.display());
@@ -203,7 +222,8 @@ fn integer_version_projects_match_golden_locks_and_python_0_12_3() {
         .filter(|p| !string_specifiers_only(p))
     {
         let dir = project_copy(&project);
-        assert_success(&lock(&server, dir.path(), &[]));
+        // The golden locks are variant-hash locks, as 0.12.3 writes them.
+        assert_success(&lock(&server, dir.path(), &["--target-runtime", "0.12.3"]));
         let got = fs_err::read_to_string(dir.path().join("kernels.lock")).unwrap();
         let name = project.file_name().unwrap().to_string_lossy().into_owned();
         let golden = golden_dir.join(format!("{name}.kernels.lock"));
@@ -233,7 +253,12 @@ fn revision_and_model_repo_type() {
     let dir = project_with(
         "[tool.kernels.dependencies]\n\"kernels-test/versions\" = { revision = \"v0.1.1\" }\n\"kernels-community/relu\" = { version = 1 }\n",
     );
-    let output = lock(&server, dir.path(), &["--repo-type", "model"]);
+    // `v0.1.1` predates metadata.json: a variant-hash lock (kernels ≤0.16).
+    let output = lock(
+        &server,
+        dir.path(),
+        &["--repo-type", "model", "--target-runtime", "0.16.2"],
+    );
     assert_success(&output);
     let locked = read_lock(&dir.path().join("kernels.lock"));
     assert_eq!(
@@ -533,12 +558,7 @@ fn paginated_listings_and_request_headers() {
     );
     let api: Vec<&serde_json::Value> = log
         .iter()
-        .filter(|r| {
-            r["path"]
-                .as_str()
-                .unwrap_or("")
-                .starts_with("/api/kernels/")
-        })
+        .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/api/"))
         .collect();
     assert!(!api.is_empty());
     for record in api {
@@ -573,8 +593,11 @@ fn transient_server_errors_are_retried_and_persistent_ones_reported() {
         r#"[{"path": "/api/kernels/kernels-test/versions/refs", "count": 2, "status": 503},
             {"path": "/api/kernels/kernels-test/versions/tree/*", "count": 1, "status": 429, "retry_after": 1}]"#,
     );
+    // The requests of a variant-hash lock (kernels ≤0.16): refs, then the
+    // tree listing (a first lock for 0.17+ also asks for the publisher and
+    // each variant's metadata.json).
     let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/versions\" = 2\n");
-    assert_success(&lock(&server, dir.path(), &[]));
+    assert_success(&lock(&server, dir.path(), &["--target-runtime", "0.16.2"]));
     assert!(dir.path().join("kernels.lock").exists());
     let log: Vec<serde_json::Value> =
         serde_json::from_str(&http_get(&server.endpoint, "/__fixture/requests")).unwrap();
@@ -595,15 +618,17 @@ fn transient_server_errors_are_retried_and_persistent_ones_reported() {
         &server,
         "persistent_server_error",
         Some("[tool.kernels.dependencies]\n\"kernels-test/versions\" = 2\n"),
-        &[],
+        &["--target-runtime", "0.16.2"],
     );
 }
 
 #[test]
 fn empty_table_and_kernel_locks_rewrite() {
     let server = Server::bundled();
+    // A variant-hash lock of no kernel is `[]` (0.17+, the first lock's
+    // runtime when none is named, refuses an empty table).
     let dir = project_with("[tool.kernels.dependencies]\n");
-    assert_success(&lock(&server, dir.path(), &[]));
+    assert_success(&lock(&server, dir.path(), &["--target-runtime", "0.16.2"]));
     assert_eq!(
         fs_err::read(dir.path().join("kernels.lock")).unwrap(),
         b"[]"

@@ -72,7 +72,8 @@ fn write_login(hf_home: &Path, expires_at: i64) {
 fn lock(world: &TestContext, front: &Hostile, hf_home: &Path) -> std::process::Output {
     fs_err::write(
         world.project.join("pyproject.toml"),
-        "[tool.kernels.dependencies]\n\"acme/gelu\" = { revision = \"main\" }\n",
+        // The acme builds predate metadata.json: a variant-hash lock (≤0.16).
+        "[tool.kernels]\ntarget-runtime = \"0.16.2\"\n\n[tool.kernels.dependencies]\n\"acme/gelu\" = { revision = \"main\" }\n",
     )
     .unwrap();
     kernels(&front.base, &world.cache)
@@ -244,7 +245,8 @@ fn oidc_id_token_is_exchanged_and_takes_precedence() {
     let (world, front, forms) = private_world();
     fs_err::write(
         world.project.join("pyproject.toml"),
-        "[tool.kernels.dependencies]\n\"acme/gelu\" = { revision = \"main\" }\n",
+        // The acme builds predate metadata.json: a variant-hash lock (≤0.16).
+        "[tool.kernels]\ntarget-runtime = \"0.16.2\"\n\n[tool.kernels.dependencies]\n\"acme/gelu\" = { revision = \"main\" }\n",
     )
     .unwrap();
     let out = kernels(&front.base, &world.cache)

@@ -83,19 +83,101 @@ fn lock_format(dir: &Path) -> LockFormat {
 
 const VERSIONS: &str = "[tool.kernels.dependencies]\n\"kernels-test/versions\" = 2\n";
 
+/// A new integer-only project with no runtime anywhere (no lock, no
+/// `target-runtime`, no `python3` on `PATH`): the first lock is written for
+/// the newest runtime modelled, said once, and 0.19.1 loads the kernel
+/// through that lock from our cache, offline.
+#[test]
+fn first_lock_without_a_runtime_is_read_by_0_19_1() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let cache = cache.path();
+    let dir = project_with(VERSIONS);
+    let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.19.1 (no kernels.lock and no runtime named or installed: the newest runtime modelled) — KernelLocks lock, kernel repos, kernels-- cache"
+    );
+    assert_eq!(lock_format(dir.path()), LockFormat::KernelLocks);
+    assert_ok(&kernels(
+        &server,
+        cache,
+        "download",
+        dir.path(),
+        &["--all-variants"],
+    ));
+    let output = common::python("kernels-0.19.1", &server.endpoint, cache)
+        .env("HF_HUB_OFFLINE", "1")
+        .env(
+            "PYTHONPATH",
+            common::repo_root().join("tests/python/stub_torch"),
+        )
+        .arg(common::repo_root().join("tests/python/load_locked.py"))
+        .arg(dir.path().join("kernels.lock"))
+        .arg("kernels-test/versions")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("\"repo\": \"kernels-test/versions\""),
+        "0.19.1 did not load through the first lock: {stdout}\n{}",
+        stderr(&output)
+    );
+    // The loaded module is the locked commit's, from our cache.
+    let locked = Lockfile::read(&dir.path().join("kernels.lock")).unwrap();
+    let commit = locked
+        .locked_kernels(&dir.path().join("kernels.lock"))
+        .unwrap()
+        .into_iter()
+        .find(|k| k.repo_id.as_str() == "kernels-test/versions")
+        .unwrap()
+        .commit;
+    let snapshot = cache
+        .join("kernels--kernels-test--versions/snapshots")
+        .join(commit.as_str());
+    assert!(
+        stdout.contains(&*snapshot.to_string_lossy()),
+        "not loaded from {}: {stdout}",
+        snapshot.display()
+    );
+
+    // With a specifier string, the newest runtime that reads it: 0.13.0.
+    let strings =
+        project_with("[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=0.1\"\n");
+    let text = assert_ok(&kernels(&server, cache, "lock", strings.path(), &[]));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.13.0 (no kernels.lock and no runtime named or installed: the newest runtime modelled that reads the specifier strings in pyproject.toml) — variant-hash lock, model repos, models-- cache"
+    );
+    assert_eq!(lock_format(strings.path()), LockFormat::VariantHash);
+}
+
 #[test]
 fn profile_is_chosen_by_each_source() {
     let server = Server::bundled();
     let cache = tempfile::tempdir().unwrap();
     let cache = cache.path();
 
-    // Nothing names a runtime.
+    // Nothing names a runtime: the first lock is for the newest one modelled.
     let dir = project_with(VERSIONS);
     let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
     assert_eq!(
         target_line(&text),
-        "Target runtime: unknown (no --target-runtime, [tool.kernels] target-runtime, kernels.lock or installed kernels found) — variant-hash lock, kernel repos, kernels-- cache"
+        "Target runtime: kernels 0.19.1 (no kernels.lock and no runtime named or installed: the newest runtime modelled) — KernelLocks lock, kernel repos, kernels-- cache"
     );
+    // Rewritten as a variant-hash lock, which names no runtime.
+    let text = assert_ok(&kernels(
+        &server,
+        cache,
+        "lock",
+        dir.path(),
+        &["--target-runtime", "0.16.2"],
+    ));
+    assert_eq!(
+        target_line(&text),
+        "Target runtime: kernels 0.16.2 (from --target-runtime) — variant-hash lock, kernel repos, kernels-- cache"
+    );
+    assert_eq!(lock_format(dir.path()), LockFormat::VariantHash);
 
     // The existing lock (now variant-hash) is refined by an installed runtime writing that format.
     fake_env(&dir.path().join(".venv"), "0.16.2");

@@ -21,6 +21,26 @@ fn context(server: Server, deps: &str) -> TestContext {
     TestContext::with_server(server).with_pyproject(&manifest(deps))
 }
 
+/// [`manifest`] locked for kernels 0.16.2: a variant-hash lock, which records
+/// only each commit, so a moved branch is followed by the commit's history
+/// (a `KernelLocks` lock, the first lock's format when no runtime is named,
+/// records the version instead).
+fn variant_hash_manifest(deps: &str) -> String {
+    format!(
+        "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.kernels]\ntarget-runtime = \"0.16.2\"\n\n[tool.kernels.dependencies]\n{deps}"
+    )
+}
+
+/// A context over `server` whose project depends on `deps`, locked in the
+/// variant-hash format ([`variant_hash_manifest`]).
+fn variant_hash_context(server: Server, deps: &str) -> TestContext {
+    TestContext::with_server(server).with_pyproject(&variant_hash_manifest(deps))
+}
+
+fn set_variant_hash_deps(context: &TestContext, deps: &str) {
+    context.write("pyproject.toml", &variant_hash_manifest(deps));
+}
+
 fn set_deps(context: &TestContext, deps: &str) {
     context.write("pyproject.toml", &manifest(deps));
 }
@@ -258,13 +278,13 @@ fn a_requirement_changed_from_1_to_2_moves_to_v2s_head() {
 #[test]
 fn a_requirement_moved_to_a_branch_at_the_locked_commit_converges_offline() {
     let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
-    let context = context(server, &format!("\"{VERSIONS_V1}\" = 1\n"));
+    let context = variant_hash_context(server, &format!("\"{VERSIONS_V1}\" = 1\n"));
     context.run_ok(&["lock"]);
     context.run_ok(&["download", "--all-variants"]);
     let v1 = commit_of(context.endpoint(), VERSIONS_V1, "v1");
     move_branch(context.endpoint(), VERSIONS_V1, "v2", &v1);
     let locked = context.lockfile();
-    set_deps(&context, &format!("\"{VERSIONS_V1}\" = 2\n"));
+    set_variant_hash_deps(&context, &format!("\"{VERSIONS_V1}\" = 2\n"));
     let stale = context.run(&["lock", "--check", "--offline"]);
     assert_eq!(stale.status.code(), Some(1), "{stale:?}");
     context.run_ok(&["lock", "--check"]);
@@ -283,7 +303,7 @@ fn a_requirement_moved_to_a_branch_at_the_locked_commit_converges_offline() {
 /// `kernels lock --breaking` / `-P` do.
 #[test]
 fn add_of_a_changed_requirement_relocks_that_entry() {
-    let context = context(Server::bundled(), &format!("\"{VERSIONS_V1}\" = 10\n"));
+    let context = variant_hash_context(Server::bundled(), &format!("\"{VERSIONS_V1}\" = 10\n"));
     context.run_ok(&["lock"]);
     context.run_ok(&["download", "--all-variants"]);
     let v10 = commit_of(context.endpoint(), VERSIONS_V1, "v10");
@@ -293,14 +313,14 @@ fn add_of_a_changed_requirement_relocks_that_entry() {
         std::slice::from_ref(&v10)
     );
     let before = context.lockfile();
-    set_deps(&context, &format!("\"{VERSIONS_V1}\" = 2\n"));
+    set_variant_hash_deps(&context, &format!("\"{VERSIONS_V1}\" = 2\n"));
     context.run_ok(&["lock", "--check"]);
     snapshot!(
         "integer_10_to_2_check_offline",
         context.run_ok(&["lock", "--check", "--offline", "-v"])
     );
     assert_eq!(context.lockfile(), before);
-    set_deps(&context, &format!("\"{VERSIONS_V1}\" = 10\n"));
+    set_variant_hash_deps(&context, &format!("\"{VERSIONS_V1}\" = 10\n"));
     snapshot!(
         "add_changed_requirement",
         context.run_ok(&["add", VERSIONS_V1, "2"])
@@ -320,7 +340,7 @@ fn add_of_a_changed_requirement_relocks_that_entry() {
 #[test]
 fn moved_branches_keep_the_lock_until_history_drops_the_commit() {
     let server = Server::start_with_args(&common::mirror_dir(), &["--test-control"]);
-    let context = context(server, &format!("\"{VERSIONS_V1}\" = 1\n"));
+    let context = variant_hash_context(server, &format!("\"{VERSIONS_V1}\" = 1\n"));
     let endpoint = context.endpoint();
     context.run_ok(&["lock"]);
     let first = context.lockfile();
@@ -344,7 +364,7 @@ fn moved_branches_keep_the_lock_until_history_drops_the_commit() {
 
 #[test]
 fn branch_force_moved_to_unrelated_history() {
-    let mut context = context(Server::bundled(), &format!("\"{VERSIONS_V1}\" = 1\n"));
+    let mut context = variant_hash_context(Server::bundled(), &format!("\"{VERSIONS_V1}\" = 1\n"));
     context.run_ok(&["lock"]);
     let v1 = commit_of(context.endpoint(), VERSIONS_V1, "v1");
     // A root commit (no parent) with v1's files; branch v1 points at it.

@@ -384,7 +384,8 @@ fn a_planted_variant_is_refused_with_either_lock_format() {
 #[test]
 fn lock_check_reads_the_side_file_offline() {
     let p = TestContext::world().with_pyproject(
-        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/relu\" = { revision = \"main\" }\n",
+        // The acme builds predate metadata.json: a variant-hash lock (≤0.16).
+        "[project]\nname = \"demo\"\n\n[tool.kernels]\ntarget-runtime = \"0.16.2\"\n\n[tool.kernels.dependencies]\n\"acme/relu\" = { revision = \"main\" }\n",
     );
     p.run_ok(&["lock"]);
     p.run_ok(&["lock", "--check", "--offline"]);

@@ -158,6 +158,18 @@ pub fn variant_hash(variant: &str, files: &[MirrorFile]) -> String {
     )
 }
 
+/// Writes `orgs/<org>.toml` of the mirror format: an organization the Hub
+/// marks as a trusted kernel publisher, as kernels 0.17+ check when locking
+/// (a project's first lock is written for them when no runtime is named).
+pub fn write_trusted_org(mirror: &Path, org: &str) {
+    fs_err::create_dir_all(mirror.join("orgs")).unwrap();
+    fs_err::write(
+        mirror.join("orgs").join(format!("{org}.toml")),
+        format!("fullname = \"{org}\"\ntrusted_kernel_publisher = true\n"),
+    )
+    .unwrap();
+}
+
 /// Writes a repo of the mirror format (`repos/kernels/<owner>/<name>`, one commit).
 pub fn write_repo(mirror: &Path, repo: &str, sha: &str, files: &[MirrorFile]) {
     let dir = mirror.join("repos/kernels").join(repo);

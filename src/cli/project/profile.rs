@@ -70,6 +70,38 @@ pub fn choose_profile(
     )
 }
 
+/// [`choose_profile`] for a command that writes `kernels.lock` (`lock`, `add`,
+/// and `download` through them): with no lock and no runtime named or
+/// installed, the profile is that of the newest runtime modelled that reads
+/// every requirement form of the manifest (`first_lock`), said once, instead
+/// of the default ([`DetectInputs::first_lock`]).
+pub fn choose_lock_profile(
+    project_dir: &Path,
+    option: Option<&str>,
+    manifest_version: Option<(&str, &Path)>,
+    lock_format: Option<LockFormat>,
+    repo_type: Option<RepoTypeArg>,
+    first_lock: RequirementForms,
+    printer: &Printer,
+) -> miette::Result<Profile> {
+    let python =
+        ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
+    choose(
+        &ProfileInputs {
+            project_dir,
+            option,
+            manifest: manifest_version,
+            lock_format,
+            repo_type,
+            python: &python,
+            scope: ProbeScope::Runtime,
+            unreadable_fails: false,
+        },
+        Some(first_lock),
+        printer,
+    )
+}
+
 /// Chooses the profile of a command from its option, the `[tool.kernels]`
 /// key, the existing lock's format and the installed `kernels` (its files,
 /// else what the project's interpreter reports), with the `--repo-type`

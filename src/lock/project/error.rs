@@ -7,6 +7,7 @@ use kernels_types::metadata::MetadataError;
 use kernels_types::repo_id::RepoId;
 
 use crate::lock::manifest::Manifest;
+use crate::lock::profile::RuntimeVersion;
 use crate::lock::resolver::ResolveError;
 use crate::lock::support::UnsupportedRequirement;
 
@@ -134,7 +135,7 @@ pub enum LockError {
     #[diagnostic(
         code(kernels::lock::untrusted),
         help(
-            "if you trust this code, allow the repository with `--trust {repo_id}` or `trust = [\"{repo_id}\"]` under [tool.kernels] in pyproject.toml; publishers are checked when locking for kernels 0.17 and newer (`--target-runtime 0.16.2` writes a variant-hash lock without the check)"
+            "if you trust this code, allow the repository with `--trust {repo_id}` or `trust = [\"{repo_id}\"]` under [tool.kernels] in pyproject.toml; {why_checked}"
         )
     )]
     Untrusted {
@@ -142,6 +143,9 @@ pub enum LockError {
         repo_id: RepoId,
         /// Its owner.
         org: String,
+        /// Why publishers are checked, with the way out
+        /// ([`LockError::why_publishers_checked`]).
+        why_checked: String,
     },
 
     /// The trust status could not be read.
@@ -197,6 +201,24 @@ pub enum LockError {
     },
 }
 
+impl LockError {
+    /// Why the publisher of a repository is checked, for the help of
+    /// [`LockError::Untrusted`]: the profile locks for kernels 0.17 or newer
+    /// (reference 0.17.2 `lockfile.py` checks publishers). With
+    /// `first_lock`, the runtime a project's first lock is written for
+    /// because none was named or installed
+    /// ([`crate::lock::profile::ProfileSource::FirstLock`]), which the help
+    /// names with the way to lock for an older runtime.
+    pub fn why_publishers_checked(first_lock: Option<RuntimeVersion>) -> String {
+        match first_lock {
+            None => "publishers are checked when locking for kernels 0.17 and newer (`--target-runtime 0.16.2` writes a variant-hash lock without the check)".to_owned(),
+            Some(runtime) => format!(
+                "publishers are checked because no kernels runtime was named or installed, so this first lock is written for kernels {runtime}, the newest runtime modelled, which checks them (as every runtime from 0.17 does); if a runtime ≤0.16 loads this project, name it with `--target-runtime VERSION` or `target-runtime` under [tool.kernels] (`0.16.2` writes a variant-hash lock without the check)"
+            ),
+        }
+    }
+}
+
 impl From<HubError> for LockError {
     fn from(err: HubError) -> Self {
         LockError::Resolve(ResolveError::Hub(err))
@@ -244,6 +266,27 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "1 of the 0 kernels in pyproject.toml could not be resolved; kernels.lock was not changed"
+        );
+    }
+    #[test]
+    fn untrusted_help_says_when_the_first_lock_rule_turned_the_check_on() {
+        let untrusted = |first_lock| LockError::Untrusted {
+            repo_id: "b/y".parse().unwrap(),
+            org: "b".to_owned(),
+            why_checked: LockError::why_publishers_checked(first_lock),
+        };
+        let help = |err: LockError| miette::Diagnostic::help(&err).unwrap().to_string();
+        let named = help(untrusted(None));
+        assert!(named.ends_with("publishers are checked when locking for kernels 0.17 and newer (`--target-runtime 0.16.2` writes a variant-hash lock without the check)"), "{named}");
+        let first = help(untrusted(Some(RuntimeVersion::new(0, 19, 1))));
+        assert!(
+            first.starts_with("if you trust this code, allow the repository with `--trust b/y`"),
+            "{first}"
+        );
+        assert!(first.contains("no kernels runtime was named or installed, so this first lock is written for kernels 0.19.1"), "{first}");
+        assert!(
+            first.contains("`--target-runtime VERSION` or `target-runtime` under [tool.kernels]"),
+            "{first}"
         );
     }
 }

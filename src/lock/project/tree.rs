@@ -68,6 +68,10 @@ impl Locker<'_> {
             kept: 0,
             variants: Vec::new(),
             held_back: Vec::new(),
+            first_lock: match self.profile.source {
+                crate::lock::profile::ProfileSource::FirstLock(_) => self.profile.runtime,
+                _ => None,
+            },
         };
         // The first failure is the reference's (depth first, root by root);
         // the roots after it that failed themselves are reported with it, so
@@ -308,6 +312,8 @@ struct Tree {
     variants: Vec<LockedVariants>,
     /// What the cooldown held back, in visiting order.
     held_back: Vec<crate::lock::cooldown::HeldBack>,
+    /// The runtime of a first lock's profile (none was named or installed).
+    first_lock: Option<RuntimeVersion>,
 }
 
 impl Tree {
@@ -390,6 +396,7 @@ impl Tree {
             Some(Ok(false)) => Err(LockError::Untrusted {
                 repo_id: repo_id.clone(),
                 org: org.to_owned(),
+                why_checked: LockError::why_publishers_checked(self.first_lock),
             }),
             Some(Err(_)) => match self.trust.remove(org) {
                 Some(Err(source)) => Err(LockError::TrustUnknown {
@@ -456,6 +463,7 @@ mod tests {
             kept: 0,
             variants: Vec::new(),
             held_back: Vec::new(),
+            first_lock: None,
         }
     }
 
@@ -514,7 +522,7 @@ mod tests {
         tree.trust.insert("b".to_owned(), Ok(false));
         let err = visit(&mut tree, "a/x").unwrap_err();
         assert!(
-            matches!(&err, LockError::Untrusted { repo_id, org } if repo_id.as_str() == "b/y" && org == "b"),
+            matches!(&err, LockError::Untrusted { repo_id, org, .. } if repo_id.as_str() == "b/y" && org == "b"),
             "{err}"
         );
         let mut tree = tree_with_trusted_b();
