@@ -154,7 +154,7 @@ pub fn run_checked(
         &check_settings,
         global,
         printer,
-        true,
+        super::project::stale::OnStale::LockOrCreate,
     )
     .inspect_err(|report| {
         if summary_json(&args) {

@@ -11,7 +11,7 @@ use super::json::{
     ErrorDoc, LockedNode, Matching, OutdatedDoc, TreeDoc, TreeNode, VersionDoc, VersionsDoc,
 };
 use super::printer::Printer;
-use super::project::profile::{ProfileInputs, choose_profile, choose_profile_with};
+use super::project::profile::{ProfileInputs, choose_profile_with};
 use crate::cli::settings::Settings;
 use crate::lock::cooldown::Use;
 use crate::lock::format::{KernelDependency, KernelVersion, LOCK_FILE_NAME, Lockfile};
@@ -111,7 +111,7 @@ fn read_project(
         settings,
         global,
         printer,
-        true,
+        super::project::stale::OnStale::Lock,
     )?;
     let manifest = Manifest::read(project_dir)?;
     let lock_path = project_dir.join(LOCK_FILE_NAME);
@@ -124,12 +124,22 @@ fn read_project(
         ));
     }
     let lock = Lockfile::read(&lock_path)?;
-    let profile = choose_profile(
+    // Shows the lock whatever runtime is installed (no gate).
+    let python = crate::variant::ProjectPython::for_project(
         project_dir,
-        None,
-        manifest.target_runtime(),
-        Some(lock.format()),
-        None,
+        crate::cli::settings::virtual_env().as_deref(),
+    );
+    let profile = choose_profile_with(
+        &ProfileInputs {
+            project_dir,
+            option: None,
+            manifest: manifest.target_runtime(),
+            lock_format: Some(lock.format()),
+            repo_type: None,
+            python: &python,
+            scope: crate::variant::ProbeScope::Runtime,
+            unreadable_fails: false,
+        },
         &printer.quiet_if(true),
     )?;
     let cache = settings.cache();

@@ -37,6 +37,7 @@ mod flags;
 #[cfg(unix)]
 mod fleet;
 mod fuzz;
+mod gates;
 mod grammar;
 mod hints;
 #[cfg(target_os = "linux")]

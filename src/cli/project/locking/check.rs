@@ -127,33 +127,7 @@ fn freshness(
     // The side file must be readable: a later download compares with it.
     crate::lock::provenance::Provenance::read(project_dir)?;
     if settings.offline {
-        let manifest = Manifest::read(project_dir)?;
-        // The format this project should be locked in, when something other than
-        // the lock itself says so (option, manifest key, installed runtime).
-        let profile = choose_profile(
-            project_dir,
-            target_runtime,
-            manifest.target_runtime(),
-            None,
-            repo_type,
-            &silent,
-        )?;
-        // A requirement the target runtime does not read fails the check as it
-        // fails `kernels lock`; the ones it only warns about are printed.
-        let remarks = crate::lock::support::check_requirements(&profile, &manifest)
-            .map_err(|err| miette::Report::new(*err))?;
-        for remark in remarks {
-            printer.error(format_args!("warning: {remark}"));
-        }
-        let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
-        let cache = HubCache::new(&settings.cache_dir);
-        let report = check_offline(
-            &manifest,
-            &LockOnDisk::read(&lock_path),
-            expected,
-            &cache,
-            profile.repo_type,
-        );
+        let report = offline_report(project_dir, target_runtime, repo_type, settings, printer)?;
         return Ok((report, None, None));
     }
     let on_disk = LockOnDisk::read(&lock_path);
@@ -179,6 +153,51 @@ fn freshness(
             findings: plan.outcome.fit,
         });
     Ok((report, Some(plan.changes), fit))
+}
+
+/// The one offline verdict on the lock of `project_dir`, shared by `kernels
+/// lock --check --offline`, `--locked` offline and the stale-lock gate of
+/// `download` and `verify` ([`crate::cli::project::stale`]): the target
+/// profile is chosen as `kernels lock` chooses it (`--target-runtime`, the
+/// `[tool.kernels]` key, the lock's format, the installed runtime), so an
+/// installed runtime that cannot read the lock fails with
+/// `kernels::profile::runtime_cannot_read_lock` here as online; a requirement
+/// that runtime does not read fails as `kernels lock` fails on it (the ones it
+/// only warns about are printed as warnings on `printer`); then the
+/// structural check against the cache, with a `Format` finding when the
+/// profile locks in another format than the file's.
+pub fn offline_report(
+    project_dir: &Path,
+    target_runtime: Option<&str>,
+    repo_type: Option<RepoTypeArg>,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<CheckReport> {
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    let manifest = Manifest::read(project_dir)?;
+    let on_disk = LockOnDisk::read(&lock_path);
+    let profile = choose_profile(
+        project_dir,
+        target_runtime,
+        manifest.target_runtime(),
+        on_disk.lockfile().map(Lockfile::format),
+        repo_type,
+        &printer.quiet_if(true),
+    )?;
+    let remarks = crate::lock::support::check_requirements(&profile, &manifest)
+        .map_err(|err| miette::Report::new(*err))?;
+    for remark in remarks {
+        printer.error(format_args!("warning: {remark}"));
+    }
+    let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
+    let cache = HubCache::new(&settings.cache_dir);
+    Ok(check_offline(
+        &manifest,
+        &on_disk,
+        expected,
+        &cache,
+        profile.repo_type,
+    ))
 }
 
 /// What [`freshness`] finds: the report, what `kernels lock` would change and
