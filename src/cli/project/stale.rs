@@ -130,6 +130,7 @@ pub fn ensure_current(
         repo_type.map(Into::into),
         settings,
         &printer.quiet_if(true),
+        false,
     )?;
     let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
     let entries = stale_entries(&report);

@@ -16,7 +16,7 @@ use crate::cli::args::{OutputFormat, RepoTypeArg};
 use crate::cli::json::CheckDoc;
 use crate::cli::printer::Printer;
 use crate::cli::project::fit::lock::{FitCheck, declared};
-use crate::cli::project::profile::choose_profile;
+use crate::cli::project::profile::{ProfileInputs, choose_profile, choose_profile_with};
 use crate::cli::settings::Settings;
 use crate::lock::cooldown::{ExcludeNewer, Use};
 use crate::lock::fit::{cached_lock_variants, findings};
@@ -127,7 +127,14 @@ fn freshness(
     // The side file must be readable: a later download compares with it.
     crate::lock::provenance::Provenance::read(project_dir)?;
     if settings.offline {
-        let report = offline_report(project_dir, target_runtime, repo_type, settings, printer)?;
+        let report = offline_report(
+            project_dir,
+            target_runtime,
+            repo_type,
+            settings,
+            printer,
+            true,
+        )?;
         return Ok((report, None, None));
     }
     let on_disk = LockOnDisk::read(&lock_path);
@@ -166,22 +173,43 @@ fn freshness(
 /// only warns about are printed as warnings on `printer`); then the
 /// structural check against the cache, with a `Format` finding when the
 /// profile locks in another format than the file's.
+///
+/// With `ask_interpreter` false, the installed runtime is found by its files
+/// only (no interpreter start): the stale-lock gate leaves a runtime that only
+/// the interpreter reports to the command's own read of the lock
+/// ([`crate::cli::project::read::read_lock`]), which fails with the same error
+/// from the probe it makes anyway.
 pub fn offline_report(
     project_dir: &Path,
     target_runtime: Option<&str>,
     repo_type: Option<RepoTypeArg>,
     settings: &Settings,
     printer: &Printer,
+    ask_interpreter: bool,
 ) -> miette::Result<CheckReport> {
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     let manifest = Manifest::read(project_dir)?;
     let on_disk = LockOnDisk::read(&lock_path);
-    let profile = choose_profile(
-        project_dir,
-        target_runtime,
-        manifest.target_runtime(),
-        on_disk.lockfile().map(Lockfile::format),
-        repo_type,
+    let python = if ask_interpreter {
+        crate::variant::ProjectPython::for_project(
+            project_dir,
+            crate::cli::settings::virtual_env().as_deref(),
+        )
+    } else {
+        // An interpreter that cannot start reports no runtime.
+        crate::variant::ProjectPython::new(std::path::PathBuf::new())
+    };
+    let profile = choose_profile_with(
+        &ProfileInputs {
+            project_dir,
+            option: target_runtime,
+            manifest: manifest.target_runtime(),
+            lock_format: on_disk.lockfile().map(Lockfile::format),
+            repo_type,
+            python: &python,
+            scope: crate::variant::ProbeScope::Runtime,
+            unreadable_fails: true,
+        },
         &printer.quiet_if(true),
     )?;
     let remarks = crate::lock::support::check_requirements(&profile, &manifest)
