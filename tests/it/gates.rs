@@ -280,3 +280,75 @@ fn the_wrong_format_fix_works() {
         );
     }
 }
+
+/// The wrong-format fix when `pyproject.toml` has a requirement the found
+/// runtime does not read (a specifier string, which 0.17 refuses): the help
+/// names the edit first, and the edit plus the command it names work.
+#[test]
+fn the_wrong_format_fix_names_the_requirement_edit() {
+    let server = Server::bundled();
+    let setup = setup(&server, State::Fresh);
+    let manifest = setup.project.join("pyproject.toml");
+    let text = fs_err::read_to_string(&manifest).unwrap();
+    fs_err::write(&manifest, text.replace("= 2", "= \">=0.1.0,<0.2\"")).unwrap();
+    let lock: Vec<String> = vec!["lock".into()];
+    common::assert_ok(&setup.run(&server, &lock));
+    let venv = setup.cache.join("venv");
+    fake_env(&venv, "0.17.2");
+    let setup = Setup {
+        venv: Some(venv),
+        ..setup
+    };
+    let check = ["lock", "--check", "--offline"].map(String::from).to_vec();
+    let text = transcript(&setup.run(&server, &check));
+    assert!(text.contains("runtime_cannot_read_lock"), "{text}");
+    assert!(
+        text.contains("first change the requirement of `kernels-test/versions`"),
+        "{text}"
+    );
+    let fix = ["lock", "--target-runtime", "0.17.2"].map(String::from).to_vec();
+    // Without the edit, the named command fails on the requirement ...
+    assert_eq!(setup.run(&server, &fix).status.code(), Some(1));
+    // ... with it, it works, and the gates pass.
+    fs_err::write(&manifest, text_with_integer(&manifest)).unwrap();
+    common::assert_ok(&setup.run(&server, &fix));
+    common::assert_ok(&setup.run(&server, &check));
+}
+
+fn text_with_integer(manifest: &Path) -> String {
+    fs_err::read_to_string(manifest)
+        .unwrap()
+        .replace("\">=0.1.0,<0.2\"", "1")
+}
+
+/// `kernels download` without a lock locks first (as `uv sync`), unless
+/// `--frozen`, `--locked` or offline, which fail naming `kernels lock`.
+#[test]
+fn download_creates_a_missing_lock() {
+    let server = Server::bundled();
+    let setup = setup(&server, State::Fresh);
+    let lock = setup.project.join("kernels.lock");
+    let download = |extra: &[&str]| {
+        let mut args = vec!["download".to_owned(), "--all-variants".to_owned()];
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        setup.run(&server, &args)
+    };
+    for (flag, code) in [
+        ("--frozen", "kernels::download::no_lock"),
+        ("--locked", "kernels::lock::locked"),
+        ("--offline", "kernels::download::no_lock"),
+    ] {
+        fs_err::remove_file(&lock).unwrap_or_default();
+        let output = download(&[flag]);
+        let text = transcript(&output);
+        assert_eq!(output.status.code(), Some(1), "{flag}: {text}");
+        assert!(text.contains(code) && text.contains("kernels lock"), "{flag}: {text}");
+        assert!(!lock.exists(), "{flag}");
+    }
+    let output = download(&[]);
+    let text = transcript(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("no ") && text.contains("locking"), "{text}");
+    assert!(lock.is_file(), "{text}");
+    common::assert_ok(&setup.run(&server, &["lock".into(), "--check".into()]));
+}

@@ -199,7 +199,7 @@ fn relock_help(dir: &Path, runtime: RuntimeVersion) -> String {
         .and_then(|manifest| crate::lock::support::check_requirements(&profile, &manifest).err());
     match unread {
         Some(err) => format!(
-            "kernels {runtime} reads integer versions only: first change `{}` = {} in {} to an integer version (`\"{}\" = N` for branch `vN`), then {relock}",
+            "kernels {runtime} reads integer versions only: first change the requirement of `{}` ({}) in {} to an integer version (`\"{}\" = N` for branch `vN`), then {relock}",
             err.repo_id, err.requirement, err.path, err.repo_id
         ),
         None => relock,
