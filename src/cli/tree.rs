@@ -107,7 +107,7 @@ fn read_project(
     super::project::stale::ensure_current(
         command,
         project_dir,
-        None,
+        super::project::stale::LockTarget::default(),
         settings,
         global,
         printer,

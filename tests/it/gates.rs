@@ -306,7 +306,9 @@ fn the_wrong_format_fix_names_the_requirement_edit() {
         text.contains("first change the requirement of `kernels-test/versions`"),
         "{text}"
     );
-    let fix = ["lock", "--target-runtime", "0.17.2"].map(String::from).to_vec();
+    let fix = ["lock", "--target-runtime", "0.17.2"]
+        .map(String::from)
+        .to_vec();
     // Without the edit, the named command fails on the requirement ...
     assert_eq!(setup.run(&server, &fix).status.code(), Some(1));
     // ... with it, it works, and the gates pass.
@@ -342,7 +344,10 @@ fn download_creates_a_missing_lock() {
         let output = download(&[flag]);
         let text = transcript(&output);
         assert_eq!(output.status.code(), Some(1), "{flag}: {text}");
-        assert!(text.contains(code) && text.contains("kernels lock"), "{flag}: {text}");
+        assert!(
+            text.contains(code) && text.contains("kernels lock"),
+            "{flag}: {text}"
+        );
         assert!(!lock.exists(), "{flag}");
     }
     let output = download(&[]);

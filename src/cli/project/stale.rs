@@ -53,6 +53,16 @@ fn stale_entries(report: &CheckReport) -> Vec<String> {
         .collect()
 }
 
+/// What the command names about the target runtime: `--target-runtime` and
+/// `--repo-type`, which the gate's verdict honours as `kernels lock` does.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LockTarget<'a> {
+    /// `--target-runtime`.
+    pub runtime: Option<&'a str>,
+    /// `--repo-type`.
+    pub repo_type: Option<RepoType>,
+}
+
 /// What a gate does with a lock that does not cover the manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnStale {
@@ -71,7 +81,7 @@ pub enum OnStale {
 pub fn ensure_current_offline(
     command: &str,
     project_dir: &Path,
-    repo_type: Option<RepoType>,
+    target: LockTarget<'_>,
     settings: &Settings,
     global: &GlobalArgs,
     printer: &Printer,
@@ -82,7 +92,7 @@ pub fn ensure_current_offline(
     ensure_current(
         command,
         project_dir,
-        repo_type,
+        target,
         &offline,
         global,
         printer,
@@ -96,12 +106,13 @@ pub fn ensure_current_offline(
 pub fn ensure_current(
     command: &str,
     project_dir: &Path,
-    repo_type: Option<RepoType>,
+    target: LockTarget<'_>,
     settings: &Settings,
     global: &GlobalArgs,
     printer: &Printer,
     on_stale: OnStale,
 ) -> miette::Result<()> {
+    let repo_type = target.repo_type;
     if global.locked {
         return locking::ensure_locked(project_dir, repo_type, settings, global, printer);
     }
@@ -119,14 +130,14 @@ pub fn ensure_current(
             lock_path.display(),
             project_dir.join(MANIFEST_FILE_NAME).display()
         ));
-        return relock(project_dir, repo_type, settings, global, printer);
+        return relock(project_dir, target, settings, global, printer);
     }
     // The same verdict as `kernels lock --check --offline`: an installed
     // runtime that cannot read the lock, or a requirement the target runtime
     // does not read, fails here as it fails there.
     let report = locking::offline_report(
         project_dir,
-        None,
+        target.runtime,
         repo_type.map(Into::into),
         settings,
         &printer.quiet_if(true),
@@ -166,19 +177,20 @@ pub fn ensure_current(
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    relock(project_dir, repo_type, settings, global, printer)
+    relock(project_dir, target, settings, global, printer)
 }
 
 /// `kernels lock <project_dir>` with every option at its default but the
-/// repository type.
+/// target runtime and the repository type.
 fn relock(
     project_dir: &Path,
-    repo_type: Option<RepoType>,
+    target: LockTarget<'_>,
     settings: &Settings,
     global: &GlobalArgs,
     printer: &Printer,
 ) -> miette::Result<()> {
     let mut request = LockRequest::for_project(project_dir);
-    request.repo_type = repo_type.map(Into::into);
+    request.target_runtime = target.runtime.map(str::to_owned);
+    request.repo_type = target.repo_type.map(Into::into);
     locking::run(request, settings, global, printer).map(|_| ())
 }

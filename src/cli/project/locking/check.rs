@@ -170,7 +170,8 @@ fn freshness(
 /// installed runtime that cannot read the lock fails with
 /// `kernels::profile::runtime_cannot_read_lock` here as online; a requirement
 /// that runtime does not read fails as `kernels lock` fails on it (the ones it
-/// only warns about are printed as warnings on `printer`); then the
+/// only warns about are left to `kernels lock`, which says them when it writes
+/// the lock); then the
 /// structural check against the cache, with a `Format` finding when the
 /// profile locks in another format than the file's.
 ///
@@ -212,11 +213,10 @@ pub fn offline_report(
         },
         &printer.quiet_if(true),
     )?;
-    let remarks = crate::lock::support::check_requirements(&profile, &manifest)
+    // The remarks about requirements the runtime's own `kernels lock` would
+    // not read are said when the lock is written, not on every check.
+    crate::lock::support::check_requirements(&profile, &manifest)
         .map_err(|err| miette::Report::new(*err))?;
-    for remark in remarks {
-        printer.error(format_args!("warning: {remark}"));
-    }
     let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
     let cache = HubCache::new(&settings.cache_dir);
     Ok(check_offline(
