@@ -357,3 +357,64 @@ fn download_creates_a_missing_lock() {
     assert!(lock.is_file(), "{text}");
     common::assert_ok(&setup.run(&server, &["lock".into(), "--check".into()]));
 }
+
+/// One integrity policy: an unsigned variant is accepted with a note by
+/// `download`, `verify --signatures` and `audit` alike, and refused by all
+/// three under `require-signed = true`; `verify-signature` keeps the
+/// reference's exit 1 for it and says how that differs.
+#[test]
+fn unsigned_gets_one_verdict_from_every_integrity_gate() {
+    let server = Server::bundled();
+    let setup = setup(&server, State::Fresh);
+    let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let gates = [
+        args(&["download", "--all-variants"]),
+        args(&["verify", "--signatures", "--all-variants"]),
+        args(&["audit"]),
+    ];
+    let verify_signature = || {
+        let mut cmd: Command = common::kernels(&server.endpoint, &setup.cache);
+        cmd.env("PATH", setup.cache.join("empty-path"))
+            .current_dir(&setup.project)
+            .args([
+                "verify-signature",
+                "kernels-test/versions",
+                "2",
+                "--all-variants",
+            ])
+            .output()
+            .unwrap()
+    };
+    for gate in &gates {
+        let output = setup.run(&server, gate);
+        assert!(output.status.success(), "{gate:?}: {}", transcript(&output));
+    }
+    let output = verify_signature();
+    let text = transcript(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("accept it with a note unless `require-signed"),
+        "{text}"
+    );
+
+    let manifest = setup.project.join("pyproject.toml");
+    let text = fs_err::read_to_string(&manifest).unwrap();
+    fs_err::write(
+        &manifest,
+        text.replace(
+            "[tool.kernels.dependencies]",
+            "[tool.kernels]\nrequire-signed = true\n\n[tool.kernels.dependencies]",
+        ),
+    )
+    .unwrap();
+    for gate in &gates {
+        let output = setup.run(&server, gate);
+        let text = transcript(&output);
+        assert_eq!(output.status.code(), Some(1), "{gate:?}: {text}");
+        assert!(text.contains("require"), "{gate:?}: {text}");
+    }
+    let output = verify_signature();
+    let text = transcript(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(!text.contains("accept it with a note"), "{text}");
+}
