@@ -15,6 +15,7 @@ mod check;
 #[cfg(unix)]
 mod check_paths;
 mod cli;
+mod coexistence;
 mod concurrency;
 mod conformance;
 mod cooldown;
