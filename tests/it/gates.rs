@@ -90,8 +90,7 @@ fn gates() -> Vec<(String, Vec<String>)> {
 fn expected(state: State, gate: &str) -> Verdict {
     let hook_lock = gate == "hook `kernels lock`";
     let stale = |gate: &str| match gate {
-        "download" => Verdict::Relocked,
-        g if g == "hook `kernels lock`" => Verdict::Relocked,
+        "download" | "hook `kernels lock`" => Verdict::Relocked,
         "lock --check" | "lock --check --offline" => {
             Verdict::Fails("is not up to date", "kernels lock")
         }
