@@ -53,8 +53,10 @@ fn stale_entries(report: &CheckReport) -> Vec<String> {
         .collect()
 }
 
-/// What the command names about the target runtime: `--target-runtime` and
-/// `--repo-type`, which the gate's verdict honours as `kernels lock` does.
+/// What the command names about the target runtime: `--repo-type`, which the
+/// gate's verdict honours as `kernels lock` does, and `--target-runtime`,
+/// which overrides the project's format for the run only (a lock in another
+/// format is then no reason to lock again).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LockTarget<'a> {
     /// `--target-runtime`.
@@ -135,14 +137,22 @@ pub fn ensure_current(
     // The same verdict as `kernels lock --check --offline`: an installed
     // runtime that cannot read the lock, or a requirement the target runtime
     // does not read, fails here as it fails there.
-    let report = locking::offline_report(
+    let mut report = locking::offline_report(
         project_dir,
-        target.runtime,
+        None,
         repo_type.map(Into::into),
         settings,
         &printer.quiet_if(true),
         false,
     )?;
+    // A `--target-runtime` of the command overrides the project's format for
+    // this run only (the command warns when that runtime cannot read the
+    // lock): the file's format is then no reason to lock again.
+    if target.runtime.is_some() {
+        report
+            .findings
+            .retain(|f| !(f.repo_id.is_none() && f.kind == FindingKind::Format));
+    }
     let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
     let entries = stale_entries(&report);
     if entries.is_empty() {
@@ -181,7 +191,7 @@ pub fn ensure_current(
 }
 
 /// `kernels lock <project_dir>` with every option at its default but the
-/// target runtime and the repository type.
+/// repository type.
 fn relock(
     project_dir: &Path,
     target: LockTarget<'_>,
@@ -190,7 +200,6 @@ fn relock(
     printer: &Printer,
 ) -> miette::Result<()> {
     let mut request = LockRequest::for_project(project_dir);
-    request.target_runtime = target.runtime.map(str::to_owned);
     request.repo_type = target.repo_type.map(Into::into);
     locking::run(request, settings, global, printer).map(|_| ())
 }
