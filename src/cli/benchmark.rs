@@ -188,7 +188,10 @@ pub fn run_checked(
     super::project::stale::ensure_current_offline(
         "benchmark",
         &project.project_dir,
-        args.repo.repo_type.map(Into::into),
+        super::project::stale::LockTarget {
+            runtime: args.runtime.version(),
+            repo_type: args.repo.repo_type.map(Into::into),
+        },
         settings,
         global,
         printer,

@@ -76,6 +76,38 @@ struct CheckFailed {
     help: String,
 }
 
+/// `kernels check` imports the kernels with the project's own interpreter and
+/// torch, so it has none of the flags that name another environment.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{reason}")]
+#[diagnostic(code(kernels::check::no_torch), help("{help}"))]
+struct CheckNeedsTorch {
+    reason: String,
+    help: String,
+}
+
+/// The variant detection's "no interpreter" or "no torch" error as `check`
+/// can be helped: run it where torch is, or check the files for another
+/// environment with `kernels verify` and its environment flags. Other errors
+/// are returned as they are.
+fn needs_torch(report: miette::Report, project_dir: &std::path::Path) -> miette::Report {
+    use crate::variant::VariantError;
+    if !matches!(
+        report.downcast_ref::<VariantError>(),
+        Some(VariantError::NoTorch { .. } | VariantError::PythonFailed { .. })
+    ) {
+        return report;
+    }
+    CheckNeedsTorch {
+        reason: report.to_string(),
+        help: format!(
+            "`kernels check` imports the kernels with the project's Python and torch, so it runs where they are installed: install torch in the project's environment (or activate the one that has it); to check the cached files for another environment without torch, name it to `kernels verify`, e.g. `kernels verify {} --torch-version 2.10 --cuda-version 12.8` (also `--rocm-version`, `--xpu-version`, `--metal`, `--cpu`)",
+            shell_path(project_dir)
+        ),
+    }
+    .into()
+}
+
 /// `kernels check` as the command line runs it: the offline stale-lock gate
 /// (as `kernels verify`), then [`run`]; with `--format json`, a failed gate
 /// still prints one document.
@@ -91,7 +123,10 @@ pub fn run_checked(
     super::project::stale::ensure_current_offline(
         "check",
         &args.project.project_dir,
-        args.repo.repo_type.map(Into::into),
+        super::project::stale::LockTarget {
+            runtime: args.runtime.version(),
+            repo_type: args.repo.repo_type.map(Into::into),
+        },
         settings,
         global,
         printer,
@@ -114,8 +149,9 @@ pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::R
     settings.note_runtime_overrides(printer);
     let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
     let frozen = args.lock_mode.frozen;
-    let read =
-        read_lock(project_dir, &args.select(), &python, printer, frozen).inspect_err(|report| {
+    let read = read_lock(project_dir, &args.select(), &python, printer, frozen)
+        .map_err(|report| needs_torch(report, project_dir))
+        .inspect_err(|report| {
             if json {
                 print_failure(settings, printer, report);
             }

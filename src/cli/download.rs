@@ -158,11 +158,14 @@ pub fn run_checked(
     super::project::stale::ensure_current(
         "download",
         &args.project.project_dir,
-        args.select.repo.repo_type.map(Into::into),
+        super::project::stale::LockTarget {
+            runtime: args.select.runtime.version(),
+            repo_type: args.select.repo.repo_type.map(Into::into),
+        },
         &check_settings,
         global,
         printer,
-        true,
+        super::project::stale::OnStale::LockOrCreate,
     )
     .inspect_err(|report| {
         if summary_json(&args) {
@@ -693,13 +696,16 @@ struct Unreachable {
 
 /// `unsigned variants (no metadata.json.sigstore): acme/relu@abc1234
 /// (torch-cpu, torch-cuda), …`: the one line naming the unsigned variants a
-/// run placed, short whatever their number (a kernel with more than
+/// run placed (a kernel already complete in the cache, which this run did not
+/// change, was noted by the run that placed it: warm and offline no-ops
+/// print no note), short whatever their number (a kernel with more than
 /// [`NAMED_UNSIGNED`] is counted, `(52 variants)`; past that many kernels,
 /// `and N more kernels`; `--format json` names each); `None` when there is
 /// none.
 fn unsigned_note(done: &[crate::install::KernelReport]) -> Option<String> {
     let kernels: Vec<String> = done
         .iter()
+        .filter(|report| !crate::cli::progress::is_cached(report))
         .filter_map(|report| {
             let unsigned: Vec<&str> = report
                 .signatures

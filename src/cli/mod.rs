@@ -49,7 +49,9 @@ use crate::cli::settings::{LockFlags, Settings};
 #[derive(Debug, Parser)]
 #[command(
     name = "kernels",
-    version,
+    // Says which `kernels` answered: the Python runtime has a `kernels`
+    // command too (docs/install.md).
+    version = concat!(env!("CARGO_PKG_VERSION"), " (Rust lockfile tool)"),
     about,
     after_long_help = ENVIRONMENT_HELP
 )]

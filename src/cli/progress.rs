@@ -399,6 +399,12 @@ pub fn status_line(report: &KernelReport) -> String {
     status_line_within(report, report.version.as_deref(), usize::MAX)
 }
 
+/// Whether the run fetched nothing for the kernel, which was complete in the
+/// cache already (the `Cached …` line rather than `Downloaded …`).
+pub fn is_cached(report: &KernelReport) -> bool {
+    report.fetched_bytes == 0 && report.bytes > 0
+}
+
 /// [`status_line`] with the kernel's `version` when known (`owner/name v1
 /// (abcdef1)`, as `kernels lock` names it, else `owner/name@abcdef1`), in at
 /// most `width` characters (a terminal's columns, so that the line never
@@ -407,7 +413,7 @@ pub fn status_line(report: &KernelReport) -> String {
 /// figure; without the variants; without the version; without the verb;
 /// `owner/name@abcdef1: 3.00 MiB`.
 pub fn status_line_within(report: &KernelReport, version: Option<&str>, width: usize) -> String {
-    let cached = report.fetched_bytes == 0 && report.bytes > 0;
+    let cached = is_cached(report);
     let verb = if cached { "Cached" } else { "Downloaded" };
     let fetched = if cached || report.fetched_bytes >= report.bytes {
         String::new()

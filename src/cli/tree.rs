@@ -9,7 +9,7 @@ use super::args::OutputFormat;
 use super::args::ProjectArgs;
 use super::json::{LockedNode, OutdatedDoc, TreeDoc, TreeNode};
 use super::printer::Printer;
-use super::project::profile::choose_profile;
+use super::project::profile::{ProfileInputs, choose_profile_with};
 use crate::cli::settings::Settings;
 use crate::lock::cooldown::Use;
 use crate::lock::format::{KernelDependency, KernelVersion, LOCK_FILE_NAME, Lockfile};
@@ -74,11 +74,11 @@ fn read_project(
     super::project::stale::ensure_current(
         command,
         project_dir,
-        None,
+        super::project::stale::LockTarget::default(),
         settings,
         global,
         printer,
-        true,
+        super::project::stale::OnStale::Lock,
     )?;
     let manifest = Manifest::read(project_dir)?;
     let lock_path = project_dir.join(LOCK_FILE_NAME);
@@ -91,12 +91,22 @@ fn read_project(
         ));
     }
     let lock = Lockfile::read(&lock_path)?;
-    let profile = choose_profile(
+    // Shows the lock whatever runtime is installed (no gate).
+    let python = crate::variant::ProjectPython::for_project(
         project_dir,
-        None,
-        manifest.target_runtime(),
-        Some(lock.format()),
-        None,
+        crate::cli::settings::virtual_env().as_deref(),
+    );
+    let profile = choose_profile_with(
+        &ProfileInputs {
+            project_dir,
+            option: None,
+            manifest: manifest.target_runtime(),
+            lock_format: Some(lock.format()),
+            repo_type: None,
+            python: &python,
+            scope: crate::variant::ProbeScope::Runtime,
+            unreadable_fails: false,
+        },
         &printer.quiet_if(true),
     )?;
     let cache = settings.cache();

@@ -82,7 +82,10 @@ pub fn run_checked(
     super::project::stale::ensure_current_offline(
         "verify",
         &args.project.project_dir,
-        args.select.repo.repo_type.map(Into::into),
+        super::project::stale::LockTarget {
+            runtime: args.select.runtime.version(),
+            repo_type: args.select.repo.repo_type.map(Into::into),
+        },
         settings,
         global,
         printer,

@@ -32,7 +32,10 @@ pub struct VerifySignatureArgs {
     pub all_variants: bool,
 
     /// Skip unsigned variants instead of failing on them (unless
-    /// `--require-signed` or `require-signed = true`).
+    /// `--require-signed` or `require-signed = true`). Without it an unsigned
+    /// variant fails this command (exit 1), as in the reference's
+    /// `kernels verify-signature`; `download`, `verify --signatures` and
+    /// `audit` accept it with a note unless signatures are required.
     #[arg(long)]
     pub filter_unsigned: bool,
 
@@ -88,11 +91,18 @@ pub fn run(
     ))?;
     let skip_unsigned = args.filter_unsigned && !trust.require_signed;
     let mut failed = false;
+    let mut unsigned_failed = false;
     for (variant, outcome) in &check.variants {
         if let Some((text, ok)) = lines(variant, outcome, skip_unsigned, args.filter_no_digest) {
             printer.data(text);
             failed |= !ok;
+            unsigned_failed |= matches!(outcome, Outcome::SignatureBundleMissing);
         }
+    }
+    if unsigned_failed && !trust.require_signed {
+        printer.status(format_args!(
+            "note: an unsigned variant fails `kernels verify-signature` (the reference's exit code; `--filter-unsigned` skips it), while `kernels download`, `kernels verify --signatures` and `kernels audit` accept it with a note unless `require-signed = true` (or `--require-signed`) is set"
+        ));
     }
     Ok(if failed {
         ExitCode::from(1)

@@ -397,6 +397,13 @@ fn list_snapshot(repo: RepoCache, kernel: &LockedKernel, selection: &VariantSele
         listing.problems.push(Problem::NoBuildVariants);
         return listing;
     }
+    // A kernel none of whose locked variants suits the environment needs
+    // another version, whatever the cache holds: `kernels download` would
+    // fail on it too.
+    if let Some(problem) = nothing_fits(kernel, selection) {
+        listing.problems.push(problem);
+        return listing;
+    }
     let Ok(build) = listing.repo.snapshot_path(kernel.commit.as_str(), "build") else {
         listing.problems.push(Problem::NotCached {
             dir: listing.repo.snapshot_dir(kernel.commit.as_str()),

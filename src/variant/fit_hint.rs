@@ -42,7 +42,7 @@ pub(crate) fn no_fit_help(env: &TorchEnv, repo_id: &RepoId, available: &[String]
         .join(", ");
     let platform = format!("{} on {cpu}-{os}", backend.family());
     let other = format!(
-        "lock another version of `{repo_id}` that has one (`kernels versions {repo_id} --variants` shows the builds of each version)"
+        "lock a version of `{repo_id}` that has one: `kernels versions {repo_id} --variants` shows which versions have a build for this environment; write that version as its requirement in pyproject.toml and run `kernels lock -P {repo_id}`"
     );
     match (versions.first(), versions.last()) {
         (Some(low), _) if *low > torch => format!(

@@ -88,7 +88,10 @@ fn version_and_completions() {
     let version = context.run(&["--version"]);
     assert_eq!(
         String::from_utf8_lossy(&version.stdout),
-        format!("kernels {}\n", env!("CARGO_PKG_VERSION"))
+        format!(
+            "kernels {} (Rust lockfile tool)\n",
+            env!("CARGO_PKG_VERSION")
+        )
     );
     // Each script is a few hundred lines of generated shell code: rather than a
     // snapshot per shell, every visible subcommand name and long flag must be

@@ -124,7 +124,13 @@ fn docker_recipe_runs_as_written_build_as_root_runtime_read_only_as_65534() {
     lock.arg("lock").arg(&context);
     run_ok(&mut lock, "kernels lock (developer)");
 
-    let kernels_bin = common::kernels_bin().parent().unwrap().to_owned();
+    // The wheel's two commands: `kernels` and `kernels-cli`, the name the
+    // recipe uses (a link here; the wheel builds both, pyproject.toml).
+    let kernels_bin = tmp.path().join("wheel-scripts");
+    fs_err::create_dir_all(&kernels_bin).unwrap();
+    for name in ["kernels", "kernels-cli"] {
+        std::os::unix::fs::symlink(common::kernels_bin(), kernels_bin.join(name)).unwrap();
+    }
     let pyref = common::pyref_root().join("kernels-0.17.2");
     let python = common::pyref_python("kernels-0.17.2");
     let system_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

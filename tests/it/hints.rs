@@ -90,6 +90,18 @@ fn no_variant_for_the_local_torch_is_said_at_once_with_what_would_fit() {
     );
     // No `--all-variants` suggested: it would not make the kernel load.
     snapshot!("no_fit_download", context.run(&["download"]));
+    // `verify` of the empty cache says the same, not "repair the cache with
+    // `kernels download`" (which fails as above).
+    let verify = context.run(&["verify"]);
+    let text = String::from_utf8_lossy(&verify.stderr).into_owned();
+    assert!(
+        text.contains("builds exist for torch ≥ 2.10") && !text.contains("repair the cache"),
+        "{text}"
+    );
+    // The commands the hint names run: the versions with their builds, and
+    // the relock of that one entry.
+    context.run_ok(&["versions", "kernels-community/relu", "--variants"]);
+    context.run_ok(&["lock", "-P", "kernels-community/relu"]);
 
     context.run_ok(&["download", "--all-variants"]);
     // No "repair the cache"; the 52 variants are capped as `download` caps them.
@@ -212,4 +224,35 @@ fn tree_shows_the_version_lock_printed_before_any_download() {
     );
     let tree = stdout(&context.run_ok(&["tree"]));
     assert_eq!(tree, "kernels-community/activation v0.0.3 (8304685)\n");
+}
+
+/// `kernels check` without torch names no flag it rejects: the command its
+/// help names for another environment (`kernels verify` with the
+/// environment flags) runs and passes.
+#[test]
+fn check_without_torch_names_a_command_that_runs() {
+    let context = TestContext::new()
+        .with_pyproject("[tool.kernels.dependencies]\n\"kernels-test/versions\" = 2\n");
+    context.run_ok(&["lock"]);
+    context.run_ok(&["download", "--all-variants"]);
+    let no_torch = context.tmp.path().join("no_torch");
+    fs_err::create_dir_all(no_torch.join("torch")).unwrap();
+    fs_err::write(
+        no_torch.join("torch/__init__.py"),
+        "raise ImportError('no torch here')\n",
+    )
+    .unwrap();
+    let out = context
+        .kernels()
+        .arg("check")
+        .env("PYTHONPATH", &no_torch)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("kernels::check::no_torch"), "{text}");
+    let start = text.find("`kernels verify ").expect("a verify command") + 1;
+    let command = &text[start..start + text[start..].find('`').unwrap()];
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    context.run_ok(&args);
 }

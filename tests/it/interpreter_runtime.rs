@@ -387,7 +387,8 @@ fn a_lock_the_found_runtime_cannot_read_fails_download_and_verify() {
     snapshot!("unreadable_download", download);
     assert!(!ctx.cache.join("kernels--kernels-test--versions").exists());
     snapshot!("unreadable_verify", ctx.run(&["verify"]));
-    // `lock` keeps the lock's format and warns, like for a runtime found by files.
+    // `lock` keeps the lock's format, so it fails the same way (one verdict
+    // for every gate, tests/it/gates.rs).
     snapshot!("unreadable_lock", ctx.run(&["lock"]));
     // The fix.
     common::assert_ok(&ctx.run(&["lock", "--target-runtime", "0.17.2"]));

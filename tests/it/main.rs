@@ -15,6 +15,7 @@ mod check;
 #[cfg(unix)]
 mod check_paths;
 mod cli;
+mod coexistence;
 mod concurrency;
 mod conformance;
 mod cooldown;
@@ -39,6 +40,7 @@ mod flags;
 #[cfg(unix)]
 mod fleet;
 mod fuzz;
+mod gates;
 mod grammar;
 mod hints;
 #[cfg(target_os = "linux")]

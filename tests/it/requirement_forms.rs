@@ -80,7 +80,8 @@ fn lock_warns_about_forms_the_runtime_deprecates_or_cannot_read() {
             .collect();
         text.push_str(&format!("--- {runtime}: {deps}{}\n", warnings.join("\n")));
     }
-    // The offline check prints the same warning.
+    // The offline check repeats no warning (`kernels lock` says it when it
+    // writes the lock): its first line is the finding.
     context.write(
         "pyproject.toml",
         "[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=0.1\"\n",

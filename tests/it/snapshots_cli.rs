@@ -54,7 +54,8 @@ fn lock_check_fresh_and_stale() {
 #[test]
 fn download_outputs() {
     let setup = setup();
-    let missing = setup.run(&["download", "--variant", VARIANT]);
+    // Without a lock, `download` locks first; `--frozen` uses none.
+    let missing = setup.run(&["download", "--frozen", "--variant", VARIANT]);
     assert_eq!(code(&missing), Some(1));
     snapshot!("download_no_lock", missing);
 

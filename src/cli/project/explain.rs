@@ -193,35 +193,42 @@ pub fn print_text(printer: &Printer, kernel: &KernelExplanation, rejected: Optio
         ));
     }
     if let Some(fit) = &kernel.fit {
-        print_fit(printer, fit, rejected);
+        print_fit(printer, fit);
     }
     print_newer(printer, kernel);
 }
 
-/// The fit lines of one kernel: each chosen variant, then at most `rejected`
-/// others (every one when `None`). Nothing is printed when no target is known
-/// and every variant fits without warnings or has no `metadata.json` (older
-/// builds): the section would say nothing.
-fn print_fit(printer: &Printer, fit: &[VariantFit], rejected: Option<usize>) {
+/// The fit lines of one kernel, for its chosen variants only: a variant not
+/// chosen has its one verdict (why not) above, and a `fits` under it would
+/// contradict that. Nothing is printed when no target is known and every
+/// chosen variant fits without warnings or has no `metadata.json` (older
+/// builds); when no chosen variant's `metadata.json` is in the cache, one
+/// line says so instead of one per variant.
+fn print_fit(printer: &Printer, fit: &[VariantFit]) {
     let plain = |f: &VariantFit| {
         f.targets.is_empty()
             && (f.metadata == MetadataState::None
                 || (f.fits == Some(true) && f.warnings.is_empty()))
     };
-    if fit.iter().all(plain) {
+    let chosen: Vec<&VariantFit> = fit.iter().filter(|f| f.chosen).collect();
+    if chosen.iter().all(|f| plain(f)) {
+        return;
+    }
+    if chosen
+        .iter()
+        .all(|f| f.metadata == MetadataState::NotInCache)
+    {
+        printer.data(format_args!(
+            "  fit: not checked (metadata.json not in the cache; `kernels download` places it)"
+        ));
         return;
     }
     printer.data(format_args!("  fit:"));
-    let chosen = fit.iter().filter(|f| f.chosen).count();
-    let shown = chosen + rejected.unwrap_or(fit.len()).min(fit.len() - chosen);
-    for f in &fit[..shown] {
-        let mark = if f.chosen { " (chosen)" } else { "" };
-        printer.data(format_args!("    {}{mark}: {}", f.variant, fit_verdict(f)));
-    }
-    if shown < fit.len() {
+    for f in chosen {
         printer.data(format_args!(
-            "    … and {} more (`kernels download --explain` gives every one)",
-            fit.len() - shown
+            "    {} (chosen): {}",
+            f.variant,
+            fit_verdict(f)
         ));
     }
 }

@@ -44,7 +44,8 @@ pub struct ProfileInputs<'a> {
 /// [`choose_profile_with`] for commands that detect no torch: the project's
 /// interpreter is asked only for its `kernels` (no `import torch`), and only
 /// when nothing else names the runtime; an installed runtime that cannot read
-/// the lock is a warning.
+/// the lock fails the command ([`RuntimeCannotReadLock`]), as it fails every
+/// gate (`lock`, `lock --check`, `--locked`, `download`, `verify`).
 pub fn choose_profile(
     project_dir: &Path,
     option: Option<&str>,
@@ -64,7 +65,7 @@ pub fn choose_profile(
             repo_type,
             python: &python,
             scope: ProbeScope::Runtime,
-            unreadable_fails: false,
+            unreadable_fails: true,
         },
         printer,
     )
@@ -167,6 +168,7 @@ fn choose(
                 format: format.name(),
                 runtime: installed.version.to_string(),
                 found: installed.found.to_string(),
+                help: relock_help(inputs.project_dir, installed.version),
             }
             .into());
         }
@@ -205,17 +207,35 @@ fn interpreter_runtime(
     "{} is in the {format} format, which kernels {runtime} (installed in {found}) cannot read",
     lock.display()
 )]
-#[diagnostic(
-    code(kernels::profile::runtime_cannot_read_lock),
-    help(
-        "lock again for that runtime: `kernels lock --target-runtime {runtime}`; if another runtime loads these kernels, name it with `--target-runtime VERSION` or `target-runtime` under [tool.kernels]"
-    )
-)]
+#[diagnostic(code(kernels::profile::runtime_cannot_read_lock))]
 pub struct RuntimeCannotReadLock {
     lock: PathBuf,
     format: &'static str,
     runtime: String,
     found: String,
+    #[help]
+    help: String,
+}
+
+/// The fix of [`RuntimeCannotReadLock`] for the project in `dir`: lock again
+/// for `runtime`, after changing the first requirement that runtime does not
+/// read (`kernels lock --target-runtime` would fail on it), or name the
+/// runtime that does load the kernels.
+fn relock_help(dir: &Path, runtime: RuntimeVersion) -> String {
+    let relock = format!(
+        "lock again for that runtime: `kernels lock --target-runtime {runtime}`; if another runtime loads these kernels, name it with `--target-runtime VERSION` or `target-runtime` under [tool.kernels]"
+    );
+    let profile = Profile::for_runtime(runtime, ProfileSource::Option);
+    let unread = crate::lock::manifest::Manifest::read(dir)
+        .ok()
+        .and_then(|manifest| crate::lock::support::check_requirements(&profile, &manifest).err());
+    match unread {
+        Some(err) => format!(
+            "kernels {runtime} reads integer versions only: first change the requirement of `{}` ({}) in {} to an integer version (`\"{}\" = N` for branch `vN`), then {relock}",
+            err.repo_id, err.requirement, err.path, err.repo_id
+        ),
+        None => relock,
+    }
 }
 
 /// The one status line `kernels lock` and `kernels download` print, e.g.

@@ -8,7 +8,12 @@
 //! * offline (or a command that makes no request, `verify`): fail naming the
 //!   entries and `kernels lock`.
 //! * otherwise: lock again (sticky, so only the changed entries are resolved),
-//!   say so, and go on, as `uv sync` does.
+//!   say so, and go on, as `uv sync` does; `download` also creates a missing
+//!   lock ([`OnStale::LockOrCreate`]).
+//!
+//! The verdict is the one of `kernels lock --check --offline`
+//! ([`locking::offline_report`]): an installed runtime that cannot read the
+//! lock fails every gate with `kernels::profile::runtime_cannot_read_lock`.
 
 use std::path::{Path, PathBuf};
 
@@ -17,9 +22,8 @@ use crate::cli::printer::Printer;
 use crate::cli::project::locking::{self, LockRequest};
 use crate::cli::settings::Settings;
 use crate::lock::format::LOCK_FILE_NAME;
-use crate::lock::freshness::{CheckReport, FindingKind, LockOnDisk, check_offline};
-use crate::lock::manifest::{MANIFEST_FILE_NAME, Manifest};
-use kernels_cache::HubCache;
+use crate::lock::freshness::{CheckReport, FindingKind};
+use crate::lock::manifest::MANIFEST_FILE_NAME;
 use kernels_types::wire::RepoType;
 
 /// The lock does not cover the manifest and it may not be updated here.
@@ -33,16 +37,44 @@ pub struct StaleLock {
     help: String,
 }
 
-/// Entry-level findings that prove the lock does not cover the manifest. File
-/// level problems (missing, malformed, conflicted lock) are reported by the
-/// commands themselves.
+/// The findings that prove the lock does not cover the manifest: every stale
+/// entry, and a file in another format than the target runtime's (the
+/// runtime changed). Other file-level problems (missing, malformed,
+/// conflicted lock) are reported by the commands themselves.
 fn stale_entries(report: &CheckReport) -> Vec<String> {
     report
         .findings
         .iter()
-        .filter(|f| f.repo_id.is_some() && f.kind.is_stale() && f.kind != FindingKind::Format)
-        .map(|f| format!("{}: {}", f.repo_id.as_deref().unwrap_or_default(), f.detail))
+        .filter(|f| f.kind.is_stale() && (f.repo_id.is_some() || f.kind == FindingKind::Format))
+        .map(|f| match &f.repo_id {
+            Some(repo_id) => format!("{repo_id}: {}", f.detail),
+            None => f.detail.clone(),
+        })
         .collect()
+}
+
+/// What the command names about the target runtime: `--repo-type`, which the
+/// gate's verdict honours as `kernels lock` does, and `--target-runtime`,
+/// which overrides the project's format for the run only (a lock in another
+/// format is then no reason to lock again).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LockTarget<'a> {
+    /// `--target-runtime`.
+    pub runtime: Option<&'a str>,
+    /// `--repo-type`.
+    pub repo_type: Option<RepoType>,
+}
+
+/// What a gate does with a lock that does not cover the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnStale {
+    /// Fail with [`StaleLock`] (commands that make no request).
+    Fail,
+    /// Lock again before going on (online); a missing lock is left to the
+    /// command's own error.
+    Lock,
+    /// Lock again, and create a missing lock (`download`, as `uv sync`).
+    LockOrCreate,
 }
 
 /// [`ensure_current`] for a command that makes no request (`verify`,
@@ -51,7 +83,7 @@ fn stale_entries(report: &CheckReport) -> Vec<String> {
 pub fn ensure_current_offline(
     command: &str,
     project_dir: &Path,
-    repo_type: Option<RepoType>,
+    target: LockTarget<'_>,
     settings: &Settings,
     global: &GlobalArgs,
     printer: &Printer,
@@ -62,42 +94,66 @@ pub fn ensure_current_offline(
     ensure_current(
         command,
         project_dir,
-        repo_type,
+        target,
         &offline,
         global,
         printer,
-        false,
+        OnStale::Fail,
     )
     .inspect_err(on_failure)
 }
 
 /// Checks the lock of `project_dir` before `command` uses it; see the module
-/// documentation. `can_lock` is false for commands that make no request.
+/// documentation; `on_stale` says whether the command may lock.
 pub fn ensure_current(
     command: &str,
     project_dir: &Path,
-    repo_type: Option<RepoType>,
+    target: LockTarget<'_>,
     settings: &Settings,
     global: &GlobalArgs,
     printer: &Printer,
-    can_lock: bool,
+    on_stale: OnStale,
 ) -> miette::Result<()> {
+    let repo_type = target.repo_type;
     if global.locked {
         return locking::ensure_locked(project_dir, repo_type, settings, global, printer);
     }
     let lock_path = project_dir.join(LOCK_FILE_NAME);
-    if global.frozen || !project_dir.join(MANIFEST_FILE_NAME).is_file() || !lock_path.is_file() {
+    let can_lock = on_stale != OnStale::Fail;
+    if global.frozen || !project_dir.join(MANIFEST_FILE_NAME).is_file() {
         return Ok(());
     }
-    let manifest = Manifest::read(project_dir)?;
-    let cache = HubCache::new(&settings.cache_dir);
-    let report = check_offline(
-        &manifest,
-        &LockOnDisk::read(&lock_path),
+    if !lock_path.is_file() {
+        if on_stale != OnStale::LockOrCreate || settings.offline {
+            return Ok(());
+        }
+        printer.status(format_args!(
+            "no {} yet; locking {} before `kernels {command}`",
+            lock_path.display(),
+            project_dir.join(MANIFEST_FILE_NAME).display()
+        ));
+        return relock(project_dir, target, settings, global, printer);
+    }
+    // The same verdict as `kernels lock --check --offline`: an installed
+    // runtime that cannot read the lock, or a requirement the target runtime
+    // does not read, fails here as it fails there.
+    let mut report = locking::offline_report(
+        project_dir,
         None,
-        &cache,
-        repo_type.unwrap_or(RepoType::Kernel),
-    );
+        repo_type.map(Into::into),
+        settings,
+        &printer.quiet_if(true),
+        false,
+    )?;
+    // A `--target-runtime` of the command overrides the project's format for
+    // this run only (the command warns when that runtime cannot read the
+    // lock): the file's format is then no reason to lock again.
+    if target.runtime.is_some() {
+        report
+            .findings
+            .retain(|f| !(f.repo_id.is_none() && f.kind == FindingKind::Format));
+    }
+    let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
     let entries = stale_entries(&report);
     if entries.is_empty() {
         return Ok(());
@@ -110,7 +166,7 @@ pub fn ensure_current(
         };
         return Err(StaleLock {
             lock: lock_path,
-            manifest: manifest.path,
+            manifest: manifest_path,
             entries,
             help: help.to_owned(),
         }
@@ -119,16 +175,31 @@ pub fn ensure_current(
     printer.status(format_args!(
         "{} does not match {} ({}); locking again before `kernels {command}`",
         lock_path.display(),
-        manifest.path.display(),
+        manifest_path.display(),
         report
             .findings
             .iter()
-            .filter(|f| f.repo_id.is_some() && f.kind.is_stale())
-            .filter_map(|f| f.repo_id.clone())
+            .filter(|f| f.kind.is_stale())
+            .map(|f| f
+                .repo_id
+                .as_ref()
+                .map_or_else(|| "its format".to_owned(), ToString::to_string))
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    relock(project_dir, target, settings, global, printer)
+}
+
+/// `kernels lock <project_dir>` with every option at its default but the
+/// repository type.
+fn relock(
+    project_dir: &Path,
+    target: LockTarget<'_>,
+    settings: &Settings,
+    global: &GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<()> {
     let mut request = LockRequest::for_project(project_dir);
-    request.repo_type = repo_type.map(Into::into);
+    request.repo_type = target.repo_type.map(Into::into);
     locking::run(request, settings, global, printer).map(|_| ())
 }

@@ -16,7 +16,7 @@ use crate::cli::args::{OutputFormat, RepoTypeArg};
 use crate::cli::json::CheckDoc;
 use crate::cli::printer::Printer;
 use crate::cli::project::fit::lock::{FitCheck, declared};
-use crate::cli::project::profile::choose_profile;
+use crate::cli::project::profile::{ProfileInputs, choose_profile, choose_profile_with};
 use crate::cli::settings::Settings;
 use crate::lock::cooldown::{ExcludeNewer, Use};
 use crate::lock::fit::{cached_lock_variants, findings};
@@ -127,33 +127,14 @@ fn freshness(
     // The side file must be readable: a later download compares with it.
     crate::lock::provenance::Provenance::read(project_dir)?;
     if settings.offline {
-        let manifest = Manifest::read(project_dir)?;
-        // The format this project should be locked in, when something other than
-        // the lock itself says so (option, manifest key, installed runtime).
-        let profile = choose_profile(
+        let report = offline_report(
             project_dir,
             target_runtime,
-            manifest.target_runtime(),
-            None,
             repo_type,
-            &silent,
+            settings,
+            printer,
+            true,
         )?;
-        // A requirement the target runtime does not read fails the check as it
-        // fails `kernels lock`; the ones it only warns about are printed.
-        let remarks = crate::lock::support::check_requirements(&profile, &manifest)
-            .map_err(|err| miette::Report::new(*err))?;
-        for remark in remarks {
-            printer.error(format_args!("warning: {remark}"));
-        }
-        let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
-        let cache = HubCache::new(&settings.cache_dir);
-        let report = check_offline(
-            &manifest,
-            &LockOnDisk::read(&lock_path),
-            expected,
-            &cache,
-            profile.repo_type,
-        );
         return Ok((report, None, None));
     }
     let on_disk = LockOnDisk::read(&lock_path);
@@ -179,6 +160,72 @@ fn freshness(
             findings: plan.outcome.fit,
         });
     Ok((report, Some(plan.changes), fit))
+}
+
+/// The one offline verdict on the lock of `project_dir`, shared by `kernels
+/// lock --check --offline`, `--locked` offline and the stale-lock gate of
+/// `download` and `verify` ([`crate::cli::project::stale`]): the target
+/// profile is chosen as `kernels lock` chooses it (`--target-runtime`, the
+/// `[tool.kernels]` key, the lock's format, the installed runtime), so an
+/// installed runtime that cannot read the lock fails with
+/// `kernels::profile::runtime_cannot_read_lock` here as online; a requirement
+/// that runtime does not read fails as `kernels lock` fails on it (the ones it
+/// only warns about are left to `kernels lock`, which says them when it writes
+/// the lock); then the
+/// structural check against the cache, with a `Format` finding when the
+/// profile locks in another format than the file's.
+///
+/// With `ask_interpreter` false, the installed runtime is found by its files
+/// only (no interpreter start): the stale-lock gate leaves a runtime that only
+/// the interpreter reports to the command's own read of the lock
+/// ([`crate::cli::project::read::read_lock`]), which fails with the same error
+/// from the probe it makes anyway.
+pub fn offline_report(
+    project_dir: &Path,
+    target_runtime: Option<&str>,
+    repo_type: Option<RepoTypeArg>,
+    settings: &Settings,
+    printer: &Printer,
+    ask_interpreter: bool,
+) -> miette::Result<CheckReport> {
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    let manifest = Manifest::read(project_dir)?;
+    let on_disk = LockOnDisk::read(&lock_path);
+    let python = if ask_interpreter {
+        crate::variant::ProjectPython::for_project(
+            project_dir,
+            crate::cli::settings::virtual_env().as_deref(),
+        )
+    } else {
+        // An interpreter that cannot start reports no runtime.
+        crate::variant::ProjectPython::new(std::path::PathBuf::new())
+    };
+    let profile = choose_profile_with(
+        &ProfileInputs {
+            project_dir,
+            option: target_runtime,
+            manifest: manifest.target_runtime(),
+            lock_format: on_disk.lockfile().map(Lockfile::format),
+            repo_type,
+            python: &python,
+            scope: crate::variant::ProbeScope::Runtime,
+            unreadable_fails: true,
+        },
+        &printer.quiet_if(true),
+    )?;
+    // The remarks about requirements the runtime's own `kernels lock` would
+    // not read are said when the lock is written, not on every check.
+    crate::lock::support::check_requirements(&profile, &manifest)
+        .map_err(|err| miette::Report::new(*err))?;
+    let expected = (profile.source != ProfileSource::Default).then_some(profile.lock_format);
+    let cache = HubCache::new(&settings.cache_dir);
+    Ok(check_offline(
+        &manifest,
+        &on_disk,
+        expected,
+        &cache,
+        profile.repo_type,
+    ))
 }
 
 /// What [`freshness`] finds: the report, what `kernels lock` would change and

@@ -29,7 +29,7 @@ use crate::lock::freshness::{CheckMode, LockOnDisk};
 use crate::lock::sticky::Upgrade;
 
 use check::StaleLocked;
-pub use check::ensure_locked;
+pub use check::{ensure_locked, offline_report};
 pub use plan::check_upgrade_packages;
 use plan::{PlanInputs, plan};
 use write::write_plan;

@@ -156,7 +156,21 @@ fn print_status(
             kept.len()
         ));
     }
-    for warning in &outcome.warnings {
+    // A lock that stays as it is repeats no remark about the requirements:
+    // the run that wrote it said them.
+    let unchanged = had_previous && changes.is_empty() && old_format == Some(profile.lock_format);
+    let said_before: Vec<String> = match lock_path
+        .parent()
+        .map(crate::lock::manifest::Manifest::read)
+    {
+        Some(Ok(manifest)) if unchanged => {
+            crate::lock::support::check_requirements(profile, &manifest)
+                .map(|w| w.iter().map(ToString::to_string).collect())
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    for warning in outcome.warnings.iter().filter(|w| !said_before.contains(w)) {
         printer.status(format_args!("warning: {warning}"));
     }
     for held_back in &outcome.held_back {
