@@ -656,6 +656,18 @@ impl Run<'_> {
         for outcome in outcomes {
             fetched.push(outcome?);
         }
+        let downloaded: Vec<&kernels_types::BlobId> = blobs
+            .iter()
+            .zip(&fetched)
+            .filter(|(_, f)| matches!(f, Fetched::Downloaded { .. }))
+            .map(|((blob, _), _)| blob)
+            .collect();
+        let named = fit::Mode::of(&self.options.selection) == fit::Mode::AllMustFit;
+        let images = &self.options.fit.images;
+        let warnings = super::check::abi::check(repo, kernel, blobs, &downloaded, images, named)?;
+        for warning in &warnings {
+            self.progress.warning(warning);
+        }
         let mut tally = Tally {
             fresh: Vec::new(),
             ..fit_tally.clone()

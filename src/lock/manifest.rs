@@ -78,6 +78,10 @@ pub struct ToolSettings {
     /// receipts for the target runtime (`--no-runtime-receipts`); true when
     /// the key is absent.
     pub runtime_receipts: bool,
+    /// `manylinux = "manylinux_2_28"` and `macos-min = "11.0"`: the image
+    /// every compiled file must load on (the shorthand of one declared
+    /// target's keys; [`crate::abi`]).
+    pub image: crate::abi::ImageTarget,
 }
 
 impl Default for ToolSettings {
@@ -91,6 +95,7 @@ impl Default for ToolSettings {
             declared: Vec::new(),
             requires_python: None,
             runtime_receipts: true,
+            image: crate::abi::ImageTarget::default(),
         }
     }
 }
@@ -507,6 +512,8 @@ pub const KNOWN_KERNELS_KEYS: &[&str] = &[
     REQUIRE_SIGNED_KEY,
     SIGNERS_KEY,
     RUNTIME_RECEIPTS_KEY,
+    "manylinux",
+    "macos-min",
 ];
 
 /// `runtime-receipts = false` under `[tool.kernels]` ([`ToolSettings::runtime_receipts`]).
@@ -712,6 +719,7 @@ fn parse_settings(
             settings.targets.push(gpu.clone());
         }
     }
+    settings.image = parse_image(table, &problem)?;
     settings.cooldown = parse_cooldown(table, &problem)?;
     settings.signing = parse_trust_settings(table, path, &problem)?;
     if let Some(item) = table.get(RUNTIME_RECEIPTS_KEY) {
@@ -725,6 +733,47 @@ fn parse_settings(
         })?;
     }
     Ok(settings)
+}
+
+/// `manylinux` and `macos-min` of `[tool.kernels]`.
+fn parse_image(
+    table: &dyn TableLike,
+    problem: &dyn Fn(&str, &Item, String, &str) -> ManifestError,
+) -> Result<crate::abi::ImageTarget, ManifestError> {
+    let mut image = crate::abi::ImageTarget::default();
+    if let Some(item) = table.get("manylinux") {
+        let help =
+            "write the image's manylinux target, for example `manylinux = \"manylinux_2_28\"`";
+        let text = item.as_str().ok_or_else(|| {
+            problem(
+                "manylinux",
+                item,
+                format!("expected a string, found {}", type_name(item)),
+                help,
+            )
+        })?;
+        image.manylinux = Some(
+            crate::abi::parse_manylinux(text)
+                .map_err(|what| problem("manylinux", item, what, help))?,
+        );
+    }
+    if let Some(item) = table.get("macos-min") {
+        let help =
+            "write the image's macOS minimum as MAJOR.MINOR, for example `macos-min = \"11.0\"`";
+        let parsed = item.as_str().and_then(|text| {
+            let (major, minor) = text.trim().split_once('.')?;
+            Some((major.parse().ok()?, minor.parse().ok()?))
+        });
+        image.macos = Some(parsed.ok_or_else(|| {
+            problem(
+                "macos-min",
+                item,
+                format!("`{}` is not a macOS version MAJOR.MINOR", item_text(item)),
+                help,
+            )
+        })?);
+    }
+    Ok(image)
 }
 
 /// The lower bound of `[project] requires-python`: the smallest version of
