@@ -143,3 +143,40 @@ fn a_bad_manylinux_flag_names_the_forms_it_takes() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("manylinux_2_28"), "{}", stderr(&out));
 }
+
+#[test]
+fn check_static_gives_the_same_verdict_without_python_or_torch() {
+    let (world, _) = world("acme/glibc");
+    assert_ok(&world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_39"]));
+    // A build stage without Python: the interpreter named does not exist.
+    let no_python = world.project.join("no-venv");
+    let check = |manylinux: &str| {
+        world
+            .kernels()
+            .args(["check", "--static", "--manylinux", manylinux])
+            .env("VIRTUAL_ENV", &no_python)
+            .output()
+            .unwrap()
+    };
+    let refused = check("manylinux_2_28");
+    assert!(!refused.status.success(), "{}", stderr(&refused));
+    let out = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        out.contains("acme/glibc@4343434 torch-cpu: abi: `abi/_ops.so` needs `pthread_create@GLIBC_2.34`, which manylinux_2_28 does not provide (manylinux_2_34 or newer would)"),
+        "{out}\n{}",
+        stderr(&refused)
+    );
+    assert!(
+        stderr(&refused).contains("1 variant refused"),
+        "{}",
+        stderr(&refused)
+    );
+    let fits = check("manylinux_2_39");
+    assert_ok(&fits);
+    assert!(
+        String::from_utf8_lossy(&fits.stdout)
+            .contains("acme/glibc@4343434 torch-cpu: fits (2 files)"),
+        "{}",
+        String::from_utf8_lossy(&fits.stdout)
+    );
+}

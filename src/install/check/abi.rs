@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use kernels_cache::RepoCache;
-use kernels_types::BlobId;
 use kernels_types::fit::Refusal;
+use kernels_types::repo_id::RepoId;
+use kernels_types::{BlobId, CommitId};
 
 use crate::abi::{self, ImageTarget};
 use crate::install::error::{DownloadError, RefusedVariant};
@@ -28,9 +29,12 @@ pub struct Findings {
 }
 
 /// Checks the compiled files among `files` (path in the repository → where
-/// its bytes are on disk) of `kernel` against `images`.
+/// its bytes are on disk) of `repo_id` at `commit` against `images` (none:
+/// only the architecture and the claimed ABIs). A file that cannot be read
+/// is skipped (the digest check reports it).
 pub fn check_files(
-    kernel: &LockedKernel,
+    repo_id: &RepoId,
+    commit: &CommitId,
     files: &[(String, PathBuf)],
     images: &[ImageTarget],
 ) -> Findings {
@@ -61,8 +65,8 @@ pub fn check_files(
         }
         for warning in verdict.warnings {
             found.warnings.push(VariantWarning::Abi {
-                repo_id: kernel.repo_id.clone(),
-                commit: kernel.commit.clone(),
+                repo_id: repo_id.clone(),
+                commit: commit.clone(),
                 variant: variant.to_owned(),
                 file: file.to_owned(),
                 warning: warning.to_string(),
@@ -101,7 +105,7 @@ pub fn check(
             })
         })
         .collect();
-    let found = check_files(kernel, &files, images);
+    let found = check_files(&kernel.repo_id, &kernel.commit, &files, images);
     if found.refused.is_empty() {
         return Ok(found.warnings);
     }
