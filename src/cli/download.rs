@@ -200,7 +200,9 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     options.runtime_receipts = options
         .runtime_receipts
         .filter(|_| !args.no_runtime_receipts);
-    options.fit.images = super::project::fit::images(dir, args.manylinux.as_deref())?;
+    if args.manylinux.is_some() {
+        options.fit.images = super::project::fit::images(dir, args.manylinux.as_deref())?;
+    }
     if !options.fit.images.is_empty() || printer.is_verbose() {
         printer.status(format_args!(
             "{}",

@@ -51,6 +51,18 @@ fn kernel(so: Vec<u8>) -> Vec<MirrorFile> {
     ]
 }
 
+/// `so` with its ELF machine set to the other one of x86-64 and AArch64.
+fn other_arch(mut so: Vec<u8>) -> (Vec<u8>, &'static str) {
+    // e_machine: 2 bytes at offset 18 (little-endian on both).
+    let (machine, name) = if std::env::consts::ARCH == "aarch64" {
+        (62u16, "x86_64")
+    } else {
+        (183u16, "aarch64")
+    };
+    so[18..20].copy_from_slice(&machine.to_le_bytes());
+    (so, name)
+}
+
 /// The world with `acme/glibc` (a `.so` needing GLIBC_2.34) and
 /// `acme/garbage` (a `.so` that is no shared object), locked as `repo`;
 /// with the files of `repo`.
@@ -119,6 +131,18 @@ fn the_manylinux_of_pyproject_is_the_image_without_the_flag() {
     assert!(stderr(&out).contains("GLIBC_2.34"), "{}", stderr(&out));
     // The flag names the image instead.
     assert_ok(&world.download(&["--variant", "torch-cpu", "--manylinux", "2.39"]));
+    // `verify` checks the cached files against the declared image.
+    let verify = world.verify(&["--variant", "torch-cpu"]);
+    assert!(!verify.status.success(), "{}", stderr(&verify));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        stderr(&verify)
+    );
+    assert!(
+        all.contains("abi: `abi/_ops.so` needs `pthread_create@GLIBC_2.34`"),
+        "{all}"
+    );
 }
 
 #[test]
@@ -179,4 +203,30 @@ fn check_static_gives_the_same_verdict_without_python_or_torch() {
         "{}",
         String::from_utf8_lossy(&fits.stdout)
     );
+}
+
+#[test]
+fn an_elf_of_another_architecture_is_one_line_naming_both() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (so, arch) = other_arch(needs_glibc_2_34(scratch.path()));
+    let variant = kernels_test_support::world::arch_variant();
+    let files = vec![
+        MirrorFile {
+            path: format!("build/{variant}/abi/__init__.py"),
+            content: b"from . import _ops\n".to_vec(),
+        },
+        MirrorFile {
+            path: format!("build/{variant}/abi/_ops.so"),
+            content: so,
+        },
+    ];
+    let world = TestContext::world_with(|mirror| write_repo(mirror, "acme/arm", SHA, &files));
+    world.lock_a(&[("acme/arm", SHA, &files)]);
+    let out = world.download(&["--variant", &variant, "--manylinux", "manylinux_2_39"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    let expected = format!(
+        "`abi/_ops.so` is built for {arch}, not {} as its variant says",
+        std::env::consts::ARCH
+    );
+    assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
 }

@@ -136,13 +136,14 @@ pub fn read_lock(
             &overrides,
         )?
     };
-    let fit = crate::cli::project::fit::policy(
+    let mut fit = crate::cli::project::fit::policy(
         &select.targets.targets(),
         tool.as_ref()
             .map(|t| (t.targets.as_slice(), manifest_path.as_path())),
         needs_torch.then(|| python.probed()).flatten(),
         profile.runtime,
     );
+    fit.images = crate::cli::project::fit::images(project_dir, None)?;
     if fit.targets.is_checked() && printer.is_verbose() {
         printer.status(format_args!("Target GPUs: {}", fit.targets));
     }
