@@ -117,6 +117,11 @@ fn a_so_needing_glibc_2_34_is_refused_on_manylinux_2_28_and_placed_on_2_39() {
         stderr(&ok)
     );
     assert!(repo_dir.join("blobs").join(&so_blob).exists());
+
+    // Complete in the cache, the kernel is still checked against this run's image.
+    let warm = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]);
+    assert!(!warm.status.success(), "{}", stderr(&warm));
+    assert!(stderr(&warm).contains("GLIBC_2.34"), "{}", stderr(&warm));
 }
 
 #[test]
@@ -229,4 +234,44 @@ fn an_elf_of_another_architecture_is_one_line_naming_both() {
         std::env::consts::ARCH
     );
     assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+}
+
+#[test]
+fn a_file_claiming_abi3_that_uses_other_python_symbols_is_a_warning() {
+    let scratch = tempfile::tempdir().unwrap();
+    let source = scratch.path().join("ops.c");
+    fs_err::write(
+        &source,
+        "extern void *_PyUnicode_AsString(void *);\nvoid *make(void *t) { return _PyUnicode_AsString(t); }\n",
+    )
+    .unwrap();
+    let so = scratch.path().join("ops.so");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(&source)
+        .status()
+        .expect("the system C compiler `cc` runs");
+    assert!(status.success());
+    let files = vec![
+        MirrorFile {
+            path: "build/torch-cpu/abi/__init__.py".into(),
+            content: b"from . import _ops\n".to_vec(),
+        },
+        MirrorFile {
+            path: "build/torch-cpu/abi/_ops.abi3.so".into(),
+            content: fs_err::read(&so).unwrap(),
+        },
+    ];
+    let world = TestContext::world_with(|mirror| write_repo(mirror, "acme/py", SHA, &files));
+    world.lock_a(&[("acme/py", SHA, &files)]);
+    let out = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]);
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains(
+            "`build/torch-cpu/abi/_ops.abi3.so` claims Python abi3 but uses `_PyUnicode_AsString` (not in the limited API)"
+        ),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -2,7 +2,9 @@
 //! variant against the declared images ([`crate::abi`]), read from
 //! `blobs/` (or the placed copy) after the digest check and before anything
 //! of the kernel is linked. A refusal takes out the blobs this run fetched,
-//! so a refused variant leaves nothing in the cache.
+//! so a refused variant leaves nothing in the cache. The warm path checks
+//! the cached files of a complete kernel ([`check_cached`]) against this
+//! run's images, which may differ from the run that placed them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -120,6 +122,42 @@ pub fn check(
     let subject = Subject {
         repo_id: &kernel.repo_id,
         commit: &kernel.commit,
+    };
+    Err(fit::unfit(subject, refused, named))
+}
+
+/// The warm path: the compiled files of `check` (a kernel complete and
+/// verified in `repo`) against `images`, whatever image an earlier run
+/// placed them for. Errors: [`DownloadError::Unfit`] naming each refused
+/// file; the cached files stay (this run placed none of them).
+pub fn check_cached(
+    repo: &RepoCache,
+    check: &crate::install::verify::KernelVerification,
+    images: &[ImageTarget],
+    named: bool,
+) -> Result<Vec<VariantWarning>, DownloadError> {
+    if images.is_empty() {
+        return Ok(Vec::new());
+    }
+    let commit = check.commit.as_str();
+    let files: Vec<(String, PathBuf)> = check
+        .variants
+        .values()
+        .flatten()
+        .filter_map(|f| Some((f.path.clone(), repo.snapshot_path(commit, &f.path).ok()?)))
+        .collect();
+    let found = check_files(&check.repo_id, &check.commit, &files, images);
+    if found.refused.is_empty() {
+        return Ok(found.warnings);
+    }
+    let refused = found
+        .refused
+        .into_iter()
+        .map(|(variant, refusals)| RefusedVariant { variant, refusals })
+        .collect();
+    let subject = Subject {
+        repo_id: &check.repo_id,
+        commit: &check.commit,
     };
     Err(fit::unfit(subject, refused, named))
 }

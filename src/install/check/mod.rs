@@ -9,7 +9,7 @@
 //! | [`Check::Fit`] | the candidates' metadata.json, fetched into `blobs/` | the cached metadata.json | the cached metadata.json |
 //! | [`Check::Signature`] | the bundle over the metadata bytes, from `blobs/` | the cached directory ([`cached`]) | the cached directory ([`cached`]) |
 //! | [`Check::Digest`] | the listing, then each fetched blob | every linked blob, unless a receipt covers it | every linked blob |
-//! | [`Check::Abi`] | each compiled file of the fetched blobs, before linking ([`abi`]); only with declared images | not run (`verify`, `check --static` report it) | not run (`verify`, `check --static` report it) |
+//! | [`Check::Abi`] | each compiled file of the fetched blobs, before linking ([`abi`]); only with declared images | each compiled file of the cached variants ([`abi::check_cached`]) | each compiled file of the cached variants (`verify`) |
 //! | [`Check::Vouch`] | the listing vouches; a file in the directory that it lacks refuses | a receipt of every file (`KernelLocks` locks) | the digest or the recorded files hash |
 //! | [`Check::LockHash`] | the listing, then the placed links | recomputed from the links | recomputed from the links |
 //! | [`Check::Provenance`] | before linking ([`provenance`]) | [`cached`] | [`cached`] |
