@@ -730,7 +730,45 @@ fn print_kernel(printer: &Printer, entry: &Entry, run: Option<&KernelRun>) {
                 workload.class, workload.method
             ));
         }
+        if let Outcome::Timed(m) = &workload.outcome
+            && let Some(peak) = m.peak.as_ref().and_then(peak_text)
+        {
+            printer.data(format_args!(
+                "  {}.{}: peak CUDA memory per call: {peak}",
+                workload.class, workload.method
+            ));
+        }
     }
+}
+
+/// `ours 4.00 MiB, reference 8.00 MiB, candidate 2.00 MiB (-2.00 MiB)`:
+/// the peak of each implementation measured, the candidate's difference
+/// from ours; `None` when none was measured.
+fn peak_text(peak: &crate::benchmark::PeakMemory) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(ours) = peak.ours {
+        parts.push(format!("ours {}", super::progress::human_bytes(ours)));
+    }
+    if let Some(reference) = peak.reference {
+        parts.push(format!(
+            "reference {}",
+            super::progress::human_bytes(reference)
+        ));
+    }
+    if let Some(candidate) = peak.candidate {
+        let diff = match peak.ours {
+            Some(ours) if candidate >= ours => {
+                format!(" (+{})", super::progress::human_bytes(candidate - ours))
+            }
+            Some(ours) => format!(" (-{})", super::progress::human_bytes(ours - candidate)),
+            None => String::new(),
+        };
+        parts.push(format!(
+            "candidate {}{diff}",
+            super::progress::human_bytes(candidate)
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// The table row of one workload.
@@ -861,6 +899,8 @@ struct WorkloadDoc<'a> {
     candidate: Option<&'a Timing>,
     candidate_speed_up: Option<SpeedUp>,
     leaked_bytes: Option<u64>,
+    /// Peak CUDA memory of one call: `ours`, `reference`, `candidate`.
+    peak_bytes: Option<crate::benchmark::PeakMemory>,
     error: Option<Vec<String>>,
 }
 
@@ -925,6 +965,7 @@ fn workload_doc(workload: &Workload) -> WorkloadDoc<'_> {
         candidate: None,
         candidate_speed_up: None,
         leaked_bytes: None,
+        peak_bytes: None,
         error: None,
     };
     match &workload.outcome {
@@ -939,6 +980,7 @@ fn workload_doc(workload: &Workload) -> WorkloadDoc<'_> {
             doc.candidate = m.candidate.as_ref();
             doc.candidate_speed_up = m.candidate.and_then(|c| speed_up(m.ours.mean_ms, &c));
             doc.leaked_bytes = m.leaked_bytes;
+            doc.peak_bytes = m.peak;
         }
         Outcome::Failed(error) => {
             doc.status = "failed";
