@@ -692,18 +692,20 @@ fn print_kernel(printer: &Printer, entry: &Entry, run: Option<&KernelRun>) {
     if run.workloads.is_empty() {
         return;
     }
-    let rows: Vec<[String; 7]> = run.workloads.iter().map(row).collect();
+    let rows: Vec<[String; COLUMNS]> = run.workloads.iter().map(row).collect();
     let header = [
         "method",
         "shape",
         "dtype",
         "ours ms",
+        "± ms",
+        "n",
         "reference ms",
         "speed-up",
         "match",
     ]
     .map(str::to_owned);
-    let mut widths = [0usize; 7];
+    let mut widths = [0usize; COLUMNS];
     for r in std::iter::once(&header).chain(&rows) {
         for (w, cell) in widths.iter_mut().zip(r) {
             *w = (*w).max(cell.chars().count());
@@ -771,8 +773,13 @@ fn peak_text(peak: &crate::benchmark::PeakMemory) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// Columns of the text table: the method, shape, dtype, our mean with its
+/// spread (population standard deviation) and sample count, the
+/// reference's mean, the speed-up and the verdict.
+const COLUMNS: usize = 9;
+
 /// The table row of one workload.
-fn row(workload: &Workload) -> [String; 7] {
+fn row(workload: &Workload) -> [String; COLUMNS] {
     let name = format!("{}.{}", workload.class, workload.method);
     let dash = || "-".to_owned();
     match &workload.outcome {
@@ -783,6 +790,8 @@ fn row(workload: &Workload) -> [String; 7] {
                 m.shape.clone().unwrap_or_else(dash),
                 m.dtype.clone().unwrap_or_else(dash),
                 format!("{:.4}", m.ours.mean_ms),
+                format!("±{:.4}", m.ours.std_ms),
+                m.ours.iterations.to_string(),
                 reference.map_or_else(dash, |r| format!("{:.4}", r.mean_ms)),
                 reference
                     .and_then(|r| speed_up(r.mean_ms, &m.ours))
@@ -801,17 +810,11 @@ fn row(workload: &Workload) -> [String; 7] {
 }
 
 /// The row of a workload that gave no timing: its name, dashes and `status`.
-fn untimed(name: String, status: &str) -> [String; 7] {
-    let dash = || "-".to_owned();
-    [
-        name,
-        dash(),
-        dash(),
-        dash(),
-        dash(),
-        dash(),
-        status.to_owned(),
-    ]
+fn untimed(name: String, status: &str) -> [String; COLUMNS] {
+    let mut row = [(); COLUMNS].map(|()| "-".to_owned());
+    row[0] = name;
+    row[COLUMNS - 1] = status.to_owned();
+    row
 }
 
 /// What follows the table for one workload: the error, or the candidate.
