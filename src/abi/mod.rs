@@ -221,14 +221,14 @@ const MAX_NAMED: usize = 3;
 /// file to check: ELF or Mach-O by its magic, or named `*.so`/`*.dylib`
 /// (whatever it holds: a `.so` that is not a shared object is reported).
 pub fn is_compiled(path: &str, head: &[u8]) -> bool {
-    const MAGICS: [[u8; 4]; 7] = [
+    // Universal (fat) Mach-O shares `cafebabe` with Java class files: only
+    // by name (`.so`, `.dylib`) is such a file checked.
+    const MAGICS: [[u8; 4]; 5] = [
         *b"\x7fELF",
         [0xfe, 0xed, 0xfa, 0xce],
         [0xfe, 0xed, 0xfa, 0xcf],
         [0xce, 0xfa, 0xed, 0xfe],
         [0xcf, 0xfa, 0xed, 0xfe],
-        [0xca, 0xfe, 0xba, 0xbe],
-        [0xbe, 0xba, 0xfe, 0xca],
     ];
     let name = path.rsplit('/').next().unwrap_or(path);
     let by_name = name.ends_with(".so") || name.contains(".so.") || name.ends_with(".dylib");

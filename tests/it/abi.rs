@@ -275,3 +275,23 @@ fn a_file_claiming_abi3_that_uses_other_python_symbols_is_a_warning() {
         stderr(&out)
     );
 }
+
+#[test]
+fn manylinux_host_reads_this_machines_glibc_without_python() {
+    let (world, _) = world("acme/glibc");
+    // This machine's glibc gives `GLIBC_2.34` (the object was linked here),
+    // so the host image loads it.
+    let out = world
+        .kernels()
+        .args(["download", "--variant", "torch-cpu", "--manylinux", "host"])
+        .env("HF_TOKEN", "t")
+        .env("VIRTUAL_ENV", world.project.join("no-venv"))
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains("ABI of compiled files: checked for manylinux_2_"),
+        "{}",
+        stderr(&out)
+    );
+}
