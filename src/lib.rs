@@ -15,10 +15,12 @@
 //! 3  variant/   variant selection and environment detection
 //! 2  lock/      manifest · requirement · resolver · project locking · freshness ·
 //!               conflict · target-runtime policy · formats · provenance
-//! 1  kernels-cache, kernels-hub, kernels-trust, kernels-serve   (crates/)
+//! 1  abi/       ABI fit of compiled files (ELF/Mach-O symbol versions)
+//!    kernels-cache, kernels-hub, kernels-trust, kernels-serve   (crates/)
 //! 0  kernels-types, kernels-fs                                  (crates/)
 //! ```
 
+pub mod abi;
 pub mod benchmark;
 pub mod check;
 pub mod cli;

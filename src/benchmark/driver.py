@@ -272,6 +272,31 @@ def seeded(cls, kernel):
     return instance
 
 
+def peak_once(fn):
+    """CUDA memory allocated at the peak of one call of `fn`, above what was
+    allocated before it (`torch.cuda.max_memory_allocated` after
+    `reset_peak_memory_stats`)."""
+    synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    fn()
+    synchronize()
+    return max(0, int(torch.cuda.max_memory_allocated()) - int(before))
+
+
+def peak_memory(instance, fn, verify, kernels):
+    """Peak CUDA memory of one call each: ours, the reference (`verify_*`),
+    the candidate; None off CUDA."""
+    if DEVICE != "cuda":
+        return None
+    peaks = {"reference": peak_once(verify) if verify is not None else None}
+    for slot, kernel in zip(("ours", "candidate"), kernels):
+        instance.kernel = kernel
+        peaks[slot] = peak_once(fn)
+    instance.kernel = kernels[0]
+    return peaks
+
+
 def run_workload(cls, method, kernels):
     """Times `method` of `cls` with each of `kernels` (one: the locked kernel;
     two: locked and candidate, interleaved) and its `verify_*` reference."""
@@ -310,6 +335,7 @@ def run_workload(cls, method, kernels):
         for _ in range(warmup):
             fn()
             synchronize()
+    result["peak_bytes"] = peak_memory(instance, fn, verify, kernels)
     times = [[] for _ in kernels]
     for _ in range(iterations):
         for slot, kernel in enumerate(kernels):

@@ -201,6 +201,21 @@ pub struct Measured {
     pub candidate: Option<Timing>,
     /// CUDA memory still allocated after the workload, beyond what was before.
     pub leaked_bytes: Option<u64>,
+    /// Peak CUDA memory of one call of each implementation, on CUDA only.
+    pub peak: Option<PeakMemory>,
+}
+
+/// Peak CUDA memory (bytes) of one call of a workload, above what was
+/// allocated before the call (`torch.cuda.max_memory_allocated` after
+/// `torch.cuda.reset_peak_memory_stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PeakMemory {
+    /// The locked kernel's call.
+    pub ours: Option<u64>,
+    /// The reference implementation (`verify_<name>`), if it has one.
+    pub reference: Option<u64>,
+    /// The candidate's call (`--against`).
+    pub candidate: Option<u64>,
 }
 
 /// The interpreter could not be run, or said nothing usable.
@@ -287,6 +302,8 @@ struct ResultEvent {
     candidate_ms: Option<Vec<f64>>,
     #[serde(default)]
     leaked_bytes: Option<u64>,
+    #[serde(default)]
+    peak_bytes: Option<PeakMemory>,
 }
 
 /// What the interpreter was doing when it stopped answering or exited.
@@ -445,6 +462,7 @@ fn outcome_of(result: ResultEvent) -> Outcome {
         reference: result.reference_ms.as_deref().and_then(stats::timing),
         candidate: result.candidate_ms.as_deref().and_then(stats::timing),
         leaked_bytes: result.leaked_bytes,
+        peak: result.peak_bytes,
     }))
 }
 

@@ -17,6 +17,8 @@
 //! unique module name. A failure of one kernel does not stop the others; an
 //! interpreter that dies while importing one names that kernel.
 
+pub mod abi;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -830,18 +830,20 @@ fn print_kernel(printer: &Printer, entry: &Entry, run: Option<&KernelRun>) {
     if run.workloads.is_empty() {
         return;
     }
-    let rows: Vec<[String; 7]> = run.workloads.iter().map(row).collect();
+    let rows: Vec<[String; COLUMNS]> = run.workloads.iter().map(row).collect();
     let header = [
         "method",
         "shape",
         "dtype",
         "ours ms",
+        "± ms",
+        "n",
         "reference ms",
         "speed-up",
         "match",
     ]
     .map(str::to_owned);
-    let mut widths = [0usize; 7];
+    let mut widths = [0usize; COLUMNS];
     for r in std::iter::once(&header).chain(&rows) {
         for (w, cell) in widths.iter_mut().zip(r) {
             *w = (*w).max(cell.chars().count());
@@ -868,11 +870,54 @@ fn print_kernel(printer: &Printer, entry: &Entry, run: Option<&KernelRun>) {
                 workload.class, workload.method
             ));
         }
+        if let Outcome::Timed(m) = &workload.outcome
+            && let Some(peak) = m.peak.as_ref().and_then(peak_text)
+        {
+            printer.data(format_args!(
+                "  {}.{}: peak CUDA memory per call: {peak}",
+                workload.class, workload.method
+            ));
+        }
     }
 }
 
+/// `ours 4.00 MiB, reference 8.00 MiB, candidate 2.00 MiB (-2.00 MiB)`:
+/// the peak of each implementation measured, the candidate's difference
+/// from ours; `None` when none was measured.
+fn peak_text(peak: &crate::benchmark::PeakMemory) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(ours) = peak.ours {
+        parts.push(format!("ours {}", super::progress::human_bytes(ours)));
+    }
+    if let Some(reference) = peak.reference {
+        parts.push(format!(
+            "reference {}",
+            super::progress::human_bytes(reference)
+        ));
+    }
+    if let Some(candidate) = peak.candidate {
+        let diff = match peak.ours {
+            Some(ours) if candidate >= ours => {
+                format!(" (+{})", super::progress::human_bytes(candidate - ours))
+            }
+            Some(ours) => format!(" (-{})", super::progress::human_bytes(ours - candidate)),
+            None => String::new(),
+        };
+        parts.push(format!(
+            "candidate {}{diff}",
+            super::progress::human_bytes(candidate)
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Columns of the text table: the method, shape, dtype, our mean with its
+/// spread (population standard deviation) and sample count, the
+/// reference's mean, the speed-up and the verdict.
+const COLUMNS: usize = 9;
+
 /// The table row of one workload.
-fn row(workload: &Workload) -> [String; 7] {
+fn row(workload: &Workload) -> [String; COLUMNS] {
     let name = format!("{}.{}", workload.class, workload.method);
     let dash = || "-".to_owned();
     match &workload.outcome {
@@ -883,6 +928,8 @@ fn row(workload: &Workload) -> [String; 7] {
                 m.shape.clone().unwrap_or_else(dash),
                 m.dtype.clone().unwrap_or_else(dash),
                 format!("{:.4}", m.ours.mean_ms),
+                format!("±{:.4}", m.ours.std_ms),
+                m.ours.iterations.to_string(),
                 reference.map_or_else(dash, |r| format!("{:.4}", r.mean_ms)),
                 reference
                     .and_then(|r| speed_up(r.mean_ms, &m.ours))
@@ -901,17 +948,11 @@ fn row(workload: &Workload) -> [String; 7] {
 }
 
 /// The row of a workload that gave no timing: its name, dashes and `status`.
-fn untimed(name: String, status: &str) -> [String; 7] {
-    let dash = || "-".to_owned();
-    [
-        name,
-        dash(),
-        dash(),
-        dash(),
-        dash(),
-        dash(),
-        status.to_owned(),
-    ]
+fn untimed(name: String, status: &str) -> [String; COLUMNS] {
+    let mut row = [(); COLUMNS].map(|()| "-".to_owned());
+    row[0] = name;
+    row[COLUMNS - 1] = status.to_owned();
+    row
 }
 
 /// What follows the table for one workload: the error, or the candidate.
@@ -999,6 +1040,8 @@ struct WorkloadDoc<'a> {
     candidate: Option<&'a Timing>,
     candidate_speed_up: Option<SpeedUp>,
     leaked_bytes: Option<u64>,
+    /// Peak CUDA memory of one call: `ours`, `reference`, `candidate`.
+    peak_bytes: Option<crate::benchmark::PeakMemory>,
     error: Option<Vec<String>>,
 }
 
@@ -1063,6 +1106,7 @@ fn workload_doc(workload: &Workload) -> WorkloadDoc<'_> {
         candidate: None,
         candidate_speed_up: None,
         leaked_bytes: None,
+        peak_bytes: None,
         error: None,
     };
     match &workload.outcome {
@@ -1077,6 +1121,7 @@ fn workload_doc(workload: &Workload) -> WorkloadDoc<'_> {
             doc.candidate = m.candidate.as_ref();
             doc.candidate_speed_up = m.candidate.and_then(|c| speed_up(m.ours.mean_ms, &c));
             doc.leaked_bytes = m.leaked_bytes;
+            doc.peak_bytes = m.peak;
         }
         Outcome::Failed(error) => {
             doc.status = "failed";

@@ -11,6 +11,7 @@ use super::json::{CheckImportDoc, CheckedKernelDoc, ErrorDoc, ImportErrorDoc, Op
 use super::printer::Printer;
 use super::progress::plural;
 use super::project::read::{LockRead, read_lock, shell_path};
+use crate::check::abi::{StaticKernel, check_cached};
 use crate::check::{
     ImportInputs, ImportOutcome, ImportRun, KernelImport, Located, Mechanism, NotReady,
     import_kernels, locate,
@@ -48,6 +49,20 @@ pub struct CheckArgs {
     /// `--cache-dir`.
     #[command(flatten)]
     pub cache: super::args::CacheArgs,
+
+    /// Import nothing: run every check of the compiled files (ABI for the
+    /// image, architecture, claimed abi3 / torch stable ABI) on each cached
+    /// variant of each locked kernel. Needs no Python, torch or GPU, so any
+    /// build stage can run it.
+    #[arg(long = "static")]
+    pub static_only: bool,
+
+    /// With `--static`: the image the compiled files must load on,
+    /// `manylinux_2_28` (or `2.28`) or `host` (this machine's glibc).
+    /// Default: `manylinux` and `macos-min` under `[tool.kernels]` and its
+    /// targets.
+    #[arg(long, value_name = "TARGET", requires = "static_only")]
+    pub manylinux: Option<String>,
 }
 
 impl CheckArgs {
@@ -56,7 +71,8 @@ impl CheckArgs {
     fn select(&self) -> SelectArgs {
         SelectArgs {
             variants: Vec::new(),
-            all_variants: false,
+            // `--static` looks at every cached variant: no torch to ask.
+            all_variants: self.static_only,
             runtime: self.runtime.clone(),
             repo: self.repo,
             env: EnvArgs::default(),
@@ -163,6 +179,11 @@ pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::R
         format,
         ..
     } = read;
+    if args.static_only {
+        let images = super::project::fit::images(project_dir, args.manylinux.as_deref())?;
+        let found = check_cached(&settings.cache(), repo_type, &kernels, &images);
+        return print_static(project_dir, printer, &images, &found);
+    }
     let located = locate(&settings.cache(), repo_type, &kernels, &selection);
     let Located { ready, not_ready } = located;
     let lock_path = project_dir.join(LOCK_FILE_NAME);
@@ -203,6 +224,70 @@ pub fn run(args: CheckArgs, settings: &Settings, printer: &Printer) -> miette::R
         return Ok(print_json(settings, printer, &report));
     }
     print_text(project_dir, printer, &report)
+}
+
+/// The text report of `--static`: the images line, then one line per cached
+/// variant (fits, or each refused file) and each warning; an error when a
+/// variant is refused or a kernel is not cached.
+fn print_static(
+    project_dir: &Path,
+    printer: &Printer,
+    images: &[crate::abi::ImageTarget],
+    found: &[StaticKernel],
+) -> miette::Result<ExitCode> {
+    printer.status(format_args!("{}", super::project::fit::images_line(images)));
+    let (mut refused, mut missing) = (0, 0);
+    for kernel in found {
+        let label = format!("{}@{}", kernel.repo_id, kernel.commit.short());
+        if kernel.variants.is_empty() {
+            missing += 1;
+            printer.data(format_args!("{label}: not checked: not in the cache"));
+        }
+        for variant in &kernel.variants {
+            for warning in &variant.warnings {
+                printer.status(format_args!("warning: {warning}"));
+            }
+            if variant.refusals.is_empty() {
+                printer.data(format_args!(
+                    "{label} {}: fits ({})",
+                    variant.variant,
+                    plural(variant.files, "file")
+                ));
+                continue;
+            }
+            refused += 1;
+            for refusal in &variant.refusals {
+                printer.data(format_args!(
+                    "{label} {}: {}: {refusal}",
+                    variant.variant,
+                    refusal.rule()
+                ));
+            }
+        }
+    }
+    if refused + missing == 0 {
+        printer.status(format_args!(
+            "Checked {} statically: every cached variant fits",
+            plural(found.len(), "kernel")
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut parts = Vec::new();
+    if refused > 0 {
+        parts.push(format!("{} refused", plural(refused, "variant")));
+    }
+    if missing > 0 {
+        parts.push(format!("{missing} not in the cache"));
+    }
+    let download = format!("kernels download {}", shell_path(project_dir));
+    Err(CheckFailed {
+        total: found.len(),
+        what: parts.join(", "),
+        help: format!(
+            "each refused file is named above with what would fit: ship on that image, or lock a version built for this one; download what is missing with `{download}`"
+        ),
+    }
+    .into())
 }
 
 /// What one `kernels check` found.

@@ -89,6 +89,13 @@ pub struct DownloadArgs {
     /// without that comparison and recorded as found.
     #[arg(long, value_name = "REPO", conflicts_with_all = ["offline", "dry_run", "explain"])]
     pub accept_provenance: Vec<RepoId>,
+    /// The image every compiled file (ELF, Mach-O) of the chosen variants
+    /// must load on: `manylinux_2_28` (or its glibc, `2.28`), or `host` for
+    /// this machine's glibc. A file needing a newer symbol version makes its
+    /// variant unfit. Default: `manylinux` and `macos-min` under
+    /// `[tool.kernels]` and its targets; without any, not checked.
+    #[arg(long, value_name = "TARGET")]
+    pub manylinux: Option<String>,
 
     /// `--trust-root`, `--require-signed`: which signatures a variant must
     /// have to be placed in the cache.
@@ -213,6 +220,15 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     options.runtime_receipts = options
         .runtime_receipts
         .filter(|_| !args.no_runtime_receipts);
+    if args.manylinux.is_some() {
+        options.fit.images = super::project::fit::images(dir, args.manylinux.as_deref())?;
+    }
+    if !options.fit.images.is_empty() || printer.is_verbose() {
+        printer.status(format_args!(
+            "{}",
+            super::project::fit::images_line(&options.fit.images)
+        ));
+    }
     let settings = &settings.clone().offline_if(args.offline);
     let progress = Progress::new(
         printer,

@@ -1522,6 +1522,7 @@ mod tests {
             ),
             runtime: None,
             modules: None,
+            images: Vec::new(),
         };
         let metadata: kernels_types::metadata::Metadata =
             r#"{"backend": {"type": "cuda", "archs": ["8.0"]}}"#

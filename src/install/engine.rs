@@ -435,6 +435,12 @@ impl Run<'_> {
                 for warning in &warm.warnings {
                     self.progress.warning(warning);
                 }
+                let repo = self.cache.repo(&kernel.repo_id, self.options.repo_type);
+                let named = fit::Mode::of(&self.options.selection) == fit::Mode::AllMustFit;
+                let images = &self.options.fit.images;
+                for warning in super::check::abi::check_cached(&repo, &warm.check, images, named)? {
+                    self.progress.warning(&warning);
+                }
                 let mut report = KernelReport::from_verification(&warm.check);
                 report.version = cached_version(self.cache, self.options, kernel);
                 if let Some(trust) = &self.options.trust {
@@ -655,6 +661,18 @@ impl Run<'_> {
         let mut fetched = Vec::with_capacity(outcomes.len());
         for outcome in outcomes {
             fetched.push(outcome?);
+        }
+        let downloaded: Vec<&kernels_types::BlobId> = blobs
+            .iter()
+            .zip(&fetched)
+            .filter(|(_, f)| matches!(f, Fetched::Downloaded { .. }))
+            .map(|((blob, _), _)| blob)
+            .collect();
+        let named = fit::Mode::of(&self.options.selection) == fit::Mode::AllMustFit;
+        let images = &self.options.fit.images;
+        let warnings = super::check::abi::check(repo, kernel, blobs, &downloaded, images, named)?;
+        for warning in &warnings {
+            self.progress.warning(warning);
         }
         let mut tally = Tally {
             fresh: Vec::new(),

@@ -236,6 +236,9 @@ pub fn help(repo_id: &RepoId, refused: &[RefusedVariant], named: bool) -> String
             Refusal::DependencyNotAllowed { name, .. } => format!(
                 "no kernels runtime allows `{name}`: lock a version without it (`kernels versions {repo_id}`) or ask the kernel's publisher"
             ),
+            Refusal::Abi { .. } => format!(
+                "ship on an image the line above says would fit (`manylinux` of [tool.kernels] or `--manylinux`), or lock a version built for this image (`kernels versions {repo_id}`)"
+            ),
         };
         if !lines.contains(&line) {
             lines.push(line);

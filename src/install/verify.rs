@@ -270,6 +270,7 @@ fn check_fit(
             }
         };
         fit.record(policy, &variant, metadata.as_ref());
+        check_abi(listing, kernel, &variant, policy, mode);
     }
     if mode != Mode::Report {
         for refused in fit.refused.drain(..) {
@@ -277,6 +278,47 @@ fn check_fit(
         }
     }
     listing.fit = fit;
+}
+
+/// [`super::check::Check::Abi`] on the linked files of one cached variant,
+/// when `policy` declares images: a refused file is a
+/// [`Problem::Refused`] (but with `--all-variants`, which only reports), a
+/// claimed ABI not kept a warning.
+fn check_abi(
+    listing: &mut Listing,
+    kernel: &LockedKernel,
+    variant: &str,
+    policy: &crate::variant::FitPolicy,
+    mode: super::fit::Mode,
+) {
+    if policy.images.is_empty() {
+        return;
+    }
+    let commit = kernel.commit.as_str();
+    let files: Vec<(String, PathBuf)> = listing
+        .variants
+        .get(variant)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| {
+            let on_disk = listing.repo.snapshot_path(commit, &f.path).ok()?;
+            Some((f.path.clone(), on_disk))
+        })
+        .collect();
+    let found =
+        super::check::abi::check_files(&kernel.repo_id, &kernel.commit, &files, &policy.images);
+    listing.warnings.extend(found.warnings);
+    if mode == super::fit::Mode::Report {
+        return;
+    }
+    for (variant, refusals) in found.refused {
+        listing
+            .problems
+            .push(refused_problem(super::fit::RefusedVariant {
+                variant,
+                refusals,
+            }));
+    }
 }
 
 /// The variant directories under a cached `build/` directory; `None` when it

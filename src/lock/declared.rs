@@ -13,8 +13,8 @@
 //! cxx-abi = "cxx11"            # cxx11, cxx98 (Linux torch builds)
 //! cuda-capabilities = ["9.0"]  # the GPUs of this environment
 //! rocm-archs = ["gfx942"]
-//! manylinux = "2.28"           # glibc floor of the image
-//! macos = "26.0"               # macOS floor
+//! manylinux = "manylinux_2_28" # glibc floor of the image (or "2.28")
+//! macos-min = "11.0"           # macOS floor (also `macos`)
 //! ```
 //!
 //! Every key is optional. Each command takes a value from, in order: its flag
@@ -24,8 +24,9 @@
 //! requires-python`; a value none of them gives is not checked
 //! (`crate::variant::python_target` for the Python part).
 //!
-//! `manylinux` and `macos` are parsed and validated here for the ABI checks
-//! that use them; no rule of this version reads them yet.
+//! `manylinux` and `macos-min` are the image a target's compiled files
+//! must load on: `download` checks every ELF/Mach-O file of the chosen
+//! variants against them ([`crate::abi`]).
 
 use std::fmt;
 use std::ops::Range;
@@ -199,9 +200,10 @@ pub struct DeclaredTarget {
     pub cxx11_abi: Option<bool>,
     /// `cuda-capabilities` then `rocm-archs`: this environment's GPUs.
     pub gpus: Vec<Target>,
-    /// `manylinux = "2.28"`: the glibc floor, `(major, minor)`.
+    /// `manylinux = "manylinux_2_28"` (or `"2.28"`): the glibc floor,
+    /// `(major, minor)`.
     pub manylinux: Option<(u32, u32)>,
-    /// `macos = "26.0"`: the macOS floor, `(major, minor)`.
+    /// `macos-min = "11.0"` (or `macos`): the macOS floor, `(major, minor)`.
     pub macos: Option<(u32, u32)>,
 }
 
@@ -232,6 +234,7 @@ const TARGET_KEYS: &[&str] = &[
     "rocm-archs",
     "manylinux",
     "macos",
+    "macos-min",
 ];
 
 /// Parses `[tool.kernels] targets`: an array of tables (`[[tool.kernels.targets]]`)
@@ -454,8 +457,15 @@ fn parse_target(index: usize, table: &dyn TableLike) -> Result<DeclaredTarget, T
             .choice("cxx-abi", &["cxx11", "cxx98"])?
             .map(|abi| abi == "cxx11"),
         gpus: keys.gpus()?,
-        manylinux: keys.version("manylinux", "glibc (manylinux)", "2.28")?,
-        macos: keys.version("macos", "macOS", "26.0")?,
+        manylinux: keys.parsed(
+            "manylinux",
+            "write the image's manylinux target, for example `manylinux = \"manylinux_2_28\"` (or its glibc, `\"2.28\"`)",
+            crate::abi::parse_manylinux,
+        )?,
+        macos: match keys.version("macos-min", "macOS", "11.0")? {
+            Some(min) => Some(min),
+            None => keys.version("macos", "macOS", "26.0")?,
+        },
     })
 }
 
@@ -492,11 +502,13 @@ arch = "x86_64"
 cxx-abi = "cxx98"
 cuda-capabilities = ["9.0"]
 rocm-archs = ["gfx942"]
-manylinux = "2.28"
+manylinux = "manylinux_2_28"
 macos = "26.0"
 
 [[tool.kernels.targets]]
 backend = "metal"
+manylinux = "2.39"
+macos-min = "11.0"
 "#,
         )
         .unwrap();
@@ -525,6 +537,10 @@ backend = "metal"
         assert_eq!(overrides.cuda.as_deref(), Some("12.8"));
         assert_eq!(overrides.torch, Some((2, 8)));
         assert!(crate::variant::EnvOverrides::of_declared(&parsed[1]).metal);
+        assert_eq!(
+            (parsed[1].manylinux, parsed[1].macos),
+            (Some((2, 39)), Some((11, 0)))
+        );
         let inline = targets("[tool.kernels]\ntargets = [{ backend = \"cpu\" }]\n").unwrap();
         assert_eq!(inline[0].backend, Some(DeclaredBackend::Cpu));
     }

@@ -81,6 +81,10 @@ pub struct ToolSettings {
     /// `missing-target-builds = "warn"`: a locked kernel without a build for
     /// a declared target is a warning instead of an error.
     pub missing_target_builds: MissingTargetBuilds,
+    /// `manylinux = "manylinux_2_28"` and `macos-min = "11.0"`: the image
+    /// every compiled file must load on (the shorthand of one declared
+    /// target's keys; [`crate::abi`]).
+    pub image: crate::abi::ImageTarget,
 }
 
 impl Default for ToolSettings {
@@ -95,6 +99,7 @@ impl Default for ToolSettings {
             requires_python: None,
             runtime_receipts: true,
             missing_target_builds: MissingTargetBuilds::Error,
+            image: crate::abi::ImageTarget::default(),
         }
     }
 }
@@ -518,6 +523,8 @@ pub const KNOWN_KERNELS_KEYS: &[&str] = &[
     SIGNERS_KEY,
     RUNTIME_RECEIPTS_KEY,
     MISSING_TARGET_BUILDS_KEY,
+    "manylinux",
+    "macos-min",
 ];
 
 /// `missing-target-builds = "warn"` under `[tool.kernels]`
@@ -711,6 +718,7 @@ fn parse_settings(
     settings.trust = string_array(table, "trust", "repo id", |s| s.parse::<RepoId>())
         .map_err(|(item, what)| problem("trust", item, what, trust_help))?;
     (settings.targets, settings.declared) = parse_target_keys(table, path, source, &problem)?;
+    settings.image = parse_image(table, &problem)?;
     settings.cooldown = parse_cooldown(table, &problem)?;
     settings.signing = parse_trust_settings(table, path, &problem)?;
     parse_switches(table, &problem, &mut settings)?;
@@ -792,6 +800,47 @@ fn parse_switches(
         };
     }
     Ok(())
+}
+
+/// `manylinux` and `macos-min` of `[tool.kernels]`.
+fn parse_image(
+    table: &dyn TableLike,
+    problem: &dyn Fn(&str, &Item, String, &str) -> ManifestError,
+) -> Result<crate::abi::ImageTarget, ManifestError> {
+    let mut image = crate::abi::ImageTarget::default();
+    if let Some(item) = table.get("manylinux") {
+        let help =
+            "write the image's manylinux target, for example `manylinux = \"manylinux_2_28\"`";
+        let text = item.as_str().ok_or_else(|| {
+            problem(
+                "manylinux",
+                item,
+                format!("expected a string, found {}", type_name(item)),
+                help,
+            )
+        })?;
+        image.manylinux = Some(
+            crate::abi::parse_manylinux(text)
+                .map_err(|what| problem("manylinux", item, what, help))?,
+        );
+    }
+    if let Some(item) = table.get("macos-min") {
+        let help =
+            "write the image's macOS minimum as MAJOR.MINOR, for example `macos-min = \"11.0\"`";
+        let parsed = item.as_str().and_then(|text| {
+            let (major, minor) = text.trim().split_once('.')?;
+            Some((major.parse().ok()?, minor.parse().ok()?))
+        });
+        image.macos = Some(parsed.ok_or_else(|| {
+            problem(
+                "macos-min",
+                item,
+                format!("`{}` is not a macOS version MAJOR.MINOR", item_text(item)),
+                help,
+            )
+        })?);
+    }
+    Ok(image)
 }
 
 /// The lower bound of `[project] requires-python`: the smallest version of

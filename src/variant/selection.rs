@@ -82,6 +82,22 @@ pub enum VariantWarning {
         /// What is wrong with it.
         problem: String,
     },
+    /// A compiled file of a chosen variant whose name (or the variant's)
+    /// claims Python abi3 or the torch stable ABI, but that uses symbols
+    /// outside it ([`crate::abi::AbiWarning`]); the variant is still placed.
+    #[error("{repo_id}@{commit}: `build/{variant}/{file}` {warning}")]
+    Abi {
+        /// Kernel repo.
+        repo_id: RepoId,
+        /// Locked commit.
+        commit: CommitId,
+        /// The variant directory name.
+        variant: String,
+        /// The file's path inside it.
+        file: String,
+        /// What it claims and uses.
+        warning: String,
+    },
 }
 
 impl VariantSelection {

@@ -148,6 +148,10 @@ pub struct FitPolicy {
     pub runtime: Option<KernelsVersion>,
     /// Module name → importable, from the probe of the project's Python.
     pub modules: Option<BTreeMap<String, bool>>,
+    /// The images every compiled file of a chosen variant must load on
+    /// (`manylinux`, `macos-min`, `--manylinux`; [`crate::abi`]); empty:
+    /// the ABI is not checked.
+    pub images: Vec<crate::abi::ImageTarget>,
 }
 
 impl FitPolicy {
@@ -158,6 +162,7 @@ impl FitPolicy {
             targets: Targets::not_asked(),
             runtime: None,
             modules: None,
+            images: Vec::new(),
         }
     }
 

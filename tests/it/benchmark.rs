@@ -542,6 +542,7 @@ fn benchmark_times_with_cuda_events_when_torch_sees_a_cuda_gpu() {
         ("STUB_TORCH_CUDA", "12.6"),
         ("STUB_TORCH_CAPABILITY", "9.0"),
         ("STUB_TORCH_DEVICE_NAME", "Stub H100"),
+        ("STUB_TORCH_PEAK_BYTES", "4096"),
     ];
     let context = project_with(&["gpu"], "kernels-0.17.2", &gpu);
     let out = benchmark(&context, &["--format", "json", "--iterations", "3"]);
@@ -555,6 +556,18 @@ fn benchmark_times_with_cuda_events_when_torch_sees_a_cuda_gpu() {
     let (_, relu) = &workloads(&doc, 0)[0];
     assert_eq!(relu["match"], serde_json::json!([true]));
     assert_eq!(relu["leaked_bytes"], 0);
+    // Peak memory per call, ours and the reference's (`verify_relu`).
+    assert_eq!(
+        relu["peak_bytes"],
+        serde_json::json!({"ours": 4096, "reference": 4096, "candidate": null})
+    );
+    let table = benchmark(&context, &["--iterations", "3"]);
+    assert!(
+        text(&table.stdout)
+            .contains("peak CUDA memory per call: ours 4.00 KiB, reference 4.00 KiB"),
+        "{}",
+        text(&table.stdout)
+    );
 }
 
 /// Issue 44: `--against PATH` times the locked version against a local

@@ -4,6 +4,7 @@
 // Tests may print their own diagnostics; the product prints through its Printer.
 #![allow(clippy::disallowed_macros)]
 
+mod abi;
 mod add;
 mod auth;
 mod bench_help;

@@ -244,11 +244,21 @@ pub enum Refusal {
         /// The module that was looked for.
         module: String,
     },
+    /// A compiled file of the variant that a declared image could not load:
+    /// a symbol version above its glibc, a macOS minimum above its macOS, a
+    /// file of another architecture, or no shared object at all.
+    #[error("`{file}` {problem}")]
+    Abi {
+        /// The file's path inside the variant directory.
+        file: String,
+        /// What it needs or is, with the target and what would fit.
+        problem: String,
+    },
 }
 
 impl Refusal {
     /// The rule's short name, as JSON and summaries use it: `archs`,
-    /// `kernels-minver` or `python-depends`.
+    /// `kernels-minver`, `python-depends` or `abi`.
     pub fn rule(&self) -> &'static str {
         match self {
             Refusal::Arch { .. } => "archs",
@@ -256,6 +266,7 @@ impl Refusal {
             Refusal::DependencyNotAllowed { .. } | Refusal::DependencyMissing { .. } => {
                 "python-depends"
             }
+            Refusal::Abi { .. } => "abi",
         }
     }
 }

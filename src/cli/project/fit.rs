@@ -12,6 +12,7 @@ use std::path::Path;
 
 use kernels_types::fit::Target;
 
+use crate::abi::ImageTarget;
 use crate::cli::printer::Printer;
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
 use crate::lock::profile::RuntimeVersion;
@@ -42,6 +43,7 @@ pub fn policy(
                     .all(|m| p.modules.contains_key(*m))
             })
             .map(|p| p.modules.clone()),
+        images: Vec::new(),
     }
 }
 
@@ -118,4 +120,59 @@ pub fn print_fits<'a>(
     if unchecked {
         printer.status(format_args!("Target GPUs: {}", policy.targets));
     }
+}
+
+/// The images whose ABI every compiled file is checked against: the
+/// `--manylinux` flag when given (`host`: this machine's glibc, read without
+/// starting Python), else `manylinux`/`macos-min` of `[tool.kernels]`, then
+/// those of each `[[tool.kernels.targets]]` entry; empty when none names
+/// one. Errors: a flag that is neither `host` nor a manylinux target, or a
+/// host whose glibc cannot be read.
+pub fn images(project_dir: &Path, flag: Option<&str>) -> miette::Result<Vec<ImageTarget>> {
+    if let Some(flag) = flag {
+        let glibc = if flag == "host" {
+            crate::abi::host_glibc().map_err(|why| {
+                miette::miette!(
+                    code = "kernels::abi::host",
+                    help =
+                        "name the image's glibc instead, for example `--manylinux manylinux_2_28`",
+                    "--manylinux host: {why}"
+                )
+            })?
+        } else {
+            crate::abi::parse_manylinux(flag).map_err(|why| {
+                miette::miette!(
+                    code = "kernels::abi::manylinux",
+                    help = "pass `--manylinux manylinux_2_28` (the image's glibc) or `--manylinux host` (this machine's)",
+                    "--manylinux: {why}"
+                )
+            })?
+        };
+        return Ok(vec![ImageTarget {
+            manylinux: Some(glibc),
+            macos: None,
+        }]);
+    }
+    let Some(tool) = ToolSettings::read(project_dir).ok().flatten() else {
+        return Ok(Vec::new());
+    };
+    let mut images = vec![tool.image];
+    images.extend(tool.declared.iter().map(|t| ImageTarget {
+        manylinux: t.manylinux,
+        macos: t.macos,
+    }));
+    images.retain(|i| !i.is_empty());
+    images.sort();
+    images.dedup();
+    Ok(images)
+}
+
+/// The one line naming what the ABI check of compiled files covers, or
+/// that it is not checked and how to make it.
+pub fn images_line(images: &[ImageTarget]) -> String {
+    if images.is_empty() {
+        return "ABI of compiled files: not checked (no image declared: set `manylinux = \"manylinux_2_28\"` under [tool.kernels] or pass `--manylinux`)".to_owned();
+    }
+    let names: Vec<String> = images.iter().map(ToString::to_string).collect();
+    format!("ABI of compiled files: checked for {}", names.join(", "))
 }

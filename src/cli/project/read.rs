@@ -147,7 +147,7 @@ pub fn read_lock_with(
     if profile.cache_is_ambiguous() && !kernels.is_empty() && printer.is_verbose() {
         printer.status(format_args!("note: {CACHE_HINT}"));
     }
-    let (selection, fit, per_target) = select_variants(
+    let (selection, mut fit, per_target) = select_variants(
         &Selecting {
             select,
             tool: tool.as_ref(),
@@ -161,6 +161,7 @@ pub fn read_lock_with(
         },
         printer,
     )?;
+    fit.images = crate::cli::project::fit::images(project_dir, None)?;
     let receipts_on = tool.as_ref().is_none_or(|t| t.runtime_receipts);
     Ok(LockRead {
         runtime_receipts: profile.runtime_receipts().filter(|_| receipts_on),

@@ -9,6 +9,7 @@
 //! | [`Check::Fit`] | the candidates' metadata.json, fetched into `blobs/` | the cached metadata.json | the cached metadata.json |
 //! | [`Check::Signature`] | the bundle over the metadata bytes, from `blobs/` | the cached directory ([`cached`]) | the cached directory ([`cached`]) |
 //! | [`Check::Digest`] | the listing, then each fetched blob | every linked blob, unless a receipt covers it | every linked blob |
+//! | [`Check::Abi`] | each compiled file of the fetched blobs, before linking ([`abi`]); only with declared images | each compiled file of the cached variants ([`abi::check_cached`]) | each compiled file of the cached variants (`verify`) |
 //! | [`Check::Vouch`] | the listing vouches; a file in the directory that it lacks refuses | a receipt of every file (`KernelLocks` locks) | the digest or the recorded files hash |
 //! | [`Check::LockHash`] | the listing, then the placed links | recomputed from the links | recomputed from the links |
 //! | [`Check::Provenance`] | before linking ([`provenance`]) | [`cached`] | [`cached`] |
@@ -25,6 +26,7 @@
 //! run. A check added later (ABI rules, a new variant grammar) takes its
 //! place in [`ORDER`] and in each path at that place.
 
+pub mod abi;
 pub mod cached;
 pub mod provenance;
 
@@ -44,6 +46,10 @@ pub enum Check {
     /// Its files against the `digest` of its metadata.json, and each blob
     /// against its name ([`crate::install::digest`]).
     Digest,
+    /// Its compiled files load on every declared image: symbol versions
+    /// within the image's manylinux, the macOS minimum, the architecture
+    /// ([`abi`], [`crate::abi`]).
+    Abi,
     /// Something vouches for a variant the lock pins no hash for: the
     /// listing, the digest or the recorded files hash ([`crate::install::vouch`]).
     Vouch,
@@ -54,10 +60,11 @@ pub enum Check {
 }
 
 /// Every check, in the order each path applies them.
-pub const ORDER: [Check; 6] = [
+pub const ORDER: [Check; 7] = [
     Check::Fit,
     Check::Signature,
     Check::Digest,
+    Check::Abi,
     Check::Vouch,
     Check::LockHash,
     Check::Provenance,
@@ -70,6 +77,7 @@ impl Check {
             Check::Fit => "fit",
             Check::Signature => "signature",
             Check::Digest => "digest",
+            Check::Abi => "abi",
             Check::Vouch => "vouch",
             Check::LockHash => "lock-hash",
             Check::Provenance => "provenance",
@@ -87,6 +95,14 @@ impl Check {
     /// that is no refusal of a variant (a request, the cache, the listing).
     pub fn of_error(error: &DownloadError) -> Option<Check> {
         match error {
+            DownloadError::Unfit { refused, .. }
+                if refused
+                    .iter()
+                    .flat_map(|r| &r.refusals)
+                    .all(|r| matches!(r, kernels_types::fit::Refusal::Abi { .. })) =>
+            {
+                Some(Check::Abi)
+            }
             DownloadError::Unfit { .. } | DownloadError::InvalidMetadata { .. } => Some(Check::Fit),
             DownloadError::Signature { .. } => Some(Check::Signature),
             DownloadError::Digest { .. } => Some(Check::Digest),
@@ -133,6 +149,7 @@ mod tests {
                 "fit",
                 "signature",
                 "digest",
+                "abi",
                 "vouch",
                 "lock-hash",
                 "provenance"

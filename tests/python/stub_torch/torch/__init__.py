@@ -16,7 +16,8 @@ Only what variant detection (kernels 0.10 to 0.19) reads, plus `Tensor`, `ops` a
 `library.define` for importing pure-Python kernels, is provided; and, for the benchmark
 tests, list-backed tensors (`randn`, `empty_like`, `relu`, `allclose`, arithmetic) with
 `manual_seed`, `cuda.synchronize`, `cuda.Event` (wall-clock backed) and
-`cuda.memory_allocated` (always 0).
+`cuda.memory_allocated` (always 0), `cuda.reset_peak_memory_stats` and
+`cuda.max_memory_allocated` (STUB_TORCH_PEAK_BYTES, default 0).
 """
 
 import os
@@ -105,6 +106,12 @@ class _Cuda:
 
     def memory_allocated(self, device=None):
         return 0
+
+    def reset_peak_memory_stats(self, device=None):
+        pass
+
+    def max_memory_allocated(self, device=None):
+        return int(os.environ.get("STUB_TORCH_PEAK_BYTES", "0"))
 
     class Event:
         """A CUDA event timed with the wall clock."""

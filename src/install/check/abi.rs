@@ -1,0 +1,163 @@
+//! [`super::Check::Abi`]: every compiled file (ELF, Mach-O) of each planned
+//! variant against the declared images ([`crate::abi`]), read from
+//! `blobs/` (or the placed copy) after the digest check and before anything
+//! of the kernel is linked. A refusal takes out the blobs this run fetched,
+//! so a refused variant leaves nothing in the cache. The warm path checks
+//! the cached files of a complete kernel ([`check_cached`]) against this
+//! run's images, which may differ from the run that placed them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use kernels_cache::RepoCache;
+use kernels_types::fit::Refusal;
+use kernels_types::repo_id::RepoId;
+use kernels_types::{BlobId, CommitId};
+
+use crate::abi::{self, ImageTarget};
+use crate::install::error::{DownloadError, RefusedVariant};
+use crate::install::fit::{self, Subject};
+use crate::lock::format::LockedKernel;
+use crate::variant::VariantWarning;
+
+/// What [`check`] found in the files of the variants of one kernel:
+/// refusals per variant and the claimed-ABI warnings.
+#[derive(Debug, Default)]
+pub struct Findings {
+    /// Variant → each refused file's rule.
+    pub refused: BTreeMap<String, Vec<Refusal>>,
+    /// abi3 and torch stable-ABI findings.
+    pub warnings: Vec<VariantWarning>,
+}
+
+/// Checks the compiled files among `files` (path in the repository → where
+/// its bytes are on disk) of `repo_id` at `commit` against `images` (none:
+/// only the architecture and the claimed ABIs). A file that cannot be read
+/// is skipped (the digest check reports it).
+pub fn check_files(
+    repo_id: &RepoId,
+    commit: &CommitId,
+    files: &[(String, PathBuf)],
+    images: &[ImageTarget],
+) -> Findings {
+    let mut found = Findings::default();
+    for (path, on_disk) in files {
+        let Some((variant, file)) = path
+            .strip_prefix("build/")
+            .and_then(|rest| rest.split_once('/'))
+        else {
+            continue;
+        };
+        let Ok(bytes) = fs_err::read(on_disk) else {
+            continue;
+        };
+        if !abi::is_compiled(path, &bytes) {
+            continue;
+        }
+        let verdict = abi::check_file(path, &bytes, variant, images);
+        for problem in verdict.problems {
+            found
+                .refused
+                .entry(variant.to_owned())
+                .or_default()
+                .push(Refusal::Abi {
+                    file: file.to_owned(),
+                    problem: problem.to_string(),
+                });
+        }
+        for warning in verdict.warnings {
+            found.warnings.push(VariantWarning::Abi {
+                repo_id: repo_id.clone(),
+                commit: commit.clone(),
+                variant: variant.to_owned(),
+                file: file.to_owned(),
+                warning: warning.to_string(),
+            });
+        }
+    }
+    found
+}
+
+/// Before linking: the ABI of every compiled file of `blobs` (each blob
+/// with the paths it backs), read from `blobs/` or the placed copy. Errors:
+/// [`DownloadError::Unfit`] naming each refused file, after removing the
+/// blobs of `fetched` (those this run downloaded).
+pub fn check(
+    repo: &RepoCache,
+    kernel: &LockedKernel,
+    blobs: &[(BlobId, Vec<(String, bool)>)],
+    fetched: &[&BlobId],
+    images: &[ImageTarget],
+    named: bool,
+) -> Result<Vec<VariantWarning>, DownloadError> {
+    if images.is_empty() {
+        return Ok(Vec::new());
+    }
+    let commit = kernel.commit.as_str();
+    let files: Vec<(String, PathBuf)> = blobs
+        .iter()
+        .flat_map(|(blob, paths)| {
+            paths.iter().filter_map(move |(path, _)| {
+                let on_disk = if repo.blob_matches(blob).unwrap_or(false) {
+                    repo.blob_path(&blob.etag())
+                } else {
+                    repo.snapshot_path(commit, path).ok()?
+                };
+                Some((path.clone(), on_disk))
+            })
+        })
+        .collect();
+    let found = check_files(&kernel.repo_id, &kernel.commit, &files, images);
+    if found.refused.is_empty() {
+        return Ok(found.warnings);
+    }
+    for blob in fetched {
+        let _ = fs_err::remove_file(repo.blob_path(&blob.etag()));
+    }
+    let refused = found
+        .refused
+        .into_iter()
+        .map(|(variant, refusals)| RefusedVariant { variant, refusals })
+        .collect();
+    let subject = Subject {
+        repo_id: &kernel.repo_id,
+        commit: &kernel.commit,
+    };
+    Err(fit::unfit(subject, refused, named))
+}
+
+/// The warm path: the compiled files of `check` (a kernel complete and
+/// verified in `repo`) against `images`, whatever image an earlier run
+/// placed them for. Errors: [`DownloadError::Unfit`] naming each refused
+/// file; the cached files stay (this run placed none of them).
+pub fn check_cached(
+    repo: &RepoCache,
+    check: &crate::install::verify::KernelVerification,
+    images: &[ImageTarget],
+    named: bool,
+) -> Result<Vec<VariantWarning>, DownloadError> {
+    if images.is_empty() {
+        return Ok(Vec::new());
+    }
+    let commit = check.commit.as_str();
+    let files: Vec<(String, PathBuf)> = check
+        .variants
+        .values()
+        .flatten()
+        .filter_map(|f| Some((f.path.clone(), repo.snapshot_path(commit, &f.path).ok()?)))
+        .collect();
+    let found = check_files(&check.repo_id, &check.commit, &files, images);
+    if found.refused.is_empty() {
+        return Ok(found.warnings);
+    }
+    let refused = found
+        .refused
+        .into_iter()
+        .map(|(variant, refusals)| RefusedVariant { variant, refusals })
+        .collect();
+    let subject = Subject {
+        repo_id: &check.repo_id,
+        commit: &check.commit,
+    };
+    Err(fit::unfit(subject, refused, named))
+}

@@ -1,0 +1,297 @@
+//! Issue 43: the ABI of a variant's compiled files checked at download for
+//! the declared image (`--manylinux`, `[tool.kernels] manylinux`), with a
+//! real shared object built here by the system C compiler.
+
+use std::path::Path;
+use std::process::Command;
+
+use kernels_test_support::TestContext;
+use kernels_test_support::world::{MirrorFile, assert_ok, stderr, write_repo};
+
+/// Commit of `acme/glibc` and `acme/garbage`.
+const SHA: &str = "4343434343434343434343434343434343434343";
+
+/// A shared object that needs `pthread_create@GLIBC_2.34`: the version
+/// glibc 2.34 and newer (this machine's, see `ldd --version`) give that
+/// symbol, so linking against it records the need.
+fn needs_glibc_2_34(dir: &Path) -> Vec<u8> {
+    let source = dir.join("needs.c");
+    fs_err::write(
+        &source,
+        "#include <pthread.h>\nvoid *needs(void) { return (void *)&pthread_create; }\n",
+    )
+    .unwrap();
+    let out = dir.join("needs.so");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .status()
+        .expect("the system C compiler `cc` runs");
+    assert!(status.success(), "cc failed");
+    let bytes = fs_err::read(out).unwrap();
+    assert!(
+        bytes.windows(10).any(|w| w == b"GLIBC_2.34"),
+        "this machine's glibc is older than 2.34: the object records no GLIBC_2.34 need"
+    );
+    bytes
+}
+
+/// The files of a kernel whose one variant, `torch-cpu`, holds `so` as `_ops.so`.
+fn kernel(so: Vec<u8>) -> Vec<MirrorFile> {
+    vec![
+        MirrorFile {
+            path: "build/torch-cpu/abi/__init__.py".into(),
+            content: b"from . import _ops\n".to_vec(),
+        },
+        MirrorFile {
+            path: "build/torch-cpu/abi/_ops.so".into(),
+            content: so,
+        },
+    ]
+}
+
+/// `so` with its ELF machine set to the other one of x86-64 and AArch64.
+fn other_arch(mut so: Vec<u8>) -> (Vec<u8>, &'static str) {
+    // e_machine: 2 bytes at offset 18 (little-endian on both).
+    let (machine, name) = if std::env::consts::ARCH == "aarch64" {
+        (62u16, "x86_64")
+    } else {
+        (183u16, "aarch64")
+    };
+    so[18..20].copy_from_slice(&machine.to_le_bytes());
+    (so, name)
+}
+
+/// The world with `acme/glibc` (a `.so` needing GLIBC_2.34) and
+/// `acme/garbage` (a `.so` that is no shared object), locked as `repo`;
+/// with the files of `repo`.
+fn world(repo: &str) -> (TestContext, Vec<MirrorFile>) {
+    let scratch = tempfile::tempdir().unwrap();
+    let so = needs_glibc_2_34(scratch.path());
+    let world = TestContext::world_with(|mirror| {
+        write_repo(mirror, "acme/glibc", SHA, &kernel(so.clone()));
+        write_repo(
+            mirror,
+            "acme/garbage",
+            SHA,
+            &kernel(b"not a shared object\n".to_vec()),
+        );
+    });
+    let files = if repo == "acme/glibc" {
+        kernel(so)
+    } else {
+        kernel(b"not a shared object\n".to_vec())
+    };
+    world.lock_a(&[(repo, SHA, &files)]);
+    (world, files)
+}
+
+#[test]
+fn a_so_needing_glibc_2_34_is_refused_on_manylinux_2_28_and_placed_on_2_39() {
+    let (world, files) = world("acme/glibc");
+    let out = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    for needle in [
+        "abi/_ops.so",
+        "GLIBC_2.34",
+        "manylinux_2_28",
+        "manylinux_2_34 or newer would",
+        "abi:",
+    ] {
+        assert!(err.contains(needle), "`{needle}` missing from:\n{err}");
+    }
+    // The refused variant left nothing: no link, no blob of the `.so`.
+    let repo_dir = world.repo_dir("kernel", "acme/glibc");
+    let linked = repo_dir.join("snapshots").join(SHA).join(&files[1].path);
+    assert!(!linked.exists() && linked.symlink_metadata().is_err());
+    let so_blob = files[1].etag();
+    assert!(!repo_dir.join("blobs").join(&so_blob).exists());
+
+    let ok = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_39"]);
+    assert_ok(&ok);
+    assert!(
+        stderr(&ok).contains("ABI of compiled files: checked for manylinux_2_39"),
+        "{}",
+        stderr(&ok)
+    );
+    assert!(repo_dir.join("blobs").join(&so_blob).exists());
+
+    // Complete in the cache, the kernel is still checked against this run's image.
+    let warm = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]);
+    assert!(!warm.status.success(), "{}", stderr(&warm));
+    assert!(stderr(&warm).contains("GLIBC_2.34"), "{}", stderr(&warm));
+}
+
+#[test]
+fn the_manylinux_of_pyproject_is_the_image_without_the_flag() {
+    let (world, _) = world("acme/glibc");
+    world.write(
+        "pyproject.toml",
+        "[tool.kernels]\nmanylinux = \"manylinux_2_28\"\n\n[tool.kernels.dependencies]\n\"acme/glibc\" = 1\n",
+    );
+    let out = world.download(&["--variant", "torch-cpu"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("GLIBC_2.34"), "{}", stderr(&out));
+    // The flag names the image instead.
+    assert_ok(&world.download(&["--variant", "torch-cpu", "--manylinux", "2.39"]));
+    // `verify` checks the cached files against the declared image.
+    let verify = world.verify(&["--variant", "torch-cpu"]);
+    assert!(!verify.status.success(), "{}", stderr(&verify));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        stderr(&verify)
+    );
+    assert!(
+        all.contains("abi: `abi/_ops.so` needs `pthread_create@GLIBC_2.34`"),
+        "{all}"
+    );
+}
+
+#[test]
+fn a_so_that_is_no_shared_object_is_one_line_naming_it() {
+    let (world, _) = world("acme/garbage");
+    let out = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("`abi/_ops.so` is not an ELF or Mach-O shared object"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // Without an image, nothing is checked and the variant is placed.
+    assert_ok(&world.download(&["--variant", "torch-cpu"]));
+}
+
+#[test]
+fn a_bad_manylinux_flag_names_the_forms_it_takes() {
+    let (world, _) = world("acme/glibc");
+    let out = world.download(&["--variant", "torch-cpu", "--manylinux", "musllinux_1_2"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("manylinux_2_28"), "{}", stderr(&out));
+}
+
+#[test]
+fn check_static_gives_the_same_verdict_without_python_or_torch() {
+    let (world, _) = world("acme/glibc");
+    assert_ok(&world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_39"]));
+    // A build stage without Python: the interpreter named does not exist.
+    let no_python = world.project.join("no-venv");
+    let check = |manylinux: &str| {
+        world
+            .kernels()
+            .args(["check", "--static", "--manylinux", manylinux])
+            .env("VIRTUAL_ENV", &no_python)
+            .output()
+            .unwrap()
+    };
+    let refused = check("manylinux_2_28");
+    assert!(!refused.status.success(), "{}", stderr(&refused));
+    let out = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        out.contains("acme/glibc@4343434 torch-cpu: abi: `abi/_ops.so` needs `pthread_create@GLIBC_2.34`, which manylinux_2_28 does not provide (manylinux_2_34 or newer would)"),
+        "{out}\n{}",
+        stderr(&refused)
+    );
+    assert!(
+        stderr(&refused).contains("1 variant refused"),
+        "{}",
+        stderr(&refused)
+    );
+    let fits = check("manylinux_2_39");
+    assert_ok(&fits);
+    assert!(
+        String::from_utf8_lossy(&fits.stdout)
+            .contains("acme/glibc@4343434 torch-cpu: fits (2 files)"),
+        "{}",
+        String::from_utf8_lossy(&fits.stdout)
+    );
+}
+
+#[test]
+fn an_elf_of_another_architecture_is_one_line_naming_both() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (so, arch) = other_arch(needs_glibc_2_34(scratch.path()));
+    let variant = kernels_test_support::world::arch_variant();
+    let files = vec![
+        MirrorFile {
+            path: format!("build/{variant}/abi/__init__.py"),
+            content: b"from . import _ops\n".to_vec(),
+        },
+        MirrorFile {
+            path: format!("build/{variant}/abi/_ops.so"),
+            content: so,
+        },
+    ];
+    let world = TestContext::world_with(|mirror| write_repo(mirror, "acme/arm", SHA, &files));
+    world.lock_a(&[("acme/arm", SHA, &files)]);
+    let out = world.download(&["--variant", &variant, "--manylinux", "manylinux_2_39"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    let expected = format!(
+        "`abi/_ops.so` is built for {arch}, not {} as its variant says",
+        std::env::consts::ARCH
+    );
+    assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+}
+
+#[test]
+fn a_file_claiming_abi3_that_uses_other_python_symbols_is_a_warning() {
+    let scratch = tempfile::tempdir().unwrap();
+    let source = scratch.path().join("ops.c");
+    fs_err::write(
+        &source,
+        "extern void *_PyUnicode_AsString(void *);\nvoid *make(void *t) { return _PyUnicode_AsString(t); }\n",
+    )
+    .unwrap();
+    let so = scratch.path().join("ops.so");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(&source)
+        .status()
+        .expect("the system C compiler `cc` runs");
+    assert!(status.success());
+    let files = vec![
+        MirrorFile {
+            path: "build/torch-cpu/abi/__init__.py".into(),
+            content: b"from . import _ops\n".to_vec(),
+        },
+        MirrorFile {
+            path: "build/torch-cpu/abi/_ops.abi3.so".into(),
+            content: fs_err::read(&so).unwrap(),
+        },
+    ];
+    let world = TestContext::world_with(|mirror| write_repo(mirror, "acme/py", SHA, &files));
+    world.lock_a(&[("acme/py", SHA, &files)]);
+    let out = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]);
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains(
+            "`build/torch-cpu/abi/_ops.abi3.so` claims Python abi3 but uses `_PyUnicode_AsString` (not in the limited API)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn manylinux_host_reads_this_machines_glibc_without_python() {
+    let (world, _) = world("acme/glibc");
+    // This machine's glibc gives `GLIBC_2.34` (the object was linked here),
+    // so the host image loads it.
+    let out = world
+        .kernels()
+        .args(["download", "--variant", "torch-cpu", "--manylinux", "host"])
+        .env("HF_TOKEN", "t")
+        .env("VIRTUAL_ENV", world.project.join("no-venv"))
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains("ABI of compiled files: checked for manylinux_2_"),
+        "{}",
+        stderr(&out)
+    );
+}
