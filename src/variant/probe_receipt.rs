@@ -142,7 +142,8 @@ impl ProbeReceipts {
     /// Stores the `output` of a probe of `python` that asked `scope` and
     /// `modules`, fingerprinting `watched` (the interpreter's `sys.path`
     /// directories, torch's and `kernels`' locations). Best effort: a
-    /// receipt that cannot be written is skipped.
+    /// receipt that cannot be written is skipped, and none is written where
+    /// the cache root does not exist yet (a failed command leaves no cache).
     pub fn store(
         &self,
         python: &Path,
@@ -165,7 +166,10 @@ impl ProbeReceipts {
             return;
         };
         let path = self.path(python);
-        if fs_err::create_dir_all(&self.dir).is_err() {
+        // A command that never created the cache (it failed before) does
+        // not create it for a receipt.
+        let cache_exists = self.dir.parent().is_some_and(Path::is_dir);
+        if !cache_exists || fs_err::create_dir_all(&self.dir).is_err() {
             return;
         }
         let temp = self.dir.join(format!(".{}.tmp", std::process::id()));

@@ -255,8 +255,8 @@ fn check_uses_the_installed_runtime_only_when_it_reads_the_lock() {
     assert_eq!(out.status.code(), Some(0));
 
     // With 0.17.2 installed, the target-runtime choice already refuses the
-    // lock; told to target 0.16.2, the check still finds the interpreter's
-    // runtime and fails after importing directly.
+    // lock; told to target 0.16.2, the check still finds the installed
+    // runtime, which cannot read this lock: the same error as every gate.
     let with_0_17 = |args: &[&str]| {
         context
             .kernels_without_hub()
