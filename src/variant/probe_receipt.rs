@@ -2,7 +2,7 @@
 //! that a command whose interpreter has not changed since the last probe
 //! starts no Python at all (issue 46, item 3).
 //!
-//! A receipt is one JSON file, `<cache>/.kernels-probes/v1/<key>.json`, where
+//! A receipt is one JSON file, `<cache>/.locks/kernels-probes/v1/<key>.json`, where
 //! `<key>` is the hex SHA-256 of the interpreter's path and of the caller's
 //! context (the process environment and working directory, see
 //! `cli::settings::interpreter_context`). It holds the probe's output line as
@@ -29,14 +29,16 @@ use serde::{Deserialize, Serialize};
 
 use super::environment::ProbeScope;
 
-/// Folder under the cache root holding the receipts.
-pub const PROBE_RECEIPTS_DIR: &str = ".kernels-probes/v1";
+/// Folder under the cache root holding the receipts: inside `.locks/`, the
+/// one top-level folder huggingface_hub's `scan_cache_dir` skips (anywhere
+/// else it is reported as a corrupted repository).
+pub const PROBE_RECEIPTS_DIR: &str = ".locks/kernels-probes/v1";
 
 /// Where receipts of one command's interpreter live, and the context they are
 /// keyed by.
 #[derive(Debug, Clone)]
 pub struct ProbeReceipts {
-    /// `<cache>/.kernels-probes/v1`.
+    /// `<cache>/.locks/kernels-probes/v1`.
     dir: PathBuf,
     /// A digest of the environment the interpreter would run in (variables,
     /// working directory), computed by the caller.
@@ -168,7 +170,7 @@ impl ProbeReceipts {
         let path = self.path(python);
         // A command that never created the cache (it failed before) does
         // not create it for a receipt.
-        let cache_exists = self.dir.parent().is_some_and(Path::is_dir);
+        let cache_exists = self.dir.ancestors().nth(3).is_some_and(Path::is_dir);
         if !cache_exists || fs_err::create_dir_all(&self.dir).is_err() {
             return;
         }

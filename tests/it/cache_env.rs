@@ -22,12 +22,12 @@ fn repo_dir(world: &TestContext, repo: &str) -> PathBuf {
 }
 
 /// Every path below `dir` with its kind, not following links; the stored
-/// interpreter probes (`.kernels-probes/`, keyed by each run's environment)
-/// are left out.
+/// interpreter probes (`.locks/kernels-probes/`, keyed by each run's
+/// environment) are left out.
 fn listing(dir: &Path) -> BTreeSet<String> {
     walkdir::WalkDir::new(dir)
         .into_iter()
-        .filter_entry(|e| e.file_name() != ".kernels-probes")
+        .filter_entry(|e| !e.path().ends_with(".locks/kernels-probes"))
         .flatten()
         .map(|e| {
             let kind = if e.path_is_symlink() {

@@ -183,7 +183,13 @@ fn setup(server: &Server, state: State) -> Setup {
         venv: None,
         offline: false,
     };
-    for args in [vec!["lock"], vec!["download", "--all-variants"]] {
+    // The wrong-format state needs a variant-hash lock (a first lock with no
+    // runtime found is for the newest runtime, which 0.17.2 reads).
+    let lock = match state {
+        State::WrongFormat => vec!["lock", "--target-runtime", "0.16.2"],
+        _ => vec!["lock"],
+    };
+    for args in [lock, vec!["download", "--all-variants"]] {
         let args: Vec<String> = args.into_iter().map(String::from).collect();
         common::assert_ok(&setup.run(server, &args));
     }
@@ -290,7 +296,8 @@ fn the_wrong_format_fix_names_the_requirement_edit() {
     let manifest = setup.project.join("pyproject.toml");
     let text = fs_err::read_to_string(&manifest).unwrap();
     fs_err::write(&manifest, text.replace("= 2", "= \">=0.1.0,<0.2\"")).unwrap();
-    let lock: Vec<String> = vec!["lock".into()];
+    // A runtime that reads version specifiers writes the variant-hash lock.
+    let lock = ["lock", "--target-runtime", "0.13.0"].map(String::from).to_vec();
     common::assert_ok(&setup.run(&server, &lock));
     let venv = setup.cache.join("venv");
     fake_env(&venv, "0.17.2");

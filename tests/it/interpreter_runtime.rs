@@ -237,7 +237,7 @@ fn the_interpreter_is_started_once_per_command() {
     let ctx = context_with(ctx, &bin, Some(&target));
     let runs = ctx.tmp.path().join("runs");
     // Without the stored probes of earlier commands (the next test has them).
-    let receipts = ctx.cache.join(".kernels-probes");
+    let receipts = ctx.cache.join(".locks/kernels-probes");
     let mut seen = Vec::new();
     for args in [
         &["lock"][..],
@@ -348,7 +348,7 @@ fn a_warm_download_starts_no_interpreter() {
         ]
     );
     // A target fully given by flags needs no interpreter, whatever is stored.
-    let _ = fs_err::remove_dir_all(ctx.cache.join(".kernels-probes"));
+    let _ = fs_err::remove_dir_all(ctx.cache.join(".locks/kernels-probes"));
     let flags = ["download", "--target-runtime", "0.17.2", "--all-variants"];
     common::assert_ok(&ctx.run(&flags));
     assert_eq!(take_runs(&ctx), "");

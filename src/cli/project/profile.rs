@@ -36,8 +36,8 @@ pub struct ProfileInputs<'a> {
     /// command detects torch next, so that the interpreter starts once.
     pub scope: ProbeScope,
     /// Whether an installed runtime that cannot read the existing lock fails
-    /// the command (`download`, `verify`: the cache they fill would be loaded
-    /// through that lock) rather than being a warning.
+    /// the command (every gate: `lock`, `add`, `lock --check`, `download`,
+    /// `verify`) rather than being a warning (`env`, `tree`, `variants`).
     pub unreadable_fails: bool,
 }
 
@@ -75,7 +75,8 @@ pub fn choose_profile(
 /// and `download` through them): with no lock and no runtime named or
 /// installed, the profile is that of the newest runtime modelled that reads
 /// every requirement form of the manifest (`first_lock`), said once, instead
-/// of the default ([`DetectInputs::first_lock`]).
+/// of the default ([`DetectInputs::first_lock`]); an installed runtime that
+/// cannot read the existing lock fails it, as in [`choose_profile`].
 pub fn choose_lock_profile(
     project_dir: &Path,
     option: Option<&str>,
@@ -96,7 +97,7 @@ pub fn choose_lock_profile(
             repo_type,
             python: &python,
             scope: ProbeScope::Runtime,
-            unreadable_fails: false,
+            unreadable_fails: true,
         },
         Some(first_lock),
         printer,

@@ -40,7 +40,11 @@ pub(super) fn local_build(dir: &Path) -> Option<Result<LocalBuild, LocalError>> 
         return None;
     }
     match LocalBuild::open(dir, "kernels verify PATH") {
-        Err(LocalError::NoVariant { .. } | LocalError::Missing { .. }) => None,
+        // Not a build, or not readable as one: the project path reports it
+        // (an unreadable project names its lock and the permission).
+        Err(LocalError::NoVariant { .. } | LocalError::Missing { .. } | LocalError::Io { .. }) => {
+            None
+        }
         other => Some(other),
     }
 }
