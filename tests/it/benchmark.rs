@@ -153,9 +153,9 @@ class Bad(Benchmark):
 "#;
 
 /// Workloads whose times the script sets: `clear`, 1 ms against a 20 ms
-/// reference (decided at once), and `even`, alternately 0 and 10 ms against
-/// a steady 5 ms (an interval around 1 that narrows to ±5% only after
-/// about 1500 calls).
+/// reference (decided at once), and `even`, each of it and its reference
+/// alternately 0 and 10 ms (interleaved, so each sees the same machine load:
+/// an interval around 1 that narrows to ±5% only after about 1500 calls).
 const TIMED: &str = r#"
 import time
 import torch
@@ -167,6 +167,7 @@ class Timed(Benchmark):
         self.x = torch.randn(2, 2, device=self.device)
         self.out = torch.empty_like(self.x)
         self.calls = 0
+        self.reference_calls = 0
 
     def benchmark_clear(self):
         self.kernel.relu(self.out, self.x)
@@ -182,7 +183,8 @@ class Timed(Benchmark):
         time.sleep(0.01 if self.calls % 2 else 0)
 
     def verify_even(self):
-        time.sleep(0.005)
+        self.reference_calls += 1
+        time.sleep(0.01 if self.reference_calls % 2 else 0)
         return torch.relu(self.x)
 "#;
 
