@@ -910,8 +910,8 @@ fn peak_text(peak: &crate::benchmark::PeakMemory) -> Option<String> {
         ));
     }
     if let Some(candidate) = peak.candidate {
-        let diff = peak_difference(peak)
-            .map_or_else(String::new, |d| format!(" ({})", signed_bytes(d)));
+        let diff =
+            peak_difference(peak).map_or_else(String::new, |d| format!(" ({})", signed_bytes(d)));
         parts.push(format!(
             "candidate {}{diff}",
             super::progress::human_bytes(candidate)
@@ -929,7 +929,10 @@ fn peak_difference(peak: &crate::benchmark::PeakMemory) -> Option<i64> {
 /// `+2.00 KiB`, `-1.00 MiB`, `+0 B`.
 fn signed_bytes(diff: i64) -> String {
     let sign = if diff < 0 { '-' } else { '+' };
-    format!("{sign}{}", super::progress::human_bytes(diff.unsigned_abs()))
+    format!(
+        "{sign}{}",
+        super::progress::human_bytes(diff.unsigned_abs())
+    )
 }
 
 /// `one round` or `repeated until each speed-up is decided, for up to 10s`.
@@ -1004,7 +1007,9 @@ fn detail(workload: &Workload) -> Option<String> {
             let memory = m
                 .peak
                 .and_then(|p| peak_difference(&p))
-                .map_or_else(String::new, |d| format!(", peak memory {}", signed_bytes(d)));
+                .map_or_else(String::new, |d| {
+                    format!(", peak memory {}", signed_bytes(d))
+                });
             format!(
                 "locked {:.4} ms, candidate {:.4} ms: {ratio}{matched}{memory}",
                 m.ours.mean_ms, c.mean_ms

@@ -19,7 +19,10 @@ const TIMINGS: &[(&str, &str)] = &[
         "[SPEED-UP]",
     ),
     (r"\b\d+\.\d{4}\b", "[MS]"),
-    (r"\b(faster|slower|not significant|undecided)\b", "[VERDICT]"),
+    (
+        r"\b(faster|slower|not significant|undecided)\b",
+        "[VERDICT]",
+    ),
     (r"(\S)  +", "$1  "),
 ];
 
@@ -31,7 +34,10 @@ const TIMINGS_ROUNDS: &[(&str, &str)] = &[
         "[SPEED-UP]",
     ),
     (r"\b\d+\.\d{4}\b", "[MS]"),
-    (r"\b(faster|slower|not significant|undecided)\b", "[VERDICT]"),
+    (
+        r"\b(faster|slower|not significant|undecided)\b",
+        "[VERDICT]",
+    ),
     (r"(\S)  +", "$1  "),
     (r"±\[MS\]  \d+  ", "±[MS]  [N]  "),
 ];
@@ -775,7 +781,10 @@ fn benchmark_repeats_rounds_until_the_speed_up_is_decided_or_the_budget_runs_out
     let rounds = even["rounds"].as_u64().unwrap();
     assert!(rounds > 1, "{even}");
     assert_eq!(even["ours"]["iterations"].as_u64().unwrap(), 4 * rounds);
-    assert_eq!(even["reference"]["iterations"].as_u64().unwrap(), 4 * rounds);
+    assert_eq!(
+        even["reference"]["iterations"].as_u64().unwrap(),
+        4 * rounds
+    );
     // `--budget 0`: one round; the table names the verdict beside the
     // interval and the budget in its heading.
     let out = benchmark(&context, &["--iterations", "4", "--warmup", "1"]);
@@ -785,9 +794,15 @@ fn benchmark_repeats_rounds_until_the_speed_up_is_decided_or_the_budget_runs_out
         .lines()
         .find(|l| l.trim_start().starts_with("Timed.even"))
         .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(even.contains("  4  ") && even.contains("undecided"), "{even}");
+    assert!(
+        even.contains("  4  ") && even.contains("undecided"),
+        "{even}"
+    );
     assert!(!stdout.contains("not significant"), "{stdout}");
-    assert!(stderr.contains("rounds of 4 iterations after 1 warm-up, one round"), "{stderr}");
+    assert!(
+        stderr.contains("rounds of 4 iterations after 1 warm-up, one round"),
+        "{stderr}"
+    );
 }
 
 /// Issue 44 item 3: `--against PATH` reports the difference in peak
