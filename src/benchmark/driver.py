@@ -297,9 +297,57 @@ def peak_memory(instance, fn, verify, kernels):
     return peaks
 
 
+TOLERANCE = 0.05  # as `stats::TOLERANCE`
+
+
+def decided(baseline, timed):
+    """Whether the 95% interval of `mean(baseline) / mean(timed)` excludes 1
+    or lies within +-TOLERANCE of the ratio (`stats::Verdict`, the same
+    formulas: population std, `mean +- 1.96 std / sqrt(n)` of `timed`)."""
+    n = len(timed)
+    mean = sum(timed) / n
+    base = sum(baseline) / len(baseline)
+    if mean <= 0:
+        return True
+    std = (sum((t - mean) ** 2 for t in timed) / n) ** 0.5
+    margin = 1.96 * std / n ** 0.5
+    ratio = base / mean
+    low = base / (mean + margin)
+    high = base / (mean - margin) if mean - margin > 0 else float("inf")
+    if low > 1 or high < 1:
+        return True
+    return low >= ratio * (1 - TOLERANCE) and high <= ratio * (1 + TOLERANCE)
+
+
+def timed_rounds(instance, fn, verify, kernels, iterations):
+    """Rounds of `iterations` calls, each call of the reference and of every
+    kernel in turn, repeated until every speed-up (ours over the reference,
+    the candidate over ours) is decided or `budget_s` has passed: the
+    reference's times (or None), each kernel's, and the number of rounds."""
+    budget = request["budget_s"]
+    reference = [] if verify is not None else None
+    times = [[] for _ in kernels]
+    begin = time.perf_counter()
+    rounds = 0
+    while True:
+        for _ in range(iterations):
+            if verify is not None:
+                reference.append(time_once(verify))
+            for slot, kernel in enumerate(kernels):
+                instance.kernel = kernel
+                times[slot].append(time_once(fn))
+        instance.kernel = kernels[0]
+        rounds += 1
+        pairs = [(reference, times[0])] if reference is not None else []
+        pairs += [(times[0], t) for t in times[1:]]
+        if all(decided(b, t) for b, t in pairs) or time.perf_counter() - begin >= budget:
+            return reference, times, rounds
+
+
 def run_workload(cls, method, kernels):
     """Times `method` of `cls` with each of `kernels` (one: the locked kernel;
-    two: locked and candidate, interleaved) and its `verify_*` reference."""
+    two: locked and candidate) and its `verify_*` reference, interleaved call
+    by call, in rounds (`timed_rounds`)."""
     workload = method[len("benchmark_"):]
     instance = seeded(cls, kernels[0])
     setup = getattr(instance, "setup_" + workload, None) or instance.setup
@@ -329,20 +377,17 @@ def run_workload(cls, method, kernels):
         for _ in range(warmup):
             verify()
             synchronize()
-        result["reference_ms"] = [time_once(verify) for _ in range(iterations)]
     for kernel in kernels:
         instance.kernel = kernel
         for _ in range(warmup):
             fn()
             synchronize()
     result["peak_bytes"] = peak_memory(instance, fn, verify, kernels)
-    times = [[] for _ in kernels]
-    for _ in range(iterations):
-        for slot, kernel in enumerate(kernels):
-            instance.kernel = kernel
-            times[slot].append(time_once(fn))
+    reference, times, rounds = timed_rounds(instance, fn, verify, kernels, iterations)
+    result["reference_ms"] = reference
     result["ours_ms"] = times[0]
     result["candidate_ms"] = times[1] if len(times) > 1 else None
+    result["rounds"] = rounds
     if memory is not None:
         # Everything that holds the instance's tensors goes before counting.
         del instance, expected, fn, verify, setup

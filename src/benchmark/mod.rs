@@ -10,13 +10,16 @@
 //! instance (`kernel`, `device`, the class's `seed` applied), calls
 //! `setup_<name>` or else `setup`, runs the method once, compares `self.out`
 //! with what `verify_<name>` returns (`torch.allclose`, `atol=1e-2`, as the
-//! reference), then times `verify_<name>` (the reference implementation) and
-//! the method, each after `warmup` untimed calls, `iterations` times:
-//! with CUDA events on a CUDA device (`cuda_event`), else with the wall clock
-//! around the call and a device synchronisation (`wall_clock`). With a
-//! candidate kernel (`--against`) both are loaded in the same process and timed
-//! alternately, iteration by iteration. The raw times come back; the
-//! statistics are computed here ([`stats`]).
+//! reference), then, after `warmup` untimed calls of each, times
+//! `verify_<name>` (the reference implementation) and the method alternately,
+//! call by call: with CUDA events on a CUDA device (`cuda_event`), else with
+//! the wall clock around the call and a device synchronisation (`wall_clock`).
+//! With a candidate kernel (`--against`) both are loaded in the same process
+//! and take their turns in the same alternation. Timing goes in rounds of
+//! `iterations` calls each, repeated until every speed-up's
+//! [`stats::Verdict`] is decided or the round budget has passed (at least one
+//! round). The raw times come back; the statistics are computed here
+//! ([`stats`]).
 //!
 //! A workload that raises is reported and the others go on. One that takes
 //! longer than the time limit (or kills the interpreter) is recorded as such,
@@ -108,6 +111,9 @@ pub struct Options<'a> {
     pub warmup: usize,
     /// Longest a workload (or a kernel's import) may take.
     pub time_limit: Duration,
+    /// How long a workload's timing rounds may go on to decide its
+    /// speed-ups (zero: one round).
+    pub budget: Duration,
 }
 
 /// The machine the driver ran on.
@@ -199,6 +205,8 @@ pub struct Measured {
     pub reference: Option<Timing>,
     /// The candidate's times (`--against`).
     pub candidate: Option<Timing>,
+    /// Timing rounds of `iterations` calls each that ran (at least 1).
+    pub rounds: usize,
     /// CUDA memory still allocated after the workload, beyond what was before.
     pub leaked_bytes: Option<u64>,
     /// Peak CUDA memory of one call of each implementation, on CUDA only.
@@ -238,6 +246,7 @@ pub struct BenchmarkError {
 struct Request<'a> {
     iterations: usize,
     warmup: usize,
+    budget_s: f64,
     skip: &'a BTreeSet<String>,
     kernels: &'a [Target],
 }
@@ -300,6 +309,8 @@ struct ResultEvent {
     reference_ms: Option<Vec<f64>>,
     #[serde(default)]
     candidate_ms: Option<Vec<f64>>,
+    #[serde(default)]
+    rounds: Option<usize>,
     #[serde(default)]
     leaked_bytes: Option<u64>,
     #[serde(default)]
@@ -461,6 +472,7 @@ fn outcome_of(result: ResultEvent) -> Outcome {
         ours,
         reference: result.reference_ms.as_deref().and_then(stats::timing),
         candidate: result.candidate_ms.as_deref().and_then(stats::timing),
+        rounds: result.rounds.unwrap_or(1),
         leaked_bytes: result.leaked_bytes,
         peak: result.peak_bytes,
     }))
@@ -480,6 +492,7 @@ fn run_once(
     let request = Request {
         iterations: options.iterations,
         warmup: options.warmup,
+        budget_s: options.budget.as_secs_f64(),
         skip: &state.skip,
         kernels: targets,
     };

@@ -5,6 +5,11 @@
 //! `reference mean / mean`; its interval divides the reference mean by the
 //! bounds of the mean's interval, and it is significant when the whole
 //! interval of the mean lies below the reference mean (as the reference says).
+//!
+//! The stability [`Verdict`] (issue 43) reads the same interval: `faster` or
+//! `slower` when it excludes 1, `not significant` when it holds 1 and lies
+//! within ±[`TOLERANCE`] of the ratio, else `undecided` (more samples could
+//! still tell). The driver repeats its interleaved rounds with the same rule.
 
 use serde::Serialize;
 
@@ -47,6 +52,56 @@ pub struct SpeedUp {
     pub high: f64,
     /// Whether the timed mean's whole interval lies below the baseline mean.
     pub significant: bool,
+    /// What the interval shows.
+    pub verdict: Verdict,
+}
+
+/// How narrow (relative to the ratio, each side) an interval holding 1 must
+/// be to call the difference not significant: 5% (issue 43).
+pub const TOLERANCE: f64 = 0.05;
+
+/// What the 95% interval of a [`SpeedUp`] shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The interval lies above 1.
+    Faster,
+    /// The interval lies below 1.
+    Slower,
+    /// The interval holds 1 and lies within ±[`TOLERANCE`] of the ratio.
+    NotSignificant,
+    /// The interval holds 1 and is wider than that: more rounds could decide.
+    Undecided,
+}
+
+impl Verdict {
+    /// The verdict of the interval `low`..`high` around `ratio`.
+    pub fn of(ratio: f64, low: f64, high: f64) -> Verdict {
+        if low > 1.0 {
+            Verdict::Faster
+        } else if high < 1.0 {
+            Verdict::Slower
+        } else if low >= ratio * (1.0 - TOLERANCE) && high <= ratio * (1.0 + TOLERANCE) {
+            Verdict::NotSignificant
+        } else {
+            Verdict::Undecided
+        }
+    }
+
+    /// Its words in the text table.
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NotSignificant => "not significant",
+            Verdict::Undecided => "undecided",
+        }
+    }
+
+    /// Whether more samples could change it.
+    pub fn decided(self) -> bool {
+        self != Verdict::Undecided
+    }
 }
 
 /// The `p`-th percentile (0 to 100) of sorted `data`, interpolating linearly
@@ -107,11 +162,17 @@ pub fn speed_up(baseline_ms: f64, timed: &Timing) -> Option<SpeedUp> {
             f64::INFINITY
         }
     };
+    let (ratio, low, high) = (
+        baseline_ms / timed.mean_ms,
+        over(timed.ci_high_ms),
+        over(timed.ci_low_ms),
+    );
     Some(SpeedUp {
-        ratio: baseline_ms / timed.mean_ms,
-        low: over(timed.ci_high_ms),
-        high: over(timed.ci_low_ms),
+        ratio,
+        low,
+        high,
         significant: timed.ci_high_ms < baseline_ms,
+        verdict: Verdict::of(ratio, low, high),
     })
 }
 
@@ -152,5 +213,17 @@ mod tests {
         assert!(s.significant);
         assert!(!speed_up(5.5, &t).unwrap().significant);
         assert!(timing(&[]).is_none());
+    }
+
+    #[test]
+    fn the_verdict_says_not_significant_only_for_a_narrow_interval() {
+        assert_eq!(Verdict::of(1.2, 1.1, 1.3), Verdict::Faster);
+        assert_eq!(Verdict::of(0.8, 0.7, 0.9), Verdict::Slower);
+        assert_eq!(Verdict::of(1.0, 0.97, 1.03), Verdict::NotSignificant);
+        assert_eq!(Verdict::of(1.0, 0.9, 1.1), Verdict::Undecided);
+        assert_eq!(Verdict::of(1.0, 0.5, f64::INFINITY), Verdict::Undecided);
+        let t = timing(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert_eq!(speed_up(10.0, &t).unwrap().verdict, Verdict::Faster);
+        assert_eq!(speed_up(5.0, &t).unwrap().verdict, Verdict::Undecided);
     }
 }

@@ -31,6 +31,9 @@ use kernels_types::repo_id::RepoId;
 /// `--time-limit`'s default: seconds one workload or one import may take.
 const DEFAULT_TIME_LIMIT_S: u64 = 300;
 
+/// `--budget`'s default: seconds of timing rounds per workload.
+const DEFAULT_BUDGET_S: u64 = 10;
+
 /// Arguments of `kernels benchmark`.
 #[derive(Debug, clap::Args)]
 pub struct BenchmarkArgs {
@@ -53,6 +56,13 @@ pub struct BenchmarkArgs {
     #[arg(long, value_name = "S", default_value_t = DEFAULT_TIME_LIMIT_S,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub time_limit: u64,
+
+    /// Seconds a workload's timing may go on to decide its speed-ups: rounds
+    /// of `--iterations` interleaved calls are repeated until the 95%
+    /// interval of each speed-up excludes 1 or lies within ±5%, or this
+    /// budget has passed (at most half of `--time-limit`; 0: one round).
+    #[arg(long, value_name = "S", default_value_t = DEFAULT_BUDGET_S)]
+    pub budget: u64,
 
     /// Benchmark version N (branch `vN`) of the one REPO named instead of the
     /// locked one (it need not be locked); its variant and benchmarks are
@@ -216,6 +226,7 @@ pub(super) fn run_against(
         iterations: DEFAULT_ITERATIONS,
         warmup: DEFAULT_WARMUP,
         time_limit: DEFAULT_TIME_LIMIT_S,
+        budget: DEFAULT_BUDGET_S,
         version: None,
         revision: None,
         against: Some(None),
@@ -271,6 +282,7 @@ fn run(
         iterations: args.iterations,
         warmup: args.warmup,
         time_limit: Duration::from_secs(args.time_limit),
+        budget: Duration::from_secs(args.budget).min(Duration::from_secs(args.time_limit) / 2),
     };
     let targets: Vec<Target> = entries.iter().filter_map(Entry::target).collect();
     let run = if targets.is_empty() {
@@ -686,12 +698,13 @@ impl Report<'_> {
     fn print(&self, printer: &Printer) {
         if let Some(run) = self.run {
             printer.status(format_args!(
-                "Benchmarking with {} on {} (timing: {}, {} after {} warm-up)",
+                "Benchmarking with {} on {} (timing: {}, rounds of {} after {} warm-up, {})",
                 shell_path(self.options.python),
                 machine_line(&run.machine),
                 run.timing,
                 plural(self.options.iterations, "iteration"),
-                self.options.warmup
+                self.options.warmup,
+                budget_text(self.options.budget),
             ));
         }
         for (entry, run) in self.kernels() {
@@ -840,6 +853,7 @@ fn print_kernel(printer: &Printer, entry: &Entry, run: Option<&KernelRun>) {
         "n",
         "reference ms",
         "speed-up",
+        "verdict",
         "match",
     ]
     .map(str::to_owned);
@@ -896,13 +910,8 @@ fn peak_text(peak: &crate::benchmark::PeakMemory) -> Option<String> {
         ));
     }
     if let Some(candidate) = peak.candidate {
-        let diff = match peak.ours {
-            Some(ours) if candidate >= ours => {
-                format!(" (+{})", super::progress::human_bytes(candidate - ours))
-            }
-            Some(ours) => format!(" (-{})", super::progress::human_bytes(ours - candidate)),
-            None => String::new(),
-        };
+        let diff =
+            peak_difference(peak).map_or_else(String::new, |d| format!(" ({})", signed_bytes(d)));
         parts.push(format!(
             "candidate {}{diff}",
             super::progress::human_bytes(candidate)
@@ -911,10 +920,37 @@ fn peak_text(peak: &crate::benchmark::PeakMemory) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// The candidate's peak minus ours, bytes; `None` unless both were measured.
+fn peak_difference(peak: &crate::benchmark::PeakMemory) -> Option<i64> {
+    let (ours, candidate) = (peak.ours?, peak.candidate?);
+    Some(i64::try_from(candidate).ok()? - i64::try_from(ours).ok()?)
+}
+
+/// `+2.00 KiB`, `-1.00 MiB`, `+0 B`.
+fn signed_bytes(diff: i64) -> String {
+    let sign = if diff < 0 { '-' } else { '+' };
+    format!(
+        "{sign}{}",
+        super::progress::human_bytes(diff.unsigned_abs())
+    )
+}
+
+/// `one round` or `repeated until each speed-up is decided, for up to 10s`.
+fn budget_text(budget: Duration) -> String {
+    if budget.is_zero() {
+        "one round".to_owned()
+    } else {
+        format!(
+            "repeated until each speed-up is decided, for up to {}s",
+            budget.as_secs_f64()
+        )
+    }
+}
+
 /// Columns of the text table: the method, shape, dtype, our mean with its
 /// spread (population standard deviation) and sample count, the
-/// reference's mean, the speed-up and the verdict.
-const COLUMNS: usize = 9;
+/// reference's mean, the speed-up, its stability verdict and the match.
+const COLUMNS: usize = 10;
 
 /// The table row of one workload.
 fn row(workload: &Workload) -> [String; COLUMNS] {
@@ -923,6 +959,7 @@ fn row(workload: &Workload) -> [String; COLUMNS] {
     match &workload.outcome {
         Outcome::Timed(m) => {
             let reference = m.reference.as_ref();
+            let speed = reference.and_then(|r| speed_up(r.mean_ms, &m.ours));
             [
                 name,
                 m.shape.clone().unwrap_or_else(dash),
@@ -931,9 +968,8 @@ fn row(workload: &Workload) -> [String; COLUMNS] {
                 format!("±{:.4}", m.ours.std_ms),
                 m.ours.iterations.to_string(),
                 reference.map_or_else(dash, |r| format!("{:.4}", r.mean_ms)),
-                reference
-                    .and_then(|r| speed_up(r.mean_ms, &m.ours))
-                    .map_or_else(dash, |s| speed_up_text(&s)),
+                speed.map_or_else(dash, |s| speed_up_text(&s)),
+                speed.map_or_else(dash, |s| s.verdict.text().to_owned()),
                 match matches_of(m) {
                     Some(true) => "match".to_owned(),
                     Some(false) => "MISMATCH".to_owned(),
@@ -959,15 +995,23 @@ fn untimed(name: String, status: &str) -> [String; COLUMNS] {
 fn detail(workload: &Workload) -> Option<String> {
     match &workload.outcome {
         Outcome::Timed(m) => m.candidate.as_ref().map(|c| {
-            let ratio =
-                speed_up(m.ours.mean_ms, c).map_or_else(|| "-".to_owned(), |s| speed_up_text(&s));
+            let ratio = speed_up(m.ours.mean_ms, c).map_or_else(
+                || "-".to_owned(),
+                |s| format!("{} {}", speed_up_text(&s), s.verdict.text()),
+            );
             let matched = match m.matches.as_deref() {
                 Some([_, ok]) if *ok => ", match",
                 Some([_, _]) => ", MISMATCH",
                 _ => "",
             };
+            let memory = m
+                .peak
+                .and_then(|p| peak_difference(&p))
+                .map_or_else(String::new, |d| {
+                    format!(", peak memory {}", signed_bytes(d))
+                });
             format!(
-                "locked {:.4} ms, candidate {:.4} ms: {ratio}{matched}",
+                "locked {:.4} ms, candidate {:.4} ms: {ratio}{matched}{memory}",
                 m.ours.mean_ms, c.mean_ms
             )
         }),
@@ -991,6 +1035,8 @@ struct BenchmarkDoc<'a> {
     timing: Option<&'a str>,
     iterations: usize,
     warmup: usize,
+    /// The round budget per workload, seconds (after the `--time-limit` cap).
+    budget_s: f64,
     machine: Option<&'a Machine>,
     kernels: Vec<KernelDoc<'a>>,
     not_ready: &'a [String],
@@ -1039,9 +1085,13 @@ struct WorkloadDoc<'a> {
     speed_up: Option<SpeedUp>,
     candidate: Option<&'a Timing>,
     candidate_speed_up: Option<SpeedUp>,
+    /// Timing rounds that ran.
+    rounds: Option<usize>,
     leaked_bytes: Option<u64>,
     /// Peak CUDA memory of one call: `ours`, `reference`, `candidate`.
     peak_bytes: Option<crate::benchmark::PeakMemory>,
+    /// The candidate's peak minus ours, bytes (negative: it needs less).
+    candidate_peak_diff_bytes: Option<i64>,
     error: Option<Vec<String>>,
 }
 
@@ -1053,6 +1103,7 @@ impl Report<'_> {
             timing: self.run.map(|r| r.timing.as_str()),
             iterations: self.options.iterations,
             warmup: self.options.warmup,
+            budget_s: self.options.budget.as_secs_f64(),
             machine: self.run.map(|r| &r.machine),
             kernels: self
                 .kernels()
@@ -1105,8 +1156,10 @@ fn workload_doc(workload: &Workload) -> WorkloadDoc<'_> {
         speed_up: None,
         candidate: None,
         candidate_speed_up: None,
+        rounds: None,
         leaked_bytes: None,
         peak_bytes: None,
+        candidate_peak_diff_bytes: None,
         error: None,
     };
     match &workload.outcome {
@@ -1120,8 +1173,10 @@ fn workload_doc(workload: &Workload) -> WorkloadDoc<'_> {
             doc.speed_up = m.reference.and_then(|r| speed_up(r.mean_ms, &m.ours));
             doc.candidate = m.candidate.as_ref();
             doc.candidate_speed_up = m.candidate.and_then(|c| speed_up(m.ours.mean_ms, &c));
+            doc.rounds = Some(m.rounds);
             doc.leaked_bytes = m.leaked_bytes;
             doc.peak_bytes = m.peak;
+            doc.candidate_peak_diff_bytes = m.peak.and_then(|p| peak_difference(&p));
         }
         Outcome::Failed(error) => {
             doc.status = "failed";

@@ -19,7 +19,27 @@ const TIMINGS: &[(&str, &str)] = &[
         "[SPEED-UP]",
     ),
     (r"\b\d+\.\d{4}\b", "[MS]"),
+    (
+        r"\b(faster|slower|not significant|undecided)\b",
+        "[VERDICT]",
+    ),
     (r"(\S)  +", "$1  "),
+];
+
+/// [`TIMINGS`], and the sample count of a run whose rounds go on until its
+/// speed-ups are decided (the default `--budget`).
+const TIMINGS_ROUNDS: &[(&str, &str)] = &[
+    (
+        r"\b\d+\.\d{2}x \((\d+\.\d{2}|inf|NaN)-(\d+\.\d{2}|inf|NaN)\)",
+        "[SPEED-UP]",
+    ),
+    (r"\b\d+\.\d{4}\b", "[MS]"),
+    (
+        r"\b(faster|slower|not significant|undecided)\b",
+        "[VERDICT]",
+    ),
+    (r"(\S)  +", "$1  "),
+    (r"±\[MS\]  \d+  ", "±[MS]  [N]  "),
 ];
 
 /// A `torch-cpu` variant of `acme/<name>` whose `relu(out, x)` writes
@@ -138,6 +158,42 @@ class Bad(Benchmark):
         return torch.relu(self.x)
 "#;
 
+/// Workloads whose times the script sets: `clear`, 1 ms against a 20 ms
+/// reference (decided at once), and `even`, each of it and its reference
+/// alternately 0 and 10 ms (interleaved, so each sees the same machine load:
+/// an interval around 1 that narrows to ±5% only after about 1500 calls).
+const TIMED: &str = r#"
+import time
+import torch
+from kernels.benchmark import Benchmark
+
+
+class Timed(Benchmark):
+    def setup(self):
+        self.x = torch.randn(2, 2, device=self.device)
+        self.out = torch.empty_like(self.x)
+        self.calls = 0
+        self.reference_calls = 0
+
+    def benchmark_clear(self):
+        self.kernel.relu(self.out, self.x)
+        time.sleep(0.001)
+
+    def verify_clear(self):
+        time.sleep(0.02)
+        return torch.relu(self.x)
+
+    def benchmark_even(self):
+        self.kernel.relu(self.out, self.x)
+        self.calls += 1
+        time.sleep(0.01 if self.calls % 2 else 0)
+
+    def verify_even(self):
+        self.reference_calls += 1
+        time.sleep(0.01 if self.reference_calls % 2 else 0)
+        return torch.relu(self.x)
+"#;
+
 /// `acme/good` (benchmarks and a `tests/` file; a v2 off by a factor 2),
 /// `acme/bad`, `acme/plain` (none), `acme/wrong` (the GOOD script against a
 /// kernel off by a factor 3).
@@ -167,6 +223,13 @@ fn mirror(mirror: &Path) {
         &[("benchmarks/benchmark_bad.py", BAD)],
     );
     write_kernel(mirror, "plain", '3', "1", &[]);
+    write_kernel(
+        mirror,
+        "timed",
+        '7',
+        "1",
+        &[("benchmarks/benchmark_timed.py", TIMED)],
+    );
     write_kernel(
         mirror,
         "wrong",
@@ -229,14 +292,15 @@ fn project_with(kernels: &[&str], venv: &str, env: &[(&str, &str)]) -> TestConte
     context
 }
 
-/// `kernels benchmark ARGS` without a Hub (it never makes a request).
+/// `kernels benchmark ARGS` without a Hub (it never makes a request), one
+/// timing round per workload (`--budget 0`) unless ARGS name a budget.
 fn benchmark(context: &TestContext, args: &[&str]) -> Output {
-    context
-        .kernels_without_hub()
-        .arg("benchmark")
-        .args(args)
-        .output()
-        .unwrap()
+    let mut command = context.kernels_without_hub();
+    command.arg("benchmark").args(args);
+    if !args.contains(&"--budget") {
+        command.args(["--budget", "0"]);
+    }
+    command.output().unwrap()
 }
 
 fn json(out: &Output) -> Value {
@@ -434,6 +498,8 @@ fn benchmark_against_times_the_newer_version_in_the_same_run() {
             "--against",
             "--iterations",
             "4",
+            "--budget",
+            "0",
             "--format",
             "json",
         ])
@@ -459,7 +525,15 @@ fn benchmark_against_times_the_newer_version_in_the_same_run() {
     // Text: the line naming the candidate and one ratio line per workload.
     let out = context
         .kernels()
-        .args(["benchmark", "--against", "2", "--iterations", "2"])
+        .args([
+            "benchmark",
+            "--against",
+            "2",
+            "--iterations",
+            "2",
+            "--budget",
+            "0",
+        ])
         .output()
         .unwrap();
     snapshot!("benchmark_against_text", out, TIMINGS);
@@ -495,7 +569,7 @@ fn outdated_benchmark_times_each_outdated_kernel_against_its_candidate() {
         .output()
         .unwrap();
     // The candidate (x2) does not match its reference: named, exit 1.
-    snapshot!("outdated_benchmark", out, TIMINGS);
+    snapshot!("outdated_benchmark", out, TIMINGS_ROUNDS);
 }
 
 #[test]
@@ -510,6 +584,8 @@ fn benchmark_version_runs_another_version_than_the_locked_one() {
             "2",
             "--iterations",
             "2",
+            "--budget",
+            "0",
         ])
         .output()
         .unwrap();
@@ -674,4 +750,106 @@ fn benchmark_loads_a_zip_layout_variant() {
     let doc = json(&out);
     let (_, relu) = &workloads(&doc, 0)[0];
     assert_eq!(relu["match"], serde_json::json!([true, true]));
+}
+
+/// Issue 43 item 4: rounds go on until the speed-up's interval excludes 1
+/// or lies within ±5%, or the budget runs out; "not significant" is never
+/// said of an interval that is wider.
+#[test]
+fn benchmark_repeats_rounds_until_the_speed_up_is_decided_or_the_budget_runs_out() {
+    let context = project(&["timed"], "kernels-0.17.2");
+    let args = ["--iterations", "4", "--warmup", "1", "--format", "json"];
+    let out = benchmark(&context, &[&args[..], &["--budget", "2"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = json(&out);
+    assert_eq!(doc["budget_s"], 2.0);
+    let found = workloads(&doc, 0);
+    let (name, clear) = &found[0];
+    assert_eq!(name, "Timed.clear");
+    let f = |v: &Value| v.as_f64().unwrap();
+    // Decided: the interval lies above 1.
+    assert_eq!(clear["speed_up"]["verdict"], "faster", "{clear}");
+    assert!(f(&clear["speed_up"]["low"]) > 1.0, "{clear}");
+    let (name, even) = &found[1];
+    assert_eq!(name, "Timed.even");
+    // The budget ran out with the interval holding 1 and wider than ±5%:
+    // undecided, after more than one round, every round's calls counted.
+    let speed = &even["speed_up"];
+    assert_eq!(speed["verdict"], "undecided", "{even}");
+    assert!(f(&speed["low"]) < 1.0 && f(&speed["high"]) > 1.0, "{even}");
+    assert!(f(&speed["high"]) > 1.05 * f(&speed["ratio"]), "{even}");
+    let rounds = even["rounds"].as_u64().unwrap();
+    assert!(rounds > 1, "{even}");
+    assert_eq!(even["ours"]["iterations"].as_u64().unwrap(), 4 * rounds);
+    assert_eq!(
+        even["reference"]["iterations"].as_u64().unwrap(),
+        4 * rounds
+    );
+    // `--budget 0`: one round; the table names the verdict beside the
+    // interval and the budget in its heading.
+    let out = benchmark(&context, &["--iterations", "4", "--warmup", "1"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let even = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("Timed.even"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        even.contains("  4  ") && even.contains("undecided"),
+        "{even}"
+    );
+    assert!(!stdout.contains("not significant"), "{stdout}");
+    assert!(
+        stderr.contains("rounds of 4 iterations after 1 warm-up, one round"),
+        "{stderr}"
+    );
+}
+
+/// Issue 44 item 3: `--against PATH` reports the difference in peak
+/// memory of the local build from the locked version, in text and JSON.
+#[test]
+fn benchmark_against_a_local_build_reports_the_peak_memory_difference() {
+    let gpu = [
+        ("STUB_TORCH_CUDA", "12.6"),
+        ("STUB_TORCH_CAPABILITY", "9.0"),
+        ("STUB_TORCH_PEAK_BYTES", "4096"),
+    ];
+    let context = project_with(&["gpu"], "kernels-0.17.2", &gpu);
+    let dev = context.tmp.path().join("gpu-dev");
+    let variant = dev.join("build/torch27-cxx11-cu126-x86_64-linux");
+    fs_err::create_dir_all(&variant).unwrap();
+    // The local build needs 2 KiB more at its peak.
+    fs_err::write(
+        variant.join("__init__.py"),
+        "import torch\n\ndef relu(out, x):\n    torch.cuda.stub_peak_extra = 2048\n    out.copy_(x.relu())\n    return out\n",
+    )
+    .unwrap();
+    fs_err::write(
+        variant.join("metadata.json"),
+        "{\"name\": \"gpu\", \"id\": \"_gpu_dev\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {\"type\": \"cuda\"}}\n",
+    )
+    .unwrap();
+    let dev_arg = dev.display().to_string();
+    let args = ["acme/gpu", "--against", &dev_arg, "--iterations", "2"];
+    let out = benchmark(&context, &[&args[..], &["--format", "json"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let (_, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(
+        relu["peak_bytes"],
+        serde_json::json!({"ours": 4096, "reference": 4096, "candidate": 6144})
+    );
+    assert_eq!(relu["candidate_peak_diff_bytes"], 2048);
+    assert!(relu["candidate_speed_up"]["verdict"].is_string(), "{relu}");
+    let out = benchmark(&context, &args);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("peak CUDA memory per call: ours 4.00 KiB, reference 4.00 KiB, candidate 6.00 KiB (+2.00 KiB)"),
+        "{stdout}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("ReluBenchmark.relu: locked"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.ends_with(", match, peak memory +2.00 KiB"), "{line}");
 }

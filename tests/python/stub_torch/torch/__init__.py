@@ -17,7 +17,9 @@ Only what variant detection (kernels 0.10 to 0.19) reads, plus `Tensor`, `ops` a
 tests, list-backed tensors (`randn`, `empty_like`, `relu`, `allclose`, arithmetic) with
 `manual_seed`, `cuda.synchronize`, `cuda.Event` (wall-clock backed) and
 `cuda.memory_allocated` (always 0), `cuda.reset_peak_memory_stats` and
-`cuda.max_memory_allocated` (STUB_TORCH_PEAK_BYTES, default 0).
+`cuda.max_memory_allocated` (STUB_TORCH_PEAK_BYTES, default 0, plus
+`cuda.stub_peak_extra`, which a test kernel may set during a call and
+`reset_peak_memory_stats` clears).
 """
 
 import os
@@ -107,11 +109,13 @@ class _Cuda:
     def memory_allocated(self, device=None):
         return 0
 
+    stub_peak_extra = 0
+
     def reset_peak_memory_stats(self, device=None):
-        pass
+        self.stub_peak_extra = 0
 
     def max_memory_allocated(self, device=None):
-        return int(os.environ.get("STUB_TORCH_PEAK_BYTES", "0"))
+        return int(os.environ.get("STUB_TORCH_PEAK_BYTES", "0")) + self.stub_peak_extra
 
     class Event:
         """A CUDA event timed with the wall clock."""
