@@ -23,7 +23,7 @@ use std::future::Future;
 
 use kernels_types::CommitId;
 use kernels_types::fit::{FitWarning, Refusal, Target};
-use kernels_types::metadata::{Metadata, MetadataError};
+use kernels_types::metadata::{KernelsVersion, Metadata, MetadataError};
 use kernels_types::repo_id::RepoId;
 
 use super::error::DownloadError;
@@ -158,6 +158,9 @@ pub struct Subject<'a> {
     pub repo_id: &'a RepoId,
     /// Locked commit.
     pub commit: &'a CommitId,
+    /// The target runtime's release, which decides how `kernels-minver` is
+    /// parsed ([`Metadata::from_slice_for`]); `None`: as the current runtime.
+    pub runtime: Option<KernelsVersion>,
 }
 
 /// Walks `alternatives` (best first, see the module docs) with `lookup`;
@@ -304,11 +307,13 @@ pub fn parse_metadata(
     variant: &str,
     bytes: &[u8],
 ) -> Result<Metadata, DownloadError> {
-    Metadata::from_slice(bytes).map_err(|problem: MetadataError| DownloadError::InvalidMetadata {
-        repo_id: subject.repo_id.clone(),
-        commit: subject.commit.clone(),
-        path: metadata_path(variant),
-        problem,
+    Metadata::from_slice_for(bytes, subject.runtime).map_err(|problem: MetadataError| {
+        DownloadError::InvalidMetadata {
+            repo_id: subject.repo_id.clone(),
+            commit: subject.commit.clone(),
+            path: metadata_path(variant),
+            problem,
+        }
     })
 }
 
@@ -369,6 +374,7 @@ mod tests {
         let subject = Subject {
             repo_id: &repo_id,
             commit: &commit,
+            runtime: None,
         };
         let alternatives = alternatives
             .iter()
