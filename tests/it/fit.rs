@@ -66,7 +66,7 @@ fn kernels() -> Vec<(&'static str, Vec<(String, String)>)> {
 }
 
 /// Writes one kernel repo (branches `main` and `v1` at [`SHA`]).
-fn write_kernel(mirror: &Path, repo: &str, variants: &[(String, String)]) {
+pub(crate) fn write_kernel(mirror: &Path, repo: &str, variants: &[(String, String)]) {
     let files: Vec<MirrorFile> = variants
         .iter()
         .flat_map(|(variant, metadata)| {
