@@ -17,7 +17,8 @@
 //!
 //! * **Lenient to older and newer builders.** Every field is optional (old
 //!   builders wrote only `version` and `python-depends`), `null` counts as
-//!   absent (but for the lists `python-depends` and `kernel-depends`: `null`
+//!   absent (but for `name`, `id`, `version`, `license` and `backend`, whose
+//!   `null` 0.16.2 to 0.19.1 refuse, and for the lists `python-depends` and `kernel-depends`: `null`
 //!   there is malformed, as 0.16.2, 0.17.2 and 0.19.1 refuse it in
 //!   `python-depends` and 0.17.2 and 0.19.1 in `kernel-depends`), and keys this version does not know are ignored — at the top
 //!   level they are listed in [`Metadata::unknown_fields`], inside known
@@ -30,7 +31,9 @@
 //!   `version` and `revision`, a digest that is not base64 of the algorithm's
 //!   length, a provenance commit that is not a commit id, a `kernels-minver`
 //!   that is not `X.Y.Z`) is a [`MetadataError::Field`] naming the field, as
-//!   the 0.17 runtime refuses such a file.
+//!   the 0.17 runtime refuses such a file. A runtime before 0.17 does not
+//!   parse `kernels-minver` with the rest ([`Metadata::from_slice_for`],
+//!   [`LegacyVersion`]).
 //!
 //! Nothing here checks whether a variant *fits* (archs, `kernels-minver`,
 //! `python-depends` allow-lists) or whether its files match the digest: the
@@ -990,10 +993,13 @@ mod tests {
 
     #[test]
     fn null_is_absent() {
-        let text = r#"{"license": null, "python-depends": [],
-            "backend": null, "python-depends-backends": {"cuda": null}}"#;
+        // Only where the runtimes take `null` for absent (optional fields);
+        // `license` and `backend` are `null_where_the_runtime_needs_a_value`.
+        let text = r#"{"upstream": null, "python-depends": [],
+            "digest": null, "python-depends-backends": {"cuda": null}}"#;
         let metadata = parse(text);
-        assert_eq!(metadata.license, None);
+        assert_eq!(metadata.upstream, None);
+        assert_eq!(metadata.digest, None);
         assert!(metadata.python_depends_backends.is_empty());
     }
 
@@ -1147,5 +1153,48 @@ mod tests {
         ] {
             assert_eq!(BackendType::parse(name).as_str(), name);
         }
+    }
+
+    #[test]
+    fn minver_before_0_17_is_read_as_0_16_2_reads_it() {
+        let old = Some("0.16.2".parse().unwrap());
+        for (text, kept) in [(r#""0.17""#, true), (r#""v0.17""#, true), ("17", false)] {
+            let json = format!(r#"{{"kernels-minver": {text}}}"#);
+            assert!(Metadata::from_slice(json.as_bytes()).is_err(), "{text}");
+            let lenient = Metadata::from_slice_for(json.as_bytes(), old).unwrap();
+            assert_eq!(lenient.kernels_minver, None, "{text}");
+            assert_eq!(lenient.kernels_minver_text.is_some(), kept, "{text}");
+            let strict = Metadata::from_slice_for(json.as_bytes(), Some("0.17.0".parse().unwrap()));
+            assert!(strict.is_err(), "{text}");
+        }
+        let parse = |t: &str| LegacyVersion::parse(t).map(|v| v.to_string());
+        assert_eq!(parse("0.17.0"), Some("0.17".to_owned()));
+        assert_eq!(parse(" 0.16.2.1 "), Some("0.16.2.1".to_owned()));
+        assert_eq!(parse("+1"), Some("1".to_owned()));
+        for bad in ["v0.17", "0.17.0rc1", "", "0..1", "0.17.", "1.-2"] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
+        assert!(
+            LegacyVersion::parse("0.17").unwrap()
+                > "0.16.2".parse::<KernelsVersion>().unwrap().into()
+        );
+        assert_eq!(
+            LegacyVersion::parse("0.17.0"),
+            Some("0.17.0".parse::<KernelsVersion>().unwrap().into())
+        );
+    }
+
+    #[test]
+    fn null_where_the_runtime_needs_a_value_is_malformed() {
+        for key in REQUIRED_NOT_NULL {
+            let json = format!(r#"{{"{key}": null}}"#);
+            assert_eq!(
+                error(&json).to_string(),
+                format!("`{key}` is `null`; the runtime needs a value there")
+            );
+        }
+        let absent =
+            Metadata::from_slice(br#"{"upstream": null, "kernels-minver": null}"#).unwrap();
+        assert_eq!(absent.upstream, None);
     }
 }
