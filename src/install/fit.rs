@@ -298,6 +298,16 @@ pub fn unlink_refused(repo: &kernels_cache::RepoCache, commit: &CommitId, fit: &
     }
 }
 
+/// [`Subject::runtime`] for a read that needs only the `digest` (verify's
+/// digest check, the pin check): `kernels-minver` is read as a pre-0.17
+/// runtime reads it, so a value only 0.17 and later refuse never hides the
+/// digest; the fit check reads the file again with the target runtime.
+pub const DIGEST_ONLY: Option<KernelsVersion> = Some(KernelsVersion {
+    major: 0,
+    minor: 0,
+    patch: 0,
+});
+
 /// Parses the metadata.json `bytes` of `variant`.
 ///
 /// # Errors

@@ -716,7 +716,7 @@ fn digest_problems(
     let subject = super::fit::Subject {
         repo_id: &kernel.repo_id,
         commit: &kernel.commit,
-        runtime: None,
+        runtime: super::fit::DIGEST_ONLY,
     };
     let mut problems = Vec::new();
     for (variant, files) in variants.iter().filter(|(v, _)| !trusted.contains(*v)) {

@@ -222,9 +222,9 @@ const MINVERS: &[&str] = &[
 ];
 
 /// Our verdict through the binary: a project targeting 0.16.2 locks and
-/// downloads a kernel whose only variant declares each `kernels-minver`:
-/// `warns` (downloaded, the minver warning printed), `loads` (downloaded,
-/// no warning) or `refused`.
+/// downloads a kernel whose only variant declares each `kernels-minver`, then
+/// verifies it: `warns` (downloaded, the minver warning printed), `loads`
+/// (downloaded, no warning) or `refused`.
 fn ours_through_the_binary() -> Vec<String> {
     let repos: Vec<String> = (0..MINVERS.len())
         .map(|i| format!("acme/minver-{i}"))
@@ -253,6 +253,10 @@ fn ours_through_the_binary() -> Vec<String> {
             p.run_ok(&["lock"]);
             let out = p.download(&[]);
             let stderr = String::from_utf8_lossy(&out.stderr);
+            let verify = p.run(&["verify"]);
+            if out.status.success() && !verify.status.success() {
+                return format!("verify failed: {}", String::from_utf8_lossy(&verify.stderr));
+            }
             match (out.status.success(), stderr.contains("loads it with a warning")) {
                 (false, _) => format!("refused: {stderr}"),
                 (true, true) => "warns".to_owned(),
