@@ -48,9 +48,8 @@ fn cases() -> Vec<(&'static str, String)> {
         ),
         (
             "backend-null",
-            format!(
-                r#"{{"name": "relu", "id": "relu", "version": 1, "license": "apache-2.0", "python-depends": [], "backend": null}}"#
-            ),
+            r#"{"name": "relu", "id": "relu", "version": 1, "license": "apache-2.0", "python-depends": [], "backend": null}"#
+                .to_owned(),
         ),
     ]
 }
