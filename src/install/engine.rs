@@ -226,6 +226,7 @@ pub(crate) async fn choose_fitting(
     let subject = fit::Subject {
         repo_id: &kernel.repo_id,
         commit: &kernel.commit,
+        runtime: options.fit.runtime,
     };
     let tally = &std::sync::Mutex::new(Tally::default());
     let lookup = |variant: String| async move {
@@ -561,6 +562,7 @@ impl Run<'_> {
             let subject = fit::Subject {
                 repo_id: &kernel.repo_id,
                 commit: &kernel.commit,
+                runtime: self.options.fit.runtime,
             };
             let Some(variant_digest) = fit::parse_metadata(subject, variant, &bytes)?.digest else {
                 continue;

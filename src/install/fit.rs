@@ -23,7 +23,7 @@ use std::future::Future;
 
 use kernels_types::CommitId;
 use kernels_types::fit::{FitWarning, Refusal, Target};
-use kernels_types::metadata::{Metadata, MetadataError};
+use kernels_types::metadata::{KernelsVersion, Metadata, MetadataError};
 use kernels_types::repo_id::RepoId;
 
 use super::error::DownloadError;
@@ -158,6 +158,9 @@ pub struct Subject<'a> {
     pub repo_id: &'a RepoId,
     /// Locked commit.
     pub commit: &'a CommitId,
+    /// The target runtime's release, which decides how `kernels-minver` is
+    /// parsed ([`Metadata::from_slice_for`]); `None`: as the current runtime.
+    pub runtime: Option<KernelsVersion>,
 }
 
 /// Walks `alternatives` (best first, see the module docs) with `lookup`;
@@ -295,6 +298,16 @@ pub fn unlink_refused(repo: &kernels_cache::RepoCache, commit: &CommitId, fit: &
     }
 }
 
+/// [`Subject::runtime`] for a read that needs only the `digest` (verify's
+/// digest check, the pin check): `kernels-minver` is read as a pre-0.17
+/// runtime reads it, so a value only 0.17 and later refuse never hides the
+/// digest; the fit check reads the file again with the target runtime.
+pub const DIGEST_ONLY: Option<KernelsVersion> = Some(KernelsVersion {
+    major: 0,
+    minor: 0,
+    patch: 0,
+});
+
 /// Parses the metadata.json `bytes` of `variant`.
 ///
 /// # Errors
@@ -304,11 +317,13 @@ pub fn parse_metadata(
     variant: &str,
     bytes: &[u8],
 ) -> Result<Metadata, DownloadError> {
-    Metadata::from_slice(bytes).map_err(|problem: MetadataError| DownloadError::InvalidMetadata {
-        repo_id: subject.repo_id.clone(),
-        commit: subject.commit.clone(),
-        path: metadata_path(variant),
-        problem,
+    Metadata::from_slice_for(bytes, subject.runtime).map_err(|problem: MetadataError| {
+        DownloadError::InvalidMetadata {
+            repo_id: subject.repo_id.clone(),
+            commit: subject.commit.clone(),
+            path: metadata_path(variant),
+            problem,
+        }
     })
 }
 
@@ -369,6 +384,7 @@ mod tests {
         let subject = Subject {
             repo_id: &repo_id,
             commit: &commit,
+            runtime: None,
         };
         let alternatives = alternatives
             .iter()

@@ -249,6 +249,7 @@ fn check_fit(
     let subject = fit::Subject {
         repo_id: &kernel.repo_id,
         commit: &kernel.commit,
+        runtime: policy.runtime,
     };
     let mut fit = fit::KernelFit::new(policy);
     // The environment's choice loads the best cached variant, the first
@@ -715,6 +716,7 @@ fn digest_problems(
     let subject = super::fit::Subject {
         repo_id: &kernel.repo_id,
         commit: &kernel.commit,
+        runtime: super::fit::DIGEST_ONLY,
     };
     let mut problems = Vec::new();
     for (variant, files) in variants.iter().filter(|(v, _)| !trusted.contains(*v)) {

@@ -43,6 +43,7 @@ pub fn check(
         let subject = super::fit::Subject {
             repo_id: &kernel.repo_id,
             commit: &kernel.commit,
+            runtime: super::fit::DIGEST_ONLY,
         };
         let pinned = pins.get(&(kernel.repo_id.clone(), kernel.commit.clone()));
         // A missing or broken file is named already; the pin would only repeat it.

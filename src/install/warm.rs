@@ -171,6 +171,7 @@ fn locked_selection(
     let subject = fit::Subject {
         repo_id: &kernel.repo_id,
         commit: &kernel.commit,
+        runtime: policy.runtime,
     };
     let lookup = |variant: String| std::future::ready(fit::cached_lookup(repo, subject, &variant));
     let walked = fit::walk(

@@ -60,13 +60,15 @@ fn kernels() -> Vec<(&'static str, Vec<(String, String)>)> {
         ),
         (
             "acme/malformed",
-            vec![(arch, r#"{"name": "fit", "kernels-minver": 5}"#.to_owned())],
+            // `null` where every runtime needs a value (0.16.2 to 0.19.1
+            // refuse it); the number in `kernels-minver` 0.16.2 ignores.
+            vec![(arch, r#"{"name": null, "kernels-minver": 5}"#.to_owned())],
         ),
     ]
 }
 
 /// Writes one kernel repo (branches `main` and `v1` at [`SHA`]).
-fn write_kernel(mirror: &Path, repo: &str, variants: &[(String, String)]) {
+pub(crate) fn write_kernel(mirror: &Path, repo: &str, variants: &[(String, String)]) {
     let files: Vec<MirrorFile> = variants
         .iter()
         .flat_map(|(variant, metadata)| {

@@ -30,6 +30,27 @@ fn cases() -> Vec<(&'static str, String)> {
             "python-depends-null",
             rocm(r#""gfx90a""#, "").replace(r#""python-depends": []"#, r#""python-depends": null"#),
         ),
+        (
+            "name-null",
+            rocm(r#""gfx90a""#, "").replace(r#""name": "relu""#, r#""name": null"#),
+        ),
+        (
+            "id-null",
+            rocm(r#""gfx90a""#, "").replace(r#""id": "relu""#, r#""id": null"#),
+        ),
+        (
+            "version-null",
+            rocm(r#""gfx90a""#, "").replace(r#""version": 1"#, r#""version": null"#),
+        ),
+        (
+            "license-null",
+            rocm(r#""gfx90a""#, "").replace(r#""license": "apache-2.0""#, r#""license": null"#),
+        ),
+        (
+            "backend-null",
+            r#"{"name": "relu", "id": "relu", "version": 1, "license": "apache-2.0", "python-depends": [], "backend": null}"#
+                .to_owned(),
+        ),
     ]
 }
 
@@ -98,7 +119,13 @@ fn metadata_rules_agree_with_every_era_live() {
     let cases = cases();
     let texts: Vec<String> = cases.iter().map(|(_, text)| text.clone()).collect();
     let mine: Vec<&str> = texts.iter().map(|t| ours(t)).collect();
-    assert_eq!(mine, ["fits", "refused", "refused", "invalid"]);
+    assert_eq!(
+        mine,
+        [
+            "fits", "refused", "refused", "invalid", "invalid", "invalid", "invalid", "invalid",
+            "invalid"
+        ]
+    );
     for env in ["kernels-0.16.2", "kernels-0.17.2", "kernels-0.19.1"] {
         let reference = theirs(env, &texts);
         for ((name, _), (ours, theirs)) in cases.iter().zip(mine.iter().zip(&reference)) {
@@ -178,5 +205,91 @@ fn minver_warns_before_0_17_and_refuses_from_it_live() {
             (true, true) => "loads",
         };
         assert_eq!(ours, reference_minver(env, "0.18.0"), "{env}");
+    }
+}
+
+/// `kernels-minver` values and what 0.16.2 makes of each: read as dotted
+/// numbers of any count, or ignored when it cannot read them.
+const MINVERS: &[&str] = &[
+    "0.18.0",
+    "0.17",
+    "0.16.2.1",
+    "0.16",
+    "v0.17",
+    "0.17.0rc1",
+    " 0.18 ",
+];
+
+/// Our verdict through the binary: a project targeting 0.16.2 locks and
+/// downloads a kernel whose only variant declares each `kernels-minver`, then
+/// verifies it: `warns` (downloaded, the minver warning printed), `loads`
+/// (downloaded, no warning) or `refused`.
+fn ours_through_the_binary() -> Vec<String> {
+    let repos: Vec<String> = (0..MINVERS.len())
+        .map(|i| format!("acme/minver-{i}"))
+        .collect();
+    let p = kernels_test_support::TestContext::with_generated_mirror(
+        |mirror| {
+            for (repo, minver) in repos.iter().zip(MINVERS) {
+                let metadata = format!(
+                    r#"{{"name": "fit", "id": "_fit_3333333", "version": 1, "license": "apache-2.0", "python-depends": [], "backend": {{"type": "cpu"}}, "kernels-minver": "{minver}"}}"#
+                );
+                crate::fit::write_kernel(mirror, repo, &[("torch-cpu".to_owned(), metadata)]);
+            }
+        },
+        &["--test-control"],
+    )
+    .with_stub_torch();
+    repos
+        .iter()
+        .map(|repo| {
+            p.write(
+                "pyproject.toml",
+                &format!(
+                    "[project]\nname = \"demo\"\n\n[tool.kernels]\ntarget-runtime = \"0.16.2\"\ntrust = [\"{repo}\"]\n\n[tool.kernels.dependencies]\n\"{repo}\" = 1\n"
+                ),
+            );
+            p.run_ok(&["lock"]);
+            let out = p.download(&[]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let verify = p.run(&["verify"]);
+            if out.status.success() && !verify.status.success() {
+                return format!("verify failed: {}", String::from_utf8_lossy(&verify.stderr));
+            }
+            match (out.status.success(), stderr.contains("loads it with a warning")) {
+                (false, _) => format!("refused: {stderr}"),
+                (true, true) => "warns".to_owned(),
+                (true, false) => "loads".to_owned(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn minver_before_0_17_is_read_as_0_16_2_reads_it_through_the_binary_live() {
+    let ours = ours_through_the_binary();
+    let theirs: Vec<String> = MINVERS
+        .iter()
+        .map(|minver| reference_minver("kernels-0.16.2", minver))
+        .collect();
+    assert_eq!(ours, theirs);
+    assert_eq!(
+        theirs,
+        [
+            "warns", "warns", "warns", "loads", "loads", "loads", "warns"
+        ]
+    );
+}
+
+#[test]
+fn null_where_the_runtime_needs_a_value_names_the_file_and_key() {
+    for key in ["name", "id", "version", "license", "backend"] {
+        let text = format!(r#"{{"python-depends": [], "{key}": null}}"#);
+        let err =
+            Metadata::from_slice_for(text.as_bytes(), Some("0.16.2".parse().unwrap())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("`{key}` is `null`; the runtime needs a value there")
+        );
     }
 }

@@ -16,7 +16,8 @@
 //!   backend, means the rule is not checked.
 //! * **`kernels-minver`** must not be above the target runtime's release
 //!   (from 0.17; a runtime before 0.17 loads such a variant with a warning,
-//!   [`FitWarning::Minver`]).
+//!   [`FitWarning::Minver`], reading the value as 0.16.2 does: any count of
+//!   dotted numbers, [`LegacyVersion`]; one it cannot read is ignored).
 //! * **`python-depends`** (and, beyond the 0.17.2 runtime, which reads only
 //!   `python-depends`, the `python-depends-backends` entry of the build's
 //!   backend): each name must be on the allow-list for the build's backend
@@ -42,7 +43,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::metadata::{BackendType, KernelsVersion, Metadata};
+use crate::metadata::{BackendType, KernelsVersion, LegacyVersion, Metadata};
 use crate::python_depends;
 
 /// A CUDA compute capability, `major.minor` (`9.0` for H100/H200).
@@ -288,8 +289,9 @@ pub enum FitWarning {
         "the build asks for kernels>={required}; the target runtime kernels {runtime} loads it with a warning"
     )]
     Minver {
-        /// `kernels-minver`.
-        required: KernelsVersion,
+        /// `kernels-minver` as written (trimmed; any form
+        /// [`LegacyVersion`] reads).
+        required: String,
         /// The target runtime's release.
         runtime: KernelsVersion,
     },
@@ -327,14 +329,27 @@ pub fn check(metadata: &Metadata, context: &FitContext<'_>) -> Fit {
             context.targets,
         ));
     }
-    if let (Some(required), Some(runtime)) = (metadata.kernels_minver, context.runtime)
-        && required > runtime
-    {
-        if runtime < MINVER_REFUSED_FROM {
-            fit.warnings.push(FitWarning::Minver { required, runtime });
-        } else {
-            fit.refusals.push(Refusal::Minver { required, runtime });
+    match context.runtime {
+        // Before 0.17 the value is read as `minver.py` reads it, for a
+        // warning; one it cannot read is ignored.
+        Some(runtime) if runtime < MINVER_REFUSED_FROM => {
+            if let Some(text) = metadata.kernels_minver_text.as_deref()
+                && LegacyVersion::parse(text).is_some_and(|v| v > runtime.into())
+            {
+                fit.warnings.push(FitWarning::Minver {
+                    required: text.trim().to_owned(),
+                    runtime,
+                });
+            }
         }
+        Some(runtime) => {
+            if let Some(required) = metadata.kernels_minver
+                && required > runtime
+            {
+                fit.refusals.push(Refusal::Minver { required, runtime });
+            }
+        }
+        None => {}
     }
     fit.refusals.extend(dependency_refusals(metadata, context));
     if let Some(provenance) = &metadata.provenance {

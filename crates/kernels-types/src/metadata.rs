@@ -17,7 +17,8 @@
 //!
 //! * **Lenient to older and newer builders.** Every field is optional (old
 //!   builders wrote only `version` and `python-depends`), `null` counts as
-//!   absent (but for the lists `python-depends` and `kernel-depends`: `null`
+//!   absent (but for `name`, `id`, `version`, `license` and `backend`, whose
+//!   `null` 0.16.2 to 0.19.1 refuse, and for the lists `python-depends` and `kernel-depends`: `null`
 //!   there is malformed, as 0.16.2, 0.17.2 and 0.19.1 refuse it in
 //!   `python-depends` and 0.17.2 and 0.19.1 in `kernel-depends`), and keys this version does not know are ignored — at the top
 //!   level they are listed in [`Metadata::unknown_fields`], inside known
@@ -30,7 +31,9 @@
 //!   `version` and `revision`, a digest that is not base64 of the algorithm's
 //!   length, a provenance commit that is not a commit id, a `kernels-minver`
 //!   that is not `X.Y.Z`) is a [`MetadataError::Field`] naming the field, as
-//!   the 0.17 runtime refuses such a file.
+//!   the 0.17 runtime refuses such a file. A runtime before 0.17 does not
+//!   parse `kernels-minver` with the rest ([`Metadata::from_slice_for`],
+//!   [`LegacyVersion`]).
 //!
 //! Nothing here checks whether a variant *fits* (archs, `kernels-minver`,
 //! `python-depends` allow-lists) or whether its files match the digest: the
@@ -113,6 +116,10 @@ pub struct Metadata {
     pub provenance: Option<Provenance>,
     /// `kernels-minver`: the oldest `kernels` runtime that may load the variant.
     pub kernels_minver: Option<KernelsVersion>,
+    /// `kernels-minver` as written, when it is a string: what a runtime
+    /// before 0.17 reads ([`LegacyVersion`]; 0.16.2 `minver.py`), also when
+    /// [`Metadata::from_slice_for`] let through a value `X.Y.Z` refuses.
+    pub kernels_minver_text: Option<String>,
     /// Top-level keys not in [`KNOWN_FIELDS`], in file order; ignored.
     pub unknown_fields: Vec<String>,
 }
@@ -397,6 +404,58 @@ impl FromStr for KernelsVersion {
     }
 }
 
+/// A `kernels-minver` as a runtime before 0.17 reads it (0.16.2 `minver.py`
+/// with `kernels_data`'s `Version`): surrounding whitespace trimmed, dot-separated
+/// decimal numbers of any count (`0.17`, `0.17.0.1`; a leading `+` allowed),
+/// trailing zero components dropped, compared component by component. Any
+/// other text (`v0.17`, `0.17.0rc1`, ``) is not a version, and that runtime
+/// ignores it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LegacyVersion(Vec<u64>);
+
+impl LegacyVersion {
+    /// Parses `text` as 0.16.2 does; `None` where it gives up.
+    pub fn parse(text: &str) -> Option<LegacyVersion> {
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        let mut parts = text
+            .split('.')
+            .map(|part| part.parse::<u64>().ok())
+            .collect::<Option<Vec<u64>>>()?;
+        while parts.last() == Some(&0) {
+            parts.pop();
+        }
+        Some(LegacyVersion(parts))
+    }
+}
+
+impl From<KernelsVersion> for LegacyVersion {
+    fn from(v: KernelsVersion) -> Self {
+        LegacyVersion::parse(&v.to_string()).unwrap_or(LegacyVersion(Vec::new()))
+    }
+}
+
+impl fmt::Display for LegacyVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(u64::to_string).collect();
+        match parts.is_empty() {
+            true => f.write_str("0"),
+            false => f.write_str(&parts.join(".")),
+        }
+    }
+}
+
+/// The first runtime whose metadata parser requires `kernels-minver` to be
+/// exactly `X.Y.Z` (0.17.2 `kernels-data`); before it the value is read only
+/// for a warning ([`LegacyVersion`]).
+pub const STRICT_MINVER_FROM: KernelsVersion = KernelsVersion {
+    major: 0,
+    minor: 17,
+    patch: 0,
+};
+
 impl Metadata {
     /// Parses the bytes of a `metadata.json`.
     ///
@@ -406,6 +465,25 @@ impl Metadata {
     /// [`MetadataError::Field`] for a known field of the wrong type or with a
     /// bad value (see the module docs).
     pub fn from_slice(bytes: &[u8]) -> Result<Self, MetadataError> {
+        Metadata::parse(bytes, false)
+    }
+
+    /// [`Metadata::from_slice`] as the target runtime `runtime` parses it:
+    /// before [`STRICT_MINVER_FROM`] a `kernels-minver` that is not `X.Y.Z`
+    /// (or not a string) is no error, as 0.16.2 reads it only for a warning
+    /// (kept in [`Metadata::kernels_minver_text`]); `None` or a later
+    /// runtime parses as [`Metadata::from_slice`].
+    ///
+    /// # Errors
+    /// As [`Metadata::from_slice`].
+    pub fn from_slice_for(
+        bytes: &[u8],
+        runtime: Option<KernelsVersion>,
+    ) -> Result<Self, MetadataError> {
+        Metadata::parse(bytes, runtime.is_some_and(|r| r < STRICT_MINVER_FROM))
+    }
+
+    fn parse(bytes: &[u8], lenient_minver: bool) -> Result<Self, MetadataError> {
         let value: Value =
             serde_json::from_slice(bytes).map_err(|err| MetadataError::Syntax(err.to_string()))?;
         let Value::Object(mut map) = value else {
@@ -416,6 +494,22 @@ impl Metadata {
             .filter(|key| !KNOWN_FIELDS.contains(&key.as_str()))
             .cloned()
             .collect();
+        // `null` where the runtime needs a value: 0.16.2 to 0.19.1 refuse it.
+        for key in REQUIRED_NOT_NULL {
+            if map.get(*key).is_some_and(Value::is_null) {
+                return Err(MetadataError::field(
+                    *key,
+                    "is `null`; the runtime needs a value there",
+                ));
+            }
+        }
+        let minver = take(&mut map, "kernels-minver");
+        let kernels_minver_text = minver.as_ref().and_then(Value::as_str).map(str::to_owned);
+        let kernels_minver = match minver {
+            Some(v) if lenient_minver => v.as_str().and_then(|s| s.parse().ok()),
+            Some(v) => Some(string(v, "kernels-minver")?.parse()?),
+            None => None,
+        };
         Ok(Metadata {
             name: take(&mut map, "name").map(kernel_name).transpose()?,
             id: take(&mut map, "id").map(|v| string(v, "id")).transpose()?,
@@ -449,9 +543,8 @@ impl Metadata {
             backend: take(&mut map, "backend").map(backend).transpose()?,
             digest: take(&mut map, "digest").map(digest).transpose()?,
             provenance: take(&mut map, "provenance").map(provenance).transpose()?,
-            kernels_minver: take(&mut map, "kernels-minver")
-                .map(|v| string(v, "kernels-minver")?.parse())
-                .transpose()?,
+            kernels_minver,
+            kernels_minver_text,
             unknown_fields,
         })
     }
@@ -505,6 +598,10 @@ fn object(value: Value, field: &str) -> Result<Map<String, Value>, MetadataError
         _ => Err(MetadataError::field(field, "is not an object")),
     }
 }
+
+/// The keys whose `null` every runtime (0.16.2 to 0.19.1) refuses (their
+/// absence is left to [`Metadata`]'s leniency towards older builders).
+const REQUIRED_NOT_NULL: &[&str] = &["name", "id", "version", "license", "backend"];
 
 /// Removes `key` from `map`; `null` counts as absent.
 fn take(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
@@ -896,10 +993,13 @@ mod tests {
 
     #[test]
     fn null_is_absent() {
-        let text = r#"{"license": null, "python-depends": [],
-            "backend": null, "python-depends-backends": {"cuda": null}}"#;
+        // Only where the runtimes take `null` for absent (optional fields);
+        // `license` and `backend` are `null_where_the_runtime_needs_a_value`.
+        let text = r#"{"upstream": null, "python-depends": [],
+            "digest": null, "python-depends-backends": {"cuda": null}}"#;
         let metadata = parse(text);
-        assert_eq!(metadata.license, None);
+        assert_eq!(metadata.upstream, None);
+        assert_eq!(metadata.digest, None);
         assert!(metadata.python_depends_backends.is_empty());
     }
 
@@ -1053,5 +1153,48 @@ mod tests {
         ] {
             assert_eq!(BackendType::parse(name).as_str(), name);
         }
+    }
+
+    #[test]
+    fn minver_before_0_17_is_read_as_0_16_2_reads_it() {
+        let old = Some("0.16.2".parse().unwrap());
+        for (text, kept) in [(r#""0.17""#, true), (r#""v0.17""#, true), ("17", false)] {
+            let json = format!(r#"{{"kernels-minver": {text}}}"#);
+            assert!(Metadata::from_slice(json.as_bytes()).is_err(), "{text}");
+            let lenient = Metadata::from_slice_for(json.as_bytes(), old).unwrap();
+            assert_eq!(lenient.kernels_minver, None, "{text}");
+            assert_eq!(lenient.kernels_minver_text.is_some(), kept, "{text}");
+            let strict = Metadata::from_slice_for(json.as_bytes(), Some("0.17.0".parse().unwrap()));
+            assert!(strict.is_err(), "{text}");
+        }
+        let parse = |t: &str| LegacyVersion::parse(t).map(|v| v.to_string());
+        assert_eq!(parse("0.17.0"), Some("0.17".to_owned()));
+        assert_eq!(parse(" 0.16.2.1 "), Some("0.16.2.1".to_owned()));
+        assert_eq!(parse("+1"), Some("1".to_owned()));
+        for bad in ["v0.17", "0.17.0rc1", "", "0..1", "0.17.", "1.-2"] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
+        assert!(
+            LegacyVersion::parse("0.17").unwrap()
+                > "0.16.2".parse::<KernelsVersion>().unwrap().into()
+        );
+        assert_eq!(
+            LegacyVersion::parse("0.17.0"),
+            Some("0.17.0".parse::<KernelsVersion>().unwrap().into())
+        );
+    }
+
+    #[test]
+    fn null_where_the_runtime_needs_a_value_is_malformed() {
+        for key in REQUIRED_NOT_NULL {
+            let json = format!(r#"{{"{key}": null}}"#);
+            assert_eq!(
+                error(&json).to_string(),
+                format!("`{key}` is `null`; the runtime needs a value there")
+            );
+        }
+        let absent =
+            Metadata::from_slice(br#"{"upstream": null, "kernels-minver": null}"#).unwrap();
+        assert_eq!(absent.upstream, None);
     }
 }

@@ -122,6 +122,7 @@ pub fn check(
     let subject = Subject {
         repo_id: &kernel.repo_id,
         commit: &kernel.commit,
+        runtime: None,
     };
     Err(fit::unfit(subject, refused, named))
 }
@@ -158,6 +159,7 @@ pub fn check_cached(
     let subject = Subject {
         repo_id: &check.repo_id,
         commit: &check.commit,
+        runtime: None,
     };
     Err(fit::unfit(subject, refused, named))
 }
