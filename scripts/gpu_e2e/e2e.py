@@ -169,10 +169,16 @@ def compile_extension(ident: str, capability: str, dest: Path) -> None:
         shutil.copy(built[0], dest / f"{ident}.abi3.so")
 
 
-def publish(mirror: Path, repo: str, dry: bool, arch_decoy: bool, new_grammar: bool) -> None:
+def publish(mirror: Path, repo: str, dry: bool, arch_decoy: bool, new_grammar: bool,
+            local: bool = False) -> None:
     facts = torch_facts()
     owner, name = repo.split("/")
     source_hash = hashlib.sha256(b"dry" if dry else b"gpu")
+    if local:
+        # A developer's rebuild: its op namespace differs from the published build's, as a
+        # changed source gives kernel-builder (two builds with one namespace cannot share a
+        # process: torch aborts on the second TORCH_LIBRARY registration).
+        source_hash.update(b"local")
     for src in sorted(CSRC.iterdir()):
         source_hash.update(src.read_bytes())
     ident = f"_{name.replace('-', '_')}_cuda_{source_hash.hexdigest()[:7]}"
@@ -298,7 +304,8 @@ def main(argv: list) -> None:
         for key, value in torch_facts().items():
             print(f"{key}={shlex.quote(value)}")
     elif args[0] == "publish":
-        publish(Path(args[1]), args[2], dry, "--arch-decoy" in argv, "--new-grammar" in argv)
+        publish(Path(args[1]), args[2], dry, "--arch-decoy" in argv, "--new-grammar" in argv,
+                "--local" in argv)
     elif args[0] == "load":
         load(args[1], Path(args[2]), dry, "--new-grammar" in argv)
     elif args[0] == "time-load":
