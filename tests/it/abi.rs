@@ -311,8 +311,12 @@ fn plain_so(dir: &Path) -> Vec<u8> {
     fs_err::read(out).unwrap()
 }
 
-#[test]
-fn the_environments_choice_falls_back_past_a_variant_its_image_cannot_load() {
+/// A project (target runtime 0.17.2, `tool` lines in `[tool.kernels]`)
+/// locking `acme/two`: the host's arch variant, ranked first for the stub
+/// torch with CUDA 12.6, holds a `.so` needing `GLIBC_2.34`; `torch-cuda`
+/// one that needs nothing newer than the oldest manylinux. Returns the
+/// world, the arch variant and the files.
+fn two_variants(tool: &str) -> (TestContext, String, Vec<MirrorFile>) {
     let scratch = tempfile::tempdir().unwrap();
     let arch = kernels_test_support::world::arch_variant();
     let metadata = |variant: &str| MirrorFile {
@@ -353,9 +357,15 @@ fn the_environments_choice_falls_back_past_a_variant_its_image_cannot_load() {
     // A runtime with a resolver loads one variant, the best that it finds.
     world.write(
         "pyproject.toml",
-        "[tool.kernels]\ntarget-runtime = \"0.17.2\"\ntrust = [\"acme/two\"]\n\n[tool.kernels.dependencies]\n\"acme/two\" = 1\n",
+        &format!("[tool.kernels]\ntarget-runtime = \"0.17.2\"\ntrust = [\"acme/two\"]\n{tool}\n[tool.kernels.dependencies]\n\"acme/two\" = 1\n"),
     );
     world.run_ok(&["lock"]);
+    (world, arch, files)
+}
+
+#[test]
+fn the_environments_choice_falls_back_past_a_variant_its_image_cannot_load() {
+    let (world, arch, files) = two_variants("");
     let repo_dir = world.repo_dir("kernel", "acme/two");
     let variants = || -> Vec<String> {
         let build = repo_dir.join("snapshots").join(SHA).join("build");
@@ -407,5 +417,64 @@ fn the_environments_choice_falls_back_past_a_variant_its_image_cannot_load() {
     assert!(
         err.contains(&format!("build/{arch} is in the cached snapshot")),
         "{err}"
+    );
+}
+
+#[test]
+fn env_and_explain_give_the_abi_verdict_from_the_cache() {
+    let (world, arch, _) = two_variants("manylinux = \"manylinux_2_28\"\n");
+    let text = |out: &std::process::Output| {
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(out))
+    };
+    // Nothing but metadata.json is cached: not checked, nothing fetched.
+    let before = text(&world.download(&["--explain"]));
+    assert!(
+        before.contains(&format!(
+            "{arch} (chosen): fits; ABI for manylinux_2_28: not checked (compiled files not in the cache)"
+        )),
+        "{before}"
+    );
+    let repo_dir = world.repo_dir("kernel", "acme/two");
+    let so = repo_dir
+        .join("snapshots")
+        .join(SHA)
+        .join(format!("build/{arch}/abi/_ops.so"));
+    assert!(!so.exists(), "--explain fetched a compiled file");
+
+    // Placed for an image that loads every variant: the best one is cached,
+    // and the declared image refuses it, as `download` would.
+    assert_ok(&world.download(&["--manylinux", "manylinux_2_39"]));
+    let after = text(&world.download(&["--explain"]));
+    assert!(
+        after.contains("acme/two@4343434: torch-cuda\n")
+            && after.contains(&format!(
+                "- {arch}: ranks first, but the target runtime would refuse it"
+            )),
+        "{after}"
+    );
+    let env = text(&world.kernels().arg("env").output().unwrap());
+    assert!(
+        env.contains("ABI of compiled files: checked for manylinux_2_28 (from the cache)")
+            && env.contains("acme/two@4343434: torch-cuda\n"),
+        "{env}"
+    );
+    let json = world.download(&["--explain", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let fit = &doc["kernels"][0]["fit"];
+    let refused = fit
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["variant"] == arch.as_str())
+        .unwrap();
+    assert_eq!(refused["fits"], false);
+    assert_eq!(refused["abi"]["checked"], true);
+    assert_eq!(refused["refusals"][0]["rule"], "abi");
+    assert!(
+        refused["refusals"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`abi/_ops.so` needs `pthread_create@GLIBC_2.34`, which manylinux_2_28"),
+        "{refused}"
     );
 }
