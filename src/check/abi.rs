@@ -3,8 +3,6 @@
 //! without importing anything (no Python, no torch, no GPU): any build stage
 //! can run it for the image it ships on.
 
-use std::path::PathBuf;
-
 use kernels_cache::HubCache;
 use kernels_types::CommitId;
 use kernels_types::fit::Refusal;
@@ -12,7 +10,7 @@ use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
 use crate::abi::ImageTarget;
-use crate::install::check::abi::check_files;
+use crate::install::check::abi::{check_files, variant_files};
 use crate::lock::format::LockedKernel;
 use crate::variant::VariantWarning;
 
@@ -92,24 +90,6 @@ pub fn check_cached(
                 commit: kernel.commit.clone(),
                 variants,
             }
-        })
-        .collect()
-}
-
-/// Every file under `build/<variant>` of `snapshot`, as (repository path,
-/// path on disk), links followed.
-fn variant_files(snapshot: &std::path::Path, variant: &str) -> Vec<(String, PathBuf)> {
-    let dir = snapshot.join("build").join(variant);
-    walkdir::WalkDir::new(&dir)
-        .follow_links(true)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-        .filter_map(|e| {
-            let relative = e.path().strip_prefix(snapshot).ok()?;
-            let path = relative.to_str()?.replace('\\', "/");
-            Some((path, e.path().to_owned()))
         })
         .collect()
 }

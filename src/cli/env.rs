@@ -156,8 +156,10 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         .needs_python()
         .then(|| python.probe(ProbeScope::Torch).ok())
         .flatten();
-    let policy =
+    let mut policy =
         super::project::fit::for_project(dir, &args.targets.targets(), probe, profile.runtime);
+    // The declared images: each variant's compiled files are checked from the cache.
+    policy.images = super::project::fit::images(dir, None)?;
     let python_target = python_target(&overrides, tool.as_ref(), &manifest_path, &python);
     let locked = Lockfile::read(&lock_path)
         .and_then(|l| l.locked_kernels(&lock_path))
@@ -410,6 +412,10 @@ impl Report<'_> {
             None => {}
             Some(Ok(e)) => {
                 printer.data(format_args!("\nVariants for {lock_path}:"));
+                if !self.policy.images.is_empty() {
+                    let line = super::project::fit::images_line(&self.policy.images);
+                    printer.data(format_args!("  {line} (from the cache)"));
+                }
                 for kernel in &e.kernels {
                     super::project::explain::print_text(printer, kernel, Some(ENV_REJECTED));
                 }

@@ -181,7 +181,8 @@ async fn plan_one(
     report_warnings(kernel, &entries, &options.selection, reporter);
     // `--all-variants` takes everything: its fit only reports, from what is cached.
     let fetch = options.selection != VariantSelection::All;
-    let (chosen, fetched) = choose_fitting(client, cache, kernel, &entries, options, fetch).await?;
+    let (chosen, fetched) =
+        choose_fitting(client, cache, kernel, &entries, options, fetch, &[]).await?;
     let refused = DryRunRefusal::of(&chosen.fit);
     let plan = plan_kernel(kernel, &entries, &VariantSelection::Named(chosen.variants))?;
     let repo = cache.repo(&kernel.repo_id, options.repo_type);

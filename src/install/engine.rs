@@ -127,12 +127,15 @@ impl Prepared {
     }
 }
 
+/// Lists and plans `kernel`; `known` are variants an earlier attempt of this
+/// run refused by their compiled files (the walk passes over them).
 async fn prepare(
     client: &HubClient,
     cache: &HubCache,
     kernel: &LockedKernel,
     options: &DownloadOptions,
     progress: &dyn Reporter,
+    known: &[fit::RefusedVariant],
 ) -> Result<Prepared, DownloadError> {
     let repo = cache.repo(&kernel.repo_id, options.repo_type);
     let label = plan::label(&kernel.repo_id, &kernel.commit);
@@ -160,7 +163,7 @@ async fn prepare(
     let entries = entries?;
     report_warnings(kernel, &entries, &options.selection, progress);
     let (mut chosen, fit_tally) =
-        choose_fitting(client, cache, kernel, &entries, options, true).await?;
+        choose_fitting(client, cache, kernel, &entries, options, true, known).await?;
     if fit::Mode::of(&options.selection) == fit::Mode::FirstFitting {
         fit::unlink_refused(&repo, &kernel.commit, &mut chosen.fit);
     }
@@ -205,7 +208,9 @@ async fn prepare(
 /// the snapshot's `build/` is one the runtime may pick. Without `fetch`
 /// (a dry run of `--all-variants`, where fit only reports), and in a cache
 /// that cannot be written (the run is refused later), a metadata.json not in
-/// `blobs/` already is not checked.
+/// `blobs/` already is not checked. The variants of `known` (refused by
+/// their compiled files in an earlier attempt of this run) are refused
+/// again without a lookup, so the environment's choice falls back past them.
 pub(crate) async fn choose_fitting(
     client: &HubClient,
     cache: &HubCache,
@@ -213,6 +218,7 @@ pub(crate) async fn choose_fitting(
     entries: &[kernels_types::wire::TreeEntry],
     options: &DownloadOptions,
     fetch: bool,
+    known: &[fit::RefusedVariant],
 ) -> Result<(fit::Chosen, Tally), DownloadError> {
     plan::check_listing(kernel, entries)?;
     let available = match &kernel.variants {
@@ -230,6 +236,9 @@ pub(crate) async fn choose_fitting(
     };
     let tally = &std::sync::Mutex::new(Tally::default());
     let lookup = |variant: String| async move {
+        if let Some(refused) = known.iter().find(|r| r.variant == variant) {
+            return Ok(fit::Lookup::Refused(refused.refusals.clone()));
+        }
         let path = fit::metadata_path(&variant);
         let Some(entry) = entries.iter().find(|e| e.is_file() && e.path == path) else {
             return Ok(fit::Lookup::NoMetadata);
@@ -353,7 +362,7 @@ async fn list_kernels(
     join_all(kernels.iter().zip(warm).map(|(kernel, warm)| async move {
         match warm {
             Some(warm) => Step::Warm(warm),
-            None => Step::Listed(prepare(client, cache, kernel, options, progress).await),
+            None => Step::Listed(prepare(client, cache, kernel, options, progress, &[]).await),
         }
     }))
     .await
@@ -439,7 +448,12 @@ impl Run<'_> {
                 let repo = self.cache.repo(&kernel.repo_id, self.options.repo_type);
                 let named = fit::Mode::of(&self.options.selection) == fit::Mode::AllMustFit;
                 let images = &self.options.fit.images;
-                for warning in super::check::abi::check_cached(&repo, &warm.check, images, named)? {
+                let checked = super::check::abi::check_cached(&repo, &warm.check, images, named);
+                let warnings = match checked {
+                    Ok(warnings) => warnings,
+                    Err(err) => return self.fall_back(kernel, err, Vec::new()).await,
+                };
+                for warning in warnings {
                     self.progress.warning(&warning);
                 }
                 let mut report = KernelReport::from_verification(&warm.check);
@@ -450,17 +464,59 @@ impl Run<'_> {
                 }
                 Ok(report)
             }
-            Step::Listed(Ok(prepared)) => {
-                let version = self
-                    .options
-                    .locked_ref(kernel)
-                    .map(str::to_owned)
-                    .or_else(|| prepared.version.clone());
-                let report = self.download_kernel(kernel, prepared).await?;
-                Ok(KernelReport { version, ..report })
-            }
+            Step::Listed(Ok(prepared)) => self.download_fitting(kernel, prepared, Vec::new()).await,
             Step::Listed(Err(err)) => Err(err),
         }
+    }
+
+    /// [`Self::download_kernel`], falling back past variants refused by
+    /// their compiled files ([`Self::fall_back`]); `known` are those refused
+    /// already.
+    async fn download_fitting(
+        &self,
+        kernel: &LockedKernel,
+        prepared: Prepared,
+        known: Vec<fit::RefusedVariant>,
+    ) -> Result<KernelReport, DownloadError> {
+        let version = self
+            .options
+            .locked_ref(kernel)
+            .map(str::to_owned)
+            .or_else(|| prepared.version.clone());
+        match self.download_kernel(kernel, prepared).await {
+            Ok(report) => Ok(KernelReport { version, ..report }),
+            Err(err) => Box::pin(self.fall_back(kernel, err, known)).await,
+        }
+    }
+
+    /// After `err`: when it refuses variants of the environment's choice by
+    /// their compiled files alone ([`super::check::Check::Abi`]), the
+    /// kernel is planned again without them (with `known`, those refused
+    /// before), as the other fit rules fall back to the next alternative
+    /// that fits; their refusals are the report's skipped variants. Any
+    /// other error, a named variant, or a refusal of variants refused
+    /// already (the walk would choose them again) is returned as it is.
+    async fn fall_back(
+        &self,
+        kernel: &LockedKernel,
+        err: DownloadError,
+        mut known: Vec<fit::RefusedVariant>,
+    ) -> Result<KernelReport, DownloadError> {
+        let first_fitting = fit::Mode::of(&self.options.selection) == fit::Mode::FirstFitting;
+        let by_abi = super::check::Check::of_error(&err) == Some(super::check::Check::Abi);
+        let DownloadError::Unfit { refused, .. } = &err else {
+            return Err(err);
+        };
+        let new = refused
+            .iter()
+            .any(|r| known.iter().all(|k| k.variant != r.variant));
+        if !first_fitting || !by_abi || !new {
+            return Err(err);
+        }
+        known.extend(refused.iter().cloned());
+        let (client, cache, options) = (self.client, self.cache, self.options);
+        let prepared = prepare(client, cache, kernel, options, self.progress, &known).await?;
+        self.download_fitting(kernel, prepared, known).await
     }
 
     /// Fetches and links every blob of a planned kernel, then recomputes the

@@ -140,6 +140,11 @@ pub enum Lookup {
     NoMetadata,
     /// Not known without a request (the warm path gives up).
     Unknown,
+    /// Refused already by a check that reads more than its metadata (the
+    /// ABI of its compiled files, [`crate::install::check::abi`]): an
+    /// earlier attempt of this run fetched it and found it unfit, so the
+    /// environment's choice falls back to the next alternative.
+    Refused(Vec<Refusal>),
 }
 
 /// The variants a [`walk`] took and the fit it recorded.
@@ -193,6 +198,14 @@ where
                 Lookup::Metadata(metadata) => Some(*metadata),
                 Lookup::NoMetadata => None,
                 Lookup::Unknown => return Ok(None),
+                Lookup::Refused(refusals) => {
+                    fit.refused.push(RefusedVariant {
+                        variant: variant.clone(),
+                        refusals,
+                    });
+                    fits = false;
+                    continue;
+                }
             };
             fits &= fit.record(policy, variant, metadata.as_ref());
         }

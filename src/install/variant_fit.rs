@@ -16,6 +16,8 @@ use kernels_types::metadata::Metadata;
 use kernels_types::wire::{RepoType, TreeEntry};
 use serde::Serialize;
 
+use crate::abi::ImageTarget;
+use crate::install::check::abi::{Findings, check_cached_variant};
 use crate::lock::fit::target_id;
 use crate::lock::format::LockedKernel;
 use crate::lock::metadata::{CachedMetadata, cached_blob, cached_variant};
@@ -81,6 +83,23 @@ pub struct VariantFit {
     pub refusals: Vec<RefusalDoc>,
     /// What the runtime would warn about (dirty provenance).
     pub warnings: Vec<String>,
+    /// The ABI check of its compiled files for the declared images
+    /// ([`crate::install::check::abi`]), from the cache; absent when no
+    /// image is declared. A refused file is one of `refusals` (rule `abi`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abi: Option<AbiFit>,
+}
+
+/// Whether a variant's compiled files were checked for the declared images.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AbiFit {
+    /// `manylinux_2_28`, … (the images checked against).
+    pub images: Vec<String>,
+    /// False when its files are not in the cache (nothing is fetched to
+    /// answer): "not checked".
+    pub checked: bool,
+    /// Claimed ABIs (abi3, torch stable) its files do not keep to.
+    pub warnings: Vec<String>,
 }
 
 impl VariantFit {
@@ -120,6 +139,7 @@ impl VariantFit {
                 })
                 .collect(),
             warnings: warnings.iter().map(ToString::to_string).collect(),
+            abi: None,
         }
     }
 
@@ -139,7 +159,29 @@ impl VariantFit {
             targets: Vec::new(),
             refusals: Vec::new(),
             warnings: Vec::new(),
+            abi: None,
         }
+    }
+
+    /// Adds the ABI verdict of `findings` (`None`: its files are not in
+    /// the cache) for `images`: each refused file becomes a refusal (rule
+    /// `abi`) and the variant does not fit.
+    pub fn with_abi(&mut self, images: &[ImageTarget], findings: Option<Findings>) {
+        let checked = findings.is_some();
+        let found = findings.unwrap_or_default();
+        for refusal in found.refused.into_values().flatten() {
+            self.refusals.push(RefusalDoc {
+                rule: refusal.rule(),
+                target: None,
+                message: refusal.to_string(),
+            });
+            self.fits = Some(false);
+        }
+        self.abi = Some(AbiFit {
+            images: images.iter().map(ToString::to_string).collect(),
+            checked,
+            warnings: found.warnings.iter().map(ToString::to_string).collect(),
+        });
     }
 }
 
@@ -164,7 +206,28 @@ pub struct FitSource<'a> {
 /// ([`variant_metadata`]: one listing of `build/`, then the blobs the cache
 /// lacks), else from the cache alone (by the blob ids of
 /// `source.cache_listing`, else from the snapshot).
+/// With images declared (`policy.images`), each variant's compiled files
+/// are checked from the cached snapshot alone ([`VariantFit::with_abi`]).
 pub async fn kernel_fits(
+    source: &FitSource<'_>,
+    kernel: &LockedKernel,
+    variants: &[(String, bool)],
+    policy: &FitPolicy,
+) -> Vec<VariantFit> {
+    let mut fits = metadata_fits(source, kernel, variants, policy).await;
+    if !policy.images.is_empty() {
+        let repo = source.cache.repo(&kernel.repo_id, source.repo_type);
+        for fit in &mut fits {
+            let (repo_id, commit) = (&kernel.repo_id, &kernel.commit);
+            let found = check_cached_variant(&repo, repo_id, commit, &fit.variant, &policy.images);
+            fit.with_abi(&policy.images, found);
+        }
+    }
+    fits
+}
+
+/// The fit by each variant's metadata.json alone; see [`kernel_fits`].
+async fn metadata_fits(
     source: &FitSource<'_>,
     kernel: &LockedKernel,
     variants: &[(String, bool)],

@@ -261,7 +261,7 @@ fn check_fit(
     for variant in checked {
         let metadata = match fit::cached_lookup(&listing.repo, subject, &variant) {
             Ok(Lookup::Metadata(metadata)) => Some(*metadata),
-            Ok(Lookup::NoMetadata | Lookup::Unknown) => None,
+            Ok(Lookup::NoMetadata | Lookup::Unknown | Lookup::Refused(_)) => None,
             Err(err) => {
                 listing.problems.push(Problem::InvalidMetadata {
                     variant: variant.clone(),

@@ -295,3 +295,186 @@ fn manylinux_host_reads_this_machines_glibc_without_python() {
         stderr(&out)
     );
 }
+
+/// A shared object that needs nothing newer than the oldest manylinux.
+fn plain_so(dir: &Path) -> Vec<u8> {
+    let source = dir.join("plain.c");
+    fs_err::write(&source, "int plain(void) { return 1; }\n").unwrap();
+    let out = dir.join("plain.so");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .status()
+        .expect("the system C compiler `cc` runs");
+    assert!(status.success(), "cc failed");
+    fs_err::read(out).unwrap()
+}
+
+/// A project (target runtime 0.17.2, `tool` lines in `[tool.kernels]`)
+/// locking `acme/two`: the host's arch variant, ranked first for the stub
+/// torch with CUDA 12.6, holds a `.so` needing `GLIBC_2.34`; `torch-cuda`
+/// one that needs nothing newer than the oldest manylinux. Returns the
+/// world, the arch variant and the files.
+fn two_variants(tool: &str) -> (TestContext, String, Vec<MirrorFile>) {
+    let scratch = tempfile::tempdir().unwrap();
+    let arch = kernels_test_support::world::arch_variant();
+    let metadata = |variant: &str| MirrorFile {
+        path: format!("build/{variant}/metadata.json"),
+        content: br#"{"name": "abi", "version": 1, "python-depends": []}"#.to_vec(),
+    };
+    let files = vec![
+        metadata(&arch),
+        metadata("torch-cuda"),
+        MirrorFile {
+            path: format!("build/{arch}/abi/__init__.py"),
+            content: b"from . import _ops\n".to_vec(),
+        },
+        MirrorFile {
+            path: format!("build/{arch}/abi/_ops.so"),
+            content: needs_glibc_2_34(scratch.path()),
+        },
+        MirrorFile {
+            path: "build/torch-cuda/abi/__init__.py".into(),
+            content: b"from . import _ops\n".to_vec(),
+        },
+        MirrorFile {
+            path: "build/torch-cuda/abi/_ops.so".into(),
+            content: plain_so(scratch.path()),
+        },
+    ];
+    // The stub torch with CUDA 12.6 ranks the host's arch variant first.
+    let world = TestContext::world_with(|mirror| {
+        write_repo(mirror, "acme/two", SHA, &files);
+        fs_err::write(
+            mirror.join("repos/kernels/acme/two/repo.toml"),
+            "commits = [\"c1\"]\n\n[branches]\nmain = \"c1\"\nv1 = \"c1\"\n",
+        )
+        .unwrap();
+    })
+    .with_stub_torch()
+    .with_env("STUB_TORCH_CUDA", "12.6");
+    // A runtime with a resolver loads one variant, the best that it finds.
+    world.write(
+        "pyproject.toml",
+        &format!("[tool.kernels]\ntarget-runtime = \"0.17.2\"\ntrust = [\"acme/two\"]\n{tool}\n[tool.kernels.dependencies]\n\"acme/two\" = 1\n"),
+    );
+    world.run_ok(&["lock"]);
+    (world, arch, files)
+}
+
+#[test]
+fn the_environments_choice_falls_back_past_a_variant_its_image_cannot_load() {
+    let (world, arch, files) = two_variants("");
+    let repo_dir = world.repo_dir("kernel", "acme/two");
+    let variants = || -> Vec<String> {
+        let build = repo_dir.join("snapshots").join(SHA).join("build");
+        let mut names: Vec<String> = fs_err::read_dir(build)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+
+    let out = world.download(&["--manylinux", "manylinux_2_28"]);
+    assert_ok(&out);
+    let err = stderr(&out);
+    let skipped = format!(
+        "note: acme/two@4343434: skipped variant {arch} (the target runtime would refuse to load it: abi: `abi/_ops.so` needs `pthread_create@GLIBC_2.34`, which manylinux_2_28 does not provide (manylinux_2_34 or newer would))"
+    );
+    assert!(err.contains(&skipped), "`{skipped}` missing from:\n{err}");
+    assert_eq!(variants(), ["torch-cuda"]);
+    // The refused `.so` left no blob behind.
+    assert!(!repo_dir.join("blobs").join(files[3].etag()).exists());
+
+    // Again: the same choice and the same note.
+    let again = world.download(&["--manylinux", "manylinux_2_28"]);
+    assert_ok(&again);
+    assert!(stderr(&again).contains(&skipped), "{}", stderr(&again));
+    assert_eq!(variants(), ["torch-cuda"]);
+
+    // An image that loads it takes the best variant.
+    let newer = world.download(&["--manylinux", "manylinux_2_39"]);
+    assert_ok(&newer);
+    assert!(
+        !stderr(&newer).contains("skipped variant"),
+        "{}",
+        stderr(&newer)
+    );
+    assert!(variants().contains(&arch), "{:?}", variants());
+
+    // Now cached, the best variant is still refused for the older image: the
+    // choice falls back again, and the cached directory that the runtime
+    // would take first is named.
+    let warm = world.download(&["--manylinux", "manylinux_2_28"]);
+    assert_ok(&warm);
+    let err = stderr(&warm);
+    assert!(err.contains(&skipped), "{err}");
+    assert!(
+        err.contains(&format!("build/{arch} is in the cached snapshot")),
+        "{err}"
+    );
+}
+
+#[test]
+fn env_and_explain_give_the_abi_verdict_from_the_cache() {
+    let (world, arch, _) = two_variants("manylinux = \"manylinux_2_28\"\n");
+    let text = |out: &std::process::Output| {
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(out))
+    };
+    // Nothing but metadata.json is cached: not checked, nothing fetched.
+    let before = text(&world.download(&["--explain"]));
+    assert!(
+        before.contains(&format!(
+            "{arch} (chosen): fits; ABI for manylinux_2_28: not checked (compiled files not in the cache)"
+        )),
+        "{before}"
+    );
+    let repo_dir = world.repo_dir("kernel", "acme/two");
+    let so = repo_dir
+        .join("snapshots")
+        .join(SHA)
+        .join(format!("build/{arch}/abi/_ops.so"));
+    assert!(!so.exists(), "--explain fetched a compiled file");
+
+    // Placed for an image that loads every variant: the best one is cached,
+    // and the declared image refuses it, as `download` would.
+    assert_ok(&world.download(&["--manylinux", "manylinux_2_39"]));
+    let after = text(&world.download(&["--explain"]));
+    assert!(
+        after.contains("acme/two@4343434: torch-cuda\n")
+            && after.contains(&format!(
+                "- {arch}: ranks first, but the target runtime would refuse it"
+            )),
+        "{after}"
+    );
+    let env = text(&world.kernels().arg("env").output().unwrap());
+    assert!(
+        env.contains("ABI of compiled files: checked for manylinux_2_28 (from the cache)")
+            && env.contains("acme/two@4343434: torch-cuda\n"),
+        "{env}"
+    );
+    let json = world.download(&["--explain", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let fit = &doc["kernels"][0]["fit"];
+    let refused = fit
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["variant"] == arch.as_str())
+        .unwrap();
+    assert_eq!(refused["fits"], false);
+    assert_eq!(refused["abi"]["checked"], true);
+    assert_eq!(refused["refusals"][0]["rule"], "abi");
+    assert!(
+        refused["refusals"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`abi/_ops.so` needs `pthread_create@GLIBC_2.34`, which manylinux_2_28"),
+        "{refused}"
+    );
+}

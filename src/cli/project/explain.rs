@@ -207,6 +207,7 @@ pub fn print_text(printer: &Printer, kernel: &KernelExplanation, rejected: Optio
 fn print_fit(printer: &Printer, fit: &[VariantFit]) {
     let plain = |f: &VariantFit| {
         f.targets.is_empty()
+            && f.abi.is_none()
             && (f.metadata == MetadataState::None
                 || (f.fits == Some(true) && f.warnings.is_empty()))
     };
@@ -269,6 +270,35 @@ fn fit_verdict(fit: &VariantFit) -> String {
         }
     };
     for warning in &fit.warnings {
+        text.push_str(&format!("; warning: {warning}"));
+    }
+    if let Some(abi) = &fit.abi {
+        text.push_str(&abi_verdict(fit, abi));
+    }
+    text
+}
+
+/// The ABI part of a variant's verdict: not checked (files not cached),
+/// the refused files when its metadata did not already list them, or that
+/// it fits the images; then the claimed-ABI warnings.
+fn abi_verdict(fit: &VariantFit, abi: &crate::install::variant_fit::AbiFit) -> String {
+    let images = abi.images.join(", ");
+    let refused: Vec<String> = fit
+        .refusals
+        .iter()
+        .filter(|r| r.rule == "abi")
+        .map(|r| format!("{} (abi)", r.message))
+        .collect();
+    let mut text = if !abi.checked {
+        format!("; ABI for {images}: not checked (compiled files not in the cache)")
+    } else if refused.is_empty() {
+        format!("; ABI fits {images}")
+    } else if fit.metadata == MetadataState::Read {
+        String::new()
+    } else {
+        format!("; refused: {}", refused.join("; "))
+    };
+    for warning in &abi.warnings {
         text.push_str(&format!("; warning: {warning}"));
     }
     text

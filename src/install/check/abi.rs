@@ -78,6 +78,48 @@ pub fn check_files(
     found
 }
 
+/// Every file under `build/<variant>` of `snapshot` (a cached snapshot
+/// directory), as (repository path, path on disk), links followed, sorted.
+pub fn variant_files(snapshot: &std::path::Path, variant: &str) -> Vec<(String, PathBuf)> {
+    let dir = snapshot.join("build").join(variant);
+    walkdir::WalkDir::new(&dir)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| {
+            let relative = e.path().strip_prefix(snapshot).ok()?;
+            let path = relative.to_str()?.replace('\\', "/");
+            Some((path, e.path().to_owned()))
+        })
+        .collect()
+}
+
+/// The ABI findings on the cached files of `variant` of `repo_id` at
+/// `commit` against `images`, read from the snapshot only (nothing is
+/// fetched); `None` when the snapshot holds none of the variant's files
+/// but its `metadata.json` and signature bundle (`kernels lock` links
+/// those alone): its compiled files are not there to check.
+pub fn check_cached_variant(
+    repo: &RepoCache,
+    repo_id: &RepoId,
+    commit: &CommitId,
+    variant: &str,
+    images: &[ImageTarget],
+) -> Option<Findings> {
+    let snapshot = repo.snapshot_dir(commit.as_str());
+    let files = variant_files(&snapshot, variant);
+    let metadata_only = [
+        format!("build/{variant}/{}", kernels_trust::METADATA_FILE),
+        format!("build/{variant}/{}", kernels_trust::BUNDLE_FILE),
+    ];
+    if files.iter().all(|(path, _)| metadata_only.contains(path)) {
+        return None;
+    }
+    Some(check_files(repo_id, commit, &files, images))
+}
+
 /// Before linking: the ABI of every compiled file of `blobs` (each blob
 /// with the paths it backs), read from `blobs/` or the placed copy. Errors:
 /// [`DownloadError::Unfit`] naming each refused file, after removing the
