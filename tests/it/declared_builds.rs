@@ -220,3 +220,45 @@ fn a_kernel_locks_lock_is_checked_from_the_variants_it_read() {
     );
     context.run_ok(&["lock", "--target-runtime", "0.19.1"]);
 }
+
+/// `kernels lock --check`, online and offline, refuses the lock that `kernels
+/// lock` refuses for a missing target build, with the same error; offline it
+/// says it cannot decide only for a kernel whose listing the cache lacks.
+#[test]
+fn lock_check_refuses_what_lock_refuses_for_a_missing_target_build() {
+    let body = format!(
+        "[project]\nname = \"demo\"\n\n[tool.kernels]\ntarget-runtime = \"0.17.2\"\n{{extra}}\n[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n\n{TORCH27}"
+    );
+    let context = TestContext::new()
+        .with_pyproject(&body.replace("{extra}", "missing-target-builds = \"warn\"\n"));
+    context.run_ok(&["lock"]);
+    context.write("pyproject.toml", &body.replace("{extra}", ""));
+    let code = "kernels::lock::no_target_build";
+    for args in [
+        &["lock"][..],
+        &["lock", "--check"],
+        &["lock", "--check", "--offline"],
+    ] {
+        let out = context.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(code), "{args:?}: {stderr}");
+        assert!(!stderr.contains("cannot decide"), "{args:?}: {stderr}");
+    }
+    // The listing `kernels lock` stored decided offline; without it (a KernelLocks
+    // lock has no variant hashes) offline cannot decide and says so; online decides.
+    fs_err::remove_dir_all(&context.cache).unwrap();
+    let out = context.run(&["lock", "--check", "--offline"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("note: cannot decide offline whether kernels-community/relu"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(code), "{stderr}");
+    let out = context.run(&["lock", "--check"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(code),
+        "{out:?}"
+    );
+}

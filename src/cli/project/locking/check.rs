@@ -150,6 +150,28 @@ fn freshness(
         exclude_newer: (exclude_newer, Use::Check),
     };
     let plan = plan(&inputs, settings, &silent, printer.lines_mode(), &on_disk)?;
+    // The lock `kernels lock` would write fails here as it fails there.
+    if !plan.manifest.settings.declared.is_empty() {
+        let client = crate::cli::project::client::client_showing_retries(
+            settings,
+            printer,
+            printer.lines_mode(),
+        )?;
+        let client = plan.profile.hub_client(&client);
+        let project = super::targets::LockedProject {
+            manifest: &plan.manifest,
+            profile: &plan.profile,
+            lockfile: &plan.outcome.lockfile,
+            outcome: Some(&plan.outcome),
+            lock_path: &lock_path,
+        };
+        let cache = HubCache::new(&settings.cache_dir);
+        super::targets::check(
+            &project,
+            super::targets::Listings::Hub(&client, &cache),
+            printer,
+        )?;
+    }
     let mut report = diff_locks(&on_disk, &plan.outcome.lockfile, &plan.json);
     report.add_without_variants(&plan.outcome.without_variants());
     let fit = plan
@@ -287,7 +309,12 @@ pub(super) fn run(
     // Online the re-resolved lock's fit; offline the cached metadata's.
     let fit = match online {
         Some(fit) => Some(fit),
-        None => fit_of_cached(request, settings, printer, &lock_path)?,
+        None => {
+            if settings.offline {
+                declared_builds_cached(request, settings, printer, &lock_path)?;
+            }
+            fit_of_cached(request, settings, printer, &lock_path)?
+        }
     };
     let stale = print_report(
         &report,
@@ -332,6 +359,43 @@ fn report_text(report: &CheckReport, verbose: bool) -> String {
         ));
     }
     out
+}
+
+/// `kernels lock --check --offline`: the declared-target check of `kernels
+/// lock` on the lock at `lock_path`, with the variant names of the lock's
+/// hashes or the cache's listing receipts (a note names the kernels the cache
+/// cannot decide). Nothing to check without declared targets or a readable
+/// lock and manifest (the freshness check reports those).
+fn declared_builds_cached(
+    request: &LockRequest,
+    settings: &Settings,
+    printer: &Printer,
+    lock_path: &Path,
+) -> miette::Result<()> {
+    let dir = &request.project_dir;
+    let (Ok(manifest), Ok(lockfile)) = (Manifest::read(dir), Lockfile::read(lock_path)) else {
+        return Ok(());
+    };
+    if manifest.settings.declared.is_empty() {
+        return Ok(());
+    }
+    let profile = choose_profile(
+        dir,
+        request.target_runtime.as_deref(),
+        manifest.target_runtime(),
+        Some(lockfile.format()),
+        request.repo_type,
+        &printer.quiet_if(true),
+    )?;
+    let cache = HubCache::new(&settings.cache_dir);
+    let project = super::targets::LockedProject {
+        manifest: &manifest,
+        profile: &profile,
+        lockfile: &lockfile,
+        outcome: None,
+        lock_path,
+    };
+    super::targets::check(&project, super::targets::Listings::Cache(&cache), printer)
 }
 
 /// The fit of the lock at `lock_path` from the cache, without a request

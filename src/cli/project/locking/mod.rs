@@ -293,10 +293,12 @@ pub fn run_inner(
         let project = targets::LockedProject {
             manifest: &plan.manifest,
             profile: &plan.profile,
-            outcome: &plan.outcome,
+            lockfile: &plan.outcome.lockfile,
+            outcome: Some(&plan.outcome),
             lock_path: &lock_path,
         };
-        targets::check(&project, &client, printer)?;
+        let cache = kernels_cache::HubCache::new(&settings.cache_dir);
+        targets::check(&project, targets::Listings::Hub(&client, &cache), printer)?;
     }
     write_plan(&request, printer, &plan, merged.as_ref(), &on_disk)
 }

@@ -13,18 +13,24 @@
 //! (`vN` branches, release tags) that have a build for it; `[tool.kernels]
 //! missing-target-builds = "warn"` makes it a warning.
 //!
+//! `kernels lock --check` runs the same check on the lock on disk (online with
+//! the same listings; offline from the lock's hashes and the cache's listing
+//! receipts, saying which kernels it cannot decide because the cache lacks
+//! their listing).
+//!
 //! A target without `torch` or `backend`, or with a backend variant selection
 //! does not model (`tpu`, `cann-X.Y`), is not checked here; `-v` says so.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::repo_id::RepoId;
 
 use crate::cli::printer::Printer;
 use crate::cli::project::declared::{DeclaredEnv, declared_envs};
-use crate::lock::format::LockedKernel;
+use crate::lock::format::{LockedKernel, Lockfile};
 use crate::lock::manifest::{Manifest, MissingTargetBuilds};
 use crate::lock::profile::Profile;
 use crate::lock::project::LockOutcome;
@@ -75,20 +81,35 @@ pub(super) struct LockedProject<'a> {
     pub(super) manifest: &'a Manifest,
     /// The profile it was locked for.
     pub(super) profile: &'a Profile,
-    /// The resolution (its lock, labels and read variants).
-    pub(super) outcome: &'a LockOutcome,
+    /// The lock checked.
+    pub(super) lockfile: &'a Lockfile,
+    /// The resolution that made it (its labels and read variants), when the
+    /// lock was just planned.
+    pub(super) outcome: Option<&'a LockOutcome>,
     /// The lock file's path, for messages.
     pub(super) lock_path: &'a Path,
+}
+
+/// Where the variant names of a locked commit and a kernel's versions come
+/// from when neither the lock nor the resolution has them.
+#[derive(Clone, Copy)]
+pub(super) enum Listings<'a> {
+    /// One tree listing per commit, one refs listing per kernel; the names
+    /// are stored as the cache's listing receipts for the offline check.
+    Hub(&'a HubClient, &'a HubCache),
+    /// The cache's listing receipts only (offline); versions are not listed.
+    Cache(&'a HubCache),
 }
 
 /// Checks every locked kernel of `project` against its declared targets:
 /// `Ok` when each has a build for each (or the setting is `warn`, after one
 /// warning per target); else the error, one diagnostic per target. Listing a
-/// commit's `build/` or a kernel's versions uses `client`; a listing that
-/// fails leaves that kernel unchecked (the lock does not fail on it).
+/// commit's `build/` or a kernel's versions uses `listings`; a listing that
+/// fails, or that the cache lacks offline, leaves that kernel unchecked (the
+/// lock does not fail on it; offline a note names it).
 pub(super) fn check(
     project: &LockedProject<'_>,
-    client: &HubClient,
+    listings: Listings<'_>,
     printer: &Printer,
 ) -> miette::Result<()> {
     let (targets, skipped) = declared_envs(&project.manifest.settings, &project.manifest.path);
@@ -105,18 +126,38 @@ pub(super) fn check(
     }
     let rules = VariantRules::of_profile(project.profile);
     let kernels = project
-        .outcome
         .lockfile
         .locked_kernels(project.lock_path)
         .map_err(miette::Report::new)?;
-    let rt = crate::cli::project::client::runtime()?;
+    let hub = match listings {
+        Listings::Hub(client, _) => Some((client, crate::cli::project::client::runtime()?)),
+        Listings::Cache(_) => None,
+    };
+    let hub = hub.as_ref().map(|(client, rt)| (*client, rt));
     let listed: Vec<(LockedKernel, Option<BTreeSet<String>>)> = kernels
         .into_iter()
         .map(|kernel| {
-            let names = variant_names(&kernel, project, client, &rt);
+            let names = variant_names(&kernel, project, listings, hub.map(|(_, rt)| rt));
             (kernel, names)
         })
         .collect();
+    match listings {
+        Listings::Cache(_) => undecided_note(&listed, project, printer),
+        Listings::Hub(_, cache) => {
+            for (kernel, names) in &listed {
+                if let Some(names) = names {
+                    // A cache that cannot be written only costs the offline
+                    // check its decision.
+                    let receipt = kernels_cache::ListingReceipt {
+                        variants: names.clone(),
+                    };
+                    let _ = cache
+                        .repo(&kernel.repo_id, project.profile.repo_type)
+                        .write_listing_receipt(kernel.commit.as_str(), &receipt);
+                }
+            }
+        }
+    }
     let mut causes = Vec::new();
     let mut versions = Versions::default();
     for target in &targets {
@@ -136,8 +177,13 @@ pub(super) fn check(
             .map(|(kernel, _)| kernel)
             .collect();
         if !missing.is_empty() {
-            let hub = (client, &rt, &mut versions);
-            causes.push(cause(target, &missing, &selection, project, hub));
+            causes.push(cause(
+                target,
+                &missing,
+                &selection,
+                project,
+                (hub, &mut versions),
+            ));
         }
     }
     finish(causes, project, printer)
@@ -180,11 +226,20 @@ fn cause(
     missing: &[&LockedKernel],
     selection: &VariantSelection,
     project: &LockedProject<'_>,
-    (client, rt, known): (&HubClient, &tokio::runtime::Runtime, &mut Versions),
+    (hub, known): (
+        Option<(&HubClient, &tokio::runtime::Runtime)>,
+        &mut Versions,
+    ),
 ) -> NoTargetBuild {
     let mut lines: Vec<String> = missing
         .iter()
         .map(|kernel| {
+            let Some((client, rt)) = hub else {
+                return format!(
+                    "{}: its versions are not listed offline; `kernels lock --check` online names the ones with a build",
+                    kernel.repo_id
+                );
+            };
             let versions = known.entry(kernel.repo_id.clone()).or_insert_with(|| {
                 rt.block_on(crate::lock::inspect::versions(
                     client,
@@ -264,44 +319,80 @@ fn versions_line(
     format!("{repo}: {} has one; require it: {how}", names(&fitting))
 }
 
-/// What the locked commit of `kernel` is called (`v1`, `v0.1.1`), else its
-/// short commit.
-fn label(kernel: &LockedKernel, outcome: &LockOutcome) -> String {
+/// What the locked commit of `kernel` is called (`v1`, `v0.1.1`) by the
+/// resolution, else its short commit.
+fn label(kernel: &LockedKernel, outcome: Option<&LockOutcome>) -> String {
     outcome
-        .variants
-        .iter()
-        .find(|v| v.repo_id == kernel.repo_id.as_str())
-        .map(|v| v.label.clone())
-        .or_else(|| outcome.labels.get(kernel.repo_id.as_str()).cloned())
+        .and_then(|outcome| {
+            outcome
+                .variants
+                .iter()
+                .find(|v| v.repo_id == kernel.repo_id.as_str())
+                .map(|v| v.label.clone())
+                .or_else(|| outcome.labels.get(kernel.repo_id.as_str()).cloned())
+        })
         .unwrap_or_else(|| kernel.commit.short().to_owned())
 }
 
+/// Offline: one note naming the kernels whose target builds cannot be
+/// decided because neither the lock nor the cache lists their variants.
+fn undecided_note(
+    listed: &[(LockedKernel, Option<BTreeSet<String>>)],
+    project: &LockedProject<'_>,
+    printer: &Printer,
+) {
+    let undecided: Vec<String> = listed
+        .iter()
+        .filter(|(_, names)| names.is_none())
+        .map(|(kernel, _)| format!("{} {}", kernel.repo_id, label(kernel, project.outcome)))
+        .collect();
+    if undecided.is_empty() {
+        return;
+    }
+    printer.status(format_args!(
+        "note: cannot decide offline whether {} {} a build for the declared targets of {}: the cache lacks {} build listing; run `kernels lock --check` online",
+        undecided.join(", "),
+        if undecided.len() == 1 { "has" } else { "have" },
+        project.manifest.path.display(),
+        if undecided.len() == 1 { "its" } else { "their" },
+    ));
+}
+
 /// The variant directories of a locked kernel: the lock's hashes, the
-/// variants the lock read (0.17+), else one listing of `build/`; `None` when
-/// that listing fails.
+/// variants the resolution read (0.17+), else one listing of `build/` (the
+/// Hub's, or offline the cache's listing receipt); `None` when that listing
+/// fails or the cache has none.
 fn variant_names(
     kernel: &LockedKernel,
     project: &LockedProject<'_>,
-    client: &HubClient,
-    rt: &tokio::runtime::Runtime,
+    listings: Listings<'_>,
+    rt: Option<&tokio::runtime::Runtime>,
 ) -> Option<BTreeSet<String>> {
     if let Some(hashes) = &kernel.variants {
         return Some(hashes.keys().cloned().collect());
     }
-    if let Some(read) = project
-        .outcome
-        .variants
-        .iter()
-        .find(|v| v.repo_id == kernel.repo_id.as_str())
-    {
+    if let Some(read) = project.outcome.and_then(|outcome| {
+        outcome
+            .variants
+            .iter()
+            .find(|v| v.repo_id == kernel.repo_id.as_str())
+    }) {
         return Some(read.variants.keys().cloned().collect());
     }
-    rt.block_on(crate::lock::inspect::build_variants(
-        client,
-        project.profile.repo_type,
-        &kernel.repo_id,
-        &kernel.commit,
-    ))
-    .ok()
-    .map(|names| names.into_iter().collect())
+    match (listings, rt) {
+        (Listings::Hub(client, _), Some(rt)) => rt
+            .block_on(crate::lock::inspect::build_variants(
+                client,
+                project.profile.repo_type,
+                &kernel.repo_id,
+                &kernel.commit,
+            ))
+            .ok()
+            .map(|names| names.into_iter().collect()),
+        (Listings::Cache(cache), _) => cache
+            .repo(&kernel.repo_id, project.profile.repo_type)
+            .read_listing_receipt(kernel.commit.as_str())
+            .map(|receipt| receipt.variants),
+        (Listings::Hub(..), None) => None,
+    }
 }
