@@ -12,7 +12,7 @@ use kernels_types::metadata::{DependencyVersion, KernelDependency, KernelsVersio
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
-use super::args::{CacheArgs, OutputFormat};
+use super::args::{CacheArgs, EnvArgs, OutputFormat};
 use super::args::{RepoTypeArgs, TargetArgs};
 use super::json::{
     DepTree, InfoDoc, InfoMetadataDoc, InfoRefusalDoc, InfoTargetsDoc, InfoVariantDoc,
@@ -24,6 +24,7 @@ use crate::info::{
     describe_hub, describe_local, display_path,
 };
 use crate::lock::profile::{Profile, ProfileSource, RuntimeVersion};
+use crate::variant::{ProjectPython, VariantRules};
 
 /// Arguments of `kernels info`.
 #[derive(Debug, clap::Args)]
@@ -79,6 +80,11 @@ pub struct InfoArgs {
     /// variant) as a tree (with `--json`, the nested `dependency_tree`).
     #[arg(long)]
     pub dep_tree: bool,
+
+    /// The environment whose variant the `Variant:` line names, instead of
+    /// the torch of the project's Python.
+    #[command(flatten)]
+    pub env: EnvArgs,
 }
 
 impl InfoArgs {
@@ -128,7 +134,12 @@ struct BadRuntime {
 }
 
 /// Runs `kernels info`.
-pub fn run(args: InfoArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
+pub fn run(
+    args: InfoArgs,
+    project_dir: &Path,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<ExitCode> {
     let runtime = args
         .target_runtime
         .as_deref()
@@ -160,21 +171,77 @@ pub fn run(args: InfoArgs, settings: &Settings, printer: &Printer) -> miette::Re
         printer.status(format_args!("warning: {warning}"));
     }
     let targets = args.targets.targets();
+    let profile = runtime.as_ref().map(|(_, profile)| profile.clone());
     let context = FitContext {
         targets: &targets,
         runtime: runtime.map(|(release, _)| release),
         modules: None,
     };
     let tree = dependency_tree(&info, &args, repo_type, settings, printer)?;
+    let loaded = loaded_variant(&info, &args, profile, project_dir, printer);
+    if let Err(reason) = &loaded {
+        printer.status(format_args!(
+            "note: no variant for this environment (`Variant: -`): {reason}"
+        ));
+    }
+    let loaded = loaded.ok();
     if args.json || args.format == OutputFormat::Json {
         let mut doc = document(&info, &context);
+        doc.variant = loaded.as_deref();
         doc.kernel_depends = tree.repos();
         doc.dependency_tree = args.dep_tree.then_some(&tree);
         printer.json(&doc);
     } else {
-        print_text(printer, &info, &context, (&tree, args.dep_tree));
+        let text = Text {
+            info: &info,
+            context: &context,
+            variant: loaded.as_deref(),
+            tree: (&tree, args.dep_tree),
+        };
+        print_text(printer, &text);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The variant this environment would load, reference 0.19.1's `Variant:`:
+/// among `info`'s variants, the one preferred for the `--torch-version` …
+/// flags, else for the torch of the project's Python, under the rules of
+/// `profile` (`--target-runtime`), else of the runtime `kernels lock` would
+/// target. `Err` says why there is none (0.19.1 fails instead).
+fn loaded_variant(
+    info: &KernelInfo,
+    args: &InfoArgs,
+    profile: Option<Profile>,
+    project_dir: &Path,
+    printer: &Printer,
+) -> Result<String, String> {
+    let python = ProjectPython::for_project(project_dir, super::settings::virtual_env().as_deref());
+    let overrides = args.env.overrides();
+    let profile = match profile {
+        Some(profile) => profile,
+        None => super::project::profile::query_profile(
+            project_dir,
+            None,
+            args.repo.repo_type,
+            overrides.needs_python(),
+            &python,
+            printer,
+        )
+        .map_err(|err| err.to_string())?,
+    };
+    let (env, _) = overrides.resolve(&python).map_err(|err| err.to_string())?;
+    let available: BTreeSet<String> = info.variants.iter().map(|v| v.name.clone()).collect();
+    env.explain(&available, VariantRules::of_profile(&profile))
+        .into_iter()
+        .find(|v| v.rank == Some(0))
+        .map(|v| v.name)
+        .ok_or_else(|| {
+            format!(
+                "none of its {} variants is for {}",
+                available.len(),
+                env.describe()
+            )
+        })
 }
 
 /// The `kernel-depends` of every variant of `info`.
@@ -364,13 +431,24 @@ fn or_dash(value: Option<impl std::fmt::Display>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
+/// What the text output shows.
+struct Text<'a> {
+    info: &'a KernelInfo,
+    context: &'a FitContext<'a>,
+    /// The variant this environment would load.
+    variant: Option<&'a str>,
+    /// The dependencies, and whether to draw them as a tree.
+    tree: (&'a DepTree, bool),
+}
+
 /// The reference's lines, then the targets and the variant table.
-fn print_text(
-    printer: &Printer,
-    info: &KernelInfo,
-    context: &FitContext<'_>,
-    tree: (&DepTree, bool),
-) {
+fn print_text(printer: &Printer, text: &Text<'_>) {
+    let Text {
+        info,
+        context,
+        variant,
+        tree,
+    } = *text;
     match &info.origin {
         Origin::Hub {
             repo_id, revision, ..
@@ -380,6 +458,7 @@ fn print_text(
         }
         Origin::Path(path) => printer.data(format_args!("Path: {path}")),
     }
+    printer.data(format_args!("Variant: {}", or_dash(variant)));
     let metadata = info.metadata();
     printer.data(format_args!(
         "Name: {}",
@@ -532,6 +611,7 @@ fn document<'a>(info: &'a KernelInfo, context: &FitContext<'_>) -> InfoDoc<'a> {
             .iter()
             .map(|v| variant_doc(v, context))
             .collect(),
+        variant: None,
         kernel_depends: Vec::new(),
         dependency_tree: None,
     }

@@ -1004,6 +1004,9 @@ pub struct InfoDoc<'a> {
     pub metadata: Option<InfoMetadataDoc<'a>>,
     /// The backends of the variants, sorted.
     pub backends: Vec<&'a str>,
+    /// The variant this environment would load (reference 0.19.1's key);
+    /// `null` when none can be told (the reason is a note on stderr).
+    pub variant: Option<&'a str>,
     /// The commit the revision named (Hub).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<&'a CommitId>,
@@ -1784,6 +1787,7 @@ mod tests {
                 python_depends: &depends,
             }),
             backends: vec!["cuda"],
+            variant: Some("torch28-cxx11-cu126-x86_64-linux"),
             commit: Some(&commit),
             targets: InfoTargetsDoc {
                 cuda_capabilities: vec!["9.0".to_owned()],

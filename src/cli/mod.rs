@@ -416,7 +416,7 @@ fn dispatch(
             export::run(args, settings, printer)
         }
         Command::Cache(args) => cache::run(args, settings, printer),
-        Command::Info(args) => info::run(args, settings, printer),
+        Command::Info(args) => info::run(args, &project_dir(None, global)?, settings, printer),
         Command::Mirror(args) => mirror::run(args, settings, printer),
         Command::Lock(mut args) => {
             args.project.resolve(global)?;

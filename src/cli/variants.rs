@@ -12,15 +12,12 @@ use super::json::{
     VariantsRevisionDoc, VersionDoc, VersionsDoc,
 };
 use super::printer::Printer;
-use super::project::profile::{ProfileInputs, choose_profile_with};
+use super::project::profile::query_profile;
 use crate::cli::settings::Settings;
-use crate::lock::format::{LOCK_FILE_NAME, Lockfile};
 use crate::lock::inspect;
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
 use crate::lock::profile::Profile;
-use crate::variant::{
-    EnvOverrides, ProbeScope, ProjectPython, TorchEnv, VariantRules, VariantSelection,
-};
+use crate::variant::{EnvOverrides, ProjectPython, TorchEnv, VariantRules, VariantSelection};
 use kernels_hub::HubClient;
 use kernels_types::repo_id::RepoId;
 
@@ -491,26 +488,13 @@ fn choose_profile_for(
     python: &ProjectPython,
     printer: &Printer,
 ) -> miette::Result<Profile> {
-    let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
-    let tool = ToolSettings::read(project_dir).ok().flatten();
-    let lock_path = project_dir.join(LOCK_FILE_NAME);
-    let lock_format = fs_err::read_to_string(&lock_path)
-        .ok()
-        .and_then(|t| Lockfile::parse(&t, &lock_path).ok())
-        .map(|l| l.format());
-    let overrides = env.overrides();
-    choose_profile_with(
-        &ProfileInputs {
-            project_dir,
-            option: runtime.version(),
-            manifest: ToolSettings::target_runtime_at(tool.as_ref(), &manifest_path),
-            lock_format,
-            repo_type: repo.repo_type,
-            python,
-            scope: ProbeScope::torch_if(overrides.needs_python()),
-            unreadable_fails: false,
-        },
-        &printer.quiet_if(true),
+    query_profile(
+        project_dir,
+        runtime.version(),
+        repo.repo_type,
+        env.overrides().needs_python(),
+        python,
+        printer,
     )
 }
 

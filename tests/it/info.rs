@@ -165,7 +165,13 @@ fn assert_parity(context: &TestContext, args: &[&str], all_keys: bool) {
             .filter(|k| {
                 !matches!(
                     k.as_str(),
-                    "schema" | "command" | "commit" | "targets" | "variants" | "kernel_depends"
+                    "schema"
+                        | "command"
+                        | "commit"
+                        | "targets"
+                        | "variants"
+                        | "kernel_depends"
+                        | "variant"
                 )
             })
             .collect();
@@ -175,10 +181,10 @@ fn assert_parity(context: &TestContext, args: &[&str], all_keys: bool) {
     if all_keys {
         let text = String::from_utf8(reference(context, args).stdout).unwrap();
         let ours = String::from_utf8(context.run_ok(&[&["info"], args].concat()).stdout).unwrap();
-        // 0.19.1's line, which 0.17.2 does not print.
+        // 0.19.1's lines, which 0.17.2 does not print.
         let ours: String = ours
             .split_inclusive('\n')
-            .filter(|l| !l.starts_with("Kernel dependencies: "))
+            .filter(|l| !l.starts_with("Kernel dependencies: ") && !l.starts_with("Variant: "))
             .collect();
         assert!(
             ours.starts_with(&format!("{text}\n")),
@@ -350,10 +356,13 @@ fn offline_reads_what_kernels_download_stored() {
 }
 
 /// `kernels info kernels-test/kernel-deps --dep-tree` draws the tree 0.19.1
-/// draws, and `--json` carries its `kernel_depends` and `dependency_tree`.
+/// draws, and `--json` carries its `kernel_depends` and `dependency_tree`;
+/// both name the variant the (stub) torch of the environment would load.
 #[test]
-fn dep_tree_matches_reference_0_19_1() {
-    let context = TestContext::new();
+fn dep_tree_and_variant_match_reference_0_19_1() {
+    let context = TestContext::new()
+        .with_stub_torch()
+        .with_env("VIRTUAL_ENV", common::pyref_root().join("kernels-0.19.1"));
     let reference = |args: &[&str]| {
         let out = common::python(
             "kernels-0.19.1",
@@ -374,12 +383,7 @@ fn dep_tree_matches_reference_0_19_1() {
         out
     };
     for args in [&["--dep-tree"][..], &[]] {
-        // Ours has no `Variant:` line (it describes every variant).
-        let theirs: String = String::from_utf8(reference(args).stdout)
-            .unwrap()
-            .split_inclusive('\n')
-            .filter(|l| !l.starts_with("Variant: "))
-            .collect();
+        let theirs = String::from_utf8(reference(args).stdout).unwrap();
         let ours = context.run_ok(&[&["info", "kernels-test/kernel-deps"], args].concat());
         let ours = String::from_utf8(ours.stdout).unwrap();
         assert!(
@@ -387,11 +391,12 @@ fn dep_tree_matches_reference_0_19_1() {
             "{args:?}:\n{theirs}\n---\n{ours}"
         );
         assert!(theirs.contains("Kernel dependencies"), "{theirs}");
+        assert!(theirs.contains("\nVariant: torch"), "{theirs}");
     }
     let theirs = json_of(&reference(&["--dep-tree", "--json"]));
     let ours =
         json_of(&context.run_ok(&["info", "kernels-test/kernel-deps", "--dep-tree", "--json"]));
-    for key in ["kernel_depends", "dependency_tree"] {
+    for key in ["kernel_depends", "dependency_tree", "variant"] {
         assert_eq!(ours[key], theirs[key], "{key}");
     }
     assert_eq!(
@@ -402,4 +407,74 @@ fn dep_tree_matches_reference_0_19_1() {
     let ours = json_of(&context.run_ok(&["info", "kernels-test/kernel-deps", "--json"]));
     assert!(ours.get("dependency_tree").is_none());
     assert_eq!(ours["kernel_depends"], json!(["kernels-community/einops"]));
+}
+
+/// The same kernel for other environments (the stub torch's CUDA builds, and
+/// the `--torch-version` flags): the variant 0.19.1 would load; one that no
+/// variant fits prints `Variant: -`, `null` and the reason, where 0.19.1 fails.
+#[test]
+fn variant_matches_reference_0_19_1_per_environment() {
+    let context = TestContext::new()
+        .with_stub_torch()
+        .with_env("VIRTUAL_ENV", common::pyref_root().join("kernels-0.19.1"));
+    let envs: &[&[(&str, &str)]] = &[
+        &[("STUB_TORCH_VERSION", "2.12"), ("STUB_TORCH_CUDA", "12.8")],
+        &[("STUB_TORCH_VERSION", "2.11"), ("STUB_TORCH_CUDA", "12.6")],
+        &[("STUB_TORCH_VERSION", "2.12"), ("STUB_TORCH_HIP", "7.2")],
+    ];
+    let mut compared = 0;
+    for env in envs {
+        let mut theirs = common::python(
+            "kernels-0.19.1",
+            context.endpoint(),
+            &context.tmp.path().join("python-cache"),
+        );
+        theirs
+            .env(
+                "PYTHONPATH",
+                common::repo_root().join("tests/python/stub_torch"),
+            )
+            .current_dir(&context.project)
+            .arg(common::pyref_root().join("kernels-0.19.1/bin/kernels"))
+            .args(["info", "kernels-community/relu", "--json"]);
+        let mut ours = context.kernels();
+        ours.args(["info", "kernels-community/relu", "--json"]);
+        for (name, value) in *env {
+            theirs.env(name, value);
+            ours.env(name, value);
+        }
+        let theirs = theirs.output().unwrap();
+        let ours = ours.output().unwrap();
+        assert!(ours.status.success(), "{}", common::stderr(&ours));
+        if theirs.status.success() {
+            assert_eq!(
+                json_of(&ours)["variant"],
+                json_of(&theirs)["variant"],
+                "{env:?}"
+            );
+            assert!(json_of(&ours)["variant"].is_string(), "{env:?}");
+            compared += 1;
+        } else {
+            assert!(json_of(&ours)["variant"].is_null(), "{env:?}");
+            assert!(common::stderr(&ours).contains("note: no variant for this environment"));
+        }
+    }
+    assert!(compared > 0, "0.19.1 found a variant for none of {envs:?}");
+    // Flags instead of torch: no variant for torch 1.0 / CUDA 9.0.
+    let out = context.run_ok(&[
+        "info",
+        "kernels-community/relu",
+        "--torch-version",
+        "1.0",
+        "--cuda-version",
+        "9.0",
+    ]);
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(text.contains("\nVariant: -\n"), "{text}");
+    assert!(
+        common::stderr(&out)
+            .contains("note: no variant for this environment (`Variant: -`): none of its"),
+        "{}",
+        common::stderr(&out)
+    );
 }

@@ -395,6 +395,46 @@ pub fn describe_preference(
     }
 }
 
+/// The target profile of the commands that describe a kernel for an
+/// environment (`variants`, `versions`, `info`): as `kernels lock` chooses it
+/// from `option` (`--target-runtime`), `target-runtime` of `pyproject.toml`,
+/// the project's lock and the installed runtime; `needs_torch` asks the
+/// interpreter for torch in the same probe. Notes are not shown.
+///
+/// # Errors
+/// A `--target-runtime` or `target-runtime` that is no release.
+pub fn query_profile(
+    project_dir: &Path,
+    option: Option<&str>,
+    repo_type: Option<RepoTypeArg>,
+    needs_torch: bool,
+    python: &ProjectPython,
+    printer: &Printer,
+) -> miette::Result<Profile> {
+    use crate::lock::format::Lockfile;
+    use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
+    let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
+    let tool = ToolSettings::read(project_dir).ok().flatten();
+    let lock_path = project_dir.join(LOCK_FILE_NAME);
+    let lock_format = fs_err::read_to_string(&lock_path)
+        .ok()
+        .and_then(|t| Lockfile::parse(&t, &lock_path).ok())
+        .map(|l| l.format());
+    choose_profile_with(
+        &ProfileInputs {
+            project_dir,
+            option,
+            manifest: ToolSettings::target_runtime_at(tool.as_ref(), &manifest_path),
+            lock_format,
+            repo_type,
+            python,
+            scope: ProbeScope::torch_if(needs_torch),
+            unreadable_fails: false,
+        },
+        &printer.quiet_if(true),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
