@@ -386,43 +386,12 @@ async fn read_disk(
             opened
         }
     };
-    let mut buf = vec![0u8; want];
-    let cached = read_cached(&opened, &mut buf, pos);
-    if cached == want {
-        return Ok(buf);
-    }
     blocking(move || {
-        read_exact_at(&opened, &mut buf[cached..], pos + cached as u64)?;
+        let mut buf = vec![0u8; want];
+        read_exact_at(&opened, &mut buf, pos)?;
         Ok(buf)
     })
     .await
-}
-
-/// Reads into `buf` from offset `pos` of `file` on the calling (runtime)
-/// thread only what the page cache already holds, and returns how many bytes
-/// that was: `preadv2(RWF_NOWAIT)` (Linux ≥ 4.14) copies cached pages and
-/// answers `EAGAIN` instead of waiting for the disk. A file served again and
-/// again is read without a hop to the blocking pool, as nginx's workers read
-/// it; the rest (pages not cached, a kernel or file system without the flag,
-/// an error or the end of the file) is left to [`read_exact_at`] there.
-#[cfg(target_os = "linux")]
-fn read_cached(file: &std::fs::File, buf: &mut [u8], pos: u64) -> usize {
-    use rustix::io::{ReadWriteFlags, preadv2};
-    let mut done = 0;
-    while done < buf.len() {
-        let mut slices = [std::io::IoSliceMut::new(&mut buf[done..])];
-        match preadv2(file, &mut slices, pos + done as u64, ReadWriteFlags::NOWAIT) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => done += n,
-        }
-    }
-    done
-}
-
-/// Elsewhere every read goes to the blocking pool.
-#[cfg(not(target_os = "linux"))]
-fn read_cached(_file: &std::fs::File, _buf: &mut [u8], _pos: u64) -> usize {
-    0
 }
 
 /// Fills `buf` from offset `pos` of `file` (positioned read; the file's
@@ -467,12 +436,7 @@ mod tests {
         assert_eq!(got, bytes[1000..1000 + DISK_CHUNK]);
         let tail = read_disk(&mut file, &path, 599_990, 10).await.unwrap();
         assert_eq!(tail, bytes[599_990..]);
-        // What the page cache gives on the runtime thread is the file's bytes.
-        let mut buf = vec![0u8; 4096];
-        let cached = read_cached(file.as_ref().unwrap(), &mut buf, 70_000);
-        assert!(cached <= buf.len());
-        assert_eq!(buf[..cached], bytes[70_000..70_000 + cached]);
-        // Past the end: the blocking read reports the short file.
+        // Past the end: the read reports the short file.
         let err = read_disk(&mut file, &path, 599_990, 20).await.unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
     }
