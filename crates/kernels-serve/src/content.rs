@@ -424,6 +424,23 @@ mod tests {
         assert_ne!(whole, other);
     }
 
+    #[tokio::test]
+    async fn disk_reads_give_the_bytes_at_their_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("blob");
+        let bytes: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
+        fs_err::write(&path, &bytes).unwrap();
+        let path = fs_err::canonicalize(&path).unwrap();
+        let mut file = None;
+        let got = read_disk(&mut file, &path, 1000, DISK_CHUNK).await.unwrap();
+        assert_eq!(got, bytes[1000..1000 + DISK_CHUNK]);
+        let tail = read_disk(&mut file, &path, 599_990, 10).await.unwrap();
+        assert_eq!(tail, bytes[599_990..]);
+        // Past the end: the read reports the short file.
+        let err = read_disk(&mut file, &path, 599_990, 20).await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
+    }
+
     #[test]
     fn ranges() {
         use RangeRequest::*;
