@@ -50,7 +50,7 @@ use crate::cli::settings::{LockFlags, Settings};
 #[command(
     name = "kernels",
     // Says which `kernels` answered: the Python runtime has a `kernels`
-    // command too (docs/install.md).
+    // command too (README.md, Usage: the table of which command survives).
     version = concat!(env!("CARGO_PKG_VERSION"), " (Rust lockfile tool)"),
     about,
     after_long_help = ENVIRONMENT_HELP
