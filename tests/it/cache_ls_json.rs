@@ -38,5 +38,10 @@ fn cache_ls_json_matches_reference_0_19_1() {
     assert_eq!(repo["versions"][0]["version"], "v1");
     assert!(repo["size_on_disk"].as_u64().unwrap() > 0);
     assert!(repo["last_accessed"].as_f64().unwrap() > 1.0e9);
-    assert!(!repo["versions"][0]["variants"].as_array().unwrap().is_empty());
+    assert!(
+        !repo["versions"][0]["variants"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -207,7 +207,9 @@ fn epoch_times(meta: &std::fs::Metadata) -> (f64, f64) {
     let secs = |time: std::io::Result<std::time::SystemTime>| {
         time.ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0.0, |d| d.as_secs() as f64 + f64::from(d.subsec_nanos()) * 1e-9)
+            .map_or(0.0, |d| {
+                d.as_secs() as f64 + f64::from(d.subsec_nanos()) * 1e-9
+            })
     };
     (secs(meta.accessed()), secs(meta.modified()))
 }
@@ -223,11 +225,12 @@ fn version_number(name: &str) -> Option<u128> {
     Some(digits.parse().unwrap_or(u128::MAX))
 }
 
+/// The blobs (resolved path to metadata) of a snapshot, and its variants.
+type SnapshotBlobs = (BTreeMap<PathBuf, std::fs::Metadata>, Vec<String>);
+
 /// The blobs (resolved paths, with their metadata) the files of `snapshot`
 /// resolve to, and its variants.
-fn snapshot_blobs(
-    snapshot: &Path,
-) -> Result<(BTreeMap<PathBuf, std::fs::Metadata>, Vec<String>), CacheError> {
+fn snapshot_blobs(snapshot: &Path) -> Result<SnapshotBlobs, CacheError> {
     let mut blobs = BTreeMap::new();
     let mut variants = BTreeSet::new();
     for file in walkdir::WalkDir::new(snapshot)
@@ -247,6 +250,24 @@ fn snapshot_blobs(
     Ok((blobs, variants.into_iter().collect()))
 }
 
+/// [`snapshot_blobs`] of every folder in `snapshots/`, by folder name.
+fn snapshots_blobs(dir: &Path) -> Result<BTreeMap<String, SnapshotBlobs>, CacheError> {
+    let mut out = BTreeMap::new();
+    let entries = match fs_err::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(err) => return Err(err.into()),
+    };
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            out.insert(name, snapshot_blobs(&entry.path())?);
+        }
+    }
+    Ok(out)
+}
+
 /// Latest `(access, modification)` time of `blobs`, or `fallback`'s.
 fn latest(
     blobs: &BTreeMap<PathBuf, std::fs::Metadata>,
@@ -256,7 +277,9 @@ fn latest(
         return Ok(epoch_times(&fs_err::metadata(fallback)?));
     }
     let times = blobs.values().map(epoch_times);
-    Ok(times.fold((f64::MIN, f64::MIN), |(a, m), (ta, tm)| (a.max(ta), m.max(tm))))
+    Ok(times.fold((f64::MIN, f64::MIN), |(a, m), (ta, tm)| {
+        (a.max(ta), m.max(tm))
+    }))
 }
 
 /// The kernel repositories of the cache with a `vN` ref, by repository id, as
@@ -280,21 +303,32 @@ pub fn versioned(cache: &HubCache) -> Result<Vec<VersionedRepo>, CacheError> {
             continue;
         }
         refs.sort();
-        let mut all = BTreeMap::new();
+        let snapshots = snapshots_blobs(&repo.snapshots_dir())?;
+        // A ref to a missing snapshot makes the repository corrupt: the
+        // reference's scan skips it with a warning.
+        if refs
+            .iter()
+            .any(|(_, _, commit)| !snapshots.contains_key(commit.as_str()))
+        {
+            continue;
+        }
         let mut versions = Vec::new();
         for (_, version, commit) in refs {
+            let (blobs, variants) = &snapshots[commit.as_str()];
             let snapshot = repo.snapshots_dir().join(commit.as_str());
-            let (blobs, variants) = snapshot_blobs(&snapshot)?;
-            let (last_accessed, last_modified) = latest(&blobs, &snapshot)?;
+            let (last_accessed, last_modified) = latest(blobs, &snapshot)?;
             versions.push(CachedVersion {
                 version,
                 size_on_disk: blobs.values().map(std::fs::Metadata::len).sum(),
                 last_accessed,
                 last_modified,
-                variants,
+                variants: variants.clone(),
             });
-            all.extend(blobs);
         }
+        let all: BTreeMap<_, _> = snapshots
+            .into_values()
+            .flat_map(|(blobs, _)| blobs)
+            .collect();
         let (last_accessed, last_modified) = latest(&all, &cache.root().join(&folder))?;
         out.push(VersionedRepo {
             repo_id,
