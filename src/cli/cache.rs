@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::args::OutputFormat;
-use super::json::CacheLsDoc;
+use super::json::{CacheLsDoc, CacheVersionsDoc};
 use super::printer::Printer;
 use super::progress::human_bytes;
 use crate::cli::settings::Settings;
@@ -35,6 +35,11 @@ enum CacheCommand {
         /// Output format.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
+        /// Print reference 0.19.1's `kernels cache ls --json` document instead:
+        /// the kernel repositories with `vN` refs, their sizes, times (seconds
+        /// since the epoch) and variants.
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
     },
     /// Remove partial downloads (`.incomplete`), blobs no snapshot links to,
     /// and the runtime's receipts (`.verified-kernels/`) of variants no longer
@@ -69,7 +74,8 @@ pub fn run(args: CacheCmdArgs, settings: &Settings, printer: &Printer) -> miette
             printer.data(cache.root().display());
             printer.status(format_args!("(chosen by {})", settings.cache_dir_source));
         }
-        CacheCommand::Ls { format } => ls(&cache, format, printer)?,
+        CacheCommand::Ls { json: true, .. } => ls_versions(&cache, printer)?,
+        CacheCommand::Ls { format, .. } => ls(&cache, format, printer)?,
         CacheCommand::Prune {
             keep_locked,
             dry_run,
@@ -132,6 +138,17 @@ fn ls(cache: &HubCache, format: OutputFormat, printer: &Printer) -> miette::Resu
             cache.root().display()
         ));
     }
+    Ok(())
+}
+
+/// `kernels cache ls --json`: reference 0.19.1's document, the resolved
+/// cache directory and its versioned kernel repositories.
+fn ls_versions(cache: &HubCache, printer: &Printer) -> miette::Result<()> {
+    let root = fs_err::canonicalize(cache.root()).unwrap_or_else(|_| cache.root().to_owned());
+    printer.json(&CacheVersionsDoc {
+        cache_dir: &root,
+        repos: &inventory::versioned(cache)?,
+    });
     Ok(())
 }
 

@@ -980,6 +980,16 @@ pub struct CacheLsDoc<'a> {
     pub repos: &'a [kernels_cache::inventory::RepoEntry],
 }
 
+/// `kernels cache ls --json`: reference 0.19.1's document (no schema key),
+/// keys in its order.
+#[derive(Debug, Serialize)]
+pub struct CacheVersionsDoc<'a> {
+    /// The cache directory, resolved.
+    pub cache_dir: &'a Path,
+    /// Its kernel repositories with a `vN` ref, by id.
+    pub repos: &'a [kernels_cache::inventory::VersionedRepo],
+}
+
 /// `kernels info --format json` (schema [`InfoDoc::SCHEMA`]): the keys of
 /// reference 0.17.2's `kernels info --json` (`repo_id` and `revision`, or
 /// `path`; `name` … `python_depends` only when a `metadata.json` was read;

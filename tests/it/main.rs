@@ -12,6 +12,7 @@ mod benchmark;
 mod breaking;
 #[cfg(unix)]
 mod cache_env;
+mod cache_ls_json;
 mod check;
 #[cfg(unix)]
 mod check_paths;

@@ -166,6 +166,182 @@ pub fn list(cache: &HubCache) -> Result<Vec<RepoEntry>, CacheError> {
     Ok(out)
 }
 
+/// One kernel repository as reference 0.19.1's `kernels cache ls --json`
+/// (`_internals/cli/cache.py`, over `huggingface_hub.scan_cache_dir`) lists
+/// it; the fields in its key order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VersionedRepo {
+    /// `owner/name`.
+    pub repo_id: String,
+    /// Bytes of the distinct blobs its snapshots' files resolve to.
+    pub size_on_disk: u64,
+    /// Latest access time of those blobs, seconds since the epoch (the
+    /// repository folder's own when there is none).
+    pub last_accessed: f64,
+    /// Latest modification time of those blobs, seconds since the epoch (the
+    /// repository folder's own when there is none).
+    pub last_modified: f64,
+    /// Its revisions a `vN` ref points at, one per ref, by `N` then ref name.
+    pub versions: Vec<CachedVersion>,
+}
+
+/// One `vN` ref of a [`VersionedRepo`] and the snapshot it points at.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CachedVersion {
+    /// The ref name, `v1`.
+    pub version: String,
+    /// Bytes of the distinct blobs the snapshot's files resolve to.
+    pub size_on_disk: u64,
+    /// Latest access time of those blobs (the snapshot folder's own when it
+    /// holds no file), seconds since the epoch.
+    pub last_accessed: f64,
+    /// Latest modification time of those blobs (likewise), seconds since the epoch.
+    pub last_modified: f64,
+    /// Its build variants with at least one file, by name.
+    pub variants: Vec<String>,
+}
+
+/// `(access, modification)` time of `meta` in seconds since the epoch, summed
+/// as CPython's `os.stat` does (`sec + nsec * 1e-9`), so both print the same.
+fn epoch_times(meta: &std::fs::Metadata) -> (f64, f64) {
+    let secs = |time: std::io::Result<std::time::SystemTime>| {
+        time.ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0.0, |d| {
+                d.as_secs() as f64 + f64::from(d.subsec_nanos()) * 1e-9
+            })
+    };
+    (secs(meta.accessed()), secs(meta.modified()))
+}
+
+/// `N` of a version ref `vN` (decimal digits only), as reference 0.19.1's
+/// `_version_number`.
+fn version_number(name: &str) -> Option<u128> {
+    let digits = name.strip_prefix('v')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Too many digits for u128 still makes a version, sorted last.
+    Some(digits.parse().unwrap_or(u128::MAX))
+}
+
+/// The blobs (resolved path to metadata) of a snapshot, and its variants.
+type SnapshotBlobs = (BTreeMap<PathBuf, std::fs::Metadata>, Vec<String>);
+
+/// The blobs (resolved paths, with their metadata) the files of `snapshot`
+/// resolve to, and its variants.
+fn snapshot_blobs(snapshot: &Path) -> Result<SnapshotBlobs, CacheError> {
+    let mut blobs = BTreeMap::new();
+    let mut variants = BTreeSet::new();
+    for file in walkdir::WalkDir::new(snapshot)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_type().is_dir())
+    {
+        if let Some(name) = variant_of(snapshot, file.path()) {
+            variants.insert(name);
+        }
+        let blob = fs_err::canonicalize(file.path())?;
+        let meta = fs_err::metadata(&blob)?;
+        if !meta.is_dir() {
+            blobs.insert(blob, meta);
+        }
+    }
+    Ok((blobs, variants.into_iter().collect()))
+}
+
+/// [`snapshot_blobs`] of every folder in `snapshots/`, by folder name.
+fn snapshots_blobs(dir: &Path) -> Result<BTreeMap<String, SnapshotBlobs>, CacheError> {
+    let mut out = BTreeMap::new();
+    let entries = match fs_err::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(err) => return Err(err.into()),
+    };
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            out.insert(name, snapshot_blobs(&entry.path())?);
+        }
+    }
+    Ok(out)
+}
+
+/// Latest `(access, modification)` time of `blobs`, or `fallback`'s.
+fn latest(
+    blobs: &BTreeMap<PathBuf, std::fs::Metadata>,
+    fallback: &Path,
+) -> Result<(f64, f64), CacheError> {
+    if blobs.is_empty() {
+        return Ok(epoch_times(&fs_err::metadata(fallback)?));
+    }
+    let times = blobs.values().map(epoch_times);
+    Ok(times.fold((f64::MIN, f64::MIN), |(a, m), (ta, tm)| {
+        (a.max(ta), m.max(tm))
+    }))
+}
+
+/// The kernel repositories of the cache with a `vN` ref, by repository id, as
+/// reference 0.19.1's `kernels cache ls --json` lists them ([`VersionedRepo`]).
+///
+/// # Errors
+/// A snapshot file that cannot be resolved or read.
+pub fn versioned(cache: &HubCache) -> Result<Vec<VersionedRepo>, CacheError> {
+    let mut out = Vec::new();
+    for (folder, repo_type, repo_id) in repo_folders(cache.root())? {
+        if repo_type != "kernel" {
+            continue;
+        }
+        let repo = cache.folder(&folder);
+        let mut refs: Vec<(u128, String, CommitId)> = repo
+            .refs()
+            .into_iter()
+            .filter_map(|r| Some((version_number(&r.name)?, r.name, r.commit)))
+            .collect();
+        if refs.is_empty() {
+            continue;
+        }
+        refs.sort();
+        let snapshots = snapshots_blobs(&repo.snapshots_dir())?;
+        // A ref to a missing snapshot makes the repository corrupt: the
+        // reference's scan skips it with a warning.
+        if refs
+            .iter()
+            .any(|(_, _, commit)| !snapshots.contains_key(commit.as_str()))
+        {
+            continue;
+        }
+        let mut versions = Vec::new();
+        for (_, version, commit) in refs {
+            let (blobs, variants) = &snapshots[commit.as_str()];
+            let snapshot = repo.snapshots_dir().join(commit.as_str());
+            let (last_accessed, last_modified) = latest(blobs, &snapshot)?;
+            versions.push(CachedVersion {
+                version,
+                size_on_disk: blobs.values().map(std::fs::Metadata::len).sum(),
+                last_accessed,
+                last_modified,
+                variants: variants.clone(),
+            });
+        }
+        let all: BTreeMap<_, _> = snapshots
+            .into_values()
+            .flat_map(|(blobs, _)| blobs)
+            .collect();
+        let (last_accessed, last_modified) = latest(&all, &cache.root().join(&folder))?;
+        out.push(VersionedRepo {
+            repo_id,
+            size_on_disk: all.values().map(std::fs::Metadata::len).sum(),
+            last_accessed,
+            last_modified,
+            versions,
+        });
+    }
+    out.sort_by(|a, b| a.repo_id.cmp(&b.repo_id));
+    Ok(out)
+}
+
 /// What `prune` keeps beyond what is referenced: with `keep_only`, the
 /// snapshots of the listed repository folders that are not among its
 /// `(folder, commit)` pairs are removed first (with the refs pointing at them).
