@@ -161,7 +161,8 @@ pub fn run(
         .map(RepoType::from)
         .or(runtime.as_ref().map(|(_, p)| p.repo_type))
         .unwrap_or(RepoType::Kernel);
-    let (info, warnings) = describe(&args, repo_type, settings, printer)?;
+    let release = runtime.as_ref().map(|(release, _)| *release);
+    let (info, warnings) = describe(&args, repo_type, release, settings, printer)?;
     for warning in warnings
         .iter()
         .cloned()
@@ -361,6 +362,7 @@ fn print_dependencies(printer: &Printer, info: &KernelInfo, (tree, as_tree): (&D
 fn describe(
     args: &InfoArgs,
     repo_type: RepoType,
+    runtime: Option<KernelsVersion>,
     settings: &Settings,
     printer: &Printer,
 ) -> miette::Result<(KernelInfo, Vec<String>)> {
@@ -370,7 +372,7 @@ fn describe(
         if args.revision.is_some() || args.version.is_some() {
             return Err(LocalRevision { path: shown }.into());
         }
-        let info = describe_local(path, Origin::Path(shown))?;
+        let info = describe_local(path, Origin::Path(shown), runtime)?;
         if info.variants.is_empty() {
             return Err(InfoError::NoLocalVariants {
                 build_dir: crate::info::build_dir(Path::new(&display_path(&args.kernel))),

@@ -204,7 +204,12 @@ pub fn describe_cached(
         revision: chosen.revision.clone(),
         commit: commit.clone(),
     };
-    let info = super::describe_dir(&folder.snapshot_dir(commit.as_str()), origin, Some(folder))?;
+    let info = super::describe_dir(
+        &folder.snapshot_dir(commit.as_str()),
+        origin,
+        Some(folder),
+        None,
+    )?;
     if info.variants.is_empty() {
         return Err(InfoError::NoVariants {
             repo_id: repo_id.clone(),

@@ -265,6 +265,46 @@ fn ours_through_the_binary() -> Vec<String> {
         .collect()
 }
 
+/// `kernels info --target-runtime 0.16.2 DIR` on a local build whose one
+/// variant declares each `kernels-minver`: `invalid` when it warns that the
+/// metadata is invalid, else `read`; without `--target-runtime` (the current
+/// runtime) a value that is no `X.Y.Z` stays invalid.
+fn info_through_the_binary(runtime: Option<&str>) -> Vec<String> {
+    let p = kernels_test_support::TestContext::new();
+    MINVERS
+        .iter()
+        .enumerate()
+        .map(|(i, minver)| {
+            let dir = format!("k{i}");
+            p.write(
+                &format!("{dir}/build/torch-cpu/metadata.json"),
+                &format!(
+                    r#"{{"name": "fit", "id": "_fit_3333333", "version": 1, "license": "apache-2.0", "python-depends": [], "backend": {{"type": "cpu"}}, "kernels-minver": "{minver}"}}"#
+                ),
+            );
+            let mut args = vec!["info", dir.as_str()];
+            if let Some(runtime) = runtime {
+                args.extend(["--target-runtime", runtime]);
+            }
+            let out = p.run(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if stderr.contains("invalid") { "invalid" } else { "read" }.to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn info_reads_minver_as_the_target_runtime_does() {
+    // 0.16.2 reads every one of them (it ignores what it cannot parse).
+    assert_eq!(info_through_the_binary(Some("0.16.2")), ["read"; 7]);
+    assert_eq!(
+        info_through_the_binary(None),
+        [
+            "read", "invalid", "invalid", "invalid", "invalid", "invalid", "invalid"
+        ]
+    );
+}
+
 #[test]
 fn minver_before_0_17_is_read_as_0_16_2_reads_it_through_the_binary_live() {
     let ours = ours_through_the_binary();
