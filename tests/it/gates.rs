@@ -297,9 +297,7 @@ fn the_wrong_format_fix_names_the_requirement_edit() {
     let text = fs_err::read_to_string(&manifest).unwrap();
     fs_err::write(&manifest, text.replace("= 2", "= \">=0.1.0,<0.2\"")).unwrap();
     // A runtime that reads version specifiers writes the variant-hash lock.
-    let lock = ["lock", "--target-runtime", "0.13.0"]
-        .map(String::from)
-        .to_vec();
+    let lock = ["lock", "--target-runtime", "0.13.0"].map(String::from).to_vec();
     common::assert_ok(&setup.run(&server, &lock));
     let venv = setup.cache.join("venv");
     fake_env(&venv, "0.17.2");
