@@ -268,6 +268,9 @@ fn dependency_tree(
     if roots.is_empty() {
         return Ok(DepTree::default());
     }
+    // Already checked as `X.Y.Z` by `run`.
+    let release: Option<KernelsVersion> =
+        args.target_runtime.as_deref().and_then(|v| v.parse().ok());
     let cache = settings.cache();
     let offline = settings.offline || args.offline;
     let client =
@@ -284,7 +287,7 @@ fn dependency_tree(
             DependencyVersion::Revision(r) => RevisionChoice::Revision(r.clone()),
         };
         let described = if offline {
-            describe_cached(&cache, &dep.repo_id, &choice)
+            describe_cached(&cache, &dep.repo_id, &choice, release)
         } else {
             runtime.block_on(describe_hub(
                 &client,
@@ -292,6 +295,7 @@ fn dependency_tree(
                 repo_type,
                 &dep.repo_id,
                 &choice,
+                release,
             ))
         };
         let (found, _) = described.map_err(|err| match err {
@@ -387,7 +391,7 @@ fn describe(
     })?;
     let cache = settings.cache();
     if settings.offline || args.offline {
-        return Ok(describe_cached(&cache, &repo_id, &args.choice())?);
+        return Ok(describe_cached(&cache, &repo_id, &args.choice(), runtime)?);
     }
     let client =
         super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
@@ -398,6 +402,7 @@ fn describe(
             repo_type,
             &repo_id,
             &args.choice(),
+            runtime,
         ))
         .map_err(|err| match err {
             InfoError::Hub(err) => super::project::causes::hub_failure(err, settings),

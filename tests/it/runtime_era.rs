@@ -222,7 +222,9 @@ const MINVERS: &[&str] = &[
 
 /// Our verdict through the binary: a project targeting 0.16.2 locks and
 /// downloads a kernel whose only variant declares each `kernels-minver`, then
-/// verifies it: `warns` (downloaded, the minver warning printed), `loads`
+/// verifies it and describes it with `kernels info --target-runtime 0.16.2`
+/// (online and `--offline`; any of them failing or finding the metadata
+/// invalid is the verdict): `warns` (downloaded, the minver warning printed), `loads`
 /// (downloaded, no warning) or `refused`.
 fn ours_through_the_binary() -> Vec<String> {
     let repos: Vec<String> = (0..MINVERS.len())
@@ -255,6 +257,19 @@ fn ours_through_the_binary() -> Vec<String> {
             let verify = p.run(&["verify"]);
             if out.status.success() && !verify.status.success() {
                 return format!("verify failed: {}", String::from_utf8_lossy(&verify.stderr));
+            }
+            // `kernels info` reads the metadata as 0.16.2 does, from the Hub
+            // and from the cache alone.
+            for offline in [false, true] {
+                let mut args = vec!["info", repo.as_str(), "--target-runtime", "0.16.2"];
+                if offline {
+                    args.push("--offline");
+                }
+                let info = p.run(&args);
+                let info_err = String::from_utf8_lossy(&info.stderr);
+                if !info.status.success() || info_err.contains("invalid") {
+                    return format!("info {args:?}: {info_err}");
+                }
             }
             match (out.status.success(), stderr.contains("loads it with a warning")) {
                 (false, _) => format!("refused: {stderr}"),

@@ -162,6 +162,9 @@ impl Locker<'_> {
             self.profile.repo_type,
             repo_id,
             commit,
+            self.profile
+                .runtime
+                .map(crate::variant::FitPolicy::runtime_release),
         )
         .await;
         if let Some(cache) = &self.metadata {
