@@ -161,7 +161,8 @@ pub fn run(
         .map(RepoType::from)
         .or(runtime.as_ref().map(|(_, p)| p.repo_type))
         .unwrap_or(RepoType::Kernel);
-    let (info, warnings) = describe(&args, repo_type, settings, printer)?;
+    let release = runtime.as_ref().map(|(release, _)| *release);
+    let (info, warnings) = describe(&args, repo_type, release, settings, printer)?;
     for warning in warnings
         .iter()
         .cloned()
@@ -267,6 +268,9 @@ fn dependency_tree(
     if roots.is_empty() {
         return Ok(DepTree::default());
     }
+    // Already checked as `X.Y.Z` by `run`.
+    let release: Option<KernelsVersion> =
+        args.target_runtime.as_deref().and_then(|v| v.parse().ok());
     let cache = settings.cache();
     let offline = settings.offline || args.offline;
     let client =
@@ -283,7 +287,7 @@ fn dependency_tree(
             DependencyVersion::Revision(r) => RevisionChoice::Revision(r.clone()),
         };
         let described = if offline {
-            describe_cached(&cache, &dep.repo_id, &choice)
+            describe_cached(&cache, &dep.repo_id, &choice, release)
         } else {
             runtime.block_on(describe_hub(
                 &client,
@@ -291,6 +295,7 @@ fn dependency_tree(
                 repo_type,
                 &dep.repo_id,
                 &choice,
+                release,
             ))
         };
         let (found, _) = described.map_err(|err| match err {
@@ -361,6 +366,7 @@ fn print_dependencies(printer: &Printer, info: &KernelInfo, (tree, as_tree): (&D
 fn describe(
     args: &InfoArgs,
     repo_type: RepoType,
+    runtime: Option<KernelsVersion>,
     settings: &Settings,
     printer: &Printer,
 ) -> miette::Result<(KernelInfo, Vec<String>)> {
@@ -370,7 +376,7 @@ fn describe(
         if args.revision.is_some() || args.version.is_some() {
             return Err(LocalRevision { path: shown }.into());
         }
-        let info = describe_local(path, Origin::Path(shown))?;
+        let info = describe_local(path, Origin::Path(shown), runtime)?;
         if info.variants.is_empty() {
             return Err(InfoError::NoLocalVariants {
                 build_dir: crate::info::build_dir(Path::new(&display_path(&args.kernel))),
@@ -385,7 +391,7 @@ fn describe(
     })?;
     let cache = settings.cache();
     if settings.offline || args.offline {
-        return Ok(describe_cached(&cache, &repo_id, &args.choice())?);
+        return Ok(describe_cached(&cache, &repo_id, &args.choice(), runtime)?);
     }
     let client =
         super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
@@ -396,6 +402,7 @@ fn describe(
             repo_type,
             &repo_id,
             &args.choice(),
+            runtime,
         ))
         .map_err(|err| match err {
             InfoError::Hub(err) => super::project::causes::hub_failure(err, settings),

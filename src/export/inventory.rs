@@ -295,7 +295,7 @@ impl Reader<'_> {
         let (repo_id, commit) = (&self.kernel.repo_id, &self.kernel.commit);
         let store = MetadataCache::new(self.cache.clone());
         let repo_type = self.options.repo_type;
-        let read = variant_metadata(client, Some(&store), repo_type, repo_id, commit).await;
+        let read = variant_metadata(client, Some(&store), repo_type, repo_id, commit, None).await;
         store.flush().await;
         let read = read.map_err(|source| ExportError::Hub {
             repo_id: repo_id.clone(),

@@ -6,11 +6,12 @@
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::CommitId;
+use kernels_types::metadata::KernelsVersion;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::{GitRefInfo, RepoType};
 
 use super::{InfoError, KernelInfo, MetadataState, Origin, RevisionChoice};
-use crate::lock::project::{LockError, MetadataCache, variant_metadata};
+use crate::lock::project::{LockError, MetadataCache, variant_metadata_with};
 use crate::lock::requirement::{branch_version, select_branch};
 
 /// A chosen revision: its name, its commit when the refs said it, and a
@@ -97,6 +98,7 @@ pub async fn describe_hub(
     repo_type: RepoType,
     repo_id: &RepoId,
     choice: &RevisionChoice,
+    runtime: Option<KernelsVersion>,
 ) -> Result<(KernelInfo, Vec<String>), InfoError> {
     let branches = match choice {
         RevisionChoice::Revision(_) => Vec::new(),
@@ -113,7 +115,16 @@ pub async fn describe_hub(
         }
     };
     let store = MetadataCache::new(cache.clone());
-    let read = variant_metadata(client, Some(&store), repo_type, repo_id, &commit).await;
+    let read = variant_metadata_with(
+        client,
+        Some(&store),
+        repo_type,
+        repo_id,
+        &commit,
+        false,
+        runtime,
+    )
+    .await;
     store.flush().await;
     let read = read?;
     let warnings: Vec<String> = chosen.warning.into_iter().collect();
@@ -167,6 +178,7 @@ pub fn describe_cached(
     cache: &HubCache,
     repo_id: &RepoId,
     choice: &RevisionChoice,
+    runtime: Option<KernelsVersion>,
 ) -> Result<(KernelInfo, Vec<String>), InfoError> {
     let folders = [RepoType::Kernel, RepoType::Model].map(|t| cache.repo(repo_id, t));
     // Later folders win on a name both hold, as in 0.17.2.
@@ -204,7 +216,12 @@ pub fn describe_cached(
         revision: chosen.revision.clone(),
         commit: commit.clone(),
     };
-    let info = super::describe_dir(&folder.snapshot_dir(commit.as_str()), origin, Some(folder))?;
+    let info = super::describe_dir(
+        &folder.snapshot_dir(commit.as_str()),
+        origin,
+        Some(folder),
+        runtime,
+    )?;
     if info.variants.is_empty() {
         return Err(InfoError::NoVariants {
             repo_id: repo_id.clone(),

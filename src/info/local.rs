@@ -5,7 +5,7 @@
 use std::io::ErrorKind;
 use std::path::{Component, Path, PathBuf};
 
-use kernels_types::metadata::Metadata;
+use kernels_types::metadata::{KernelsVersion, Metadata};
 
 use super::{InfoError, KernelInfo, MetadataState, Origin};
 
@@ -35,7 +35,9 @@ pub fn display_path(path: &str) -> String {
 /// Describes the variants under `<dir>/build/`, each with its
 /// `build/<variant>/metadata.json`, as `origin`. With `inside` (a cache's
 /// repository folder), a `metadata.json` whose real path leaves the cache is
-/// not read. A missing `build/` describes no variant.
+/// not read. A missing `build/` describes no variant. Each `metadata.json` is
+/// parsed as `runtime` reads it ([`Metadata::from_slice_for`]: before 0.17 an
+/// unreadable `kernels-minver` is ignored); `None`: as the current runtime.
 ///
 /// # Errors
 /// [`InfoError::Io`] when `build/` exists but cannot be listed.
@@ -43,6 +45,7 @@ pub fn describe_dir(
     dir: &Path,
     origin: Origin,
     inside: Option<&kernels_cache::RepoCache>,
+    runtime: Option<KernelsVersion>,
 ) -> Result<KernelInfo, InfoError> {
     let build = super::build_dir(dir);
     let entries = match fs_err::read_dir(&build) {
@@ -68,14 +71,18 @@ pub fn describe_dir(
             skipped.push(entry.file_name().to_string_lossy().into_owned());
             continue;
         };
-        let metadata = read_metadata(&entry.path().join("metadata.json"), inside);
+        let metadata = read_metadata(&entry.path().join("metadata.json"), inside, runtime);
         dirs.push((name, metadata));
     }
     Ok(KernelInfo::from_dirs(origin, dirs, skipped))
 }
 
-/// One variant's `metadata.json`.
-fn read_metadata(path: &Path, inside: Option<&kernels_cache::RepoCache>) -> MetadataState {
+/// One variant's `metadata.json`, parsed as `runtime` reads it.
+fn read_metadata(
+    path: &Path,
+    inside: Option<&kernels_cache::RepoCache>,
+    runtime: Option<KernelsVersion>,
+) -> MetadataState {
     if inside.is_some_and(|repo| path.exists() && !repo.resolves_inside(path)) {
         return MetadataState::Invalid(format!(
             "{} leads outside the cache; not read",
@@ -83,7 +90,7 @@ fn read_metadata(path: &Path, inside: Option<&kernels_cache::RepoCache>) -> Meta
         ));
     }
     match fs_err::read(path) {
-        Ok(body) => match Metadata::from_slice(&body) {
+        Ok(body) => match Metadata::from_slice_for(&body, runtime) {
             Ok(metadata) => MetadataState::Read(Box::new(metadata)),
             Err(problem) => MetadataState::Invalid(problem.to_string()),
         },
@@ -100,8 +107,12 @@ fn read_metadata(path: &Path, inside: Option<&kernels_cache::RepoCache>) -> Meta
 ///
 /// # Errors
 /// [`InfoError::Io`] when `build/` exists but cannot be listed.
-pub fn describe_local(dir: &Path, origin: Origin) -> Result<KernelInfo, InfoError> {
-    let info = describe_dir(dir, origin.clone(), None)?;
+pub fn describe_local(
+    dir: &Path,
+    origin: Origin,
+    runtime: Option<KernelsVersion>,
+) -> Result<KernelInfo, InfoError> {
+    let info = describe_dir(dir, origin.clone(), None, runtime)?;
     if !info.variants.is_empty() {
         return Ok(info);
     }
@@ -112,7 +123,10 @@ pub fn describe_local(dir: &Path, origin: Origin) -> Result<KernelInfo, InfoErro
         .variants()
         .into_iter()
         .filter(|v| v.layout != crate::local::LocalLayout::Build)
-        .map(|v| (v.name, read_metadata(&v.dir.join("metadata.json"), None)))
+        .map(|v| {
+            let metadata = read_metadata(&v.dir.join("metadata.json"), None, runtime);
+            (v.name, metadata)
+        })
         .collect();
     if dirs.is_empty() {
         return Ok(info);

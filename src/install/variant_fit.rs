@@ -241,6 +241,7 @@ async fn metadata_fits(
             source.repo_type,
             &kernel.repo_id,
             &kernel.commit,
+            policy.runtime,
         )
         .await;
         store.flush().await;
@@ -276,8 +277,8 @@ async fn metadata_fits(
     }
     let repo = source.cache.repo(&kernel.repo_id, source.repo_type);
     let cached = |name: &str| match source.cache_listing {
-        Some(entries) => cached_blob(&repo, &kernel.commit, entries, name),
-        None => cached_variant(&repo, &kernel.commit, name),
+        Some(entries) => cached_blob(&repo, &kernel.commit, entries, name, policy.runtime),
+        None => cached_variant(&repo, &kernel.commit, name, policy.runtime),
     };
     variants
         .iter()

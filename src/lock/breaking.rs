@@ -81,7 +81,8 @@ pub async fn newest_major(
     let refs = client.list_refs(repo_type, repo_id).await?;
     for (major, branch) in majors_above(current, &refs.branches) {
         let commit = &branch.target_commit;
-        let read = variant_metadata(client, fit.cache, repo_type, repo_id, commit).await?;
+        let read =
+            variant_metadata(client, fit.cache, repo_type, repo_id, commit, fit.runtime).await?;
         let Some(read) = read.filter(|r| !r.variants.is_empty()) else {
             continue;
         };

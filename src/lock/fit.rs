@@ -245,10 +245,12 @@ type LockEntry = (String, CommitId, Option<String>, Option<Vec<String>>);
 /// variants a variant-hash entry records, or those of the cached snapshot's
 /// `build/` (a 0.17 lock records none). An entry whose snapshot has no
 /// `build/` gets one [`VariantState::Unread`] entry named `its variants`.
+/// Each file is parsed as `runtime` (the lock's target runtime) reads it.
 pub fn cached_lock_variants(
     lockfile: &Lockfile,
     cache: &HubCache,
     repo_type: RepoType,
+    runtime: Option<KernelsVersion>,
 ) -> Vec<LockedVariants> {
     let entries: Vec<LockEntry> = match lockfile {
         Lockfile::VariantHash(locks) => locks
@@ -284,7 +286,7 @@ pub fn cached_lock_variants(
                 })
                 .unwrap_or_else(|| commit.short().to_owned());
             LockedVariants {
-                variants: cached_states(repo.as_ref(), &commit, names),
+                variants: cached_states(repo.as_ref(), &commit, names, runtime),
                 repo_id,
                 label,
             }
@@ -298,6 +300,7 @@ fn cached_states(
     repo: Option<&RepoCache>,
     commit: &CommitId,
     names: Option<Vec<String>>,
+    runtime: Option<KernelsVersion>,
 ) -> BTreeMap<String, VariantState> {
     let not_cached = |why: &str| {
         BTreeMap::from([(
@@ -324,7 +327,7 @@ fn cached_states(
     names
         .into_iter()
         .map(|name| {
-            let state = match cached_variant(repo, commit, &name) {
+            let state = match cached_variant(repo, commit, &name, runtime) {
                 CachedMetadata::Read(metadata) => VariantState::Read(metadata),
                 CachedMetadata::NotInCache => {
                     VariantState::Unread("metadata.json not in cache".to_owned())

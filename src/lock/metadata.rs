@@ -15,7 +15,7 @@
 //!   runtime), so the others are [`CachedMetadata::NotInCache`].
 
 use kernels_cache::{BlobId, RepoCache};
-use kernels_types::metadata::Metadata;
+use kernels_types::metadata::{KernelsVersion, Metadata};
 use kernels_types::wire::TreeEntry;
 use kernels_types::{CommitId, Digest, Hasher};
 
@@ -35,12 +35,19 @@ pub enum CachedMetadata {
 /// `build/<variant>/metadata.json` of `commit` from the snapshot in `repo`,
 /// without a request. A snapshot link's blob must hash to the name it has
 /// (the file of a cache in copy mode, which has no links, is read as it is).
-pub fn cached_variant(repo: &RepoCache, commit: &CommitId, variant: &str) -> CachedMetadata {
+/// The file is parsed as `runtime` reads it ([`Metadata::from_slice_for`];
+/// `None`: the current runtime).
+pub fn cached_variant(
+    repo: &RepoCache,
+    commit: &CommitId,
+    variant: &str,
+    runtime: Option<KernelsVersion>,
+) -> CachedMetadata {
     let file = format!("build/{variant}/metadata.json");
     let Some(body) = cached_bytes(repo, commit, variant) else {
         return CachedMetadata::NotInCache;
     };
-    match Metadata::from_slice(&body) {
+    match Metadata::from_slice_for(&body, runtime) {
         Ok(metadata) => CachedMetadata::Read(Box::new(metadata)),
         Err(problem) => CachedMetadata::Invalid(format!("`{file}` is invalid: {problem}")),
     }
@@ -65,12 +72,14 @@ pub fn cached_bytes(repo: &RepoCache, commit: &CommitId, variant: &str) -> Optio
 
 /// `build/<variant>/metadata.json` of the commit `entries` list (a recursive
 /// listing), from the cache's `blobs/` by the blob id the listing gives, else
-/// from the snapshot ([`cached_variant`]); no request.
+/// from the snapshot ([`cached_variant`]); no request. Parsed as `runtime`
+/// reads it.
 pub fn cached_blob(
     repo: &RepoCache,
     commit: &CommitId,
     entries: &[TreeEntry],
     variant: &str,
+    runtime: Option<KernelsVersion>,
 ) -> CachedMetadata {
     let file = format!("build/{variant}/metadata.json");
     let blob = entries
@@ -85,12 +94,12 @@ pub fn cached_blob(
         && kernels_cache::file_matches(&path, &id).unwrap_or(false)
         && let Ok(body) = fs_err::read(&path)
     {
-        return match Metadata::from_slice(&body) {
+        return match Metadata::from_slice_for(&body, runtime) {
             Ok(metadata) => CachedMetadata::Read(Box::new(metadata)),
             Err(problem) => CachedMetadata::Invalid(format!("`{file}` is invalid: {problem}")),
         };
     }
-    cached_variant(repo, commit, variant)
+    cached_variant(repo, commit, variant, runtime)
 }
 
 /// The content of `blobs/<etag>` when it hashes to `etag`.

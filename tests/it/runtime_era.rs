@@ -222,7 +222,9 @@ const MINVERS: &[&str] = &[
 
 /// Our verdict through the binary: a project targeting 0.16.2 locks and
 /// downloads a kernel whose only variant declares each `kernels-minver`, then
-/// verifies it: `warns` (downloaded, the minver warning printed), `loads`
+/// verifies it and describes it with `kernels info --target-runtime 0.16.2`
+/// (online and `--offline`; any of them failing or finding the metadata
+/// invalid is the verdict): `warns` (downloaded, the minver warning printed), `loads`
 /// (downloaded, no warning) or `refused`.
 fn ours_through_the_binary() -> Vec<String> {
     let repos: Vec<String> = (0..MINVERS.len())
@@ -256,6 +258,19 @@ fn ours_through_the_binary() -> Vec<String> {
             if out.status.success() && !verify.status.success() {
                 return format!("verify failed: {}", String::from_utf8_lossy(&verify.stderr));
             }
+            // `kernels info` reads the metadata as 0.16.2 does, from the Hub
+            // and from the cache alone.
+            for offline in [false, true] {
+                let mut args = vec!["info", repo.as_str(), "--target-runtime", "0.16.2"];
+                if offline {
+                    args.push("--offline");
+                }
+                let info = p.run(&args);
+                let info_err = String::from_utf8_lossy(&info.stderr);
+                if !info.status.success() || info_err.contains("invalid") {
+                    return format!("info {args:?}: {info_err}");
+                }
+            }
             match (out.status.success(), stderr.contains("loads it with a warning")) {
                 (false, _) => format!("refused: {stderr}"),
                 (true, true) => "warns".to_owned(),
@@ -263,6 +278,46 @@ fn ours_through_the_binary() -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// `kernels info --target-runtime 0.16.2 DIR` on a local build whose one
+/// variant declares each `kernels-minver`: `invalid` when it warns that the
+/// metadata is invalid, else `read`; without `--target-runtime` (the current
+/// runtime) a value that is no `X.Y.Z` stays invalid.
+fn info_through_the_binary(runtime: Option<&str>) -> Vec<String> {
+    let p = kernels_test_support::TestContext::new();
+    MINVERS
+        .iter()
+        .enumerate()
+        .map(|(i, minver)| {
+            let dir = format!("k{i}");
+            p.write(
+                &format!("{dir}/build/torch-cpu/metadata.json"),
+                &format!(
+                    r#"{{"name": "fit", "id": "_fit_3333333", "version": 1, "license": "apache-2.0", "python-depends": [], "backend": {{"type": "cpu"}}, "kernels-minver": "{minver}"}}"#
+                ),
+            );
+            let mut args = vec!["info", dir.as_str()];
+            if let Some(runtime) = runtime {
+                args.extend(["--target-runtime", runtime]);
+            }
+            let out = p.run(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if stderr.contains("invalid") { "invalid" } else { "read" }.to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn info_reads_minver_as_the_target_runtime_does() {
+    // 0.16.2 reads every one of them (it ignores what it cannot parse).
+    assert_eq!(info_through_the_binary(Some("0.16.2")), ["read"; 7]);
+    assert_eq!(
+        info_through_the_binary(None),
+        [
+            "read", "invalid", "invalid", "invalid", "invalid", "invalid", "invalid"
+        ]
+    );
 }
 
 #[test]

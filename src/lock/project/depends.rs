@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use kernels_hub::{HubClient, HubError, Target};
-use kernels_types::metadata::{self, DependencyVersion, Metadata};
+use kernels_types::metadata::{self, DependencyVersion, KernelsVersion, Metadata};
 use kernels_types::repo_id::RepoId;
 use kernels_types::variant_name::BuildVariant;
 use kernels_types::wire::{RepoType, TreeEntry};
@@ -79,19 +79,23 @@ const METADATA_CONCURRENCY: usize = 8;
 /// # Errors
 /// The listing's [`HubError`], and the first fetch that failed for another
 /// reason than the file itself; a variant's own problem (no `metadata.json`,
-/// or one the model refuses) is that variant's answer.
+/// or one the model refuses) is that variant's answer. Each file is parsed
+/// as `runtime` reads it ([`Metadata::from_slice_for`]; `None`: the current
+/// runtime).
 pub async fn variant_metadata(
     client: &HubClient,
     cache: Option<&MetadataCache>,
     repo_type: RepoType,
     repo_id: &RepoId,
     commit: &CommitId,
+    runtime: Option<KernelsVersion>,
 ) -> Result<Option<VariantMetadata>, LockError> {
-    variant_metadata_with(client, cache, repo_type, repo_id, commit, false).await
+    variant_metadata_with(client, cache, repo_type, repo_id, commit, false, runtime).await
 }
 
 /// [`variant_metadata`], with `sdk_and_mlx` also reading the `sdk…` and
-/// `mlx-…` variants a 0.19+ runtime parses.
+/// `mlx-…` variants a 0.19+ runtime parses, each file parsed as `runtime`
+/// reads it ([`Metadata::from_slice_for`]; `None`: the current runtime).
 ///
 /// # Errors
 /// As [`variant_metadata`].
@@ -102,6 +106,7 @@ pub async fn variant_metadata_with(
     repo_id: &RepoId,
     commit: &CommitId,
     sdk_and_mlx: bool,
+    runtime: Option<KernelsVersion>,
 ) -> Result<Option<VariantMetadata>, LockError> {
     let entries = match client
         .list_tree(repo_type, repo_id, commit.as_str(), "build", true)
@@ -117,6 +122,7 @@ pub async fn variant_metadata_with(
         repo_type,
         repo_id,
         commit,
+        runtime,
     };
     let mut by_blob = files.fetch(&at, cache).await;
     // A fetch that failed for another reason than the file itself fails the
@@ -182,7 +188,7 @@ pub async fn commit_depends(
     warnings: &mut Vec<String>,
 ) -> Result<(Vec<metadata::KernelDependency>, BTreeMap<String, Metadata>), LockError> {
     let read =
-        variant_metadata_with(client, cache, repo_type, repo_id, commit, sdk_and_mlx).await?;
+        variant_metadata_with(client, cache, repo_type, repo_id, commit, sdk_and_mlx, None).await?;
     let Some(read) = read else {
         return Ok((Vec::new(), BTreeMap::new()));
     };
@@ -222,6 +228,8 @@ struct At<'a> {
     repo_type: RepoType,
     repo_id: &'a RepoId,
     commit: &'a CommitId,
+    /// The runtime whose reading of `kernels-minver` applies.
+    runtime: Option<KernelsVersion>,
 }
 
 impl At<'_> {
@@ -403,7 +411,7 @@ async fn fetch_metadata(at: &At<'_>, file: &str, variant: &str) -> Result<Vec<u8
 
 /// A `metadata.json`, parsed.
 fn parse_metadata(body: &[u8], at: &At<'_>, variant: &str) -> Result<Metadata, LockError> {
-    Metadata::from_slice(body).map_err(|problem| LockError::InvalidMetadata {
+    Metadata::from_slice_for(body, at.runtime).map_err(|problem| LockError::InvalidMetadata {
         repo_id: at.repo_id.clone(),
         commit: at.commit.clone(),
         variant: variant.to_owned(),

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use futures_util::StreamExt;
 use kernels_hub::HubClient;
 use kernels_types::CommitId;
+use kernels_types::metadata::KernelsVersion;
 use kernels_types::repo_id::RepoId;
 use kernels_types::wire::RepoType;
 
@@ -162,6 +163,11 @@ impl Locker<'_> {
             self.profile.repo_type,
             repo_id,
             commit,
+            self.profile.runtime.map(|v| KernelsVersion {
+                major: v.major,
+                minor: v.minor,
+                patch: v.patch,
+            }),
         )
         .await;
         if let Some(cache) = &self.metadata {

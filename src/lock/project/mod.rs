@@ -32,7 +32,7 @@ mod tree;
 
 pub use depends::{
     MetadataCache, VariantMetadata, commit_depends, kernel_depends, lock_dependency,
-    variant_metadata,
+    variant_metadata, variant_metadata_with,
 };
 pub use error::{Failure, LockError};
 pub use outcome::{LockOptions, LockOutcome, Locked, NoVariants, RequiredBy};

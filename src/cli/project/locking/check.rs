@@ -430,7 +430,7 @@ fn fit_of_cached(
         .runtime
         .map(crate::variant::FitPolicy::runtime_release);
     let cache = HubCache::new(&settings.cache_dir);
-    let findings = cached_lock_variants(&lockfile, &cache, profile.repo_type)
+    let findings = cached_lock_variants(&lockfile, &cache, profile.repo_type, runtime)
         .iter()
         .flat_map(|kernel| findings(kernel, &targets.list, runtime))
         .collect();
