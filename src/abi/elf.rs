@@ -8,71 +8,83 @@ use object::{Endianness, FileKind};
 /// The version names of one version section.
 type Names = Vec<String>;
 
+/// Which symbol-version table of an ELF file [`versions`] reads.
+#[derive(Debug, Clone, Copy)]
+enum Table {
+    /// `SHT_GNU_VERNEED` (`.gnu.version_r`): every version the file needs
+    /// from each library it links.
+    Needs,
+    /// `SHT_GNU_VERDEF` (`.gnu.version_d`): each version the file defines
+    /// (the first name of each entry; the others name its parents).
+    Definitions,
+}
+
+/// The version names of `table` in the bytes of an ELF file (32- or
+/// 64-bit, either endianness); `Ok(None)` when the bytes are no ELF file.
+///
+/// # Errors
+/// `object`'s error for a truncated or malformed one.
+fn versions(bytes: &[u8], table: Table) -> object::read::Result<Option<Names>> {
+    match FileKind::parse(bytes) {
+        Ok(FileKind::Elf64) => {
+            let file = ElfFile64::<Endianness>::parse(bytes)?;
+            walk(file.elf_header(), file.endian(), bytes, table).map(Some)
+        }
+        Ok(FileKind::Elf32) => {
+            let file = ElfFile32::<Endianness>::parse(bytes)?;
+            walk(file.elf_header(), file.endian(), bytes, table).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The version names of `table` under one ELF header; empty when the file
+/// has no such section.
+fn walk<Elf: FileHeader<Endian = Endianness>>(
+    header: &Elf,
+    endian: Endianness,
+    bytes: &[u8],
+    table: Table,
+) -> object::read::Result<Names> {
+    let sections = header.sections(endian, bytes)?;
+    let name = |raw: &[u8]| String::from_utf8_lossy(raw).into_owned();
+    let mut names = Vec::new();
+    match table {
+        Table::Needs => {
+            if let Some((mut needs, link)) = sections.gnu_verneed(endian, bytes)? {
+                let strings = sections.strings(endian, bytes, link)?;
+                while let Some((_, mut auxes)) = needs.next()? {
+                    while let Some(aux) = auxes.next()? {
+                        names.push(name(aux.name(endian, strings)?));
+                    }
+                }
+            }
+        }
+        Table::Definitions => {
+            if let Some((mut defs, link)) = sections.gnu_verdef(endian, bytes)? {
+                let strings = sections.strings(endian, bytes, link)?;
+                while let Some((_, mut auxes)) = defs.next()? {
+                    if let Some(aux) = auxes.next()? {
+                        names.push(name(aux.name(endian, strings)?));
+                    }
+                }
+            }
+        }
+    }
+    Ok(names)
+}
+
 /// Every version the ELF file `bytes` needs from the libraries it links
 /// (`GLIBC_2.34`, `GLIBCXX_3.4.30`, …), sorted.
 ///
 /// # Errors
 /// One line saying what the bytes are when they are no readable ELF file.
 pub fn needed_versions(bytes: &[u8]) -> Result<Names, String> {
-    let mut names = match FileKind::parse(bytes) {
-        Ok(FileKind::Elf64) => {
-            let file = ElfFile64::<Endianness>::parse(bytes).map_err(malformed)?;
-            needs_of(file.elf_header(), file.endian(), bytes)
-        }
-        Ok(FileKind::Elf32) => {
-            let file = ElfFile32::<Endianness>::parse(bytes).map_err(malformed)?;
-            needs_of(file.elf_header(), file.endian(), bytes)
-        }
-        _ => return Err("is not an ELF file".to_owned()),
-    }
-    .map_err(malformed)?;
+    let mut names = versions(bytes, Table::Needs)
+        .map_err(|err| format!("is a truncated or malformed ELF file ({err})"))?
+        .ok_or_else(|| "is not an ELF file".to_owned())?;
     names.sort();
     names.dedup();
-    Ok(names)
-}
-
-/// The one-line reason of a malformed file.
-fn malformed(err: object::read::Error) -> String {
-    format!("is a truncated or malformed ELF file ({err})")
-}
-
-/// The version names of the `SHT_GNU_VERNEED` section of one ELF header.
-fn needs_of<Elf: FileHeader<Endian = Endianness>>(
-    header: &Elf,
-    endian: Endianness,
-    bytes: &[u8],
-) -> object::read::Result<Names> {
-    let sections = header.sections(endian, bytes)?;
-    let mut names = Vec::new();
-    let Some((mut needs, link)) = sections.gnu_verneed(endian, bytes)? else {
-        return Ok(names);
-    };
-    let strings = sections.strings(endian, bytes, link)?;
-    while let Some((_, mut auxes)) = needs.next()? {
-        while let Some(aux) = auxes.next()? {
-            names.push(String::from_utf8_lossy(aux.name(endian, strings)?).into_owned());
-        }
-    }
-    Ok(names)
-}
-
-/// The version names of the `SHT_GNU_VERDEF` section of one ELF header.
-fn definitions_of<Elf: FileHeader<Endian = Endianness>>(
-    header: &Elf,
-    endian: Endianness,
-    bytes: &[u8],
-) -> object::read::Result<Names> {
-    let sections = header.sections(endian, bytes)?;
-    let mut names = Vec::new();
-    let Some((mut defs, link)) = sections.gnu_verdef(endian, bytes)? else {
-        return Ok(names);
-    };
-    let strings = sections.strings(endian, bytes, link)?;
-    while let Some((_, mut auxes)) = defs.next()? {
-        if let Some(aux) = auxes.next()? {
-            names.push(String::from_utf8_lossy(aux.name(endian, strings)?).into_owned());
-        }
-    }
     Ok(names)
 }
 
@@ -97,14 +109,9 @@ pub fn host_glibc() -> Result<(u32, u32), String> {
             "this program does not run on glibc (no libc.so in its memory map), so `--manylinux host` cannot tell the image's glibc: name it, for example `--manylinux manylinux_2_28`".to_owned()
         })?;
     let bytes = fs_err::read(path).map_err(|err| format!("cannot read {path}: {err}"))?;
-    let defined = match FileKind::parse(&bytes[..]) {
-        Ok(FileKind::Elf64) => ElfFile64::<Endianness>::parse(&bytes[..])
-            .and_then(|f| definitions_of(f.elf_header(), f.endian(), &bytes)),
-        Ok(FileKind::Elf32) => ElfFile32::<Endianness>::parse(&bytes[..])
-            .and_then(|f| definitions_of(f.elf_header(), f.endian(), &bytes)),
-        _ => return Err(format!("{path} is not an ELF file")),
-    }
-    .map_err(|err| format!("cannot read the versions {path} defines: {err}"))?;
+    let defined = versions(&bytes, Table::Definitions)
+        .map_err(|err| format!("cannot read the versions {path} defines: {err}"))?
+        .ok_or_else(|| format!("{path} is not an ELF file"))?;
     defined
         .iter()
         .filter_map(|name| {
@@ -126,6 +133,23 @@ mod tests {
         let (major, minor) = host_glibc().unwrap();
         assert_eq!(major, 2);
         assert!(minor >= 17, "glibc 2.{minor}");
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn the_needs_of_this_test_binary_name_glibc() {
+        let bytes = fs_err::read(std::env::current_exe().unwrap()).unwrap();
+        let needs = needed_versions(&bytes).unwrap();
+        assert!(needs.iter().any(|v| v.starts_with("GLIBC_2.")), "{needs:?}");
+        let mut sorted = needs.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(needs, sorted);
+        // This binary defines no versions of its own.
+        assert_eq!(
+            versions(&bytes, Table::Definitions).unwrap(),
+            Some(Vec::new())
+        );
     }
 
     #[test]

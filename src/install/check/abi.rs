@@ -149,24 +149,16 @@ pub fn check(
             })
         })
         .collect();
-    let found = check_files(&kernel.repo_id, &kernel.commit, &files, images);
-    if found.refused.is_empty() {
-        return Ok(found.warnings);
-    }
-    for blob in fetched {
-        let _ = fs_err::remove_file(repo.blob_path(&blob.etag()));
-    }
-    let refused = found
-        .refused
-        .into_iter()
-        .map(|(variant, refusals)| RefusedVariant { variant, refusals })
-        .collect();
     let subject = Subject {
         repo_id: &kernel.repo_id,
         commit: &kernel.commit,
         runtime: None,
     };
-    Err(fit::unfit(subject, refused, named))
+    judge(subject, &files, images, named, || {
+        for blob in fetched {
+            let _ = fs_err::remove_file(repo.blob_path(&blob.etag()));
+        }
+    })
 }
 
 /// The warm path: the compiled files of `check` (a kernel complete and
@@ -189,19 +181,35 @@ pub fn check_cached(
         .flatten()
         .filter_map(|f| Some((f.path.clone(), repo.snapshot_path(commit, &f.path).ok()?)))
         .collect();
-    let found = check_files(&check.repo_id, &check.commit, &files, images);
-    if found.refused.is_empty() {
-        return Ok(found.warnings);
-    }
-    let refused = found
-        .refused
-        .into_iter()
-        .map(|(variant, refusals)| RefusedVariant { variant, refusals })
-        .collect();
     let subject = Subject {
         repo_id: &check.repo_id,
         commit: &check.commit,
         runtime: None,
     };
+    judge(subject, &files, images, named, || {})
+}
+
+/// The verdict of [`check`] and [`check_cached`] on `files` of `subject`:
+/// the claimed-ABI warnings when no file is refused, else
+/// [`DownloadError::Unfit`] naming each refused file (`named`: the variant
+/// was asked for by name), after `before_refusing` (which takes out what
+/// this run fetched).
+fn judge(
+    subject: Subject<'_>,
+    files: &[(String, PathBuf)],
+    images: &[ImageTarget],
+    named: bool,
+    before_refusing: impl FnOnce(),
+) -> Result<Vec<VariantWarning>, DownloadError> {
+    let found = check_files(subject.repo_id, subject.commit, files, images);
+    if found.refused.is_empty() {
+        return Ok(found.warnings);
+    }
+    before_refusing();
+    let refused = found
+        .refused
+        .into_iter()
+        .map(|(variant, refusals)| RefusedVariant { variant, refusals })
+        .collect();
     Err(fit::unfit(subject, refused, named))
 }
