@@ -15,7 +15,8 @@ use kernels_types::wire::RepoType;
 use super::args::{CacheArgs, EnvArgs, OutputFormat};
 use super::args::{RepoTypeArgs, TargetArgs};
 use super::json::{
-    DepTree, InfoDoc, InfoMetadataDoc, InfoRefusalDoc, InfoTargetsDoc, InfoVariantDoc,
+    AbiVerdictDoc, DepTree, InfoDoc, InfoMetadataDoc, InfoRefusalDoc, InfoTargetsDoc,
+    InfoVariantDoc,
 };
 use super::printer::Printer;
 use super::settings::Settings;
@@ -85,6 +86,15 @@ pub struct InfoArgs {
     /// the torch of the project's Python.
     #[command(flatten)]
     pub env: EnvArgs,
+
+    /// The image the compiled files (ELF, Mach-O) of the `Variant:` must
+    /// load on: `manylinux_2_28` (or `2.28`), or `host` for this machine's
+    /// glibc. Checked from the files in the cache (or the local directory);
+    /// "not checked" when they are not there (nothing is downloaded).
+    /// Default: `manylinux` and `macos-min` under `[tool.kernels]` and its
+    /// targets; without any, not checked.
+    #[arg(long, value_name = "TARGET")]
+    pub manylinux: Option<String>,
 }
 
 impl InfoArgs {
@@ -186,9 +196,14 @@ pub fn run(
         ));
     }
     let loaded = loaded.ok();
+    let images = super::project::fit::images(project_dir, args.manylinux.as_deref())?;
+    let abi = loaded.as_deref().and_then(|variant| {
+        variant_abi(&info, &args.kernel, (repo_type, variant), &images, settings)
+    });
     if args.json || args.format == OutputFormat::Json {
         let mut doc = document(&info, &context);
         doc.variant = loaded.as_deref();
+        doc.variant_abi = abi.as_ref();
         doc.kernel_depends = tree.repos();
         doc.dependency_tree = args.dep_tree.then_some(&tree);
         printer.json(&doc);
@@ -196,7 +211,7 @@ pub fn run(
         let text = Text {
             info: &info,
             context: &context,
-            variant: loaded.as_deref(),
+            variant: (loaded.as_deref(), abi.as_ref()),
             tree: (&tree, args.dep_tree),
         };
         print_text(printer, &text);
@@ -243,6 +258,30 @@ fn loaded_variant(
                 env.describe()
             )
         })
+}
+
+/// The ABI verdict on the compiled files of `variant` of `info` (a Hub
+/// repository of `repo_type`, or the local directory `kernel` as given)
+/// for `images` ([`super::project::fit::images`]): from the cached
+/// snapshot of its commit, or from the local directory; `None` without an
+/// image.
+fn variant_abi(
+    info: &KernelInfo,
+    kernel: &str,
+    (repo_type, variant): (RepoType, &str),
+    images: &[crate::abi::ImageTarget],
+    settings: &Settings,
+) -> Option<AbiVerdictDoc> {
+    let root = match &info.origin {
+        Origin::Hub {
+            repo_id, commit, ..
+        } => settings
+            .cache()
+            .repo(repo_id, repo_type)
+            .snapshot_dir(commit.as_str()),
+        Origin::Path(_) => Path::new(kernel).to_owned(),
+    };
+    super::project::fit::variant_abi(&root, variant, images)
 }
 
 /// The `kernel-depends` of every variant of `info`.
@@ -442,8 +481,9 @@ fn or_dash(value: Option<impl std::fmt::Display>) -> String {
 struct Text<'a> {
     info: &'a KernelInfo,
     context: &'a FitContext<'a>,
-    /// The variant this environment would load.
-    variant: Option<&'a str>,
+    /// The variant this environment would load, and the ABI verdict on its
+    /// compiled files when an image is declared.
+    variant: (Option<&'a str>, Option<&'a AbiVerdictDoc>),
     /// The dependencies, and whether to draw them as a tree.
     tree: (&'a DepTree, bool),
 }
@@ -465,7 +505,10 @@ fn print_text(printer: &Printer, text: &Text<'_>) {
         }
         Origin::Path(path) => printer.data(format_args!("Path: {path}")),
     }
-    printer.data(format_args!("Variant: {}", or_dash(variant)));
+    printer.data(format_args!("Variant: {}", or_dash(variant.0)));
+    if let Some(abi) = variant.1 {
+        printer.data(format_args!("ABI: {}", super::project::fit::abi_text(abi)));
+    }
     let metadata = info.metadata();
     printer.data(format_args!(
         "Name: {}",
@@ -621,6 +664,7 @@ fn document<'a>(info: &'a KernelInfo, context: &FitContext<'_>) -> InfoDoc<'a> {
         variant: None,
         kernel_depends: Vec::new(),
         dependency_tree: None,
+        variant_abi: None,
     }
 }
 

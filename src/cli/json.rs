@@ -1031,6 +1031,10 @@ pub struct InfoDoc<'a> {
     /// (reference 0.19.1's key).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dependency_tree: Option<&'a DepTree>,
+    /// The ABI of `variant`'s compiled files for the declared images; absent
+    /// when no image is declared or no variant is told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant_abi: Option<&'a AbiVerdictDoc>,
 }
 
 /// A kernel's dependencies, nested: repository → what it depends on
@@ -1819,6 +1823,7 @@ mod tests {
             }],
             kernel_depends: Vec::new(),
             dependency_tree: None,
+            variant_abi: None,
         };
         matches("`kernels info`", &doc, &["variants"]);
         let documented = example("`kernels info`");
@@ -1881,7 +1886,41 @@ pub struct VariantsEnvironmentDoc {
     /// `[[tool.kernels.targets]]`).
     pub source: String,
     /// One verdict per build variant.
-    pub variants: Vec<VariantVerdictDoc>,
+    pub variants: Vec<EnvironmentVariantDoc>,
+}
+
+/// One build variant's verdict for one environment of
+/// [`VariantsEnvironmentDoc`]: the reference 0.19.1 keys, and `abi`.
+#[derive(Debug, Clone, Serialize)]
+pub struct EnvironmentVariantDoc {
+    /// `variant`, `compatible`, `preferred`, `reason`.
+    #[serde(flatten)]
+    pub verdict: VariantVerdictDoc,
+    /// The ABI of its compiled files for the declared images, when an
+    /// image is declared and the variant is compatible.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abi: Option<AbiVerdictDoc>,
+}
+
+/// The ABI verdict on one variant's compiled files for the declared images
+/// (`kernels variants` per environment, `kernels info` for its `variant`),
+/// from the files already in the cache (or the local directory): nothing
+/// is fetched to answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AbiVerdictDoc {
+    /// The images checked against: `manylinux_2_28`, `macOS 11.0`.
+    pub images: Vec<String>,
+    /// False when its compiled files are not in the cache ("not checked").
+    pub checked: bool,
+    /// Whether every image loads every compiled file (`null`: not checked).
+    pub fits: Option<bool>,
+    /// Each refused file and why: `` `abi/_ops.so` needs
+    /// `pthread_create@GLIBC_2.34`, which manylinux_2_28 does not provide
+    /// (manylinux_2_34 or newer would) ``.
+    pub refusals: Vec<String>,
+    /// Claimed ABIs (abi3, torch stable) a file does not keep to, each
+    /// naming the file.
+    pub warnings: Vec<String>,
 }
 
 /// One build variant's verdict (the reference 0.19.1 keys).

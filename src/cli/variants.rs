@@ -2,23 +2,25 @@
 //! version with whether each environment can load it, which one it prefers,
 //! and why each other is rejected; and the deprecated `kernels versions`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::ExitCode;
 
 use super::args::{EnvArgs, OutputFormat, RepoTypeArgs, TargetRuntimeArgs};
 use super::json::{
-    ErrorDoc, Matching, VariantVerdictDoc, VariantsDoc, VariantsEnvironmentDoc,
-    VariantsRevisionDoc, VersionDoc, VersionsDoc,
+    AbiVerdictDoc, EnvironmentVariantDoc, ErrorDoc, Matching, VariantVerdictDoc, VariantsDoc,
+    VariantsEnvironmentDoc, VariantsRevisionDoc, VersionDoc, VersionsDoc,
 };
 use super::printer::Printer;
 use super::project::profile::query_profile;
+use crate::abi::ImageTarget;
 use crate::cli::settings::Settings;
 use crate::lock::inspect;
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
 use crate::lock::profile::Profile;
 use crate::variant::{EnvOverrides, ProjectPython, TorchEnv, VariantRules, VariantSelection};
 use kernels_hub::HubClient;
+use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
 
 /// Arguments of `kernels variants`.
@@ -46,6 +48,15 @@ pub struct VariantsArgs {
     /// Print one JSON document (reference 0.19.1's keys, and `environments`).
     #[arg(long)]
     pub json: bool,
+
+    /// The image the compiled files (ELF, Mach-O) must load on:
+    /// `manylinux_2_28` (or `2.28`), or `host` for this machine's glibc.
+    /// Each compatible variant whose files are in the cache gets an ABI
+    /// verdict; the others are "not checked" (nothing is downloaded).
+    /// Default: `manylinux` and `macos-min` under `[tool.kernels]` and its
+    /// targets; without any, not checked.
+    #[arg(long, value_name = "TARGET")]
+    pub manylinux: Option<String>,
 
     /// `--target-runtime`: whose variant rules decide.
     #[command(flatten)]
@@ -143,33 +154,43 @@ pub fn run_variants(
         printer,
     )?;
     let rules = VariantRules::of_profile(&profile);
+    let images = super::project::fit::images(project_dir, args.manylinux.as_deref())?;
     let client =
         super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
     let runtime = super::project::client::runtime()?;
     let revisions = runtime
-        .block_on(selected_revisions(&client, &profile, &args))
+        .block_on(selected_revisions(
+            &client,
+            &profile,
+            &args,
+            !images.is_empty(),
+        ))
         .map_err(|err| match err {
             Selection::Hub(err) => super::project::causes::hub_failure(err, settings),
             Selection::Other(report) => report,
         })?;
-    let mut docs = Vec::new();
-    for (version, revision, names) in revisions {
-        let available: BTreeSet<String> = names.into_iter().collect();
-        let environments = environments
-            .iter()
-            .map(|e| VariantsEnvironmentDoc {
-                environment: e.env.describe(),
-                source: e.source.clone(),
-                variants: verdicts(&e.env, &available, rules, args.only_compatible),
-            })
-            .collect::<Vec<_>>();
-        docs.push(VariantsRevisionDoc {
-            version,
-            revision,
-            variants: environments[0].variants.clone(),
-            environments,
-        });
+    if !images.is_empty() {
+        let line = super::project::fit::images_line(&images);
+        printer.status(format_args!("{line} (from the cache)"));
+    } else if printer.is_verbose() {
+        printer.status(super::project::fit::images_line(&images));
     }
+    let repo = settings.cache().repo(&args.repo_id, profile.repo_type);
+    let docs: Vec<VariantsRevisionDoc> = revisions
+        .into_iter()
+        .map(|listed| {
+            let mut doc = revision_doc(listed.version, listed.revision, &environments, |env| {
+                verdicts(env, &listed.names, rules, args.only_compatible)
+            });
+            if !images.is_empty()
+                && let Some(commit) = listed.commit
+            {
+                let snapshot = repo.snapshot_dir(commit.as_str());
+                add_abi(&mut doc.environments, &snapshot, &images);
+            }
+            doc
+        })
+        .collect();
     if args.json {
         printer.json(&VariantsDoc {
             repo_id: args.repo_id.to_string(),
@@ -232,6 +253,55 @@ fn environments(
     }
 }
 
+/// One revision's document: the verdicts of `verdicts` for each of
+/// `environments`, the first environment's also under the reference's key.
+fn revision_doc(
+    version: Option<u64>,
+    revision: String,
+    environments: &[Environment],
+    verdicts: impl Fn(&TorchEnv) -> Vec<VariantVerdictDoc>,
+) -> VariantsRevisionDoc {
+    let environments: Vec<VariantsEnvironmentDoc> = environments
+        .iter()
+        .map(|e| VariantsEnvironmentDoc {
+            environment: e.env.describe(),
+            source: e.source.clone(),
+            variants: verdicts(&e.env)
+                .into_iter()
+                .map(|verdict| EnvironmentVariantDoc { verdict, abi: None })
+                .collect(),
+        })
+        .collect();
+    VariantsRevisionDoc {
+        version,
+        revision,
+        variants: environments[0]
+            .variants
+            .iter()
+            .map(|v| v.verdict.clone())
+            .collect(),
+        environments,
+    }
+}
+
+/// Gives each compatible variant of `environments` the ABI verdict of its
+/// files under `snapshot` (the revision's cached snapshot) for `images`,
+/// reading each variant's files once; nothing is fetched.
+fn add_abi(environments: &mut [VariantsEnvironmentDoc], snapshot: &Path, images: &[ImageTarget]) {
+    let mut judged: BTreeMap<String, Option<AbiVerdictDoc>> = BTreeMap::new();
+    let compatible = environments
+        .iter_mut()
+        .flat_map(|e| e.variants.iter_mut())
+        .filter(|v| v.verdict.compatible);
+    for v in compatible {
+        let name = &v.verdict.variant;
+        v.abi = judged
+            .entry(name.clone())
+            .or_insert_with(|| super::project::fit::variant_abi(snapshot, name, images))
+            .clone();
+    }
+}
+
 /// Every variant of `available` with its verdict for `env` under `rules`:
 /// the compatible ones first, best first, then the others by name (the
 /// reference's order); with `only_compatible`, the compatible ones alone.
@@ -269,15 +339,39 @@ impl From<kernels_hub::HubError> for Selection {
     }
 }
 
-/// `(version, revision, variant names)` of each revision the selectors
-/// name: `--revision`, `--version N`, every version, or the newest.
+/// One revision [`selected_revisions`] lists.
+struct Listed {
+    /// The kernel version (`None`: `--revision`).
+    version: Option<u64>,
+    /// `refs/heads/vN`, or the `--revision` given.
+    revision: String,
+    /// The commit, when known (a version's ref; a `--revision` resolved
+    /// only when asked for, one request).
+    commit: Option<CommitId>,
+    /// The directory names under `build/`.
+    names: BTreeSet<String>,
+}
+
+/// Each revision the selectors name: `--revision`, `--version N`, every
+/// version, or the newest; with `commits`, a `--revision` is resolved to
+/// its commit too (where the ABI verdict reads the cached files).
 async fn selected_revisions(
     client: &HubClient,
     profile: &Profile,
     args: &VariantsArgs,
-) -> Result<Vec<(Option<u64>, String, Vec<String>)>, Selection> {
+    commits: bool,
+) -> Result<Vec<Listed>, Selection> {
     let repo_id = &args.repo_id;
     if let Some(revision) = &args.revision {
+        let commit = match commits {
+            true => Some(
+                client
+                    .repo_info(profile.repo_type, repo_id, revision)
+                    .await?
+                    .sha,
+            ),
+            false => None,
+        };
         let names = client
             .list_tree(profile.repo_type, repo_id, revision, "build", false)
             .await
@@ -289,7 +383,12 @@ async fn selected_revisions(
             .filter(|e| !e.is_file())
             .map(|e| e.path.trim_start_matches("build/").to_owned())
             .collect();
-        return Ok(vec![(None, revision.clone(), names)]);
+        return Ok(vec![Listed {
+            version: None,
+            revision: revision.clone(),
+            commit,
+            names,
+        }]);
     }
     let versions: Vec<inspect::VersionInfo> = inspect::versions(client, profile.repo_type, repo_id)
         .await?
@@ -325,11 +424,12 @@ async fn selected_revisions(
                 .into(),
             ));
         };
-        out.push((
-            Some(n),
-            format!("refs/heads/{}", info.name),
-            info.variants.clone(),
-        ));
+        out.push(Listed {
+            version: Some(n),
+            revision: format!("refs/heads/{}", info.name),
+            commit: Some(info.commit.clone()),
+            names: info.variants.iter().cloned().collect(),
+        });
     }
     Ok(out)
 }
@@ -361,11 +461,15 @@ fn print_text(printer: &Printer, docs: &[VariantsRevisionDoc], only_compatible: 
                 });
             }
             for v in &environment.variants {
+                let abi = v.abi.as_ref().map_or_else(String::new, |abi| {
+                    format!("; ABI: {}", super::project::fit::abi_text(abi))
+                });
+                let v = &v.verdict;
                 match (&v.reason, v.preferred) {
                     (_, true) => {
-                        printer.data(format_args!("{} compatible, preferred ✅", v.variant))
+                        printer.data(format_args!("{} compatible, preferred ✅{abi}", v.variant))
                     }
-                    (None, false) => printer.data(format_args!("{} compatible ✅", v.variant)),
+                    (None, false) => printer.data(format_args!("{} compatible ✅{abi}", v.variant)),
                     (Some(reason), false) => printer.data(format_args!("{}: {reason}", v.variant)),
                 }
             }

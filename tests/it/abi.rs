@@ -478,3 +478,117 @@ fn env_and_explain_give_the_abi_verdict_from_the_cache() {
         "{refused}"
     );
 }
+
+#[test]
+fn variants_and_info_give_the_abi_verdict_from_the_cache() {
+    let (world, arch, files) = two_variants("manylinux = \"manylinux_2_28\"\n");
+    let run = |args: &[&str]| {
+        let out = world.kernels().args(args).output().unwrap();
+        assert_ok(&out);
+        out
+    };
+    let stdout = |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    let not_checked = "ABI: not checked for manylinux_2_28 (compiled files not in the cache)";
+    let refused = "ABI: refused for manylinux_2_28: `abi/_ops.so` needs `pthread_create@GLIBC_2.34`, which manylinux_2_28 does not provide (manylinux_2_34 or newer would)";
+
+    // Nothing but metadata.json is cached: not checked, and nothing fetched.
+    let before = run(&["variants", "acme/two"]);
+    let text = stdout(&before);
+    assert!(
+        text.contains(&format!("{arch} compatible, preferred ✅; {not_checked}")),
+        "{text}"
+    );
+    assert!(
+        stderr(&before)
+            .contains("ABI of compiled files: checked for manylinux_2_28 (from the cache)"),
+        "{}",
+        stderr(&before)
+    );
+    let snapshot = world
+        .repo_dir("kernel", "acme/two")
+        .join("snapshots")
+        .join(SHA);
+    assert!(
+        !snapshot.join(&files[3].path).exists(),
+        "variants fetched a compiled file"
+    );
+    let info = stdout(&run(&["info", "acme/two"]));
+    assert!(
+        info.contains(&format!("Variant: {arch}\n{not_checked}\n")),
+        "{info}"
+    );
+
+    // The best variant placed (for an image that loads it): judged from the cache.
+    assert_ok(&world.download(&["--manylinux", "manylinux_2_39"]));
+    for selector in [&[][..], &["--revision", "main"]] {
+        let text = stdout(&run(&[&["variants", "acme/two"], selector].concat()));
+        assert!(
+            text.contains(&format!("{arch} compatible, preferred ✅; {refused}"))
+                && text.contains(&format!("torch-cuda compatible ✅; {not_checked}")),
+            "{selector:?}: {text}"
+        );
+    }
+    let flag = stdout(&run(&[
+        "variants",
+        "acme/two",
+        "--manylinux",
+        "manylinux_2_39",
+    ]));
+    assert!(
+        flag.contains(&format!(
+            "{arch} compatible, preferred ✅; ABI: fits manylinux_2_39"
+        )),
+        "{flag}"
+    );
+    let info = stdout(&run(&["info", "acme/two"]));
+    assert!(
+        info.contains(&format!("Variant: {arch}\n{refused}\n")),
+        "{info}"
+    );
+
+    // JSON: the verdict only under our `environments`, for compatible variants.
+    let doc: serde_json::Value =
+        serde_json::from_slice(&run(&["variants", "acme/two", "--json"]).stdout).unwrap();
+    let revision = &doc["revisions"][0];
+    assert!(
+        revision["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v.get("abi").is_none()),
+        "{revision}"
+    );
+    let verdicts = revision["environments"][0]["variants"].as_array().unwrap();
+    let abi_of = |name: &str| &verdicts.iter().find(|v| v["variant"] == name).unwrap()["abi"];
+    let best = abi_of(&arch);
+    assert_eq!(best["images"], serde_json::json!(["manylinux_2_28"]));
+    assert_eq!(
+        (&best["checked"], &best["fits"]),
+        (&true.into(), &false.into())
+    );
+    assert!(
+        best["refusals"][0].as_str().unwrap().contains("GLIBC_2.34"),
+        "{best}"
+    );
+    let other = abi_of("torch-cuda");
+    assert_eq!(
+        (&other["checked"], &other["fits"]),
+        (&false.into(), &serde_json::Value::Null)
+    );
+    let info: serde_json::Value =
+        serde_json::from_slice(&run(&["info", "acme/two", "--json"]).stdout).unwrap();
+    assert_eq!(info["variant_abi"]["fits"], false, "{info}");
+
+    // A local kernel repository is judged from its own files.
+    let local = world.project.join("local-two");
+    for file in &files {
+        let path = local.join(&file.path);
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(path, &file.content).unwrap();
+    }
+    let text = stdout(&run(&["info", local.to_str().unwrap()]));
+    assert!(
+        text.contains(&format!("Variant: {arch}\n{refused}\n")),
+        "{text}"
+    );
+}

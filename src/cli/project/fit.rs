@@ -3,7 +3,8 @@
 //! `--rocm-arch`, else `[tool.kernels]`, else the GPU torch sees (the one
 //! probe of the project's Python, which also says which allow-listed modules
 //! it imports when asked to); the target runtime's release for
-//! `kernels-minver`.
+//! `kernels-minver`; the declared images of the ABI check and the ABI
+//! verdict that `kernels variants` and `kernels info` read from the cache.
 
 pub mod add;
 pub mod lock;
@@ -13,7 +14,9 @@ use std::path::Path;
 use kernels_types::fit::Target;
 
 use crate::abi::ImageTarget;
+use crate::cli::json::AbiVerdictDoc;
 use crate::cli::printer::Printer;
+use crate::install::check::abi::{file_verdicts, placed_files};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
 use crate::lock::profile::RuntimeVersion;
 use crate::variant::{FitPolicy, PythonProbe, Targets, VariantSelection};
@@ -175,4 +178,51 @@ pub fn images_line(images: &[ImageTarget]) -> String {
     }
     let names: Vec<String> = images.iter().map(ToString::to_string).collect();
     format!("ABI of compiled files: checked for {}", names.join(", "))
+}
+
+/// The ABI verdict on the compiled files of `variant` under `root` (a
+/// cached snapshot, or a local kernel repository holding `build/`) for
+/// `images`, read from those files alone: "not checked" when `root` holds
+/// none of them ([`placed_files`]: not downloaded, or only the
+/// `metadata.json` that `kernels lock` links). `None` when no image is
+/// declared.
+pub fn variant_abi(root: &Path, variant: &str, images: &[ImageTarget]) -> Option<AbiVerdictDoc> {
+    if images.is_empty() {
+        return None;
+    }
+    let verdicts = placed_files(root, variant).map(|files| file_verdicts(&files, images));
+    let mut doc = AbiVerdictDoc {
+        images: images.iter().map(ToString::to_string).collect(),
+        checked: verdicts.is_some(),
+        fits: None,
+        refusals: Vec::new(),
+        warnings: Vec::new(),
+    };
+    if let Some(verdicts) = verdicts {
+        for (_, file, verdict) in verdicts {
+            let named = |what: String| format!("`{file}` {what}");
+            doc.refusals
+                .extend(verdict.problems.iter().map(|p| named(p.to_string())));
+            doc.warnings
+                .extend(verdict.warnings.iter().map(|w| named(w.to_string())));
+        }
+        doc.fits = Some(doc.refusals.is_empty());
+    }
+    Some(doc)
+}
+
+/// An [`AbiVerdictDoc`] as text: `fits manylinux_2_28`, `refused for
+/// manylinux_2_28: <each file>`, or `not checked for manylinux_2_28
+/// (compiled files not in the cache)`; then each warning.
+pub fn abi_text(doc: &AbiVerdictDoc) -> String {
+    let images = doc.images.join(", ");
+    let mut text = match doc.fits {
+        None => format!("not checked for {images} (compiled files not in the cache)"),
+        Some(true) => format!("fits {images}"),
+        Some(false) => format!("refused for {images}: {}", doc.refusals.join("; ")),
+    };
+    for warning in &doc.warnings {
+        text.push_str(&format!("; warning: {warning}"));
+    }
+    text
 }

@@ -30,10 +30,32 @@ pub struct Findings {
     pub warnings: Vec<VariantWarning>,
 }
 
-/// Checks the compiled files among `files` (path in the repository → where
-/// its bytes are on disk) of `repo_id` at `commit` against `images` (none:
-/// only the architecture and the claimed ABIs). A file that cannot be read
-/// is skipped (the digest check reports it).
+/// Each compiled file among `files` (path in the repository → where its
+/// bytes are on disk) with its verdict for `images` (none: only the
+/// architecture and the claimed ABIs): `(variant, path inside the variant
+/// directory, verdict)`, in the order of `files`. A file outside
+/// `build/<variant>/`, or that cannot be read, is skipped (the digest check
+/// reports it).
+pub fn file_verdicts(
+    files: &[(String, PathBuf)],
+    images: &[ImageTarget],
+) -> Vec<(String, String, abi::FileVerdict)> {
+    files
+        .iter()
+        .filter_map(|(path, on_disk)| {
+            let (variant, file) = path.strip_prefix("build/")?.split_once('/')?;
+            let bytes = fs_err::read(on_disk).ok()?;
+            abi::is_compiled(path, &bytes).then(|| {
+                let verdict = abi::check_file(path, &bytes, variant, images);
+                (variant.to_owned(), file.to_owned(), verdict)
+            })
+        })
+        .collect()
+}
+
+/// Checks the compiled files among `files` ([`file_verdicts`]) of
+/// `repo_id` at `commit` against `images`: each refused file as a
+/// [`Refusal::Abi`] of its variant, each claimed-ABI finding as a warning.
 pub fn check_files(
     repo_id: &RepoId,
     commit: &CommitId,
@@ -41,27 +63,14 @@ pub fn check_files(
     images: &[ImageTarget],
 ) -> Findings {
     let mut found = Findings::default();
-    for (path, on_disk) in files {
-        let Some((variant, file)) = path
-            .strip_prefix("build/")
-            .and_then(|rest| rest.split_once('/'))
-        else {
-            continue;
-        };
-        let Ok(bytes) = fs_err::read(on_disk) else {
-            continue;
-        };
-        if !abi::is_compiled(path, &bytes) {
-            continue;
-        }
-        let verdict = abi::check_file(path, &bytes, variant, images);
+    for (variant, file, verdict) in file_verdicts(files, images) {
         for problem in verdict.problems {
             found
                 .refused
-                .entry(variant.to_owned())
+                .entry(variant.clone())
                 .or_default()
                 .push(Refusal::Abi {
-                    file: file.to_owned(),
+                    file: file.clone(),
                     problem: problem.to_string(),
                 });
         }
@@ -69,8 +78,8 @@ pub fn check_files(
             found.warnings.push(VariantWarning::Abi {
                 repo_id: repo_id.clone(),
                 commit: commit.clone(),
-                variant: variant.to_owned(),
-                file: file.to_owned(),
+                variant: variant.clone(),
+                file: file.clone(),
                 warning: warning.to_string(),
             });
         }
@@ -108,16 +117,21 @@ pub fn check_cached_variant(
     variant: &str,
     images: &[ImageTarget],
 ) -> Option<Findings> {
-    let snapshot = repo.snapshot_dir(commit.as_str());
-    let files = variant_files(&snapshot, variant);
+    let files = placed_files(&repo.snapshot_dir(commit.as_str()), variant)?;
+    Some(check_files(repo_id, commit, &files, images))
+}
+
+/// The files of `variant` under `root` (a cached snapshot, or a local
+/// kernel repository holding `build/`) as [`variant_files`] lists them;
+/// `None` when there are none but its `metadata.json` and signature bundle
+/// (`kernels lock` links those alone): its compiled files are not there.
+pub fn placed_files(root: &std::path::Path, variant: &str) -> Option<Vec<(String, PathBuf)>> {
+    let files = variant_files(root, variant);
     let metadata_only = [
         format!("build/{variant}/{}", kernels_trust::METADATA_FILE),
         format!("build/{variant}/{}", kernels_trust::BUNDLE_FILE),
     ];
-    if files.iter().all(|(path, _)| metadata_only.contains(path)) {
-        return None;
-    }
-    Some(check_files(repo_id, commit, &files, images))
+    (!files.iter().all(|(path, _)| metadata_only.contains(path))).then_some(files)
 }
 
 /// Before linking: the ABI of every compiled file of `blobs` (each blob
