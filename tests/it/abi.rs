@@ -3,53 +3,108 @@
 //! real shared object built here by the system C compiler.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
 use kernels_test_support::TestContext;
-use kernels_test_support::world::{MirrorFile, assert_ok, stderr, write_repo};
+use kernels_test_support::world::{MirrorFile, arch_variant, assert_ok, stderr, write_repo};
 
-/// Commit of `acme/glibc` and `acme/garbage`.
+/// Commit of every kernel of these tests.
 const SHA: &str = "4343434343434343434343434343434343434343";
 
-/// A shared object that needs `pthread_create@GLIBC_2.34`: the version
-/// glibc 2.34 and newer (this machine's, see `ldd --version`) give that
-/// symbol, so linking against it records the need.
-fn needs_glibc_2_34(dir: &Path) -> Vec<u8> {
-    let source = dir.join("needs.c");
-    fs_err::write(
-        &source,
-        "#include <pthread.h>\nvoid *needs(void) { return (void *)&pthread_create; }\n",
-    )
-    .unwrap();
-    let out = dir.join("needs.so");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&out)
-        .arg(&source)
-        .status()
-        .expect("the system C compiler `cc` runs");
-    assert!(status.success(), "cc failed");
-    let bytes = fs_err::read(out).unwrap();
-    assert!(
-        bytes.windows(10).any(|w| w == b"GLIBC_2.34"),
-        "this machine's glibc is older than 2.34: the object records no GLIBC_2.34 need"
-    );
-    bytes
+/// What the fixtures build.
+mod fixture {
+    use super::*;
+
+    /// The bytes of `name.so`, built from the C `source` in `dir` by the
+    /// system C compiler (`cc -shared -fPIC`).
+    pub fn compile(dir: &Path, name: &str, source: &str) -> Vec<u8> {
+        let c = dir.join(format!("{name}.c"));
+        fs_err::write(&c, source).unwrap();
+        let out = dir.join(format!("{name}.so"));
+        let status = Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&out)
+            .arg(&c)
+            .status()
+            .expect("the system C compiler `cc` runs");
+        assert!(status.success(), "cc failed on {name}.c");
+        fs_err::read(out).unwrap()
+    }
+
+    /// A shared object that needs `pthread_create@GLIBC_2.34`: the version
+    /// glibc 2.34 and newer (this machine's, see `ldd --version`) give that
+    /// symbol, so linking against it records the need.
+    pub fn needs_glibc_2_34(dir: &Path) -> Vec<u8> {
+        let bytes = compile(
+            dir,
+            "needs",
+            "#include <pthread.h>\nvoid *needs(void) { return (void *)&pthread_create; }\n",
+        );
+        assert!(
+            bytes.windows(10).any(|w| w == b"GLIBC_2.34"),
+            "this machine's glibc is older than 2.34: the object records no GLIBC_2.34 need"
+        );
+        bytes
+    }
+
+    /// A shared object that needs nothing newer than the oldest manylinux.
+    pub fn plain_so(dir: &Path) -> Vec<u8> {
+        compile(dir, "plain", "int plain(void) { return 1; }\n")
+    }
+
+    /// The files of one variant directory: `abi/__init__.py` importing
+    /// `_ops`, and `so` as `abi/<so_name>`.
+    pub fn variant(variant: &str, so_name: &str, so: Vec<u8>) -> Vec<MirrorFile> {
+        vec![
+            MirrorFile {
+                path: format!("build/{variant}/abi/__init__.py"),
+                content: b"from . import _ops\n".to_vec(),
+            },
+            MirrorFile {
+                path: format!("build/{variant}/abi/{so_name}"),
+                content: so,
+            },
+        ]
+    }
+
+    /// The files of a kernel whose one variant, `torch-cpu`, holds `so` as
+    /// `_ops.so`.
+    pub fn kernel(so: Vec<u8>) -> Vec<MirrorFile> {
+        variant("torch-cpu", "_ops.so", so)
+    }
+
+    /// The world with `files` published as `repo` at [`SHA`], and locked.
+    pub fn locked_world(repo: &str, files: &[MirrorFile]) -> TestContext {
+        let world = TestContext::world_with(|mirror| write_repo(mirror, repo, SHA, files));
+        world.lock_a(&[(repo, SHA, files)]);
+        world
+    }
+
+    /// The stderr of `out`, which must have failed.
+    pub fn failed(out: &Output) -> String {
+        assert!(!out.status.success(), "{}", stderr(out));
+        stderr(out)
+    }
+
+    /// The stdout of `out`, then its stderr.
+    pub fn text(out: &Output) -> String {
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(out))
+    }
+
+    /// `kernels ARGS` in `world`'s project where the project's Python does
+    /// not exist (a build stage without Python).
+    pub fn without_python(world: &TestContext, args: &[&str]) -> Output {
+        world
+            .kernels()
+            .args(args)
+            .env("HF_TOKEN", "t")
+            .env("VIRTUAL_ENV", world.project.join("no-venv"))
+            .output()
+            .unwrap()
+    }
 }
 
-/// The files of a kernel whose one variant, `torch-cpu`, holds `so` as `_ops.so`.
-fn kernel(so: Vec<u8>) -> Vec<MirrorFile> {
-    vec![
-        MirrorFile {
-            path: "build/torch-cpu/abi/__init__.py".into(),
-            content: b"from . import _ops\n".to_vec(),
-        },
-        MirrorFile {
-            path: "build/torch-cpu/abi/_ops.so".into(),
-            content: so,
-        },
-    ]
-}
+use fixture::{failed, kernel, needs_glibc_2_34, text};
 
 /// `so` with its ELF machine set to the other one of x86-64 and AArch64.
 fn other_arch(mut so: Vec<u8>) -> (Vec<u8>, &'static str) {
@@ -68,21 +123,13 @@ fn other_arch(mut so: Vec<u8>) -> (Vec<u8>, &'static str) {
 /// with the files of `repo`.
 fn world(repo: &str) -> (TestContext, Vec<MirrorFile>) {
     let scratch = tempfile::tempdir().unwrap();
-    let so = needs_glibc_2_34(scratch.path());
+    let glibc = kernel(needs_glibc_2_34(scratch.path()));
+    let garbage = kernel(b"not a shared object\n".to_vec());
     let world = TestContext::world_with(|mirror| {
-        write_repo(mirror, "acme/glibc", SHA, &kernel(so.clone()));
-        write_repo(
-            mirror,
-            "acme/garbage",
-            SHA,
-            &kernel(b"not a shared object\n".to_vec()),
-        );
+        write_repo(mirror, "acme/glibc", SHA, &glibc);
+        write_repo(mirror, "acme/garbage", SHA, &garbage);
     });
-    let files = if repo == "acme/glibc" {
-        kernel(so)
-    } else {
-        kernel(b"not a shared object\n".to_vec())
-    };
+    let files = if repo == "acme/glibc" { glibc } else { garbage };
     world.lock_a(&[(repo, SHA, &files)]);
     (world, files)
 }
@@ -90,9 +137,7 @@ fn world(repo: &str) -> (TestContext, Vec<MirrorFile>) {
 #[test]
 fn a_so_needing_glibc_2_34_is_refused_on_manylinux_2_28_and_placed_on_2_39() {
     let (world, files) = world("acme/glibc");
-    let out = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]);
-    assert!(!out.status.success(), "{}", stderr(&out));
-    let err = stderr(&out);
+    let err = failed(&world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]));
     for needle in [
         "abi/_ops.so",
         "GLIBC_2.34",
@@ -119,9 +164,9 @@ fn a_so_needing_glibc_2_34_is_refused_on_manylinux_2_28_and_placed_on_2_39() {
     assert!(repo_dir.join("blobs").join(&so_blob).exists());
 
     // Complete in the cache, the kernel is still checked against this run's image.
-    let warm = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]);
-    assert!(!warm.status.success(), "{}", stderr(&warm));
-    assert!(stderr(&warm).contains("GLIBC_2.34"), "{}", stderr(&warm));
+    let warm =
+        failed(&world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]));
+    assert!(warm.contains("GLIBC_2.34"), "{warm}");
 }
 
 #[test]
@@ -131,19 +176,14 @@ fn the_manylinux_of_pyproject_is_the_image_without_the_flag() {
         "pyproject.toml",
         "[tool.kernels]\nmanylinux = \"manylinux_2_28\"\n\n[tool.kernels.dependencies]\n\"acme/glibc\" = 1\n",
     );
-    let out = world.download(&["--variant", "torch-cpu"]);
-    assert!(!out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("GLIBC_2.34"), "{}", stderr(&out));
+    let err = failed(&world.download(&["--variant", "torch-cpu"]));
+    assert!(err.contains("GLIBC_2.34"), "{err}");
     // The flag names the image instead.
     assert_ok(&world.download(&["--variant", "torch-cpu", "--manylinux", "2.39"]));
     // `verify` checks the cached files against the declared image.
     let verify = world.verify(&["--variant", "torch-cpu"]);
-    assert!(!verify.status.success(), "{}", stderr(&verify));
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&verify.stdout),
-        stderr(&verify)
-    );
+    failed(&verify);
+    let all = text(&verify);
     assert!(
         all.contains("abi: `abi/_ops.so` needs `pthread_create@GLIBC_2.34`"),
         "{all}"
@@ -153,9 +193,7 @@ fn the_manylinux_of_pyproject_is_the_image_without_the_flag() {
 #[test]
 fn a_so_that_is_no_shared_object_is_one_line_naming_it() {
     let (world, _) = world("acme/garbage");
-    let out = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]);
-    assert!(!out.status.success(), "{}", stderr(&out));
-    let err = stderr(&out);
+    let err = failed(&world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]));
     assert!(
         err.contains("`abi/_ops.so` is not an ELF or Mach-O shared object"),
         "{err}"
@@ -168,9 +206,8 @@ fn a_so_that_is_no_shared_object_is_one_line_naming_it() {
 #[test]
 fn a_bad_manylinux_flag_names_the_forms_it_takes() {
     let (world, _) = world("acme/glibc");
-    let out = world.download(&["--variant", "torch-cpu", "--manylinux", "musllinux_1_2"]);
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("manylinux_2_28"), "{}", stderr(&out));
+    let err = failed(&world.download(&["--variant", "torch-cpu", "--manylinux", "musllinux_1_2"]));
+    assert!(err.contains("manylinux_2_28"), "{err}");
 }
 
 #[test]
@@ -178,17 +215,11 @@ fn check_static_gives_the_same_verdict_without_python_or_torch() {
     let (world, _) = world("acme/glibc");
     assert_ok(&world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_39"]));
     // A build stage without Python: the interpreter named does not exist.
-    let no_python = world.project.join("no-venv");
     let check = |manylinux: &str| {
-        world
-            .kernels()
-            .args(["check", "--static", "--manylinux", manylinux])
-            .env("VIRTUAL_ENV", &no_python)
-            .output()
-            .unwrap()
+        fixture::without_python(&world, &["check", "--static", "--manylinux", manylinux])
     };
     let refused = check("manylinux_2_28");
-    assert!(!refused.status.success(), "{}", stderr(&refused));
+    failed(&refused);
     let out = String::from_utf8_lossy(&refused.stdout);
     assert!(
         out.contains("acme/glibc@4343434 torch-cpu: abi: `abi/_ops.so` needs `pthread_create@GLIBC_2.34`, which manylinux_2_28 does not provide (manylinux_2_34 or newer would)"),
@@ -214,57 +245,28 @@ fn check_static_gives_the_same_verdict_without_python_or_torch() {
 fn an_elf_of_another_architecture_is_one_line_naming_both() {
     let scratch = tempfile::tempdir().unwrap();
     let (so, arch) = other_arch(needs_glibc_2_34(scratch.path()));
-    let variant = kernels_test_support::world::arch_variant();
-    let files = vec![
-        MirrorFile {
-            path: format!("build/{variant}/abi/__init__.py"),
-            content: b"from . import _ops\n".to_vec(),
-        },
-        MirrorFile {
-            path: format!("build/{variant}/abi/_ops.so"),
-            content: so,
-        },
-    ];
-    let world = TestContext::world_with(|mirror| write_repo(mirror, "acme/arm", SHA, &files));
-    world.lock_a(&[("acme/arm", SHA, &files)]);
-    let out = world.download(&["--variant", &variant, "--manylinux", "manylinux_2_39"]);
-    assert!(!out.status.success(), "{}", stderr(&out));
+    let variant = arch_variant();
+    let world = fixture::locked_world("acme/arm", &fixture::variant(&variant, "_ops.so", so));
+    let err = failed(&world.download(&["--variant", &variant, "--manylinux", "manylinux_2_39"]));
     let expected = format!(
         "`abi/_ops.so` is built for {arch}, not {} as its variant says",
         std::env::consts::ARCH
     );
-    assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+    assert!(err.contains(&expected), "{err}");
 }
 
 #[test]
 fn a_file_claiming_abi3_that_uses_other_python_symbols_is_a_warning() {
     let scratch = tempfile::tempdir().unwrap();
-    let source = scratch.path().join("ops.c");
-    fs_err::write(
-        &source,
+    let so = fixture::compile(
+        scratch.path(),
+        "ops",
         "extern void *_PyUnicode_AsString(void *);\nvoid *make(void *t) { return _PyUnicode_AsString(t); }\n",
-    )
-    .unwrap();
-    let so = scratch.path().join("ops.so");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&so)
-        .arg(&source)
-        .status()
-        .expect("the system C compiler `cc` runs");
-    assert!(status.success());
-    let files = vec![
-        MirrorFile {
-            path: "build/torch-cpu/abi/__init__.py".into(),
-            content: b"from . import _ops\n".to_vec(),
-        },
-        MirrorFile {
-            path: "build/torch-cpu/abi/_ops.abi3.so".into(),
-            content: fs_err::read(&so).unwrap(),
-        },
-    ];
-    let world = TestContext::world_with(|mirror| write_repo(mirror, "acme/py", SHA, &files));
-    world.lock_a(&[("acme/py", SHA, &files)]);
+    );
+    let world = fixture::locked_world(
+        "acme/py",
+        &fixture::variant("torch-cpu", "_ops.abi3.so", so),
+    );
     let out = world.download(&["--variant", "torch-cpu", "--manylinux", "manylinux_2_28"]);
     assert_ok(&out);
     assert!(
@@ -281,34 +283,16 @@ fn manylinux_host_reads_this_machines_glibc_without_python() {
     let (world, _) = world("acme/glibc");
     // This machine's glibc gives `GLIBC_2.34` (the object was linked here),
     // so the host image loads it.
-    let out = world
-        .kernels()
-        .args(["download", "--variant", "torch-cpu", "--manylinux", "host"])
-        .env("HF_TOKEN", "t")
-        .env("VIRTUAL_ENV", world.project.join("no-venv"))
-        .output()
-        .unwrap();
+    let out = fixture::without_python(
+        &world,
+        &["download", "--variant", "torch-cpu", "--manylinux", "host"],
+    );
     assert_ok(&out);
     assert!(
         stderr(&out).contains("ABI of compiled files: checked for manylinux_2_"),
         "{}",
         stderr(&out)
     );
-}
-
-/// A shared object that needs nothing newer than the oldest manylinux.
-fn plain_so(dir: &Path) -> Vec<u8> {
-    let source = dir.join("plain.c");
-    fs_err::write(&source, "int plain(void) { return 1; }\n").unwrap();
-    let out = dir.join("plain.so");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&out)
-        .arg(&source)
-        .status()
-        .expect("the system C compiler `cc` runs");
-    assert!(status.success(), "cc failed");
-    fs_err::read(out).unwrap()
 }
 
 /// A project (target runtime 0.17.2, `tool` lines in `[tool.kernels]`)
@@ -318,31 +302,17 @@ fn plain_so(dir: &Path) -> Vec<u8> {
 /// world, the arch variant and the files.
 fn two_variants(tool: &str) -> (TestContext, String, Vec<MirrorFile>) {
     let scratch = tempfile::tempdir().unwrap();
-    let arch = kernels_test_support::world::arch_variant();
+    let arch = arch_variant();
     let metadata = |variant: &str| MirrorFile {
         path: format!("build/{variant}/metadata.json"),
         content: br#"{"name": "abi", "version": 1, "python-depends": []}"#.to_vec(),
     };
-    let files = vec![
-        metadata(&arch),
-        metadata("torch-cuda"),
-        MirrorFile {
-            path: format!("build/{arch}/abi/__init__.py"),
-            content: b"from . import _ops\n".to_vec(),
-        },
-        MirrorFile {
-            path: format!("build/{arch}/abi/_ops.so"),
-            content: needs_glibc_2_34(scratch.path()),
-        },
-        MirrorFile {
-            path: "build/torch-cuda/abi/__init__.py".into(),
-            content: b"from . import _ops\n".to_vec(),
-        },
-        MirrorFile {
-            path: "build/torch-cuda/abi/_ops.so".into(),
-            content: plain_so(scratch.path()),
-        },
-    ];
+    let files = [
+        vec![metadata(&arch), metadata("torch-cuda")],
+        fixture::variant(&arch, "_ops.so", needs_glibc_2_34(scratch.path())),
+        fixture::variant("torch-cuda", "_ops.so", fixture::plain_so(scratch.path())),
+    ]
+    .concat();
     // The stub torch with CUDA 12.6 ranks the host's arch variant first.
     let world = TestContext::world_with(|mirror| {
         write_repo(mirror, "acme/two", SHA, &files);
@@ -423,9 +393,6 @@ fn the_environments_choice_falls_back_past_a_variant_its_image_cannot_load() {
 #[test]
 fn env_and_explain_give_the_abi_verdict_from_the_cache() {
     let (world, arch, _) = two_variants("manylinux = \"manylinux_2_28\"\n");
-    let text = |out: &std::process::Output| {
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(out))
-    };
     // Nothing but metadata.json is cached: not checked, nothing fetched.
     let before = text(&world.download(&["--explain"]));
     assert!(
@@ -487,7 +454,7 @@ fn variants_and_info_give_the_abi_verdict_from_the_cache() {
         assert_ok(&out);
         out
     };
-    let stdout = |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    let stdout = |out: &Output| String::from_utf8_lossy(&out.stdout).into_owned();
     let not_checked = "ABI: not checked for manylinux_2_28 (compiled files not in the cache)";
     let refused = "ABI: refused for manylinux_2_28: `abi/_ops.so` needs `pthread_create@GLIBC_2.34`, which manylinux_2_28 does not provide (manylinux_2_34 or newer would)";
 
