@@ -559,3 +559,30 @@ fn variants_and_info_give_the_abi_verdict_from_the_cache() {
         "{text}"
     );
 }
+
+#[test]
+fn variants_gives_each_declared_target_the_abi_verdict() {
+    let target = format!(
+        "[[tool.kernels.targets]]\ntorch = \"2.7\"\nbackend = \"cuda-12.6\"\nos = \"linux\"\narch = \"{}\"\nmanylinux = \"manylinux_2_28\"\n",
+        std::env::consts::ARCH
+    );
+    let (world, arch, _) = two_variants(&target);
+    assert_ok(&world.download(&["--manylinux", "manylinux_2_39"]));
+    let out = world
+        .kernels()
+        .args(["variants", "acme/two", "--json"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let environment = &doc["revisions"][0]["environments"][0];
+    assert_eq!(environment["source"], "target 1", "{doc}");
+    let best = environment["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["variant"] == arch.as_str())
+        .unwrap();
+    assert_eq!(best["abi"]["images"], serde_json::json!(["manylinux_2_28"]));
+    assert_eq!(best["abi"]["fits"], false, "{best}");
+}
