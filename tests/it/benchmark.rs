@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::Output;
 
 use kernels_test_support::{self as common, TestContext, snapshot};
+
+use crate::local_build::{Layout, LocalBuild, RELU};
 use serde_json::Value;
 
 /// Filters for the timings of a benchmark table: the means (`0.0123`), the
@@ -852,4 +854,80 @@ fn benchmark_against_a_local_build_reports_the_peak_memory_difference() {
         .find(|l| l.contains("ReluBenchmark.relu: locked"))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(line.ends_with(", match, peak memory +2.00 KiB"), "{line}");
+}
+
+/// Issue 44: `kernels benchmark PATH` runs a local build's own
+/// `benchmarks/` against the variant the runtime would load here, without
+/// the lock; a path is told from `owner/name` by its form.
+#[test]
+fn benchmark_path_runs_a_local_builds_own_benchmarks() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let dev = context.tmp.path().join("good-dev");
+    LocalBuild::new("good", "_good_cpu_dev")
+        .file("__init__.py", RELU)
+        .write(&dev, Layout::Build);
+    let scripts = dev.join("benchmarks");
+    fs_err::create_dir_all(&scripts).unwrap();
+    fs_err::write(scripts.join("benchmark_relu.py"), GOOD).unwrap();
+    let dev_arg = dev.display().to_string();
+    let out = benchmark(&context, &[&dev_arg, "--iterations", "2", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let kernel = &doc["kernels"][0];
+    assert_eq!(kernel["path"], dev_arg.as_str());
+    assert_eq!(kernel["repo_id"], Value::Null);
+    assert_eq!(kernel["variant"], "torch-cpu");
+    let (name, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(name, "ReluBenchmark.relu");
+    assert_eq!(relu["match"], serde_json::json!([true]));
+    // Its `build/` and its variant directory find the same scripts.
+    for given in [dev.join("build"), dev.join("build/torch-cpu")] {
+        let out = benchmark(&context, &[&given.display().to_string(), "--iterations", "1"]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(stdout.contains(&format!("{} (torch-cpu)", given.display())), "{stdout}");
+    }
+    // A relative path is written `./dir`; with a repository it is refused.
+    let out = benchmark(&context, &["acme/good", &dev_arg]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("a local build is benchmarked alone"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `kernels benchmark PATH` on bad input: one error naming the path and the
+/// fix.
+#[test]
+fn benchmark_path_names_a_missing_path_a_build_without_a_variant_here_or_without_benchmarks() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let base = context.tmp.path();
+    let error = |path: &Path| {
+        let out = benchmark(&context, &[&path.display().to_string()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+        text(&out.stderr).split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let missing = base.join("nowhere");
+    let stderr = error(&missing);
+    assert!(stderr.contains(&format!("{} does not exist", missing.display())), "{stderr}");
+    // A CUDA-only build under this CPU torch.
+    let cuda = base.join("cuda-dev");
+    LocalBuild::new("good", "_good_cuda_dev")
+        .variant("torch27-cxx11-cu126-x86_64-linux")
+        .backend(r#"{"type": "cuda"}"#)
+        .file("__init__.py", RELU)
+        .write(&cuda, Layout::Build);
+    let stderr = error(&cuda);
+    assert!(stderr.contains("no variant for this environment"), "{stderr}");
+    assert!(stderr.contains("torch27-cxx11-cu126-x86_64-linux"), "{stderr}");
+    assert!(stderr.contains("build the kernel for this environment"), "{stderr}");
+    // A build without benchmarks/.
+    let bare = base.join("bare-dev");
+    LocalBuild::new("good", "_good_bare")
+        .file("__init__.py", RELU)
+        .write(&bare, Layout::Build);
+    let stderr = error(&bare);
+    assert!(stderr.contains("no benchmarks/benchmark*.py in"), "{stderr}");
+    assert!(stderr.contains("benchmarks/benchmark_<name>.py"), "{stderr}");
 }
