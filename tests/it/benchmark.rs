@@ -655,18 +655,9 @@ fn benchmark_times_with_cuda_events_when_torch_sees_a_cuda_gpu() {
 fn benchmark_against_a_local_build_times_it_beside_the_locked_version() {
     let context = project(&["good"], "kernels-0.17.2");
     let dev = context.tmp.path().join("good-dev");
-    let variant = dev.join("build/torch-cpu");
-    fs_err::create_dir_all(&variant).unwrap();
-    fs_err::write(
-        variant.join("__init__.py"),
-        "def relu(out, x):\n    out.copy_(x.relu())\n    return out\n",
-    )
-    .unwrap();
-    fs_err::write(
-        variant.join("metadata.json"),
-        "{\"name\": \"good\", \"id\": \"_good_cpu_dev\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}}\n",
-    )
-    .unwrap();
+    LocalBuild::new("good", "_good_cpu_dev")
+        .file("__init__.py", RELU)
+        .write(&dev, Layout::Build);
     let dev_arg = dev.display().to_string();
     let out = benchmark(
         &context,
@@ -719,22 +710,10 @@ fn benchmark_against_a_local_build_times_it_beside_the_locked_version() {
 /// variant directory.
 #[test]
 fn benchmark_loads_a_zip_layout_variant() {
-    use std::io::Write;
     let context = project(&["good"], "kernels-0.17.2");
-    let variant = context.tmp.path().join("zip-dev/torch-cpu");
-    fs_err::create_dir_all(&variant).unwrap();
-    fs_err::write(
-        variant.join("metadata.json"),
-        "{\"name\": \"good\", \"id\": \"_good_zip\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}, \"build-layout\": \"zip\"}\n",
-    )
-    .unwrap();
-    let file = fs_err::File::create(variant.join("_good_zip.zip")).unwrap();
-    let mut zip = zip::ZipWriter::new(file);
-    zip.start_file("__init__.py", zip::write::SimpleFileOptions::default())
-        .unwrap();
-    zip.write_all(b"def relu(out, x):\n    out.copy_(x.relu())\n    return out\n")
-        .unwrap();
-    zip.finish().unwrap();
+    let variant = LocalBuild::new("good", "_good_zip")
+        .zipped("__init__.py", RELU)
+        .write(&context.tmp.path().join("zip-dev/torch-cpu"), Layout::Variant);
     let dir = variant.display().to_string();
     let out = benchmark(
         &context,
@@ -818,19 +797,15 @@ fn benchmark_against_a_local_build_reports_the_peak_memory_difference() {
     ];
     let context = project_with(&["gpu"], "kernels-0.17.2", &gpu);
     let dev = context.tmp.path().join("gpu-dev");
-    let variant = dev.join("build/torch27-cxx11-cu126-x86_64-linux");
-    fs_err::create_dir_all(&variant).unwrap();
     // The local build needs 2 KiB more at its peak.
-    fs_err::write(
-        variant.join("__init__.py"),
-        "import torch\n\ndef relu(out, x):\n    torch.cuda.stub_peak_extra = 2048\n    out.copy_(x.relu())\n    return out\n",
-    )
-    .unwrap();
-    fs_err::write(
-        variant.join("metadata.json"),
-        "{\"name\": \"gpu\", \"id\": \"_gpu_dev\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {\"type\": \"cuda\"}}\n",
-    )
-    .unwrap();
+    LocalBuild::new("gpu", "_gpu_dev")
+        .variant("torch27-cxx11-cu126-x86_64-linux")
+        .backend(r#"{"type": "cuda"}"#)
+        .file(
+            "__init__.py",
+            "import torch\n\ndef relu(out, x):\n    torch.cuda.stub_peak_extra = 2048\n    out.copy_(x.relu())\n    return out\n",
+        )
+        .write(&dev, Layout::Build);
     let dev_arg = dev.display().to_string();
     let args = ["acme/gpu", "--against", &dev_arg, "--iterations", "2"];
     let out = benchmark(&context, &[&args[..], &["--format", "json"]].concat());
