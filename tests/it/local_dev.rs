@@ -376,3 +376,70 @@ fn add_path_writes_a_path_source_and_refuses_a_directory_without_a_build() {
     );
     assert_eq!(context.lockfile(), locked);
 }
+
+/// Issue 44: `kernels verify PATH` selects the build's variant for every
+/// declared target (`[[tool.kernels.targets]]`) and checks it with that
+/// target's GPUs: a build whose archs exclude one is refused, naming it.
+#[test]
+fn verify_path_checks_the_build_for_every_declared_target() {
+    let context = project("1");
+    let dev = context.tmp.path().join("cuda-dev");
+    write_cuda_build(&dev);
+    let dev_arg = dev.display().to_string();
+    let target = |torch: &str, capability: &str| {
+        format!(
+            "\n[[tool.kernels.targets]]\ntorch = \"{torch}\"\nbackend = \"cuda-12.6\"\ncuda-capabilities = [\"{capability}\"]\n"
+        )
+    };
+    let verify = |targets: &[String]| {
+        context.write(
+            "pyproject.toml",
+            &format!(
+                "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = 1\n{}",
+                targets.concat()
+            ),
+        );
+        let out = context
+            .kernels_without_hub()
+            .args(["verify", &dev_arg])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&out);
+        let flat = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        (out.status.code(), stdout, flat)
+    };
+    // Both targets on 8.0: the build fits each, whatever this machine runs.
+    let (code, stdout, stderr) = verify(&[target("2.7", "8.0"), target("2.7", "8.0")]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("targets["))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(
+        lines.iter().all(|l| l.ends_with(
+            "torch27-cxx11-cu126-x86_64-linux (at the path's root): fits"
+        )),
+        "{stdout}"
+    );
+    // The second on 9.0: refused for it, named, as a Hub build would be.
+    let (code, stdout, stderr) = verify(&[target("2.7", "8.0"), target("2.7", "9.0")]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    let second = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("targets[2]"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(second.contains(": refused: ") && second.contains("9.0"), "{second}");
+    assert!(
+        stderr.contains("refused for the declared target targets[2] (torch 2.7 + "),
+        "{stderr}"
+    );
+    // A target the build has no variant for (torch 2.8).
+    let (code, stdout, stderr) = verify(&[target("2.8", "8.0")]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("targets[1] (torch 2.8 + ") && stdout.contains("no variant of the build for it"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("targets[1] (torch 2.8 + "), "{stderr}");
+}
