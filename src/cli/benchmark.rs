@@ -408,6 +408,7 @@ impl Versions {
                     );
                     (label.clone(), at)
                 });
+                let candidate_local = local.is_some();
                 let candidate = local.or_else(|| {
                     self.candidate_of(&target.repo_id).and_then(|(label, k)| {
                         let at = candidates
@@ -421,6 +422,7 @@ impl Versions {
                     scripts: scripts_in(&snapshot),
                     subject: Subject::Locked(target),
                     candidate,
+                    candidate_local,
                 }
             })
             .collect();
@@ -710,6 +712,9 @@ struct Entry {
     scripts: Vec<std::path::PathBuf>,
     /// `--against`: the candidate's label and where it is.
     candidate: Option<(String, ImportTarget)>,
+    /// Whether the candidate is a local build (timed in an interpreter of
+    /// its own).
+    candidate_local: bool,
 }
 
 impl Entry {
@@ -750,6 +755,7 @@ impl Entry {
             kernel,
             scripts: self.scripts.clone(),
             candidate: self.candidate.as_ref().map(|(_, c)| variant(c)),
+            candidate_apart: self.candidate_local,
         })
     }
 }

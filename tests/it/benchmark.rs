@@ -95,6 +95,10 @@ fn write_commit(
     .unwrap();
 }
 
+/// A `relu` whose import defines the op `_ns_same::relu`: a local build of
+/// it has the same op namespace as the Hub build.
+const SAME_NAMESPACE: &str = "import torch\ntorch.library.define(\"_ns_same::relu\", \"(Tensor x) -> Tensor\")\n\n\ndef relu(out, x):\n    out.copy_(x.relu())\n    return out\n";
+
 /// Two workloads that match (`relu` with the shared setup, `wide` with its
 /// own) and one without `verify_*`.
 const GOOD: &str = r#"
@@ -238,6 +242,17 @@ fn mirror(mirror: &Path) {
         '4',
         "3",
         &[("benchmarks/benchmark_relu.py", GOOD)],
+    );
+    // `acme/ns`: the GOOD script, its kernel defining the op `_ns_same::relu`.
+    write_kernel(
+        mirror,
+        "ns",
+        '8',
+        "1",
+        &[
+            ("benchmarks/benchmark_relu.py", GOOD),
+            ("build/torch-cpu/__init__.py", SAME_NAMESPACE),
+        ],
     );
     // `acme/gpu`: the GOOD script, its one variant a CUDA build.
     write_kernel(
@@ -905,4 +920,57 @@ fn benchmark_path_names_a_missing_path_a_build_without_a_variant_here_or_without
     let stderr = error(&bare);
     assert!(stderr.contains("no benchmarks/benchmark*.py in"), "{stderr}");
     assert!(stderr.contains("benchmarks/benchmark_<name>.py"), "{stderr}");
+}
+
+/// Issue 44: a local build with the op namespace of the locked Hub build
+/// cannot be loaded in the same process (torch aborts; the stub with
+/// `STUB_TORCH_DUPLICATE_OPS=abort` does the same): `--against PATH` times
+/// it in an interpreter of its own, interleaved, with the same report.
+#[test]
+fn benchmark_against_a_local_build_of_the_same_op_namespace_times_it_apart() {
+    let abort = [("STUB_TORCH_DUPLICATE_OPS", "abort")];
+    let context = project_with(&["ns"], "kernels-0.17.2", &abort);
+    let dev = context.tmp.path().join("ns-dev");
+    LocalBuild::new("ns", "_ns_same")
+        .file("__init__.py", SAME_NAMESPACE)
+        .write(&dev, Layout::Build);
+    let dev_arg = dev.display().to_string();
+    let args = ["acme/ns", "--against", &dev_arg, "--iterations", "3"];
+    let out = benchmark(&context, &[&args[..], &["--format", "json"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    assert_eq!(doc["kernels"][0]["load_error"], Value::Null, "{doc}");
+    let found = workloads(&doc, 0);
+    let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["ReluBenchmark.relu", "ReluBenchmark.unchecked", "ReluBenchmark.wide"]
+    );
+    let (_, relu) = &found[0];
+    assert_eq!(relu["match"], serde_json::json!([true, true]));
+    assert_eq!(relu["ours"]["iterations"], 3);
+    assert_eq!(relu["candidate"]["iterations"], 3);
+    assert!(relu["candidate_speed_up"]["verdict"].is_string(), "{relu}");
+    // Without `verify_*` neither side has a match.
+    assert_eq!(found[1].1["match"], Value::Null);
+    // The text report is the one of a candidate in the same process.
+    let out = benchmark(&context, &args);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains(&format!("against local build {dev_arg} (torch-cpu): its speed over the locked version's, same run, interleaved")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ReluBenchmark.relu: locked "), "{stdout}");
+    // A candidate that fails in its interpreter fails the workload, named.
+    LocalBuild::new("ns", "_ns_same")
+        .file("__init__.py", "def relu(out, x):\n    raise ValueError(\"dev build broken\")\n")
+        .write(&dev, Layout::Build);
+    let out = benchmark(&context, &[&args[..], &["--format", "json"]].concat());
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    let (_, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(relu["status"], "failed", "{relu}");
+    let error = relu["error"].to_string();
+    assert!(error.contains("candidate (own interpreter): ValueError: dev build broken"), "{error}");
 }

@@ -155,6 +155,7 @@ pub(super) fn run(
         },
         scripts,
         candidate: None,
+        candidate_local: false,
     };
     let entries = [entry];
     let hint = format!(
