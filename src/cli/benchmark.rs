@@ -139,9 +139,8 @@ pub enum Named {
 /// A positional value: a path when it starts with `.` or `/`, ends
 /// with `/`, or has more than one `/`; else a repository id.
 fn parse_subject(value: &str) -> Result<Named, String> {
-    let is_path = value.starts_with(['.', '/'])
-        || value.ends_with('/')
-        || value.matches('/').count() > 1;
+    let is_path =
+        value.starts_with(['.', '/']) || value.ends_with('/') || value.matches('/').count() > 1;
     if is_path {
         return Ok(Named::Path(value.into()));
     }
@@ -842,7 +841,6 @@ impl Report<'_> {
             tally.unverified,
         ));
     }
-
 }
 
 /// What a run found, for the exit code.

@@ -728,7 +728,10 @@ fn benchmark_loads_a_zip_layout_variant() {
     let context = project(&["good"], "kernels-0.17.2");
     let variant = LocalBuild::new("good", "_good_zip")
         .zipped("__init__.py", RELU)
-        .write(&context.tmp.path().join("zip-dev/torch-cpu"), Layout::Variant);
+        .write(
+            &context.tmp.path().join("zip-dev/torch-cpu"),
+            Layout::Variant,
+        );
     let dir = variant.display().to_string();
     let out = benchmark(
         &context,
@@ -860,7 +863,10 @@ fn benchmark_path_runs_a_local_builds_own_benchmarks() {
     fs_err::create_dir_all(&scripts).unwrap();
     fs_err::write(scripts.join("benchmark_relu.py"), GOOD).unwrap();
     let dev_arg = dev.display().to_string();
-    let out = benchmark(&context, &[&dev_arg, "--iterations", "2", "--format", "json"]);
+    let out = benchmark(
+        &context,
+        &[&dev_arg, "--iterations", "2", "--format", "json"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc = json(&out);
     let kernel = &doc["kernels"][0];
@@ -872,10 +878,16 @@ fn benchmark_path_runs_a_local_builds_own_benchmarks() {
     assert_eq!(relu["match"], serde_json::json!([true]));
     // Its `build/` and its variant directory find the same scripts.
     for given in [dev.join("build"), dev.join("build/torch-cpu")] {
-        let out = benchmark(&context, &[&given.display().to_string(), "--iterations", "1"]);
+        let out = benchmark(
+            &context,
+            &[&given.display().to_string(), "--iterations", "1"],
+        );
         let stdout = text(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        assert!(stdout.contains(&format!("{} (torch-cpu)", given.display())), "{stdout}");
+        assert!(
+            stdout.contains(&format!("{} (torch-cpu)", given.display())),
+            "{stdout}"
+        );
     }
     // A relative path is written `./dir`; with a repository it is refused.
     let out = benchmark(&context, &["acme/good", &dev_arg]);
@@ -896,11 +908,17 @@ fn benchmark_path_names_a_missing_path_a_build_without_a_variant_here_or_without
     let error = |path: &Path| {
         let out = benchmark(&context, &[&path.display().to_string()]);
         assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-        text(&out.stderr).split_whitespace().collect::<Vec<_>>().join(" ")
+        text(&out.stderr)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     let missing = base.join("nowhere");
     let stderr = error(&missing);
-    assert!(stderr.contains(&format!("{} does not exist", missing.display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{} does not exist", missing.display())),
+        "{stderr}"
+    );
     // A CUDA-only build under this CPU torch.
     let cuda = base.join("cuda-dev");
     LocalBuild::new("good", "_good_cuda_dev")
@@ -909,17 +927,32 @@ fn benchmark_path_names_a_missing_path_a_build_without_a_variant_here_or_without
         .file("__init__.py", RELU)
         .write(&cuda, Layout::Build);
     let stderr = error(&cuda);
-    assert!(stderr.contains("no variant for this environment"), "{stderr}");
-    assert!(stderr.contains("torch27-cxx11-cu126-x86_64-linux"), "{stderr}");
-    assert!(stderr.contains("build the kernel for this environment"), "{stderr}");
+    assert!(
+        stderr.contains("no variant for this environment"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("torch27-cxx11-cu126-x86_64-linux"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("build the kernel for this environment"),
+        "{stderr}"
+    );
     // A build without benchmarks/.
     let bare = base.join("bare-dev");
     LocalBuild::new("good", "_good_bare")
         .file("__init__.py", RELU)
         .write(&bare, Layout::Build);
     let stderr = error(&bare);
-    assert!(stderr.contains("no benchmarks/benchmark*.py in"), "{stderr}");
-    assert!(stderr.contains("benchmarks/benchmark_<name>.py"), "{stderr}");
+    assert!(
+        stderr.contains("no benchmarks/benchmark*.py in"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("benchmarks/benchmark_<name>.py"),
+        "{stderr}"
+    );
 }
 
 /// Issue 44: a local build with the op namespace of the locked Hub build
@@ -944,7 +977,11 @@ fn benchmark_against_a_local_build_of_the_same_op_namespace_times_it_apart() {
     let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["ReluBenchmark.relu", "ReluBenchmark.unchecked", "ReluBenchmark.wide"]
+        [
+            "ReluBenchmark.relu",
+            "ReluBenchmark.unchecked",
+            "ReluBenchmark.wide"
+        ]
     );
     let (_, relu) = &found[0];
     assert_eq!(relu["match"], serde_json::json!([true, true]));
@@ -964,7 +1001,10 @@ fn benchmark_against_a_local_build_of_the_same_op_namespace_times_it_apart() {
     assert!(stdout.contains("ReluBenchmark.relu: locked "), "{stdout}");
     // A candidate that fails in its interpreter fails the workload, named.
     LocalBuild::new("ns", "_ns_same")
-        .file("__init__.py", "def relu(out, x):\n    raise ValueError(\"dev build broken\")\n")
+        .file(
+            "__init__.py",
+            "def relu(out, x):\n    raise ValueError(\"dev build broken\")\n",
+        )
         .write(&dev, Layout::Build);
     let out = benchmark(&context, &[&args[..], &["--format", "json"]].concat());
     assert_eq!(out.status.code(), Some(1));
@@ -972,5 +1012,8 @@ fn benchmark_against_a_local_build_of_the_same_op_namespace_times_it_apart() {
     let (_, relu) = &workloads(&doc, 0)[0];
     assert_eq!(relu["status"], "failed", "{relu}");
     let error = relu["error"].to_string();
-    assert!(error.contains("candidate (own interpreter): ValueError: dev build broken"), "{error}");
+    assert!(
+        error.contains("candidate (own interpreter): ValueError: dev build broken"),
+        "{error}"
+    );
 }

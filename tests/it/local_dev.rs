@@ -417,9 +417,9 @@ fn verify_path_checks_the_build_for_every_declared_target() {
         .collect();
     assert_eq!(lines.len(), 2, "{stdout}");
     assert!(
-        lines.iter().all(|l| l.ends_with(
-            "torch27-cxx11-cu126-x86_64-linux (at the path's root): fits"
-        )),
+        lines
+            .iter()
+            .all(|l| l.ends_with("torch27-cxx11-cu126-x86_64-linux (at the path's root): fits")),
         "{stdout}"
     );
     // The second on 9.0: refused for it, named, as a Hub build would be.
@@ -429,7 +429,10 @@ fn verify_path_checks_the_build_for_every_declared_target() {
         .lines()
         .find(|l| l.trim_start().starts_with("targets[2]"))
         .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(second.contains(": refused: ") && second.contains("9.0"), "{second}");
+    assert!(
+        second.contains(": refused: ") && second.contains("9.0"),
+        "{second}"
+    );
     assert!(
         stderr.contains("refused for the declared target targets[2] (torch 2.7 + "),
         "{stderr}"
@@ -438,7 +441,8 @@ fn verify_path_checks_the_build_for_every_declared_target() {
     let (code, stdout, stderr) = verify(&[target("2.8", "8.0")]);
     assert_eq!(code, Some(1), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("targets[1] (torch 2.8 + ") && stdout.contains("no variant of the build for it"),
+        stdout.contains("targets[1] (torch 2.8 + ")
+            && stdout.contains("no variant of the build for it"),
         "{stdout}"
     );
     assert!(stderr.contains("targets[1] (torch 2.8 + "), "{stderr}");

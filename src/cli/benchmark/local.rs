@@ -18,7 +18,9 @@ use crate::variant::{EnvOverrides, ProbeScope, ProjectPython, VariantRules};
 
 /// A path given with other names or flags that pick Hub versions.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
-#[error("kernels benchmark {path}: a local build is benchmarked alone, and {others} were given too")]
+#[error(
+    "kernels benchmark {path}: a local build is benchmarked alone, and {others} were given too"
+)]
 #[diagnostic(
     code(kernels::benchmark::path_alone),
     help(

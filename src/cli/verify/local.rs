@@ -222,7 +222,11 @@ fn finish_declared(
             path: shown.to_owned(),
             what: format!(
                 "refused for the declared {} {} (above), as a Hub build would be",
-                if refused.len() == 1 { "target" } else { "targets" },
+                if refused.len() == 1 {
+                    "target"
+                } else {
+                    "targets"
+                },
                 refused.join(", ")
             ),
         }
