@@ -889,7 +889,23 @@ fn benchmark_path_runs_a_local_builds_own_benchmarks() {
             "{stdout}"
         );
     }
-    // A relative path is written `./dir`; with a repository it is refused.
+    // A relative path (from the project directory) starts with `.`; a bare
+    // word is a repository id, refused with the path's spelling.
+    let out = benchmark(&context, &["../good-dev", "--iterations", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("../good-dev (torch-cpu)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = benchmark(&context, &["good-dev"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("write `./good-dev`"),
+        "{}",
+        text(&out.stderr)
+    );
+    // With a repository it is refused.
     let out = benchmark(&context, &["acme/good", &dev_arg]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
