@@ -1033,3 +1033,53 @@ fn benchmark_against_a_local_build_of_the_same_op_namespace_times_it_apart() {
         "{error}"
     );
 }
+
+/// A local-build candidate that hangs in its own interpreter is ended with
+/// the driver (`--time-limit`): each workload is timed out, the next one
+/// goes on, and no interpreter of it is left running.
+#[cfg(target_os = "linux")]
+#[test]
+fn benchmark_against_a_hanging_local_build_leaves_no_interpreter_behind() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let dev = context.tmp.path().join("slow-dev");
+    LocalBuild::new("good", "_good_slow")
+        .file(
+            "__init__.py",
+            "import time\n\n\ndef relu(out, x):\n    time.sleep(600)\n",
+        )
+        .write(&dev, Layout::Build);
+    let dev_arg = dev.display().to_string();
+    let args = [
+        "acme/good",
+        "--against",
+        &dev_arg,
+        "--iterations",
+        "1",
+        "--time-limit",
+        "2",
+        "--format",
+        "json",
+    ];
+    let out = benchmark(&context, &args);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let statuses: Vec<&str> = workloads(&doc, 0)
+        .iter()
+        .map(|(_, w)| w["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["timed_out"; 3], "{doc}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let cache = format!("HF_HUB_CACHE={}", context.cache.display());
+    let left: Vec<String> = fs_err::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            let vars: Vec<&[u8]> = environ.split(|b| *b == 0).collect();
+            let has = |var: &str| vars.contains(&var.as_bytes());
+            (has("KERNELS_BENCHMARK_WORKER=1") && has(&cache))
+                .then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect();
+    assert!(left.is_empty(), "worker interpreters left: {left:?}");
+}
