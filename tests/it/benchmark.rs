@@ -1074,7 +1074,7 @@ fn benchmark_against_a_hanging_local_build_leaves_no_interpreter_behind() {
         .unwrap()
         .filter_map(Result::ok)
         .filter_map(|entry| {
-            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            let environ = fs_err::read(entry.path().join("environ")).ok()?;
             let vars: Vec<&[u8]> = environ.split(|b| *b == 0).collect();
             let has = |var: &str| vars.contains(&var.as_bytes());
             (has("KERNELS_BENCHMARK_WORKER=1") && has(&cache))
