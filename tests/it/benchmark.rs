@@ -935,6 +935,18 @@ fn benchmark_path_names_a_missing_path_a_build_without_a_variant_here_or_without
         stderr.contains(&format!("{} does not exist", missing.display())),
         "{stderr}"
     );
+    // A directory in no layout the runtime accepts.
+    let empty = base.join("src-only");
+    fs_err::create_dir_all(empty.join("csrc")).unwrap();
+    let stderr = error(&empty);
+    assert!(
+        stderr.contains(&format!("{} holds no build variant", empty.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("point at a kernel-builder output"),
+        "{stderr}"
+    );
     // A CUDA-only build under this CPU torch.
     let cuda = base.join("cuda-dev");
     LocalBuild::new("good", "_good_cuda_dev")
