@@ -7,6 +7,11 @@
 # workload (so that a hang or a crash names it) and `result` after it, with the
 # raw per-iteration times in milliseconds. Statistics are computed by the
 # caller. Everything the benchmarks print goes to stderr.
+#
+# With `KERNELS_BENCHMARK_WORKER=1` the same file is a candidate's own
+# interpreter (`Remote`): it reads one command per line on stdin (load the
+# candidate, set up a workload, warm up, peak, time one call, end) and
+# answers each with one marked line; the main driver interleaves its calls.
 import contextlib
 import gc
 import importlib.util
@@ -29,7 +34,8 @@ sys.dont_write_bytecode = True
 if sys.path and sys.path[0] == "":
     sys.path.pop(0)
 
-request = json.loads(sys.stdin.read())
+WORKER = os.environ.get("KERNELS_BENCHMARK_WORKER") == "1"
+request = {"skip": []} if WORKER else json.loads(sys.stdin.read())
 skip = set(request["skip"])
 real_stdout = sys.stdout
 
@@ -39,7 +45,17 @@ def emit(event):
     real_stdout.flush()
 
 
+class CandidateError(Exception):
+    """What the candidate's own interpreter reported (its error lines)."""
+
+    def __init__(self, lines):
+        super().__init__(" | ".join(lines))
+        self.lines = lines
+
+
 def error_lines(error):
+    if isinstance(error, CandidateError):
+        return ["candidate (own interpreter): %s" % line for line in error.lines]
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
     lines = [line.rstrip()[:LINE_LIMIT] for line in text.splitlines()][:4]
     frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
@@ -284,17 +300,110 @@ def peak_once(fn):
     return max(0, int(torch.cuda.max_memory_allocated()) - int(before))
 
 
-def peak_memory(instance, fn, verify, kernels):
+def peak_memory(verify, sides):
     """Peak CUDA memory of one call each: ours, the reference (`verify_*`),
     the candidate; None off CUDA."""
     if DEVICE != "cuda":
         return None
     peaks = {"reference": peak_once(verify) if verify is not None else None}
-    for slot, kernel in zip(("ours", "candidate"), kernels):
-        instance.kernel = kernel
-        peaks[slot] = peak_once(fn)
-    instance.kernel = kernels[0]
+    for slot, side in zip(("ours", "candidate"), sides):
+        peaks[slot] = side.peak()
+    sides[0].select()
     return peaks
+
+
+class InProcess:
+    """A kernel loaded in this interpreter: the workload's instance calls it."""
+
+    def __init__(self, instance, fn, kernel):
+        self.instance, self.fn, self.kernel = instance, fn, kernel
+
+    def select(self):
+        self.instance.kernel = self.kernel
+
+    def call(self):
+        self.select()
+        self.fn()
+
+    def warm(self, count):
+        self.select()
+        for _ in range(count):
+            self.fn()
+            synchronize()
+
+    def peak(self):
+        self.select()
+        return peak_once(self.fn)
+
+    def time(self):
+        self.select()
+        return time_once(self.fn)
+
+
+class Remote:
+    """A candidate kernel in an interpreter of its own (this file in worker
+    mode), for builds that cannot share a process with the locked one (the
+    same op namespace). Each command waits for its answer."""
+
+    def __init__(self, index, candidate):
+        env = dict(os.environ, KERNELS_BENCHMARK_WORKER="1")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", request["driver"]],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
+        )
+        self.ask({"op": "load", "index": index, "variant_dir": candidate["variant_dir"],
+                  "package": candidate["package"]})
+
+    def ask(self, command):
+        try:
+            self.process.stdin.write(json.dumps(command) + "\n")
+            self.process.stdin.flush()
+        except OSError:
+            pass
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise CandidateError(["the interpreter exited (%s)" % self.process.wait()])
+            if line.startswith(MARK):
+                reply = json.loads(line[len(MARK):])
+                break
+        if reply.get("error"):
+            raise CandidateError(reply["error"])
+        return reply
+
+    def begin(self, script, index, cls, method):
+        reply = self.ask({"op": "setup", "script": str(script), "index": index,
+                          "class": cls.__name__, "method": method})
+        return RemoteSide(self, reply)
+
+    def close(self):
+        try:
+            self.process.stdin.close()
+            self.process.wait(timeout=30)
+        except Exception:
+            self.process.kill()
+
+
+class RemoteSide:
+    """One workload of a `Remote` candidate, set up and called once there."""
+
+    def __init__(self, remote, first):
+        self.remote, self.first = remote, first
+
+    def select(self):
+        pass
+
+    def warm(self, count):
+        self.remote.ask({"op": "warmup", "count": count})
+
+    def peak(self):
+        return self.remote.ask({"op": "peak"})["peak"]
+
+    def time(self):
+        return self.remote.ask({"op": "time"})["ms"]
+
+    def end(self):
+        self.remote.ask({"op": "end"})
 
 
 TOLERANCE = 0.05  # as `stats::TOLERANCE`
@@ -319,24 +428,23 @@ def decided(baseline, timed):
     return low >= ratio * (1 - TOLERANCE) and high <= ratio * (1 + TOLERANCE)
 
 
-def timed_rounds(instance, fn, verify, kernels, iterations):
+def timed_rounds(verify, sides, iterations):
     """Rounds of `iterations` calls, each call of the reference and of every
     kernel in turn, repeated until every speed-up (ours over the reference,
     the candidate over ours) is decided or `budget_s` has passed: the
     reference's times (or None), each kernel's, and the number of rounds."""
     budget = request["budget_s"]
     reference = [] if verify is not None else None
-    times = [[] for _ in kernels]
+    times = [[] for _ in sides]
     begin = time.perf_counter()
     rounds = 0
     while True:
         for _ in range(iterations):
             if verify is not None:
                 reference.append(time_once(verify))
-            for slot, kernel in enumerate(kernels):
-                instance.kernel = kernel
-                times[slot].append(time_once(fn))
-        instance.kernel = kernels[0]
+            for slot, side in enumerate(sides):
+                times[slot].append(side.time())
+        sides[0].select()
         rounds += 1
         pairs = [(reference, times[0])] if reference is not None else []
         pairs += [(times[0], t) for t in times[1:]]
@@ -344,7 +452,31 @@ def timed_rounds(instance, fn, verify, kernels, iterations):
             return reference, times, rounds
 
 
-def run_workload(cls, method, kernels):
+def first_calls(instance, verify, sides):
+    """Each kernel's first call, checked against `verify_*`: the matches and
+    largest differences (None without `verify_*`). A candidate in its own
+    interpreter was called and checked there, against its own `verify_*`."""
+    matches, diffs = [], []
+    expected = None
+    for side in sides:
+        if isinstance(side, RemoteSide):
+            if side.first.get("match") is not None:
+                matches.append(side.first["match"])
+                diffs.append(side.first.get("diff"))
+            continue
+        side.call()
+        synchronize()
+        if verify is not None and expected is None:
+            expected = verify()
+            synchronize()
+        if expected is not None:
+            matched, diff = compare(instance.out, expected)
+            matches.append(matched)
+            diffs.append(diff)
+    return matches, diffs
+
+
+def run_workload(cls, method, kernels, script, index):
     """Times `method` of `cls` with each of `kernels` (one: the locked kernel;
     two: locked and candidate) and its `verify_*` reference, interleaved call
     by call, in rounds (`timed_rounds`)."""
@@ -357,40 +489,36 @@ def run_workload(cls, method, kernels):
     result = {"verified": verify is not None}
     result["shape"], result["dtype"] = describe(instance.out)
     memory = torch.cuda.memory_allocated() if DEVICE == "cuda" else None
-    matches, diffs = [], []
-    expected = None
-    for kernel in kernels:
-        instance.kernel = kernel
-        fn()
-        synchronize()
-        if verify is not None and expected is None:
-            expected = verify()
-            synchronize()
-        if expected is not None:
-            matched, diff = compare(instance.out, expected)
-            matches.append(matched)
-            diffs.append(diff)
-    result["match"] = matches or None
-    result["max_abs_diff"] = diffs or None
-    warmup, iterations = request["warmup"], request["iterations"]
-    if verify is not None:
-        for _ in range(warmup):
-            verify()
-            synchronize()
-    for kernel in kernels:
-        instance.kernel = kernel
-        for _ in range(warmup):
-            fn()
-            synchronize()
-    result["peak_bytes"] = peak_memory(instance, fn, verify, kernels)
-    reference, times, rounds = timed_rounds(instance, fn, verify, kernels, iterations)
+    sides = [
+        kernel.begin(script, index, cls, method) if isinstance(kernel, Remote)
+        else InProcess(instance, fn, kernel)
+        for kernel in kernels
+    ]
+    try:
+        matches, diffs = first_calls(instance, verify, sides)
+        result["match"] = matches or None
+        result["max_abs_diff"] = diffs or None
+        warmup, iterations = request["warmup"], request["iterations"]
+        if verify is not None:
+            for _ in range(warmup):
+                verify()
+                synchronize()
+        for side in sides:
+            side.warm(warmup)
+        sides[0].select()
+        result["peak_bytes"] = peak_memory(verify, sides)
+        reference, times, rounds = timed_rounds(verify, sides, iterations)
+    finally:
+        for side in sides:
+            if isinstance(side, RemoteSide):
+                side.end()
     result["reference_ms"] = reference
     result["ours_ms"] = times[0]
     result["candidate_ms"] = times[1] if len(times) > 1 else None
     result["rounds"] = rounds
     if memory is not None:
         # Everything that holds the instance's tensors goes before counting.
-        del instance, expected, fn, verify, setup
+        del instance, fn, verify, setup, sides
         gc.collect()
         synchronize()
         result["leaked_bytes"] = max(0, torch.cuda.memory_allocated() - memory)
@@ -405,8 +533,10 @@ def run_kernel(index, kernel):
     try:
         with contextlib.redirect_stdout(sys.stderr):
             modules = [load(index, kernel["variant_dir"], kernel["package"], "locked")]
-            if kernel.get("candidate"):
-                candidate = kernel["candidate"]
+            candidate = kernel.get("candidate")
+            if candidate and kernel.get("candidate_apart"):
+                modules.append(Remote(index, candidate))
+            elif candidate:
                 modules.append(load(index, candidate["variant_dir"], candidate["package"], "candidate"))
     except BaseException as error:
         if isinstance(error, KeyboardInterrupt):
@@ -414,8 +544,13 @@ def run_kernel(index, kernel):
         emit({"event": "kernel", "kernel": index, "loaded": False, "error": error_lines(error)})
         return
     emit({"event": "kernel", "kernel": index, "loaded": True})
-    for script in kernel["scripts"]:
-        run_script(index, Path(script), modules)
+    try:
+        for script in kernel["scripts"]:
+            run_script(index, Path(script), modules)
+    finally:
+        for module in modules:
+            if isinstance(module, Remote):
+                module.close()
 
 
 def run_script(index, script, modules):
@@ -446,7 +581,7 @@ def run_script(index, script, modules):
             event = {"event": "result", "id": ident}
             try:
                 with contextlib.redirect_stdout(sys.stderr):
-                    event.update(run_workload(cls, method, modules))
+                    event.update(run_workload(cls, method, modules, script, index))
             except BaseException as error:
                 if isinstance(error, KeyboardInterrupt):
                     raise
@@ -454,7 +589,88 @@ def run_script(index, script, modules):
             emit(event)
 
 
-emit({"event": "start", "machine": machine(), "timing": TIMING})
-for index, kernel in enumerate(request["kernels"]):
-    run_kernel(index, kernel)
-emit({"event": "done"})
+class Worker:
+    """The candidate's own interpreter (`Remote` on the other side): its
+    kernel, the classes of each script read, the workload set up."""
+
+    def __init__(self):
+        self.module = None
+        self.classes = {}
+        self.instance = self.fn = None
+
+    def handle(self, command):
+        op = command["op"]
+        if op == "load":
+            self.module = load(command["index"], command["variant_dir"], command["package"], "candidate")
+            return {}
+        if op == "setup":
+            return self.setup(command)
+        if op == "warmup":
+            for _ in range(command["count"]):
+                self.fn()
+                synchronize()
+            return {}
+        if op == "peak":
+            return {"peak": peak_once(self.fn) if DEVICE == "cuda" else None}
+        if op == "time":
+            return {"ms": time_once(self.fn)}
+        if op == "end":
+            self.instance = self.fn = None
+            gc.collect()
+            return {}
+        raise ValueError("unknown command %r" % op)
+
+    def setup(self, command):
+        script = command["script"]
+        if script not in self.classes:
+            found = classes_of(Path(script), command["index"])
+            self.classes[script] = {cls.__name__: cls for cls in found}
+        cls = self.classes[script][command["class"]]
+        workload = command["method"][len("benchmark_"):]
+        self.instance = seeded(cls, self.module)
+        setup = getattr(self.instance, "setup_" + workload, None) or self.instance.setup
+        setup()
+        self.fn = getattr(self.instance, command["method"])
+        verify = getattr(self.instance, "verify_" + workload, None)
+        self.fn()
+        synchronize()
+        if verify is None:
+            return {"match": None, "diff": None}
+        expected = verify()
+        synchronize()
+        matched, diff = compare(self.instance.out, expected)
+        return {"match": matched, "diff": diff}
+
+
+def serve():
+    """Worker mode: one answer per command until stdin closes. The process
+    dies with its parent (Linux), so a main driver ended for a hang ends it."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+    worker = Worker()
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                reply = worker.handle(json.loads(line))
+        except BaseException as error:
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            reply = {"error": error_lines(error)}
+        emit(reply)
+
+
+if WORKER:
+    serve()
+else:
+    emit({"event": "start", "machine": machine(), "timing": TIMING})
+    for index, kernel in enumerate(request["kernels"]):
+        run_kernel(index, kernel)
+    emit({"event": "done"})

@@ -14,8 +14,12 @@
 //! `verify_<name>` (the reference implementation) and the method alternately,
 //! call by call: with CUDA events on a CUDA device (`cuda_event`), else with
 //! the wall clock around the call and a device synchronisation (`wall_clock`).
-//! With a candidate kernel (`--against`) both are loaded in the same process
-//! and take their turns in the same alternation. Timing goes in rounds of
+//! With a candidate kernel (`--against`) both take their turns in the same
+//! alternation: loaded in the same process, or, for a local build
+//! ([`Target::candidate_apart`]), the candidate in a second interpreter that
+//! the driver starts (the same driver in worker mode) and asks, call by
+//! call, to set up, check, warm up, measure the peak memory of and time its
+//! own instance of the workload; each side measures its own calls. Timing goes in rounds of
 //! `iterations` calls each, repeated until every speed-up's
 //! [`stats::Verdict`] is decided or the round budget has passed (at least one
 //! round). The raw times come back; the statistics are computed here
@@ -78,6 +82,11 @@ pub struct Target {
     pub scripts: Vec<PathBuf>,
     /// A second version timed with the same workloads (`--against`).
     pub candidate: Option<Variant>,
+    /// Whether the candidate runs in an interpreter of its own (a local
+    /// build: its op namespace may be the locked build's, and torch aborts
+    /// when one process loads both), its calls still interleaved with the
+    /// locked version's, one by one.
+    pub candidate_apart: bool,
 }
 
 /// The scripts of a snapshot: `benchmarks/benchmark*.py`, sorted by name (the
@@ -244,6 +253,8 @@ pub struct BenchmarkError {
 
 #[derive(Serialize)]
 struct Request<'a> {
+    /// The driver's own source, which a candidate's interpreter runs.
+    driver: &'static str,
     iterations: usize,
     warmup: usize,
     budget_s: f64,
@@ -490,6 +501,7 @@ fn run_once(
         reason,
     };
     let request = Request {
+        driver: DRIVER,
         iterations: options.iterations,
         warmup: options.warmup,
         budget_s: options.budget.as_secs_f64(),

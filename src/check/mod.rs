@@ -141,8 +141,15 @@ pub fn locate(
 /// reads), else the repository name; `-` becomes `_` (reference 0.17.2's
 /// `python_name`, and `package_name_from_repo_id` before it).
 fn package_name(repo_id: &RepoId, variant_dir: &Path) -> String {
+    package_of(variant_dir, repo_id.name())
+}
+
+/// The Python package of the variant at `variant_dir`: the `name` of its
+/// `metadata.json` (when it reads), else `fallback`; `-` becomes `_` (as
+/// [`ImportTarget::package`]).
+pub fn package_of(variant_dir: &Path, fallback: &str) -> String {
     let from_metadata = metadata_of(variant_dir).and_then(|metadata| metadata.name);
-    let name = from_metadata.unwrap_or_else(|| repo_id.name().to_owned());
+    let name = from_metadata.unwrap_or_else(|| fallback.to_owned());
     name.replace('-', "_")
 }
 

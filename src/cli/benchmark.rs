@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+mod local;
+
 use super::args::{EnvArgs, ProjectArgs, RepoTypeArgs, SelectArgs, TargetRuntimeArgs};
 use super::printer::Printer;
 use super::progress::Progress;
@@ -37,8 +39,17 @@ const DEFAULT_BUDGET_S: u64 = 10;
 /// Arguments of `kernels benchmark`.
 #[derive(Debug, clap::Args)]
 pub struct BenchmarkArgs {
-    /// Benchmark only these locked kernels (`owner/name`); default: every one.
-    #[arg(value_name = "REPO")]
+    /// Benchmark only these locked kernels (`owner/name`); default: every
+    /// one. A value that starts with `.` or `/`, ends with `/`, or has
+    /// more than one `/` is a local build instead (a kernel-builder output,
+    /// its `build/`, or one variant directory; write `./dir` for a
+    /// relative path): its `benchmarks/` run against the variant the
+    /// runtime would load here, without a lock, offline.
+    #[arg(id = "repos", value_name = "REPO|PATH", value_parser = parse_subject)]
+    pub names: Vec<Named>,
+
+    /// The repositories of `names` (filled by [`run_checked`]).
+    #[arg(skip)]
     pub repos: Vec<RepoId>,
 
     /// Timed calls per workload.
@@ -113,6 +124,29 @@ pub enum Against {
     Version(u64),
     /// A local build's directory.
     Path(std::path::PathBuf),
+}
+
+/// A positional value of `kernels benchmark`: a repository or a local
+/// build, told by its form ([`parse_subject`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Named {
+    /// `owner/name`.
+    Repo(RepoId),
+    /// A local build's directory.
+    Path(std::path::PathBuf),
+}
+
+/// A positional value: a path when it starts with `.` or `/`, ends
+/// with `/`, or has more than one `/`; else a repository id.
+fn parse_subject(value: &str) -> Result<Named, String> {
+    let is_path =
+        value.starts_with(['.', '/']) || value.ends_with('/') || value.matches('/').count() > 1;
+    if is_path {
+        return Ok(Named::Path(value.into()));
+    }
+    value.parse::<RepoId>().map(Named::Repo).map_err(|err| {
+        format!("{err} (a local build's path starts with `./` or `/`: write `./{value}`)")
+    })
 }
 
 /// `--against`'s value: a path when it contains `/` or starts with `.`,
@@ -195,6 +229,16 @@ pub fn run_checked(
     args.lock_mode.frozen = global.frozen;
     let mut project = ProjectArgs::default();
     project.resolve(global)?;
+    let mut paths = Vec::new();
+    for named in std::mem::take(&mut args.names) {
+        match named {
+            Named::Repo(repo_id) => args.repos.push(repo_id),
+            Named::Path(path) => paths.push(path),
+        }
+    }
+    if let Some(path) = local::alone(&args, &paths)? {
+        return local::run(&args, path, &project, settings, printer);
+    }
     super::project::stale::ensure_current_offline(
         "benchmark",
         &project.project_dir,
@@ -222,6 +266,7 @@ pub(super) fn run_against(
     printer: &Printer,
 ) -> miette::Result<ExitCode> {
     let args = BenchmarkArgs {
+        names: Vec::new(),
         repos,
         iterations: DEFAULT_ITERATIONS,
         warmup: DEFAULT_WARMUP,
@@ -276,6 +321,23 @@ fn run(
     let (locked, _, options) = read.into_options(Some(trust.into()));
     let versions = Versions::choose(&args, project_dir, &locked, &options, settings, printer)?;
     let (entries, not_ready) = versions.locate(settings, &options);
+    let hint = format!(
+        "`kernels download --with-benchmarks {}` places missing kernels and scripts",
+        shell_path(project_dir)
+    );
+    finish(&args, &entries, not_ready, &python, settings, printer)?.exit(&hint)
+}
+
+/// Runs the benchmarks of `entries` and prints the report (tables, or one
+/// JSON document with `--format json`); the report, for its exit code.
+fn finish<'a>(
+    args: &BenchmarkArgs,
+    entries: &'a [Entry],
+    not_ready: Vec<String>,
+    python: &'a ProjectPython,
+    settings: &'a Settings,
+    printer: &Printer,
+) -> miette::Result<Finished> {
     let options = Options {
         python: python.path(),
         cache_dir: &settings.cache_dir,
@@ -291,17 +353,20 @@ fn run(
         Some(crate::benchmark::run(&options, &targets)?)
     };
     let report = Report {
-        entries: &entries,
+        entries,
         run: run.as_ref(),
         not_ready,
         options: &options,
     };
-    if json {
+    if args.format == super::args::OutputFormat::Json {
         printer.json(&report.doc());
     } else {
         report.print(printer);
     }
-    report.exit(project_dir)
+    Ok(Finished {
+        tally: report.tally(),
+        not_ready: report.not_ready,
+    })
 }
 
 /// The kernels to benchmark and the candidates to time beside them.
@@ -342,6 +407,7 @@ impl Versions {
                     );
                     (label.clone(), at)
                 });
+                let candidate_local = local.is_some();
                 let candidate = local.or_else(|| {
                     self.candidate_of(&target.repo_id).and_then(|(label, k)| {
                         let at = candidates
@@ -353,8 +419,9 @@ impl Versions {
                 });
                 Entry {
                     scripts: scripts_in(&snapshot),
-                    target,
+                    subject: Subject::Locked(target),
                     candidate,
+                    candidate_local,
                 }
             })
             .collect();
@@ -622,25 +689,72 @@ impl Fetch<'_> {
     }
 }
 
-/// A located kernel, its scripts and the candidate timed beside it.
+/// What an entry benchmarks: a locked kernel located in the cache, or a
+/// local build (`kernels benchmark PATH`).
+enum Subject {
+    /// A locked (or fetched) kernel's variant in the cache.
+    Locked(ImportTarget),
+    /// A local build's variant.
+    Local {
+        /// The build's path as given.
+        path: std::path::PathBuf,
+        /// The variant the runtime would load here.
+        variant: crate::local::LocalVariant,
+        /// Its Python package.
+        package: String,
+    },
+}
+
+/// A kernel, its scripts and the candidate timed beside it.
 struct Entry {
-    target: ImportTarget,
+    subject: Subject,
     scripts: Vec<std::path::PathBuf>,
     /// `--against`: the candidate's label and where it is.
     candidate: Option<(String, ImportTarget)>,
+    /// Whether the candidate is a local build (timed in an interpreter of
+    /// its own).
+    candidate_local: bool,
 }
 
 impl Entry {
-    /// What the driver runs for this entry; `None` without scripts.
+    /// `owner/name@abcdef1`, or the local build's path.
+    fn label(&self) -> String {
+        match &self.subject {
+            Subject::Locked(t) => format!("{}@{}", t.repo_id, t.commit.short()),
+            Subject::Local { path, .. } => path.display().to_string(),
+        }
+    }
+
+    /// The variant's name.
+    fn variant(&self) -> &str {
+        match &self.subject {
+            Subject::Locked(t) => &t.variant,
+            Subject::Local { variant, .. } => &variant.name,
+        }
+    }
+
+    /// What the driver runs for this entry; `None` without scripts. A local
+    /// build candidate runs in an interpreter of its own (its op namespace
+    /// may be the locked build's: one process cannot load both).
     fn target(&self) -> Option<Target> {
         let variant = |t: &ImportTarget| Variant {
             variant_dir: t.variant_dir.clone(),
             package: t.package.clone(),
         };
+        let kernel = match &self.subject {
+            Subject::Locked(t) => variant(t),
+            Subject::Local {
+                variant, package, ..
+            } => Variant {
+                variant_dir: variant.dir.clone(),
+                package: package.clone(),
+            },
+        };
         (!self.scripts.is_empty()).then(|| Target {
-            kernel: variant(&self.target),
+            kernel,
             scripts: self.scripts.clone(),
             candidate: self.candidate.as_ref().map(|(_, c)| variant(c)),
+            candidate_apart: self.candidate_local,
         })
     }
 }
@@ -676,7 +790,7 @@ impl Report<'_> {
         let mut tally = Tally::default();
         for (entry, run) in self.kernels() {
             let Some(run) = run else { continue };
-            let label = format!("{}@{}", entry.target.repo_id, entry.target.commit.short());
+            let label = entry.label();
             if run.load_error.is_some() || !run.script_errors.is_empty() {
                 tally.broken.push(label);
             }
@@ -727,9 +841,20 @@ impl Report<'_> {
             tally.unverified,
         ));
     }
+}
 
-    fn exit(&self, project_dir: &std::path::Path) -> miette::Result<ExitCode> {
-        let tally = self.tally();
+/// What a run found, for the exit code.
+struct Finished {
+    tally: Tally,
+    not_ready: Vec<String>,
+}
+
+impl Finished {
+    /// Exit 0 when every workload ran and matched its reference; else the
+    /// error naming what did not. `fetch_hint` is the command that places
+    /// missing kernels and scripts.
+    fn exit(&self, fetch_hint: &str) -> miette::Result<ExitCode> {
+        let tally = &self.tally;
         let mut parts = Vec::new();
         let (mismatched, failed) = (&tally.mismatched, &tally.failed);
         if !mismatched.is_empty() {
@@ -764,8 +889,7 @@ impl Report<'_> {
         Err(BenchmarkFailed {
             what: parts.join("; "),
             help: format!(
-                "a mismatch means the kernel's output differs from its verify_* result by more than atol=1e-2 on this machine; the errors are above; `kernels download --with-benchmarks {}` places missing kernels and scripts",
-                shell_path(project_dir)
+                "a mismatch means the kernel's output differs from its verify_* result by more than atol=1e-2 on this machine; the errors are above; {fetch_hint}"
             ),
         }
         .into())
@@ -820,13 +944,7 @@ fn speed_up_text(s: &SpeedUp) -> String {
 
 /// One kernel's block: its label and variant, then the table, or one line.
 fn print_kernel(printer: &Printer, entry: &Entry, run: Option<&KernelRun>) {
-    let target = &entry.target;
-    let label = format!(
-        "{}@{} ({})",
-        target.repo_id,
-        target.commit.short(),
-        target.variant
-    );
+    let label = format!("{} ({})", entry.label(), entry.variant());
     let Some(run) = run else {
         printer.data(format_args!(
             "{label}: no benchmarks (no benchmarks/benchmark*.py in the cached snapshot; `kernels download --with-benchmarks` fetches them when the repository has some)"
@@ -1044,8 +1162,12 @@ struct BenchmarkDoc<'a> {
 
 #[derive(Serialize)]
 struct KernelDoc<'a> {
-    repo_id: String,
-    commit: &'a str,
+    /// `null` for a local build (`kernels benchmark PATH`).
+    repo_id: Option<String>,
+    commit: Option<&'a str>,
+    /// `kernels benchmark PATH`: the local build's path (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
     variant: &'a str,
     benchmarks: bool,
     /// `--against`: the other version timed beside this one.
@@ -1117,9 +1239,19 @@ impl Report<'_> {
 
 fn kernel_doc<'a>(entry: &'a Entry, run: Option<&'a KernelRun>) -> KernelDoc<'a> {
     KernelDoc {
-        repo_id: entry.target.repo_id.to_string(),
-        commit: entry.target.commit.as_str(),
-        variant: &entry.target.variant,
+        repo_id: match &entry.subject {
+            Subject::Locked(t) => Some(t.repo_id.to_string()),
+            Subject::Local { .. } => None,
+        },
+        commit: match &entry.subject {
+            Subject::Locked(t) => Some(t.commit.as_str()),
+            Subject::Local { .. } => None,
+        },
+        path: match &entry.subject {
+            Subject::Locked(_) => None,
+            Subject::Local { path, .. } => Some(path.display().to_string()),
+        },
+        variant: entry.variant(),
         benchmarks: run.is_some(),
         candidate: entry.candidate.as_ref().map(|(label, c)| CandidateDoc {
             label,

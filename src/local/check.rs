@@ -85,7 +85,14 @@ pub fn check_build(
         .collect()
 }
 
-fn check_variant(variant: LocalVariant, chosen: bool, context: &FitContext<'_>) -> VariantCheck {
+/// Checks one variant of a build against `context` (its `metadata.json`,
+/// the fit rules, the digest, the zip layout's archive); `chosen` says
+/// whether it is the one the runtime loads for the targets checked.
+pub fn check_variant(
+    variant: LocalVariant,
+    chosen: bool,
+    context: &FitContext<'_>,
+) -> VariantCheck {
     let mut out = VariantCheck {
         chosen,
         metadata_error: None,

@@ -159,7 +159,7 @@ impl LocalBuild {
                 layout,
             },
             LocalLayout::Variant => LocalVariant {
-                name: variant_dir_name(&self.path),
+                name: dir_name(&self.path),
                 dir: self.path.clone(),
                 layout,
             },
@@ -167,9 +167,9 @@ impl LocalBuild {
     }
 }
 
-/// The name of a variant directory given as a path (`.` and `..` resolved
+/// The name of a directory given as a path (`.` and `..` resolved
 /// when the path can be made canonical).
-fn variant_dir_name(path: &Path) -> String {
+pub fn dir_name(path: &Path) -> String {
     let real = fs_err::canonicalize(path).unwrap_or_else(|_| path.to_owned());
     real.file_name().map_or_else(
         || real.display().to_string(),

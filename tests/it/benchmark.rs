@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::Output;
 
 use kernels_test_support::{self as common, TestContext, snapshot};
+
+use crate::local_build::{Layout, LocalBuild, RELU};
 use serde_json::Value;
 
 /// Filters for the timings of a benchmark table: the means (`0.0123`), the
@@ -92,6 +94,10 @@ fn write_commit(
     )
     .unwrap();
 }
+
+/// A `relu` whose import defines the op `_ns_same::relu`: a local build of
+/// it has the same op namespace as the Hub build.
+const SAME_NAMESPACE: &str = "import torch\ntorch.library.define(\"_ns_same::relu\", \"(Tensor x) -> Tensor\")\n\n\ndef relu(out, x):\n    out.copy_(x.relu())\n    return out\n";
 
 /// Two workloads that match (`relu` with the shared setup, `wide` with its
 /// own) and one without `verify_*`.
@@ -236,6 +242,17 @@ fn mirror(mirror: &Path) {
         '4',
         "3",
         &[("benchmarks/benchmark_relu.py", GOOD)],
+    );
+    // `acme/ns`: the GOOD script, its kernel defining the op `_ns_same::relu`.
+    write_kernel(
+        mirror,
+        "ns",
+        '8',
+        "1",
+        &[
+            ("benchmarks/benchmark_relu.py", GOOD),
+            ("build/torch-cpu/__init__.py", SAME_NAMESPACE),
+        ],
     );
     // `acme/gpu`: the GOOD script, its one variant a CUDA build.
     write_kernel(
@@ -653,18 +670,9 @@ fn benchmark_times_with_cuda_events_when_torch_sees_a_cuda_gpu() {
 fn benchmark_against_a_local_build_times_it_beside_the_locked_version() {
     let context = project(&["good"], "kernels-0.17.2");
     let dev = context.tmp.path().join("good-dev");
-    let variant = dev.join("build/torch-cpu");
-    fs_err::create_dir_all(&variant).unwrap();
-    fs_err::write(
-        variant.join("__init__.py"),
-        "def relu(out, x):\n    out.copy_(x.relu())\n    return out\n",
-    )
-    .unwrap();
-    fs_err::write(
-        variant.join("metadata.json"),
-        "{\"name\": \"good\", \"id\": \"_good_cpu_dev\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}}\n",
-    )
-    .unwrap();
+    LocalBuild::new("good", "_good_cpu_dev")
+        .file("__init__.py", RELU)
+        .write(&dev, Layout::Build);
     let dev_arg = dev.display().to_string();
     let out = benchmark(
         &context,
@@ -717,22 +725,13 @@ fn benchmark_against_a_local_build_times_it_beside_the_locked_version() {
 /// variant directory.
 #[test]
 fn benchmark_loads_a_zip_layout_variant() {
-    use std::io::Write;
     let context = project(&["good"], "kernels-0.17.2");
-    let variant = context.tmp.path().join("zip-dev/torch-cpu");
-    fs_err::create_dir_all(&variant).unwrap();
-    fs_err::write(
-        variant.join("metadata.json"),
-        "{\"name\": \"good\", \"id\": \"_good_zip\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}, \"build-layout\": \"zip\"}\n",
-    )
-    .unwrap();
-    let file = fs_err::File::create(variant.join("_good_zip.zip")).unwrap();
-    let mut zip = zip::ZipWriter::new(file);
-    zip.start_file("__init__.py", zip::write::SimpleFileOptions::default())
-        .unwrap();
-    zip.write_all(b"def relu(out, x):\n    out.copy_(x.relu())\n    return out\n")
-        .unwrap();
-    zip.finish().unwrap();
+    let variant = LocalBuild::new("good", "_good_zip")
+        .zipped("__init__.py", RELU)
+        .write(
+            &context.tmp.path().join("zip-dev/torch-cpu"),
+            Layout::Variant,
+        );
     let dir = variant.display().to_string();
     let out = benchmark(
         &context,
@@ -816,19 +815,15 @@ fn benchmark_against_a_local_build_reports_the_peak_memory_difference() {
     ];
     let context = project_with(&["gpu"], "kernels-0.17.2", &gpu);
     let dev = context.tmp.path().join("gpu-dev");
-    let variant = dev.join("build/torch27-cxx11-cu126-x86_64-linux");
-    fs_err::create_dir_all(&variant).unwrap();
     // The local build needs 2 KiB more at its peak.
-    fs_err::write(
-        variant.join("__init__.py"),
-        "import torch\n\ndef relu(out, x):\n    torch.cuda.stub_peak_extra = 2048\n    out.copy_(x.relu())\n    return out\n",
-    )
-    .unwrap();
-    fs_err::write(
-        variant.join("metadata.json"),
-        "{\"name\": \"gpu\", \"id\": \"_gpu_dev\", \"version\": 1, \"license\": \"mit\", \"python-depends\": [], \"backend\": {\"type\": \"cuda\"}}\n",
-    )
-    .unwrap();
+    LocalBuild::new("gpu", "_gpu_dev")
+        .variant("torch27-cxx11-cu126-x86_64-linux")
+        .backend(r#"{"type": "cuda"}"#)
+        .file(
+            "__init__.py",
+            "import torch\n\ndef relu(out, x):\n    torch.cuda.stub_peak_extra = 2048\n    out.copy_(x.relu())\n    return out\n",
+        )
+        .write(&dev, Layout::Build);
     let dev_arg = dev.display().to_string();
     let args = ["acme/gpu", "--against", &dev_arg, "--iterations", "2"];
     let out = benchmark(&context, &[&args[..], &["--format", "json"]].concat());
@@ -852,4 +847,251 @@ fn benchmark_against_a_local_build_reports_the_peak_memory_difference() {
         .find(|l| l.contains("ReluBenchmark.relu: locked"))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(line.ends_with(", match, peak memory +2.00 KiB"), "{line}");
+}
+
+/// Issue 44: `kernels benchmark PATH` runs a local build's own
+/// `benchmarks/` against the variant the runtime would load here, without
+/// the lock; a path is told from `owner/name` by its form.
+#[test]
+fn benchmark_path_runs_a_local_builds_own_benchmarks() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let dev = context.tmp.path().join("good-dev");
+    LocalBuild::new("good", "_good_cpu_dev")
+        .file("__init__.py", RELU)
+        .write(&dev, Layout::Build);
+    let scripts = dev.join("benchmarks");
+    fs_err::create_dir_all(&scripts).unwrap();
+    fs_err::write(scripts.join("benchmark_relu.py"), GOOD).unwrap();
+    let dev_arg = dev.display().to_string();
+    let out = benchmark(
+        &context,
+        &[&dev_arg, "--iterations", "2", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let kernel = &doc["kernels"][0];
+    assert_eq!(kernel["path"], dev_arg.as_str());
+    assert_eq!(kernel["repo_id"], Value::Null);
+    assert_eq!(kernel["variant"], "torch-cpu");
+    let (name, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(name, "ReluBenchmark.relu");
+    assert_eq!(relu["match"], serde_json::json!([true]));
+    // Its `build/` and its variant directory find the same scripts.
+    for given in [dev.join("build"), dev.join("build/torch-cpu")] {
+        let out = benchmark(
+            &context,
+            &[&given.display().to_string(), "--iterations", "1"],
+        );
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            stdout.contains(&format!("{} (torch-cpu)", given.display())),
+            "{stdout}"
+        );
+    }
+    // A relative path (from the project directory) starts with `.`; a bare
+    // word is a repository id, refused with the path's spelling.
+    let out = benchmark(&context, &["../good-dev", "--iterations", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("../good-dev (torch-cpu)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = benchmark(&context, &["good-dev"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("write `./good-dev`"),
+        "{}",
+        text(&out.stderr)
+    );
+    // With a repository it is refused.
+    let out = benchmark(&context, &["acme/good", &dev_arg]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("a local build is benchmarked alone"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `kernels benchmark PATH` on bad input: one error naming the path and the
+/// fix.
+#[test]
+fn benchmark_path_names_a_missing_path_a_build_without_a_variant_here_or_without_benchmarks() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let base = context.tmp.path();
+    let error = |path: &Path| {
+        let out = benchmark(&context, &[&path.display().to_string()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+        text(&out.stderr)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let missing = base.join("nowhere");
+    let stderr = error(&missing);
+    assert!(
+        stderr.contains(&format!("{} does not exist", missing.display())),
+        "{stderr}"
+    );
+    // A directory in no layout the runtime accepts.
+    let empty = base.join("src-only");
+    fs_err::create_dir_all(empty.join("csrc")).unwrap();
+    let stderr = error(&empty);
+    assert!(
+        stderr.contains(&format!("{} holds no build variant", empty.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("point at a kernel-builder output"),
+        "{stderr}"
+    );
+    // A CUDA-only build under this CPU torch.
+    let cuda = base.join("cuda-dev");
+    LocalBuild::new("good", "_good_cuda_dev")
+        .variant("torch27-cxx11-cu126-x86_64-linux")
+        .backend(r#"{"type": "cuda"}"#)
+        .file("__init__.py", RELU)
+        .write(&cuda, Layout::Build);
+    let stderr = error(&cuda);
+    assert!(
+        stderr.contains("no variant for this environment"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("torch27-cxx11-cu126-x86_64-linux"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("build the kernel for this environment"),
+        "{stderr}"
+    );
+    // A build without benchmarks/.
+    let bare = base.join("bare-dev");
+    LocalBuild::new("good", "_good_bare")
+        .file("__init__.py", RELU)
+        .write(&bare, Layout::Build);
+    let stderr = error(&bare);
+    assert!(
+        stderr.contains("no benchmarks/benchmark*.py in"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("benchmarks/benchmark_<name>.py"),
+        "{stderr}"
+    );
+}
+
+/// Issue 44: a local build with the op namespace of the locked Hub build
+/// cannot be loaded in the same process (torch aborts; the stub with
+/// `STUB_TORCH_DUPLICATE_OPS=abort` does the same): `--against PATH` times
+/// it in an interpreter of its own, interleaved, with the same report.
+#[test]
+fn benchmark_against_a_local_build_of_the_same_op_namespace_times_it_apart() {
+    let abort = [("STUB_TORCH_DUPLICATE_OPS", "abort")];
+    let context = project_with(&["ns"], "kernels-0.17.2", &abort);
+    let dev = context.tmp.path().join("ns-dev");
+    LocalBuild::new("ns", "_ns_same")
+        .file("__init__.py", SAME_NAMESPACE)
+        .write(&dev, Layout::Build);
+    let dev_arg = dev.display().to_string();
+    let args = ["acme/ns", "--against", &dev_arg, "--iterations", "3"];
+    let out = benchmark(&context, &[&args[..], &["--format", "json"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    assert_eq!(doc["kernels"][0]["load_error"], Value::Null, "{doc}");
+    let found = workloads(&doc, 0);
+    let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "ReluBenchmark.relu",
+            "ReluBenchmark.unchecked",
+            "ReluBenchmark.wide"
+        ]
+    );
+    let (_, relu) = &found[0];
+    assert_eq!(relu["match"], serde_json::json!([true, true]));
+    assert_eq!(relu["ours"]["iterations"], 3);
+    assert_eq!(relu["candidate"]["iterations"], 3);
+    assert!(relu["candidate_speed_up"]["verdict"].is_string(), "{relu}");
+    // Without `verify_*` neither side has a match.
+    assert_eq!(found[1].1["match"], Value::Null);
+    // The text report is the one of a candidate in the same process.
+    let out = benchmark(&context, &args);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains(&format!("against local build {dev_arg} (torch-cpu): its speed over the locked version's, same run, interleaved")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ReluBenchmark.relu: locked "), "{stdout}");
+    // A candidate that fails in its interpreter fails the workload, named.
+    LocalBuild::new("ns", "_ns_same")
+        .file(
+            "__init__.py",
+            "def relu(out, x):\n    raise ValueError(\"dev build broken\")\n",
+        )
+        .write(&dev, Layout::Build);
+    let out = benchmark(&context, &[&args[..], &["--format", "json"]].concat());
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    let (_, relu) = &workloads(&doc, 0)[0];
+    assert_eq!(relu["status"], "failed", "{relu}");
+    let error = relu["error"].to_string();
+    assert!(
+        error.contains("candidate (own interpreter): ValueError: dev build broken"),
+        "{error}"
+    );
+}
+
+/// A local-build candidate that hangs in its own interpreter is ended with
+/// the driver (`--time-limit`): each workload is timed out, the next one
+/// goes on, and no interpreter of it is left running.
+#[cfg(target_os = "linux")]
+#[test]
+fn benchmark_against_a_hanging_local_build_leaves_no_interpreter_behind() {
+    let context = project(&["good"], "kernels-0.17.2");
+    let dev = context.tmp.path().join("slow-dev");
+    LocalBuild::new("good", "_good_slow")
+        .file(
+            "__init__.py",
+            "import time\n\n\ndef relu(out, x):\n    time.sleep(600)\n",
+        )
+        .write(&dev, Layout::Build);
+    let dev_arg = dev.display().to_string();
+    let args = [
+        "acme/good",
+        "--against",
+        &dev_arg,
+        "--iterations",
+        "1",
+        "--time-limit",
+        "2",
+        "--format",
+        "json",
+    ];
+    let out = benchmark(&context, &args);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let statuses: Vec<&str> = workloads(&doc, 0)
+        .iter()
+        .map(|(_, w)| w["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["timed_out"; 3], "{doc}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let cache = format!("HF_HUB_CACHE={}", context.cache.display());
+    let left: Vec<String> = fs_err::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let environ = fs_err::read(entry.path().join("environ")).ok()?;
+            let vars: Vec<&[u8]> = environ.split(|b| *b == 0).collect();
+            let has = |var: &str| vars.contains(&var.as_bytes());
+            (has("KERNELS_BENCHMARK_WORKER=1") && has(&cache))
+                .then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect();
+    assert!(left.is_empty(), "worker interpreters left: {left:?}");
 }

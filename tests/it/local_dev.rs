@@ -10,26 +10,21 @@ use std::process::Output;
 
 use kernels_test_support::{self as common, TestContext};
 
+use crate::local_build::{Layout, LocalBuild};
+
 /// A local build of `acme/good` at `dir` (variants under `build/`), with its
 /// own op namespace so that its import is told from the Hub build's.
 fn write_local_build(dir: &Path) {
-    let variant = dir.join("build/torch-cpu");
-    fs_err::create_dir_all(&variant).unwrap();
-    fs_err::write(
-        variant.join("__init__.py"),
-        "import torch\n\nfrom ._ops import ops\n\n\ndef good(x):\n    return ops.good(x)\n\n\n__all__ = [\"good\"]\n",
-    )
-    .unwrap();
-    fs_err::write(
-        variant.join("_ops.py"),
-        "import torch\ntorch.library.define(\"_good_cpu_dev::good\", \"(Tensor x) -> Tensor\")\nops = torch.ops._good_cpu_dev\n",
-    )
-    .unwrap();
-    fs_err::write(
-        variant.join("metadata.json"),
-        "{\"name\": \"good\", \"id\": \"_good_cpu_dev\", \"version\": 1, \"license\": \"apache-2.0\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}}\n",
-    )
-    .unwrap();
+    LocalBuild::new("good", "_good_cpu_dev")
+        .file(
+            "__init__.py",
+            "import torch\n\nfrom ._ops import ops\n\n\ndef good(x):\n    return ops.good(x)\n\n\n__all__ = [\"good\"]\n",
+        )
+        .file(
+            "_ops.py",
+            "import torch\ntorch.library.define(\"_good_cpu_dev::good\", \"(Tensor x) -> Tensor\")\nops = torch.ops._good_cpu_dev\n",
+        )
+        .write(dir, Layout::Build);
 }
 
 /// A project on `acme/good` with `dependency` as its value, Python the
@@ -220,14 +215,11 @@ fn a_path_without_a_version_is_refused_with_the_fix() {
 /// A CUDA build for compute capability 8.0 only, at the root of `dir` (no
 /// `build/`), without a digest.
 fn write_cuda_build(dir: &Path) {
-    let variant = dir.join("torch27-cxx11-cu126-x86_64-linux");
-    fs_err::create_dir_all(&variant).unwrap();
-    fs_err::write(variant.join("__init__.py"), "").unwrap();
-    fs_err::write(
-        variant.join("metadata.json"),
-        "{\"name\": \"good\", \"id\": \"_good_cuda_dev\", \"version\": 1, \"license\": \"apache-2.0\", \"python-depends\": [], \"backend\": {\"type\": \"cuda\", \"archs\": [\"8.0\"]}}\n",
-    )
-    .unwrap();
+    LocalBuild::new("good", "_good_cuda_dev")
+        .variant("torch27-cxx11-cu126-x86_64-linux")
+        .backend(r#"{"type": "cuda", "archs": ["8.0"]}"#)
+        .file("__init__.py", "")
+        .write(dir, Layout::Root);
 }
 
 const CUDA_ENV: [&str; 8] = [
@@ -297,28 +289,19 @@ fn verify_path_refuses_a_local_build_whose_archs_exclude_the_target() {
 /// line naming it.
 #[test]
 fn zip_layout_local_builds_import_and_a_corrupt_archive_is_named() {
-    use std::io::Write;
     let context = project("1").with_env("VIRTUAL_ENV", common::pyref_root().join("hub-2.4.0"));
     context.run_ok(&["lock", "--trust", "acme/good"]);
     context.run_ok(&["download"]);
-    let variant = context.tmp.path().join("zip-dev/torch-cpu");
-    fs_err::create_dir_all(&variant).unwrap();
-    fs_err::write(
-        variant.join("metadata.json"),
-        "{\"name\": \"good\", \"id\": \"_good_zip_dev\", \"version\": 1, \"license\": \"apache-2.0\", \"python-depends\": [], \"backend\": {\"type\": \"cpu\"}, \"build-layout\": \"zip\"}\n",
-    )
-    .unwrap();
-    let mut zip =
-        zip::ZipWriter::new(fs_err::File::create(variant.join("_good_zip_dev.zip")).unwrap());
-    let options = zip::write::SimpleFileOptions::default();
-    zip.start_file("__init__.py", options).unwrap();
-    zip.write_all(
-        b"from ._ops import ops\n\n\ndef good(x):\n    return x\n\n\n__all__ = [\"good\"]\n",
-    )
-    .unwrap();
-    zip.start_file("_ops.py", options).unwrap();
-    zip.write_all(b"import torch\ntorch.library.define(\"_good_zip_dev::good\", \"(Tensor x) -> Tensor\")\nops = torch.ops._good_zip_dev\n").unwrap();
-    zip.finish().unwrap();
+    let variant = LocalBuild::new("good", "_good_zip_dev")
+        .zipped(
+            "__init__.py",
+            "from ._ops import ops\n\n\ndef good(x):\n    return x\n\n\n__all__ = [\"good\"]\n",
+        )
+        .zipped(
+            "_ops.py",
+            "import torch\ntorch.library.define(\"_good_zip_dev::good\", \"(Tensor x) -> Tensor\")\nops = torch.ops._good_zip_dev\n",
+        )
+        .write(&context.tmp.path().join("zip-dev/torch-cpu"), Layout::Variant);
     let set = format!("acme/good={}", variant.display());
     let check = || {
         context
@@ -392,4 +375,75 @@ fn add_path_writes_a_path_source_and_refuses_a_directory_without_a_build() {
         "{after}"
     );
     assert_eq!(context.lockfile(), locked);
+}
+
+/// Issue 44: `kernels verify PATH` selects the build's variant for every
+/// declared target (`[[tool.kernels.targets]]`) and checks it with that
+/// target's GPUs: a build whose archs exclude one is refused, naming it.
+#[test]
+fn verify_path_checks_the_build_for_every_declared_target() {
+    let context = project("1");
+    let dev = context.tmp.path().join("cuda-dev");
+    write_cuda_build(&dev);
+    let dev_arg = dev.display().to_string();
+    let target = |torch: &str, capability: &str| {
+        format!(
+            "\n[[tool.kernels.targets]]\ntorch = \"{torch}\"\nbackend = \"cuda-12.6\"\ncuda-capabilities = [\"{capability}\"]\n"
+        )
+    };
+    let verify = |targets: &[String]| {
+        context.write(
+            "pyproject.toml",
+            &format!(
+                "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"acme/good\" = 1\n{}",
+                targets.concat()
+            ),
+        );
+        let out = context
+            .kernels_without_hub()
+            .args(["verify", &dev_arg])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&out);
+        let flat = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        (out.status.code(), stdout, flat)
+    };
+    // Both targets on 8.0: the build fits each, whatever this machine runs.
+    let (code, stdout, stderr) = verify(&[target("2.7", "8.0"), target("2.7", "8.0")]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("targets["))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.ends_with("torch27-cxx11-cu126-x86_64-linux (at the path's root): fits")),
+        "{stdout}"
+    );
+    // The second on 9.0: refused for it, named, as a Hub build would be.
+    let (code, stdout, stderr) = verify(&[target("2.7", "8.0"), target("2.7", "9.0")]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    let second = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("targets[2]"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        second.contains(": refused: ") && second.contains("9.0"),
+        "{second}"
+    );
+    assert!(
+        stderr.contains("refused for the declared target targets[2] (torch 2.7 + "),
+        "{stderr}"
+    );
+    // A target the build has no variant for (torch 2.8).
+    let (code, stdout, stderr) = verify(&[target("2.8", "8.0")]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("targets[1] (torch 2.8 + ")
+            && stdout.contains("no variant of the build for it"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("targets[1] (torch 2.8 + "), "{stderr}");
 }

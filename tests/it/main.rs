@@ -52,6 +52,7 @@ mod inspect;
 #[cfg(unix)]
 mod interpreter_runtime;
 mod json;
+mod local_build;
 mod local_dev;
 mod lock;
 mod lock_files;

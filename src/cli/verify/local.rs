@@ -5,7 +5,11 @@
 //! `[tool.kernels]` targets, the flags, the GPU), the variant the runtime
 //! loads for this environment marked. Exit 1 when the variant loaded here
 //! (or, without torch, every variant) is refused, or a digest or archive is
-//! wrong.
+//! wrong. When the project declares targets (`[[tool.kernels.targets]]`
+//! naming `torch` and a `backend`), the variant the runtime would select
+//! for each is checked with that target's GPUs, as `kernels download`
+//! selects per declared target; then those targets decide: exit 1 naming
+//! each one refused or without a variant.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -99,6 +103,20 @@ pub(super) fn run(
     let checks = check_build(build, chosen.as_ref(), &policy.context());
     print_text(printer, build, &checks, &policy.targets.to_string());
     let shown = build.path.display().to_string();
+    if let Some(tool) = &tool {
+        let flags = args.select.targets.targets();
+        let context = policy.context();
+        let declared = Declared {
+            tool,
+            path: &manifest_path,
+            rules,
+            flags: &flags,
+            context: &context,
+        };
+        if let Some(refused) = declared.check(build, printer) {
+            return finish_declared(&shown, &refused, &checks);
+        }
+    }
     let judged: Vec<&VariantCheck> = if chosen.is_some() {
         checks.iter().filter(|c| c.chosen).collect()
     } else {
@@ -120,6 +138,104 @@ pub(super) fn run(
             } else {
                 "no variant would load for the targets, or files are wrong (above)".into()
             },
+        }
+        .into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The declared targets of the project around the current directory, as
+/// `kernels verify PATH` checks a local build for each.
+struct Declared<'a> {
+    tool: &'a ToolSettings,
+    /// Its `pyproject.toml`.
+    path: &'a Path,
+    rules: crate::variant::VariantRules,
+    /// `--cuda-capability`/`--rocm-arch`: the GPUs of every target when given.
+    flags: &'a [kernels_types::fit::Target],
+    /// The fit context of the run (target runtime, modules).
+    context: &'a kernels_types::fit::FitContext<'a>,
+}
+
+impl Declared<'_> {
+    /// Selects the build's variant for each declared target that is an
+    /// environment (as `kernels download` does) and checks it with that
+    /// target's GPUs; prints one line per target. `None` without such
+    /// targets; else the labels of the targets refused (empty: all fit).
+    fn check(&self, build: &LocalBuild, printer: &Printer) -> Option<Vec<String>> {
+        let (envs, _) = crate::cli::project::declared::declared_envs(self.tool, self.path);
+        if envs.is_empty() {
+            return None;
+        }
+        printer.data(format_args!("Declared targets ({}):", self.path.display()));
+        let mut refused = Vec::new();
+        for (index, target) in self.tool.declared.iter().enumerate() {
+            let key = format!("targets[{}]", index + 1);
+            let Some(env) = envs.iter().find(|e| e.key == key) else {
+                continue;
+            };
+            let name = format!("{key} ({})", env.label);
+            let Some(variant) = build.choose(&env.env, self.rules) else {
+                printer.data(format_args!(
+                    "  {name}: refused: no variant of the build for it"
+                ));
+                refused.push(name);
+                continue;
+            };
+            let gpus = if self.flags.is_empty() {
+                &target.gpus
+            } else {
+                self.flags
+            };
+            let context = kernels_types::fit::FitContext {
+                targets: gpus,
+                ..*self.context
+            };
+            let check = crate::local::check::check_variant(variant, true, &context);
+            let verdict = match (&check.metadata_error, check.refusals.is_empty()) {
+                (Some(err), _) => format!("refused: metadata.json: {err}"),
+                (None, true) => "fits".to_owned(),
+                (None, false) => format!("refused: {}", check.refusals.join("; ")),
+            };
+            printer.data(format_args!(
+                "  {name}: {} ({}): {verdict}",
+                check.variant.name,
+                check.variant.layout.describe()
+            ));
+            if !check.ok() {
+                refused.push(name);
+            }
+        }
+        Some(refused)
+    }
+}
+
+/// The verdict with declared targets: they decide (not this machine's
+/// environment), with the files of every variant.
+fn finish_declared(
+    shown: &str,
+    refused: &[String],
+    checks: &[VariantCheck],
+) -> miette::Result<ExitCode> {
+    if !refused.is_empty() {
+        return Err(LocalBuildRefused {
+            path: shown.to_owned(),
+            what: format!(
+                "refused for the declared {} {} (above), as a Hub build would be",
+                if refused.len() == 1 {
+                    "target"
+                } else {
+                    "targets"
+                },
+                refused.join(", ")
+            ),
+        }
+        .into());
+    }
+    if checks.iter().any(bad_files) {
+        return Err(LocalBuildRefused {
+            path: shown.to_owned(),
+            what: "files are wrong (above)".into(),
         }
         .into());
     }

@@ -19,7 +19,8 @@ tests, list-backed tensors (`randn`, `empty_like`, `relu`, `allclose`, arithmeti
 `cuda.memory_allocated` (always 0), `cuda.reset_peak_memory_stats` and
 `cuda.max_memory_allocated` (STUB_TORCH_PEAK_BYTES, default 0, plus
 `cuda.stub_peak_extra`, which a test kernel may set during a call and
-`reset_peak_memory_stats` clears).
+`reset_peak_memory_stats` clears); with `STUB_TORCH_DUPLICATE_OPS=abort`, defining one op
+twice in a process aborts it.
 """
 
 import os
@@ -254,6 +255,10 @@ ops = _Ops()
 
 
 def _define(qualname, schema, **kwargs):
+    # With STUB_TORCH_DUPLICATE_OPS=abort, a second definition of an op in one
+    # process aborts it, as loading two builds of one op namespace does torch.
+    if qualname in _defined and os.environ.get("STUB_TORCH_DUPLICATE_OPS") == "abort":
+        os.abort()
     _defined.append(qualname)
 
 
