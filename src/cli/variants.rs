@@ -135,7 +135,22 @@ pub fn run_variants(
         ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
     let tool = ToolSettings::read(project_dir).ok().flatten();
     let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
-    let environments = environments(&args.env, tool.as_ref(), &manifest_path, &python)?;
+    let environments = match environments(&args.env, tool.as_ref(), &manifest_path, &python) {
+        // Nothing to decide for and no verdict asked for by a flag: the
+        // variants alone, so that the hints which send users here work
+        // wherever they are printed.
+        Err(report)
+            if !args.json
+                && !args.only_compatible
+                && report.downcast_ref::<NoTargetEnvironment>().is_some() =>
+        {
+            printer.status(format_args!(
+                "note: {report}; the variants are listed without verdicts (give `--torch-version MAJOR.MINOR` and a backend flag for them)"
+            ));
+            Vec::new()
+        }
+        other => other?,
+    };
     let profile = choose_profile_for(
         (&args.runtime, args.repo, &args.env),
         project_dir,
@@ -152,6 +167,10 @@ pub fn run_variants(
             Selection::Hub(err) => super::project::causes::hub_failure(err, settings),
             Selection::Other(report) => report,
         })?;
+    if environments.is_empty() {
+        print_names(printer, &revisions);
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut docs = Vec::new();
     for (version, revision, names) in revisions {
         let available: BTreeSet<String> = names.into_iter().collect();
@@ -332,6 +351,24 @@ async fn selected_revisions(
         ));
     }
     Ok(out)
+}
+
+/// The text output without an environment: per revision, its variant
+/// names in name order.
+fn print_names(printer: &Printer, revisions: &[(Option<u64>, String, Vec<String>)]) {
+    for (version, revision, names) in revisions {
+        match version {
+            Some(n) => printer.data(format_args!("Version {n}:\n")),
+            None => printer.data(format_args!("Revision {revision}:\n")),
+        }
+        if names.is_empty() {
+            printer.data("No build variants found.");
+        }
+        let sorted: BTreeSet<&String> = names.iter().collect();
+        for name in sorted {
+            printer.data(name);
+        }
+    }
 }
 
 /// The text output: per revision (and per environment when there are
@@ -518,7 +555,7 @@ fn versions_env(
             printer.status(format_args!(
                 "note: cannot tell which variants match this environment: {err}\n\
                  give the environment instead (the overrides of `kernels download`):\n\n    \
-                 kernels versions {} --torch-version MAJOR.MINOR --cuda-version VERSION",
+                 kernels variants {} --all-versions --torch-version MAJOR.MINOR --cuda-version VERSION",
                 args.repo_id
             ));
             Ok(None)

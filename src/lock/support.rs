@@ -210,7 +210,7 @@ pub(crate) fn unsupported(
         ),
         span: dep.span.clone().map(SourceSpan::from),
         help: format!(
-            "kernels 0.14+ reads only integer versions: write `\"{repo}\" = N` for a branch `vN` the repository has (`kernels versions {repo}` lists them), or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
+            "kernels 0.14+ reads only integer versions: write `\"{repo}\" = N` for a branch `vN` the repository has (`kernels variants {repo} --all-versions` lists them), or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
         ),
     }
 }
@@ -277,9 +277,16 @@ pub(crate) fn refs_help(
             "{cannot}, nor by its tag {} ({requirement} selects it), whose build variants lack the metadata.json kernels {runtime} reads; {specifiers}",
             tag.git_ref.name
         ),
-        Err(_) => format!(
-            "{cannot}, and no tag satisfies {requirement}; pin a revision with `\"{repo}\" = {{ revision = \"<branch, tag or commit>\" }}` (`kernels versions {repo}` lists them)"
-        ),
+        Err(_) => {
+            let tags: Vec<&str> = refs.tags.iter().map(|t| t.name.as_str()).collect();
+            let named = match tags.as_slice() {
+                [] => "it has no tags".to_owned(),
+                tags => format!("its tags: {}", tags.join(", ")),
+            };
+            format!(
+                "{cannot}, and no tag satisfies {requirement} ({named}); pin a revision with `\"{repo}\" = {{ revision = \"<branch, tag or commit>\" }}` (`kernels variants {repo} --revision <tag>` shows one's build variants)"
+            )
+        }
     }
 }
 

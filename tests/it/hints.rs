@@ -100,7 +100,7 @@ fn no_variant_for_the_local_torch_is_said_at_once_with_what_would_fit() {
     );
     // The commands the hint names run: the versions with their builds, and
     // the relock of that one entry.
-    context.run_ok(&["versions", "kernels-community/relu", "--variants"]);
+    run_suggested_variants(&context, &String::from_utf8_lossy(&verify.stderr));
     context.run_ok(&["lock", "-P", "kernels-community/relu"]);
 
     context.run_ok(&["download", "--all-variants"]);
@@ -255,4 +255,47 @@ fn check_without_torch_names_a_command_that_runs() {
     let command = &text[start..start + text[start..].find('`').unwrap()];
     let args: Vec<&str> = command.split_whitespace().skip(1).collect();
     context.run_ok(&args);
+}
+
+/// Runs every `kernels variants …` command quoted in `text` in `context`:
+/// each exits 0 and lists a version's variants (issue 45: hints named the
+/// deprecated `kernels versions`). Panics when `text` quotes none.
+fn run_suggested_variants(context: &TestContext, text: &str) {
+    let commands: Vec<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| quoted.starts_with("kernels variants "))
+        .collect();
+    assert!(
+        !commands.is_empty(),
+        "no `kernels variants` command in:\n{text}"
+    );
+    for command in commands {
+        let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+        let out = context.run_ok(&args);
+        let listed = stdout(&out);
+        assert!(
+            listed.starts_with("Version ") && listed.lines().count() > 2,
+            "`{command}` lists no variants:\n{listed}"
+        );
+    }
+}
+
+/// The hints that list a kernel's versions name `kernels variants REPO
+/// --all-versions`, which runs where they are printed: here without torch
+/// (the variants without verdicts) and with the stub torch.
+#[test]
+fn the_versions_a_hint_names_are_listed_by_the_command_it_names() {
+    // A version relu lacks: the error names the command that lists them.
+    let context = TestContext::new();
+    let info = context.run(&["info", "kernels-community/relu", "--version", "9"]);
+    assert_eq!(info.status.code(), Some(1));
+    run_suggested_variants(&context, &String::from_utf8_lossy(&info.stderr));
+    // Without torch and without flags, the listing says how to get verdicts.
+    let out = context.run_ok(&["variants", "kernels-community/relu", "--all-versions"]);
+    snapshot!("variants_without_an_environment", out);
+    // A verdict asked for still needs an environment.
+    let out = context.run(&["variants", "kernels-community/relu", "--only-compatible"]);
+    assert_eq!(out.status.code(), Some(1));
 }

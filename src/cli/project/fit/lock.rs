@@ -68,7 +68,7 @@ fn fix(finding: &FitFinding, source: &TargetSource) -> String {
         _ => "drop the target".to_owned(),
     };
     format!(
-        "lock a version that has builds for it (`kernels versions {}` lists them), or {drop}",
+        "lock a version that has builds for it (`kernels variants {} --all-versions` lists them), or {drop}",
         finding.repo_id
     )
 }
