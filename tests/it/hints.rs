@@ -299,3 +299,38 @@ fn the_versions_a_hint_names_are_listed_by_the_command_it_names() {
     let out = context.run(&["variants", "kernels-community/relu", "--only-compatible"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A deprecated specifier (0.13) is told the integer its repository has, or
+/// that none can replace it; the form suggested locks (issue 45).
+#[test]
+fn the_deprecation_hint_names_a_version_branch_that_exists() {
+    let runtime = "[tool.kernels]\ntarget-runtime = \"0.13.0\"\n\n[tool.kernels.dependencies]\n";
+    // `activation` publishes tags only: no `= 1`, the specifier is kept.
+    let context = TestContext::new().with_pyproject(&format!(
+        "{runtime}\"kernels-community/activation\" = \">=0.0.2\"\n"
+    ));
+    snapshot!(
+        "deprecated_specifier_without_branches",
+        context.run_ok(&["lock"])
+    );
+    // A second run that changes nothing repeats no remark.
+    let again = context.run_ok(&["lock"]);
+    let text = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(!text.contains("deprecates"), "{text}");
+
+    // `versions` has branches v1, v2 and v10: the suggestion names one, and
+    // written as suggested it locks without the remark.
+    context.write(
+        "pyproject.toml",
+        &format!("{runtime}\"kernels-test/versions\" = \">=0.1\"\n"),
+    );
+    let out = context.run_ok(&["lock"]);
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    let start = text.find("write `").expect("a suggested form") + "write `".len();
+    let line = &text[start..start + text[start..].find('`').unwrap()];
+    assert_eq!(line, "\"kernels-test/versions\" = 1", "{text}");
+    context.write("pyproject.toml", &format!("{runtime}{line}\n"));
+    let out = context.run_ok(&["lock"]);
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!text.contains("deprecates"), "{text}");
+}
