@@ -334,3 +334,18 @@ fn the_deprecation_hint_names_a_version_branch_that_exists() {
     let text = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!text.contains("deprecates"), "{text}");
 }
+
+/// A kernel whose variants have no `metadata.json` cannot be checked for the
+/// declared GPUs: `kernels lock --check` says so once, naming every target,
+/// and names no command that would not help (issue 45).
+#[test]
+fn lock_check_says_an_unreadable_kernel_once() {
+    let context = TestContext::new().with_pyproject(
+        "[tool.kernels]\ntarget-runtime = \"0.13.0\"\ncuda-capabilities = [\"8.0\", \"9.0\", \"10.0\"]\n\n[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.2\"\n\"kernels-community/relu\" = 1\n",
+    );
+    context.run_ok(&["lock"]);
+    snapshot!(
+        "lock_check_unreadable_once",
+        context.run_ok(&["lock", "--check"])
+    );
+}
