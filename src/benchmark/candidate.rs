@@ -43,7 +43,7 @@ pub enum CandidateError {
     #[error("{repo_id} has no version {what}")]
     #[diagnostic(
         code(kernels::benchmark::no_such_version),
-        help("`kernels versions {repo_id}` lists its versions")
+        help("`kernels variants {repo_id} --all-versions` lists its versions")
     )]
     NoSuchVersion {
         /// The repository.
@@ -55,7 +55,9 @@ pub enum CandidateError {
     #[error("{repo_id} has no version other than the locked one ({locked}) to benchmark against")]
     #[diagnostic(
         code(kernels::benchmark::up_to_date),
-        help("name one: `--against N` (branch vN); `kernels versions {repo_id}` lists them")
+        help(
+            "name one: `--against N` (branch vN); `kernels variants {repo_id} --all-versions` lists them"
+        )
     )]
     UpToDate {
         /// The repository.

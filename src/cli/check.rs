@@ -463,7 +463,7 @@ fn failure(project_dir: &Path, report: &Report<'_>) -> CheckFailed {
     let help = if failed + not_run + local_failed == 0 {
         format!("download them first:\n\n    {download}")
     } else {
-        let mut help = "the Python error of each failed import is above; fix the environment (a missing package, another torch build) or lock another version of the kernel (`kernels versions REPO` lists them)".to_owned();
+        let mut help = "the Python error of each failed import is above; fix the environment (a missing package, another torch build) or lock another version of the kernel (`kernels variants REPO --all-versions` lists them)".to_owned();
         if missing > 0 {
             help.push_str(&format!("; download the missing ones with `{download}`"));
         }

@@ -1642,7 +1642,7 @@ mod tests {
     }
 
     #[test]
-    fn verify_and_env_documents_match_the_schema() {
+    fn verify_document_matches_the_schema() {
         let doc = VerifyDoc {
             schema: 1,
             command: "verify",
@@ -1665,6 +1665,11 @@ mod tests {
             error: None,
         };
         matches("`kernels verify`", &doc, &["kernels"]);
+    }
+
+    /// An `env` document of a CUDA 12.6 environment with a 0.17.2 profile and
+    /// an empty lock, as JSON.
+    fn env_document() -> serde_json::Value {
         let env = crate::variant::testing::env(Some("12.6"), "Linux", "x86_64");
         let sources = EnvSources {
             torch: crate::variant::EnvSource::Host,
@@ -1672,7 +1677,7 @@ mod tests {
             cxx_abi: crate::variant::EnvSource::Default,
             platform: crate::variant::EnvSource::Host,
         };
-        let doc = EnvDoc {
+        to_value(&EnvDoc {
             schema: EnvDoc::SCHEMA,
             command: "env",
             kernels_version: "0.1.0",
@@ -1708,9 +1713,13 @@ mod tests {
                 failed: &[],
                 error: None,
             }),
-        };
+        })
+    }
+
+    #[test]
+    fn env_document_matches_the_schema() {
         let documented = example("`kernels env`");
-        let actual = to_value(&doc);
+        let actual = env_document();
         assert_eq!(keys(&documented), keys(&actual));
         for field in [
             "torch",

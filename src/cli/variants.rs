@@ -146,7 +146,22 @@ pub fn run_variants(
         ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
     let tool = ToolSettings::read(project_dir).ok().flatten();
     let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
-    let environments = environments(&args.env, tool.as_ref(), &manifest_path, &python)?;
+    let environments = match environments(&args.env, tool.as_ref(), &manifest_path, &python) {
+        // Nothing to decide for and no verdict asked for by a flag: the
+        // variants alone, so that the hints which send users here work
+        // wherever they are printed.
+        Err(report)
+            if !args.json
+                && !args.only_compatible
+                && report.downcast_ref::<NoTargetEnvironment>().is_some() =>
+        {
+            printer.status(format_args!(
+                "note: {report}; the variants are listed without verdicts (give `--torch-version MAJOR.MINOR` and a backend flag for them)"
+            ));
+            Vec::new()
+        }
+        other => other?,
+    };
     let profile = choose_profile_for(
         (&args.runtime, args.repo, &args.env),
         project_dir,
@@ -174,6 +189,10 @@ pub fn run_variants(
         printer.status(format_args!("{line} (from the cache)"));
     } else if printer.is_verbose() {
         printer.status(super::project::fit::images_line(&images));
+    }
+    if environments.is_empty() {
+        print_names(printer, &revisions);
+        return Ok(ExitCode::SUCCESS);
     }
     let repo = settings.cache().repo(&args.repo_id, profile.repo_type);
     let docs: Vec<VariantsRevisionDoc> = revisions
@@ -434,6 +453,23 @@ async fn selected_revisions(
     Ok(out)
 }
 
+/// The text output without an environment: per revision, its variant
+/// names in name order.
+fn print_names(printer: &Printer, revisions: &[Listed]) {
+    for listed in revisions {
+        match listed.version {
+            Some(n) => printer.data(format_args!("Version {n}:\n")),
+            None => printer.data(format_args!("Revision {}:\n", listed.revision)),
+        }
+        if listed.names.is_empty() {
+            printer.data("No build variants found.");
+        }
+        for name in &listed.names {
+            printer.data(name);
+        }
+    }
+}
+
 /// The text output: per revision (and per environment when there are
 /// several), one line per variant, as the reference prints it.
 fn print_text(printer: &Printer, docs: &[VariantsRevisionDoc], only_compatible: bool) {
@@ -622,7 +658,7 @@ fn versions_env(
             printer.status(format_args!(
                 "note: cannot tell which variants match this environment: {err}\n\
                  give the environment instead (the overrides of `kernels download`):\n\n    \
-                 kernels versions {} --torch-version MAJOR.MINOR --cuda-version VERSION",
+                 kernels variants {} --all-versions --torch-version MAJOR.MINOR --cuda-version VERSION",
                 args.repo_id
             ));
             Ok(None)

@@ -281,7 +281,7 @@ impl Repairs {
         if !self.refused.is_empty() {
             let dirs: Vec<String> = self.refused.iter().map(|d| shell_path(d)).collect();
             help.push(format!(
-                "the target runtime would load a cached variant and refuse it: remove it so that the runtime takes one that fits (`kernels download` places one), or lock a version that has one (`kernels versions REPO`):\n\n    rm -r {}",
+                "the target runtime would load a cached variant and refuse it: remove it so that the runtime takes one that fits (`kernels download` places one), or lock a version that has one (`kernels variants REPO --all-versions`):\n\n    rm -r {}",
                 dirs.join(" ")
             ));
         }
@@ -304,7 +304,7 @@ impl Repairs {
         }
         help.extend(self.nothing_fits.iter().cloned());
         if self.no_builds {
-            help.push("a locked commit without build variants needs another version: lock one that has builds (`kernels versions REPO` lists them), or `kernels remove REPO`".to_owned());
+            help.push("a locked commit without build variants needs another version: lock one that has builds (`kernels variants REPO --all-versions` lists them), or `kernels remove REPO`".to_owned());
         }
         help.join("\n\n")
     }

@@ -14,7 +14,7 @@ pub enum InfoError {
     #[diagnostic(
         code(kernels::info::no_variants),
         help(
-            "a kernel repository holds one `build/<variant>/` directory per build; `kernels versions {repo_id}` lists the versions that have some"
+            "a kernel repository holds one `build/<variant>/` directory per build; `kernels variants {repo_id} --all-versions` lists the versions that have some"
         )
     )]
     NoVariants {
@@ -46,7 +46,7 @@ pub enum InfoError {
     #[diagnostic(
         code(kernels::info::no_version),
         help(
-            "`kernels versions {repo_id}` lists the versions; give one of them, or `--revision` for a branch, tag or commit"
+            "`kernels variants {repo_id} --all-versions` lists the versions; give one of them, or `--revision` for a branch, tag or commit"
         )
     )]
     VersionNotFound {

@@ -80,7 +80,7 @@ pub enum DownloadError {
     #[diagnostic(
         code(kernels::download::no_build_variants),
         help(
-            "lock a version of {repo_id} that has builds (`kernels versions {repo_id}` lists them), or remove it with `kernels remove {repo_id}`"
+            "lock a version of {repo_id} that has builds (`kernels variants {repo_id} --all-versions` lists them), or remove it with `kernels remove {repo_id}`"
         )
     )]
     NoBuildVariants {
@@ -252,7 +252,7 @@ pub enum DownloadError {
     #[diagnostic(
         code(kernels::download::invalid_metadata),
         help(
-            "the kernel's build metadata is malformed, so the runtime cannot load the variant either; report it to the kernel's publisher, or lock another version (`kernels versions {repo_id}`)"
+            "the kernel's build metadata is malformed, so the runtime cannot load the variant either; report it to the kernel's publisher, or lock another version (`kernels variants {repo_id} --all-versions`)"
         )
     )]
     InvalidMetadata {
@@ -276,7 +276,7 @@ pub enum DownloadError {
     #[diagnostic(
         code(kernels::download::digest_mismatch),
         help(
-            "the files are not the ones the kernel was built with (changed, added or removed after the build): what the server sent that differs was not placed in the cache (report it to the kernel's publisher or the mirror's operator, or lock another version: `kernels versions {repo_id}`), and an unknown file already in the cached variant directory was added there (remove it)"
+            "the files are not the ones the kernel was built with (changed, added or removed after the build): what the server sent that differs was not placed in the cache (report it to the kernel's publisher or the mirror's operator, or lock another version: `kernels variants {repo_id} --all-versions`), and an unknown file already in the cached variant directory was added there (remove it)"
         )
     )]
     Digest {
@@ -325,7 +325,7 @@ pub enum DownloadError {
     #[diagnostic(
         code(kernels::download::signature),
         help(
-            "the variant is not proven to be the one its publisher built and signed, so it is not accepted (a download links none of its files into the snapshot; a copy already there is not used): report it to the kernel's publisher or the mirror's operator, or lock another version (`kernels versions {repo_id}`); a private signer is accepted once listed under `[tool.kernels.signers]` in pyproject.toml"
+            "the variant is not proven to be the one its publisher built and signed, so it is not accepted (a download links none of its files into the snapshot; a copy already there is not used): report it to the kernel's publisher or the mirror's operator, or lock another version (`kernels variants {repo_id} --all-versions`); a private signer is accepted once listed under `[tool.kernels.signers]` in pyproject.toml"
         )
     )]
     Signature {

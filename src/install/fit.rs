@@ -231,7 +231,7 @@ pub fn unfit(subject: Subject<'_>, refused: Vec<RefusedVariant>, named: bool) ->
 }
 
 /// What would fit instead, one line per distinct fix: another version of
-/// the kernel for an arch or an allow-list refusal (`kernels versions REPO`),
+/// the kernel for an arch or an allow-list refusal (`kernels variants REPO --all-versions`),
 /// a newer `kernels` for `kernels-minver`, the missing Python package.
 pub fn help(repo_id: &RepoId, refused: &[RefusedVariant], named: bool) -> String {
     let mut lines: Vec<String> = Vec::new();
@@ -241,7 +241,7 @@ pub fn help(repo_id: &RepoId, refused: &[RefusedVariant], named: bool) -> String
             // last line says so).
             Refusal::Arch { .. } if named => continue,
             Refusal::Arch { target, .. } => format!(
-                "no variant of this version supports {target}: find a version that has one with `kernels versions {repo_id}` and lock it"
+                "no variant of this version supports {target}: find a version that has one with `kernels variants {repo_id} --all-versions` and lock it"
             ),
             Refusal::Minver { required, .. } => format!(
                 "upgrade kernels to >= {required} (pip install --upgrade kernels) and re-lock"
@@ -250,10 +250,10 @@ pub fn help(repo_id: &RepoId, refused: &[RefusedVariant], named: bool) -> String
                 "install the missing Python package in the project's environment: pip install {package}"
             ),
             Refusal::DependencyNotAllowed { name, .. } => format!(
-                "no kernels runtime allows `{name}`: lock a version without it (`kernels versions {repo_id}`) or ask the kernel's publisher"
+                "no kernels runtime allows `{name}`: lock a version without it (`kernels variants {repo_id} --all-versions`) or ask the kernel's publisher"
             ),
             Refusal::Abi { .. } => format!(
-                "ship on an image the line above says would fit (`manylinux` of [tool.kernels] or `--manylinux`), or lock a version built for this image (`kernels versions {repo_id}`)"
+                "ship on an image the line above says would fit (`manylinux` of [tool.kernels] or `--manylinux`), or lock a version built for this image (`kernels variants {repo_id} --all-versions`)"
             ),
         };
         if !lines.contains(&line) {

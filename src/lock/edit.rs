@@ -185,7 +185,9 @@ pub fn check_support(
                 repo_id: repo_id.clone(),
                 requirement: s.clone(),
                 runtime,
-                help: "write an integer such as `1` (branch `v1`) if the repository has that branch (`kernels versions REPO` lists them), or lock for a runtime that reads specifiers with `--target-runtime 0.13.0`".to_owned(),
+                help: format!(
+                    "write an integer such as `1` (branch `v1`) if the repository has that branch (`kernels variants {repo_id} --all-versions` lists them), or lock for a runtime that reads specifiers with `--target-runtime 0.13.0`"
+                ),
             })
         }
         _ => Ok(()),

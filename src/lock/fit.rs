@@ -159,16 +159,46 @@ impl fmt::Display for FitFinding {
                 )
             }
             FindingKind::Unchecked(unread) => {
-                let why: Vec<&String> = unread.values().collect();
-                write!(
-                    f,
-                    "{kernel} cannot be checked for {target}: {} ({})",
-                    names(unread.keys()),
-                    why.first().map_or("", |s| s.as_str())
-                )
+                f.write_str(&unchecked_text(kernel, &target.to_string(), unread))
             }
         }
     }
+}
+
+/// `acme/relu@v1 cannot be checked for TARGETS: VARIANTS (WHY)`, the first
+/// reason standing for the others.
+fn unchecked_text(kernel: &str, targets: &str, unread: &BTreeMap<String, String>) -> String {
+    let why = unread.values().next().map_or("", |s| s.as_str());
+    format!(
+        "{kernel} cannot be checked for {targets}: {} ({why})",
+        names(unread.keys())
+    )
+}
+
+/// The findings that could not be checked, said once per kernel and reason
+/// rather than once per target: `acme/relu@v1 cannot be checked for CUDA
+/// capability 8.0, CUDA capability 9.0: …`, in the order first found (issue
+/// 45: a variant without `metadata.json` is one remark, whatever the number
+/// of targets).
+pub fn unchecked_lines(found: &[FitFinding]) -> Vec<String> {
+    let mut groups: Vec<(&str, &BTreeMap<String, String>, Vec<String>)> = Vec::new();
+    for finding in found {
+        let FindingKind::Unchecked(unread) = &finding.kind else {
+            continue;
+        };
+        let target = finding.target.to_string();
+        match groups
+            .iter_mut()
+            .find(|(kernel, why, _)| *kernel == finding.kernel && *why == unread)
+        {
+            Some((_, _, targets)) => targets.push(target),
+            None => groups.push((&finding.kernel, unread, vec![target])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(kernel, unread, targets)| unchecked_text(kernel, &targets.join(", "), unread))
+        .collect()
 }
 
 /// A target as JSON documents name it: `cuda:9.0`, `rocm:gfx942`.

@@ -504,9 +504,13 @@ fn branch_help(
             Some(_) => help.push_str(
                 ", so the target runtime, which reads integer versions only, cannot lock it by version; it has release tags: lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`",
             ),
-            None if !tags.is_empty() => help.push_str(
-                "; pin one of its tags with `{ revision = \"<tag>\" }` (`kernels versions` lists them)",
-            ),
+            None if !tags.is_empty() => {
+                let names: Vec<&str> = tags.iter().map(|t| t.name.as_str()).collect();
+                help.push_str(&format!(
+                    "; pin one of its tags ({}) with `{{ revision = \"<tag>\" }}`",
+                    names.join(", ")
+                ));
+            }
             None => {}
         }
         return help;

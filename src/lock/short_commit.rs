@@ -24,7 +24,7 @@ pub enum ShortCommitError {
     #[diagnostic(
         code(kernels::resolve::unknown_short_commit),
         help(
-            "no branch or tag is named `{revision}` and no commit on a branch or tag starts with it; write the full 40-digit commit, or a branch or tag name (`kernels versions {repo_id}` lists them)"
+            "no branch or tag is named `{revision}` and no commit on a branch or tag starts with it; write the full 40-digit commit, or a branch or tag name (`kernels variants {repo_id} --all-versions` lists its version branches)"
         )
     )]
     NotFound {

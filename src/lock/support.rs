@@ -111,6 +111,62 @@ impl fmt::Display for RequirementWarning {
     }
 }
 
+impl RequirementWarning {
+    /// The remark without the form it suggests: the same for a warning before
+    /// and after [`RequirementWarning::with_refs`], so that a run which only
+    /// repeats a remark can tell it was said.
+    pub fn head(&self) -> String {
+        let whole = self.to_string();
+        whole
+            .strip_suffix(self.accepted.as_str())
+            .unwrap_or(&whole)
+            .to_owned()
+    }
+
+    /// For a deprecated specifier (0.12–0.13), the integer suggested checked
+    /// against the repository's `refs`: the branch `vN` the requirement names
+    /// when it exists, else the newest version branch, else a sentence that
+    /// no integer can replace it (issue 45: `= 1` was suggested for a
+    /// repository without branch `v1`). Other warnings are returned as they are.
+    /// Without `refs` (the Hub did not answer) no branch is named.
+    pub fn with_refs(mut self, requirement: &Requirement, refs: Option<&GitRefs>) -> Self {
+        if self.kind != WarningKind::DeprecatedSpecifier {
+            return self;
+        }
+        let repo = &self.repo_id;
+        let Some(refs) = refs else {
+            self.accepted = format!(
+                "write `\"{repo}\" = N` for a branch `vN` the repository has (`kernels variants {repo} --all-versions` lists them)"
+            );
+            return self;
+        };
+        let branches = version_branches(refs);
+        let n = suggested_branch(requirement);
+        self.accepted = if branches.contains(&n) {
+            format!("write `\"{repo}\" = {n}` for branch `v{n}`")
+        } else if let Some(high) = branches.last() {
+            format!(
+                "`{repo}` has no branch `v{n}`; write `\"{repo}\" = {high}` for its newest version branch `v{high}`"
+            )
+        } else {
+            format!(
+                "none can replace the specifier, as `{repo}` has no `vN` version branch: keep it (kernels {} still locks it) until the publisher adds one",
+                self.runtime
+            )
+        };
+        self
+    }
+}
+
+/// The `vN` branch numbers of `refs`.
+fn version_branches(refs: &GitRefs) -> BTreeSet<u64> {
+    refs.branches
+        .iter()
+        .filter_map(|b| branch_version(&b.name))
+        .filter_map(|n| u64::try_from(n).ok())
+        .collect()
+}
+
 /// Checks every dependency against the profile's runtime: the first one it does
 /// not read is the error; the others' remarks are returned in manifest order.
 /// The default profile (no runtime) accepts everything.
@@ -210,7 +266,7 @@ pub(crate) fn unsupported(
         ),
         span: dep.span.clone().map(SourceSpan::from),
         help: format!(
-            "kernels 0.14+ reads only integer versions: write `\"{repo}\" = N` for a branch `vN` the repository has (`kernels versions {repo}` lists them), or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
+            "kernels 0.14+ reads only integer versions: write `\"{repo}\" = N` for a branch `vN` the repository has (`kernels variants {repo} --all-versions` lists them), or lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`"
         ),
     }
 }
@@ -246,12 +302,7 @@ pub(crate) fn refs_help(
 ) -> String {
     let specifiers =
         "lock for a runtime that reads version specifiers with `--target-runtime 0.13.0`";
-    let branches: BTreeSet<u64> = refs
-        .branches
-        .iter()
-        .filter_map(|b| branch_version(&b.name))
-        .filter_map(|n| u64::try_from(n).ok())
-        .collect();
+    let branches = version_branches(refs);
     let n = suggested_branch(requirement);
     if branches.contains(&n) {
         return format!(
@@ -277,9 +328,16 @@ pub(crate) fn refs_help(
             "{cannot}, nor by its tag {} ({requirement} selects it), whose build variants lack the metadata.json kernels {runtime} reads; {specifiers}",
             tag.git_ref.name
         ),
-        Err(_) => format!(
-            "{cannot}, and no tag satisfies {requirement}; pin a revision with `\"{repo}\" = {{ revision = \"<branch, tag or commit>\" }}` (`kernels versions {repo}` lists them)"
-        ),
+        Err(_) => {
+            let tags: Vec<&str> = refs.tags.iter().map(|t| t.name.as_str()).collect();
+            let named = match tags.as_slice() {
+                [] => "it has no tags".to_owned(),
+                tags => format!("its tags: {}", tags.join(", ")),
+            };
+            format!(
+                "{cannot}, and no tag satisfies {requirement} ({named}); pin a revision with `\"{repo}\" = {{ revision = \"<branch, tag or commit>\" }}` (`kernels variants {repo} --revision <tag>` shows one's build variants)"
+            )
+        }
     }
 }
 
@@ -446,6 +504,40 @@ mod tests {
         );
         let w = check("0.13.0", s).unwrap();
         assert!(w[0].contains("deprecates them"), "{w:?}");
+        // The integer it suggests, checked against the refs.
+        let manifest = Manifest::parse(
+            "[tool.kernels.dependencies]\n\"a/b\" = \">=5\"\n",
+            Path::new("p"),
+        )
+        .unwrap();
+        let profile = Profile::for_runtime(RuntimeVersion::new(0, 13, 0), ProfileSource::Option);
+        let warning = check_requirements(&profile, &manifest).unwrap().remove(0);
+        let requirement = &manifest.dependencies[0].requirement;
+        let newest = warning.clone().with_refs(requirement, Some(&refs));
+        assert!(
+            newest.to_string().ends_with(
+                "no branch `v5`; write `\"a/b\" = 2` for its newest version branch `v2`"
+            ),
+            "{newest}"
+        );
+        let no_branches = GitRefs {
+            branches: Vec::new(),
+            ..refs.clone()
+        };
+        let none = warning.clone().with_refs(requirement, Some(&no_branches));
+        assert!(
+            none.to_string().contains("none can replace the specifier"),
+            "{none}"
+        );
+        let unknown = warning.clone().with_refs(requirement, None);
+        assert!(
+            unknown.to_string().contains("= N` for a branch `vN`"),
+            "{unknown}"
+        );
+        // Each is the same remark to a run that repeats it.
+        for refined in [newest, none, unknown] {
+            assert!(refined.to_string().starts_with(&warning.head()));
+        }
         assert!(check("0.12.3", "\"a/b\" = 1\n").unwrap().is_empty());
         assert!(check("0.10.5", s).unwrap().is_empty());
         let w = check("0.10.5", "\"a/b\" = 3\n").unwrap();

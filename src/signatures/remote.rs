@@ -72,7 +72,9 @@ pub enum RemoteError {
     #[error("{repo_id}@{commit} (version {version}) has no build variants under `build/`")]
     #[diagnostic(
         code(kernels::verify_signature::no_builds),
-        help("`kernels versions {repo_id}` lists the versions; choose one that has builds")
+        help(
+            "`kernels variants {repo_id} --all-versions` lists the versions; choose one that has builds"
+        )
     )]
     NoBuilds {
         /// Repository.

@@ -13,7 +13,7 @@ use super::TorchEnv;
 /// The help of [`super::VariantError::NoCompatible`] for `env`: which torch
 /// versions `available` has builds for on the environment's backend family,
 /// CPU and OS, and what to do (upgrade or downgrade torch into that range, or
-/// lock another version of the kernel, as `kernels versions --variants`
+/// lock another version of the kernel, as `kernels variants --all-versions`
 /// shows them).
 pub(crate) fn no_fit_help(env: &TorchEnv, repo_id: &RepoId, available: &[String]) -> String {
     let torch = MinorVersion::new(env.major, env.minor);
@@ -42,7 +42,7 @@ pub(crate) fn no_fit_help(env: &TorchEnv, repo_id: &RepoId, available: &[String]
         .join(", ");
     let platform = format!("{} on {cpu}-{os}", backend.family());
     let other = format!(
-        "lock a version of `{repo_id}` that has one: `kernels versions {repo_id} --variants` shows which versions have a build for this environment; write that version as its requirement in pyproject.toml and run `kernels lock -P {repo_id}`"
+        "lock a version of `{repo_id}` that has one: `kernels variants {repo_id} --all-versions` shows each version's variants and which of them this environment loads; write that version as its requirement in pyproject.toml and run `kernels lock -P {repo_id}`"
     );
     match (versions.first(), versions.last()) {
         (Some(low), _) if *low > torch => format!(

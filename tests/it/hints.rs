@@ -100,7 +100,7 @@ fn no_variant_for_the_local_torch_is_said_at_once_with_what_would_fit() {
     );
     // The commands the hint names run: the versions with their builds, and
     // the relock of that one entry.
-    context.run_ok(&["versions", "kernels-community/relu", "--variants"]);
+    run_suggested_variants(&context, &String::from_utf8_lossy(&verify.stderr));
     context.run_ok(&["lock", "-P", "kernels-community/relu"]);
 
     context.run_ok(&["download", "--all-variants"]);
@@ -255,4 +255,97 @@ fn check_without_torch_names_a_command_that_runs() {
     let command = &text[start..start + text[start..].find('`').unwrap()];
     let args: Vec<&str> = command.split_whitespace().skip(1).collect();
     context.run_ok(&args);
+}
+
+/// Runs every `kernels variants …` command quoted in `text` in `context`:
+/// each exits 0 and lists a version's variants (issue 45: hints named the
+/// deprecated `kernels versions`). Panics when `text` quotes none.
+fn run_suggested_variants(context: &TestContext, text: &str) {
+    let commands: Vec<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| quoted.starts_with("kernels variants "))
+        .collect();
+    assert!(
+        !commands.is_empty(),
+        "no `kernels variants` command in:\n{text}"
+    );
+    for command in commands {
+        let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+        let out = context.run_ok(&args);
+        let listed = stdout(&out);
+        assert!(
+            listed.starts_with("Version ") && listed.lines().count() > 2,
+            "`{command}` lists no variants:\n{listed}"
+        );
+    }
+}
+
+/// The hints that list a kernel's versions name `kernels variants REPO
+/// --all-versions`, which runs where they are printed: here without torch
+/// (the variants without verdicts) and with the stub torch.
+#[test]
+fn the_versions_a_hint_names_are_listed_by_the_command_it_names() {
+    // A version relu lacks: the error names the command that lists them.
+    let context = TestContext::new();
+    let info = context.run(&["info", "kernels-community/relu", "--version", "9"]);
+    assert_eq!(info.status.code(), Some(1));
+    run_suggested_variants(&context, &String::from_utf8_lossy(&info.stderr));
+    // Without torch and without flags, the listing says how to get verdicts.
+    let out = context.run_ok(&["variants", "kernels-community/relu", "--all-versions"]);
+    snapshot!("variants_without_an_environment", out);
+    // A verdict asked for still needs an environment.
+    let out = context.run(&["variants", "kernels-community/relu", "--only-compatible"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// A deprecated specifier (0.13) is told the integer its repository has, or
+/// that none can replace it; the form suggested locks (issue 45).
+#[test]
+fn the_deprecation_hint_names_a_version_branch_that_exists() {
+    let runtime = "[tool.kernels]\ntarget-runtime = \"0.13.0\"\n\n[tool.kernels.dependencies]\n";
+    // `activation` publishes tags only: no `= 1`, the specifier is kept.
+    let context = TestContext::new().with_pyproject(&format!(
+        "{runtime}\"kernels-community/activation\" = \">=0.0.2\"\n"
+    ));
+    snapshot!(
+        "deprecated_specifier_without_branches",
+        context.run_ok(&["lock"])
+    );
+    // A second run that changes nothing repeats no remark.
+    let again = context.run_ok(&["lock"]);
+    let text = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(!text.contains("deprecates"), "{text}");
+
+    // `versions` has branches v1, v2 and v10: the suggestion names one, and
+    // written as suggested it locks without the remark.
+    context.write(
+        "pyproject.toml",
+        &format!("{runtime}\"kernels-test/versions\" = \">=0.1\"\n"),
+    );
+    let out = context.run_ok(&["lock"]);
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    let start = text.find("write `").expect("a suggested form") + "write `".len();
+    let line = &text[start..start + text[start..].find('`').unwrap()];
+    assert_eq!(line, "\"kernels-test/versions\" = 1", "{text}");
+    context.write("pyproject.toml", &format!("{runtime}{line}\n"));
+    let out = context.run_ok(&["lock"]);
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!text.contains("deprecates"), "{text}");
+}
+
+/// A kernel whose variants have no `metadata.json` cannot be checked for the
+/// declared GPUs: `kernels lock --check` says so once, naming every target,
+/// and names no command that would not help (issue 45).
+#[test]
+fn lock_check_says_an_unreadable_kernel_once() {
+    let context = TestContext::new().with_pyproject(
+        "[tool.kernels]\ntarget-runtime = \"0.13.0\"\ncuda-capabilities = [\"8.0\", \"9.0\", \"10.0\"]\n\n[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.2\"\n\"kernels-community/relu\" = 1\n",
+    );
+    context.run_ok(&["lock"]);
+    snapshot!(
+        "lock_check_unreadable_once",
+        context.run_ok(&["lock", "--check"])
+    );
 }

@@ -39,7 +39,10 @@ pub use outcome::{LockOptions, LockOutcome, Locked, NoVariants, RequiredBy};
 
 use crate::lock::manifest::Manifest;
 use crate::lock::profile::Profile;
-use crate::lock::support::{UnsupportedRequirement, check_requirements, unsupported_with_refs};
+use crate::lock::support::{
+    RequirementWarning, UnsupportedRequirement, WarningKind, check_requirements,
+    unsupported_with_refs,
+};
 use kernels_hub::HubClient;
 use locker::Locker;
 
@@ -53,7 +56,7 @@ pub async fn lock_project(
     let path = manifest.path.display().to_string();
     let client = &profile.hub_client(client);
     let mut warnings: Vec<String> = match check_requirements(profile, manifest) {
-        Ok(warnings) => warnings.iter().map(ToString::to_string).collect(),
+        Ok(warnings) => requirement_remarks(client, profile, manifest, warnings).await,
         Err(error) => return Err(unsupported_error(client, profile, manifest, error).await),
     };
     let locker = Locker {
@@ -97,6 +100,33 @@ pub async fn lock_project(
             .collect();
     }
     Ok(outcome)
+}
+
+/// The remarks about requirements, each integer it suggests checked against
+/// the repository's refs (a hint must name a version that exists).
+async fn requirement_remarks(
+    client: &HubClient,
+    profile: &Profile,
+    manifest: &Manifest,
+    warnings: Vec<RequirementWarning>,
+) -> Vec<String> {
+    let client = &client.single_attempt();
+    let mut out = Vec::new();
+    for warning in warnings {
+        let dep = manifest
+            .dependencies
+            .iter()
+            .find(|d| d.repo_id == warning.repo_id);
+        let warning = match dep {
+            Some(dep) if warning.kind == WarningKind::DeprecatedSpecifier => {
+                let refs = client.list_refs(profile.repo_type, &dep.repo_id).await.ok();
+                warning.with_refs(&dep.requirement, refs.as_ref())
+            }
+            _ => warning,
+        };
+        out.push(warning.to_string());
+    }
+    out
 }
 
 /// The error for a requirement the runtime does not read, its help checked

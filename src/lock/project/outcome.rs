@@ -148,7 +148,7 @@ impl NoVariants {
 
     fn fix(&self) -> String {
         format!(
-            "there is nothing to download or load; lock a version that has builds (`kernels versions {}` lists them)",
+            "there is nothing to download or load; lock a version that has builds (`kernels variants {} --all-versions` lists them)",
             self.repo_id
         )
     }

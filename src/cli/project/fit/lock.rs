@@ -28,6 +28,9 @@ pub struct FitCheck {
     pub targets: Targets,
     /// What was found, in lock then target order.
     pub findings: Vec<FitFinding>,
+    /// Whether the findings come from the cache (`--offline`), where an
+    /// unchecked variant is one whose metadata is not there yet.
+    pub from_cache: bool,
 }
 
 impl FitCheck {
@@ -68,7 +71,7 @@ fn fix(finding: &FitFinding, source: &TargetSource) -> String {
         _ => "drop the target".to_owned(),
     };
     format!(
-        "lock a version that has builds for it (`kernels versions {}` lists them), or {drop}",
+        "lock a version that has builds for it (`kernels variants {} --all-versions` lists them), or {drop}",
         finding.repo_id
     )
 }
@@ -76,31 +79,38 @@ fn fix(finding: &FitFinding, source: &TargetSource) -> String {
 /// The warnings of a `kernels lock` that resolved: one per finding, each gap
 /// with its fix.
 pub fn print_outcome(printer: &Printer, found: &[FitFinding], targets: &Targets) {
-    for finding in found {
+    for finding in found.iter().filter(|f| f.is_gap()) {
         printer.status(format_args!("warning: {finding}"));
-        if finding.is_gap() {
-            printer.status(format_args!("  hint: {}", fix(finding, &targets.source)));
-        }
+        printer.status(format_args!("  hint: {}", fix(finding, &targets.source)));
+    }
+    for line in crate::lock::fit::unchecked_lines(found) {
+        printer.status(format_args!("warning: {line}"));
     }
 }
 
 /// The findings of `kernels lock --check` on stderr: with `check`, each gap is
 /// an error and a closing line says the check failed; findings that could not
-/// be checked are notes with the command that fills the cache.
+/// be checked are one note per kernel and reason, and, from the cache, one
+/// closing note with the commands that fill it.
 pub fn print_findings(printer: &Printer, fit: &FitCheck, check: bool) {
-    for finding in &fit.findings {
-        if finding.is_gap() {
-            let level = if check { "error" } else { "warning" };
-            printer.error(format_args!("{level}: {finding}"));
-            printer.error(format_args!(
-                "  hint: {}",
-                fix(finding, &fit.targets.source)
-            ));
-        } else {
-            printer.error(format_args!(
-                "note: {finding}; `kernels lock --check` without --offline checks it, and so does this check after `kernels download`"
-            ));
-        }
+    for finding in fit.findings.iter().filter(|f| f.is_gap()) {
+        let level = if check { "error" } else { "warning" };
+        printer.error(format_args!("{level}: {finding}"));
+        printer.error(format_args!(
+            "  hint: {}",
+            fix(finding, &fit.targets.source)
+        ));
+    }
+    let unchecked = crate::lock::fit::unchecked_lines(&fit.findings);
+    for line in &unchecked {
+        printer.error(format_args!("note: {line}"));
+    }
+    // Said once: the cache may fill; a variant the Hub has without readable
+    // metadata stays unknown, so online there is nothing to run.
+    if fit.from_cache && !unchecked.is_empty() {
+        printer.error(
+            "note: `kernels lock --check` without --offline checks what the cache cannot tell, and so does this check after `kernels download`",
+        );
     }
     let mut kernels: Vec<&str> = fit
         .findings

@@ -180,6 +180,7 @@ fn freshness(
         .then_some(crate::cli::project::fit::lock::FitCheck {
             targets: plan.targets,
             findings: plan.outcome.fit,
+            from_cache: false,
         });
     Ok((report, Some(plan.changes), fit))
 }
@@ -434,5 +435,9 @@ fn fit_of_cached(
         .iter()
         .flat_map(|kernel| findings(kernel, &targets.list, runtime))
         .collect();
-    Ok(Some(FitCheck { targets, findings }))
+    Ok(Some(FitCheck {
+        targets,
+        findings,
+        from_cache: true,
+    }))
 }

@@ -165,12 +165,18 @@ fn print_status(
     {
         Some(Ok(manifest)) if unchanged => {
             crate::lock::support::check_requirements(profile, &manifest)
-                .map(|w| w.iter().map(ToString::to_string).collect())
+                .map(|w| w.iter().map(|w| w.head()).collect())
                 .unwrap_or_default()
         }
         _ => Vec::new(),
     };
-    for warning in outcome.warnings.iter().filter(|w| !said_before.contains(w)) {
+    // A remark is known by its head: the form it suggests was checked
+    // against the Hub when the lock was resolved.
+    for warning in outcome
+        .warnings
+        .iter()
+        .filter(|w| !said_before.iter().any(|head| w.starts_with(head.as_str())))
+    {
         printer.status(format_args!("warning: {warning}"));
     }
     for held_back in &outcome.held_back {
