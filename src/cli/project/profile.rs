@@ -146,7 +146,8 @@ fn choose(
         lock_format: inputs.lock_format,
         installed,
         repo_type: inputs.repo_type.map(Into::into),
-        first_lock,
+        requirement_forms: first_lock.or_else(|| lock_requirement_forms(inputs)),
+        first_lock: first_lock.is_some(),
     })?;
     // An installed runtime or a first lock's choice changes the result
     // without any file saying so: always said.
@@ -176,6 +177,23 @@ fn choose(
         printer.status(format_args!("warning: {}", cannot_read_lock(installed)));
     }
     Ok(profile)
+}
+
+/// The requirement forms of the project's manifest when they decide the
+/// profile of an existing lock ([`DetectInputs::requirement_forms`]): a
+/// variant-hash lock, and nothing but the lock to name the runtime. `None`
+/// otherwise, and for a manifest that cannot be read (the command reports it).
+fn lock_requirement_forms(inputs: &ProfileInputs<'_>) -> Option<RequirementForms> {
+    let decides = inputs.lock_format == Some(LockFormat::VariantHash)
+        && inputs.option.is_none()
+        && inputs.manifest.is_none();
+    if !decides {
+        return None;
+    }
+    let manifest = crate::lock::manifest::Manifest::read(inputs.project_dir).ok()?;
+    Some(RequirementForms::of(
+        manifest.dependencies.iter().map(|d| &d.requirement),
+    ))
 }
 
 /// The `kernels` the project's interpreter imports (one probe, reused by the
@@ -286,6 +304,9 @@ fn why(source: &ProfileSource) -> String {
         ProfileSource::LockFile(LockFormat::VariantHash) => {
             "the existing kernels.lock is in the variant-hash format; no matching kernels installed"
                 .to_owned()
+        }
+        ProfileSource::LockFileAndStrings => {
+            "the existing kernels.lock is in the variant-hash format and pyproject.toml has specifier strings: the newest runtime modelled that reads both".to_owned()
         }
         ProfileSource::LockFileAndInstalled(_, installed) => format!(
             "format of the existing kernels.lock, installed in {}",
