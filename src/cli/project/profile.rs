@@ -46,44 +46,19 @@ pub struct ProfileInputs<'a> {
 /// when nothing else names the runtime; an installed runtime that cannot read
 /// the lock fails the command ([`RuntimeCannotReadLock`]), as it fails every
 /// gate (`lock`, `lock --check`, `--locked`, `download`, `verify`).
+///
+/// `first_lock` is given by the commands that write `kernels.lock` (`lock`,
+/// `add`, and `download` through them), with the manifest's requirement
+/// forms: with no lock and no runtime named or installed, the profile is that
+/// of the newest runtime modelled that reads every form, said once, instead
+/// of the default ([`DetectInputs::first_lock`]).
 pub fn choose_profile(
     project_dir: &Path,
     option: Option<&str>,
     manifest_version: Option<(&str, &Path)>,
     lock_format: Option<LockFormat>,
     repo_type: Option<RepoTypeArg>,
-    printer: &Printer,
-) -> miette::Result<Profile> {
-    let python =
-        ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
-    choose_profile_with(
-        &ProfileInputs {
-            project_dir,
-            option,
-            manifest: manifest_version,
-            lock_format,
-            repo_type,
-            python: &python,
-            scope: ProbeScope::Runtime,
-            unreadable_fails: true,
-        },
-        printer,
-    )
-}
-
-/// [`choose_profile`] for a command that writes `kernels.lock` (`lock`, `add`,
-/// and `download` through them): with no lock and no runtime named or
-/// installed, the profile is that of the newest runtime modelled that reads
-/// every requirement form of the manifest (`first_lock`), said once, instead
-/// of the default ([`DetectInputs::first_lock`]); an installed runtime that
-/// cannot read the existing lock fails it, as in [`choose_profile`].
-pub fn choose_lock_profile(
-    project_dir: &Path,
-    option: Option<&str>,
-    manifest_version: Option<(&str, &Path)>,
-    lock_format: Option<LockFormat>,
-    repo_type: Option<RepoTypeArg>,
-    first_lock: RequirementForms,
+    first_lock: Option<RequirementForms>,
     printer: &Printer,
 ) -> miette::Result<Profile> {
     let python =
@@ -99,7 +74,7 @@ pub fn choose_lock_profile(
             scope: ProbeScope::Runtime,
             unreadable_fails: true,
         },
-        Some(first_lock),
+        first_lock,
         printer,
     )
 }
