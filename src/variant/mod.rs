@@ -30,6 +30,7 @@
 
 pub mod environment;
 mod fit_hint;
+pub mod mlx_only;
 pub mod probe_receipt;
 pub mod python_target;
 pub mod ranking;
@@ -304,6 +305,7 @@ pub(crate) mod testing {
             rocm: None,
             accelerator: None,
             tpu_backend: false,
+            no_torch: false,
             cann: None,
             mlx: false,
             python: None,

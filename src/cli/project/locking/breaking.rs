@@ -119,7 +119,9 @@ fn find_raises(
         manifest.target_runtime(),
         old_lock.map(Lockfile::format),
         request.repo_type,
-        Some(RequirementForms::of(manifest.dependencies.iter().map(|d| &d.requirement))),
+        Some(RequirementForms::of(
+            manifest.dependencies.iter().map(|d| &d.requirement),
+        )),
         &printer.quiet_if(true),
     )?;
     let targets = crate::cli::project::fit::lock::declared(&request.targets, manifest);

@@ -105,7 +105,9 @@ pub(super) fn plan(
         manifest.target_runtime(),
         old_format,
         inputs.repo_type,
-        Some(RequirementForms::of(manifest.dependencies.iter().map(|d| &d.requirement))),
+        Some(RequirementForms::of(
+            manifest.dependencies.iter().map(|d| &d.requirement),
+        )),
         printer,
     )?;
     let merged = inputs
