@@ -26,6 +26,7 @@
 //! [`ranking`] (the preference order of each target runtime), [`rules`] (which
 //! rules a runtime version applies) and
 //! [`environment`] (finding the project's Python and asking it about torch),
+//! [`mlx_only`] (the environment 0.19 selects for without torch, MLX on Metal),
 //! [`probe_receipt`] (its stored answers, reused while the interpreter is unchanged).
 
 pub mod environment;
