@@ -10,7 +10,7 @@ use super::args::{RepoTypeArgs, TargetRuntimeArgs};
 use super::printer::Printer;
 use super::project::edit::{Edit, edit_then_lock};
 use super::project::locking::{self, LockRequest};
-use super::project::profile::choose_lock_profile;
+use super::project::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::edit::{
     EditError, EntryValue, add_dependency, check_support, default_value, parse_entry_value,
@@ -95,13 +95,13 @@ pub fn run_add(
         .ok()
         .and_then(|t| Lockfile::parse(&t, &lock_path).ok())
         .map(|l| l.format());
-    let profile = choose_lock_profile(
+    let profile = choose_profile(
         project_dir,
         args.runtime.version(),
         manifest.as_ref().and_then(Manifest::target_runtime),
         lock_format,
         args.repo.repo_type,
-        forms_after_add(manifest.as_ref(), &args),
+        Some(forms_after_add(manifest.as_ref(), &args)),
         &printer.quiet_if(true),
     )?;
     let value = entry_value(&args, &profile, settings, printer)?;

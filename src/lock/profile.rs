@@ -20,7 +20,9 @@
 //! [`detect`] chooses the runtime from, in order: an explicit `--target-runtime`,
 //! `target-runtime` under `[tool.kernels]` of `pyproject.toml`, the format of an
 //! existing `kernels.lock` (refined by the installed version when that version
-//! writes the same format), the `kernels` package installed in the project's
+//! writes the same format; with no runtime installed, a variant-hash lock
+//! whose manifest has specifier strings means [`NEWEST_READING_STRINGS`], as
+//! for the first lock), the `kernels` package installed in the project's
 //! Python environment ([`installed_kernels`] reads its files; when they show
 //! none, the command asks the project's interpreter, [`FoundBy::Interpreter`]),
 //! and finally, for a project's first lock ([`DetectInputs::first_lock`]), the
@@ -275,6 +277,12 @@ pub enum ProfileSource {
     /// The existing `kernels.lock`'s format, with the installed version (which
     /// writes that format) giving the details.
     LockFileAndInstalled(LockFormat, Installed),
+    /// The existing variant-hash `kernels.lock`, with specifier strings in the
+    /// manifest: of the runtimes that read that format (0.1.7–0.16), only
+    /// those up to 0.13 read strings, and the newest of them is chosen
+    /// ([`NEWEST_READING_STRINGS`], the runtime the project's first lock was
+    /// written for: [`ProfileSource::FirstLock`]).
+    LockFileAndStrings,
     /// The `kernels` package installed in the project's Python environment.
     Installed(Installed),
     /// No lock and no runtime named or installed: a project's first lock,
@@ -613,10 +621,18 @@ pub struct DetectInputs<'a> {
     pub installed: Option<Installed>,
     /// `--repo-type`, which overrides the runtime's repository type.
     pub repo_type: Option<RepoType>,
-    /// The manifest's requirement forms, given by commands that write a
-    /// lock: with no lock and no runtime named or installed, the profile is
-    /// that of [`RequirementForms::newest_reader`] instead of the default.
-    pub first_lock: Option<RequirementForms>,
+    /// The manifest's requirement forms, given by every command that read
+    /// them: with no runtime named or installed, they choose the profile of a
+    /// first lock ([`DetectInputs::first_lock`]), and with an existing
+    /// variant-hash lock, specifier strings choose [`NEWEST_READING_STRINGS`]
+    /// ([`ProfileSource::LockFileAndStrings`]), the runtime the first lock
+    /// was written for.
+    pub requirement_forms: Option<RequirementForms>,
+    /// Whether the command writes `kernels.lock` (`lock`, `add`): with no
+    /// lock and no runtime named or installed, the profile is that of
+    /// [`RequirementForms::newest_reader`] for [`DetectInputs::requirement_forms`]
+    /// instead of the default.
+    pub first_lock: bool,
 }
 
 /// Chooses the profile; see the module docs for the order. A `repo_type`
@@ -662,11 +678,16 @@ fn runtime_profile(inputs: &DetectInputs<'_>) -> Result<Profile, ProfileError> {
                 }
             }
         }
+        (Some(LockFormat::VariantHash), None)
+            if inputs.requirement_forms.is_some_and(|forms| forms.strings) =>
+        {
+            Profile::for_runtime(NEWEST_READING_STRINGS, ProfileSource::LockFileAndStrings)
+        }
         (Some(format), None) => Profile::for_lock_format(format),
         (None, Some(installed)) => {
             Profile::for_runtime(installed.version, ProfileSource::Installed(installed))
         }
-        (None, None) => match inputs.first_lock {
+        (None, None) => match inputs.requirement_forms.filter(|_| inputs.first_lock) {
             Some(forms) => {
                 Profile::for_runtime(forms.newest_reader(), ProfileSource::FirstLock(forms))
             }
@@ -940,7 +961,8 @@ mod tests {
         let forms = RequirementForms::of(&integers);
         let first = |forms| {
             detect(&DetectInputs {
-                first_lock: Some(forms),
+                requirement_forms: Some(forms),
+                first_lock: true,
                 ..Default::default()
             })
             .unwrap()
@@ -958,13 +980,36 @@ mod tests {
         assert_eq!(old.runtime, Some(NEWEST_READING_STRINGS));
         assert_eq!(old.requirements, RequirementSupport::IntegersAndStrings);
         // An existing lock keeps its format.
-        let locked = detect(&DetectInputs {
-            first_lock: Some(forms),
-            lock_format: Some(LockFormat::VariantHash),
+        let locked = |forms, first_lock| {
+            detect(&DetectInputs {
+                requirement_forms: Some(forms),
+                first_lock,
+                lock_format: Some(LockFormat::VariantHash),
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        let integers_locked = locked(forms, true);
+        assert_eq!(integers_locked.lock_format, LockFormat::VariantHash);
+        assert_eq!(integers_locked.runtime, None);
+        assert!(integers_locked.cache_is_ambiguous());
+        // With specifier strings, every later command, writing or not,
+        // chooses what the first lock chose: 0.13.0, `models--`.
+        for first_lock in [true, false] {
+            let later = locked(RequirementForms::of(&strings), first_lock);
+            assert_eq!(later.runtime, Some(NEWEST_READING_STRINGS));
+            assert_eq!(later.lock_format, LockFormat::VariantHash);
+            assert_eq!(later.repo_type, RepoType::Model);
+            assert_eq!(later.source, ProfileSource::LockFileAndStrings);
+            assert!(!later.cache_is_ambiguous());
+        }
+        // Not for a command that does not write the lock and finds none.
+        let reading = detect(&DetectInputs {
+            requirement_forms: Some(forms),
             ..Default::default()
         })
         .unwrap();
-        assert_eq!(locked.lock_format, LockFormat::VariantHash);
+        assert_eq!(reading.source, ProfileSource::Default);
     }
 
     fn fake_env(prefix: &Path, version: &str) {

@@ -9,6 +9,7 @@ use std::process::Command;
 use serde::Deserialize;
 
 use super::VariantError;
+use super::mlx_only::MlxMetal;
 use super::probe_receipt::ProbeReceipts;
 use super::rules::Generation;
 use crate::lock::declared::{DeclaredBackend, DeclaredTarget, PythonVersion};
@@ -73,6 +74,12 @@ pub struct TorchEnv {
     /// part of a variant name against; `None`: not known, not checked.
     #[serde(default)]
     pub python: Option<PythonTarget>,
+    /// Whether torch is absent: an MLX-only environment
+    /// ([`crate::variant::mlx_only`]), which reference 0.19 selects for
+    /// without torch. [`TorchEnv::major`] and [`TorchEnv::minor`] are then 0
+    /// and every torch build (`torch…`, `torch-stable-abi-…`) is refused.
+    #[serde(default)]
+    pub no_torch: bool,
 }
 
 /// The Python a variant must load into: its `major.minor` and whether it is a
@@ -190,6 +197,21 @@ try:
     import torch
 except Exception as e:
     out["error"] = "%s: %s" % (type(e).__name__, e)
+    try:
+        import importlib.util
+        if importlib.util.find_spec("mlx") is not None:
+            import mlx.core as mx
+            if mx.metal.is_available():
+                import platform
+                try:
+                    import tvm_ffi
+                    tvm = str(tvm_ffi.__version__)
+                except Exception:
+                    tvm = None
+                out["mlx_metal"] = {"system": platform.system(), "machine": platform.machine(),
+                                    "mac_version": platform.mac_ver()[0] or None, "tvm_ffi": tvm}
+    except Exception:
+        pass
     print(dump(out))
     sys.exit(0)
 import platform, re
@@ -270,6 +292,9 @@ struct DetectOutput {
     /// The directory torch was imported from (watched by the probe receipts).
     #[serde(default)]
     torch_dir: Option<PathBuf>,
+    /// Without torch: MLX with a Metal device.
+    #[serde(default)]
+    mlx_metal: Option<MlxMetal>,
 }
 
 /// The interpreter's own version and build, as 0.19.1 reads them for
@@ -312,6 +337,9 @@ pub struct PythonProbe {
     pub device: Device,
     /// The interpreter's version and build; `None` when it did not say.
     pub interpreter: Option<InterpreterPython>,
+    /// When torch cannot be imported but MLX reports a Metal device: the
+    /// facts 0.19 selects with ([`MlxMetal::env`]); `None` otherwise.
+    pub mlx_metal: Option<MlxMetal>,
 }
 
 /// The `kernels` distribution an interpreter imports.
@@ -475,6 +503,7 @@ impl PythonProbe {
             modules: parsed.modules,
             device: parsed.device.unwrap_or(Device::None),
             interpreter: parsed.python,
+            mlx_metal: parsed.mlx_metal,
         };
         Ok((probe, watched))
     }
@@ -612,6 +641,16 @@ impl ProjectPython {
             .get()
             .or(self.runtime.get())
             .and_then(|answer| answer.as_ref().ok())
+    }
+
+    /// The MLX-only environment of the interpreter as a runtime of
+    /// `generation` selects for it ([`MlxMetal::env`]): `None` when torch
+    /// imports, MLX reports no Metal device, the interpreter cannot run, or
+    /// the runtime is older than 0.19.
+    pub fn mlx_only(&self, generation: Generation) -> Option<TorchEnv> {
+        let probe = self.probe(ProbeScope::Torch).ok()?;
+        let python = probe.interpreter.map(PythonTarget::from);
+        probe.mlx_metal.as_ref()?.env(generation, python)
     }
 
     /// The torch build of the interpreter (one [`ProbeScope::Torch`] probe).
@@ -808,8 +847,12 @@ impl TorchEnv {
     /// One line describing the environment, for status output, for example
     /// `torch 2.7 (cxx11 ABI), CUDA 12.6, x86_64-linux`.
     pub fn describe(&self) -> String {
-        let mut out = format!("torch {}.{}", self.major, self.minor);
-        if self.os() == "linux" {
+        let mut out = if self.no_torch {
+            "no torch (MLX)".to_owned()
+        } else {
+            format!("torch {}.{}", self.major, self.minor)
+        };
+        if self.os() == "linux" && !self.no_torch {
             out.push_str(if self.cxx11_abi {
                 " (cxx11 ABI)"
             } else {
@@ -1154,6 +1197,7 @@ impl EnvOverrides {
                 rocm: None,
                 accelerator: None,
                 tpu_backend: false,
+                no_torch: false,
                 cann: None,
                 mlx: false,
                 python: None,

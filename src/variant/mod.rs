@@ -26,10 +26,12 @@
 //! [`ranking`] (the preference order of each target runtime), [`rules`] (which
 //! rules a runtime version applies) and
 //! [`environment`] (finding the project's Python and asking it about torch),
+//! [`mlx_only`] (the environment 0.19 selects for without torch, MLX on Metal),
 //! [`probe_receipt`] (its stored answers, reused while the interpreter is unchanged).
 
 pub mod environment;
 mod fit_hint;
+pub mod mlx_only;
 pub mod probe_receipt;
 pub mod python_target;
 pub mod ranking;
@@ -304,6 +306,7 @@ pub(crate) mod testing {
             rocm: None,
             accelerator: None,
             tpu_backend: false,
+            no_torch: false,
             cann: None,
             mlx: false,
             python: None,

@@ -295,7 +295,7 @@ impl VariantRequest {
     ) -> Result<VariantSelection, VariantError> {
         Ok(match self {
             VariantRequest::Detect => VariantSelection::Detected {
-                env: Box::new(overrides.resolve(python)?.0),
+                env: Box::new(detect_env(python, rules, overrides)?),
                 rules,
             },
             VariantRequest::All => VariantSelection::All,
@@ -307,6 +307,23 @@ impl VariantRequest {
     /// interpreter under `overrides`.
     pub fn needs_torch(&self, overrides: &super::EnvOverrides) -> bool {
         matches!(self, VariantRequest::Detect) && overrides.needs_python()
+    }
+}
+
+/// The environment [`VariantRequest::Detect`] selects for: the overrides
+/// resolved with `python`; when torch is taken from the interpreter, which
+/// has none, the MLX-only environment that a 0.19+ `rules` selects for
+/// ([`super::ProjectPython::mlx_only`], with the interpreter's Python), else
+/// the error.
+fn detect_env(
+    python: &super::ProjectPython,
+    rules: VariantRules,
+    overrides: &super::EnvOverrides,
+) -> Result<super::TorchEnv, VariantError> {
+    match overrides.resolve(python) {
+        Ok((env, _)) => Ok(env),
+        Err(err @ VariantError::NoTorch { .. }) => python.mlx_only(rules.generation).ok_or(err),
+        Err(err) => Err(err),
     }
 }
 

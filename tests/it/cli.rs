@@ -304,8 +304,10 @@ fn offline_check_uses_cache_refs() {
         kernels::lock::format::Lockfile::read(&context.project.join("kernels.lock")).unwrap();
     let kernels = lock.locked_kernels(Path::new("kernels.lock")).unwrap();
     let hub = kernels_cache::HubCache::new(&context.cache);
+    // A specifier string and a variant-hash lock: the runtime that reads
+    // them is 0.13.0, whose cache folders are `models--`.
     let repo = |k: &kernels::lock::format::LockedKernel| {
-        hub.repo(&k.repo_id, kernels_types::wire::RepoType::Kernel)
+        hub.repo(&k.repo_id, kernels_types::wire::RepoType::Model)
     };
     repo(&kernels[0])
         .write_ref("v0.0.1", kernels[0].commit.as_str())

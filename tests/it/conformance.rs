@@ -30,7 +30,10 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use kernels::lock::profile::{Profile, ProfileSource, RuntimeVersion};
-use kernels::variant::{PythonTarget, TorchEnv, VariantError, VariantRules, VariantSelection};
+use kernels::variant::mlx_only::MlxMetal;
+use kernels::variant::{
+    Generation, PythonTarget, TorchEnv, VariantError, VariantRules, VariantSelection,
+};
 use kernels_types::repo_id::RepoId;
 use kernels_types::variant_name::BuildVariant;
 use rand::seq::{IndexedRandom, SliceRandom};
@@ -145,14 +148,14 @@ fn our_choice(release: &str, env: &CaseEnv, names: &[Name]) -> Ours {
     {
         return Ours::NewGrammar;
     }
-    let torch_env = match torch_env(env) {
-        Ok(torch_env) => torch_env,
-        Err(gap) => return Ours::Unmodelled(gap),
-    };
     let profile = Profile::for_runtime(
         RuntimeVersion::parse(release).unwrap(),
         ProfileSource::Option,
     );
+    let torch_env = match torch_env(env, profile.generation) {
+        Ok(torch_env) => torch_env,
+        Err(gap) => return Ours::Unmodelled(gap),
+    };
     let available: BTreeSet<String> = names.iter().map(|n| n.name.clone()).collect();
     let selection = VariantSelection::Detected {
         env: Box::new(torch_env),
@@ -166,11 +169,27 @@ fn our_choice(release: &str, env: &CaseEnv, names: &[Name]) -> Ours {
     }
 }
 
-/// `env` as the [`TorchEnv`] the interpreter probe would report, or the fact
-/// it cannot express.
-fn torch_env(env: &CaseEnv) -> Result<TorchEnv, &'static str> {
+/// `env` as the [`TorchEnv`] the interpreter probe would report for a
+/// runtime of `generation` (without torch: the MLX-only environment, 0.19+),
+/// or the fact it cannot express.
+fn torch_env(env: &CaseEnv, generation: Generation) -> Result<TorchEnv, &'static str> {
+    let python = Some(PythonTarget {
+        version: env.python,
+        free_threaded: env.free_threaded,
+    });
     let Some((major, minor)) = env.torch else {
-        return Err("no torch (MLX-only Metal)");
+        if !env.mlx {
+            return Err("no torch and no MLX");
+        }
+        let mlx = MlxMetal {
+            system: env.system.to_owned(),
+            machine: env.machine.to_owned(),
+            mac_version: env.mac_version.map(str::to_owned),
+            tvm_ffi: env.tvm_ffi.map(|(a, b)| format!("{a}.{b}.0")),
+        };
+        return mlx
+            .env(generation, python)
+            .ok_or("no torch (MLX-only Metal) before 0.19");
     };
     let mut out = TorchEnv {
         major,
@@ -188,12 +207,10 @@ fn torch_env(env: &CaseEnv) -> Result<TorchEnv, &'static str> {
         rocm: None,
         accelerator: None,
         tpu_backend: false,
+        no_torch: false,
         cann: None,
         mlx: env.mlx,
-        python: Some(PythonTarget {
-            version: env.python,
-            free_threaded: env.free_threaded,
-        }),
+        python,
     };
     match &env.backend {
         EnvBackend::Cuda(a, b) => out.cuda = Some(format!("{a}.{b}")),

@@ -75,9 +75,10 @@ fn setup(home: &Path, endpoint: &str) -> std::path::PathBuf {
     for file in ["pyproject.toml", "kernels.lock"] {
         fs_err::copy(project.join(file), nested.join(file)).unwrap();
     }
-    // `../activation`: a checkout with `build/`, the cached snapshot's files.
+    // `../activation`: a checkout with `build/`, the cached snapshot's files
+    // (in `models--`: the specifier string locks for 0.13.0).
     let snapshots =
-        home.join(".cache/huggingface/hub/kernels--kernels-community--activation/snapshots");
+        home.join(".cache/huggingface/hub/models--kernels-community--activation/snapshots");
     let snapshot = fs_err::read_dir(&snapshots)
         .unwrap()
         .next()

@@ -49,13 +49,13 @@ fn cache_dir_puts_the_files_there_and_shows_its_variable() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    // The TGI manifest has specifier strings: its lock is for 0.13.0, which
+    // reads `models--` folders.
     assert!(
-        elsewhere
-            .join("kernels--kernels-community--rotary")
-            .is_dir(),
+        elsewhere.join("models--kernels-community--rotary").is_dir(),
         "{err}"
     );
-    assert!(!p.cache.join("kernels--kernels-community--rotary").exists());
+    assert!(!p.cache.join("models--kernels-community--rotary").exists());
     // The summary line says where the files went ("into [TMP]/elsewhere"); the
     // per-kernel lines above it come in completion order, so they are left out.
     snapshot!("cache_dir_download", err.lines().last().unwrap_or_default());
@@ -95,7 +95,7 @@ fn cache_dir_puts_the_files_there_and_shows_its_variable() {
             "{args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // Both spellings list the same cache ("kernels-community/rotary (kernel)").
+        // Both spellings list the same cache ("kernels-community/rotary (model)").
         snapshot!("cache_dir_cache_ls", out);
     }
     // The stub torch and platform, so that the output does not depend on the host.

@@ -382,3 +382,98 @@ fn env_prefers_the_dotted_name_for_a_0_19_target() {
         "{row}"
     );
 }
+
+/// A `PYTHONPATH` entry in `dir` without torch where MLX reports Metal: the
+/// stub platform (`sitecustomize.py` of the stub torch, copied) and a
+/// stand-in `mlx` package whose `mlx.core.metal.is_available()` is true.
+fn stub_mlx_only(dir: &Path) -> String {
+    fs_err::copy(
+        common::repo_root().join("tests/python/stub_torch/sitecustomize.py"),
+        dir.join("sitecustomize.py"),
+    )
+    .unwrap();
+    fs_err::create_dir_all(dir.join("mlx")).unwrap();
+    fs_err::write(dir.join("mlx/__init__.py"), "").unwrap();
+    fs_err::write(
+        dir.join("mlx/core.py"),
+        "class metal:\n    @staticmethod\n    def is_available():\n        return True\n",
+    )
+    .unwrap();
+    dir.to_str().unwrap().to_owned()
+}
+
+/// What 0.19.1 picks among `names` without torch, with `python_path` (from
+/// [`stub_mlx_only`]) and the stub `platform` variables `stub_platform` set
+/// only after `kernels` is imported (its HTTP stack loads macOS libraries
+/// when `platform.system()` says Darwin at import).
+fn mlx_reference_pick(
+    python_path: &str,
+    stub_platform: &[(&str, &str)],
+    names: &[String],
+) -> String {
+    let script = "import os, sys\n\
+         from kernels._internals.variants import parse_variant, resolve_variants\n\
+         for pair in os.environ['PLATFORM'].split(';'):\n\
+         \x20   key, _, value = pair.partition('=')\n\
+         \x20   os.environ[key] = value\n\
+         import sitecustomize\n\
+         sitecustomize.apply()\n\
+         best = resolve_variants([parse_variant(n) for n in sys.argv[1:]])[0]\n\
+         print(best[0].variant_str if best else '')\n";
+    let platform: Vec<String> = stub_platform
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let out = Command::new(common::pyref_python("kernels-0.19.1"))
+        .env("PYTHONPATH", python_path)
+        .env("PLATFORM", platform.join(";"))
+        .arg("-c")
+        .arg(script)
+        .args(names)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// An interpreter without torch, with MLX on a Mac (macOS 26): 0.19.1 loads
+/// `mlx-metal` (Metal detected through MLX), and so does our download for
+/// the 0.19 profile; 0.18 needs torch, and so does ours.
+#[test]
+fn mlx_only_metal_downloads_what_0_19_1_loads() {
+    let names: Vec<String> = [
+        "torch-2.9-metal-cpython-3.9-abi3-aarch64-darwin",
+        "torch-stable-abi-2.9-metal-cpython-3.9-abi3-aarch64-darwin",
+        "torch29-metal-aarch64-darwin",
+        "mlx-metal",
+        "torch-cpu",
+        "torch-universal",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let world = world(&names);
+    let python_path = tempfile::tempdir().unwrap();
+    let python_path = stub_mlx_only(python_path.path());
+    let env = [
+        ("PYTHONPATH", python_path.as_str()),
+        ("STUB_PLATFORM_SYSTEM", "Darwin"),
+        ("STUB_PLATFORM_MACHINE", "arm64"),
+        ("STUB_PLATFORM_MAC_VER", "26.1"),
+    ];
+    assert_eq!(
+        mlx_reference_pick(&python_path, &env[1..], &names),
+        "mlx-metal"
+    );
+    let out = world.download_with(&["--target-runtime", "0.19.1"], &env);
+    assert_ok(&out);
+    assert_eq!(downloaded(&world), ["mlx-metal"]);
+    assert!(stderr(&out).contains("no torch (MLX)"), "{}", stderr(&out));
+    let _ = fs_err::remove_dir_all(&world.cache);
+    let old = world.download_with(&["--target-runtime", "0.18.3"], &env);
+    assert_eq!(old.status.code(), Some(1), "{}", stderr(&old));
+    assert!(stderr(&old).contains("torch"), "{}", stderr(&old));
+}

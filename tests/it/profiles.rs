@@ -152,6 +152,80 @@ fn first_lock_without_a_runtime_is_read_by_0_19_1() {
     assert_eq!(lock_format(strings.path()), LockFormat::VariantHash);
 }
 
+/// A new project with a specifier string and no runtime anywhere: the first
+/// lock is for 0.13.0 (variant-hash, `model` repos), and every later command,
+/// still without a runtime, keeps that choice instead of falling back to the
+/// default profile (`kernels--` cache, where 0.13 does not look): `download`
+/// fills the `models--` folder, and 0.13.0 loads the kernel from it (its
+/// `load_kernel` lists the variants on the Hub, then reads the files from the
+/// cache only).
+#[test]
+fn string_project_keeps_its_first_lock_runtime_in_later_commands() {
+    let server = Server::bundled();
+    let cache = tempfile::tempdir().unwrap();
+    let cache = cache.path();
+    let dir = project_with("[tool.kernels.dependencies]\n\"kernels-test/versions\" = \">=0.1\"\n");
+    let text = assert_ok(&kernels(&server, cache, "lock", dir.path(), &[]));
+    assert!(target_line(&text).starts_with("Target runtime: kernels 0.13.0 (no kernels.lock"));
+    let later = "Target runtime: kernels 0.13.0 (the existing kernels.lock is in the variant-hash format and pyproject.toml has specifier strings: the newest runtime modelled that reads both) — variant-hash lock, model repos, models-- cache";
+    for (sub, extra) in [
+        ("download", &["--all-variants"][..]),
+        ("verify", &["--all-variants"][..]),
+        ("lock", &[][..]),
+    ] {
+        let text = assert_ok(&kernels(&server, cache, sub, dir.path(), extra));
+        assert_eq!(target_line(&text), later, "kernels {sub} {extra:?}");
+        assert!(!text.contains("does not say which runtime"), "{text}");
+    }
+    // `lock --check` prints no profile line; offline, it reads the locked
+    // versions from the cache folder of the same profile.
+    let text = assert_ok(&kernels(
+        &server,
+        cache,
+        "lock",
+        dir.path(),
+        &["--check", "--offline"],
+    ));
+    assert!(!text.contains("cannot be checked offline"), "{text}");
+    let env = kernels(
+        &server,
+        cache,
+        "env",
+        dir.path(),
+        &["--cpu", "--torch-version", "2.8", "--project"],
+    );
+    let stdout = String::from_utf8_lossy(&env.stdout);
+    let (_, row) = later.split_once(": ").unwrap();
+    assert!(
+        env.status.success() && stdout.contains(&format!("Target runtime  {row}")),
+        "{stdout}"
+    );
+    assert_eq!(lock_format(dir.path()), LockFormat::VariantHash);
+    assert!(cache.join("models--kernels-test--versions").is_dir());
+    assert!(!cache.join("kernels--kernels-test--versions").exists());
+    let output = common::python("kernels-0.13.0", &server.endpoint, cache)
+        // With telemetry off, huggingface_hub 1.x ends 0.13.0's user agent
+        // with "; ", which httpx refuses as a header value.
+        .env_remove("HF_HUB_DISABLE_TELEMETRY")
+        .env(
+            "PYTHONPATH",
+            common::repo_root().join("tests/python/stub_torch"),
+        )
+        .arg(common::repo_root().join("tests/python/load_locked.py"))
+        .arg(dir.path().join("kernels.lock"))
+        .arg("kernels-test/versions")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let snapshots = cache.join("models--kernels-test--versions/snapshots");
+    assert!(
+        output.status.success() && stdout.contains(&*snapshots.to_string_lossy()),
+        "0.13.0 did not load from {}: {stdout}\n{}",
+        snapshots.display(),
+        stderr(&output)
+    );
+}
+
 #[test]
 fn profile_is_chosen_by_each_source() {
     let server = Server::bundled();

@@ -46,44 +46,19 @@ pub struct ProfileInputs<'a> {
 /// when nothing else names the runtime; an installed runtime that cannot read
 /// the lock fails the command ([`RuntimeCannotReadLock`]), as it fails every
 /// gate (`lock`, `lock --check`, `--locked`, `download`, `verify`).
+///
+/// `first_lock` is given by the commands that write `kernels.lock` (`lock`,
+/// `add`, and `download` through them), with the manifest's requirement
+/// forms: with no lock and no runtime named or installed, the profile is that
+/// of the newest runtime modelled that reads every form, said once, instead
+/// of the default ([`DetectInputs::first_lock`]).
 pub fn choose_profile(
     project_dir: &Path,
     option: Option<&str>,
     manifest_version: Option<(&str, &Path)>,
     lock_format: Option<LockFormat>,
     repo_type: Option<RepoTypeArg>,
-    printer: &Printer,
-) -> miette::Result<Profile> {
-    let python =
-        ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
-    choose_profile_with(
-        &ProfileInputs {
-            project_dir,
-            option,
-            manifest: manifest_version,
-            lock_format,
-            repo_type,
-            python: &python,
-            scope: ProbeScope::Runtime,
-            unreadable_fails: true,
-        },
-        printer,
-    )
-}
-
-/// [`choose_profile`] for a command that writes `kernels.lock` (`lock`, `add`,
-/// and `download` through them): with no lock and no runtime named or
-/// installed, the profile is that of the newest runtime modelled that reads
-/// every requirement form of the manifest (`first_lock`), said once, instead
-/// of the default ([`DetectInputs::first_lock`]); an installed runtime that
-/// cannot read the existing lock fails it, as in [`choose_profile`].
-pub fn choose_lock_profile(
-    project_dir: &Path,
-    option: Option<&str>,
-    manifest_version: Option<(&str, &Path)>,
-    lock_format: Option<LockFormat>,
-    repo_type: Option<RepoTypeArg>,
-    first_lock: RequirementForms,
+    first_lock: Option<RequirementForms>,
     printer: &Printer,
 ) -> miette::Result<Profile> {
     let python =
@@ -99,7 +74,7 @@ pub fn choose_lock_profile(
             scope: ProbeScope::Runtime,
             unreadable_fails: true,
         },
-        Some(first_lock),
+        first_lock,
         printer,
     )
 }
@@ -146,7 +121,8 @@ fn choose(
         lock_format: inputs.lock_format,
         installed,
         repo_type: inputs.repo_type.map(Into::into),
-        first_lock,
+        requirement_forms: first_lock.or_else(|| lock_requirement_forms(inputs)),
+        first_lock: first_lock.is_some(),
     })?;
     // An installed runtime or a first lock's choice changes the result
     // without any file saying so: always said.
@@ -176,6 +152,23 @@ fn choose(
         printer.status(format_args!("warning: {}", cannot_read_lock(installed)));
     }
     Ok(profile)
+}
+
+/// The requirement forms of the project's manifest when they decide the
+/// profile of an existing lock ([`DetectInputs::requirement_forms`]): a
+/// variant-hash lock, and nothing but the lock to name the runtime. `None`
+/// otherwise, and for a manifest that cannot be read (the command reports it).
+fn lock_requirement_forms(inputs: &ProfileInputs<'_>) -> Option<RequirementForms> {
+    let decides = inputs.lock_format == Some(LockFormat::VariantHash)
+        && inputs.option.is_none()
+        && inputs.manifest.is_none();
+    if !decides {
+        return None;
+    }
+    let manifest = crate::lock::manifest::Manifest::read(inputs.project_dir).ok()?;
+    Some(RequirementForms::of(
+        manifest.dependencies.iter().map(|d| &d.requirement),
+    ))
 }
 
 /// The `kernels` the project's interpreter imports (one probe, reused by the
@@ -286,6 +279,9 @@ fn why(source: &ProfileSource) -> String {
         ProfileSource::LockFile(LockFormat::VariantHash) => {
             "the existing kernels.lock is in the variant-hash format; no matching kernels installed"
                 .to_owned()
+        }
+        ProfileSource::LockFileAndStrings => {
+            "the existing kernels.lock is in the variant-hash format and pyproject.toml has specifier strings: the newest runtime modelled that reads both".to_owned()
         }
         ProfileSource::LockFileAndInstalled(_, installed) => format!(
             "format of the existing kernels.lock, installed in {}",

@@ -50,6 +50,9 @@ impl TorchEnv {
         self.python_refusal(&arch.python)
             .or_else(|| self.system_refusal(arch.cpu.as_str(), arch.os.as_str()))
             .map_or(Ok(()), Err)?;
+        if self.no_torch && !matches!(arch.framework, Framework::TvmFfi(_)) {
+            return Err("a torch build, and torch is not installed".to_owned());
+        }
         let torch = MinorVersion::new(self.major, self.minor);
         let (framework, a, b) = match arch.framework {
             Framework::Torch(version) if version != torch => {

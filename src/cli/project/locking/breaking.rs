@@ -10,7 +10,7 @@ use super::LockRequest;
 use crate::cli::GlobalArgs;
 use crate::cli::printer::Printer;
 use crate::cli::project::edit::{Edit, edit_then_lock};
-use crate::cli::project::profile::choose_lock_profile;
+use crate::cli::project::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::breaking::{FitFor, Raise, newest_major};
 use crate::lock::edit::{EntryValue, add_dependency};
@@ -113,13 +113,15 @@ fn find_raises(
     settings: &Settings,
     printer: &Printer,
 ) -> miette::Result<Vec<Raise>> {
-    let profile = choose_lock_profile(
+    let profile = choose_profile(
         &request.project_dir,
         request.target_runtime.as_deref(),
         manifest.target_runtime(),
         old_lock.map(Lockfile::format),
         request.repo_type,
-        RequirementForms::of(manifest.dependencies.iter().map(|d| &d.requirement)),
+        Some(RequirementForms::of(
+            manifest.dependencies.iter().map(|d| &d.requirement),
+        )),
         &printer.quiet_if(true),
     )?;
     let targets = crate::cli::project::fit::lock::declared(&request.targets, manifest);

@@ -386,6 +386,7 @@ fn declared_builds_cached(
         manifest.target_runtime(),
         Some(lockfile.format()),
         request.repo_type,
+        None,
         &printer.quiet_if(true),
     )?;
     let cache = HubCache::new(&settings.cache_dir);
@@ -425,6 +426,7 @@ fn fit_of_cached(
         manifest.target_runtime(),
         Some(lockfile.format()),
         request.repo_type,
+        None,
         &silent,
     )?;
     let runtime = profile

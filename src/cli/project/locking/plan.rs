@@ -11,7 +11,7 @@ use kernels_types::repo_id::RepoId;
 use crate::cli::args::RepoTypeArg;
 use crate::cli::printer::Printer;
 use crate::cli::progress::ProgressMode;
-use crate::cli::project::profile::choose_lock_profile;
+use crate::cli::project::profile::choose_profile;
 use crate::cli::settings::Settings;
 use crate::lock::conflict;
 use crate::lock::cooldown::{Cooldown, ExcludeNewer, Use};
@@ -99,13 +99,15 @@ pub(super) fn plan(
         .or(inputs.merged.map(|_| LockFormat::VariantHash));
     let upgrade =
         check_upgrade_packages(inputs.upgrade, &manifest, old_lock.as_ref(), on_disk.path())?;
-    let profile = choose_lock_profile(
+    let profile = choose_profile(
         inputs.project_dir,
         inputs.target_runtime,
         manifest.target_runtime(),
         old_format,
         inputs.repo_type,
-        RequirementForms::of(manifest.dependencies.iter().map(|d| &d.requirement)),
+        Some(RequirementForms::of(
+            manifest.dependencies.iter().map(|d| &d.requirement),
+        )),
         printer,
     )?;
     let merged = inputs
