@@ -192,37 +192,14 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     // `--explain` verdicts), stderr keeps only warnings and errors.
     let printer = &printer.quiet_if(args.format == OutputFormat::Json);
     settings.note_runtime_overrides(printer);
-    let python = ProjectPython::for_project(
-        &args.project.project_dir,
-        super::settings::virtual_env().as_deref(),
-    )
-    .with_modules(kernels_types::python_depends::ALL_MODULES)
-    .with_receipts(crate::variant::ProbeReceipts::new(
-        &settings.cache_dir,
-        super::settings::interpreter_context(),
-        super::settings::path_var(),
-    ));
-    let (dir, frozen) = (&args.project.project_dir, args.lock_mode.frozen);
-    let read = read_lock_with(dir, &args.select, &python, printer, frozen, true).inspect_err(
-        |report| {
-            if json {
-                print_failure(settings, printer, report, &[]);
-            }
-        },
-    )?;
+    let read = read_project_lock(&args, settings, printer).inspect_err(|report| {
+        if json {
+            print_failure(settings, printer, report, &[]);
+        }
+    })?;
     let profile = read.profile.clone();
     let per_target = read.per_target.clone();
-    let mut trust = project_trust(dir, &args.trust)?;
-    accept_provenance(&mut trust, &args.accept_provenance, &read.kernels)?;
-    let (kernels, format, mut options) = read.into_options(Some(trust.into()));
-    options.concurrency = args.concurrency;
-    options.refresh = args.refresh;
-    options.runtime_receipts = options
-        .runtime_receipts
-        .filter(|_| !args.no_runtime_receipts);
-    if args.manylinux.is_some() {
-        options.fit.images = super::project::fit::images(dir, args.manylinux.as_deref())?;
-    }
+    let (kernels, format, mut options) = download_options(&args, read)?;
     if !options.fit.images.is_empty() || printer.is_verbose() {
         printer.status(format_args!(
             "{}",
@@ -249,22 +226,14 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         let (hub, lock) = ((settings, &client, &cache), (kernels.as_slice(), format));
         return preview(&args, hub, lock, &mut options, &passes, &progress, printer);
     }
-    let mut summary = crate::install::DownloadSummary::default();
-    for (target, selection) in passes {
-        options.selection = selection;
-        if let Some(target) = &target {
-            printer.status(format_args!("Target {target}:"));
-        }
-        let pass = super::project::client::runtime()?
-            .block_on(download(&client, &cache, &kernels, &options, &progress));
-        if let Some(target) = &target {
-            super::project::declared::report_failures(target, &pass, printer);
-        }
-        super::project::declared::merge(&mut summary, pass);
-        if summary.blocked.is_some() {
-            break;
-        }
-    }
+    let mut summary = download_passes(
+        (&client, &cache),
+        &kernels,
+        &mut options,
+        passes,
+        &progress,
+        printer,
+    )?;
     if args.with_benchmarks {
         place_extras(&client, &cache, &options, &mut summary, printer)?;
     }
@@ -280,6 +249,85 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         printer,
     };
     run.report(summary, &progress)
+}
+
+/// The project's lock as `kernels download` reads it: for the project's
+/// interpreter (its modules and probe receipts), `--frozen` kept.
+fn read_project_lock(
+    args: &DownloadArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<super::project::read::LockRead> {
+    let python = ProjectPython::for_project(
+        &args.project.project_dir,
+        super::settings::virtual_env().as_deref(),
+    )
+    .with_modules(kernels_types::python_depends::ALL_MODULES)
+    .with_receipts(crate::variant::ProbeReceipts::new(
+        &settings.cache_dir,
+        super::settings::interpreter_context(),
+        super::settings::path_var(),
+    ));
+    let (dir, frozen) = (&args.project.project_dir, args.lock_mode.frozen);
+    read_lock_with(dir, &args.select, &python, printer, frozen, true)
+}
+
+/// The locked kernels, the lock's format and the download options of a read
+/// lock, with this run's trust (`--trust-root`, `--accept-provenance`),
+/// `--concurrency`, `--refresh`, `--no-runtime-receipts` and `--manylinux`.
+/// Errors: an unreadable trust setting, `--accept-provenance` of a kernel the
+/// lock does not name, a bad `--manylinux`.
+fn download_options(
+    args: &DownloadArgs,
+    read: super::project::read::LockRead,
+) -> miette::Result<(
+    Vec<LockedKernel>,
+    crate::lock::format::LockFormat,
+    DownloadOptions,
+)> {
+    let dir = &args.project.project_dir;
+    let mut trust = project_trust(dir, &args.trust)?;
+    accept_provenance(&mut trust, &args.accept_provenance, &read.kernels)?;
+    let (kernels, format, mut options) = read.into_options(Some(trust.into()));
+    options.concurrency = args.concurrency;
+    options.refresh = args.refresh;
+    options.runtime_receipts = options
+        .runtime_receipts
+        .filter(|_| !args.no_runtime_receipts);
+    if args.manylinux.is_some() {
+        options.fit.images = super::project::fit::images(dir, args.manylinux.as_deref())?;
+    }
+    Ok((kernels, format, options))
+}
+
+/// Downloads `kernels` once per pass (one per declared target, each under a
+/// `Target …` line, else one), each variant once; the passes' summaries
+/// merged. A blocked pass (the cache unwritable, …) stops the rest.
+fn download_passes(
+    (client, cache): (&HubClient, &HubCache),
+    kernels: &[LockedKernel],
+    options: &mut DownloadOptions,
+    passes: Vec<(Option<String>, crate::variant::VariantSelection)>,
+    progress: &Progress,
+    printer: &Printer,
+) -> miette::Result<crate::install::DownloadSummary> {
+    let mut summary = crate::install::DownloadSummary::default();
+    for (target, selection) in passes {
+        options.selection = selection;
+        if let Some(target) = &target {
+            printer.status(format_args!("Target {target}:"));
+        }
+        let pass = super::project::client::runtime()?
+            .block_on(download(client, cache, kernels, options, progress));
+        if let Some(target) = &target {
+            super::project::declared::report_failures(target, &pass, printer);
+        }
+        super::project::declared::merge(&mut summary, pass);
+        if summary.blocked.is_some() {
+            break;
+        }
+    }
+    Ok(summary)
 }
 
 /// `--explain` or `--dry-run`: what each pass (one per declared target, each

@@ -134,25 +134,7 @@ pub fn ensure_current(
         ));
         return relock(project_dir, target, settings, global, printer);
     }
-    // The same verdict as `kernels lock --check --offline`: an installed
-    // runtime that cannot read the lock, or a requirement the target runtime
-    // does not read, fails here as it fails there.
-    let mut report = locking::offline_report(
-        project_dir,
-        None,
-        repo_type.map(Into::into),
-        settings,
-        &printer.quiet_if(true),
-        false,
-    )?;
-    // A `--target-runtime` of the command overrides the project's format for
-    // this run only (the command warns when that runtime cannot read the
-    // lock): the file's format is then no reason to lock again.
-    if target.runtime.is_some() {
-        report
-            .findings
-            .retain(|f| !(f.repo_id.is_none() && f.kind == FindingKind::Format));
-    }
+    let report = gate_report(project_dir, target, settings, printer)?;
     let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
     let entries = stale_entries(&report);
     if entries.is_empty() {
@@ -176,18 +158,55 @@ pub fn ensure_current(
         "{} does not match {} ({}); locking again before `kernels {command}`",
         lock_path.display(),
         manifest_path.display(),
-        report
-            .findings
-            .iter()
-            .filter(|f| f.kind.is_stale())
-            .map(|f| f
-                .repo_id
-                .as_ref()
-                .map_or_else(|| "its format".to_owned(), ToString::to_string))
-            .collect::<Vec<_>>()
-            .join(", ")
+        stale_names(&report)
     ));
     relock(project_dir, target, settings, global, printer)
+}
+
+/// The gate's verdict on the lock of `project_dir`: the one of `kernels lock
+/// --check --offline` (an installed runtime that cannot read the lock, or a
+/// requirement the target runtime does not read, fails here as it fails
+/// there); with the command's `--target-runtime`, the file's format is no
+/// finding.
+fn gate_report(
+    project_dir: &Path,
+    target: LockTarget<'_>,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<CheckReport> {
+    let mut report = locking::offline_report(
+        project_dir,
+        None,
+        target.repo_type.map(Into::into),
+        settings,
+        &printer.quiet_if(true),
+        false,
+    )?;
+    // A `--target-runtime` of the command overrides the project's format for
+    // this run only (the command warns when that runtime cannot read the
+    // lock): the file's format is then no reason to lock again.
+    if target.runtime.is_some() {
+        report
+            .findings
+            .retain(|f| !(f.repo_id.is_none() && f.kind == FindingKind::Format));
+    }
+    Ok(report)
+}
+
+/// What is stale, for the "locking again" line: the entries' repositories,
+/// `its format`.
+fn stale_names(report: &CheckReport) -> String {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.kind.is_stale())
+        .map(|f| {
+            f.repo_id
+                .as_ref()
+                .map_or_else(|| "its format".to_owned(), ToString::to_string)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `kernels lock <project_dir>` with every option at its default but the

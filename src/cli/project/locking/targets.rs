@@ -143,20 +143,7 @@ pub(super) fn check(
         .collect();
     match listings {
         Listings::Cache(_) => undecided_note(&listed, project, printer),
-        Listings::Hub(_, cache) => {
-            for (kernel, names) in &listed {
-                if let Some(names) = names {
-                    // A cache that cannot be written only costs the offline
-                    // check its decision.
-                    let receipt = kernels_cache::ListingReceipt {
-                        variants: names.clone(),
-                    };
-                    let _ = cache
-                        .repo(&kernel.repo_id, project.profile.repo_type)
-                        .write_listing_receipt(kernel.commit.as_str(), &receipt);
-                }
-            }
-        }
+        Listings::Hub(_, cache) => store_receipts(cache, &listed, project),
     }
     let mut causes = Vec::new();
     let mut versions = Versions::default();
@@ -165,17 +152,7 @@ pub(super) fn check(
             env: Box::new(target.env.clone()),
             rules,
         };
-        let missing: Vec<&LockedKernel> = listed
-            .iter()
-            .filter(|(kernel, names)| {
-                names.as_ref().is_some_and(|names| {
-                    selection
-                        .select(&kernel.repo_id, &kernel.commit, names)
-                        .is_err()
-                })
-            })
-            .map(|(kernel, _)| kernel)
-            .collect();
+        let missing = without_build(&listed, &selection);
         if !missing.is_empty() {
             causes.push(cause(
                 target,
@@ -187,6 +164,46 @@ pub(super) fn check(
         }
     }
     finish(causes, project, printer)
+}
+
+/// Stores the variant names listed from the Hub as the cache's listing
+/// receipts, which the offline check reads.
+fn store_receipts(
+    cache: &HubCache,
+    listed: &[(LockedKernel, Option<BTreeSet<String>>)],
+    project: &LockedProject<'_>,
+) {
+    for (kernel, names) in listed {
+        if let Some(names) = names {
+            // A cache that cannot be written only costs the offline check
+            // its decision.
+            let receipt = kernels_cache::ListingReceipt {
+                variants: names.clone(),
+            };
+            let _ = cache
+                .repo(&kernel.repo_id, project.profile.repo_type)
+                .write_listing_receipt(kernel.commit.as_str(), &receipt);
+        }
+    }
+}
+
+/// The listed kernels that have no variant `selection` picks (a kernel whose
+/// variants are not known is not among them).
+fn without_build<'k>(
+    listed: &'k [(LockedKernel, Option<BTreeSet<String>>)],
+    selection: &VariantSelection,
+) -> Vec<&'k LockedKernel> {
+    listed
+        .iter()
+        .filter(|(kernel, names)| {
+            names.as_ref().is_some_and(|names| {
+                selection
+                    .select(&kernel.repo_id, &kernel.commit, names)
+                    .is_err()
+            })
+        })
+        .map(|(kernel, _)| kernel)
+        .collect()
 }
 
 /// The verdict: nothing missing, warnings (`missing-target-builds = "warn"`),
