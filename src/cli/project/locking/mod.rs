@@ -29,7 +29,7 @@ use crate::lock::freshness::{CheckMode, LockOnDisk};
 use crate::lock::sticky::Upgrade;
 
 use check::StaleLocked;
-pub use check::{ensure_locked, offline_report};
+pub use check::{ensure_locked, offline_report, stale_online};
 pub use plan::check_upgrade_packages;
 use plan::{Plan, PlanInputs, plan};
 use write::write_plan;
