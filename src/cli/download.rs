@@ -226,7 +226,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         let (hub, lock) = ((settings, &client, &cache), (kernels.as_slice(), format));
         return preview(&args, hub, lock, &mut options, &passes, &progress, printer);
     }
-    let mut summary = download_passes(
+    let (mut summary, build_notes) = download_passes(
         (&client, &cache),
         &kernels,
         &mut options,
@@ -246,6 +246,7 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         cache: &cache,
         kernels: &kernels,
         options: &options,
+        build_notes,
         printer,
     };
     run.report(summary, &progress)
@@ -302,7 +303,9 @@ fn download_options(
 
 /// Downloads `kernels` once per pass (one per declared target, each under a
 /// `Target …` line, else one), each variant once; the passes' summaries
-/// merged. A blocked pass (the cache unwritable, …) stops the rest.
+/// merged, and per kernel without a build for a pass's environment the
+/// versions that have one ([`build_notes`]). A blocked pass (the cache
+/// unwritable, …) stops the rest.
 fn download_passes(
     (client, cache): (&HubClient, &HubCache),
     kernels: &[LockedKernel],
@@ -310,8 +313,9 @@ fn download_passes(
     passes: Vec<(Option<String>, crate::variant::VariantSelection)>,
     progress: &Progress,
     printer: &Printer,
-) -> miette::Result<crate::install::DownloadSummary> {
+) -> miette::Result<(crate::install::DownloadSummary, Vec<String>)> {
     let mut summary = crate::install::DownloadSummary::default();
+    let mut notes = Vec::new();
     for (target, selection) in passes {
         options.selection = selection;
         if let Some(target) = &target {
@@ -322,12 +326,55 @@ fn download_passes(
         if let Some(target) = &target {
             super::project::declared::report_failures(target, &pass, printer);
         }
+        notes.extend(build_notes(client, options, target.as_deref(), &pass.failed)?);
         super::project::declared::merge(&mut summary, pass);
         if summary.blocked.is_some() {
             break;
         }
     }
-    Ok(summary)
+    Ok((summary, notes))
+}
+
+/// Online, for each of the `failed` kernels that has no build variant for
+/// the pass's environment (`target`, a declared one, else this one): which
+/// versions of it have one, with the command that requires one
+/// ([`super::project::locking::versions_with_build`]), or that none has;
+/// offline (nothing can be listed) none.
+fn build_notes(
+    client: &HubClient,
+    options: &DownloadOptions,
+    target: Option<&str>,
+    failed: &[crate::install::KernelFailure],
+) -> miette::Result<Vec<String>> {
+    let repos: Vec<&RepoId> = failed
+        .iter()
+        .filter_map(|f| match &f.error {
+            DownloadError::Variant(crate::variant::VariantError::NoCompatible {
+                repo_id, ..
+            }) => Some(repo_id),
+            _ => None,
+        })
+        .collect();
+    if repos.is_empty() || client.is_offline() {
+        return Ok(Vec::new());
+    }
+    let build = match target {
+        Some(target) => format!("a build for {target}"),
+        None => "a build for this environment".to_owned(),
+    };
+    let rt = super::project::client::runtime()?;
+    Ok(repos
+        .into_iter()
+        .map(|repo| {
+            super::project::locking::versions_with_build(
+                (client, &rt),
+                options.repo_type,
+                repo,
+                &options.selection,
+                &build,
+            )
+        })
+        .collect())
 }
 
 /// `--explain` or `--dry-run`: what each pass (one per declared target, each
@@ -479,6 +526,9 @@ struct Run<'a> {
     cache: &'a HubCache,
     kernels: &'a [LockedKernel],
     options: &'a DownloadOptions,
+    /// The versions with a build of the kernels that have none
+    /// ([`build_notes`]), printed after the failures.
+    build_notes: Vec<String>,
     printer: &'a Printer,
 }
 
@@ -547,7 +597,11 @@ impl Run<'_> {
         if summary.failed.is_empty() {
             return Ok(ExitCode::SUCCESS);
         }
-        self.failures(summary.failed)
+        let code = self.failures(summary.failed);
+        for note in &self.build_notes {
+            printer.status(format_args!("note: {note}"));
+        }
+        code
     }
 
     /// The error of a run where `failed` kernels failed: a full disk once, one

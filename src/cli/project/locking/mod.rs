@@ -31,6 +31,7 @@ use crate::lock::sticky::Upgrade;
 use check::StaleLocked;
 pub use check::{ensure_locked, offline_report, stale_online};
 pub use plan::check_upgrade_packages;
+pub use targets::versions_with_build;
 use plan::{Plan, PlanInputs, plan};
 use write::write_plan;
 

@@ -305,6 +305,33 @@ fn versions_line(
     versions: &[crate::lock::inspect::VersionInfo],
     selection: &VariantSelection,
 ) -> String {
+    versions_with(repo, versions, selection, "one")
+}
+
+/// For a kernel `kernels download` found no variant of for `selection`'s
+/// environment: which versions of `repo` (`vN` branches, release tags, as
+/// listed on the Hub) have a `build`, with the command that requires one, or
+/// that none has; why when they cannot be listed.
+pub fn versions_with_build(
+    (client, rt): (&HubClient, &tokio::runtime::Runtime),
+    repo_type: kernels_types::wire::RepoType,
+    repo: &RepoId,
+    selection: &VariantSelection,
+    build: &str,
+) -> String {
+    match rt.block_on(crate::lock::inspect::versions(client, repo_type, repo)) {
+        Ok(versions) => versions_with(repo, &versions, selection, build),
+        Err(err) => format!("{repo}: its versions could not be listed ({err})"),
+    }
+}
+
+/// [`versions_line`], saying `has {build}` of the fitting versions.
+fn versions_with(
+    repo: &RepoId,
+    versions: &[crate::lock::inspect::VersionInfo],
+    selection: &VariantSelection,
+    build: &str,
+) -> String {
     let fitting: Vec<&crate::lock::inspect::VersionInfo> = versions
         .iter()
         .filter(|v| {
@@ -321,9 +348,9 @@ fn versions_line(
     if fitting.is_empty() {
         let all: Vec<&crate::lock::inspect::VersionInfo> = versions.iter().collect();
         return if all.is_empty() {
-            format!("{repo}: no version has one (it has no `vN` branch or release tag)")
+            format!("{repo}: no version has {build} (it has no `vN` branch or release tag)")
         } else {
-            format!("{repo}: no version has one (checked {})", names(&all))
+            format!("{repo}: no version has {build} (checked {})", names(&all))
         };
     }
     let how = match fitting.iter().filter_map(|v| v.version).max() {
@@ -333,7 +360,7 @@ fn versions_line(
             fitting.last().map_or("", |v| v.name.as_str())
         ),
     };
-    format!("{repo}: {} has one; require it: {how}", names(&fitting))
+    format!("{repo}: {} has {build}; require it: {how}", names(&fitting))
 }
 
 /// What the locked commit of `kernel` is called (`v1`, `v0.1.1`) by the
