@@ -326,7 +326,12 @@ fn download_passes(
         if let Some(target) = &target {
             super::project::declared::report_failures(target, &pass, printer);
         }
-        notes.extend(build_notes(client, options, target.as_deref(), &pass.failed)?);
+        notes.extend(build_notes(
+            client,
+            options,
+            target.as_deref(),
+            &pass.failed,
+        )?);
         super::project::declared::merge(&mut summary, pass);
         if summary.blocked.is_some() {
             break;

@@ -461,7 +461,10 @@ fn download_relocks_a_requirement_the_cache_cannot_judge() {
         fs_err::remove_dir_all(&refs).unwrap_or_default();
     };
     common::assert_ok(&setup.run(&server, &args(&["lock"])));
-    assert!(setup.lock_text().trim_start().starts_with('['), "variant-hash lock");
+    assert!(
+        setup.lock_text().trim_start().starts_with('['),
+        "variant-hash lock"
+    );
 
     // Unchanged: the Hub says the lock is right; nothing is locked again.
     forget_refs(&setup);
@@ -488,9 +491,15 @@ fn download_relocks_a_requirement_the_cache_cannot_judge() {
     let output = setup.run(&server, &args(&["download", "--all-variants"]));
     let text = transcript(&output);
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("locking again before `kernels download`"), "{text}");
+    assert!(
+        text.contains("locking again before `kernels download`"),
+        "{text}"
+    );
     assert_ne!(before, setup.lock_text());
-    assert!(text.contains("Downloaded kernels-test/versions v1"), "{text}");
+    assert!(
+        text.contains("Downloaded kernels-test/versions v1"),
+        "{text}"
+    );
     common::assert_ok(&setup.run(&server, &args(&["lock", "--check"])));
     common::assert_ok(&setup.run(&server, &args(&["lock", "--check", "--offline"])));
 }

@@ -31,8 +31,8 @@ use crate::lock::sticky::Upgrade;
 use check::StaleLocked;
 pub use check::{ensure_locked, offline_report, stale_online};
 pub use plan::check_upgrade_packages;
-pub use targets::versions_with_build;
 use plan::{Plan, PlanInputs, plan};
+pub use targets::versions_with_build;
 use write::write_plan;
 
 /// What to lock and how: the options of `kernels lock` as plain values.
