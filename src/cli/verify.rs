@@ -6,7 +6,7 @@ mod signatures;
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::json::{ErrorDoc, ProblemDoc, VerifiedDoc, VerifyDoc};
+use super::json::{ErrorDoc, JudgedDoc, ProblemDoc, VerifiedDoc, VerifyDoc};
 use super::printer::Printer;
 use super::progress::{first_fitting, human_bytes, line_width, plural};
 use super::project::profile::other_folder_note;
@@ -131,7 +131,8 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         );
     }
     if json {
-        return Ok(print_json(settings, printer, &checks));
+        let judged = judged_doc(&args.project.project_dir, &read.selection);
+        return Ok(print_json(settings, printer, &checks, judged));
     }
     super::project::fit::print_fits(
         printer,
@@ -146,6 +147,33 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
             .snapshot_dir(check.commit.as_str())
     };
     print_text(&args, printer, &checks, &snapshot)
+}
+
+/// With several `[[tool.kernels.targets]]` in the project's
+/// `pyproject.toml`, which environment `selection` judged and the declared
+/// targets (the JSON of the note the text output prints once); `None`
+/// otherwise.
+fn judged_doc(
+    project_dir: &Path,
+    selection: &crate::variant::VariantSelection,
+) -> Option<JudgedDoc> {
+    let tool = crate::lock::manifest::ToolSettings::read(project_dir)
+        .ok()
+        .flatten()?;
+    let manifest = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
+    let note = crate::lock::manifest::ToolSettings::several_targets_note(Some(&tool), &manifest)?;
+    let (envs, _) = super::project::declared::declared_envs(&tool, &manifest);
+    Some(JudgedDoc {
+        environment: match selection {
+            crate::variant::VariantSelection::Detected { env, .. } => Some(env.describe()),
+            _ => None,
+        },
+        declared_targets: envs
+            .iter()
+            .map(|env| format!("{} ({})", env.key, env.label))
+            .collect(),
+        note,
+    })
 }
 
 /// The project's lock as `kernels verify` reads it: for the project's
@@ -338,7 +366,12 @@ impl Repairs {
 }
 
 /// The `--format json` document of a verification; exit 1 on any difference.
-fn print_json(settings: &Settings, printer: &Printer, checks: &[KernelVerification]) -> ExitCode {
+fn print_json(
+    settings: &Settings,
+    printer: &Printer,
+    checks: &[KernelVerification],
+    judged: Option<JudgedDoc>,
+) -> ExitCode {
     let ok = checks.iter().all(|c| c.is_ok());
     printer.json(&VerifyDoc {
         schema: 1,
@@ -352,6 +385,7 @@ fn print_json(settings: &Settings, printer: &Printer, checks: &[KernelVerificati
             .map(|w| w.to_string())
             .collect(),
         error: None,
+        judged,
     });
     if ok {
         ExitCode::SUCCESS
@@ -445,6 +479,7 @@ pub(super) fn print_failure(settings: &Settings, printer: &Printer, report: &mie
         kernels: Vec::new(),
         warnings: Vec::new(),
         error: Some(ErrorDoc::of(report)),
+        judged: None,
     });
 }
 

@@ -373,10 +373,11 @@ fn the_lock_for_0_19_is_read_by_the_pinned_0_19_and_names_it_alone() {
 
 /// `kernels env` names where each GPU comes from (`cuda-capabilities` of
 /// `[tool.kernels]`, a `[[tool.kernels.targets]]` entry, the flag), in text
-/// and in the JSON `description`, and with several declared targets says
-/// once which environment it shows and names the targets.
+/// and in the JSON `description`; with several declared targets `env` and
+/// `verify` say once which environment they judge and name the targets
+/// (`verify --format json`: `judged`).
 #[test]
-fn env_attributes_each_gpu_to_its_source_and_names_several_targets_once() {
+fn env_attributes_each_gpu_and_env_and_verify_name_several_targets_once() {
     let server = Server::bundled();
     let tmp = tempfile::tempdir().unwrap();
     let (cache, empty) = (tmp.path().join("cache"), tmp.path().join("empty"));
@@ -414,5 +415,40 @@ CUDA capability 10.0 (from [[tool.kernels.targets]] targets[2] of ./pyproject.to
     assert_eq!(
         doc["targets"]["description"],
         "CUDA capability 7.5 (from --cuda-capability/--rocm-arch)"
+    );
+
+    // `verify` judges one environment: said once in text, and in JSON.
+    let output = kernels(&server, &cache, &empty, &dir, &["lock"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let env = ["--torch-version", "2.8", "--cpu"];
+    let output = kernels(
+        &server,
+        &cache,
+        &empty,
+        &dir,
+        &[&["verify"][..], &env].concat(),
+    );
+    assert_eq!(stderr(&output).matches("declares 2 targets").count(), 1);
+    let args = [&["verify", "--format", "json"][..], &env].concat();
+    let output = kernels(&server, &cache, &empty, &dir, &args);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let judged = &doc["judged"];
+    assert_eq!(
+        judged["environment"], "torch 2.8 (cxx11 ABI), CPU only, x86_64-linux",
+        "{doc}"
+    );
+    assert_eq!(
+        judged["declared_targets"],
+        serde_json::json!([
+            "targets[1] (torch 2.8 + cuda-12.8 (x86_64-linux), Python 3.12)",
+            "targets[2] (torch 2.7 + cuda-12.6 (x86_64-linux), Python 3.12)"
+        ])
+    );
+    assert!(
+        judged["note"]
+            .as_str()
+            .unwrap()
+            .contains("declares 2 targets"),
+        "{doc}"
     );
 }
