@@ -164,12 +164,7 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
     // The declared images: each variant's compiled files are checked from the cache.
     policy.images = super::project::fit::images(dir, None)?;
     let python_target = python_target(&overrides, tool.as_ref(), &manifest_path, &python);
-    let locked = Lockfile::read(&lock_path)
-        .and_then(|l| l.locked_kernels(&lock_path))
-        .unwrap_or_default();
-    let rules = crate::variant::VariantRules::of_profile(&profile);
-    let choice_env = resolved.as_ref().ok().map(|(env, _)| (env, rules));
-    let local = super::project::local::gather(settings, dir, &locked, choice_env)?;
+    let local = local_sources(settings, dir, &lock_path, &profile, &resolved)?;
     let gpus = attributed_gpus(&policy.targets, tool.as_ref());
     let report = Report {
         local,
@@ -194,6 +189,26 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         OutputFormat::Text => report.print_text(),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which source each loading API uses per locked kernel of `lock_path` with
+/// a local build ([`super::project::local::gather`]), for the environment
+/// `resolved` when torch was found.
+fn local_sources(
+    settings: &Settings,
+    dir: &Path,
+    lock_path: &Path,
+    profile: &Profile,
+    resolved: &Result<(TorchEnv, EnvSources), VariantError>,
+) -> miette::Result<super::json::LocalSourcesDoc> {
+    let locked = Lockfile::read(lock_path)
+        .and_then(|l| l.locked_kernels(lock_path))
+        .unwrap_or_default();
+    let rules = crate::variant::VariantRules::of_profile(profile);
+    let choice_env = resolved.as_ref().ok().map(|(env, _)| (env, rules));
+    Ok(super::project::local::gather(
+        settings, dir, &locked, choice_env,
+    )?)
 }
 
 /// The target's Python ([`PythonTarget::resolve`]): `--python-version`, the
