@@ -192,37 +192,14 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
     // `--explain` verdicts), stderr keeps only warnings and errors.
     let printer = &printer.quiet_if(args.format == OutputFormat::Json);
     settings.note_runtime_overrides(printer);
-    let python = ProjectPython::for_project(
-        &args.project.project_dir,
-        super::settings::virtual_env().as_deref(),
-    )
-    .with_modules(kernels_types::python_depends::ALL_MODULES)
-    .with_receipts(crate::variant::ProbeReceipts::new(
-        &settings.cache_dir,
-        super::settings::interpreter_context(),
-        super::settings::path_var(),
-    ));
-    let (dir, frozen) = (&args.project.project_dir, args.lock_mode.frozen);
-    let read = read_lock_with(dir, &args.select, &python, printer, frozen, true).inspect_err(
-        |report| {
-            if json {
-                print_failure(settings, printer, report, &[]);
-            }
-        },
-    )?;
+    let read = read_project_lock(&args, settings, printer).inspect_err(|report| {
+        if json {
+            print_failure(settings, printer, report, &[]);
+        }
+    })?;
     let profile = read.profile.clone();
     let per_target = read.per_target.clone();
-    let mut trust = project_trust(dir, &args.trust)?;
-    accept_provenance(&mut trust, &args.accept_provenance, &read.kernels)?;
-    let (kernels, format, mut options) = read.into_options(Some(trust.into()));
-    options.concurrency = args.concurrency;
-    options.refresh = args.refresh;
-    options.runtime_receipts = options
-        .runtime_receipts
-        .filter(|_| !args.no_runtime_receipts);
-    if args.manylinux.is_some() {
-        options.fit.images = super::project::fit::images(dir, args.manylinux.as_deref())?;
-    }
+    let (kernels, format, mut options) = download_options(&args, read)?;
     if !options.fit.images.is_empty() || printer.is_verbose() {
         printer.status(format_args!(
             "{}",
@@ -249,22 +226,14 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         let (hub, lock) = ((settings, &client, &cache), (kernels.as_slice(), format));
         return preview(&args, hub, lock, &mut options, &passes, &progress, printer);
     }
-    let mut summary = crate::install::DownloadSummary::default();
-    for (target, selection) in passes {
-        options.selection = selection;
-        if let Some(target) = &target {
-            printer.status(format_args!("Target {target}:"));
-        }
-        let pass = super::project::client::runtime()?
-            .block_on(download(&client, &cache, &kernels, &options, &progress));
-        if let Some(target) = &target {
-            super::project::declared::report_failures(target, &pass, printer);
-        }
-        super::project::declared::merge(&mut summary, pass);
-        if summary.blocked.is_some() {
-            break;
-        }
-    }
+    let (mut summary, build_notes) = download_passes(
+        (&client, &cache),
+        &kernels,
+        &mut options,
+        passes,
+        &progress,
+        printer,
+    )?;
     if args.with_benchmarks {
         place_extras(&client, &cache, &options, &mut summary, printer)?;
     }
@@ -277,9 +246,140 @@ pub fn run(args: DownloadArgs, settings: &Settings, printer: &Printer) -> miette
         cache: &cache,
         kernels: &kernels,
         options: &options,
+        build_notes,
         printer,
     };
     run.report(summary, &progress)
+}
+
+/// The project's lock as `kernels download` reads it: for the project's
+/// interpreter (its modules and probe receipts), `--frozen` kept.
+fn read_project_lock(
+    args: &DownloadArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<super::project::read::LockRead> {
+    let python = ProjectPython::for_project(
+        &args.project.project_dir,
+        super::settings::virtual_env().as_deref(),
+    )
+    .with_modules(kernels_types::python_depends::ALL_MODULES)
+    .with_receipts(crate::variant::ProbeReceipts::new(
+        &settings.cache_dir,
+        super::settings::interpreter_context(),
+        super::settings::path_var(),
+    ));
+    let (dir, frozen) = (&args.project.project_dir, args.lock_mode.frozen);
+    read_lock_with(dir, &args.select, &python, printer, frozen, true)
+}
+
+/// The locked kernels, the lock's format and the download options of a read
+/// lock, with this run's trust (`--trust-root`, `--accept-provenance`),
+/// `--concurrency`, `--refresh`, `--no-runtime-receipts` and `--manylinux`.
+/// Errors: an unreadable trust setting, `--accept-provenance` of a kernel the
+/// lock does not name, a bad `--manylinux`.
+fn download_options(
+    args: &DownloadArgs,
+    read: super::project::read::LockRead,
+) -> miette::Result<(
+    Vec<LockedKernel>,
+    crate::lock::format::LockFormat,
+    DownloadOptions,
+)> {
+    let dir = &args.project.project_dir;
+    let mut trust = project_trust(dir, &args.trust)?;
+    accept_provenance(&mut trust, &args.accept_provenance, &read.kernels)?;
+    let (kernels, format, mut options) = read.into_options(Some(trust.into()));
+    options.concurrency = args.concurrency;
+    options.refresh = args.refresh;
+    options.runtime_receipts = options
+        .runtime_receipts
+        .filter(|_| !args.no_runtime_receipts);
+    if args.manylinux.is_some() {
+        options.fit.images = super::project::fit::images(dir, args.manylinux.as_deref())?;
+    }
+    Ok((kernels, format, options))
+}
+
+/// Downloads `kernels` once per pass (one per declared target, each under a
+/// `Target …` line, else one), each variant once; the passes' summaries
+/// merged, and per kernel without a build for a pass's environment the
+/// versions that have one ([`build_notes`]). A blocked pass (the cache
+/// unwritable, …) stops the rest.
+fn download_passes(
+    (client, cache): (&HubClient, &HubCache),
+    kernels: &[LockedKernel],
+    options: &mut DownloadOptions,
+    passes: Vec<(Option<String>, crate::variant::VariantSelection)>,
+    progress: &Progress,
+    printer: &Printer,
+) -> miette::Result<(crate::install::DownloadSummary, Vec<String>)> {
+    let mut summary = crate::install::DownloadSummary::default();
+    let mut notes = Vec::new();
+    for (target, selection) in passes {
+        options.selection = selection;
+        if let Some(target) = &target {
+            printer.status(format_args!("Target {target}:"));
+        }
+        let pass = super::project::client::runtime()?
+            .block_on(download(client, cache, kernels, options, progress));
+        if let Some(target) = &target {
+            super::project::declared::report_failures(target, &pass, printer);
+        }
+        notes.extend(build_notes(
+            client,
+            options,
+            target.as_deref(),
+            &pass.failed,
+        )?);
+        super::project::declared::merge(&mut summary, pass);
+        if summary.blocked.is_some() {
+            break;
+        }
+    }
+    Ok((summary, notes))
+}
+
+/// Online, for each of the `failed` kernels that has no build variant for
+/// the pass's environment (`target`, a declared one, else this one): which
+/// versions of it have one, with the command that requires one
+/// ([`super::project::locking::versions_with_build`]), or that none has;
+/// offline (nothing can be listed) none.
+fn build_notes(
+    client: &HubClient,
+    options: &DownloadOptions,
+    target: Option<&str>,
+    failed: &[crate::install::KernelFailure],
+) -> miette::Result<Vec<String>> {
+    let repos: Vec<&RepoId> = failed
+        .iter()
+        .filter_map(|f| match &f.error {
+            DownloadError::Variant(crate::variant::VariantError::NoCompatible {
+                repo_id, ..
+            }) => Some(repo_id),
+            _ => None,
+        })
+        .collect();
+    if repos.is_empty() || client.is_offline() {
+        return Ok(Vec::new());
+    }
+    let build = match target {
+        Some(target) => format!("a build for {target}"),
+        None => "a build for this environment".to_owned(),
+    };
+    let rt = super::project::client::runtime()?;
+    Ok(repos
+        .into_iter()
+        .map(|repo| {
+            super::project::locking::versions_with_build(
+                (client, &rt),
+                options.repo_type,
+                repo,
+                &options.selection,
+                &build,
+            )
+        })
+        .collect())
 }
 
 /// `--explain` or `--dry-run`: what each pass (one per declared target, each
@@ -431,6 +531,9 @@ struct Run<'a> {
     cache: &'a HubCache,
     kernels: &'a [LockedKernel],
     options: &'a DownloadOptions,
+    /// The versions with a build of the kernels that have none
+    /// ([`build_notes`]), printed after the failures.
+    build_notes: Vec<String>,
     printer: &'a Printer,
 }
 
@@ -499,7 +602,11 @@ impl Run<'_> {
         if summary.failed.is_empty() {
             return Ok(ExitCode::SUCCESS);
         }
-        self.failures(summary.failed)
+        let code = self.failures(summary.failed);
+        for note in &self.build_notes {
+            printer.status(format_args!("note: {note}"));
+        }
+        code
     }
 
     /// The error of a run where `failed` kernels failed: a full disk once, one

@@ -156,19 +156,19 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         .needs_python()
         .then(|| python.probe(ProbeScope::Torch).ok())
         .flatten();
+    if let Some(note) = several_targets_note(tool.as_ref(), &manifest_path, &overrides) {
+        printer.status(format_args!("note: {note}"));
+    }
     let mut policy =
         super::project::fit::for_project(dir, &args.targets.targets(), probe, profile.runtime);
     // The declared images: each variant's compiled files are checked from the cache.
     policy.images = super::project::fit::images(dir, None)?;
     let python_target = python_target(&overrides, tool.as_ref(), &manifest_path, &python);
-    let locked = Lockfile::read(&lock_path)
-        .and_then(|l| l.locked_kernels(&lock_path))
-        .unwrap_or_default();
-    let rules = crate::variant::VariantRules::of_profile(&profile);
-    let choice_env = resolved.as_ref().ok().map(|(env, _)| (env, rules));
-    let local = super::project::local::gather(settings, dir, &locked, choice_env)?;
+    let local = local_sources(settings, dir, &lock_path, &profile, &resolved)?;
+    let gpus = attributed_gpus(&policy.targets, tool.as_ref());
     let report = Report {
         local,
+        gpus,
         python_target,
         policy,
         runtime: runtime
@@ -189,6 +189,26 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         OutputFormat::Text => report.print_text(),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which source each loading API uses per locked kernel of `lock_path` with
+/// a local build ([`super::project::local::gather`]), for the environment
+/// `resolved` when torch was found.
+fn local_sources(
+    settings: &Settings,
+    dir: &Path,
+    lock_path: &Path,
+    profile: &Profile,
+    resolved: &Result<(TorchEnv, EnvSources), VariantError>,
+) -> miette::Result<super::json::LocalSourcesDoc> {
+    let locked = Lockfile::read(lock_path)
+        .and_then(|l| l.locked_kernels(lock_path))
+        .unwrap_or_default();
+    let rules = crate::variant::VariantRules::of_profile(profile);
+    let choice_env = resolved.as_ref().ok().map(|(env, _)| (env, rules));
+    Ok(super::project::local::gather(
+        settings, dir, &locked, choice_env,
+    )?)
 }
 
 /// The target's Python ([`PythonTarget::resolve`]): `--python-version`, the
@@ -218,6 +238,55 @@ fn python_target(
     })
 }
 
+/// The `Target GPUs` value of `kernels env`: with GPUs from
+/// `pyproject.toml`, each named with where it is declared (`[tool.kernels]
+/// `cuda-capabilities``, `[[tool.kernels.targets]] targets[2]`), consecutive
+/// ones of one source together; else as every command says it (the flags,
+/// the GPU torch sees, not checked).
+fn attributed_gpus(targets: &crate::variant::Targets, tool: Option<&ToolSettings>) -> String {
+    let (crate::variant::TargetSource::Manifest(path), Some(tool)) = (&targets.source, tool) else {
+        return targets.to_string();
+    };
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (index, target) in targets.list.iter().enumerate() {
+        let origin = tool.gpu_origin(index);
+        match groups.last_mut() {
+            Some((last, list)) if *last == origin => list.push(target.to_string()),
+            _ => groups.push((origin, vec![target.to_string()])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(origin, list)| format!("{} (from {origin} of {})", list.join(", "), path.display()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// With several `[[tool.kernels.targets]]` and no environment flag, the one
+/// note saying which environment `kernels env` shows (the project's
+/// interpreter; `kernels download` fetches for each declared target) and
+/// naming the targets; `None` otherwise.
+fn several_targets_note(
+    tool: Option<&ToolSettings>,
+    manifest_path: &Path,
+    overrides: &crate::variant::EnvOverrides,
+) -> Option<String> {
+    if !overrides.is_empty() {
+        return None;
+    }
+    let note = ToolSettings::several_targets_note(tool, manifest_path)?;
+    let (envs, _) = super::project::declared::declared_envs(tool?, manifest_path);
+    let named: Vec<String> = envs
+        .iter()
+        .map(|env| format!("{} ({})", env.key, env.label))
+        .collect();
+    Some(if named.is_empty() {
+        note
+    } else {
+        format!("{note}. Declared: {}", named.join(", "))
+    })
+}
+
 /// What `kernels env` found, for printing.
 struct Report<'a> {
     args: &'a EnvCmdArgs,
@@ -236,6 +305,8 @@ struct Report<'a> {
     runtime: String,
     /// The targets and rules each locked variant's fit is checked against.
     policy: FitPolicy,
+    /// The `Target GPUs` value, each GPU with its source ([`attributed_gpus`]).
+    gpus: String,
     /// The target's Python version and build.
     python_target: PythonTarget,
     /// The locked kernels with a local build and what loads what.
@@ -279,7 +350,10 @@ impl Report<'_> {
                     }
                 }),
             },
-            targets: TargetsDoc::new(&self.policy.targets),
+            targets: TargetsDoc {
+                description: self.gpus.clone(),
+                ..TargetsDoc::new(&self.policy.targets)
+            },
             python_target: PythonTargetDoc {
                 target: &self.python_target,
                 description: self.python_target.to_string(),
@@ -338,7 +412,7 @@ impl Report<'_> {
             "",
         );
         self.row("Target runtime", &self.runtime, "");
-        self.row("Target GPUs", &self.policy.targets.to_string(), "");
+        self.row("Target GPUs", &self.gpus, "");
         self.row("Target Python", &self.python_target.to_string(), "");
         let source = match settings.cache_dir_source {
             "default" => "",

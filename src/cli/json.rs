@@ -492,6 +492,25 @@ pub struct VerifyDoc<'a> {
     pub warnings: Vec<String>,
     /// Why nothing could be verified, if so.
     pub error: Option<ErrorDoc>,
+    /// Only with several `[[tool.kernels.targets]]`: which environment the
+    /// run judged (one run judges one), and the declared targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<JudgedDoc>,
+}
+
+/// The `judged` field of [`VerifyDoc`]: the environment a run judged when
+/// `pyproject.toml` declares several targets.
+#[derive(Debug, Serialize)]
+pub struct JudgedDoc {
+    /// The environment the variants were chosen for (`torch 2.8 (cxx11
+    /// ABI), CPU only, x86_64-linux`); `null` when variants were named
+    /// (`--all-variants`, `--variant`).
+    pub environment: Option<String>,
+    /// The declared targets that are environments, `targets[1] (torch 2.7 +
+    /// cuda-12.6 (x86_64-linux))`, in file order.
+    pub declared_targets: Vec<String>,
+    /// The note of the text output: how to judge a declared target.
+    pub note: String,
 }
 
 /// One kernel of [`VerifyDoc`].
@@ -1663,6 +1682,7 @@ mod tests {
             }],
             warnings: Vec::new(),
             error: None,
+            judged: None,
         };
         matches("`kernels verify`", &doc, &["kernels"]);
     }

@@ -6,7 +6,7 @@ mod signatures;
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::json::{ErrorDoc, ProblemDoc, VerifiedDoc, VerifyDoc};
+use super::json::{ErrorDoc, JudgedDoc, ProblemDoc, VerifiedDoc, VerifyDoc};
 use super::printer::Printer;
 use super::progress::{first_fitting, human_bytes, line_width, plural};
 use super::project::profile::other_folder_note;
@@ -105,51 +105,14 @@ pub fn run_checked(
 pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
     let json = args.format == super::args::OutputFormat::Json;
     let printer = &printer.quiet_if(json);
-    let python = crate::variant::ProjectPython::for_project(
-        &args.project.project_dir,
-        super::settings::virtual_env().as_deref(),
-    )
-    .with_modules(kernels_types::python_depends::ALL_MODULES)
-    .with_receipts(crate::variant::ProbeReceipts::new(
-        &settings.cache_dir,
-        super::settings::interpreter_context(),
-        super::settings::path_var(),
-    ));
-    let frozen = args.lock_mode.frozen;
-    let read = read_lock(
-        &args.project.project_dir,
-        &args.select,
-        &python,
-        printer,
-        frozen,
-    )
-    .inspect_err(|report| {
+    let fail_json = |report: &miette::Report| {
         if json {
             print_failure(settings, printer, report);
         }
-    })?;
+    };
+    let read = read_project_lock(&args, settings, printer).inspect_err(fail_json)?;
     let cache = settings.cache();
-    let mut checks = verify_kernels_fit(
-        &cache,
-        read.repo_type,
-        &read.kernels,
-        &read.selection,
-        Some(&read.fit),
-    );
-    let project_dir = &args.project.project_dir;
-    let pins = crate::install::check::provenance::file_pins(project_dir);
-    crate::install::vouch::check(&cache, read.repo_type, &read.kernels, &mut checks, &pins);
-    // A variant whose files or signer differ from kernels.lock.provenance
-    // (linked by an older version of this tool) fails both forms.
-    if let Some(recorded) = crate::install::check::provenance::Recorded::read(project_dir) {
-        crate::install::check::provenance::check_cache(&cache, read.repo_type, &checks, &recorded)
-            .map_err(miette::Report::new)
-            .inspect_err(|report| {
-                if json {
-                    print_failure(settings, printer, report);
-                }
-            })?;
-    }
+    let checks = check_kernels(&cache, &read, &args.project.project_dir).inspect_err(fail_json)?;
     // A bundle proves nothing about an unsigned variant's files: a variant
     // nothing vouches for (a planted directory) fails `--signatures` as it
     // fails the plain check, with the plain report.
@@ -168,7 +131,8 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         );
     }
     if json {
-        return Ok(print_json(settings, printer, &checks));
+        let judged = judged_doc(&args.project.project_dir, &read.selection);
+        return Ok(print_json(settings, printer, &checks, judged));
     }
     super::project::fit::print_fits(
         printer,
@@ -176,24 +140,115 @@ pub fn run(args: VerifyArgs, settings: &Settings, printer: &Printer) -> miette::
         &read.selection,
         checks.iter().map(|c| (c.label(), &c.fit)),
     );
-    for check in &checks {
-        let missing = check
-            .problems
-            .iter()
-            .any(|p| matches!(p, Problem::NotCached { .. }));
-        let note = missing
-            .then(|| other_folder_note(&cache, read.repo_type, &check.repo_id, &check.commit))
-            .flatten();
-        if let Some(note) = note {
-            printer.status(format_args!("note: {note}"));
-        }
-    }
+    print_other_folder_notes(&cache, read.repo_type, &checks, printer);
     let snapshot = |check: &KernelVerification| {
         cache
             .repo(&check.repo_id, read.repo_type)
             .snapshot_dir(check.commit.as_str())
     };
     print_text(&args, printer, &checks, &snapshot)
+}
+
+/// With several `[[tool.kernels.targets]]` in the project's
+/// `pyproject.toml`, which environment `selection` judged and the declared
+/// targets (the JSON of the note the text output prints once); `None`
+/// otherwise.
+fn judged_doc(
+    project_dir: &Path,
+    selection: &crate::variant::VariantSelection,
+) -> Option<JudgedDoc> {
+    let tool = crate::lock::manifest::ToolSettings::read(project_dir)
+        .ok()
+        .flatten()?;
+    let manifest = project_dir.join(crate::lock::manifest::MANIFEST_FILE_NAME);
+    let note = crate::lock::manifest::ToolSettings::several_targets_note(Some(&tool), &manifest)?;
+    let (envs, _) = super::project::declared::declared_envs(&tool, &manifest);
+    Some(JudgedDoc {
+        environment: match selection {
+            crate::variant::VariantSelection::Detected { env, .. } => Some(env.describe()),
+            _ => None,
+        },
+        declared_targets: envs
+            .iter()
+            .map(|env| format!("{} ({})", env.key, env.label))
+            .collect(),
+        note,
+    })
+}
+
+/// The project's lock as `kernels verify` reads it: for the project's
+/// interpreter (its modules and probe receipts), `--frozen` kept.
+fn read_project_lock(
+    args: &VerifyArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<super::project::read::LockRead> {
+    let python = crate::variant::ProjectPython::for_project(
+        &args.project.project_dir,
+        super::settings::virtual_env().as_deref(),
+    )
+    .with_modules(kernels_types::python_depends::ALL_MODULES)
+    .with_receipts(crate::variant::ProbeReceipts::new(
+        &settings.cache_dir,
+        super::settings::interpreter_context(),
+        super::settings::path_var(),
+    ));
+    read_lock(
+        &args.project.project_dir,
+        &args.select,
+        &python,
+        printer,
+        args.lock_mode.frozen,
+    )
+}
+
+/// Every locked kernel checked in the cache: its files and fit, what vouches
+/// for each variant (signature, receipt, `kernels.lock.provenance` pins).
+/// Errors: a variant whose files or signer differ from
+/// `kernels.lock.provenance` (linked by an older version of this tool).
+fn check_kernels(
+    cache: &kernels_cache::HubCache,
+    read: &super::project::read::LockRead,
+    project_dir: &Path,
+) -> miette::Result<Vec<KernelVerification>> {
+    let mut checks = verify_kernels_fit(
+        cache,
+        read.repo_type,
+        &read.kernels,
+        &read.selection,
+        Some(&read.fit),
+    );
+    let pins = crate::install::check::provenance::file_pins(project_dir);
+    crate::install::vouch::check(cache, read.repo_type, &read.kernels, &mut checks, &pins);
+    // A variant whose files or signer differ from kernels.lock.provenance
+    // (linked by an older version of this tool) fails both forms.
+    if let Some(recorded) = crate::install::check::provenance::Recorded::read(project_dir) {
+        crate::install::check::provenance::check_cache(cache, read.repo_type, &checks, &recorded)
+            .map_err(miette::Report::new)?;
+    }
+    Ok(checks)
+}
+
+/// `note: …` for each kernel missing from the cache that another cache
+/// folder (another repository type) holds.
+fn print_other_folder_notes(
+    cache: &kernels_cache::HubCache,
+    repo_type: kernels_types::wire::RepoType,
+    checks: &[KernelVerification],
+    printer: &Printer,
+) {
+    for check in checks {
+        let missing = check
+            .problems
+            .iter()
+            .any(|p| matches!(p, Problem::NotCached { .. }));
+        let note = missing
+            .then(|| other_folder_note(cache, repo_type, &check.repo_id, &check.commit))
+            .flatten();
+        if let Some(note) = note {
+            printer.status(format_args!("note: {note}"));
+        }
+    }
 }
 
 /// What repairs the cache, gathered from the problems of a verification:
@@ -311,7 +366,12 @@ impl Repairs {
 }
 
 /// The `--format json` document of a verification; exit 1 on any difference.
-fn print_json(settings: &Settings, printer: &Printer, checks: &[KernelVerification]) -> ExitCode {
+fn print_json(
+    settings: &Settings,
+    printer: &Printer,
+    checks: &[KernelVerification],
+    judged: Option<JudgedDoc>,
+) -> ExitCode {
     let ok = checks.iter().all(|c| c.is_ok());
     printer.json(&VerifyDoc {
         schema: 1,
@@ -325,6 +385,7 @@ fn print_json(settings: &Settings, printer: &Printer, checks: &[KernelVerificati
             .map(|w| w.to_string())
             .collect(),
         error: None,
+        judged,
     });
     if ok {
         ExitCode::SUCCESS
@@ -418,6 +479,7 @@ pub(super) fn print_failure(settings: &Settings, printer: &Printer, report: &mie
         kernels: Vec::new(),
         warnings: Vec::new(),
         error: Some(ErrorDoc::of(report)),
+        judged: None,
     });
 }
 

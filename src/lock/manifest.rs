@@ -61,6 +61,9 @@ pub struct ToolSettings {
     /// the GPUs the project's kernels must run on, in that order
     /// ([`crate::variant::targets`]).
     pub targets: Vec<Target>,
+    /// How many of [`ToolSettings::targets`] (the first ones) come from
+    /// `cuda-capabilities` and `rocm-archs`; the others from declared targets.
+    pub shorthand_gpus: usize,
     /// `[[tool.kernels.targets]]`: the environments the project's kernels
     /// must load in ([`crate::lock::declared`]), in file order.
     pub declared: Vec<DeclaredTarget>,
@@ -93,6 +96,7 @@ impl Default for ToolSettings {
             target_runtime: None,
             trust: Vec::new(),
             targets: Vec::new(),
+            shorthand_gpus: 0,
             cooldown: CooldownSettings::default(),
             signing: TrustSettings::default(),
             declared: Vec::new(),
@@ -118,6 +122,27 @@ impl ToolSettings {
 }
 
 impl ToolSettings {
+    /// Where the `index`-th of [`ToolSettings::targets`] is declared:
+    /// `` `cuda-capabilities` `` / `` `rocm-archs` `` of `[tool.kernels]`, else
+    /// the first `[[tool.kernels.targets]]` entry naming it (`targets[N]`,
+    /// counted from 1).
+    pub fn gpu_origin(&self, index: usize) -> String {
+        let Some(target) = self.targets.get(index) else {
+            return "[tool.kernels]".to_owned();
+        };
+        if index < self.shorthand_gpus {
+            let key = match target {
+                Target::Cuda(_) => "cuda-capabilities",
+                Target::Rocm(_) => "rocm-archs",
+            };
+            return format!("[tool.kernels] `{key}`");
+        }
+        match self.declared.iter().position(|t| t.gpus.contains(target)) {
+            Some(n) => format!("[[tool.kernels.targets]] targets[{}]", n + 1),
+            None => "[tool.kernels]".to_owned(),
+        }
+    }
+
     /// The declared target (`[[tool.kernels.targets]]`) commands select
     /// variants for, with the path of its `pyproject.toml`: the only one
     /// declared. `None` without a table, or with several: a run selects for
@@ -718,11 +743,21 @@ fn parse_settings(
     settings.trust = string_array(table, "trust", "repo id", |s| s.parse::<RepoId>())
         .map_err(|(item, what)| problem("trust", item, what, trust_help))?;
     (settings.targets, settings.declared) = parse_target_keys(table, path, source, &problem)?;
+    settings.shorthand_gpus = shorthand_count(table);
     settings.image = parse_image(table, &problem)?;
     settings.cooldown = parse_cooldown(table, &problem)?;
     settings.signing = parse_trust_settings(table, path, &problem)?;
     parse_switches(table, &problem, &mut settings)?;
     Ok(settings)
+}
+
+/// How many GPUs `cuda-capabilities` and `rocm-archs` of the (valid)
+/// `[tool.kernels]` `table` list.
+fn shorthand_count(table: &dyn TableLike) -> usize {
+    ["cuda-capabilities", "rocm-archs"]
+        .iter()
+        .filter_map(|key| table.get(key)?.as_array().map(|a| a.len()))
+        .sum()
 }
 
 /// The GPUs (`cuda-capabilities`, `rocm-archs`, then those of each declared

@@ -262,3 +262,27 @@ fn lock_check_refuses_what_lock_refuses_for_a_missing_target_build() {
         "{out:?}"
     );
 }
+
+/// `kernels download` with no build for the environment names, after the
+/// error, the versions of the kernel that have one and the requirement that
+/// selects one (as `lock`/`add` do for a declared target); the named fix works.
+#[test]
+fn download_without_a_build_names_the_versions_that_have_one() {
+    let empty = tempfile::tempdir().unwrap();
+    let context = TestContext::new()
+        .with_pyproject(
+            "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"kernels-community/activation\" = \"<0.0.3\"\n",
+        )
+        .with_env("PATH", empty.path());
+    context.run_ok(&["lock", "--target-runtime", "0.10.5"]);
+    let env = ["--torch-version", "2.7", "--cuda-version", "12.6"];
+    let out = context.run(&[&["download"][..], &env].concat());
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    snapshot!("download_no_build_names_versions", out);
+    context.write(
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\n\n[tool.kernels.dependencies]\n\"kernels-community/activation\" = \">=0.0.3\"\n",
+    );
+    context.run_ok(&["lock", "-P", "kernels-community/activation"]);
+    context.run_ok(&[&["download"][..], &env].concat());
+}

@@ -426,3 +426,80 @@ fn unsigned_gets_one_verdict_from_every_integrity_gate() {
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(!text.contains("accept it with a note"), "{text}");
 }
+
+/// A requirement edited after locking that the cache cannot judge (a
+/// variant-hash lock, and a cache without the refs of the locked commit):
+/// online, `kernels download` asks the Hub, locks again and downloads what
+/// the new lock names; offline it fails with the stale-lock error naming
+/// `kernels lock`, rather than downloading (and recording) the old commit
+/// under the new requirement. An entry the Hub finds unchanged is left as it is.
+#[test]
+fn download_relocks_a_requirement_the_cache_cannot_judge() {
+    let server = Server::bundled();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let cache = dir.path().join("cache");
+    fs_err::create_dir_all(&project).unwrap();
+    fs_err::create_dir_all(cache.join("empty-path")).unwrap();
+    let manifest = project.join("pyproject.toml");
+    let deps = |n: u32| {
+        format!(
+            "{PROJECT}[tool.kernels]\ntarget-runtime = \"0.16.2\"\n\n[tool.kernels.dependencies]\n\"kernels-test/versions\" = {n}\n"
+        )
+    };
+    fs_err::write(&manifest, deps(2)).unwrap();
+    let mut setup = Setup {
+        _dir: dir,
+        project,
+        cache,
+        venv: None,
+        offline: false,
+    };
+    let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let forget_refs = |setup: &Setup| {
+        let refs = setup.cache.join("kernels--kernels-test--versions/refs");
+        fs_err::remove_dir_all(&refs).unwrap_or_default();
+    };
+    common::assert_ok(&setup.run(&server, &args(&["lock"])));
+    assert!(
+        setup.lock_text().trim_start().starts_with('['),
+        "variant-hash lock"
+    );
+
+    // Unchanged: the Hub says the lock is right; nothing is locked again.
+    forget_refs(&setup);
+    let before = setup.lock_text();
+    let output = setup.run(&server, &args(&["download", "--all-variants"]));
+    let text = transcript(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(!text.contains("locking again"), "{text}");
+    assert_eq!(before, setup.lock_text());
+
+    forget_refs(&setup);
+    fs_err::write(&manifest, deps(1)).unwrap();
+    setup.offline = true;
+    let output = setup.run(&server, &args(&["download", "--all-variants", "--offline"]));
+    let text = transcript(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("kernels::lock::stale") && text.contains("run `kernels lock`"),
+        "{text}"
+    );
+    assert_eq!(before, setup.lock_text());
+
+    setup.offline = false;
+    let output = setup.run(&server, &args(&["download", "--all-variants"]));
+    let text = transcript(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("locking again before `kernels download`"),
+        "{text}"
+    );
+    assert_ne!(before, setup.lock_text());
+    assert!(
+        text.contains("Downloaded kernels-test/versions v1"),
+        "{text}"
+    );
+    common::assert_ok(&setup.run(&server, &args(&["lock", "--check"])));
+    common::assert_ok(&setup.run(&server, &args(&["lock", "--check", "--offline"])));
+}

@@ -370,3 +370,85 @@ fn the_lock_for_0_19_is_read_by_the_pinned_0_19_and_names_it_alone() {
     // Substring: the Variant order row, padded by the table's widest name.
     assert!(env.contains("resolver of kernels 0.19 ("), "{env}");
 }
+
+/// `kernels env` names where each GPU comes from (`cuda-capabilities` of
+/// `[tool.kernels]`, a `[[tool.kernels.targets]]` entry, the flag), in text
+/// and in the JSON `description`; with several declared targets `env` and
+/// `verify` say once which environment they judge and name the targets
+/// (`verify --format json`: `judged`).
+#[test]
+fn env_attributes_each_gpu_and_env_and_verify_name_several_targets_once() {
+    let server = Server::bundled();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, empty) = (tmp.path().join("cache"), tmp.path().join("empty"));
+    let dir = tmp.path().join("project");
+    fs_err::create_dir_all(&dir).unwrap();
+    let second = TARGET
+        .replace("\"9.0\"", "\"10.0\", \"9.0\"")
+        .replace("12.8", "12.6")
+        .replace("\"2.8\"", "\"2.7\"");
+    fs_err::write(
+        dir.join("pyproject.toml"),
+        format!("[tool.kernels]\ncuda-capabilities = [\"8.0\"]\n\n{DEPENDENCIES}{TARGET}{second}"),
+    )
+    .unwrap();
+    let output = kernels(&server, &cache, &empty, &dir, &["env"]);
+    let (out, err) = (String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert!(output.status.success(), "{err}");
+    let expected = "Target GPUs     CUDA capability 8.0 (from [tool.kernels] `cuda-capabilities` of ./pyproject.toml), \
+CUDA capability 9.0 (from [[tool.kernels.targets]] targets[1] of ./pyproject.toml), \
+CUDA capability 10.0 (from [[tool.kernels.targets]] targets[2] of ./pyproject.toml)";
+    assert!(out.lines().any(|l| l == expected), "{out}");
+    assert_eq!(err.matches("declares 2 targets").count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "Declared: targets[1] (torch 2.8 + cuda-12.8 (x86_64-linux), Python 3.12), targets[2] (torch 2.7 + cuda-12.6 (x86_64-linux), Python 3.12)"
+        ),
+        "{err}"
+    );
+    let doc = env_json(&server, &cache, &empty, &dir, &[]);
+    assert_eq!(
+        doc["targets"]["description"],
+        expected.trim_start_matches("Target GPUs").trim_start()
+    );
+    let doc = env_json(&server, &cache, &empty, &dir, &["--cuda-capability", "7.5"]);
+    assert_eq!(
+        doc["targets"]["description"],
+        "CUDA capability 7.5 (from --cuda-capability/--rocm-arch)"
+    );
+
+    // `verify` judges one environment: said once in text, and in JSON.
+    let output = kernels(&server, &cache, &empty, &dir, &["lock"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let env = ["--torch-version", "2.8", "--cpu"];
+    let output = kernels(
+        &server,
+        &cache,
+        &empty,
+        &dir,
+        &[&["verify"][..], &env].concat(),
+    );
+    assert_eq!(stderr(&output).matches("declares 2 targets").count(), 1);
+    let args = [&["verify", "--format", "json"][..], &env].concat();
+    let output = kernels(&server, &cache, &empty, &dir, &args);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let judged = &doc["judged"];
+    assert_eq!(
+        judged["environment"], "torch 2.8 (cxx11 ABI), CPU only, x86_64-linux",
+        "{doc}"
+    );
+    assert_eq!(
+        judged["declared_targets"],
+        serde_json::json!([
+            "targets[1] (torch 2.8 + cuda-12.8 (x86_64-linux), Python 3.12)",
+            "targets[2] (torch 2.7 + cuda-12.6 (x86_64-linux), Python 3.12)"
+        ])
+    );
+    assert!(
+        judged["note"]
+            .as_str()
+            .unwrap()
+            .contains("declares 2 targets"),
+        "{doc}"
+    );
+}

@@ -134,27 +134,20 @@ pub fn ensure_current(
         ));
         return relock(project_dir, target, settings, global, printer);
     }
-    // The same verdict as `kernels lock --check --offline`: an installed
-    // runtime that cannot read the lock, or a requirement the target runtime
-    // does not read, fails here as it fails there.
-    let mut report = locking::offline_report(
-        project_dir,
-        None,
-        repo_type.map(Into::into),
-        settings,
-        &printer.quiet_if(true),
-        false,
-    )?;
-    // A `--target-runtime` of the command overrides the project's format for
-    // this run only (the command warns when that runtime cannot read the
-    // lock): the file's format is then no reason to lock again.
-    if target.runtime.is_some() {
-        report
-            .findings
-            .retain(|f| !(f.repo_id.is_none() && f.kind == FindingKind::Format));
-    }
+    let report = gate_report(project_dir, target, settings, printer)?;
     let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
-    let entries = stale_entries(&report);
+    let mut entries = stale_entries(&report);
+    if entries.is_empty() && on_stale == OnStale::LockOrCreate {
+        // A requirement the cache cannot judge (an edited `= 1`, a specifier
+        // its refs do not decide): the Hub decides before the download
+        // places the variants (and records the requirement's ref) by it.
+        let undecided = undecided_entries(project_dir, &report);
+        if !undecided.is_empty() && settings.offline {
+            entries = undecided;
+        } else if !undecided.is_empty() {
+            return relock_if_changed(command, project_dir, target, settings, global, printer);
+        }
+    }
     if entries.is_empty() {
         return Ok(());
     }
@@ -176,16 +169,111 @@ pub fn ensure_current(
         "{} does not match {} ({}); locking again before `kernels {command}`",
         lock_path.display(),
         manifest_path.display(),
+        stale_names(&report)
+    ));
+    relock(project_dir, target, settings, global, printer)
+}
+
+/// The gate's verdict on the lock of `project_dir`: the one of `kernels lock
+/// --check --offline` (an installed runtime that cannot read the lock, or a
+/// requirement the target runtime does not read, fails here as it fails
+/// there); with the command's `--target-runtime`, the file's format is no
+/// finding.
+fn gate_report(
+    project_dir: &Path,
+    target: LockTarget<'_>,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<CheckReport> {
+    let mut report = locking::offline_report(
+        project_dir,
+        None,
+        target.repo_type.map(Into::into),
+        settings,
+        &printer.quiet_if(true),
+        false,
+    )?;
+    // A `--target-runtime` of the command overrides the project's format for
+    // this run only (the command warns when that runtime cannot read the
+    // lock): the file's format is then no reason to lock again.
+    if target.runtime.is_some() {
         report
             .findings
-            .iter()
-            .filter(|f| f.kind.is_stale())
-            .map(|f| f
-                .repo_id
+            .retain(|f| !(f.repo_id.is_none() && f.kind == FindingKind::Format));
+    }
+    Ok(report)
+}
+
+/// What is stale, for the "locking again" line: the entries' repositories,
+/// `its format`.
+fn stale_names(report: &CheckReport) -> String {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.kind.is_stale())
+        .map(|f| {
+            f.repo_id
                 .as_ref()
-                .map_or_else(|| "its format".to_owned(), ToString::to_string))
-            .collect::<Vec<_>>()
-            .join(", ")
+                .map_or_else(|| "its format".to_owned(), ToString::to_string)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The entries of the manifest's dependencies that nothing known offline
+/// proves or disproves ([`FindingKind::Unverified`]: the cache does not know
+/// the locked commit's refs for the requirement), each with why; a lock
+/// entry no dependency asks for (a transitive kernel) is not one.
+fn undecided_entries(project_dir: &Path, report: &CheckReport) -> Vec<String> {
+    let Ok(manifest) = crate::lock::manifest::Manifest::read(project_dir) else {
+        return Vec::new();
+    };
+    report
+        .unverified()
+        .filter_map(|f| {
+            let repo_id = f.repo_id.as_ref()?;
+            manifest
+                .dependencies
+                .iter()
+                .any(|d| d.repo_id.as_str() == repo_id)
+                .then(|| format!("{repo_id}: {}", f.detail))
+        })
+        .collect()
+}
+
+/// Online, for entries the cache cannot judge: the check of `kernels lock
+/// --check` (a fresh resolution); when it finds the lock stale, locks again
+/// (saying so) as for a stale lock, else leaves it as it is. A check that
+/// fails (the Hub unreachable, a kernel's metadata malformed) leaves the lock
+/// as it is too (`-v` says why): the command meets that failure itself.
+fn relock_if_changed(
+    command: &str,
+    project_dir: &Path,
+    target: LockTarget<'_>,
+    settings: &Settings,
+    global: &GlobalArgs,
+    printer: &Printer,
+) -> miette::Result<()> {
+    let changed = match locking::stale_online(project_dir, target.repo_type, settings, printer) {
+        Ok(changed) => changed,
+        Err(report) => {
+            if printer.is_verbose() {
+                printer.status(format_args!(
+                    "note: could not check {} on the Hub ({report}); using it as it is",
+                    project_dir.join(LOCK_FILE_NAME).display()
+                ));
+            }
+            return Ok(());
+        }
+    };
+    if changed.is_empty() {
+        return Ok(());
+    }
+    printer.status(format_args!(
+        "{} does not match {} ({}: checked on the Hub, as the cache cannot tell); locking again before `kernels {command}`",
+        project_dir.join(LOCK_FILE_NAME).display(),
+        project_dir.join(MANIFEST_FILE_NAME).display(),
+        changed.join(", ")
     ));
     relock(project_dir, target, settings, global, printer)
 }

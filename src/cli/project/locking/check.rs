@@ -290,6 +290,28 @@ pub fn ensure_locked(
     Ok(())
 }
 
+/// The online check of `kernels lock --check` (a fresh resolution), printing
+/// nothing: the entries (repositories, `its format` for the file) a `kernels
+/// lock` would change; empty when the lock is up to date. Errors: those of
+/// `kernels lock --check` (the Hub unreachable, a declared target without a
+/// build, …).
+pub fn stale_online(
+    project_dir: &Path,
+    repo_type: Option<RepoType>,
+    settings: &Settings,
+    printer: &Printer,
+) -> miette::Result<Vec<String>> {
+    let repo_type = repo_type.map(RepoTypeArg::from);
+    let quiet = printer.quiet_if(true);
+    let (report, _, _) = freshness(project_dir, None, repo_type, &[], None, settings, &quiet)?;
+    Ok(report
+        .findings
+        .iter()
+        .filter(|f| f.kind.is_stale())
+        .map(|f| f.repo_id.clone().unwrap_or_else(|| "its format".to_owned()))
+        .collect())
+}
+
 /// `kernels lock --check` (and `--locked`): exit 0 when the lock is up to
 /// date, 1 (`--check`) or an error (`--locked`) when not.
 pub(super) fn run(

@@ -29,9 +29,10 @@ use crate::lock::freshness::{CheckMode, LockOnDisk};
 use crate::lock::sticky::Upgrade;
 
 use check::StaleLocked;
-pub use check::{ensure_locked, offline_report};
+pub use check::{ensure_locked, offline_report, stale_online};
 pub use plan::check_upgrade_packages;
-use plan::{PlanInputs, plan};
+use plan::{Plan, PlanInputs, plan};
+pub use targets::versions_with_build;
 use write::write_plan;
 
 /// What to lock and how: the options of `kernels lock` as plain values.
@@ -221,22 +222,8 @@ pub fn run_inner(
     let settings = &settings;
     let lock_path = request.project_dir.join(LOCK_FILE_NAME);
     if request.check || global.locked {
-        if request.upgrade || !request.upgrade_package.is_empty() || request.breaking {
-            let check = if request.check {
-                "--check"
-            } else if request.locked_flag {
-                "--locked"
-            } else {
-                "KERNELS_LOCKED"
-            };
-            let upgrade = if request.breaking {
-                "--breaking"
-            } else if request.upgrade {
-                "--upgrade"
-            } else {
-                "--upgrade-package <REPO_ID>"
-            };
-            return Err(CheckWithUpgrade::new(check, upgrade).into());
+        if let Some(error) = check_with_upgrade(&request) {
+            return Err(error.into());
         }
         return check::run(&request, settings, printer, lock_path);
     }
@@ -247,18 +234,8 @@ pub fn run_inner(
         return breaking::run(request, settings, global, printer);
     }
     let on_disk = LockOnDisk::read(&lock_path);
-    if !request.force
-        && on_disk.lockfile().is_none()
-        && let Some(text) = on_disk.text()
-        && !text.trim().is_empty()
-        && let Err(err) = Lockfile::parse(text, &lock_path)
-        && let Some(detail) = err.foreign_detail()
-    {
-        return Err(NotOurs {
-            path: lock_path,
-            detail: detail.to_owned(),
-        }
-        .into());
+    if !request.force {
+        not_ours(&on_disk, &lock_path)?;
     }
     let merged = on_disk
         .text()
@@ -284,21 +261,74 @@ pub fn run_inner(
     let printer = &printer.quiet_if(request.format == OutputFormat::Json);
     let plan = plan(&inputs, settings, printer, printer.lines_mode(), &on_disk)?;
     if !plan.manifest.settings.declared.is_empty() {
-        let client = crate::cli::project::client::client_showing_retries(
-            settings,
-            printer,
-            printer.lines_mode(),
-        )?;
-        let client = plan.profile.hub_client(&client);
-        let project = targets::LockedProject {
-            manifest: &plan.manifest,
-            profile: &plan.profile,
-            lockfile: &plan.outcome.lockfile,
-            outcome: Some(&plan.outcome),
-            lock_path: &lock_path,
-        };
-        let cache = kernels_cache::HubCache::new(&settings.cache_dir);
-        targets::check(&project, targets::Listings::Hub(&client, &cache), printer)?;
+        check_declared(&plan, settings, printer, &lock_path)?;
     }
     write_plan(&request, printer, &plan, merged.as_ref(), &on_disk)
+}
+
+/// The error of `--check` (or `--locked`, `KERNELS_LOCKED`) given with an
+/// upgrade flag, which only a lock that may change can honour; `None` when no
+/// upgrade flag is given.
+fn check_with_upgrade(request: &LockRequest) -> Option<CheckWithUpgrade> {
+    if !(request.upgrade || !request.upgrade_package.is_empty() || request.breaking) {
+        return None;
+    }
+    let check = if request.check {
+        "--check"
+    } else if request.locked_flag {
+        "--locked"
+    } else {
+        "KERNELS_LOCKED"
+    };
+    let upgrade = if request.breaking {
+        "--breaking"
+    } else if request.upgrade {
+        "--upgrade"
+    } else {
+        "--upgrade-package <REPO_ID>"
+    };
+    Some(CheckWithUpgrade::new(check, upgrade))
+}
+
+/// Errors with [`NotOurs`] when the file at `lock_path` is not empty and is
+/// another tool's lock (which `--force` overwrites).
+fn not_ours(on_disk: &LockOnDisk, lock_path: &Path) -> miette::Result<()> {
+    if on_disk.lockfile().is_none()
+        && let Some(text) = on_disk.text()
+        && !text.trim().is_empty()
+        && let Err(err) = Lockfile::parse(text, lock_path)
+        && let Some(detail) = err.foreign_detail()
+    {
+        return Err(NotOurs {
+            path: lock_path.to_path_buf(),
+            detail: detail.to_owned(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The declared targets' gate on a planned lock ([`targets::check`]), with
+/// the Hub's listings (through the cache).
+fn check_declared(
+    plan: &Plan,
+    settings: &Settings,
+    printer: &Printer,
+    lock_path: &Path,
+) -> miette::Result<()> {
+    let client = crate::cli::project::client::client_showing_retries(
+        settings,
+        printer,
+        printer.lines_mode(),
+    )?;
+    let client = plan.profile.hub_client(&client);
+    let project = targets::LockedProject {
+        manifest: &plan.manifest,
+        profile: &plan.profile,
+        lockfile: &plan.outcome.lockfile,
+        outcome: Some(&plan.outcome),
+        lock_path,
+    };
+    let cache = kernels_cache::HubCache::new(&settings.cache_dir);
+    targets::check(&project, targets::Listings::Hub(&client, &cache), printer)
 }

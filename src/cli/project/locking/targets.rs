@@ -143,20 +143,7 @@ pub(super) fn check(
         .collect();
     match listings {
         Listings::Cache(_) => undecided_note(&listed, project, printer),
-        Listings::Hub(_, cache) => {
-            for (kernel, names) in &listed {
-                if let Some(names) = names {
-                    // A cache that cannot be written only costs the offline
-                    // check its decision.
-                    let receipt = kernels_cache::ListingReceipt {
-                        variants: names.clone(),
-                    };
-                    let _ = cache
-                        .repo(&kernel.repo_id, project.profile.repo_type)
-                        .write_listing_receipt(kernel.commit.as_str(), &receipt);
-                }
-            }
-        }
+        Listings::Hub(_, cache) => store_receipts(cache, &listed, project),
     }
     let mut causes = Vec::new();
     let mut versions = Versions::default();
@@ -165,17 +152,7 @@ pub(super) fn check(
             env: Box::new(target.env.clone()),
             rules,
         };
-        let missing: Vec<&LockedKernel> = listed
-            .iter()
-            .filter(|(kernel, names)| {
-                names.as_ref().is_some_and(|names| {
-                    selection
-                        .select(&kernel.repo_id, &kernel.commit, names)
-                        .is_err()
-                })
-            })
-            .map(|(kernel, _)| kernel)
-            .collect();
+        let missing = without_build(&listed, &selection);
         if !missing.is_empty() {
             causes.push(cause(
                 target,
@@ -187,6 +164,46 @@ pub(super) fn check(
         }
     }
     finish(causes, project, printer)
+}
+
+/// Stores the variant names listed from the Hub as the cache's listing
+/// receipts, which the offline check reads.
+fn store_receipts(
+    cache: &HubCache,
+    listed: &[(LockedKernel, Option<BTreeSet<String>>)],
+    project: &LockedProject<'_>,
+) {
+    for (kernel, names) in listed {
+        if let Some(names) = names {
+            // A cache that cannot be written only costs the offline check
+            // its decision.
+            let receipt = kernels_cache::ListingReceipt {
+                variants: names.clone(),
+            };
+            let _ = cache
+                .repo(&kernel.repo_id, project.profile.repo_type)
+                .write_listing_receipt(kernel.commit.as_str(), &receipt);
+        }
+    }
+}
+
+/// The listed kernels that have no variant `selection` picks (a kernel whose
+/// variants are not known is not among them).
+fn without_build<'k>(
+    listed: &'k [(LockedKernel, Option<BTreeSet<String>>)],
+    selection: &VariantSelection,
+) -> Vec<&'k LockedKernel> {
+    listed
+        .iter()
+        .filter(|(kernel, names)| {
+            names.as_ref().is_some_and(|names| {
+                selection
+                    .select(&kernel.repo_id, &kernel.commit, names)
+                    .is_err()
+            })
+        })
+        .map(|(kernel, _)| kernel)
+        .collect()
 }
 
 /// The verdict: nothing missing, warnings (`missing-target-builds = "warn"`),
@@ -288,6 +305,33 @@ fn versions_line(
     versions: &[crate::lock::inspect::VersionInfo],
     selection: &VariantSelection,
 ) -> String {
+    versions_with(repo, versions, selection, "one")
+}
+
+/// For a kernel `kernels download` found no variant of for `selection`'s
+/// environment: which versions of `repo` (`vN` branches, release tags, as
+/// listed on the Hub) have a `build`, with the command that requires one, or
+/// that none has; why when they cannot be listed.
+pub fn versions_with_build(
+    (client, rt): (&HubClient, &tokio::runtime::Runtime),
+    repo_type: kernels_types::wire::RepoType,
+    repo: &RepoId,
+    selection: &VariantSelection,
+    build: &str,
+) -> String {
+    match rt.block_on(crate::lock::inspect::versions(client, repo_type, repo)) {
+        Ok(versions) => versions_with(repo, &versions, selection, build),
+        Err(err) => format!("{repo}: its versions could not be listed ({err})"),
+    }
+}
+
+/// [`versions_line`], saying `has {build}` of the fitting versions.
+fn versions_with(
+    repo: &RepoId,
+    versions: &[crate::lock::inspect::VersionInfo],
+    selection: &VariantSelection,
+    build: &str,
+) -> String {
     let fitting: Vec<&crate::lock::inspect::VersionInfo> = versions
         .iter()
         .filter(|v| {
@@ -304,9 +348,9 @@ fn versions_line(
     if fitting.is_empty() {
         let all: Vec<&crate::lock::inspect::VersionInfo> = versions.iter().collect();
         return if all.is_empty() {
-            format!("{repo}: no version has one (it has no `vN` branch or release tag)")
+            format!("{repo}: no version has {build} (it has no `vN` branch or release tag)")
         } else {
-            format!("{repo}: no version has one (checked {})", names(&all))
+            format!("{repo}: no version has {build} (checked {})", names(&all))
         };
     }
     let how = match fitting.iter().filter_map(|v| v.version).max() {
@@ -316,7 +360,7 @@ fn versions_line(
             fitting.last().map_or("", |v| v.name.as_str())
         ),
     };
-    format!("{repo}: {} has one; require it: {how}", names(&fitting))
+    format!("{repo}: {} has {build}; require it: {how}", names(&fitting))
 }
 
 /// What the locked commit of `kernel` is called (`v1`, `v0.1.1`) by the
