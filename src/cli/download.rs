@@ -162,7 +162,7 @@ pub fn run_checked(
     args.lock_mode.frozen = global.frozen;
     let mut check_settings = settings.clone();
     check_settings.offline |= args.offline;
-    super::project::stale::ensure_current(
+    let gate = super::project::stale::ensure_current(
         "download",
         &args.project.project_dir,
         super::project::stale::LockTarget {
@@ -179,6 +179,8 @@ pub fn run_checked(
             print_failure(settings, printer, report, &[]);
         }
     })?;
+    // Refs are recorded only from requirements the gate could check.
+    args.lock_mode.frozen |= gate == super::project::stale::Gate::Unproven;
     run(args, settings, printer)
 }
 

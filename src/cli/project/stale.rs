@@ -77,6 +77,18 @@ pub enum OnStale {
     LockOrCreate,
 }
 
+/// What the gate found a command may rely on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// The lock covers the manifest (checked, or locked again), or nothing
+    /// was to be checked (`--frozen`, no manifest, no lock).
+    Checked,
+    /// Offline, and the cache cannot tell whether a requirement still
+    /// matches its locked commit: the lock is used as it is, and no ref is
+    /// recorded from the (possibly edited) requirement.
+    Unproven,
+}
+
 /// [`ensure_current`] for a command that makes no request (`verify`,
 /// `check`): the gate runs offline, and when it fails `on_failure` is given
 /// the report first (to print the command's JSON failure document).
@@ -100,6 +112,7 @@ pub fn ensure_current_offline(
         printer,
         OnStale::Fail,
     )
+    .map(drop)
     .inspect_err(on_failure)
 }
 
@@ -113,43 +126,55 @@ pub fn ensure_current(
     global: &GlobalArgs,
     printer: &Printer,
     on_stale: OnStale,
-) -> miette::Result<()> {
+) -> miette::Result<Gate> {
     let repo_type = target.repo_type;
     if global.locked {
-        return locking::ensure_locked(project_dir, repo_type, settings, global, printer);
+        locking::ensure_locked(project_dir, repo_type, settings, global, printer)?;
+        return Ok(Gate::Checked);
     }
     let lock_path = project_dir.join(LOCK_FILE_NAME);
     let can_lock = on_stale != OnStale::Fail;
     if global.frozen || !project_dir.join(MANIFEST_FILE_NAME).is_file() {
-        return Ok(());
+        return Ok(Gate::Checked);
     }
     if !lock_path.is_file() {
         if on_stale != OnStale::LockOrCreate || settings.offline {
-            return Ok(());
+            return Ok(Gate::Checked);
         }
         printer.status(format_args!(
             "no {} yet; locking {} before `kernels {command}`",
             lock_path.display(),
             project_dir.join(MANIFEST_FILE_NAME).display()
         ));
-        return relock(project_dir, target, settings, global, printer);
+        relock(project_dir, target, settings, global, printer)?;
+        return Ok(Gate::Checked);
     }
     let report = gate_report(project_dir, target, settings, printer)?;
     let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
-    let mut entries = stale_entries(&report);
+    let entries = stale_entries(&report);
     if entries.is_empty() && on_stale == OnStale::LockOrCreate {
         // A requirement the cache cannot judge (an edited `= 1`, a specifier
         // its refs do not decide): the Hub decides before the download
         // places the variants (and records the requirement's ref) by it.
         let undecided = undecided_entries(project_dir, &report);
         if !undecided.is_empty() && settings.offline {
-            entries = undecided;
+            // Offline nothing can decide: the lock is used as it is (as `kernels
+            // lock --check --offline` and `verify` accept it), but the edited
+            // requirement's ref is not recorded from it.
+            printer.status(format_args!(
+                "note: the cache cannot tell whether {} still matches {} ({}); using it as it is, without recording the requirements' refs (run `kernels lock --check` online to decide)",
+                lock_path.display(),
+                manifest_path.display(),
+                undecided.join("; ")
+            ));
+            return Ok(Gate::Unproven);
         } else if !undecided.is_empty() {
-            return relock_if_changed(command, project_dir, target, settings, global, printer);
+            relock_if_changed(command, project_dir, target, settings, global, printer)?;
+            return Ok(Gate::Checked);
         }
     }
     if entries.is_empty() {
-        return Ok(());
+        return Ok(Gate::Checked);
     }
     if settings.offline || !can_lock {
         let help = if can_lock {
@@ -171,7 +196,8 @@ pub fn ensure_current(
         manifest_path.display(),
         stale_names(&report)
     ));
-    relock(project_dir, target, settings, global, printer)
+    relock(project_dir, target, settings, global, printer)?;
+    Ok(Gate::Checked)
 }
 
 /// The gate's verdict on the lock of `project_dir`: the one of `kernels lock
