@@ -253,7 +253,7 @@ fn environments(
             .map(|(i, target)| {
                 let (env, _) = EnvOverrides::default()
                     .with_declared(Some((target, manifest_path)))
-                    .resolve(python)?;
+                    .resolve_for(python, generation)?;
                 Ok(Environment {
                     env,
                     source: format!("target {}", i + 1),
