@@ -539,7 +539,8 @@ fn variant_verdicts(doc: &serde_json::Value) -> Vec<(String, bool, bool)> {
 
 /// In the MLX-only interpreter of [`mlx_only_metal_downloads_what_0_19_1_loads`],
 /// `env` (text and JSON), `variants` (against 0.19.1's own `variants --json`),
-/// `info` and `verify PATH` decide for the same environment as `download`:
+/// `info`, `describe-api` and `verify PATH` decide for the same environment as
+/// `download`:
 /// Metal through MLX, `mlx-metal` preferred; under 0.18 each still says
 /// torch is missing.
 #[test]
@@ -608,6 +609,18 @@ fn mlx_only_metal_every_command_agrees_with_0_19_1() {
     assert!(out.status.success(), "{}", stderr(&out));
     let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(info["variant"], "mlx-metal", "{info}");
+
+    // The stand-in repository has no `symbols.json`: the error names the variant.
+    let api = run(&[
+        &["describe-api", "acme/grammar", "--revision", "main"][..],
+        &new,
+    ]
+    .concat());
+    assert!(
+        stderr(&api).contains("(variant: mlx-metal)"),
+        "{}",
+        stderr(&api)
+    );
 
     let build = tempfile::tempdir().unwrap();
     for name in &names {
