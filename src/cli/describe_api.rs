@@ -126,8 +126,11 @@ pub fn run(
 ) -> miette::Result<ExitCode> {
     let python =
         ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
-    let (env, _) = args.env.overrides().resolve(&python)?;
     let rules = rules(&args, project_dir, &python, printer)?;
+    let (env, _) = args
+        .env
+        .overrides()
+        .resolve_for(&python, rules.generation)?;
     let local = Path::new(&args.kernel);
     let mut doc = Map::new();
     let (symbols, variant) = if local.is_dir() {

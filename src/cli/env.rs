@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use super::args::OutputFormat;
 use super::args::{EnvArgs, RepoTypeArgs, TargetRuntimeArgs};
 use super::json::{
-    EnvDoc, EnvLockDoc, NewerThanModelledDoc, PythonTargetDoc, TargetRuntimeDoc, TargetsDoc,
-    TorchDoc,
+    EnvDoc, EnvLockDoc, MlxMetalDoc, NewerThanModelledDoc, PythonTargetDoc, TargetRuntimeDoc,
+    TargetsDoc, TorchDoc,
 };
 use super::printer::Printer;
 use super::progress::ProgressMode;
@@ -141,7 +141,8 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         },
         &printer.quiet_if(true),
     )?;
-    let resolved = overrides.resolve(&python);
+    let generation = crate::variant::VariantRules::of_profile(&profile).generation;
+    let resolved = overrides.resolve_for(&python, generation);
     let noarch = !matches!(
         profile.variant_preference,
         VariantPreference::Exact { noarch: false }
@@ -334,8 +335,23 @@ impl Report<'_> {
                 .resolved
                 .as_ref()
                 .ok()
+                .filter(|(env, _)| !env.no_torch)
                 .map(|(env, sources)| TorchDoc::new(env, sources, self.noarch)),
-            torch_error: self.resolved.as_ref().err().map(|e| e.to_string()),
+            torch_error: match &self.resolved {
+                Err(err) => Some(err.to_string()),
+                Ok((env, _)) if env.no_torch => Some(format!(
+                    "torch is not importable in {}; MLX reports a Metal device",
+                    self.python.path().display()
+                )),
+                Ok(_) => None,
+            },
+            mlx_metal: self.resolved.as_ref().ok().and_then(|(env, sources)| {
+                MlxMetalDoc::new(
+                    env,
+                    sources,
+                    crate::variant::VariantRules::of_profile(profile),
+                )
+            }),
             target_runtime: TargetRuntimeDoc {
                 version: profile.runtime.map(|v| v.to_string()),
                 lock_format: profile.lock_format.id(),
@@ -444,11 +460,12 @@ impl Report<'_> {
             Ok(found) => found,
             Err(err) => return self.row("torch", &format!("not found: {err}"), ""),
         };
-        self.row(
-            "torch",
-            &format!("{}.{}", env.major, env.minor),
-            &sources.torch.to_string(),
-        );
+        let torch = if env.no_torch {
+            "none (MLX on Metal)".to_owned()
+        } else {
+            format!("{}.{}", env.major, env.minor)
+        };
+        self.row("torch", &torch, &sources.torch.to_string());
         let backend = env.describe();
         let backend = backend.split(", ").nth(1).unwrap_or_default().to_owned();
         self.row("Backend", &backend, &sources.backend.to_string());

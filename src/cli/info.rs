@@ -245,9 +245,19 @@ fn loaded_variant(
         )
         .map_err(|err| err.to_string())?,
     };
-    let (env, _) = overrides.resolve(&python).map_err(|err| err.to_string())?;
-    let available: BTreeSet<String> = info.variants.iter().map(|v| v.name.clone()).collect();
-    env.explain(&available, VariantRules::of_profile(&profile))
+    let rules = VariantRules::of_profile(&profile);
+    let (env, _) = overrides
+        .resolve_for(&python, rules.generation)
+        .map_err(|err| err.to_string())?;
+    // Every `build/` name: the runtime's own grammar decides which it reads
+    // (0.19's `mlx-metal`, new-grammar names), not the 0.17.2 listing.
+    let available: BTreeSet<String> = info
+        .variants
+        .iter()
+        .map(|v| v.name.clone())
+        .chain(info.skipped.iter().cloned())
+        .collect();
+    env.explain(&available, rules)
         .into_iter()
         .find(|v| v.rank == Some(0))
         .map(|v| v.name)

@@ -710,6 +710,11 @@ pub struct EnvDoc<'a> {
     pub torch: Option<TorchDoc<'a>>,
     /// Why torch could not be asked.
     pub torch_error: Option<String>,
+    /// The environment a 0.19+ runtime selects for where torch is missing
+    /// and MLX reports a Metal device; absent otherwise (`torch` is then
+    /// `null`, `torch_error` says torch is missing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mlx_metal: Option<MlxMetalDoc<'a>>,
     /// The target runtime.
     pub target_runtime: TargetRuntimeDoc<'a>,
     /// The target GPUs the variants' fit is checked for.
@@ -790,6 +795,47 @@ impl<'a> TorchDoc<'a> {
             preference: env.preference(noarch),
             sources,
         }
+    }
+}
+
+/// `mlx_metal` of [`EnvDoc`]: the MLX-only environment (no torch) that
+/// reference 0.19 selects variants for (`crate::variant::mlx_only`).
+#[derive(Debug, Serialize)]
+pub struct MlxMetalDoc<'a> {
+    /// `metal`.
+    pub backend: String,
+    /// `darwin`.
+    pub os: String,
+    /// `platform.machine()`, `arm64` on Apple silicon.
+    pub arch: &'a str,
+    /// `platform.mac_ver()[0]`, `null` when empty.
+    pub mac_version: Option<&'a str>,
+    /// The `tvm_ffi` version, `null` when it is not importable.
+    pub tvm_ffi: Option<&'a str>,
+    /// The variant names in the order they are preferred (`kernels env`'s
+    /// `Preferred` row).
+    pub preference: Vec<String>,
+    /// Where each value came from (`{"kind": "mlx", "detail": PYTHON}`).
+    pub sources: &'a EnvSources,
+}
+
+impl<'a> MlxMetalDoc<'a> {
+    /// The document of the MLX-only `env` under `rules`; `None` when `env`
+    /// has torch.
+    pub fn new(
+        env: &'a TorchEnv,
+        sources: &'a EnvSources,
+        rules: crate::variant::VariantRules,
+    ) -> Option<Self> {
+        env.no_torch.then(|| MlxMetalDoc {
+            backend: env.compute(),
+            os: env.system.to_lowercase(),
+            arch: &env.machine,
+            mac_version: env.mac_version.as_deref(),
+            tvm_ffi: env.tvm_ffi.as_deref(),
+            preference: env.preferred(rules, true),
+            sources,
+        })
     }
 }
 
@@ -1704,6 +1750,7 @@ mod tests {
             python: Path::new(".venv/bin/python"),
             torch: Some(TorchDoc::new(&env, &sources, true)),
             torch_error: None,
+            mlx_metal: None,
             target_runtime: TargetRuntimeDoc {
                 version: Some("0.17.2".to_owned()),
                 lock_format: "kernel-locks",
@@ -1754,6 +1801,37 @@ mod tests {
             keys(&documented["torch"]["sources"]),
             keys(&actual["torch"]["sources"])
         );
+    }
+
+    #[test]
+    fn mlx_only_env_document_matches_the_schema() {
+        use crate::variant::mlx_only::MlxMetal;
+        use crate::variant::{EnvSource, Generation, VariantRules};
+        let mlx = MlxMetal {
+            system: "Darwin".into(),
+            machine: "arm64".into(),
+            mac_version: Some("26.1".into()),
+            tvm_ffi: None,
+        };
+        let env = mlx.env(Generation::V019, None).unwrap();
+        let source = EnvSource::Mlx(std::path::PathBuf::from(".venv/bin/python"));
+        let sources = EnvSources {
+            torch: source.clone(),
+            backend: source.clone(),
+            cxx_abi: source.clone(),
+            platform: source,
+        };
+        let rules = VariantRules {
+            preference: crate::lock::profile::VariantPreference::ResolverMetalMacos26,
+            generation: Generation::V019,
+        };
+        let actual = to_value(&MlxMetalDoc::new(&env, &sources, rules).unwrap());
+        let documented = examples()
+            .into_iter()
+            .filter(|(h, _)| h.starts_with("`kernels env`"))
+            .find_map(|(_, v)| v.get("mlx_metal").cloned())
+            .expect("docs/json-output.md has an `mlx_metal` example");
+        assert_eq!(actual, documented);
     }
 
     #[test]

@@ -18,7 +18,9 @@ use crate::cli::settings::Settings;
 use crate::lock::inspect;
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings};
 use crate::lock::profile::Profile;
-use crate::variant::{EnvOverrides, ProjectPython, TorchEnv, VariantRules, VariantSelection};
+use crate::variant::{
+    EnvOverrides, Generation, ProjectPython, TorchEnv, VariantRules, VariantSelection,
+};
 use kernels_hub::HubClient;
 use kernels_types::CommitId;
 use kernels_types::repo_id::RepoId;
@@ -146,7 +148,20 @@ pub fn run_variants(
         ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref());
     let tool = ToolSettings::read(project_dir).ok().flatten();
     let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
-    let environments = match environments(&args.env, tool.as_ref(), &manifest_path, &python) {
+    let profile = choose_profile_for(
+        (&args.runtime, args.repo, &args.env),
+        project_dir,
+        &python,
+        printer,
+    )?;
+    let rules = VariantRules::of_profile(&profile);
+    let environments = match environments(
+        &args.env,
+        tool.as_ref(),
+        &manifest_path,
+        &python,
+        rules.generation,
+    ) {
         // Nothing to decide for and no verdict asked for by a flag: the
         // variants alone, so that the hints which send users here work
         // wherever they are printed.
@@ -162,13 +177,6 @@ pub fn run_variants(
         }
         other => other?,
     };
-    let profile = choose_profile_for(
-        (&args.runtime, args.repo, &args.env),
-        project_dir,
-        &python,
-        printer,
-    )?;
-    let rules = VariantRules::of_profile(&profile);
     let images = super::project::fit::images(project_dir, args.manylinux.as_deref())?;
     let client =
         super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
@@ -223,7 +231,8 @@ pub fn run_variants(
 
 /// The environments to decide for: the flags (on top of a single declared
 /// target), else every `[[tool.kernels.targets]]` entry, else the project's
-/// torch.
+/// torch, or where it has none the MLX-only environment a runtime of
+/// `generation` selects for ([`EnvOverrides::resolve_for`]).
 ///
 /// # Errors
 /// A flag or a declared target cannot make an environment, or none is given
@@ -233,6 +242,7 @@ fn environments(
     tool: Option<&ToolSettings>,
     manifest_path: &Path,
     python: &ProjectPython,
+    generation: Generation,
 ) -> miette::Result<Vec<Environment>> {
     let overrides = flags.overrides();
     let declared = tool.map_or(&[][..], |t| t.declared.as_slice());
@@ -243,7 +253,7 @@ fn environments(
             .map(|(i, target)| {
                 let (env, _) = EnvOverrides::default()
                     .with_declared(Some((target, manifest_path)))
-                    .resolve(python)?;
+                    .resolve_for(python, generation)?;
                 Ok(Environment {
                     env,
                     source: format!("target {}", i + 1),
@@ -256,7 +266,7 @@ fn environments(
     } else {
         "flags"
     };
-    match overrides.resolve(python) {
+    match overrides.resolve_for(python, generation) {
         Ok((env, _)) => Ok(vec![Environment {
             env,
             source: source.to_owned(),
@@ -578,7 +588,8 @@ pub fn run_versions(
         printer,
     )?;
     // The environment first: a bad override fails before any request.
-    let env = versions_env(&args, &python, printer)?;
+    let generation = VariantRules::of_profile(&profile).generation;
+    let env = versions_env(&args, &python, generation, printer)?;
     // Retry lines are warnings: shown with JSON on stdout too.
     let client =
         super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
@@ -643,10 +654,11 @@ fn choose_profile_for(
 fn versions_env(
     args: &VersionsArgs,
     python: &ProjectPython,
+    generation: Generation,
     printer: &Printer,
 ) -> miette::Result<Option<crate::variant::TorchEnv>> {
     let overrides = args.env.overrides();
-    match overrides.resolve(python) {
+    match overrides.resolve_for(python, generation) {
         Ok((env, _)) => Ok(Some(env)),
         // Asked for explicitly: an error, as for `kernels download`.
         Err(err @ crate::variant::VariantError::BadOverride { .. }) => Err(err.into()),

@@ -923,6 +923,9 @@ pub struct EnvOverrides {
 pub enum EnvSource {
     /// Asked from torch in this interpreter.
     Python(PathBuf),
+    /// Asked from MLX in this interpreter, which has no torch (the MLX-only
+    /// environment of [`EnvOverrides::resolve_for`]).
+    Mlx(PathBuf),
     /// Given by this command-line flag.
     Flag(&'static str),
     /// The declared target (`[[tool.kernels.targets]]`) of this `pyproject.toml`.
@@ -937,6 +940,7 @@ impl std::fmt::Display for EnvSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             EnvSource::Python(python) => write!(f, "torch in {}", python.display()),
+            EnvSource::Mlx(python) => write!(f, "MLX in {} (no torch)", python.display()),
             EnvSource::Flag(flag) => write!(f, "{flag}"),
             EnvSource::Declared(path) => {
                 write!(f, "[[tool.kernels.targets]] of {}", path.display())
@@ -1117,6 +1121,37 @@ impl EnvOverrides {
         let (env, mut sources) = merged.resolve_merged(python)?;
         self.relabel(&mut sources);
         Ok((env, sources))
+    }
+
+    /// The environment a runtime of `generation` selects for in this
+    /// project: [`EnvOverrides::resolve`], except that when torch is taken
+    /// from the interpreter and cannot be imported there, the MLX-only
+    /// environment 0.19+ selects for ([`ProjectPython::mlx_only`], with
+    /// every value from MLX in the interpreter); otherwise the error. Every
+    /// command that decides a variant for the project's own environment
+    /// calls this, so `download`, `env`, `variants`, `info` and `verify`
+    /// agree.
+    pub fn resolve_for(
+        &self,
+        python: &ProjectPython,
+        generation: Generation,
+    ) -> Result<(TorchEnv, EnvSources), VariantError> {
+        match self.resolve(python) {
+            Err(err @ VariantError::NoTorch { .. }) => match python.mlx_only(generation) {
+                Some(env) => {
+                    let source = EnvSource::Mlx(python.path().to_owned());
+                    let sources = EnvSources {
+                        torch: source.clone(),
+                        backend: source.clone(),
+                        cxx_abi: source.clone(),
+                        platform: source,
+                    };
+                    Ok((env, sources))
+                }
+                None => Err(err),
+            },
+            other => other,
+        }
     }
 
     /// [`EnvOverrides::resolve`] of overrides without a declared target.

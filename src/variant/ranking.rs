@@ -35,12 +35,25 @@ impl TorchEnv {
     /// target's Python first (`cpython-<target>-abi3`, `abi3t` on a
     /// free-threaded Python, 3.9 when the target's Python is not known),
     /// then the legacy arch name (not on a free-threaded Python), the noarch
-    /// name (`torch-cann` for Ascend) and `torch-universal`.
+    /// name (`torch-cann` for Ascend) and `torch-universal`. Without torch
+    /// (MLX-only, [`TorchEnv::no_torch`]): the noarch name, the MLX name and
+    /// `torch-universal`.
     pub fn preferred(&self, rules: VariantRules, noarch: bool) -> Vec<String> {
         if !rules.generation.reads_dotted_names() {
             return self.preference(noarch);
         }
         let generation = rules.generation;
+        if self.no_torch {
+            // Without torch only noarch builds of the backend (and tvm-ffi
+            // arch builds, named by no single version here) are selectable.
+            let backend = self.noarch_backend_for(generation);
+            let mut order = vec![format!("torch-{backend}")];
+            if self.mlx {
+                order.push(format!("mlx-{backend}"));
+            }
+            order.push(UNIVERSAL.to_owned());
+            return order;
+        }
         let (major, minor, abi) = match self.python {
             Some(p) if p.free_threaded => (p.version.0, p.version.1, "abi3t"),
             Some(p) => (p.version.0, p.version.1, "abi3"),

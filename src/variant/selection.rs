@@ -311,20 +311,17 @@ impl VariantRequest {
 }
 
 /// The environment [`VariantRequest::Detect`] selects for: the overrides
-/// resolved with `python`; when torch is taken from the interpreter, which
-/// has none, the MLX-only environment that a 0.19+ `rules` selects for
-/// ([`super::ProjectPython::mlx_only`], with the interpreter's Python), else
-/// the error.
+/// resolved with `python` for `rules`' runtime
+/// ([`super::EnvOverrides::resolve_for`], MLX-only Metal for 0.19+ where
+/// torch is missing).
 fn detect_env(
     python: &super::ProjectPython,
     rules: VariantRules,
     overrides: &super::EnvOverrides,
 ) -> Result<super::TorchEnv, VariantError> {
-    match overrides.resolve(python) {
-        Ok((env, _)) => Ok(env),
-        Err(err @ VariantError::NoTorch { .. }) => python.mlx_only(rules.generation).ok_or(err),
-        Err(err) => Err(err),
-    }
+    overrides
+        .resolve_for(python, rules.generation)
+        .map(|(env, _)| env)
 }
 
 #[cfg(test)]

@@ -477,3 +477,172 @@ fn mlx_only_metal_downloads_what_0_19_1_loads() {
     assert_eq!(old.status.code(), Some(1), "{}", stderr(&old));
     assert!(stderr(&old).contains("torch"), "{}", stderr(&old));
 }
+
+/// Reference 0.19.1's `kernels variants ARGS --json` against `world` in the
+/// MLX-only interpreter of [`mlx_reference_pick`] (the stub `platform` set
+/// after `kernels` is imported).
+fn mlx_reference_variants(
+    world: &TestContext,
+    python_path: &str,
+    stub_platform: &[(&str, &str)],
+    args: &[&str],
+) -> serde_json::Value {
+    let script = "import os, sys\n\
+         from kernels._internals.cli import main\n\
+         for pair in os.environ['PLATFORM'].split(';'):\n\
+         \x20   key, _, value = pair.partition('=')\n\
+         \x20   os.environ[key] = value\n\
+         import sitecustomize\n\
+         sitecustomize.apply()\n\
+         sys.argv = ['kernels', *sys.argv[1:]]\n\
+         sys.exit(main())\n";
+    let platform: Vec<String> = stub_platform
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let out = common::python(
+        "kernels-0.19.1",
+        world.endpoint(),
+        &world.tmp.path().join("python-cache"),
+    )
+    .env("PYTHONPATH", python_path)
+    .env("PLATFORM", platform.join(";"))
+    .current_dir(&world.project)
+    .arg("-c")
+    .arg(script)
+    .arg("variants")
+    .args(args)
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `(variant, compatible, preferred)` of the first revision of a `kernels
+/// variants --json` document.
+fn variant_verdicts(doc: &serde_json::Value) -> Vec<(String, bool, bool)> {
+    let mut verdicts: Vec<(String, bool, bool)> = doc["revisions"][0]["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["variant"].as_str().unwrap().to_owned(),
+                v["compatible"].as_bool().unwrap(),
+                v["preferred"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    verdicts.sort();
+    verdicts
+}
+
+/// In the MLX-only interpreter of [`mlx_only_metal_downloads_what_0_19_1_loads`],
+/// `env` (text and JSON), `variants` (against 0.19.1's own `variants --json`),
+/// `info`, `describe-api` and `verify PATH` decide for the same environment as
+/// `download`:
+/// Metal through MLX, `mlx-metal` preferred; under 0.18 each still says
+/// torch is missing.
+#[test]
+fn mlx_only_metal_every_command_agrees_with_0_19_1() {
+    let names: Vec<String> = [
+        "torch-2.9-metal-cpython-3.9-abi3-aarch64-darwin",
+        "torch29-metal-aarch64-darwin",
+        "mlx-metal",
+        "torch-cpu",
+        "torch-universal",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let world = world(&names);
+    let python_path = tempfile::tempdir().unwrap();
+    let python_path = stub_mlx_only(python_path.path());
+    let env = [
+        ("PYTHONPATH", python_path.as_str()),
+        ("STUB_PLATFORM_SYSTEM", "Darwin"),
+        ("STUB_PLATFORM_MACHINE", "arm64"),
+        ("STUB_PLATFORM_MAC_VER", "26.1"),
+    ];
+    let run = |args: &[&str]| {
+        let mut cmd = world.kernels();
+        cmd.args(args).envs(env);
+        cmd.output().unwrap()
+    };
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = run(args);
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("kernels {args:?}: {e}: {}", stderr(&out)))
+    };
+    let new = ["--target-runtime", "0.19.1"];
+
+    let doc = json(&[&["env", "--format", "json"][..], &new].concat());
+    assert!(doc["torch"].is_null(), "{doc}");
+    let mlx = &doc["mlx_metal"];
+    assert_eq!(mlx["backend"], "metal", "{doc}");
+    assert_eq!(mlx["sources"]["backend"]["kind"], "mlx", "{doc}");
+    assert!(
+        mlx["preference"]
+            .as_array()
+            .unwrap()
+            .contains(&"mlx-metal".into()),
+        "{doc}"
+    );
+    let text = String::from_utf8_lossy(&run(&[&["env"][..], &new].concat()).stdout).into_owned();
+    assert!(text.contains("none (MLX on Metal)"), "{text}");
+    assert!(!text.contains("not found"), "{text}");
+
+    let args = ["acme/grammar", "--json", "--revision", "main"];
+    let theirs = mlx_reference_variants(&world, &python_path, &env[1..], &args);
+    let out = run(&[&["variants"][..], &args, &new].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ours: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let verdicts = variant_verdicts(&ours);
+    assert_eq!(verdicts, variant_verdicts(&theirs));
+    let preferred: Vec<&str> = verdicts
+        .iter()
+        .filter(|v| v.2)
+        .map(|v| v.0.as_str())
+        .collect();
+    assert_eq!(preferred, ["mlx-metal"]);
+
+    let out = run(&[&["info", "acme/grammar", "--json"][..], &new].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["variant"], "mlx-metal", "{info}");
+
+    // The stand-in repository has no `symbols.json`: the error names the variant.
+    let api = run(&[
+        &["describe-api", "acme/grammar", "--revision", "main"][..],
+        &new,
+    ]
+    .concat());
+    assert!(
+        stderr(&api).contains("(variant: mlx-metal)"),
+        "{}",
+        stderr(&api)
+    );
+
+    let build = tempfile::tempdir().unwrap();
+    for name in &names {
+        let dir = build.path().join("build").join(name).join("grammar");
+        fs_err::create_dir_all(&dir).unwrap();
+        fs_err::write(dir.join("__init__.py"), format!("# {name}\n")).unwrap();
+    }
+    let path = build.path().to_str().unwrap();
+    let text =
+        String::from_utf8_lossy(&run(&[&["verify", path][..], &new].concat()).stdout).into_owned();
+    let loaded: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("(loaded here)"))
+        .collect();
+    assert_eq!(loaded.len(), 1, "{text}");
+    assert!(loaded[0].trim_start().starts_with("mlx-metal "), "{text}");
+
+    // 0.18 selects nothing without torch, in every command.
+    let old = ["--target-runtime", "0.18.3"];
+    let doc = json(&[&["env", "--format", "json"][..], &old].concat());
+    assert!(doc.get("mlx_metal").is_none(), "{doc}");
+    assert!(doc["torch_error"].is_string(), "{doc}");
+    let info = json(&[&["info", "acme/grammar", "--json"][..], &old].concat());
+    assert!(info["variant"].is_null(), "{info}");
+}

@@ -87,8 +87,8 @@ pub(super) fn run(
         },
         &printer.quiet_if(true),
     )?;
-    let torch = overrides.resolve(&python).ok();
     let rules = crate::variant::VariantRules::of_profile(&profile);
+    let torch = overrides.resolve_for(&python, rules.generation).ok();
     let chosen = torch.as_ref().and_then(|(env, _)| build.choose(env, rules));
     let probe = overrides
         .needs_python()
