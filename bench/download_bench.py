@@ -440,6 +440,12 @@ def main() -> int:
     ap.add_argument("--tools", default=",".join(COLD_TOOLS + WARM_TOOLS),
                     help="comma-separated tools to run (default: all): cold "
                          + ",".join(COLD_TOOLS) + "; warm " + ",".join(WARM_TOOLS))
+    ap.add_argument("--ours-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="extra environment for ours' cold runs only (repeatable), e.g. "
+                         "RAYON_NUM_THREADS=4 to compare thread counts")
+    ap.add_argument("--perf-report", type=Path, default=None, metavar="FILE",
+                    help="one more untimed cold run of ours under `perf record -a -g`; "
+                         "its flat profile by symbol goes to FILE")
     ap.add_argument("--no-strace", dest="strace", action="store_false",
                     help="skip counting syscalls per file with strace")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per run")
@@ -626,6 +632,37 @@ def rotated(order: list[str], rnd: int) -> list[str]:
     return order[shift:] + order[:shift]
 
 
+def perf_profile(report: Path, run, dest: Path) -> None:
+    """One extra untimed cold run of ours under `perf record -a -g` (every CPU,
+    so kernel threads doing its writeback count too); the flat profile by
+    symbol goes to `report`."""
+    cmd, env, cwd = run
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir()
+    data = report.with_suffix(".data")
+    subprocess.run(["perf", "record", "-a", "-g", "-F", "2000", "-o", str(data), "--", *cmd],
+                   env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False)
+    with open(report, "w") as out:
+        for sort in ("sym", "comm,dso"):
+            subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--no-children",
+                            "--sort", sort, "--percent-limit", "0.5", "-g", "none"],
+                           stdout=out, stderr=subprocess.STDOUT, check=False)
+    data.unlink(missing_ok=True)
+    shutil.rmtree(dest, ignore_errors=True)
+
+
+def strace_seconds(path: Path) -> dict[str, float]:
+    """System seconds per syscall from an `strace -c` summary (its `seconds`
+    column: the time the kernel spent in that call, all threads together)."""
+    per = {}
+    for line in path.read_text(errors="replace").splitlines():
+        tok = line.split()
+        if len(tok) >= 5 and tok[0].replace(".", "").isdigit() and tok[-1] != "total":
+            per[tok[-1]] = float(tok[1])
+    return per
+
+
 def strace_counts(path: Path) -> tuple[int, dict[str, int]]:
     """Total calls and calls per syscall from an `strace -c` summary."""
     total, per = 0, {}
@@ -759,12 +796,13 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
         "    snapshot_download(repo_id, repo_type='kernel', revision=sha,"
         " allow_patterns=['build/*'])\n"
     )
+    ours_env = dict(kv.split("=", 1) for kv in args.ours_env)
     ours = [str(args.binary), "download", str(project), "--all-variants",
             "--concurrency", str(args.concurrency)]
 
     def cold(dest: Path):
         return {
-            "ours": (ours, dict(base_env, HF_HUB_CACHE=str(dest)), None),
+            "ours": (ours, dict(base_env, HF_HUB_CACHE=str(dest), **ours_env), None),
             "kernels-0.10.5": ([str(kernels_py), "download", str(project), "--all-variants"],
                                dict(py_env, HF_HUB_CACHE=str(dest)), None),
             "snapshot_download": ([str(hub_py), str(hub_script)],
@@ -813,7 +851,7 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
     clear_outputs(outputs)
 
     # Syscalls per file, counted once outside the timing.
-    syscalls = {}
+    syscalls, syscall_secs = {}, {}
     if args.strace and not shutil.which("strace"):
         status("strace not found: no syscall table (apt-get install strace)")
     if args.strace and shutil.which("strace"):
@@ -828,7 +866,11 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
                            timeout=args.timeout, check=False)
             if trace.exists():
                 syscalls[tool] = strace_counts(trace)
+                syscall_secs[tool] = strace_seconds(trace)
             shutil.rmtree(dest, ignore_errors=True)
+
+    if args.perf_report:
+        perf_profile(args.perf_report, cold(work / "perf-out")["ours"], work / "perf-out")
 
     # Warm phase: one cache filled by ours; the warm no-op online against the
     # offline run, and our verify against sha256sum/openssl over the same blobs.
@@ -858,7 +900,8 @@ def bench(args, work: Path, kernels: list[Kernel], variants: list[str], so_total
             for tool in rotated(warm_tools, rnd):
                 one(tool, rnd, warm[tool], env, None, None)
 
-    report(args, runs, kernels, variants, so_total, n_files, syscalls, build_label(args.binary))
+    report(args, runs, kernels, variants, so_total, n_files, syscalls, build_label(args.binary),
+           syscall_secs)
     if args.json:
         args.json.write_text(json.dumps([r.__dict__ for r in runs], indent=2) + "\n")
     return 1 if failed else 0
@@ -879,7 +922,7 @@ def paired(runs: list[Run], a: str, b: str) -> list[tuple[float, bool]]:
 
 
 def report(args, runs: list[Run], kernels, variants, so_total, n_files, syscalls,
-           build: str) -> None:
+           build: str, syscall_secs: dict[str, dict[str, float]]) -> None:
     def med(tool: str, attr: str) -> float | None:
         vals = [getattr(r, attr) for r in runs if r.tool == tool and r.ok]
         return statistics.median(vals) if vals else None
@@ -964,6 +1007,11 @@ def report(args, runs: list[Run], kernels, variants, so_total, n_files, syscalls
                                            "mkdir", "openat") if n in per and n not in dict(top)]
             print(f"  {tool:<6} {total / n_files:6.1f}  ("
                   + ", ".join(f"{name} {n / n_files:.1f}" for name, n in top) + ")")
+        print("system seconds per syscall (strace -c, all threads; the top 8):")
+        for tool, secs in syscall_secs.items():
+            top = sorted(secs.items(), key=lambda kv: -kv[1])[:8]
+            print(f"  {tool:<6} {sum(secs.values()):6.3f} s  ("
+                  + ", ".join(f"{name} {t:.3f}" for name, t in top) + ")")
 
 
 if __name__ == "__main__":

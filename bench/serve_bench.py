@@ -98,13 +98,29 @@ def make_mirror(root, small, small_kib, large, large_mib):
     return os.path.join(root, "mirror"), tree, smalls, larges
 
 
-def start_nginx(binary, tmp, tree, port):
+def pinned(cpus, cmd):
+    """`cmd` run on the CPUs `cpus` (a `taskset -c` list), or as it is when None."""
+    return cmd if cpus is None else ["taskset", "-c", cpus] + cmd
+
+
+def cpu_count(cpus):
+    """How many CPUs the `taskset -c` list `cpus` names (all of them when None)."""
+    if cpus is None:
+        return os.cpu_count() or 1
+    n = 0
+    for part in cpus.split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
+
+
+def start_nginx(binary, tmp, tree, port, cpus=None):
     ng = os.path.join(tmp, "nginx")
     os.makedirs(os.path.join(ng, "tmp"))
     user = "user root;" if os.geteuid() == 0 else ""
     with open(os.path.join(ng, "nginx.conf"), "w") as f:
         f.write(
-            f"daemon off;\nworker_processes auto;\n{user}\npid {ng}/nginx.pid;\n"
+            f"daemon off;\nworker_processes {'auto' if cpus is None else cpu_count(cpus)};\n{user}\npid {ng}/nginx.pid;\n"
             f"error_log {ng}/error.log warn;\n"
             f"events {{ worker_connections 4096; }}\n"
             f"http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 1000000;\n"
@@ -112,7 +128,8 @@ def start_nginx(binary, tmp, tree, port):
             f" fastcgi_temp_path {ng}/tmp/f; uwsgi_temp_path {ng}/tmp/u; scgi_temp_path {ng}/tmp/s;\n"
             f" server {{ listen 127.0.0.1:{port}; root {tree}; }} }}\n"
         )
-    return subprocess.Popen([binary, "-p", ng, "-e", f"{ng}/error.log", "-c", f"{ng}/nginx.conf"])
+    return subprocess.Popen(pinned(cpus, [binary, "-p", ng, "-e", f"{ng}/error.log",
+                                          "-c", f"{ng}/nginx.conf"]))
 
 
 def wait_port(port, proc):
@@ -134,10 +151,10 @@ def write_lua(path, paths):
 
 def wrk(args, base, script, clients, duration):
     """One wrk run; returns its RESULT dict plus the load average before it."""
-    threads = max(1, min(os.cpu_count() or 1, clients))
+    threads = max(1, min(cpu_count(args.client_cpus), clients))
     load = os.getloadavg()[0]
-    cmd = [args.wrk, "-t", str(threads), "-c", str(clients), "-d", f"{duration}s",
-           "--timeout", "60s", "-s", script, base]
+    cmd = pinned(args.client_cpus, [args.wrk, "-t", str(threads), "-c", str(clients), "-d", f"{duration}s",
+           "--timeout", "60s", "-s", script, base])
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     line = next((l for l in out.splitlines() if l.startswith("RESULT ")), None)
     if line is None:
@@ -215,6 +232,12 @@ def parse_args():
     ap.add_argument("--sets", default="small,large", help="which sets to run")
     ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
     ap.add_argument("--wrk", default=shutil.which("wrk") or "/usr/bin/wrk")
+    ap.add_argument("--client-cpus", default=None, metavar="LIST",
+                    help="run wrk on these CPUs only (a `taskset -c` list, e.g. 12-15); "
+                         "wrk's threads: min(those CPUs, clients)")
+    ap.add_argument("--server-cpus", default=None, metavar="LIST",
+                    help="run both servers on these CPUs only (e.g. 0-11); nginx then starts "
+                         "one worker per CPU of the list instead of `auto`")
     ap.add_argument("--keep-serving", action="store_true",
                     help="print the URLs and wait (for strace/perf on the server) instead of measuring")
     args = ap.parse_args()
@@ -240,10 +263,11 @@ def main():
             tmp, args.small_files, args.small_kib, args.large_files, args.large_mib)
         hub, cdn, static = free_port(), free_port(), free_port()
         serve = subprocess.Popen(
-            [args.binary, "serve", mirror, "--port", str(hub), "--cdn-port", str(cdn), "-q"],
+            pinned(args.server_cpus, [args.binary, "serve", mirror, "--port", str(hub),
+                                      "--cdn-port", str(cdn), "-q"]),
             stdout=subprocess.DEVNULL)
         procs.append(serve)
-        nginx = start_nginx(args.nginx, tmp, tree, static)
+        nginx = start_nginx(args.nginx, tmp, tree, static, args.server_cpus)
         procs.append(nginx)
         wait_port(hub, serve)
         wait_port(cdn, serve)
@@ -262,7 +286,8 @@ def main():
                   f"scripts in {tmp}; Ctrl-C ends", flush=True)
             serve.wait()
             return
-        print(f"{os.cpu_count()} CPUs; load average before: "
+        print(f"{os.cpu_count()} CPUs; servers on {args.server_cpus or 'all'}, wrk on "
+              f"{args.client_cpus or 'all'}; load average before: "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.duration} s per run, "
               f"{args.rounds} paired rounds; * = load above {LOAD_MARK:g}")
         sets = {

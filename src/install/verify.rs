@@ -217,14 +217,7 @@ fn verify_with(
             blobs.len()
         );
     }
-    let hashed: HashMap<BlobKey, HashOutcome> = blobs
-        .into_par_iter()
-        .map(|(path, digest)| {
-            let outcome =
-                kernels_cache::hash_file(&path, digest.kind()).map_err(|err| err.to_string());
-            (BlobKey { path, digest }, outcome)
-        })
-        .collect();
+    let hashed = hash_largest_first(blobs);
 
     kernels
         .iter()
@@ -234,6 +227,42 @@ fn verify_with(
             (check, trust)
         })
         .collect()
+}
+
+/// Hashes every blob on all the pool's threads, the largest first: each
+/// thread takes the next blob of the list as it finishes one, so a large
+/// blob never starts last while the other threads sit idle (one blob is one
+/// sequential SHA-256, the longest of them bounds the wall time).
+fn hash_largest_first(blobs: BTreeSet<(PathBuf, Digest)>) -> HashMap<BlobKey, HashOutcome> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let mut sized: Vec<(u64, PathBuf, Digest)> = blobs
+        .into_par_iter()
+        .map(|(path, digest)| (fs_err::metadata(&path).map_or(0, |m| m.len()), path, digest))
+        .collect();
+    sized.sort_by_key(|s| std::cmp::Reverse(s.0));
+    let next = AtomicUsize::new(0);
+    let hashed = std::sync::Mutex::new(HashMap::with_capacity(sized.len()));
+    let hash_next = || {
+        while let Some((_, path, digest)) = sized.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let outcome =
+                kernels_cache::hash_file(path, digest.kind()).map_err(|err| err.to_string());
+            let key = BlobKey {
+                path: path.clone(),
+                digest: *digest,
+            };
+            hashed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, outcome);
+        }
+    };
+    let workers = rayon::current_num_threads().min(sized.len());
+    rayon::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|_| hash_next());
+        }
+    });
+    hashed.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Re-checks the fit of the variants `listing` chose (see
