@@ -484,7 +484,11 @@ fn download_relocks_a_requirement_the_cache_cannot_judge() {
     let output = setup.run(&server, &args(&["download", "--all-variants", "--offline"]));
     let text = transcript(&output);
     assert!(output.status.success(), "{text}");
-    assert_eq!(text.matches("the cache cannot tell whether").count(), 1, "{text}");
+    assert_eq!(
+        text.matches("the cache cannot tell whether").count(),
+        1,
+        "{text}"
+    );
     assert!(
         !setup
             .cache
