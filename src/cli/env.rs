@@ -166,7 +166,7 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
     policy.images = super::project::fit::images(dir, None)?;
     let python_target = python_target(&overrides, tool.as_ref(), &manifest_path, &python);
     let local = local_sources(settings, dir, &lock_path, &profile, &resolved)?;
-    let gpus = attributed_gpus(&policy.targets, tool.as_ref());
+    let gpus = super::project::fit::attributed_gpus(&policy.targets, tool.as_ref());
     let report = Report {
         local,
         gpus,
@@ -239,30 +239,6 @@ fn python_target(
     })
 }
 
-/// The `Target GPUs` value of `kernels env`: with GPUs from
-/// `pyproject.toml`, each named with where it is declared (`[tool.kernels]
-/// `cuda-capabilities``, `[[tool.kernels.targets]] targets[2]`), consecutive
-/// ones of one source together; else as every command says it (the flags,
-/// the GPU torch sees, not checked).
-fn attributed_gpus(targets: &crate::variant::Targets, tool: Option<&ToolSettings>) -> String {
-    let (crate::variant::TargetSource::Manifest(path), Some(tool)) = (&targets.source, tool) else {
-        return targets.to_string();
-    };
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    for (index, target) in targets.list.iter().enumerate() {
-        let origin = tool.gpu_origin(index);
-        match groups.last_mut() {
-            Some((last, list)) if *last == origin => list.push(target.to_string()),
-            _ => groups.push((origin, vec![target.to_string()])),
-        }
-    }
-    groups
-        .iter()
-        .map(|(origin, list)| format!("{} (from {origin} of {})", list.join(", "), path.display()))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// With several `[[tool.kernels.targets]]` and no environment flag, the one
 /// note saying which environment `kernels env` shows (the project's
 /// interpreter; `kernels download` fetches for each declared target) and
@@ -306,7 +282,7 @@ struct Report<'a> {
     runtime: String,
     /// The targets and rules each locked variant's fit is checked against.
     policy: FitPolicy,
-    /// The `Target GPUs` value, each GPU with its source ([`attributed_gpus`]).
+    /// The `Target GPUs` value, each GPU with its source ([`super::project::fit::attributed_gpus`]).
     gpus: String,
     /// The target's Python version and build.
     python_target: PythonTarget,

@@ -429,6 +429,21 @@ CUDA capability 10.0 (from [[tool.kernels.targets]] targets[2] of ./pyproject.to
         &[&["verify"][..], &env].concat(),
     );
     assert_eq!(stderr(&output).matches("declares 2 targets").count(), 1);
+    // `-v` names each GPU's source as `env` does, not `[tool.kernels]` for all.
+    let output = kernels(
+        &server,
+        &cache,
+        &empty,
+        &dir,
+        &[&["verify", "-v"][..], &env].concat(),
+    );
+    assert!(
+        stderr(&output).contains(
+            "CUDA capability 9.0 (from [[tool.kernels.targets]] targets[1] of ./pyproject.toml)"
+        ),
+        "{}",
+        stderr(&output)
+    );
     let args = [&["verify", "--format", "json"][..], &env].concat();
     let output = kernels(&server, &cache, &empty, &dir, &args);
     let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();

@@ -226,3 +226,28 @@ pub fn abi_text(doc: &AbiVerdictDoc) -> String {
     }
     text
 }
+
+/// The `Target GPUs` value (`kernels env`, and `-v` of the commands that
+/// read the lock): with GPUs from
+/// `pyproject.toml`, each named with where it is declared (`[tool.kernels]
+/// `cuda-capabilities``, `[[tool.kernels.targets]] targets[2]`), consecutive
+/// ones of one source together; else as every command says it (the flags,
+/// the GPU torch sees, not checked).
+pub fn attributed_gpus(targets: &Targets, tool: Option<&ToolSettings>) -> String {
+    let (crate::variant::TargetSource::Manifest(path), Some(tool)) = (&targets.source, tool) else {
+        return targets.to_string();
+    };
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (index, target) in targets.list.iter().enumerate() {
+        let origin = tool.gpu_origin(index);
+        match groups.last_mut() {
+            Some((last, list)) if *last == origin => list.push(target.to_string()),
+            _ => groups.push((origin, vec![target.to_string()])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(origin, list)| format!("{} (from {origin} of {})", list.join(", "), path.display()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -232,7 +232,8 @@ fn select_variants(
         s.profile.runtime,
     );
     if fit.targets.is_checked() && printer.is_verbose() {
-        printer.status(format_args!("Target GPUs: {}", fit.targets));
+        let gpus = crate::cli::project::fit::attributed_gpus(&fit.targets, s.tool);
+        printer.status(format_args!("Target GPUs: {gpus}"));
     }
     if let Some(note) = ToolSettings::several_targets_note(s.tool, s.manifest_path)
         .filter(|_| matches!(selection, VariantSelection::Detected { .. }))
