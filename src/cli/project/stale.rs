@@ -154,8 +154,15 @@ pub fn ensure_current(
     let entries = stale_entries(&report);
     if entries.is_empty()
         && on_stale == OnStale::LockOrCreate
-        && let Some(gate) =
-            undecided_gate(command, project_dir, target, settings, global, printer, &report)?
+        && let Some(gate) = undecided_gate(
+            command,
+            project_dir,
+            target,
+            settings,
+            global,
+            printer,
+            &report,
+        )?
     {
         return Ok(gate);
     }
@@ -163,18 +170,7 @@ pub fn ensure_current(
         return Ok(Gate::Checked);
     }
     if settings.offline || !can_lock {
-        let help = if can_lock {
-            "run `kernels lock` while the Hub is reachable, or pass --frozen to use the lock as it is"
-        } else {
-            "run `kernels lock` (then `kernels download`), or pass --frozen to use the lock as it is"
-        };
-        return Err(StaleLock {
-            lock: lock_path,
-            manifest: manifest_path,
-            entries,
-            help: help.to_owned(),
-        }
-        .into());
+        return Err(stale_lock(lock_path, manifest_path, entries, can_lock));
     }
     printer.status(format_args!(
         "{} does not match {} ({}); locking again before `kernels {command}`",
@@ -184,6 +180,30 @@ pub fn ensure_current(
     ));
     relock(project_dir, target, settings, global, printer)?;
     Ok(Gate::Checked)
+}
+
+/// The [`StaleLock`] error for `lock_path` against `manifest_path` naming the
+/// stale `entries`. Its help: lock again while the Hub is reachable when the
+/// command could have locked (`can_lock`: it fails for being offline), else
+/// run `kernels lock` before the command.
+fn stale_lock(
+    lock_path: PathBuf,
+    manifest_path: PathBuf,
+    entries: Vec<String>,
+    can_lock: bool,
+) -> miette::Report {
+    let help = if can_lock {
+        "run `kernels lock` while the Hub is reachable, or pass --frozen to use the lock as it is"
+    } else {
+        "run `kernels lock` (then `kernels download`), or pass --frozen to use the lock as it is"
+    };
+    StaleLock {
+        lock: lock_path,
+        manifest: manifest_path,
+        entries,
+        help: help.to_owned(),
+    }
+    .into()
 }
 
 /// The gate for a lock the cache finds current when requirements it cannot

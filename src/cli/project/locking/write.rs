@@ -198,9 +198,8 @@ fn print_remarks(printer: &Printer, resolved: &Resolved<'_>, plan: &Plan) {
         changes,
         ..
     } = resolved;
-    let unchanged = plan.had_previous
-        && changes.is_empty()
-        && plan.old_format == Some(profile.lock_format);
+    let unchanged =
+        plan.had_previous && changes.is_empty() && plan.old_format == Some(profile.lock_format);
     let said_before: Vec<String> = match lock_path
         .parent()
         .map(crate::lock::manifest::Manifest::read)
