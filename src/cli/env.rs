@@ -114,7 +114,6 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
     let dir = &args.project_dir;
     let lock_path = dir.join(LOCK_FILE_NAME);
     settings.note_runtime_overrides(printer);
-    let lock_format = Lockfile::read(&lock_path).ok().map(|l| l.format());
     let tool = ToolSettings::read(dir).ok().flatten();
     let manifest_path = dir.join(MANIFEST_FILE_NAME);
     // One start of the project's interpreter answers the installed runtime,
@@ -128,19 +127,7 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
             tool.as_ref(),
             &manifest_path,
         ));
-    let profile = choose_profile_with(
-        &ProfileInputs {
-            project_dir: dir,
-            option: args.runtime.version(),
-            manifest: ToolSettings::target_runtime_at(tool.as_ref(), &manifest_path),
-            lock_format,
-            repo_type: args.repo.repo_type,
-            python: &python,
-            scope: ProbeScope::torch_if(overrides.needs_python()),
-            unreadable_fails: false,
-        },
-        &printer.quiet_if(true),
-    )?;
+    let profile = env_profile(&args, tool.as_ref(), &python, &overrides, printer)?;
     let generation = crate::variant::VariantRules::of_profile(&profile).generation;
     let resolved = overrides.resolve_for(&python, generation);
     let noarch = !matches!(
@@ -190,6 +177,41 @@ pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::
         OutputFormat::Text => report.print_text(),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The profile `kernels env` describes for the project of `args`
+/// ([`choose_profile_with`] with the `--target-runtime` flag, the manifest's
+/// target runtime and the format of its `kernels.lock`, when readable);
+/// the project's interpreter is probed for torch only when `overrides` need
+/// it, and the choice's own notes are not printed.
+///
+/// # Errors
+///
+/// Those of [`choose_profile_with`].
+fn env_profile(
+    args: &EnvCmdArgs,
+    tool: Option<&ToolSettings>,
+    python: &ProjectPython,
+    overrides: &crate::variant::EnvOverrides,
+    printer: &Printer,
+) -> miette::Result<Profile> {
+    let dir = &args.project_dir;
+    let lock_format = Lockfile::read(&dir.join(LOCK_FILE_NAME))
+        .ok()
+        .map(|l| l.format());
+    choose_profile_with(
+        &ProfileInputs {
+            project_dir: dir,
+            option: args.runtime.version(),
+            manifest: ToolSettings::target_runtime_at(tool, &dir.join(MANIFEST_FILE_NAME)),
+            lock_format,
+            repo_type: args.repo.repo_type,
+            python,
+            scope: ProbeScope::torch_if(overrides.needs_python()),
+            unreadable_fails: false,
+        },
+        &printer.quiet_if(true),
+    )
 }
 
 /// Which source each loading API uses per locked kernel of `lock_path` with

@@ -155,28 +155,14 @@ pub fn run_variants(
         printer,
     )?;
     let rules = VariantRules::of_profile(&profile);
-    let environments = match environments(
-        &args.env,
+    let environments = environments_or_none(
+        &args,
         tool.as_ref(),
         &manifest_path,
         &python,
         rules.generation,
-    ) {
-        // Nothing to decide for and no verdict asked for by a flag: the
-        // variants alone, so that the hints which send users here work
-        // wherever they are printed.
-        Err(report)
-            if !args.json
-                && !args.only_compatible
-                && report.downcast_ref::<NoTargetEnvironment>().is_some() =>
-        {
-            printer.status(format_args!(
-                "note: {report}; the variants are listed without verdicts (give `--torch-version MAJOR.MINOR` and a backend flag for them)"
-            ));
-            Vec::new()
-        }
-        other => other?,
-    };
+        printer,
+    )?;
     let images = super::project::fit::images(project_dir, args.manylinux.as_deref())?;
     let client =
         super::project::client::client_showing_retries(settings, printer, printer.lines_mode())?;
@@ -192,32 +178,20 @@ pub fn run_variants(
             Selection::Hub(err) => super::project::causes::hub_failure(err, settings),
             Selection::Other(report) => report,
         })?;
-    if !images.is_empty() {
-        let line = super::project::fit::images_line(&images);
-        printer.status(format_args!("{line} (from the cache)"));
-    } else if printer.is_verbose() {
-        printer.status(super::project::fit::images_line(&images));
-    }
+    print_images(printer, &images);
     if environments.is_empty() {
         print_names(printer, &revisions);
         return Ok(ExitCode::SUCCESS);
     }
     let repo = settings.cache().repo(&args.repo_id, profile.repo_type);
-    let docs: Vec<VariantsRevisionDoc> = revisions
-        .into_iter()
-        .map(|listed| {
-            let mut doc = revision_doc(listed.version, listed.revision, &environments, |env| {
-                verdicts(env, &listed.names, rules, args.only_compatible)
-            });
-            if !images.is_empty()
-                && let Some(commit) = listed.commit
-            {
-                let snapshot = repo.snapshot_dir(commit.as_str());
-                add_abi(&mut doc.environments, &snapshot, &images);
-            }
-            doc
-        })
-        .collect();
+    let docs = revision_docs(
+        revisions,
+        &environments,
+        rules,
+        args.only_compatible,
+        &repo,
+        &images,
+    );
     if args.json {
         printer.json(&VariantsDoc {
             repo_id: args.repo_id.to_string(),
@@ -227,6 +201,78 @@ pub fn run_variants(
         print_text(printer, &docs, args.only_compatible);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// [`environments`] for `kernels variants`; where there is nothing to decide
+/// for and no flag asks for verdicts (`--json`, `--only-compatible`), a note
+/// on stderr and no environment, so that the variants are listed alone and
+/// the hints which send users here work wherever they are printed.
+///
+/// # Errors
+///
+/// Those of [`environments`], [`NoTargetEnvironment`] included when a flag
+/// asks for verdicts.
+fn environments_or_none(
+    args: &VariantsArgs,
+    tool: Option<&ToolSettings>,
+    manifest_path: &Path,
+    python: &ProjectPython,
+    generation: Generation,
+    printer: &Printer,
+) -> miette::Result<Vec<Environment>> {
+    match environments(&args.env, tool, manifest_path, python, generation) {
+        Err(report)
+            if !args.json
+                && !args.only_compatible
+                && report.downcast_ref::<NoTargetEnvironment>().is_some() =>
+        {
+            printer.status(format_args!(
+                "note: {report}; the variants are listed without verdicts (give `--torch-version MAJOR.MINOR` and a backend flag for them)"
+            ));
+            Ok(Vec::new())
+        }
+        other => other,
+    }
+}
+
+/// The manylinux images line on stderr: always when images are known (they
+/// come from the cache), else only in verbose mode.
+fn print_images(printer: &Printer, images: &[ImageTarget]) {
+    if !images.is_empty() {
+        let line = super::project::fit::images_line(images);
+        printer.status(format_args!("{line} (from the cache)"));
+    } else if printer.is_verbose() {
+        printer.status(super::project::fit::images_line(images));
+    }
+}
+
+/// One document per listed revision: the verdicts of every environment
+/// under `rules` (`only_compatible`: the compatible variants alone), and,
+/// where `images` is not empty and the revision's commit is known, the ABI
+/// verdicts read from its snapshot in `repo`.
+fn revision_docs(
+    revisions: Vec<Listed>,
+    environments: &[Environment],
+    rules: VariantRules,
+    only_compatible: bool,
+    repo: &kernels_cache::RepoCache,
+    images: &[ImageTarget],
+) -> Vec<VariantsRevisionDoc> {
+    revisions
+        .into_iter()
+        .map(|listed| {
+            let mut doc = revision_doc(listed.version, listed.revision, environments, |env| {
+                verdicts(env, &listed.names, rules, only_compatible)
+            });
+            if !images.is_empty()
+                && let Some(commit) = listed.commit
+            {
+                let snapshot = repo.snapshot_dir(commit.as_str());
+                add_abi(&mut doc.environments, &snapshot, images);
+            }
+            doc
+        })
+        .collect()
 }
 
 /// The environments to decide for: the flags (on top of a single declared

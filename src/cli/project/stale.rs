@@ -152,43 +152,25 @@ pub fn ensure_current(
     let report = gate_report(project_dir, target, settings, printer)?;
     let manifest_path = project_dir.join(MANIFEST_FILE_NAME);
     let entries = stale_entries(&report);
-    if entries.is_empty() && on_stale == OnStale::LockOrCreate {
-        // A requirement the cache cannot judge (an edited `= 1`, a specifier
-        // its refs do not decide): the Hub decides before the download
-        // places the variants (and records the requirement's ref) by it.
-        let undecided = undecided_entries(project_dir, &report);
-        if !undecided.is_empty() && settings.offline {
-            // Offline nothing can decide: the lock is used as it is (as `kernels
-            // lock --check --offline` and `verify` accept it), but the edited
-            // requirement's ref is not recorded from it.
-            printer.status(format_args!(
-                "note: the cache cannot tell whether {} still matches {} ({}); using it as it is, without recording the requirements' refs (run `kernels lock --check` online to decide)",
-                lock_path.display(),
-                manifest_path.display(),
-                undecided.join("; ")
-            ));
-            return Ok(Gate::Unproven);
-        } else if !undecided.is_empty() {
-            relock_if_changed(command, project_dir, target, settings, global, printer)?;
-            return Ok(Gate::Checked);
-        }
+    if entries.is_empty()
+        && on_stale == OnStale::LockOrCreate
+        && let Some(gate) = undecided_gate(
+            command,
+            project_dir,
+            target,
+            settings,
+            global,
+            printer,
+            &report,
+        )?
+    {
+        return Ok(gate);
     }
     if entries.is_empty() {
         return Ok(Gate::Checked);
     }
     if settings.offline || !can_lock {
-        let help = if can_lock {
-            "run `kernels lock` while the Hub is reachable, or pass --frozen to use the lock as it is"
-        } else {
-            "run `kernels lock` (then `kernels download`), or pass --frozen to use the lock as it is"
-        };
-        return Err(StaleLock {
-            lock: lock_path,
-            manifest: manifest_path,
-            entries,
-            help: help.to_owned(),
-        }
-        .into());
+        return Err(stale_lock(lock_path, manifest_path, entries, can_lock));
     }
     printer.status(format_args!(
         "{} does not match {} ({}); locking again before `kernels {command}`",
@@ -198,6 +180,68 @@ pub fn ensure_current(
     ));
     relock(project_dir, target, settings, global, printer)?;
     Ok(Gate::Checked)
+}
+
+/// The [`StaleLock`] error for `lock_path` against `manifest_path` naming the
+/// stale `entries`. Its help: lock again while the Hub is reachable when the
+/// command could have locked (`can_lock`: it fails for being offline), else
+/// run `kernels lock` before the command.
+fn stale_lock(
+    lock_path: PathBuf,
+    manifest_path: PathBuf,
+    entries: Vec<String>,
+    can_lock: bool,
+) -> miette::Report {
+    let help = if can_lock {
+        "run `kernels lock` while the Hub is reachable, or pass --frozen to use the lock as it is"
+    } else {
+        "run `kernels lock` (then `kernels download`), or pass --frozen to use the lock as it is"
+    };
+    StaleLock {
+        lock: lock_path,
+        manifest: manifest_path,
+        entries,
+        help: help.to_owned(),
+    }
+    .into()
+}
+
+/// The gate for a lock the cache finds current when requirements it cannot
+/// judge remain in `report` (an edited `= 1`, a specifier its refs do not
+/// decide): `None` when there are none. Online the Hub decides, locking
+/// again when it changes the lock, before the download places the variants
+/// (and records each requirement's ref) by it; offline nothing can decide,
+/// so the lock is used as it is (as `kernels lock --check --offline` and
+/// `verify` accept it), with a note, and [`Gate::Unproven`] keeps the edited
+/// requirement's ref from being recorded.
+///
+/// # Errors
+///
+/// Those of locking again.
+fn undecided_gate(
+    command: &str,
+    project_dir: &Path,
+    target: LockTarget<'_>,
+    settings: &Settings,
+    global: &GlobalArgs,
+    printer: &Printer,
+    report: &CheckReport,
+) -> miette::Result<Option<Gate>> {
+    let undecided = undecided_entries(project_dir, report);
+    if undecided.is_empty() {
+        return Ok(None);
+    }
+    if settings.offline {
+        printer.status(format_args!(
+            "note: the cache cannot tell whether {} still matches {} ({}); using it as it is, without recording the requirements' refs (run `kernels lock --check` online to decide)",
+            project_dir.join(LOCK_FILE_NAME).display(),
+            project_dir.join(MANIFEST_FILE_NAME).display(),
+            undecided.join("; ")
+        ));
+        return Ok(Some(Gate::Unproven));
+    }
+    relock_if_changed(command, project_dir, target, settings, global, printer)?;
+    Ok(Some(Gate::Checked))
 }
 
 /// The gate's verdict on the lock of `project_dir`: the one of `kernels lock

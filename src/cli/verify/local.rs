@@ -21,7 +21,7 @@ use crate::cli::project::profile::{ProfileInputs, choose_profile_with};
 use crate::local::check::{DigestState, VariantCheck, check_build};
 use crate::local::{LocalBuild, LocalError};
 use crate::lock::manifest::{MANIFEST_FILE_NAME, ToolSettings, discover_project};
-use crate::variant::{ProbeScope, ProjectPython};
+use crate::variant::{EnvOverrides, ProbeScope, ProjectPython};
 
 /// A local build that would not load, or whose files differ from its digest.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -66,14 +66,7 @@ pub(super) fn run(
             .with_modules(kernels_types::python_depends::ALL_MODULES);
     let manifest_path = project.join(MANIFEST_FILE_NAME);
     let tool = ToolSettings::read(&project).ok().flatten();
-    let overrides = args
-        .select
-        .env
-        .overrides()
-        .with_declared(ToolSettings::declared_target_at(
-            tool.as_ref(),
-            &manifest_path,
-        ));
+    let overrides = overrides_for(args, tool.as_ref(), &manifest_path);
     let profile = choose_profile_with(
         &ProfileInputs {
             project_dir: &project,
@@ -117,12 +110,44 @@ pub(super) fn run(
             return finish_declared(&shown, &refused, &checks);
         }
     }
-    let judged: Vec<&VariantCheck> = if chosen.is_some() {
+    finish_here(shown, torch.is_some(), chosen.is_some(), &checks)
+}
+
+/// The environment flags of `args` on top of the single target the project's
+/// manifest at `manifest_path` declares, if it declares one.
+fn overrides_for(
+    args: &VerifyArgs,
+    tool: Option<&ToolSettings>,
+    manifest_path: &Path,
+) -> EnvOverrides {
+    args.select
+        .env
+        .overrides()
+        .with_declared(ToolSettings::declared_target_at(tool, manifest_path))
+}
+
+/// The verdict without declared targets: this machine's environment decides
+/// (`has_torch`: it was resolved; `has_chosen`: the runtime would load a
+/// variant of the build for it), else every variant does; wrong files
+/// always refuse.
+///
+/// # Errors
+///
+/// [`LocalBuildRefused`] naming `shown` when the environment has no
+/// variant, when every variant judged is refused, or when any variant's
+/// files are wrong.
+fn finish_here(
+    shown: String,
+    has_torch: bool,
+    has_chosen: bool,
+    checks: &[VariantCheck],
+) -> miette::Result<ExitCode> {
+    let judged: Vec<&VariantCheck> = if has_chosen {
         checks.iter().filter(|c| c.chosen).collect()
     } else {
         checks.iter().collect()
     };
-    if torch.is_some() && chosen.is_none() {
+    if has_torch && !has_chosen {
         return Err(LocalBuildRefused {
             path: shown,
             what: "no variant for this environment in any layout the runtime accepts".into(),
@@ -132,7 +157,7 @@ pub(super) fn run(
     if judged.iter().all(|c| !c.ok()) || checks.iter().any(bad_files) {
         return Err(LocalBuildRefused {
             path: shown,
-            what: if chosen.is_some() {
+            what: if has_chosen {
                 "the variant the runtime loads here is refused or its files are wrong (above)"
                     .into()
             } else {

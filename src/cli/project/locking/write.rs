@@ -156,32 +156,7 @@ fn print_status(
             kept.len()
         ));
     }
-    // A lock that stays as it is repeats no remark about the requirements:
-    // the run that wrote it said them.
-    let unchanged = had_previous && changes.is_empty() && old_format == Some(profile.lock_format);
-    let said_before: Vec<String> = match lock_path
-        .parent()
-        .map(crate::lock::manifest::Manifest::read)
-    {
-        Some(Ok(manifest)) if unchanged => {
-            crate::lock::support::check_requirements(profile, &manifest)
-                .map(|w| w.iter().map(|w| w.head()).collect())
-                .unwrap_or_default()
-        }
-        _ => Vec::new(),
-    };
-    // A remark is known by its head: the form it suggests was checked
-    // against the Hub when the lock was resolved.
-    for warning in outcome
-        .warnings
-        .iter()
-        .filter(|w| !said_before.iter().any(|head| w.starts_with(head.as_str())))
-    {
-        printer.status(format_args!("warning: {warning}"));
-    }
-    for held_back in &outcome.held_back {
-        printer.status(format_args!("note: {held_back}"));
-    }
+    print_remarks(printer, resolved, plan);
     crate::cli::project::fit::lock::print_outcome(printer, &outcome.fit, &plan.targets);
     let count = outcome.lockfile.locked_kernels(lock_path)?.len();
     printer.status(format_args!(
@@ -210,6 +185,44 @@ fn print_status(
         ));
     }
     Ok(())
+}
+
+/// The resolver's warnings and held-back notes of a `kernels lock` that
+/// resolved. A lock that stays as it is (same entries, same format) repeats
+/// no remark about the requirements: the run that wrote it said them.
+fn print_remarks(printer: &Printer, resolved: &Resolved<'_>, plan: &Plan) {
+    let Resolved {
+        lock_path,
+        outcome,
+        profile,
+        changes,
+        ..
+    } = resolved;
+    let unchanged =
+        plan.had_previous && changes.is_empty() && plan.old_format == Some(profile.lock_format);
+    let said_before: Vec<String> = match lock_path
+        .parent()
+        .map(crate::lock::manifest::Manifest::read)
+    {
+        Some(Ok(manifest)) if unchanged => {
+            crate::lock::support::check_requirements(profile, &manifest)
+                .map(|w| w.iter().map(|w| w.head()).collect())
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    // A remark is known by its head: the form it suggests was checked
+    // against the Hub when the lock was resolved.
+    for warning in outcome
+        .warnings
+        .iter()
+        .filter(|w| !said_before.iter().any(|head| w.starts_with(head.as_str())))
+    {
+        printer.status(format_args!("warning: {warning}"));
+    }
+    for held_back in &outcome.held_back {
+        printer.status(format_args!("note: {held_back}"));
+    }
 }
 
 /// `--format json`: what was locked and what changed, as one document on stdout.
