@@ -418,7 +418,11 @@ impl Report<'_> {
         } else {
             "PATH"
         };
-        self.row("Python", &self.python.path().display().to_string(), from);
+        let mut python = self.python.path().display().to_string();
+        if let Err(VariantError::PythonFailed { .. }) = self.python.probe(ProbeScope::Runtime) {
+            python.push_str(" (cannot be run)");
+        }
+        self.row("Python", &python, from);
         self.print_torch_rows();
         self.row(
             "Variant order",

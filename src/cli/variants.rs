@@ -178,11 +178,12 @@ pub fn run_variants(
             Selection::Hub(err) => super::project::causes::hub_failure(err, settings),
             Selection::Other(report) => report,
         })?;
-    print_images(printer, &images);
     if environments.is_empty() {
+        // No environment, no verdict: neither the variants' nor their ABI's.
         print_names(printer, &revisions);
         return Ok(ExitCode::SUCCESS);
     }
+    print_images(printer, &images);
     let repo = settings.cache().repo(&args.repo_id, profile.repo_type);
     let docs = revision_docs(
         revisions,

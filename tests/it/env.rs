@@ -293,3 +293,22 @@ fn explain_names_the_newer_versions_that_would_suit() {
     let out = run("1", "0.17.2", &[&explain[..], &["--offline"]].concat());
     snapshot!("act_explain_offline", out);
 }
+
+/// With no interpreter to run, `env` says so on its Python row rather than
+/// naming `python3` as if it were found on PATH.
+#[test]
+fn env_says_when_the_python_cannot_be_run() {
+    let empty = tempfile::tempdir().unwrap();
+    let context = kernels_test_support::TestContext::new()
+        .with_pyproject("[project]\nname = \"demo\"\n")
+        .with_env("PATH", empty.path());
+    let out = context.run(&["env"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("Python") && l.contains("python3 (cannot be run)")),
+        "{stdout}"
+    );
+}
