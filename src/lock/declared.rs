@@ -207,6 +207,28 @@ pub struct DeclaredTarget {
     pub macos: Option<(u32, u32)>,
 }
 
+impl DeclaredTarget {
+    /// The command-line flags that select this environment for one run
+    /// (`--torch-version 2.8 --cuda-version 12.8 --python-version 3.12`), or
+    /// `None` when it names no torch or a backend no flag selects (CANN, TPU).
+    pub fn selecting_flags(&self) -> Option<String> {
+        let (major, minor) = self.torch?;
+        let backend = match self.backend.as_ref()? {
+            DeclaredBackend::Cuda(v) => format!("--cuda-version {v}"),
+            DeclaredBackend::Rocm(v) => format!("--rocm-version {v}"),
+            DeclaredBackend::Xpu(v) => format!("--xpu-version {v}"),
+            DeclaredBackend::Metal => "--metal".to_owned(),
+            DeclaredBackend::Cpu => "--cpu".to_owned(),
+            DeclaredBackend::Cann(_) | DeclaredBackend::Tpu => return None,
+        };
+        let mut flags = format!("--torch-version {major}.{minor} {backend}");
+        if let Some(python) = &self.python {
+            flags.push_str(&format!(" --python-version {python}"));
+        }
+        Some(flags)
+    }
+}
+
 /// A key of a declared target that cannot be used: where it is, what is
 /// wrong, and the fix. The manifest reader turns it into its diagnostic.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -161,10 +161,21 @@ impl ToolSettings {
     /// The one note for a `pyproject.toml` that declares several targets:
     /// the environment of a run is not taken from them. `None` otherwise.
     pub fn several_targets_note(tool: Option<&ToolSettings>, path: &Path) -> Option<String> {
-        let count = tool.map_or(0, |t| t.declared.len());
+        let declared = tool.map_or(&[][..], |t| t.declared.as_slice());
+        let count = declared.len();
+        let example = declared
+            .iter()
+            .enumerate()
+            .find_map(|(n, t)| {
+                t.selecting_flags()
+                    .map(|f| format!("`{f}` for targets[{}]", n + 1))
+            })
+            .unwrap_or_else(|| {
+                "`--torch-version 2.8 --cuda-version 12.8 --python-version 3.12`".to_owned()
+            });
         (count > 1).then(|| {
             format!(
-                "{} declares {count} targets in [[tool.kernels.targets]]; one run selects for one environment, here the flags and the project's Python; their GPUs are all checked. Select for a declared one with its flags, for example `--torch-version 2.8 --cuda-version 12.8 --python-version 3.12`",
+                "{} declares {count} targets in [[tool.kernels.targets]]; one run selects for one environment, here the flags and the project's Python; their GPUs are all checked. Select for a declared one with its flags, for example {example}",
                 path.display()
             )
         })

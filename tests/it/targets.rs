@@ -402,6 +402,12 @@ CUDA capability 10.0 (from [[tool.kernels.targets]] targets[2] of ./pyproject.to
     assert_eq!(err.matches("declares 2 targets").count(), 1, "{err}");
     assert!(
         err.contains(
+            "`--torch-version 2.8 --cuda-version 12.8 --python-version 3.12` for targets[1]"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
             "Declared: targets[1] (torch 2.8 + cuda-12.8 (x86_64-linux), Python 3.12), targets[2] (torch 2.7 + cuda-12.6 (x86_64-linux), Python 3.12)"
         ),
         "{err}"
