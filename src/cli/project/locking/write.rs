@@ -213,11 +213,12 @@ fn print_remarks(printer: &Printer, resolved: &Resolved<'_>, plan: &Plan) {
     };
     // A remark is known by its head: the form it suggests was checked
     // against the Hub when the lock was resolved.
-    for warning in outcome
+    let fresh: Vec<&String> = outcome
         .warnings
         .iter()
         .filter(|w| !said_before.iter().any(|head| w.starts_with(head.as_str())))
-    {
+        .collect();
+    for warning in grouped_by_subject(&fresh) {
         printer.status(format_args!("warning: {warning}"));
     }
     for held_back in &outcome.held_back {
@@ -291,4 +292,67 @@ fn print_json(
             .collect(),
     });
     Ok(())
+}
+
+/// The subject of a remark that starts with one: `` `org/name` `` of
+/// `` `org/name`: … ``.
+fn subject(remark: &str) -> Option<&str> {
+    let rest = remark.strip_prefix('`')?;
+    let end = rest.find('`')?;
+    rest[end + 1..].starts_with(':').then(|| &rest[..end])
+}
+
+/// Remarks that say the same of several subjects (the text equal once each
+/// subject is taken out) as one: the first in full, then `(the same for
+/// `b`, `c`)`; others as they are, in their order.
+fn grouped_by_subject(remarks: &[&String]) -> Vec<String> {
+    let mut groups: Vec<(String, String, Vec<&str>)> = Vec::new();
+    for remark in remarks {
+        let Some(name) = subject(remark) else {
+            groups.push((String::new(), (*remark).clone(), Vec::new()));
+            continue;
+        };
+        let shape = remark.replace(name, "\u{0}");
+        match groups
+            .iter_mut()
+            .find(|(s, _, _)| !s.is_empty() && *s == shape)
+        {
+            Some((_, _, others)) => others.push(name),
+            None => groups.push((shape, (*remark).clone(), Vec::new())),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, first, others)| {
+            if others.is_empty() {
+                return first;
+            }
+            let list: Vec<String> = others.iter().map(|n| format!("`{n}`")).collect();
+            format!("{first} (the same for {})", list.join(", "))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grouped_by_subject;
+
+    #[test]
+    fn remarks_of_the_same_shape_are_said_once() {
+        let remarks = [
+            "`a/x`: no `vN` branch in `a/x`: keep it".to_owned(),
+            "plain remark".to_owned(),
+            "`b/y`: no `vN` branch in `b/y`: keep it".to_owned(),
+            "`c/z`: something else".to_owned(),
+        ];
+        let refs: Vec<&String> = remarks.iter().collect();
+        assert_eq!(
+            grouped_by_subject(&refs),
+            [
+                "`a/x`: no `vN` branch in `a/x`: keep it (the same for `b/y`)",
+                "plain remark",
+                "`c/z`: something else",
+            ]
+        );
+    }
 }
