@@ -29,10 +29,9 @@ const ENV_REJECTED: usize = 5;
 /// Arguments of `kernels env`.
 #[derive(Debug, clap::Args)]
 pub struct EnvCmdArgs {
-    /// The project directory (set from the global `--project`, else found
-    /// upwards from the current directory).
-    #[arg(skip)]
-    pub project_dir: PathBuf,
+    /// `[PROJECT_DIR]`, as `kernels download` takes it.
+    #[command(flatten)]
+    pub project: super::args::ProjectArgs,
 
     /// `--target-runtime`.
     #[command(flatten)]
@@ -69,7 +68,7 @@ fn explain_lock(
     printer: &Printer,
     policy: &FitPolicy,
 ) -> Option<Result<super::project::explain::Explained, String>> {
-    let dir = &args.project_dir;
+    let dir = &args.project.project_dir;
     if !dir.join(LOCK_FILE_NAME).is_file() {
         return None;
     }
@@ -111,7 +110,7 @@ fn explain_lock(
 /// variant each locked kernel gets in it and why every other is rejected;
 /// exit 0 even without torch (that is reported).
 pub fn run(args: EnvCmdArgs, settings: &Settings, printer: &Printer) -> miette::Result<ExitCode> {
-    let dir = &args.project_dir;
+    let dir = &args.project.project_dir;
     let lock_path = dir.join(LOCK_FILE_NAME);
     settings.note_runtime_overrides(printer);
     let tool = ToolSettings::read(dir).ok().flatten();
@@ -195,7 +194,7 @@ fn env_profile(
     overrides: &crate::variant::EnvOverrides,
     printer: &Printer,
 ) -> miette::Result<Profile> {
-    let dir = &args.project_dir;
+    let dir = &args.project.project_dir;
     let lock_format = Lockfile::read(&dir.join(LOCK_FILE_NAME))
         .ok()
         .map(|l| l.format());
@@ -413,7 +412,11 @@ impl Report<'_> {
             .is_some_and(|venv| self.python.path().starts_with(venv))
         {
             "VIRTUAL_ENV"
-        } else if self.python.path().starts_with(&self.args.project_dir) {
+        } else if self
+            .python
+            .path()
+            .starts_with(&self.args.project.project_dir)
+        {
             "the project's .venv"
         } else {
             "PATH"

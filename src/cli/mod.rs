@@ -408,7 +408,7 @@ fn dispatch(
             download::run_checked(args, settings, global, printer)
         }
         Command::Env(mut args) => {
-            args.project_dir = project_dir(None, global)?;
+            args.project.resolve(global)?;
             env::run(args, settings, printer)
         }
         Command::Export(mut args) => {

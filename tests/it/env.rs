@@ -312,3 +312,28 @@ fn env_says_when_the_python_cannot_be_run() {
         "{stdout}"
     );
 }
+
+/// `kernels env PROJECT_DIR` reads that project, as `download` and `verify`
+/// take it: run from elsewhere, it reports the project's target runtime.
+#[test]
+fn env_takes_the_project_directory_as_download_does() {
+    let context = kernels_test_support::TestContext::new().with_pyproject(
+        "[project]\nname = \"demo\"\n\n[tool.kernels]\ntarget-runtime = \"0.16.2\"\n",
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = context
+        .kernels()
+        .current_dir(elsewhere.path())
+        .arg("env")
+        .arg(&context.project)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("Target runtime") && l.contains("0.16.2")),
+        "{stdout}"
+    );
+}
