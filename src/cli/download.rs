@@ -17,7 +17,6 @@ use crate::install::{
     DEFAULT_CONCURRENCY, DRY_RUN_SCHEMA, DownloadError, DownloadOptions, download, dry_run,
 };
 use crate::lock::format::LockedKernel;
-use crate::variant::ProjectPython;
 use kernels_cache::HubCache;
 use kernels_hub::HubClient;
 use kernels_types::repo_id::RepoId;
@@ -261,16 +260,7 @@ fn read_project_lock(
     settings: &Settings,
     printer: &Printer,
 ) -> miette::Result<super::project::read::LockRead> {
-    let python = ProjectPython::for_project(
-        &args.project.project_dir,
-        super::settings::virtual_env().as_deref(),
-    )
-    .with_modules(kernels_types::python_depends::ALL_MODULES)
-    .with_receipts(crate::variant::ProbeReceipts::new(
-        &settings.cache_dir,
-        super::settings::interpreter_context(),
-        super::settings::path_var(),
-    ));
+    let python = super::project::read::lock_reader_python(&args.project.project_dir, settings);
     let (dir, frozen) = (&args.project.project_dir, args.lock_mode.frozen);
     read_lock_with(dir, &args.select, &python, printer, frozen, true)
 }

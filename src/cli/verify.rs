@@ -183,16 +183,7 @@ fn read_project_lock(
     settings: &Settings,
     printer: &Printer,
 ) -> miette::Result<super::project::read::LockRead> {
-    let python = crate::variant::ProjectPython::for_project(
-        &args.project.project_dir,
-        super::settings::virtual_env().as_deref(),
-    )
-    .with_modules(kernels_types::python_depends::ALL_MODULES)
-    .with_receipts(crate::variant::ProbeReceipts::new(
-        &settings.cache_dir,
-        super::settings::interpreter_context(),
-        super::settings::path_var(),
-    ));
+    let python = super::project::read::lock_reader_python(&args.project.project_dir, settings);
     read_lock(
         &args.project.project_dir,
         &args.select,

@@ -438,3 +438,20 @@ pub fn shell_path(path: &Path) -> String {
         format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
+
+/// The project's interpreter as the commands that read the lock ask it
+/// (`download`, `verify`): with the `python-depends` modules, and with the
+/// stored probes under the cache (`<cache>/.locks/kernels-probes/`), so that
+/// a warm run starts no interpreter.
+pub fn lock_reader_python(
+    project_dir: &Path,
+    settings: &crate::cli::settings::Settings,
+) -> ProjectPython {
+    ProjectPython::for_project(project_dir, crate::cli::settings::virtual_env().as_deref())
+        .with_modules(kernels_types::python_depends::ALL_MODULES)
+        .with_receipts(crate::variant::ProbeReceipts::new(
+            &settings.cache_dir,
+            crate::cli::settings::interpreter_context(),
+            crate::cli::settings::path_var(),
+        ))
+}
